@@ -1,0 +1,117 @@
+// Byte-offset tail of an append-only JSONL file: reads [offset, EOF) and hands over only complete lines.
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+
+/** Default read size; a chunk always ends at a line boundary, a longer line grows the buffer. */
+export const TAIL_CHUNK_BYTES = 8 << 20;
+
+export interface TailChunk {
+  /** Bytes of complete lines: `buf[0, end)`, the last byte is `\n`. */
+  buf: Buffer;
+  end: number;
+  /** File offset of `buf[0]`. */
+  offset: number;
+}
+
+export interface TailResult {
+  /** Offset just past the last complete line read (where the next read starts). */
+  offset: number;
+  /** File size seen when the read started; bytes past it are left for the next read. */
+  size: number;
+  /** Number of complete-line bytes read. */
+  bytes: number;
+}
+
+/**
+ * Reads the complete lines of `path` from byte `offset` up to the size the file has now, in chunks of
+ * whole lines, calling `onChunk` for each. A trailing partial line (no `\n` yet) is left unread: a
+ * reader may miss the newest record but never sees a torn one. A missing file reads as empty.
+ */
+export function readCompleteLines(path: string, offset: number, onChunk: (chunk: TailChunk) => void, chunkBytes = TAIL_CHUNK_BYTES): TailResult {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { offset, size: 0, bytes: 0 };
+    throw err;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    let pos = offset;
+    let buf = Buffer.allocUnsafe(Math.min(chunkBytes, Math.max(0, size - offset)) || 1);
+    let carry = 0; // bytes of an unfinished line at the start of buf
+    while (pos + carry < size) {
+      const want = Math.min(buf.length - carry, size - pos - carry);
+      if (want <= 0) {
+        // one line longer than the buffer: grow it
+        const bigger = Buffer.allocUnsafe(buf.length * 2);
+        buf.copy(bigger, 0, 0, carry);
+        buf = bigger;
+        continue;
+      }
+      const n = readSync(fd, buf, carry, want, pos + carry);
+      if (n <= 0) break;
+      const filled = carry + n;
+      const lastNl = buf.lastIndexOf(10, filled - 1);
+      if (lastNl < 0) {
+        carry = filled;
+        if (pos + carry >= size) break;
+        if (carry === buf.length) {
+          const bigger = Buffer.allocUnsafe(buf.length * 2);
+          buf.copy(bigger, 0, 0, carry);
+          buf = bigger;
+        }
+        continue;
+      }
+      const end = lastNl + 1;
+      onChunk({ buf, end, offset: pos });
+      pos += end;
+      carry = filled - end;
+      if (carry > 0) buf.copy(buf, 0, end, filled);
+    }
+    return { offset: pos, size, bytes: pos - offset };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The first complete line of a file within its first `maxBytes` (without the `\n`), or null. */
+export function readFirstLine(path: string, maxBytes = 65536): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const buf = Buffer.allocUnsafe(maxBytes);
+    const n = readSync(fd, buf, 0, maxBytes, 0);
+    const nl = buf.subarray(0, n).indexOf(10);
+    return nl < 0 ? null : buf.subarray(0, nl);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The last complete line of a file within its final `maxBytes` (without the `\n`), or null. */
+export function readLastCompleteLine(path: string, maxBytes = 65536): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const start = Math.max(0, size - maxBytes);
+    const buf = Buffer.allocUnsafe(size - start);
+    const n = readSync(fd, buf, 0, buf.length, start);
+    const view = buf.subarray(0, n);
+    const lastNl = view.lastIndexOf(10);
+    if (lastNl < 0) return null;
+    const prevNl = lastNl > 0 ? view.lastIndexOf(10, lastNl - 1) : -1;
+    if (prevNl < 0 && start > 0) return null; // the line begins before the window
+    return view.subarray(prevNl + 1, lastNl);
+  } finally {
+    closeSync(fd);
+  }
+}

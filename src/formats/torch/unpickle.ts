@@ -1,0 +1,1162 @@
+// A pickle VM for what torch.save and Python write (protocols 0–5). Globals outside an explicit
+// allowlist become inert PyObject records: decoding a pickle never runs anything.
+import { PickleError } from './errors.ts';
+import { DTYPE_BYTES, PyEnum, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
+
+export interface UnpickleOptions {
+  /** Named in every error. */
+  file: string;
+  /** Resolves a persistent id (BINPERSID/PERSID); torch uses them for storages. Default: inert record. */
+  persistentLoad?: (pid: PyValue) => PyValue;
+}
+
+export interface PickleResult {
+  value: PyValue;
+  /** The PROTO opcode's protocol (0 or 1 when absent). */
+  protocol: number;
+  /** `module.name` of every global the pickle names, in order of first appearance. */
+  globals: string[];
+  /** Names of the opcodes that occur, sorted. */
+  opcodes: string[];
+}
+
+/** A synchronous random-access byte source, for pickles too large for one buffer. */
+export interface PickleSource {
+  size: number;
+  read(position: number, into: Uint8Array, offset: number, length: number): number;
+}
+
+/** A reference to a module-level name found by GLOBAL/STACK_GLOBAL; allowlisted ones carry a handler. */
+export class GlobalRef extends PyObject {
+  constructor(
+    module: string,
+    name: string,
+    readonly call?: (args: PyValue[], u: Unpickler) => PyValue,
+  ) {
+    super(module, name, null);
+  }
+}
+
+/** A numpy dtype under construction (`numpy.dtype(descr)` + BUILD byte order). Inert when it leaks out. */
+export class NumpyDType extends PyObject {
+  byteorder = '=';
+  constructor(readonly descr: string) {
+    super('numpy', 'dtype', [descr]);
+  }
+}
+
+/** `numpy…_reconstruct(ndarray, …)` awaiting its BUILD; replaced by a Tensor where the dtype allows. */
+class NdArrayPending extends PyObject {
+  memoSlots: number[] = [];
+  constructor() {
+    super('numpy', 'ndarray', []);
+  }
+}
+
+const OPNAMES: Record<number, string> = {
+  0x28: 'MARK', 0x2e: 'STOP', 0x30: 'POP', 0x31: 'POP_MARK', 0x32: 'DUP', 0x46: 'FLOAT', 0x49: 'INT',
+  0x4a: 'BININT', 0x4b: 'BININT1', 0x4c: 'LONG', 0x4d: 'BININT2', 0x4e: 'NONE', 0x50: 'PERSID',
+  0x51: 'BINPERSID', 0x52: 'REDUCE', 0x53: 'STRING', 0x54: 'BINSTRING', 0x55: 'SHORT_BINSTRING',
+  0x56: 'UNICODE', 0x58: 'BINUNICODE', 0x61: 'APPEND', 0x62: 'BUILD', 0x63: 'GLOBAL', 0x64: 'DICT',
+  0x7d: 'EMPTY_DICT', 0x65: 'APPENDS', 0x67: 'GET', 0x68: 'BINGET', 0x69: 'INST', 0x6a: 'LONG_BINGET',
+  0x6c: 'LIST', 0x5d: 'EMPTY_LIST', 0x6f: 'OBJ', 0x70: 'PUT', 0x71: 'BINPUT', 0x72: 'LONG_BINPUT',
+  0x73: 'SETITEM', 0x74: 'TUPLE', 0x29: 'EMPTY_TUPLE', 0x75: 'SETITEMS', 0x47: 'BINFLOAT',
+  0x80: 'PROTO', 0x81: 'NEWOBJ', 0x82: 'EXT1', 0x83: 'EXT2', 0x84: 'EXT4', 0x85: 'TUPLE1', 0x86: 'TUPLE2',
+  0x87: 'TUPLE3', 0x88: 'NEWTRUE', 0x89: 'NEWFALSE', 0x8a: 'LONG1', 0x8b: 'LONG4', 0x42: 'BINBYTES',
+  0x43: 'SHORT_BINBYTES', 0x8c: 'SHORT_BINUNICODE', 0x8d: 'BINUNICODE8', 0x8e: 'BINBYTES8',
+  0x8f: 'EMPTY_SET', 0x90: 'ADDITEMS', 0x91: 'FROZENSET', 0x92: 'NEWOBJ_EX', 0x93: 'STACK_GLOBAL',
+  0x94: 'MEMOIZE', 0x95: 'FRAME', 0x96: 'BYTEARRAY8', 0x97: 'NEXT_BUFFER', 0x98: 'READONLY_BUFFER',
+};
+
+export function opcodeName(op: number): string {
+  return OPNAMES[op] ?? `0x${op.toString(16).padStart(2, '0')}`;
+}
+
+const STORAGE_DTYPES: Record<string, DType> = {
+  DoubleStorage: 'float64', FloatStorage: 'float32', HalfStorage: 'float16', BFloat16Storage: 'bfloat16',
+  LongStorage: 'int64', IntStorage: 'int32', ShortStorage: 'int16', CharStorage: 'int8', ByteStorage: 'uint8',
+  BoolStorage: 'bool', UntypedStorage: 'uint8',
+};
+
+const TORCH_DTYPES: Record<string, DType> = {
+  float64: 'float64', double: 'float64', float32: 'float32', float: 'float32', float16: 'float16', half: 'float16',
+  bfloat16: 'bfloat16', int64: 'int64', long: 'int64', int32: 'int32', int: 'int32', int16: 'int16', short: 'int16',
+  int8: 'int8', uint8: 'uint8', bool: 'bool',
+};
+
+const NUMPY_DTYPES: Record<string, DType> = {
+  f8: 'float64', f4: 'float32', f2: 'float16', i8: 'int64', i4: 'int32', i2: 'int16', i1: 'int8', u1: 'uint8', b1: 'bool',
+  float64: 'float64', float32: 'float32', float16: 'float16', int64: 'int64', int32: 'int32', int16: 'int16',
+  int8: 'int8', uint8: 'uint8', bool: 'bool',
+};
+
+/** The element dtype a storage class or torch dtype reference names (`torch.FloatStorage`, `torch.float32`), if any. */
+export function storageDType(ref: PyValue): DType | undefined {
+  if (!(ref instanceof PyObject) || ref.args !== null) return undefined;
+  if (ref.module === 'torch' || ref.module === 'torch.cuda' || ref.module === 'torch.storage') {
+    return STORAGE_DTYPES[ref.name] ?? (ref.module === 'torch' ? TORCH_DTYPES[ref.name] : undefined);
+  }
+  return undefined;
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const MIN_SAFE = -MAX_SAFE;
+function intValue(v: bigint): number | bigint {
+  return v <= MAX_SAFE && v >= MIN_SAFE ? Number(v) : v;
+}
+
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+const utf8Lenient = new TextDecoder('utf-8');
+
+/** UTF-8 with Python's surrogatepass (lone surrogates are legal in pickled str). */
+function decodeUtf8(b: Uint8Array, start: number, end: number): string {
+  const n = end - start;
+  if (n < 48) {
+    let s = '';
+    let i = start;
+    for (; i < end; i++) {
+      const c = b[i];
+      if (c >= 0x80) break;
+      s += String.fromCharCode(c);
+    }
+    if (i === end) return s;
+  }
+  try {
+    return utf8Strict.decode(b.subarray(start, end));
+  } catch {
+    return decodeSurrogatePass(b, start, end);
+  }
+}
+
+function decodeSurrogatePass(b: Uint8Array, start: number, end: number): string {
+  const units: number[] = [];
+  let i = start;
+  while (i < end) {
+    const c = b[i];
+    if (c < 0x80) {
+      units.push(c);
+      i++;
+    } else if (c >= 0xc0 && c < 0xe0 && i + 1 < end) {
+      units.push(((c & 0x1f) << 6) | (b[i + 1] & 0x3f));
+      i += 2;
+    } else if (c >= 0xe0 && c < 0xf0 && i + 2 < end) {
+      units.push(((c & 0x0f) << 12) | ((b[i + 1] & 0x3f) << 6) | (b[i + 2] & 0x3f));
+      i += 3;
+    } else if (c >= 0xf0 && i + 3 < end) {
+      const cp = ((c & 0x07) << 18) | ((b[i + 1] & 0x3f) << 12) | ((b[i + 2] & 0x3f) << 6) | (b[i + 3] & 0x3f);
+      const v = cp - 0x10000;
+      units.push(0xd800 + ((v >> 10) & 0x3ff), 0xdc00 + (v & 0x3ff));
+      i += 4;
+    } else {
+      // Not even surrogatepass-valid: fall back to replacement characters for this string.
+      return utf8Lenient.decode(b.subarray(start, end));
+    }
+  }
+  let s = '';
+  for (let k = 0; k < units.length; k += 8192) s += String.fromCharCode(...units.slice(k, k + 8192));
+  return s;
+}
+
+function latin1(b: Uint8Array, start: number, end: number): string {
+  let s = '';
+  for (let k = start; k < end; k += 8192) s += String.fromCharCode(...b.subarray(k, Math.min(end, k + 8192)));
+  return s;
+}
+
+/** Little-endian two's complement, as LONG1/LONG4 store Python ints. */
+export function decodeLong(b: Uint8Array, start: number, n: number): number | bigint {
+  if (n === 0) return 0;
+  if (n <= 6) {
+    let v = 0;
+    let mul = 1;
+    for (let i = 0; i < n; i++) {
+      v += b[start + i] * mul;
+      mul *= 256;
+    }
+    if (b[start + n - 1] & 0x80) v -= mul;
+    return v;
+  }
+  let hex = '';
+  for (let i = start + n - 1; i >= start; i--) hex += (b[i] < 16 ? '0' : '') + b[i].toString(16);
+  let v = BigInt('0x' + hex);
+  if (b[start + n - 1] & 0x80) v -= 1n << BigInt(8 * n);
+  return intValue(v);
+}
+
+function isStringKeyed(v: unknown): v is { [key: string]: PyValue } {
+  return typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+}
+
+function setKey(obj: { [key: string]: PyValue }, k: string, v: PyValue): void {
+  if (k === '__proto__') Object.defineProperty(obj, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else obj[k] = v;
+}
+
+function asInt(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined;
+}
+
+function intList(v: unknown): number[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const out: number[] = [];
+  for (const x of v) {
+    const n = asInt(x);
+    if (n === undefined || n < 0) return undefined;
+    out.push(n);
+  }
+  return out;
+}
+
+function bytesOf(v: PyValue): Uint8Array | undefined {
+  if (v instanceof Uint8Array) return v;
+  if (typeof v === 'string') {
+    // py2-era numpy pickles carry raw data as latin1 str.
+    const out = new Uint8Array(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = v.charCodeAt(i) & 0xff;
+    return out;
+  }
+  return undefined;
+}
+
+function byteswap(src: Uint8Array, width: number): Uint8Array {
+  const out = new Uint8Array(src.length);
+  for (let i = 0; i + width <= src.length; i += width) for (let k = 0; k < width; k++) out[i + k] = src[i + width - 1 - k];
+  return out;
+}
+
+function contiguousStride(shape: number[]): number[] {
+  const stride = new Array<number>(shape.length);
+  let s = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    stride[i] = s;
+    s *= shape[i];
+  }
+  return stride;
+}
+
+type Handler = (args: PyValue[], u: Unpickler) => PyValue;
+
+const builtinsSet: Handler = (args, u) => new Set(args.length ? u.iterable(args[0], 'set') : []);
+const builtinsBytes: Handler = (args, u) => {
+  if (args.length === 0) return new Uint8Array(0);
+  const b = args[0] instanceof Uint8Array ? args[0] : undefined;
+  if (b) return b.slice();
+  if (Array.isArray(args[0])) return Uint8Array.from(args[0] as number[]);
+  return u.inert('builtins', 'bytes', args);
+};
+
+/** The allowlist: `module.name` -> what calling it yields. Everything else stays inert. */
+const HANDLERS: Record<string, Handler> = {
+  'torch._utils._rebuild_tensor_v2': (a, u) => u.rebuildTensor(a, 'torch._utils._rebuild_tensor_v2', a[4] === true),
+  'torch._utils._rebuild_tensor': (a, u) => u.rebuildTensor(a, 'torch._utils._rebuild_tensor', false),
+  'torch._utils._rebuild_tensor_v3': (a, u) => u.rebuildTensor(a, 'torch._utils._rebuild_tensor_v3', a[4] === true, a[6]),
+  'torch._utils._rebuild_parameter': (a, u) => u.withGrad(a, 'torch._utils._rebuild_parameter'),
+  'torch._utils._rebuild_parameter_with_state': (a, u) => u.withGrad(a, 'torch._utils._rebuild_parameter_with_state'),
+  'torch._tensor._rebuild_from_type_v2': (a, u) => {
+    const [fn, , fnArgs] = a;
+    if (fn instanceof GlobalRef && fn.call && Array.isArray(fnArgs)) return fn.call(fnArgs as PyValue[], u);
+    return u.inert('torch._tensor', '_rebuild_from_type_v2', a);
+  },
+  'torch.Size': (a, u) => PyTuple.of(...(a.length ? u.iterable(a[0], 'torch.Size') : [])),
+  'collections.OrderedDict': (a, u) => {
+    const m = new Map<PyValue, PyValue>();
+    if (a.length) for (const pair of u.iterable(a[0], 'OrderedDict')) if (Array.isArray(pair) && pair.length === 2) m.set(pair[0], pair[1]);
+    return m;
+  },
+  'builtins.set': builtinsSet,
+  'builtins.frozenset': builtinsSet,
+  'builtins.bytes': builtinsBytes,
+  'builtins.bytearray': builtinsBytes,
+  'builtins.getattr': (a, u) => u.getattr(a),
+  '_codecs.encode': (a, u) => {
+    const [s, enc] = a;
+    if (typeof s !== 'string') return u.inert('_codecs', 'encode', a);
+    const e = typeof enc === 'string' ? enc.toLowerCase().replace(/[-_]/g, '') : 'utf8';
+    if (e === 'latin1' || e === 'iso88591') return bytesOf(s)!;
+    if (e === 'utf8') return new TextEncoder().encode(s);
+    if (e === 'ascii') return bytesOf(s)!;
+    return u.inert('_codecs', 'encode', a);
+  },
+  'copyreg._reconstructor': (a, u) => {
+    const cls = a[0];
+    if (cls instanceof GlobalRef) {
+      const obj = u.inert(cls.module, cls.name, []);
+      if (a.length > 2 && a[2] !== null) obj.state = a[2];
+      return obj;
+    }
+    return u.inert('copyreg', '_reconstructor', a);
+  },
+  'numpy.dtype': (a, u) => (typeof a[0] === 'string' ? new NumpyDType(a[0]) : u.inert('numpy', 'dtype', a)),
+  'numpy.core.multiarray.scalar': (a, u) => u.numpyScalar(a),
+  'numpy._core.multiarray.scalar': (a, u) => u.numpyScalar(a),
+  'numpy.core.numeric._frombuffer': (a, u) => u.numpyFromBuffer(a),
+  'numpy._core.numeric._frombuffer': (a, u) => u.numpyFromBuffer(a),
+  'numpy.core.multiarray._reconstruct': () => new NdArrayPending(),
+  'numpy._core.multiarray._reconstruct': () => new NdArrayPending(),
+};
+
+/** Classes whose NEWOBJ (`cls.__new__(cls, *args)`) we construct like a call. */
+const NEWOBJ_OK = new Set(['collections.OrderedDict', 'builtins.set', 'builtins.frozenset', 'builtins.bytes', 'builtins.bytearray', 'torch.Size']);
+
+const MODULE_ALIASES: Record<string, string> = { __builtin__: 'builtins', copy_reg: 'copyreg', 'numpy.core._multiarray_umath': 'numpy.core.multiarray' };
+
+export const DEFAULT_WINDOW = 64 * 1024 * 1024;
+
+export class Unpickler {
+  private buf: Uint8Array;
+  private dv: DataView;
+  private pos = 0;
+  private end: number;
+  /** Absolute offset (within the pickle) of buf[0]. */
+  private base = 0;
+  private readonly size: number;
+  private readonly source: PickleSource | undefined;
+  private readonly window: number;
+  private readonly globalsSeen = new Map<string, GlobalRef>();
+  private replaced: WeakMap<object, PyValue> | undefined;
+  private opAt = 0;
+  private op = 0;
+  /** Number of distinct memo keys: MEMOIZE stores at this index, as CPython's len(memo). */
+  private memoSize = 0;
+
+  constructor(
+    input: Uint8Array | PickleSource,
+    readonly opts: UnpickleOptions,
+    window = DEFAULT_WINDOW,
+  ) {
+    this.window = Math.max(16, window);
+    if (input instanceof Uint8Array) {
+      this.buf = input;
+      this.end = input.length;
+      this.size = input.length;
+      this.source = undefined;
+    } else {
+      this.source = input;
+      this.size = input.size;
+      this.buf = new Uint8Array(Math.min(this.window, input.size));
+      this.end = 0;
+    }
+    this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+  }
+
+  get file(): string {
+    return this.opts.file;
+  }
+
+  fail(problem: string): never {
+    throw new PickleError(this.opts.file, problem, this.opAt, opcodeName(this.op));
+  }
+
+  /** Makes `n` bytes from `this.pos` available in the window, or fails as truncated. */
+  private need(n: number): void {
+    if (this.pos + n <= this.end) return;
+    const absPos = this.base + this.pos;
+    if (!this.source || absPos + n > this.size) {
+      this.fail(`truncated pickle: needs ${n} bytes at offset ${absPos}, only ${this.size - absPos} left`);
+    }
+    const keep = this.end - this.pos;
+    const want = Math.min(this.size - absPos, Math.max(n, this.window));
+    let buf = this.buf;
+    if (want > buf.length) buf = new Uint8Array(want);
+    buf.copyWithin(0, this.pos, this.end);
+    if (buf !== this.buf) buf.set(this.buf.subarray(this.pos, this.end), 0);
+    const got = this.source.read(this.base + this.end, buf, keep, want - keep);
+    if (got < want - keep) this.fail(`truncated pickle: the source ended at ${this.base + this.end + got} of ${this.size} bytes`);
+    this.buf = buf;
+    this.dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.base = absPos;
+    this.pos = 0;
+    this.end = want;
+  }
+
+  private readLine(): string {
+    let i = this.pos;
+    for (;;) {
+      while (i < this.end && this.buf[i] !== 0x0a) i++;
+      if (i < this.end) break;
+      const consumed = i - this.pos;
+      if (!this.source || this.base + this.end >= this.size) this.fail('truncated pickle: line without newline');
+      this.need(consumed + 1);
+      i = this.pos + consumed;
+    }
+    const line = latin1(this.buf, this.pos, i);
+    this.pos = i + 1;
+    return line;
+  }
+
+  run(): PickleResult {
+    const stack: PyValue[] = [];
+    const marks: number[] = [];
+    const memo: PyValue[] = [];
+    let floor = 0;
+    let protocol = 0;
+    const seen = new Uint8Array(256);
+    let buf = this.buf;
+    let dv = this.dv;
+    let pos = this.pos;
+    let end = this.end;
+
+    for (;;) {
+      if (pos + 16 > end) {
+        this.pos = pos;
+        if (pos >= end) {
+          if (this.source && this.base + end < this.size) this.need(1);
+          else {
+            this.opAt = this.base + pos;
+            this.op = -1;
+            throw new PickleError(this.opts.file, 'truncated pickle: input ended before STOP', this.base + pos);
+          }
+        } else if (this.source && this.base + end < this.size) {
+          this.need(Math.min(16, this.size - this.base - pos));
+        }
+        buf = this.buf;
+        dv = this.dv;
+        pos = this.pos;
+        end = this.end;
+      }
+      const op = buf[pos];
+      this.opAt = this.base + pos;
+      this.op = op;
+      seen[op] = 1;
+      pos++;
+      switch (op) {
+        case 0x4b: // BININT1
+          if (pos + 1 > end) this.fail('truncated pickle');
+          stack.push(buf[pos]);
+          pos += 1;
+          break;
+        case 0x4d: // BININT2
+          if (pos + 2 > end) this.fail('truncated pickle');
+          stack.push(buf[pos] | (buf[pos + 1] << 8));
+          pos += 2;
+          break;
+        case 0x4a: // BININT
+          if (pos + 4 > end) this.fail('truncated pickle');
+          stack.push(buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16) | (buf[pos + 3] << 24));
+          pos += 4;
+          break;
+        case 0x47: // BINFLOAT
+          if (pos + 8 > end) this.fail('truncated pickle');
+          stack.push(dv.getFloat64(pos, false));
+          pos += 8;
+          break;
+        case 0x28: // MARK
+          marks.push(stack.length);
+          floor = stack.length;
+          break;
+        case 0x65: {
+          // APPENDS
+          if (marks.length === 0) this.fail('no MARK on the stack');
+          const m = marks.pop()!;
+          floor = marks.length ? marks[marks.length - 1] : 0;
+          if (m < 1 || m - 1 < floor) this.fail('stack underflow: no list below the MARK');
+          const target = stack[m - 1];
+          if (Array.isArray(target) && !(target instanceof PyTuple)) {
+            for (let i = m; i < stack.length; i++) target.push(stack[i]);
+          } else this.appendTo(target, stack.slice(m));
+          stack.length = m;
+          break;
+        }
+        case 0x61: {
+          // APPEND
+          if (stack.length - 2 < floor) this.fail('stack underflow');
+          const v = stack.pop()!;
+          const target = stack[stack.length - 1];
+          if (Array.isArray(target) && !(target instanceof PyTuple)) target.push(v);
+          else this.appendTo(target, [v]);
+          break;
+        }
+        case 0x71: // BINPUT
+          if (pos + 1 > end) this.fail('truncated pickle');
+          if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
+          if (memo[buf[pos]] === undefined) this.memoSize++;
+          memo[buf[pos]] = this.noteMemo(stack[stack.length - 1], buf[pos]);
+          pos += 1;
+          break;
+        case 0x72: {
+          // LONG_BINPUT
+          if (pos + 4 > end) this.fail('truncated pickle');
+          if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
+          const idx = dv.getUint32(pos, true);
+          if (memo[idx] === undefined) this.memoSize++;
+          memo[idx] = this.noteMemo(stack[stack.length - 1], idx);
+          pos += 4;
+          break;
+        }
+        case 0x94: // MEMOIZE
+          if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
+          if (memo[this.memoSize] !== undefined) this.fail(`MEMOIZE would overwrite memo key ${this.memoSize}`);
+          memo[this.memoSize] = this.noteMemo(stack[stack.length - 1], this.memoSize);
+          this.memoSize++;
+          break;
+        case 0x68: {
+          // BINGET
+          if (pos + 1 > end) this.fail('truncated pickle');
+          const v = memo[buf[pos]];
+          if (v === undefined) this.fail(`memo key ${buf[pos]} is missing`);
+          stack.push(this.replaced ? (this.replaced.get(v as object) ?? v) : v);
+          pos += 1;
+          break;
+        }
+        case 0x6a: {
+          // LONG_BINGET
+          if (pos + 4 > end) this.fail('truncated pickle');
+          const idx = dv.getUint32(pos, true);
+          const v = memo[idx];
+          if (v === undefined) this.fail(`memo key ${idx} is missing`);
+          stack.push(this.replaced ? (this.replaced.get(v as object) ?? v) : v);
+          pos += 4;
+          break;
+        }
+        case 0x58: // BINUNICODE
+        case 0x8c: // SHORT_BINUNICODE
+        case 0x8d: {
+          // BINUNICODE8
+          const w = op === 0x8c ? 1 : op === 0x58 ? 4 : 8;
+          if (pos + w > end) this.fail('truncated pickle');
+          const n = w === 1 ? buf[pos] : w === 4 ? dv.getUint32(pos, true) : this.u64(dv, pos);
+          pos += w;
+          if (pos + n > end) {
+            this.pos = pos;
+            this.need(n);
+            buf = this.buf;
+            dv = this.dv;
+            pos = this.pos;
+            end = this.end;
+          }
+          stack.push(decodeUtf8(buf, pos, pos + n));
+          pos += n;
+          break;
+        }
+        case 0x75: {
+          // SETITEMS
+          if (marks.length === 0) this.fail('no MARK on the stack');
+          const m = marks.pop()!;
+          floor = marks.length ? marks[marks.length - 1] : 0;
+          if (m < 1 || m - 1 < floor) this.fail('stack underflow: no dict below the MARK');
+          if ((stack.length - m) % 2 !== 0) this.fail('odd number of items for SETITEMS');
+          this.setItems(stack, m - 1, m);
+          stack.length = m;
+          break;
+        }
+        case 0x73: // SETITEM
+          if (stack.length - 3 < floor) this.fail('stack underflow');
+          this.setItems(stack, stack.length - 3, stack.length - 2);
+          stack.length -= 2;
+          break;
+        case 0x7d: // EMPTY_DICT
+          stack.push({});
+          break;
+        case 0x5d: // EMPTY_LIST
+          stack.push([]);
+          break;
+        case 0x29: // EMPTY_TUPLE
+          stack.push(new PyTuple());
+          break;
+        case 0x4e: // NONE
+          stack.push(null);
+          break;
+        case 0x88: // NEWTRUE
+          stack.push(true);
+          break;
+        case 0x89: // NEWFALSE
+          stack.push(false);
+          break;
+        case 0x85: // TUPLE1
+        case 0x86: // TUPLE2
+        case 0x87: {
+          // TUPLE3
+          const k = op - 0x84;
+          if (stack.length - k < floor) this.fail('stack underflow');
+          const t = new PyTuple<PyValue>();
+          for (let i = stack.length - k; i < stack.length; i++) t.push(stack[i]);
+          stack.length -= k;
+          stack.push(t);
+          break;
+        }
+        case 0x74: {
+          // TUPLE
+          if (marks.length === 0) this.fail('no MARK on the stack');
+          const m = marks.pop()!;
+          floor = marks.length ? marks[marks.length - 1] : 0;
+          const t = new PyTuple<PyValue>();
+          for (let i = m; i < stack.length; i++) t.push(stack[i]);
+          stack.length = m;
+          stack.push(t);
+          break;
+        }
+        case 0x6c: {
+          // LIST
+          if (marks.length === 0) this.fail('no MARK on the stack');
+          const m = marks.pop()!;
+          floor = marks.length ? marks[marks.length - 1] : 0;
+          const l = stack.slice(m);
+          stack.length = m;
+          stack.push(l);
+          break;
+        }
+        case 0x64: {
+          // DICT
+          if (marks.length === 0) this.fail('no MARK on the stack');
+          const m = marks.pop()!;
+          floor = marks.length ? marks[marks.length - 1] : 0;
+          if ((stack.length - m) % 2 !== 0) this.fail('odd number of items for DICT');
+          stack.splice(m, 0, {});
+          this.setItems(stack, m, m + 1);
+          stack.length = m + 1;
+          break;
+        }
+        case 0x8a: // LONG1
+        case 0x8b: {
+          // LONG4
+          const w = op === 0x8a ? 1 : 4;
+          if (pos + w > end) this.fail('truncated pickle');
+          const n = w === 1 ? buf[pos] : dv.getInt32(pos, true);
+          if (n < 0) this.fail('negative LONG4 byte count');
+          pos += w;
+          if (pos + n > end) {
+            this.pos = pos;
+            this.need(n);
+            buf = this.buf;
+            dv = this.dv;
+            pos = this.pos;
+            end = this.end;
+          }
+          stack.push(decodeLong(buf, pos, n));
+          pos += n;
+          break;
+        }
+        case 0x80: // PROTO
+          if (pos + 1 > end) this.fail('truncated pickle');
+          protocol = buf[pos];
+          if (protocol > 5) this.fail(`unsupported pickle protocol ${protocol}`);
+          pos += 1;
+          break;
+        case 0x95: // FRAME: framing is a hint for buffered readers; the opcodes inside read sequentially.
+          if (pos + 8 > end) this.fail('truncated pickle');
+          this.u64(dv, pos);
+          pos += 8;
+          break;
+        case 0x2e: // STOP
+          if (stack.length - 1 < floor || stack.length === 0) this.fail('stack underflow: nothing to return at STOP');
+          this.pos = pos;
+          return { value: stack[stack.length - 1], protocol, globals: [...this.globalsSeen.keys()], opcodes: opcodeList(seen) };
+        default:
+          this.pos = pos;
+          this.other(op, stack, marks, memo);
+          floor = marks.length ? marks[marks.length - 1] : 0;
+          buf = this.buf;
+          dv = this.dv;
+          pos = this.pos;
+          end = this.end;
+      }
+    }
+  }
+
+  private u64(dv: DataView, at: number): number {
+    const v = dv.getBigUint64(at, true);
+    if (v > BigInt(this.size)) this.fail(`impossible length ${v}`);
+    return Number(v);
+  }
+
+  private noteMemo(v: PyValue, idx: number): PyValue {
+    if (v instanceof NdArrayPending) v.memoSlots.push(idx);
+    return v;
+  }
+
+  /** The less common opcodes; `this.pos` is just past the opcode byte. */
+  private other(op: number, stack: PyValue[], marks: number[], memo: PyValue[]): void {
+    const floor = (): number => (marks.length ? marks[marks.length - 1] : 0);
+    const pop = (): PyValue => {
+      if (stack.length <= floor()) this.fail('stack underflow');
+      return stack.pop()!;
+    };
+    const top = (): PyValue => {
+      if (stack.length <= floor()) this.fail('stack underflow');
+      return stack[stack.length - 1];
+    };
+    const popMark = (): PyValue[] => {
+      if (marks.length === 0) this.fail('no MARK on the stack');
+      const m = marks.pop()!;
+      const items = stack.slice(m);
+      stack.length = m;
+      return items;
+    };
+    const take = (n: number): Uint8Array => {
+      this.need(n);
+      const b = this.buf.subarray(this.pos, this.pos + n);
+      this.pos += n;
+      return b;
+    };
+    const u32 = (): number => {
+      this.need(4);
+      const v = this.dv.getUint32(this.pos, true);
+      this.pos += 4;
+      return v;
+    };
+    switch (op) {
+      case 0x30: // POP
+        if (stack.length > floor()) stack.pop();
+        else popMark();
+        return;
+      case 0x31: // POP_MARK
+        popMark();
+        return;
+      case 0x32: // DUP
+        stack.push(top());
+        return;
+      case 0x46: {
+        // FLOAT
+        const line = this.readLine().trim();
+        const v = line === 'nan' ? NaN : line === 'inf' ? Infinity : line === '-inf' ? -Infinity : Number(line);
+        if (Number.isNaN(v) && line !== 'nan') this.fail(`bad FLOAT literal ${JSON.stringify(line.slice(0, 40))}`);
+        stack.push(v);
+        return;
+      }
+      case 0x49: {
+        // INT
+        const line = this.readLine().trim();
+        if (line === '00') stack.push(false);
+        else if (line === '01') stack.push(true);
+        else stack.push(this.parseIntLiteral(line));
+        return;
+      }
+      case 0x4c: // LONG
+        stack.push(this.parseIntLiteral(this.readLine().trim().replace(/L$/, '')));
+        return;
+      case 0x53: {
+        // STRING
+        const line = this.readLine().trim();
+        const q = line[0];
+        if (line.length < 2 || (q !== "'" && q !== '"') || line[line.length - 1] !== q) this.fail('bad STRING literal');
+        stack.push(unescapePy(line.slice(1, -1)));
+        return;
+      }
+      case 0x54: // BINSTRING
+      case 0x55: {
+        // SHORT_BINSTRING
+        let n: number;
+        if (op === 0x55) {
+          n = take(1)[0];
+        } else {
+          this.need(4);
+          n = this.dv.getInt32(this.pos, true);
+          this.pos += 4;
+          if (n < 0) this.fail('negative BINSTRING length');
+        }
+        const b = take(n);
+        stack.push(decodeUtf8(b, 0, b.length));
+        return;
+      }
+      case 0x56: {
+        // UNICODE (raw-unicode-escape)
+        const line = this.readLine();
+        stack.push(line.replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_, a, b) => String.fromCodePoint(parseInt(a ?? b, 16))));
+        return;
+      }
+      case 0x42: // BINBYTES
+      case 0x43: // SHORT_BINBYTES
+      case 0x8e: // BINBYTES8
+      case 0x96: {
+        // BYTEARRAY8
+        let n: number;
+        if (op === 0x43) n = take(1)[0];
+        else if (op === 0x42) n = u32();
+        else {
+          this.need(8);
+          n = this.u64(this.dv, this.pos);
+          this.pos += 8;
+        }
+        stack.push(take(n).slice());
+        return;
+      }
+      case 0x50: {
+        // PERSID
+        stack.push(this.persistent(this.readLine()));
+        return;
+      }
+      case 0x51: // BINPERSID
+        stack.push(this.persistent(pop()));
+        return;
+      case 0x52: {
+        // REDUCE
+        const args = pop();
+        const fn = pop();
+        if (!Array.isArray(args)) this.fail('REDUCE arguments are not a tuple');
+        stack.push(this.callGlobal(fn, args as PyValue[], false));
+        return;
+      }
+      case 0x81: {
+        // NEWOBJ
+        const args = pop();
+        const cls = pop();
+        if (!Array.isArray(args)) this.fail('NEWOBJ arguments are not a tuple');
+        stack.push(this.callGlobal(cls, args as PyValue[], true));
+        return;
+      }
+      case 0x92: {
+        // NEWOBJ_EX
+        const kwargs = pop();
+        const args = pop();
+        const cls = pop();
+        if (!Array.isArray(args)) this.fail('NEWOBJ_EX arguments are not a tuple');
+        const all = [...(args as PyValue[])];
+        if (kwargs !== null && !(isStringKeyed(kwargs) && Object.keys(kwargs).length === 0)) all.push(kwargs);
+        stack.push(this.callGlobal(cls, all, true));
+        return;
+      }
+      case 0x62: {
+        // BUILD
+        const state = pop();
+        const target = top();
+        const built = this.build(target, state);
+        if (built !== target) {
+          stack[stack.length - 1] = built;
+          if (target instanceof NdArrayPending) for (const i of target.memoSlots) memo[i] = built;
+        }
+        return;
+      }
+      case 0x63: {
+        // GLOBAL
+        const module = this.readLine();
+        const name = this.readLine();
+        stack.push(this.global(module, name));
+        return;
+      }
+      case 0x93: {
+        // STACK_GLOBAL
+        const name = pop();
+        const module = pop();
+        if (typeof module !== 'string' || typeof name !== 'string') this.fail('STACK_GLOBAL needs two strings');
+        stack.push(this.global(module, name));
+        return;
+      }
+      case 0x69: {
+        // INST
+        const module = this.readLine();
+        const name = this.readLine();
+        const args = popMark();
+        stack.push(this.callGlobal(this.global(module, name), args, true));
+        return;
+      }
+      case 0x6f: {
+        // OBJ
+        const items = popMark();
+        if (items.length === 0) this.fail('OBJ without a class');
+        stack.push(this.callGlobal(items[0], items.slice(1), true));
+        return;
+      }
+      case 0x70: {
+        // PUT
+        const idx = this.parseIndex(this.readLine());
+        if (memo[idx] === undefined) this.memoSize++;
+        memo[idx] = this.noteMemo(top(), idx);
+        return;
+      }
+      case 0x67: {
+        // GET
+        const idx = this.parseIndex(this.readLine());
+        const v = memo[idx];
+        if (v === undefined) this.fail(`memo key ${idx} is missing`);
+        stack.push(this.replaced ? (this.replaced.get(v as object) ?? v) : v);
+        return;
+      }
+      case 0x8f: // EMPTY_SET
+        stack.push(new Set());
+        return;
+      case 0x90: {
+        // ADDITEMS
+        const items = popMark();
+        const s = top();
+        if (!(s instanceof Set)) this.fail('ADDITEMS target is not a set');
+        for (const x of items) s.add(x);
+        return;
+      }
+      case 0x91: // FROZENSET
+        stack.push(new Set(popMark()));
+        return;
+      case 0x82: // EXT1
+      case 0x83: // EXT2
+      case 0x84: {
+        // EXT4: codes of copyreg's extension registry, which has no entries we could know.
+        const n = op === 0x82 ? take(1)[0] : op === 0x83 ? take(2)[0] | (this.buf[this.pos - 1] << 8) : u32();
+        stack.push(new PyObject('copyreg', `extension_${n}`));
+        return;
+      }
+      case 0x97: // NEXT_BUFFER
+        this.fail('out-of-band buffers are not supported');
+      // falls through (fail never returns)
+      case 0x98: // READONLY_BUFFER
+        top();
+        return;
+      default:
+        this.fail('unknown opcode');
+    }
+  }
+
+  private parseIntLiteral(s: string): number | bigint {
+    if (!/^[+-]?\d+$/.test(s)) this.fail(`bad integer literal ${JSON.stringify(s.slice(0, 40))}`);
+    return intValue(BigInt(s));
+  }
+
+  private parseIndex(s: string): number {
+    const n = Number(s.trim());
+    if (!Number.isSafeInteger(n) || n < 0) this.fail(`bad memo index ${JSON.stringify(s.slice(0, 40))}`);
+    return n;
+  }
+
+  private persistent(pid: PyValue): PyValue {
+    if (this.opts.persistentLoad) return this.opts.persistentLoad(pid);
+    return new PyObject('pickle', 'persistent_id', [pid]);
+  }
+
+  private global(module: string, name: string): GlobalRef {
+    const key = `${module}.${name}`;
+    let g = this.globalsSeen.get(key);
+    if (!g) {
+      const norm = `${MODULE_ALIASES[module] ?? module}.${name}`;
+      g = new GlobalRef(module, name, HANDLERS[norm]);
+      this.globalsSeen.set(key, g);
+    }
+    return g;
+  }
+
+  /** Calls `fn(*args)` if `fn` is allowlisted; otherwise records the call inertly. */
+  private callGlobal(fn: PyValue, args: PyValue[], isNew: boolean): PyValue {
+    if (fn instanceof GlobalRef) {
+      const norm = `${MODULE_ALIASES[fn.module] ?? fn.module}.${fn.name}`;
+      if (fn.call && (!isNew || NEWOBJ_OK.has(norm))) return fn.call(args, this);
+      // Python's Enum pickles members as `Class(value)`; a function call (lower-case name) never is one.
+      if (!isNew && args.length === 1 && isScalar(args[0]) && /^[A-Z]/.test(fn.name.slice(fn.name.lastIndexOf('.') + 1))) {
+        return new PyEnum(fn.module, fn.name, args[0]);
+      }
+      const o = new PyObject(fn.module, fn.name, args);
+      if (isNew) o.newobj = true;
+      return o;
+    }
+    if (fn instanceof PyEnum && fn.member !== undefined) return new PyObject(fn.module, `${fn.name}.${fn.member}`, args);
+    if (fn instanceof PyObject) return new PyObject(fn.module, fn.name, args);
+    this.fail(`cannot call a ${describe(fn)}`);
+  }
+
+  private build(target: PyValue, state: PyValue): PyValue {
+    if (target instanceof NdArrayPending) return this.numpyArray(target, state);
+    if (target instanceof NumpyDType) {
+      if (Array.isArray(state) && typeof state[1] === 'string') target.byteorder = state[1];
+      target.state = state;
+      return target;
+    }
+    if (target instanceof PyObject || target instanceof PyEnum) {
+      target.state = state;
+      return target;
+    }
+    // Tensors and containers: Python would set attributes we have no place for; nothing to run.
+    return target;
+  }
+
+  private appendTo(target: PyValue, items: PyValue[]): void {
+    if (target instanceof PyObject) {
+      (target.listItems ??= []).push(...items);
+      return;
+    }
+    if (target instanceof Set) {
+      for (const x of items) target.add(x);
+      return;
+    }
+    this.fail(`cannot append to a ${describe(target)}`);
+  }
+
+  /** Sets stack[from..] key/value pairs into the dict at stack[at]. */
+  private setItems(stack: PyValue[], at: number, from: number): void {
+    let d = stack[at];
+    if (isStringKeyed(d)) {
+      let i = from;
+      for (; i < stack.length; i += 2) {
+        const k = stack[i];
+        if (typeof k !== 'string') break;
+        setKey(d, k, stack[i + 1]);
+      }
+      if (i >= stack.length) return;
+      // A non-string key: this dict becomes a Map, everywhere it is referenced from now on.
+      const m = new Map<PyValue, PyValue>(Object.entries(d));
+      this.replaced ??= new WeakMap();
+      this.replaced.set(d, m);
+      for (let j = 0; j < at; j++) if (stack[j] === d) stack[j] = m;
+      stack[at] = m;
+      d = m;
+    }
+    if (d instanceof Map) {
+      for (let i = from; i < stack.length; i += 2) d.set(stack[i], stack[i + 1]);
+      return;
+    }
+    if (d instanceof PyObject) {
+      const items = (d.items ??= new Map());
+      for (let i = from; i < stack.length; i += 2) items.set(stack[i], stack[i + 1]);
+      return;
+    }
+    this.fail(`cannot set items on a ${describe(d)}`);
+  }
+
+  // ---- allowlisted constructions (called by HANDLERS) ----
+
+  inert(module: string, name: string, args: PyValue[]): PyObject {
+    return new PyObject(module, name, args);
+  }
+
+  iterable(v: PyValue, what: string): PyValue[] {
+    if (Array.isArray(v)) return v;
+    if (v instanceof Set) return [...v];
+    if (v instanceof Map) return [...v.keys()];
+    if (isStringKeyed(v)) return Object.keys(v);
+    if (typeof v === 'string') return [...v];
+    if (v instanceof Uint8Array) return [...v];
+    this.fail(`${what} needs an iterable, got a ${describe(v)}`);
+  }
+
+  getattr(args: PyValue[]): PyValue {
+    const [obj, attr] = args;
+    if (typeof attr !== 'string') return this.inert('builtins', 'getattr', args);
+    if (obj instanceof GlobalRef) {
+      const last = obj.name.slice(obj.name.lastIndexOf('.') + 1);
+      // `getattr(Class, 'MEMBER')`: how enums are pickled by name.
+      if (/^[A-Z][A-Z0-9_]*$/.test(attr) && /^[A-Z]/.test(last) && /[a-z]/.test(last)) return new PyEnum(obj.module, obj.name, undefined, attr);
+      return this.global(obj.module, `${obj.name}.${attr}`);
+    }
+    return this.inert('builtins', 'getattr', args);
+  }
+
+  rebuildTensor(a: PyValue[], fn: string, requiresGrad: boolean, dtypeRef?: PyValue): PyValue {
+    const first = a[0];
+    const offset = asInt(a[1]);
+    const shape = intList(a[2]);
+    const stride = a.length > 3 ? intList(a[3]) : shape && contiguousStride(shape);
+    if (!(first instanceof Storage)) return this.inert('torch._utils', fn.slice(fn.lastIndexOf('.') + 1), a);
+    let storage: Storage = first;
+    if (offset === undefined || offset < 0 || !shape || !stride || stride.length !== shape.length) {
+      this.fail(`bad ${fn} arguments (offset ${describe(a[1])}, size ${describe(a[2])}, stride ${describe(a[3])})`);
+    }
+    if (dtypeRef !== undefined) {
+      const dt = dtypeRef instanceof GlobalRef ? TORCH_DTYPES[dtypeRef.name] : undefined;
+      if (dt && dt !== storage.dtype) {
+        const src = storage;
+        const numel = Math.floor((src.numel * DTYPE_BYTES[src.dtype]) / DTYPE_BYTES[dt]);
+        storage = new Storage(src.key, dt, numel, () => src.bytes());
+      }
+    }
+    let numel = 1;
+    let maxIndex = offset;
+    for (let i = 0; i < shape.length; i++) {
+      numel *= shape[i];
+      maxIndex += (shape[i] - 1) * stride[i];
+    }
+    if (numel > 0 && maxIndex >= storage.numel) {
+      this.fail(`${fn}: view (offset ${offset}, size [${shape}], stride [${stride}]) exceeds storage ${storage.key} of ${storage.numel} elements`);
+    }
+    return new Tensor(storage.dtype, shape, stride, offset, storage, requiresGrad);
+  }
+
+  withGrad(a: PyValue[], fn: string): PyValue {
+    const t = a[0];
+    if (!(t instanceof Tensor)) return this.inert('torch._utils', fn.slice(fn.lastIndexOf('.') + 1), a);
+    return new Tensor(t.dtype, t.shape, t.stride, t.storageOffset, t.storage, a[1] === true);
+  }
+
+  numpyScalar(a: PyValue[]): PyValue {
+    const [dtype, data] = a;
+    const raw = data === undefined ? undefined : bytesOf(data);
+    if (!(dtype instanceof NumpyDType) || !raw) return this.inert('numpy.core.multiarray', 'scalar', a);
+    const dt = NUMPY_DTYPES[dtype.descr];
+    if (!dt || raw.length !== DTYPE_BYTES[dt]) return this.inert('numpy.core.multiarray', 'scalar', a);
+    const b = dtype.byteorder === '>' ? byteswap(raw, raw.length) : raw;
+    const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    switch (dt) {
+      case 'float64': return view.getFloat64(0, true);
+      case 'float32': return view.getFloat32(0, true);
+      case 'float16': return halfToFloat(view.getUint16(0, true));
+      case 'int64': return intValue(view.getBigInt64(0, true));
+      case 'int32': return view.getInt32(0, true);
+      case 'int16': return view.getInt16(0, true);
+      case 'int8': return view.getInt8(0);
+      case 'uint8': return view.getUint8(0);
+      case 'bool': return view.getUint8(0) !== 0;
+      default: return this.inert('numpy.core.multiarray', 'scalar', a);
+    }
+  }
+
+  /** Protocol-5 numpy arrays: `_frombuffer(buffer, dtype, shape, order)`. */
+  numpyFromBuffer(a: PyValue[]): PyValue {
+    const [buf, dtype, shape, order] = a;
+    const built = this.numpyArray(new NdArrayPending(), PyTuple.of<PyValue>(1, shape, dtype, order === 'F', buf));
+    return built instanceof Tensor ? built : this.inert('numpy.core.numeric', '_frombuffer', a);
+  }
+
+  /** BUILD state of an ndarray: (version, shape, dtype, is_fortran, rawdata). */
+  private numpyArray(pending: NdArrayPending, state: PyValue): PyValue {
+    pending.state = state;
+    if (!Array.isArray(state) || state.length < 5) return pending;
+    const [, shapeV, dtype, fortran, rawV] = state;
+    const shape = intList(shapeV);
+    const raw = bytesOf(rawV);
+    if (!shape || !(dtype instanceof NumpyDType) || !raw) return pending;
+    const dt = NUMPY_DTYPES[dtype.descr];
+    if (!dt) return pending;
+    const numel = shape.reduce((x, y) => x * y, 1);
+    if (raw.length !== numel * DTYPE_BYTES[dt]) return pending;
+    const bytes = dtype.byteorder === '>' && DTYPE_BYTES[dt] > 1 ? byteswap(raw, DTYPE_BYTES[dt]) : raw;
+    let stride = contiguousStride(shape);
+    if (fortran === true) {
+      stride = new Array<number>(shape.length);
+      let s = 1;
+      for (let i = 0; i < shape.length; i++) {
+        stride[i] = s;
+        s *= shape[i];
+      }
+    }
+    return new Tensor(dt, shape, stride, 0, Storage.fromBytes('numpy', dt, bytes));
+  }
+}
+
+function isScalar(v: PyValue): boolean {
+  return v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean';
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'None';
+  if (v === undefined) return 'missing value';
+  if (Array.isArray(v)) return v instanceof PyTuple ? 'tuple' : 'list';
+  if (v instanceof PyObject) return `${v.module}.${v.name}`;
+  if (typeof v === 'object') return v.constructor?.name ?? 'object';
+  return typeof v;
+}
+
+function opcodeList(seen: Uint8Array): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < 256; i++) if (seen[i]) out.push(opcodeName(i));
+  return out.sort();
+}
+
+function unescapePy(s: string): string {
+  return s.replace(/\\(x[0-9a-fA-F]{2}|[\\'"nrt0])/g, (_, e: string) => {
+    if (e[0] === 'x') return String.fromCharCode(parseInt(e.slice(1), 16));
+    return ({ n: '\n', r: '\r', t: '\t', '0': '\0' } as Record<string, string>)[e] ?? e;
+  });
+}
+
+export function halfToFloat(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const f = h & 0x3ff;
+  if (e === 0) return s * f * 2 ** -24;
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * (1 + f / 1024) * 2 ** (e - 15);
+}
+
+/** Decodes a whole pickle held in memory. */
+export function unpickle(bytes: Uint8Array, opts: UnpickleOptions): PickleResult {
+  return new Unpickler(bytes, opts).run();
+}
+
+/** Decodes a pickle read through a window from a synchronous source (for pickles beyond one buffer). */
+export function unpickleSource(source: PickleSource, opts: UnpickleOptions, windowBytes = DEFAULT_WINDOW): PickleResult {
+  return new Unpickler(source, opts, windowBytes).run();
+}

@@ -1,0 +1,335 @@
+// Random-access reader for STORED zip archives (the torch container) over a file handle, zip64 included.
+import { open, type FileHandle } from 'node:fs/promises';
+import { readSync } from 'node:fs';
+
+export class ZipError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+  ) {
+    super(`${file}: ${problem}`);
+    this.name = 'ZipError';
+  }
+}
+
+export interface ZipEntry {
+  name: string;
+  /** Uncompressed size in bytes (from the central directory: torch's local headers carry zeros). */
+  size: number;
+  compressedSize: number;
+  /** 0 = STORED, 8 = DEFLATE, … */
+  method: number;
+  crc32: number;
+  localHeaderOffset: number;
+}
+
+const EOCD_SIG = 0x06054b50;
+const EOCD64_LOCATOR_SIG = 0x07064b50;
+const EOCD64_SIG = 0x06064b50;
+const CENTRAL_SIG = 0x02014b50;
+const LOCAL_SIG = 0x04034b50;
+const MAX_COMMENT = 0xffff;
+/** Largest single read request (Node's fs caps one read near 2 GiB). */
+const MAX_READ = 1 << 30;
+
+const utf8 = new TextDecoder('utf-8');
+const latin1 = new TextDecoder('latin1');
+
+/**
+ * A zip archive opened for random access. The central directory is read once; entry data is read on
+ * demand. `close()` releases the file handle; reads after it reopen the file for that one read.
+ */
+export class ZipArchive {
+  private handle: FileHandle | undefined;
+  private readonly byName = new Map<string, ZipEntry>();
+  private readonly dataStarts = new Map<ZipEntry, number>();
+
+  private constructor(
+    readonly path: string,
+    handle: FileHandle,
+    readonly fileSize: number,
+    readonly entries: ZipEntry[],
+  ) {
+    this.handle = handle;
+    for (const e of entries) this.byName.set(e.name, e);
+  }
+
+  static async open(path: string): Promise<ZipArchive> {
+    let fh: FileHandle;
+    try {
+      fh = await open(path, 'r');
+    } catch (err) {
+      throw new ZipError(path, `cannot open: ${(err as Error).message}`);
+    }
+    try {
+      const size = (await fh.stat()).size;
+      const entries = await readCentralDirectory(path, fh, size);
+      return new ZipArchive(path, fh, size, entries);
+    } catch (err) {
+      await fh.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  get isOpen(): boolean {
+    return this.handle !== undefined;
+  }
+
+  entry(name: string): ZipEntry | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The file handle while the archive is open (for synchronous windowed reads of big entries). */
+  get fd(): number | undefined {
+    return this.handle?.fd;
+  }
+
+  /** Releases the file handle. Idempotent. */
+  async close(): Promise<void> {
+    const h = this.handle;
+    this.handle = undefined;
+    await h?.close();
+  }
+
+  /** Absolute file offset of an entry's first data byte (reads its local header once). */
+  async dataStart(entry: ZipEntry): Promise<number> {
+    const known = this.dataStarts.get(entry);
+    if (known !== undefined) return known;
+    const head = await this.readAt(entry.localHeaderOffset, 30);
+    const start = this.parseLocalHeader(entry, head, 0);
+    this.dataStarts.set(entry, start);
+    return start;
+  }
+
+  /**
+   * The whole data of a STORED entry. The returned bytes own their ArrayBuffer and start on the
+   * same 64-byte phase as in the file, so torch's 64-byte-aligned storages give aligned views.
+   */
+  async read(entryOrName: ZipEntry | string): Promise<Uint8Array> {
+    const entry = this.resolve(entryOrName);
+    this.checkStored(entry);
+    if (entry.size > 2 ** 32 - 64) throw new ZipError(this.path, `entry ${entry.name} is too large to read at once (${entry.size} bytes)`);
+    const known = this.dataStarts.get(entry);
+    if (known !== undefined) return this.readAligned(known, entry.size);
+    // One read covers the local header, its name/extra and (usually) the data.
+    const lh = entry.localHeaderOffset;
+    const alignedStart = lh - (lh % 64);
+    const guess = Math.min(this.fileSize - alignedStart, lh - alignedStart + 30 + entry.name.length * 4 + 128 + entry.size);
+    const buf = await this.readAt(alignedStart, guess, true);
+    const start = this.parseLocalHeader(entry, buf, lh - alignedStart);
+    this.dataStarts.set(entry, start);
+    const rel = start - alignedStart;
+    if (rel + entry.size <= buf.byteLength) return buf.subarray(rel, rel + entry.size);
+    return this.readAligned(start, entry.size);
+  }
+
+  /** `length` bytes of an entry's data from `offset` within it. */
+  async readRange(entryOrName: ZipEntry | string, offset: number, length: number): Promise<Uint8Array> {
+    const entry = this.resolve(entryOrName);
+    this.checkStored(entry);
+    if (offset < 0 || length < 0 || offset + length > entry.size) {
+      throw new ZipError(this.path, `range ${offset}+${length} is outside entry ${entry.name} (${entry.size} bytes)`);
+    }
+    return this.readAt((await this.dataStart(entry)) + offset, length);
+  }
+
+  /**
+   * Synchronous positional read into `into` (used by the windowed unpickler on entries too big for
+   * one buffer). Needs the archive to be open.
+   */
+  readSyncAt(position: number, into: Uint8Array, offset: number, length: number): number {
+    const fd = this.handle?.fd;
+    if (fd === undefined) throw new ZipError(this.path, 'archive is closed');
+    let done = 0;
+    while (done < length) {
+      const n = readSync(fd, into, offset + done, Math.min(length - done, MAX_READ), position + done);
+      if (n === 0) break;
+      done += n;
+    }
+    return done;
+  }
+
+  private resolve(entryOrName: ZipEntry | string): ZipEntry {
+    if (typeof entryOrName !== 'string') return entryOrName;
+    const e = this.byName.get(entryOrName);
+    if (!e) throw new ZipError(this.path, `no entry named ${entryOrName}`);
+    return e;
+  }
+
+  private checkStored(entry: ZipEntry): void {
+    if (entry.method !== 0) {
+      throw new ZipError(this.path, `entry ${entry.name} is compressed (method ${entry.method}); only STORED entries are supported, as torch writes them`);
+    }
+    if (entry.compressedSize !== entry.size) {
+      throw new ZipError(this.path, `entry ${entry.name} is STORED but its sizes differ (${entry.compressedSize} != ${entry.size})`);
+    }
+  }
+
+  private parseLocalHeader(entry: ZipEntry, buf: Uint8Array, at: number): number {
+    if (at + 30 > buf.byteLength) throw new ZipError(this.path, `truncated archive: local header of ${entry.name} is cut off`);
+    const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    if (dv.getUint32(at, true) !== LOCAL_SIG) {
+      throw new ZipError(this.path, `bad local header signature for ${entry.name} at offset ${entry.localHeaderOffset}`);
+    }
+    const nameLen = dv.getUint16(at + 26, true);
+    const extraLen = dv.getUint16(at + 28, true);
+    const start = entry.localHeaderOffset + 30 + nameLen + extraLen;
+    if (start + entry.size > this.fileSize) {
+      throw new ZipError(this.path, `truncated archive: entry ${entry.name} needs bytes up to ${start + entry.size}, file has ${this.fileSize}`);
+    }
+    return start;
+  }
+
+  /** Reads `length` bytes at `position` into a fresh buffer whose offset 0 is 64-aligned relative to the file. */
+  private async readAligned(position: number, length: number): Promise<Uint8Array> {
+    const phase = position % 64;
+    const buf = await this.readAt(position - phase, phase + length);
+    return buf.subarray(phase, phase + length);
+  }
+
+  private async readAt(position: number, length: number, allowShort = false): Promise<Uint8Array> {
+    const out = new Uint8Array(length);
+    const reopened = this.handle === undefined;
+    let fh = this.handle;
+    if (fh === undefined) {
+      try {
+        fh = await open(this.path, 'r');
+      } catch (err) {
+        throw new ZipError(this.path, `cannot reopen for a read after close: ${(err as Error).message}`);
+      }
+    }
+    try {
+      if (reopened) {
+        const size = (await fh.stat()).size;
+        if (size !== this.fileSize) throw new ZipError(this.path, `file changed since it was opened (${this.fileSize} -> ${size} bytes)`);
+      }
+      let done = 0;
+      while (done < length) {
+        const { bytesRead } = await fh.read(out, done, Math.min(length - done, MAX_READ), position + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+      if (done < length) {
+        if (allowShort) return out.subarray(0, done);
+        throw new ZipError(this.path, `truncated archive: wanted ${length} bytes at offset ${position}, got ${done}`);
+      }
+      return out;
+    } finally {
+      if (reopened) await fh.close();
+    }
+  }
+}
+
+async function readExact(path: string, fh: FileHandle, position: number, length: number): Promise<DataView> {
+  const out = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await fh.read(out, done, Math.min(length - done, MAX_READ), position + done);
+    if (bytesRead === 0) break;
+    done += bytesRead;
+  }
+  if (done < length) throw new ZipError(path, `truncated archive: wanted ${length} bytes at offset ${position}, got ${done}`);
+  return new DataView(out.buffer);
+}
+
+function bigToNumber(path: string, v: bigint, what: string): number {
+  if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new ZipError(path, `impossible ${what}: ${v}`);
+  return Number(v);
+}
+
+async function readCentralDirectory(path: string, fh: FileHandle, fileSize: number): Promise<ZipEntry[]> {
+  if (fileSize < 22) throw new ZipError(path, `not a zip archive (${fileSize} bytes, no end-of-central-directory record)`);
+  const tailLen = Math.min(fileSize, 22 + MAX_COMMENT + 20);
+  const tailStart = fileSize - tailLen;
+  const tail = await readExact(path, fh, tailStart, tailLen);
+  let eocd = -1;
+  for (let i = tailLen - 22; i >= 0; i--) {
+    if (tail.getUint32(i, true) === EOCD_SIG && i + 22 + tail.getUint16(i + 20, true) <= tailLen) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) {
+    const magic = (await readExact(path, fh, 0, 4)).getUint32(0, true);
+    throw new ZipError(
+      path,
+      magic === LOCAL_SIG ? 'truncated archive: it starts like a zip but has no end-of-central-directory record' : 'not a zip archive: no end-of-central-directory record',
+    );
+  }
+  let count = tail.getUint16(eocd + 10, true);
+  let cdSize = tail.getUint32(eocd + 12, true);
+  let cdOffset = tail.getUint32(eocd + 16, true);
+  const eocdAbs = tailStart + eocd;
+  let cdEnd = eocdAbs;
+
+  // zip64: the locator sits right before the classic record.
+  if (eocd >= 20 && tail.getUint32(eocd - 20, true) === EOCD64_LOCATOR_SIG) {
+    const rec64Off = bigToNumber(path, tail.getBigUint64(eocd - 12, true), 'zip64 end record offset');
+    if (rec64Off + 56 > eocdAbs - 20) throw new ZipError(path, `impossible zip64 end record offset ${rec64Off}`);
+    const rec = await readExact(path, fh, rec64Off, 56);
+    if (rec.getUint32(0, true) !== EOCD64_SIG) throw new ZipError(path, `bad zip64 end record signature at offset ${rec64Off}`);
+    count = bigToNumber(path, rec.getBigUint64(32, true), 'entry count');
+    cdSize = bigToNumber(path, rec.getBigUint64(40, true), 'central directory size');
+    cdOffset = bigToNumber(path, rec.getBigUint64(48, true), 'central directory offset');
+    cdEnd = rec64Off;
+  }
+  if (cdOffset + cdSize > cdEnd) {
+    throw new ZipError(path, `truncated archive or impossible central directory: ${cdSize} bytes at offset ${cdOffset}, but it must end by ${cdEnd}`);
+  }
+  // Every central record takes at least 46 bytes.
+  if (count * 46 > cdSize) throw new ZipError(path, `impossible entry count ${count} for a ${cdSize}-byte central directory`);
+  const cd = await readExact(path, fh, cdOffset, cdSize);
+  const bytes = new Uint8Array(cd.buffer);
+  const entries: ZipEntry[] = new Array(count);
+  let p = 0;
+  for (let i = 0; i < count; i++) {
+    if (p + 46 > cdSize || cd.getUint32(p, true) !== CENTRAL_SIG) {
+      throw new ZipError(path, `bad central directory record ${i} at offset ${cdOffset + p}`);
+    }
+    const flags = cd.getUint16(p + 8, true);
+    const method = cd.getUint16(p + 10, true);
+    const crc32 = cd.getUint32(p + 16, true);
+    let compressedSize = cd.getUint32(p + 20, true);
+    let size = cd.getUint32(p + 24, true);
+    const nameLen = cd.getUint16(p + 28, true);
+    const extraLen = cd.getUint16(p + 30, true);
+    const commentLen = cd.getUint16(p + 32, true);
+    let localHeaderOffset = cd.getUint32(p + 42, true);
+    const recEnd = p + 46 + nameLen + extraLen + commentLen;
+    if (recEnd > cdSize) throw new ZipError(path, `truncated central directory record ${i}`);
+    const nameBytes = bytes.subarray(p + 46, p + 46 + nameLen);
+    const name = flags & 0x800 ? utf8.decode(nameBytes) : latin1.decode(nameBytes);
+    if (size === 0xffffffff || compressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) {
+      let e = p + 46 + nameLen;
+      const extraEnd = e + extraLen;
+      let found = false;
+      while (e + 4 <= extraEnd) {
+        const id = cd.getUint16(e, true);
+        const len = cd.getUint16(e + 2, true);
+        if (e + 4 + len > extraEnd) break;
+        if (id === 0x0001) {
+          let q = e + 4;
+          const take = (): number => {
+            if (q + 8 > e + 4 + len) throw new ZipError(path, `zip64 extra field of ${name} is too short`);
+            const v = bigToNumber(path, cd.getBigUint64(q, true), `size or offset of ${name}`);
+            q += 8;
+            return v;
+          };
+          if (size === 0xffffffff) size = take();
+          if (compressedSize === 0xffffffff) compressedSize = take();
+          if (localHeaderOffset === 0xffffffff) localHeaderOffset = take();
+          found = true;
+          break;
+        }
+        e += 4 + len;
+      }
+      if (!found) throw new ZipError(path, `entry ${name} has 32-bit overflow sizes but no zip64 extra field`);
+    }
+    if (localHeaderOffset + 30 + nameLen > cdOffset || localHeaderOffset + compressedSize > cdOffset) {
+      throw new ZipError(path, `impossible offset/size for entry ${name}: ${compressedSize} bytes at offset ${localHeaderOffset}, central directory starts at ${cdOffset}`);
+    }
+    entries[i] = { name, size, compressedSize, method, crc32, localHeaderOffset };
+    p = recEnd;
+  }
+  return entries;
+}
