@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { DumpReader } from '../run/dumps/reader.ts';
+import { TelemetryStore } from '../run/telemetry/store.ts';
+import { generateSyntheticRun } from './syntheticRun.ts';
+import { hourKey } from './telemetryWriter.ts';
+
+const scratch = mkdtempSync(join(tmpdir(), 'rlsight-synthetic-test-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('generateSyntheticRun', () => {
+  it('writes the benchmark shape at a small scale, readable without a warning', async () => {
+    const run = join(scratch, 'small');
+    const info = await generateSyntheticRun(run, { gpus: 32, hours: 0.75, samplesPerStep: 64, gpuProcesses: true, now: 1_790_001_000 });
+    const seconds = 0.75 * 3600;
+    assert.equal(info.gpus, 32);
+    assert.equal(info.engines, 4);
+    assert.equal(info.rows.gpu_util, 32 * seconds, 'one sample per GPU per second');
+    assert.equal(info.rows.engine_series, 4 * 23 * ((seconds - 210) / 2), 'every whitelisted metric, every 2 s, once engines are up');
+    assert.equal(info.steps, Math.floor((seconds - 240) / 360));
+    assert.equal(info.totalRows, Object.values(info.rows).reduce((a, b) => a + b, 0));
+
+    const store = TelemetryStore.open(join(run, 'dashboard'));
+    assert.equal(store.laneIndex().length, 32);
+    const gpuRows = store.gpuUtilBlocks().reduce((a, b) => a + b.length, 0);
+    const engineRows = store.engineSeriesBlocks().reduce((a, b) => a + b.length, 0);
+    assert.equal(gpuRows, info.rows.gpu_util);
+    assert.equal(engineRows, info.rows.engine_series);
+    assert.equal(store.phaseEvents().length, info.rows.phases);
+    assert.equal(store.trajectoryEvents().length, info.rows.trajectories);
+    assert.equal(store.gpuProcessRows().length, info.rows.gpu_processes);
+    assert.deepEqual(store.warnings(), []);
+    assert.ok(store.metricKeys().includes('perf/step_time'));
+
+    for (const f of readdirSync(join(run, 'dashboard', 'phases'))) {
+      for (const line of readFileSync(join(run, 'dashboard', 'phases', f), 'utf8').trimEnd().split('\n')) {
+        const p = JSON.parse(line);
+        assert.equal(hourKey(p.t1 === -1 ? p.t0 : p.t1) + '.jsonl', f);
+      }
+    }
+  });
+
+  it('is deterministic for a seed and a clock', async () => {
+    const a = await generateSyntheticRun(join(scratch, 'a'), { gpus: 8, hours: 0.2, now: 1_790_000_000 });
+    const b = await generateSyntheticRun(join(scratch, 'b'), { gpus: 8, hours: 0.2, now: 1_790_000_000 });
+    assert.equal(a.bytes, b.bytes);
+    for (const stream of ['gpu_util', 'engine_series', 'phases', 'trajectories']) {
+      for (const f of readdirSync(join(scratch, 'a', 'dashboard', stream))) {
+        assert.equal(readFileSync(join(scratch, 'a', 'dashboard', stream, f), 'utf8'), readFileSync(join(scratch, 'b', 'dashboard', stream, f), 'utf8'));
+      }
+    }
+  });
+
+  it('optionally dumps steps at scale: every sample joined across its four duplicate ranks', async () => {
+    const run = join(scratch, 'dumped');
+    const info = await generateSyntheticRun(run, { gpus: 16, hours: 0.2, dumpSteps: 1, dumpSamples: 40, dumpResponseTokens: 300, now: 1_790_002_000 });
+    assert.equal(readdirSync(join(run, 'train_data')).length, 16);
+    assert.ok(info.bytes > 1_000_000);
+    const reader = await DumpReader.open(run);
+    try {
+      assert.deepEqual(await reader.rolloutIds(), { train: [0], eval: [] });
+      const summary = await reader.summary(0);
+      assert.equal(summary.rows.length, 40);
+      for (const row of summary.rows) {
+        assert.equal(row.alignment_failed, false);
+        // Ranks are tp-fastest then dp then pp: shard d lives on ranks 2d, 2d+1, 2d+8, 2d+9.
+        const rank = row.dumped_rank as number;
+        assert.ok(rank % 2 === 0 && rank < 8, `dumped by the lowest duplicate, got rank ${rank}`);
+      }
+      const mean = summary.rows.reduce((a, r) => a + (r.response_length as number), 0) / summary.rows.length;
+      assert.ok(mean > 200 && mean < 400, `mean response ${mean}`);
+      const view = await reader.tokens(0, summary.rows[0].sample_index as number, { start: 0, end: 30 });
+      assert.ok(view.token_text!.join('').includes('math assistant'), 'tokens decode to text');
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('rejects a fleet that does not divide into nodes and engines', async () => {
+    await assert.rejects(generateSyntheticRun(join(scratch, 'bad'), { gpus: 12 }), /multiple of 8/);
+    await assert.rejects(generateSyntheticRun(join(scratch, 'bad'), { gpus: 16, engines: 3 }), /engines must divide/);
+    await assert.rejects(generateSyntheticRun(join(scratch, 'bad'), { gpus: 16, hours: 0 }), /hours must be positive/);
+  });
+});
