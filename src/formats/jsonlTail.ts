@@ -115,3 +115,20 @@ export function readLastCompleteLine(path: string, maxBytes = 65536): Buffer | n
     closeSync(fd);
   }
 }
+
+/** Bytes `[start, start + length)` of a file (fewer at EOF; empty when missing). */
+export function readRange(path: string, start: number, length: number): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return Buffer.alloc(0);
+  }
+  try {
+    const buf = Buffer.allocUnsafe(Math.max(0, length));
+    const n = readSync(fd, buf, 0, buf.length, start);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}

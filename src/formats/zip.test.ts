@@ -116,7 +116,8 @@ describe('ZipArchive', () => {
     const raw = readFileSync(fixture);
     assert.equal(raw.readUInt16LE(6) & 0x08, 0x08, 'the fixture uses a data descriptor');
     assert.equal(raw.readUInt32LE(22), 0, 'and a zero size in its first local header');
-    const z = await ZipArchive.open(fixture);
+    for (const wholeFileBelow of [0, undefined]) {
+    const z = await ZipArchive.open(fixture, { wholeFileBelow });
     try {
       assert.equal(z.entries[0].name, '1_2/data.pkl');
       assert.equal(z.entries[0].size, 11318);
@@ -127,9 +128,18 @@ describe('ZipArchive', () => {
       const part = await z.readRange('1_2/data.pkl', 2, 3);
       assert.deepEqual([...part], [...pkl.subarray(2, 5)]);
       assert.equal((await z.read('1_2/data/0')).byteOffset % 64, 0, 'storage bytes keep their 64-byte phase');
+      const many = await z.readMany(z.entries);
+      for (const e of z.entries) assert.equal(crc32(many.get(e)!), e.crc32, e.name);
     } finally {
       await z.close();
     }
+    }
+  });
+
+  it('small archives are read whole at open and hold no handle', async () => {
+    const z = await ZipArchive.open(fixture);
+    assert.equal(z.isOpen, false);
+    assert.equal((await z.read('1_2/data.pkl')).length, 11318);
   });
 
   it('any root name, data descriptors, and reads after close reopen the file', async () => {
@@ -137,8 +147,9 @@ describe('ZipArchive', () => {
       { name: 'ünïcode root/data.pkl', data: text('hello'), descriptor: true },
       { name: 'ünïcode root/data/0', data: text('world!') },
     ]));
-    const z = await ZipArchive.open(p);
+    const z = await ZipArchive.open(p, { wholeFileBelow: 0 });
     assert.deepEqual(z.entries.map((e) => e.name), ['ünïcode root/data.pkl', 'ünïcode root/data/0']);
+    assert.equal(z.isOpen, true);
     await z.close();
     assert.equal(z.isOpen, false);
     assert.equal(new TextDecoder().decode(await z.read('ünïcode root/data/0')), 'world!');
@@ -270,7 +281,7 @@ describe('property: damaged zips end in a ZipError or a readable archive', () =>
   const probe = async (bytes: Uint8Array, i: number): Promise<void> => {
     const p = writeTemp(`prop-${i % 8}.zip`, bytes);
     try {
-      const z = await ZipArchive.open(p);
+      const z = await ZipArchive.open(p, { wholeFileBelow: i % 2 ? 0 : undefined });
       try {
         for (const e of z.entries.slice(0, 4)) await z.read(e).catch((err) => {
           if (!(err instanceof ZipError)) throw err;

@@ -29,6 +29,8 @@ const EOCD64_SIG = 0x06064b50;
 const CENTRAL_SIG = 0x02014b50;
 const LOCAL_SIG = 0x04034b50;
 const MAX_COMMENT = 0xffff;
+/** Archives up to this size are read whole at open (rank dumps are small and many). */
+const WHOLE_FILE_BELOW = 1 << 20;
 /** Largest single read request (Node's fs caps one read near 2 GiB). */
 const MAX_READ = 1 << 30;
 
@@ -41,6 +43,8 @@ const latin1 = new TextDecoder('latin1');
  */
 export class ZipArchive {
   private handle: FileHandle | undefined;
+  /** The whole file, for small archives (then no handle is kept at all). */
+  private whole: Uint8Array | undefined;
   private readonly byName = new Map<string, ZipEntry>();
   private readonly dataStarts = new Map<ZipEntry, number>();
 
@@ -49,12 +53,18 @@ export class ZipArchive {
     handle: FileHandle,
     readonly fileSize: number,
     readonly entries: ZipEntry[],
+    /** Where the central directory starts: the end bound of the last entry's data. */
+    readonly centralDirectoryOffset: number,
   ) {
     this.handle = handle;
     for (const e of entries) this.byName.set(e.name, e);
   }
 
-  static async open(path: string): Promise<ZipArchive> {
+  /**
+   * Opens `path` and reads its central directory. A file of at most `wholeFileBelow` bytes (default
+   * 1 MiB) is read in one go and served from memory: one read instead of one per entry.
+   */
+  static async open(path: string, opts: { wholeFileBelow?: number } = {}): Promise<ZipArchive> {
     let fh: FileHandle;
     try {
       fh = await open(path, 'r');
@@ -63,8 +73,23 @@ export class ZipArchive {
     }
     try {
       const size = (await fh.stat()).size;
-      const entries = await readCentralDirectory(path, fh, size);
-      return new ZipArchive(path, fh, size, entries);
+      let whole: Uint8Array | undefined;
+      if (size <= (opts.wholeFileBelow ?? WHOLE_FILE_BELOW)) {
+        whole = new Uint8Array((await readExact(path, fh, 0, size)).buffer);
+      }
+      const reader = whole
+        ? async (position: number, length: number): Promise<DataView> => {
+            if (position + length > whole.length) throw new ZipError(path, `truncated archive: wanted ${length} bytes at offset ${position}, file has ${whole.length}`);
+            return new DataView(whole.buffer, position, length);
+          }
+        : (position: number, length: number): Promise<DataView> => readExact(path, fh, position, length);
+      const { entries, cdOffset } = await readCentralDirectory(path, reader, size);
+      const archive = new ZipArchive(path, fh, size, entries, cdOffset);
+      if (whole) {
+        archive.whole = whole;
+        await archive.close();
+      }
+      return archive;
     } catch (err) {
       await fh.close().catch(() => {});
       throw err;
@@ -123,6 +148,47 @@ export class ZipArchive {
     return this.readAligned(start, entry.size);
   }
 
+  /**
+   * The data of many STORED entries with few reads: entries close together in the file are fetched
+   * in one read (gaps up to `maxGap` bytes, spans up to `maxSpan` bytes) and sliced. The slices of
+   * one read share its buffer and keep their 64-byte file phase.
+   */
+  async readMany(list: Iterable<ZipEntry | string>, maxGap = 1 << 20, maxSpan = 256 << 20): Promise<Map<ZipEntry, Uint8Array>> {
+    const wanted = [...new Set([...list].map((e) => this.resolve(e)))];
+    for (const e of wanted) this.checkStored(e);
+    const out = new Map<ZipEntry, Uint8Array>();
+    if (wanted.length === 0) return out;
+    // Each entry's bytes end before the next local header (or the central directory).
+    const byOffset = [...this.entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+    const bound = new Map<ZipEntry, number>();
+    for (let i = 0; i < byOffset.length; i++) bound.set(byOffset[i], i + 1 < byOffset.length ? byOffset[i + 1].localHeaderOffset : this.centralDirectoryOffset);
+    wanted.sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+    let i = 0;
+    while (i < wanted.length) {
+      const first = wanted[i];
+      const start = first.localHeaderOffset - (first.localHeaderOffset % 64);
+      let end = Math.max(bound.get(first)!, first.localHeaderOffset + 30);
+      let j = i + 1;
+      while (j < wanted.length) {
+        const e = wanted[j];
+        const eEnd = Math.max(bound.get(e)!, e.localHeaderOffset + 30);
+        if (e.localHeaderOffset - end > maxGap || eEnd - start > maxSpan) break;
+        end = Math.max(end, eEnd);
+        j++;
+      }
+      const buf = await this.readAt(start, Math.min(end, this.fileSize) - start, true);
+      for (let k = i; k < j; k++) {
+        const e = wanted[k];
+        const dataStart = this.parseLocalHeader(e, buf, e.localHeaderOffset - start);
+        this.dataStarts.set(e, dataStart);
+        const rel = dataStart - start;
+        out.set(e, rel + e.size <= buf.byteLength ? buf.subarray(rel, rel + e.size) : await this.readAligned(dataStart, e.size));
+      }
+      i = j;
+    }
+    return out;
+  }
+
   /** `length` bytes of an entry's data from `offset` within it. */
   async readRange(entryOrName: ZipEntry | string, offset: number, length: number): Promise<Uint8Array> {
     const entry = this.resolve(entryOrName);
@@ -138,6 +204,11 @@ export class ZipArchive {
    * one buffer). Needs the archive to be open.
    */
   readSyncAt(position: number, into: Uint8Array, offset: number, length: number): number {
+    if (this.whole) {
+      const part = this.whole.subarray(Math.min(position, this.whole.length), Math.min(position + length, this.whole.length));
+      into.set(part, offset);
+      return part.length;
+    }
     const fd = this.handle?.fd;
     if (fd === undefined) throw new ZipError(this.path, 'archive is closed');
     let done = 0;
@@ -188,6 +259,11 @@ export class ZipArchive {
   }
 
   private async readAt(position: number, length: number, allowShort = false): Promise<Uint8Array> {
+    if (this.whole) {
+      if (position + length <= this.whole.length) return this.whole.subarray(position, position + length);
+      if (allowShort) return this.whole.subarray(Math.min(position, this.whole.length));
+      throw new ZipError(this.path, `truncated archive: wanted ${length} bytes at offset ${position}, got ${Math.max(0, this.whole.length - position)}`);
+    }
     const out = new Uint8Array(length);
     const reopened = this.handle === undefined;
     let fh = this.handle;
@@ -237,11 +313,13 @@ function bigToNumber(path: string, v: bigint, what: string): number {
   return Number(v);
 }
 
-async function readCentralDirectory(path: string, fh: FileHandle, fileSize: number): Promise<ZipEntry[]> {
+type ExactReader = (position: number, length: number) => Promise<DataView>;
+
+async function readCentralDirectory(path: string, read: ExactReader, fileSize: number): Promise<{ entries: ZipEntry[]; cdOffset: number }> {
   if (fileSize < 22) throw new ZipError(path, `not a zip archive (${fileSize} bytes, no end-of-central-directory record)`);
   const tailLen = Math.min(fileSize, 22 + MAX_COMMENT + 20);
   const tailStart = fileSize - tailLen;
-  const tail = await readExact(path, fh, tailStart, tailLen);
+  const tail = await read(tailStart, tailLen);
   let eocd = -1;
   for (let i = tailLen - 22; i >= 0; i--) {
     if (tail.getUint32(i, true) === EOCD_SIG && i + 22 + tail.getUint16(i + 20, true) <= tailLen) {
@@ -250,7 +328,7 @@ async function readCentralDirectory(path: string, fh: FileHandle, fileSize: numb
     }
   }
   if (eocd < 0) {
-    const magic = (await readExact(path, fh, 0, 4)).getUint32(0, true);
+    const magic = (await read(0, 4)).getUint32(0, true);
     throw new ZipError(
       path,
       magic === LOCAL_SIG ? 'truncated archive: it starts like a zip but has no end-of-central-directory record' : 'not a zip archive: no end-of-central-directory record',
@@ -266,7 +344,7 @@ async function readCentralDirectory(path: string, fh: FileHandle, fileSize: numb
   if (eocd >= 20 && tail.getUint32(eocd - 20, true) === EOCD64_LOCATOR_SIG) {
     const rec64Off = bigToNumber(path, tail.getBigUint64(eocd - 12, true), 'zip64 end record offset');
     if (rec64Off + 56 > eocdAbs - 20) throw new ZipError(path, `impossible zip64 end record offset ${rec64Off}`);
-    const rec = await readExact(path, fh, rec64Off, 56);
+    const rec = await read(rec64Off, 56);
     if (rec.getUint32(0, true) !== EOCD64_SIG) throw new ZipError(path, `bad zip64 end record signature at offset ${rec64Off}`);
     count = bigToNumber(path, rec.getBigUint64(32, true), 'entry count');
     cdSize = bigToNumber(path, rec.getBigUint64(40, true), 'central directory size');
@@ -278,8 +356,9 @@ async function readCentralDirectory(path: string, fh: FileHandle, fileSize: numb
   }
   // Every central record takes at least 46 bytes.
   if (count * 46 > cdSize) throw new ZipError(path, `impossible entry count ${count} for a ${cdSize}-byte central directory`);
-  const cd = await readExact(path, fh, cdOffset, cdSize);
-  const bytes = new Uint8Array(cd.buffer);
+  // The central directory usually sits inside the tail already read.
+  const cd = cdOffset >= tailStart ? new DataView(tail.buffer, tail.byteOffset + cdOffset - tailStart, cdSize) : await read(cdOffset, cdSize);
+  const bytes = new Uint8Array(cd.buffer, cd.byteOffset, cd.byteLength);
   const entries: ZipEntry[] = new Array(count);
   let p = 0;
   for (let i = 0; i < count; i++) {
@@ -331,5 +410,5 @@ async function readCentralDirectory(path: string, fh: FileHandle, fileSize: numb
     entries[i] = { name, size, compressedSize, method, crc32, localHeaderOffset };
     p = recEnd;
   }
-  return entries;
+  return { entries, cdOffset };
 }

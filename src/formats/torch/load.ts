@@ -4,8 +4,8 @@ import { TorchFormatError } from './errors.ts';
 import { storageDType, unpickle, unpickleSource, type PickleResult } from './unpickle.ts';
 import { DTYPE_BYTES, PyTuple, Storage, type DType, type PyValue } from './value.ts';
 
-/** data.pkl entries up to this size are read in one buffer; bigger ones stream through a window. */
-const WHOLE_PICKLE_LIMIT = 512 * 1024 * 1024;
+/** data.pkl entries up to this size are read in one buffer; bigger ones stream through a window (less peak memory). */
+const WHOLE_PICKLE_LIMIT = 64 * 1024 * 1024;
 
 export interface TorchFile {
   readonly path: string;
@@ -24,6 +24,11 @@ export interface TorchFile {
   /** Every storage the pickle references, by key, in order of first reference. */
   readonly storages: Map<string, Storage>;
   /**
+   * Reads the given storages (default: all not yet read) with as few reads as possible, so that
+   * reading their tensors afterwards touches no file. Storages read together share one buffer.
+   */
+  prefetch(storages?: Iterable<Storage>): Promise<void>;
+  /**
    * Releases the file handle. Storages not yet read stay readable: each later read reopens the
    * file for that one read (and fails with a ZipError if the file changed size meanwhile).
    */
@@ -35,14 +40,19 @@ export interface OpenTorchOptions {
   pickleWindowBytes?: number;
   /** data.pkl size above which it streams instead of being read whole. */
   wholePickleLimit?: number;
+  /** Files up to this size are read whole at open and need no handle afterwards (default 1 MiB). */
+  wholeFileBelow?: number;
+  /** Numeric lists as Int32Array/Float64Array (see UnpickleOptions.typedLists). */
+  typedLists?: boolean;
 }
 
 /**
- * Opens a `.pt` written by torch.save (zip format) and decodes its pickle. The file handle stays open
- * until `close()`; tensor storages are read only when `readTensor` (or `Storage.bytes()`) asks.
+ * Opens a `.pt` written by torch.save (zip format) and decodes its pickle. A small file (≤ 1 MiB) is
+ * read whole and holds no handle; a bigger one keeps its handle until `close()`. Tensor storages are
+ * read only when `readTensor` (or `Storage.bytes()`, or `prefetch`) asks.
  */
 export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): Promise<TorchFile> {
-  const archive = await ZipArchive.open(path);
+  const archive = await ZipArchive.open(path, { wholeFileBelow: opts.wholeFileBelow });
   try {
     const pkl = findDataPkl(archive.entries);
     if (!pkl) throw new TorchFormatError(path, 'not a torch archive: no <root>/data.pkl entry');
@@ -57,6 +67,9 @@ export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): 
     }
 
     const storages = new Map<string, Storage>();
+    const entryOf = new Map<Storage, ZipEntry>();
+    // Bytes fetched by prefetch(), handed to each storage's first read and then dropped here.
+    const prefetched = new Map<ZipEntry, Uint8Array>();
     const persistentLoad = (pid: PyValue): PyValue => {
       if (!Array.isArray(pid) || pid.length < 5 || pid[0] !== 'storage') {
         throw new TorchFormatError(path, `unknown persistent id ${describePid(pid)}`);
@@ -78,21 +91,27 @@ export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): 
       if (entry.size < numelV * width) {
         throw new TorchFormatError(path, `storage ${key} claims ${numelV} ${dtype} elements (${numelV * width} bytes) but ${entryName} holds ${entry.size} bytes`);
       }
-      const s = new Storage(key, dtype, numelV, () => loadStorage(archive, entry, numelV * width, width, byteorder), path);
+      const load = async (): Promise<Uint8Array> => {
+        const ready = prefetched.get(entry);
+        prefetched.delete(entry);
+        return ordered(ready ?? (await archive.read(entry)), numelV * width, width, byteorder);
+      };
+      const s = new Storage(key, dtype, numelV, load, path);
       storages.set(key, s);
+      entryOf.set(s, entry);
       return s;
     };
 
     let result: PickleResult;
     const limit = opts.wholePickleLimit ?? WHOLE_PICKLE_LIMIT;
     if (pkl.size <= limit) {
-      result = unpickle(await archive.read(pkl), { file: path, persistentLoad });
+      result = unpickle(await archive.read(pkl), { file: path, persistentLoad, typedLists: opts.typedLists });
     } else {
       if (pkl.method !== 0) await archive.read(pkl); // raises the clear "compressed entry" error
       const start = await archive.dataStart(pkl);
       result = unpickleSource(
         { size: pkl.size, read: (position, into, offset, length) => archive.readSyncAt(start + position, into, offset, length) },
-        { file: path, persistentLoad },
+        { file: path, persistentLoad, typedLists: opts.typedLists },
         opts.pickleWindowBytes,
       );
     }
@@ -106,6 +125,11 @@ export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): 
       globals: result.globals,
       opcodes: result.opcodes,
       storages,
+      prefetch: async (which?: Iterable<Storage>) => {
+        const want = [...(which ?? storages.values())].filter((st) => !st.loaded && entryOf.has(st));
+        const got = await archive.readMany(want.map((st) => entryOf.get(st)!));
+        for (const [e, b] of got) prefetched.set(e, b);
+      },
       close: () => archive.close(),
     };
   } catch (err) {
@@ -133,8 +157,8 @@ function findDataPkl(entries: ZipEntry[]): ZipEntry | undefined {
   return fallback;
 }
 
-async function loadStorage(archive: ZipArchive, entry: ZipEntry, nbytes: number, width: number, byteorder: 'little' | 'big'): Promise<Uint8Array> {
-  const bytes = (await archive.read(entry)).subarray(0, nbytes);
+function ordered(raw: Uint8Array, nbytes: number, width: number, byteorder: 'little' | 'big'): Uint8Array {
+  const bytes = raw.subarray(0, nbytes);
   if (byteorder === 'little' || width === 1) return bytes;
   const out = new Uint8Array(bytes.length);
   for (let i = 0; i + width <= bytes.length; i += width) for (let k = 0; k < width; k++) out[i + k] = bytes[i + width - 1 - k];

@@ -8,6 +8,7 @@ import { ZipArchive } from '../zip.ts';
 import { PickleError, TorchFormatError } from './errors.ts';
 import { decodeLong, unpickle, unpickleSource } from './unpickle.ts';
 import { tensorDataFromBytes } from './tensorData.ts';
+import { pickleBytes } from './writer.ts';
 import { PyEnum, PyObject, PyTuple, Tensor, type PyValue } from './value.ts';
 
 const data = JSON.parse(readFileSync(new URL('./pickles.test.json', import.meta.url), 'utf8')) as { pickles: Record<string, string> };
@@ -138,6 +139,48 @@ describe('globals', () => {
   it('persistent ids without a loader stay inert', () => {
     const v = unpickle(Uint8Array.from(Buffer.from('\x80\x02X\x01\x00\x00\x00kQ.', 'latin1')), { file: 'p' }).value;
     assert.ok(v instanceof PyObject && v.name === 'persistent_id', 'v instanceof PyObject && v.name === \'persistent_id\'');
+  });
+});
+
+describe('typedLists', () => {
+  it('numeric lists become Int32Array / Float64Array; others stay plain', () => {
+    const r = unpickle(hex(data.pickles['4']), { file: 'p4', typedLists: true }).value as any;
+    assert.ok(r.floats instanceof Float64Array, 'floats typed');
+    assert.deepEqual([...r.floats], [0, -0, 1.5, NaN, Infinity, -Infinity, 1e-310]);
+    assert.ok(Array.isArray(r.ints), 'big ints keep the list plain');
+    assert.deepEqual(r.ints, EXPECTED_INTS);
+    assert.ok(r.shared[0] instanceof Int32Array, 'int list typed');
+    assert.equal(r.shared[0], r.shared[1], 'memo references follow the typed list');
+    assert.ok(Array.isArray(r.strs), 'string lists stay plain');
+  });
+  it('a typed list that continues with other items turns back into a plain list', () => {
+    const ints = Array.from({ length: 1500 }, (_, i) => i * 1000);
+    const list = [...ints, 'x'];
+    const shared = { a: list, b: 3 };
+    const r = unpickle(pickleBytes([shared, Array.from({ length: 2100 }, (_, i) => i / 4)]), { file: 'l', typedLists: true }).value as any;
+    assert.ok(Array.isArray(r[0].a), 'plain again');
+    assert.deepEqual(r[0].a, list);
+    assert.ok(r[1] instanceof Float64Array, 'floats typed');
+    assert.equal(r[1].length, 2100);
+    assert.equal(r[1][2099], 2099 / 4);
+  });
+});
+
+describe('deep nesting', () => {
+  it('decodes 200,000 nested lists without recursion', () => {
+    const n = 200_000;
+    const b = new Uint8Array(2 + 2 * n + 1);
+    b.set([0x80, 2]);
+    b.fill(0x5d, 2, 2 + n); // EMPTY_LIST x n
+    b.fill(0x61, 2 + n, 2 + 2 * n - 1); // APPEND x (n - 1)
+    b[2 + 2 * n - 1] = 0x2e;
+    let v = unpickle(b.subarray(0, 2 + 2 * n), { file: 'deep' }).value as PyValue[];
+    let depth = 1;
+    while (v.length) {
+      v = v[0] as PyValue[];
+      depth++;
+    }
+    assert.equal(depth, n);
   });
 });
 

@@ -8,6 +8,12 @@ export interface UnpickleOptions {
   file: string;
   /** Resolves a persistent id (BINPERSID/PERSID); torch uses them for storages. Default: inert record. */
   persistentLoad?: (pid: PyValue) => PyValue;
+  /**
+   * Decode lists made only of int32-range ints as Int32Array, and of ints and floats as Float64Array
+   * (int/float distinction lost), instead of plain arrays: less memory and far less GC for rollout
+   * token/log-prob lists. Off by default.
+   */
+  typedLists?: boolean;
 }
 
 export interface PickleResult {
@@ -40,8 +46,13 @@ export class GlobalRef extends PyObject {
 /** A numpy dtype under construction (`numpy.dtype(descr)` + BUILD byte order). Inert when it leaks out. */
 export class NumpyDType extends PyObject {
   byteorder = '=';
-  constructor(readonly descr: string) {
+  /** The type code without a byte-order prefix (`f4`, `i8`, `b1`, …). */
+  readonly descr: string;
+  constructor(descr: string) {
     super('numpy', 'dtype', [descr]);
+    const m = /^([<>|=!])(.*)$/.exec(descr);
+    this.descr = m ? m[2] : descr;
+    if (m) this.byteorder = m[1] === '!' ? '>' : m[1];
   }
 }
 
@@ -300,7 +311,14 @@ const NEWOBJ_OK = new Set(['collections.OrderedDict', 'builtins.set', 'builtins.
 
 const MODULE_ALIASES: Record<string, string> = { __builtin__: 'builtins', copy_reg: 'copyreg', 'numpy.core._multiarray_umath': 'numpy.core.multiarray' };
 
-export const DEFAULT_WINDOW = 64 * 1024 * 1024;
+export const DEFAULT_WINDOW = 16 * 1024 * 1024;
+
+/** Opcode byte -> its total width for the number opcodes of list fast paths (BININT1/2, BININT, BINFLOAT), else 0. */
+const NUMBER_WIDTH = new Uint8Array(256);
+NUMBER_WIDTH[0x4b] = 2;
+NUMBER_WIDTH[0x4d] = 3;
+NUMBER_WIDTH[0x4a] = 5;
+NUMBER_WIDTH[0x47] = 9;
 
 export class Unpickler {
   private buf: Uint8Array;
@@ -319,11 +337,14 @@ export class Unpickler {
   /** Number of distinct memo keys: MEMOIZE stores at this index, as CPython's len(memo). */
   private memoSize = 0;
 
+  private readonly typedLists: boolean;
+
   constructor(
     input: Uint8Array | PickleSource,
     readonly opts: UnpickleOptions,
     window = DEFAULT_WINDOW,
   ) {
+    this.typedLists = opts.typedLists === true;
     this.window = Math.max(16, window);
     if (input instanceof Uint8Array) {
       this.buf = input;
@@ -376,7 +397,8 @@ export class Unpickler {
       if (i < this.end) break;
       const consumed = i - this.pos;
       if (!this.source || this.base + this.end >= this.size) this.fail('truncated pickle: line without newline');
-      this.need(consumed + 1);
+      // Grow geometrically so a long line costs linear time.
+      this.need(Math.min(Math.max(2 * consumed, consumed + 1), this.size - this.base - this.pos));
       i = this.pos + consumed;
     }
     const line = latin1(this.buf, this.pos, i);
@@ -440,10 +462,86 @@ export class Unpickler {
           stack.push(dv.getFloat64(pos, false));
           pos += 8;
           break;
-        case 0x28: // MARK
+        case 0x28: {
+          // MARK. Fast path for `list MARK <ints/floats> APPENDS` (the bulk of rollout dumps): numbers go
+          // straight into the list, unboxed, never through the stack.
+          const target = stack.length > 0 ? stack[stack.length - 1] : undefined;
+          if (Array.isArray(target) && !(target instanceof PyTuple)) {
+            if (target.length === 0) {
+              // A fresh list: count the numbers of its `MARK <numbers> APPENDS` batches first, so the
+              // list is sized once instead of growing batch by batch.
+              let q = pos;
+              let total = 0;
+              let blocksEnd = -1;
+              let floats = false;
+              for (;;) {
+                let cnt = 0;
+                while (q < end) {
+                  const w = NUMBER_WIDTH[buf[q]];
+                  if (w === 0 || q + w > end) break;
+                  seen[buf[q]] = 1;
+                  if (w === 9) floats = true;
+                  q += w;
+                  cnt++;
+                }
+                if (q >= end || buf[q] !== 0x65) break;
+                total += cnt;
+                blocksEnd = ++q;
+                if (q < end && buf[q] === 0x28) q++;
+                else break;
+              }
+              if (blocksEnd > 0 && total > 0) {
+                if (this.typedLists) {
+                  const typed = floats ? new Float64Array(total) : new Int32Array(total);
+                  if (floats) fillNumbers(typed as Float64Array, buf, dv, pos, blocksEnd);
+                  else fillInts(typed as Int32Array, buf, pos, blocksEnd);
+                  stack[stack.length - 1] = typed;
+                  this.replace(target, typed);
+                } else {
+                  target.length = total;
+                  fillNumbers(target as number[], buf, dv, pos, blocksEnd);
+                }
+                seen[0x65] = 1;
+                pos = blocksEnd;
+                break;
+              }
+            }
+            const start = target.length;
+            let p = pos;
+            while (p + 9 <= end) {
+              const o = buf[p];
+              if (o === 0x4b) {
+                target.push(buf[p + 1]);
+                p += 2;
+              } else if (o === 0x47) {
+                target.push(dv.getFloat64(p + 1, false));
+                p += 9;
+              } else if (o === 0x4d) {
+                target.push(buf[p + 1] | (buf[p + 2] << 8));
+                p += 3;
+              } else if (o === 0x4a) {
+                target.push(buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24));
+                p += 5;
+              } else break;
+              seen[o] = 1;
+            }
+            if (p < end && buf[p] === 0x65) {
+              seen[0x65] = 1;
+              pos = p + 1;
+              break;
+            }
+            // Not a plain run of numbers: hand what was read back to the stack and go on as usual.
+            marks.push(stack.length);
+            floor = stack.length;
+            for (let i = start; i < target.length; i++) stack.push(target[i]);
+            target.length = start;
+            pos = p;
+            break;
+          }
           marks.push(stack.length);
           floor = stack.length;
           break;
+        }
         case 0x65: {
           // APPENDS
           if (marks.length === 0) this.fail('no MARK on the stack');
@@ -453,7 +551,7 @@ export class Unpickler {
           const target = stack[m - 1];
           if (Array.isArray(target) && !(target instanceof PyTuple)) {
             for (let i = m; i < stack.length; i++) target.push(stack[i]);
-          } else this.appendTo(target, stack.slice(m));
+          } else this.appendTo(stack, m - 1, stack.slice(m));
           stack.length = m;
           break;
         }
@@ -463,7 +561,7 @@ export class Unpickler {
           const v = stack.pop()!;
           const target = stack[stack.length - 1];
           if (Array.isArray(target) && !(target instanceof PyTuple)) target.push(v);
-          else this.appendTo(target, [v]);
+          else this.appendTo(stack, stack.length - 1, [v]);
           break;
         }
         case 0x71: // BINPUT
@@ -494,7 +592,7 @@ export class Unpickler {
           if (pos + 1 > end) this.fail('truncated pickle');
           const v = memo[buf[pos]];
           if (v === undefined) this.fail(`memo key ${buf[pos]} is missing`);
-          stack.push(this.replaced ? (this.replaced.get(v as object) ?? v) : v);
+          stack.push(this.replaced ? this.resolve(v) : v);
           pos += 1;
           break;
         }
@@ -504,7 +602,7 @@ export class Unpickler {
           const idx = dv.getUint32(pos, true);
           const v = memo[idx];
           if (v === undefined) this.fail(`memo key ${idx} is missing`);
-          stack.push(this.replaced ? (this.replaced.get(v as object) ?? v) : v);
+          stack.push(this.replaced ? this.resolve(v) : v);
           pos += 4;
           break;
         }
@@ -858,7 +956,7 @@ export class Unpickler {
         const idx = this.parseIndex(this.readLine());
         const v = memo[idx];
         if (v === undefined) this.fail(`memo key ${idx} is missing`);
-        stack.push(this.replaced ? (this.replaced.get(v as object) ?? v) : v);
+        stack.push(this.replaced ? this.resolve(v) : v);
         return;
       }
       case 0x8f: // EMPTY_SET
@@ -954,7 +1052,16 @@ export class Unpickler {
     return target;
   }
 
-  private appendTo(target: PyValue, items: PyValue[]): void {
+  private appendTo(stack: PyValue[], at: number, items: PyValue[]): void {
+    const target = stack[at];
+    if (target instanceof Int32Array || target instanceof Float64Array) {
+      // A typed list that goes on with other items: back to a plain list, wherever it is referenced.
+      const list: PyValue[] = Array.from(target);
+      for (const x of items) list.push(x);
+      stack[at] = list;
+      this.replace(target, list);
+      return;
+    }
     if (target instanceof PyObject) {
       (target.listItems ??= []).push(...items);
       return;
@@ -964,6 +1071,22 @@ export class Unpickler {
       return;
     }
     this.fail(`cannot append to a ${describe(target)}`);
+  }
+
+  /** From now on, memo reads of `from` yield `to` (a container whose representation changed). */
+  private replace(from: object, to: PyValue): void {
+    this.replaced ??= new WeakMap();
+    this.replaced.set(from, to);
+  }
+
+  private resolve(v: PyValue): PyValue {
+    let r = v;
+    for (let k = 0; k < 4 && typeof r === 'object' && r !== null; k++) {
+      const next = this.replaced!.get(r);
+      if (next === undefined) break;
+      r = next;
+    }
+    return r;
   }
 
   /** Sets stack[from..] key/value pairs into the dict at stack[at]. */
@@ -979,9 +1102,7 @@ export class Unpickler {
       if (i >= stack.length) return;
       // A non-string key: this dict becomes a Map, everywhere it is referenced from now on.
       const m = new Map<PyValue, PyValue>(Object.entries(d));
-      this.replaced ??= new WeakMap();
-      this.replaced.set(d, m);
-      for (let j = 0; j < at; j++) if (stack[j] === d) stack[j] = m;
+      this.replace(d, m);
       stack[at] = m;
       d = m;
     }
@@ -1005,6 +1126,7 @@ export class Unpickler {
 
   iterable(v: PyValue, what: string): PyValue[] {
     if (Array.isArray(v)) return v;
+    if (v instanceof Int32Array || v instanceof Float64Array) return Array.from(v);
     if (v instanceof Set) return [...v];
     if (v instanceof Map) return [...v.keys()];
     if (isStringKeyed(v)) return Object.keys(v);
@@ -1113,6 +1235,46 @@ export class Unpickler {
       }
     }
     return new Tensor(dt, shape, stride, 0, Storage.fromBytes('numpy', dt, bytes));
+  }
+}
+
+/** Decodes the numbers of `MARK <numbers> APPENDS` batches in buf[from, to) into `out`. */
+function fillNumbers(out: number[] | Float64Array, buf: Uint8Array, dv: DataView, from: number, to: number): void {
+  let k = 0;
+  let p = from;
+  while (p < to) {
+    const o = buf[p];
+    if (o === 0x4b) {
+      out[k++] = buf[p + 1];
+      p += 2;
+    } else if (o === 0x47) {
+      out[k++] = dv.getFloat64(p + 1, false);
+      p += 9;
+    } else if (o === 0x4d) {
+      out[k++] = buf[p + 1] | (buf[p + 2] << 8);
+      p += 3;
+    } else if (o === 0x4a) {
+      out[k++] = buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24);
+      p += 5;
+    } else p++; // the MARK and APPENDS between batches
+  }
+}
+
+function fillInts(out: Int32Array, buf: Uint8Array, from: number, to: number): void {
+  let k = 0;
+  let p = from;
+  while (p < to) {
+    const o = buf[p];
+    if (o === 0x4b) {
+      out[k++] = buf[p + 1];
+      p += 2;
+    } else if (o === 0x4d) {
+      out[k++] = buf[p + 1] | (buf[p + 2] << 8);
+      p += 3;
+    } else if (o === 0x4a) {
+      out[k++] = buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24);
+      p += 5;
+    } else p++;
   }
 }
 

@@ -138,4 +138,7 @@ export type PyValue =
   | Tensor
   | Storage
   | PyObject
-  | PyEnum;
+  | PyEnum
+  /** Only when decoding with `typedLists`: a list of numbers. */
+  | Int32Array
+  | Float64Array;

@@ -203,5 +203,8 @@ describe('saveTorch round trip', () => {
     a.push(a);
     await assert.rejects(saveTorch(a, join(dir, 'cycle.pt')), (e: Error) => e.name === 'PickleError' && e.message.includes('cycle.pt'));
     await assert.rejects(saveTorch({ f: (() => 1) as any }, join(dir, 'fn.pt')), /PickleError|not a Python value/);
+    let deep: PyValue = [];
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    await assert.rejects(saveTorch(deep, join(dir, 'deep.pt')), (e: Error) => e.name === 'PickleError' && /nested too deeply/.test(e.message));
   });
 });

@@ -479,7 +479,12 @@ export async function saveTorch(value: Picklable, path: string, opts: SaveOption
     write(localHeader(pklName, offset, 0, 0, true));
     const sink = new Sink(write);
     const pickler = new Pickler(sink, path);
-    pickler.dump(value);
+    try {
+      pickler.dump(value);
+    } catch (err) {
+      if (err instanceof RangeError) throw new PickleError(path, `cannot write: the value is nested too deeply (${err.message})`);
+      throw err;
+    }
     sink.flush();
     const desc = new DataView(new ArrayBuffer(24));
     desc.setUint32(0, 0x08074b50, true);

@@ -1,0 +1,111 @@
+// The per-token view of one sample: a window of its tokens with the response-relative per-token stats.
+import { BadArgument } from '../run/dumps/errors.ts';
+import type { TrainRow } from '../run/dumps/trainDump.ts';
+import type { Numbers } from '../run/dumps/torchDocument.ts';
+import { lpDiff } from './rollouts.ts';
+
+/** What a token read needs: the rollout side (parquet mirror) and, for train steps, the joined train row. */
+export interface SampleTokens {
+  rolloutId: number;
+  sampleIndex: number;
+  evaluation: boolean;
+  totalLength: number;
+  responseLength: number;
+  tokens: ArrayLike<number>;
+  /** The rollout's own log-probs (the mirror's Float32 values), or null when it has none. */
+  rolloutLogProbs: ArrayLike<number> | null;
+  trainRow: TrainRow | null;
+  /** Decodes one token id on its own, or null when the run has no tokenizer. */
+  decodeToken: ((id: number) => string) | null;
+}
+
+export interface TokenWindow {
+  start?: number;
+  end?: number | null;
+}
+
+type Stat = (number | null)[] | null;
+
+export interface TokenView {
+  rollout_id: number;
+  sample_index: number;
+  evaluation: boolean;
+  total_len: number;
+  prompt_len: number;
+  start: number;
+  end: number;
+  response_offset: number;
+  token_ids: number[];
+  token_text: string[] | null;
+  rollout_log_probs: Stat;
+  loss_mask: number[] | null;
+  train_log_probs: Stat;
+  ref_log_probs: Stat;
+  lp_diff: Stat;
+  imp_ratio: Stat;
+  entropy: Stat;
+  ref_entropy: Stat;
+  advantages: Stat;
+  returns: Stat;
+}
+
+function checkInt(name: string, v: number): number {
+  if (!Number.isSafeInteger(v)) throw new BadArgument(name, `${name} must be an integer, got ${v}`);
+  return v;
+}
+
+/** Tokens `[start, end)` of a sample (start clamped to 0, end to the sample length) and their stats. */
+export function tokenView(src: SampleTokens, window: TokenWindow = {}): TokenView {
+  const total = src.totalLength;
+  const promptLen = total - src.responseLength;
+  const start = Math.max(0, checkInt('start', window.start ?? 0));
+  const end = window.end === undefined || window.end === null ? total : Math.min(checkInt('end', window.end), total);
+  if (start >= end) throw new BadArgument('start', `empty token range [${start}, ${end}) for total_len=${total}`);
+  const a = Math.max(0, start - promptLen);
+  const b = Math.max(0, end - promptLen);
+  const row = src.trainRow;
+  const mask = row ? row.lossMask : null;
+
+  const responseSlice = (v: ArrayLike<number> | null, f?: (x: number) => number): Stat => {
+    if (!v) return null;
+    const out = new Array<number | null>(b - a);
+    for (let i = a; i < b; i++) {
+      if ((mask && !(mask[i] > 0)) || i >= v.length) {
+        out[i - a] = null;
+        continue;
+      }
+      const x = f ? f(v[i]) : v[i];
+      out[i - a] = Number.isFinite(x) ? x : null;
+    }
+    return out;
+  };
+
+  const stop = Math.min(end, src.tokens.length);
+  const tokenIds = new Array<number>(Math.max(0, stop - start));
+  for (let i = start; i < stop; i++) tokenIds[i - start] = Number(src.tokens[i]);
+  const diff = row ? lpDiff(row) : null;
+  const stat = (v: Numbers | null | undefined): Stat => (row ? responseSlice(v ?? null) : null);
+
+  return {
+    rollout_id: src.rolloutId,
+    sample_index: src.sampleIndex,
+    evaluation: src.evaluation,
+    total_len: total,
+    prompt_len: promptLen,
+    start,
+    end,
+    response_offset: Math.min(tokenIds.length, Math.max(0, promptLen - start)),
+    token_ids: tokenIds,
+    token_text: src.decodeToken ? tokenIds.map(src.decodeToken) : null,
+    rollout_log_probs: src.rolloutLogProbs ? responseSlice(src.rolloutLogProbs) : row ? responseSlice(row.rolloutLogProbs) : null,
+    loss_mask: row && row.lossMask ? Array.from(row.lossMask.subarray(a, b), (v) => Math.trunc(v)) : null,
+    train_log_probs: stat(row?.logProbs),
+    ref_log_probs: stat(row?.refLogProbs),
+    lp_diff: stat(diff),
+    imp_ratio: row && diff ? responseSlice(diff, (d) => Math.fround(Math.exp(d))) : null,
+    entropy: stat(row?.entropy),
+    ref_entropy: stat(row?.refEntropy),
+    advantages: stat(row?.advantages),
+    returns: stat(row?.returns),
+  };
+}

@@ -1,0 +1,266 @@
+// The dump reader against the miles-demo goldens: every summary, groups, tokens, messages and dump/* answer.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ageTree, copyFixtureRun, diffJson, loadGoldens, type Golden, type RunCopy } from '../../../test/support/fixtures.ts';
+import { parquetWriteBuffer } from 'hyparquet-writer';
+import { dumpMetricSeries } from '../../queries/rollouts.ts';
+import { BadArgument, DumpNotFound, DumpStillWriting } from './errors.ts';
+import { DumpReader, type DumpReaderOptions } from './reader.ts';
+import { parseBoolParam, parseIntParam } from './requestParams.ts';
+import { openTorchDocument, type TorchOpener } from './torchDocument.ts';
+
+/** The real loader, recording the run-relative name of every `.pt` opened. */
+function recordingOpener(runDir: string, opened: string[]): TorchOpener {
+  return (path) => {
+    opened.push(path.slice(runDir.length + 1));
+    return openTorchDocument(path);
+  };
+}
+
+/** Replays one golden request against the reader, the way the server will. */
+async function answer(reader: DumpReader, request: string): Promise<unknown> {
+  const url = new URL(request, 'http://x');
+  const q = url.searchParams;
+  const evaluation = q.has('eval') ? parseBoolParam('eval', q.get('eval')!) : false;
+  const parts = url.pathname.split('/').slice(3); // after /api/rollout
+  const rid = parseIntParam('rollout_id', parts[0]);
+  if (parts[1] === 'summary') return reader.summary(rid, evaluation);
+  if (parts[1] === 'groups') return reader.groups(rid, evaluation);
+  const idx = parseIntParam('sample_index', parts[2]);
+  if (parts[3] === 'messages') return reader.messages(rid, idx, evaluation);
+  const start = q.has('start') ? parseIntParam('start', q.get('start')!) : 0;
+  const end = q.has('end') ? parseIntParam('end', q.get('end')!) : null;
+  return reader.tokens(rid, idx, { start, end, evaluation });
+}
+
+function snapshot(dir: string): string {
+  const lines: string[] = [];
+  const walk = (p: string): void => {
+    for (const name of readdirSync(p).sort()) {
+      const full = join(p, name);
+      const st = statSync(full);
+      if (st.isDirectory()) walk(full);
+      else lines.push(`${full.slice(dir.length)} ${st.size} ${st.mtimeMs} ${readFileSync(full).toString('base64').length}`);
+    }
+    lines.push(`${p.slice(dir.length)}/ ${statSync(p).mtimeMs}`);
+  };
+  walk(dir);
+  return lines.join('\n');
+}
+
+const ROLLOUT_REQUEST = /^\/api\/rollout\/[^/]+\/(summary|groups|sample\/[^/]+\/(messages|tokens))(\?|$)/;
+
+describe('DumpReader over the miles-demo run', () => {
+  let run: RunCopy;
+  let cacheBase: string;
+  let before_: string;
+  const goldens = loadGoldens().filter((g) => ROLLOUT_REQUEST.test(g.request));
+
+  before(() => {
+    run = copyFixtureRun();
+    cacheBase = mkdtempSync(join(tmpdir(), 'rlsight-cache-'));
+    before_ = snapshot(run.dir);
+  });
+  after(() => {
+    run.dispose();
+    rmSync(cacheBase, { recursive: true, force: true });
+  });
+
+  const open = (opts: DumpReaderOptions = {}) => DumpReader.open(run.dir, opts);
+
+  it('covers every summary, groups, tokens and messages golden', () => {
+    assert.equal(goldens.length, 95, 'the miles-demo fixture has 95 such answers');
+  });
+
+  for (const variant of ['fresh reader', 'disk cache', 'worker decode']) {
+    it(`answers every rollout golden (${variant})`, async () => {
+      const reader = await open(
+        variant === 'disk cache' ? { cacheDir: join(cacheBase, 'c') } : variant === 'worker decode' ? { decodeOffThreadAbove: 0 } : {},
+      );
+      // The second variant runs twice over the same cache dir: once filling it, once reading it.
+      const passes = variant === 'disk cache' ? 2 : 1;
+      for (let pass = 0; pass < passes; pass++) {
+        const r = pass === 0 ? reader : await open({ cacheDir: join(cacheBase, 'c') });
+        for (const g of goldens) await check(r, g);
+      }
+    });
+  }
+
+  async function check(reader: DumpReader, g: Golden): Promise<void> {
+    if (g.status === 200) {
+      const got = await answer(reader, g.request);
+      const d = diffJson(JSON.parse(JSON.stringify(got)), g.body);
+      assert.equal(d, null, `${g.file} ${g.request}: ${d}`);
+      return;
+    }
+    const expected = g.status === 404 ? DumpNotFound : BadArgument; // 400 and 422 are both bad arguments here
+    await assert.rejects(answer(reader, g.request), (e: unknown) => {
+      assert.ok(e instanceof expected, `${g.file} ${g.request}: expected ${expected.name}, got ${String(e)}`);
+      assert.ok(!(e as Error).message.includes(run.dir), `${g.file}: detail leaks the run path: ${(e as Error).message}`);
+      return true;
+    });
+  }
+
+  it('serves the dump/* metric goldens from stepAggregates', async () => {
+    const reader = await open();
+    const aggregates = await reader.stepAggregates();
+    assert.deepEqual(aggregates.map((a) => a.rollout_id), [0, 1, 2]);
+    let compared = 0;
+    for (const g of loadGoldens().filter((x) => x.request.startsWith('/api/metrics?'))) {
+      const keys = new URL(g.request, 'http://x').searchParams.get('keys')?.split(',').filter((k) => k.startsWith('dump/')) ?? [];
+      if (keys.length === 0) continue;
+      if (g.status === 400) {
+        assert.throws(() => keys.map((k) => dumpMetricSeries(aggregates, k)), BadArgument, g.file);
+        compared++;
+        continue;
+      }
+      if (g.status !== 200) continue;
+      for (const k of keys) {
+        const d = diffJson(dumpMetricSeries(aggregates, k), g.body[k]);
+        assert.equal(d, null, `${g.file} ${k}: ${d}`);
+        compared++;
+      }
+    }
+    assert.ok(compared >= 11, `compared ${compared}`);
+  });
+
+  it('lists the visible rollout ids', async () => {
+    const reader = await open();
+    assert.deepEqual(await reader.rolloutIds(), { train: [0, 1, 2], eval: [0] });
+  });
+
+  it('reads tokens from the parquet mirror, decoding neither the rollout dump nor unrelated rank files', async () => {
+    for (const g of goldens.filter((x) => x.status === 200 && /\/sample\/\d+\/tokens$/.test(x.request))) {
+      const opened: string[] = [];
+      const reader = await DumpReader.open(run.dir, { openTorch: recordingOpener(run.dir, opened) });
+      const d = diffJson(JSON.parse(JSON.stringify(await answer(reader, g.request))), g.body);
+      assert.equal(d, null, `${g.file}: ${d}`);
+      assert.deepEqual(opened.filter((p) => p.startsWith('rollout_data')), [], g.file);
+      if (!g.request.includes('eval')) {
+        // Ranks 2k+1 are byte-identical TP copies of ranks 2k: they are never decoded.
+        assert.ok(opened.length >= 1 && opened.every((p) => /_[02]\.pt$/.test(p)), `${g.file} opened ${opened}`);
+      }
+    }
+  });
+
+  it('never writes inside the run directory', () => {
+    assert.equal(snapshot(run.dir), before_);
+  });
+
+  it('refuses a cache directory inside the run', async () => {
+    await assert.rejects(DumpReader.open(run.dir, { cacheDir: join(run.dir, 'dashboard', 'cache') }), BadArgument);
+  });
+});
+
+describe('DumpReader freshness, fallbacks and caches', () => {
+  const fresh = (p: string) => utimesSync(p, new Date(), new Date());
+
+  it('hides a young eval dump, and a young train dump until its train companion exists', async () => {
+    const run = copyFixtureRun();
+    try {
+      const reader = await DumpReader.open(run.dir);
+      fresh(join(run.dir, 'rollout_data', 'eval_0.pt'));
+      fresh(join(run.dir, 'rollout_data', '2.pt'));
+      assert.deepEqual(await reader.rolloutIds(), { train: [0, 1, 2], eval: [] });
+      renameSync(join(run.dir, 'train_data', '2_0.pt'), join(run.dir, 'train_data', 'x2_0.pt'));
+      assert.deepEqual(await reader.rolloutIds(), { train: [0, 1], eval: [] });
+      const aged = Date.now() / 1000 - 11;
+      utimesSync(join(run.dir, 'rollout_data', '2.pt'), aged, aged);
+      utimesSync(join(run.dir, 'rollout_data', 'eval_0.pt'), aged, aged);
+      assert.deepEqual(await reader.rolloutIds(), { train: [0, 1, 2], eval: [0] });
+    } finally {
+      run.dispose();
+    }
+  });
+
+  for (const offThread of [false, true]) {
+    it(`reports a young truncated dump as still being written, an old one as an error (${offThread ? 'worker' : 'in-thread'} decode)`, async () => {
+      const run = copyFixtureRun();
+      try {
+        for (const name of ['rollout_data/1.pt', 'train_data/2_3.pt']) {
+          const path = join(run.dir, name);
+          truncateSync(path, Math.floor(statSync(path).size / 2));
+          utimesSync(path, new Date(), new Date());
+        }
+        const reader = await DumpReader.open(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
+        for (const id of [1, 2]) {
+          await assert.rejects(reader.summary(id), (e: unknown) => {
+            assert.ok(e instanceof DumpStillWriting, String(e));
+            assert.ok(!(e as Error).message.includes(run.dir), (e as Error).message);
+            return true;
+          });
+        }
+        ageTree(run.dir);
+        const aged = await DumpReader.open(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
+        for (const id of [1, 2]) {
+          await assert.rejects(aged.summary(id), (e: unknown) => e instanceof Error && !(e instanceof DumpStillWriting));
+        }
+        // The other steps are unaffected, and the metric series skips nothing that can be read.
+        assert.equal((await aged.summary(0)).rows.length, 32);
+      } finally {
+        run.dispose();
+      }
+    });
+  }
+
+  it('answers token reads from the rollout dump when the mirror is missing or foreign', async () => {
+    const run = copyFixtureRun();
+    try {
+      rmSync(join(run.dir, 'dashboard_columns', 'rollout_0.parquet'));
+      // A mirror from an older writer (other columns) is not trusted.
+      const foreign = parquetWriteBuffer({ columnData: [{ name: 'sample_index', data: [32, 33], type: 'INT32' }] });
+      writeFileSync(join(run.dir, 'dashboard_columns', 'rollout_1.parquet'), new Uint8Array(foreign));
+      ageTree(run.dir);
+      const before = snapshot(run.dir);
+      const opened: string[] = [];
+      const reader = await DumpReader.open(run.dir, { openTorch: recordingOpener(run.dir, opened) });
+      const goldens = loadGoldens().filter((g) => /^\/api\/rollout\/[01]\/sample\/\d+\/tokens/.test(g.request) && !g.request.includes('eval'));
+      assert.ok(goldens.length > 20);
+      for (const g of goldens) {
+        if (g.status !== 200) {
+          await assert.rejects(answer(reader, g.request));
+          continue;
+        }
+        const d = diffJson(JSON.parse(JSON.stringify(await answer(reader, g.request))), g.body);
+        assert.equal(d, null, `${g.file}: ${d}`);
+      }
+      for (const id of [0, 1]) assert.equal(opened.filter((p) => p === `rollout_data/${id}.pt`).length, 1, 'the rollout dump is decoded once per step');
+      assert.equal(snapshot(run.dir), before, 'no mirror is rebuilt inside the run');
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('opens an empty dump directory and refuses a missing one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-empty-'));
+    try {
+      const reader = await DumpReader.open(dir);
+      assert.deepEqual(await reader.rolloutIds(), { train: [], eval: [] });
+      assert.deepEqual(await reader.stepAggregates(), []);
+      await assert.rejects(reader.summary(0), DumpNotFound);
+      await assert.rejects(reader.messages(0, 0), DumpNotFound);
+      await assert.rejects(DumpReader.open(join(dir, 'nope')), DumpNotFound);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps tensorLru joined steps resident', async () => {
+    const run = copyFixtureRun();
+    try {
+      for (const lru of [1, 2]) {
+        const opened: string[] = [];
+        const reader = await DumpReader.open(run.dir, { tensorLru: lru, openTorch: recordingOpener(run.dir, opened) });
+        await reader.summary(0);
+        await reader.summary(1);
+        await reader.groups(0);
+        assert.equal(opened.filter((p) => p === 'rollout_data/0.pt').length, lru === 1 ? 2 : 1, `tensorLru=${lru}`);
+      }
+    } finally {
+      run.dispose();
+    }
+  });
+});

@@ -1,0 +1,665 @@
+// DumpReader: the read-only facade over a run's `--dump-details` directory (rollout and train dumps,
+// the parquet token mirror, the trajectory sidecar and the tokenizer).
+import type { Stats } from 'node:fs';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { ParquetFile, type ParquetRow } from '../../formats/parquet.ts';
+import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
+import type { PyValue } from '../../formats/torch/value.ts';
+import { Tensor } from '../../formats/torch/value.ts';
+import { ZipArchive } from '../../formats/zip.ts';
+import { conversationsBySample, sampleConversation, type ConversationRow } from '../../queries/messages.ts';
+import {
+  digestTrainRow,
+  rolloutGroups,
+  rolloutSummary,
+  stepAggregate,
+  type RolloutTable,
+  type StepAggregate,
+  type TrainDigest,
+} from '../../queries/rollouts.ts';
+import { tokenView, type TokenView } from '../../queries/tokens.ts';
+import { RunTokenizer } from '../tokenizer.ts';
+import { discoverRolloutIds, FRESH_SECONDS, type RolloutIds } from './discovery.ts';
+import { BadArgument, DumpInconsistent, DumpNotFound, DumpStillWriting } from './errors.ts';
+import { Lru } from './lru.ts';
+import { decodeRolloutDump, type RolloutDump } from './rolloutDump.ts';
+import {
+  batchRawRewards,
+  buildTrainRow,
+  checkTrainSamples,
+  rowValue,
+  type RowFieldReader,
+  type TokenField,
+  type TrainIndex,
+  type TrainRow,
+} from './trainDump.ts';
+import { openTorchDocument, readNumbers, type TorchDocument, type TorchOpener } from './torchDocument.ts';
+import { mapLimit, TrainStepFiles, type RankFileName } from './trainStep.ts';
+
+/** Columns of `dashboard_columns/rollout_*.parquet`; a mirror with another column set is not trusted. */
+export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length', 'tokens', 'loss_mask', 'rollout_log_probs'];
+const SUMMARY_CACHE_VERSION = 1;
+/** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
+const WHOLE_RANK_FILE_BELOW = 64 * 2 ** 20;
+/** How long a file's stat answer is trusted before a warm read re-checks it. */
+const STAT_REUSE_MS = 1000;
+
+export interface DumpReaderOptions {
+  /** Where computed summaries may be cached on disk; never inside the run directory. */
+  cacheDir?: string;
+  /** How many joined steps stay resident (default 2). */
+  tensorLru?: number;
+  /** Overrides how `.pt` files are opened (tests). */
+  openTorch?: TorchOpener;
+  /** Clock for the freshness rules, in ms (tests). */
+  now?: () => number;
+  /** Rollout dumps bigger than this many bytes decode on a worker thread (default 16 MiB). */
+  decodeOffThreadAbove?: number;
+}
+
+export interface TokenRequest {
+  start?: number;
+  end?: number | null;
+  evaluation?: boolean;
+}
+
+/** One joined step as kept resident: its rollouts table and groups (the per-token data is not kept). */
+interface JoinedStep {
+  stamp: string;
+  summary: RolloutTable;
+  groups: RolloutTable;
+}
+
+interface SampleRead {
+  stamp: string;
+  rollout: { totalLength: number; responseLength: number; tokens: ArrayLike<number>; rolloutLogProbs: ArrayLike<number> | null };
+  trainRow: TrainRow | null;
+}
+
+interface MirrorEntry {
+  stamp: string;
+  file: ParquetFile;
+  rowBySample: Map<number, number>;
+}
+
+function stem(id: number, evaluation: boolean): string {
+  return `${evaluation ? 'eval_' : ''}${id}`;
+}
+
+function isMissing(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+function checkId(name: string, v: number): void {
+  if (!Number.isSafeInteger(v)) throw new BadArgument(name, `${name} must be an integer, got ${String(v)}`);
+}
+
+export class DumpReader {
+  private readonly openTorch: TorchOpener;
+  private readonly now: () => number;
+  private readonly joinedSteps: Lru<string, JoinedStep>;
+  private readonly trainSteps = new Lru<number, TrainStepFiles>(4);
+  private readonly sampleReads = new Lru<string, SampleRead>(16);
+  private listing: { stamp: string; names: string[] } | undefined;
+  private readonly stats = new Map<string, { at: number; stat: Promise<Stats> }>();
+  private readonly mirrors = new Lru<string, MirrorEntry>(4, (m) => void m.file.close().catch(() => {}));
+  private readonly rolloutFallbacks = new Lru<string, RolloutDump>(2);
+  private readonly conversations = new Lru<string, { stamp: string; rows: Map<number, ConversationRow> }>(4);
+  private tokenizer: Promise<RunTokenizer | null> | undefined;
+  private readonly pending = new Map<string, Promise<unknown>>();
+
+  private constructor(
+    readonly runDir: string,
+    private readonly cacheDir: string | null,
+    tensorLru: number,
+    openTorch: TorchOpener,
+    now: () => number,
+    private readonly offThreadAbove: number,
+  ) {
+    this.joinedSteps = new Lru(tensorLru);
+    this.openTorch = openTorch;
+    this.now = now;
+  }
+
+  static async open(runDir: string, options: DumpReaderOptions = {}): Promise<DumpReader> {
+    const dir = resolve(runDir);
+    let st;
+    try {
+      st = await stat(dir);
+    } catch (e) {
+      if (isMissing(e)) throw new DumpNotFound('the dump directory does not exist');
+      throw e;
+    }
+    if (!st.isDirectory()) throw new BadArgument('runDir', 'the dump path is not a directory');
+    let cacheDir: string | null = null;
+    if (options.cacheDir !== undefined) {
+      cacheDir = resolve(options.cacheDir);
+      const rel = relative(dir, cacheDir);
+      if (rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))) {
+        throw new BadArgument('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
+      }
+    }
+    const lru = options.tensorLru ?? 2;
+    if (!Number.isInteger(lru) || lru < 0) throw new BadArgument('tensorLru', `tensorLru must be a non-negative integer, got ${lru}`);
+    return new DumpReader(
+      dir,
+      cacheDir,
+      lru,
+      options.openTorch ?? openTorchDocument,
+      options.now ?? Date.now,
+      options.decodeOffThreadAbove ?? 16 * 2 ** 20,
+    );
+  }
+
+  /** Visible train and eval rollout ids (see discovery's freshness rule). */
+  rolloutIds(): Promise<RolloutIds> {
+    return discoverRolloutIds(this.runDir, this.now());
+  }
+
+  /** The rollouts table of one step: one row per sample in batch order. */
+  async summary(rolloutId: number, evaluation = false): Promise<RolloutTable> {
+    return (await this.joined(rolloutId, evaluation)).summary;
+  }
+
+  /** Per-group reward statistics of one step. */
+  async groups(rolloutId: number, evaluation = false): Promise<RolloutTable> {
+    return (await this.joined(rolloutId, evaluation)).groups;
+  }
+
+  /** The `dump/*` aggregates of every visible train step, ascending. */
+  async stepAggregates(): Promise<StepAggregate[]> {
+    const out: StepAggregate[] = [];
+    for (const id of (await this.rolloutIds()).train) {
+      try {
+        const j = await this.joined(id, false);
+        out.push(stepAggregate(j.summary, j.groups));
+      } catch (e) {
+        // A step still being written has no aggregate yet; the others still plot.
+        if (e instanceof DumpStillWriting) continue;
+        throw e;
+      }
+    }
+    return out;
+  }
+
+  /** One sample's tokens `[start, end)` with its per-token stats (rollout side from the parquet mirror). */
+  async tokens(rolloutId: number, sampleIndex: number, request: TokenRequest = {}): Promise<TokenView> {
+    checkId('rollout_id', rolloutId);
+    checkId('sample_index', sampleIndex);
+    const evaluation = request.evaluation ?? false;
+    const { rollout, trainRow } = await this.sampleRead(rolloutId, evaluation, sampleIndex);
+    const tokenizer = await this.runTokenizer();
+    return tokenView(
+      {
+        rolloutId,
+        sampleIndex,
+        evaluation,
+        totalLength: rollout.totalLength,
+        responseLength: rollout.responseLength,
+        tokens: rollout.tokens,
+        rolloutLogProbs: rollout.rolloutLogProbs,
+        trainRow,
+        decodeToken: tokenizer ? (id) => tokenizer.decodeToken(id) : null,
+      },
+      { start: request.start, end: request.end },
+    );
+  }
+
+  /** The rollout side and joined train row of one sample, kept for the next reads of the same sample. */
+  private async sampleRead(rolloutId: number, evaluation: boolean, sampleIndex: number): Promise<SampleRead> {
+    const key = `${stem(rolloutId, evaluation)}:${sampleIndex}`;
+    const step = evaluation ? null : await this.trainStep(rolloutId);
+    const mirrorStamp = (await this.mirror(stem(rolloutId, evaluation)))?.stamp ?? 'no mirror';
+    const stamp = `${mirrorStamp}\n${step?.stamp ?? ''}`;
+    const cached = this.sampleReads.get(key);
+    if (cached && cached.stamp === stamp) return cached;
+    step?.prefetch();
+    const rollout = await this.rolloutTokens(rolloutId, evaluation, sampleIndex);
+    let trainRow: TrainRow | null = null;
+    if (step) {
+      const index = await step.indexFor(sampleIndex, rollout.totalLength);
+      const rows = this.rowReader(4, false);
+      try {
+        trainRow = await buildTrainRow(index, sampleIndex, null, rows.reader(index));
+      } finally {
+        await rows.close();
+      }
+    }
+    const read = { stamp, rollout, trainRow };
+    this.sampleReads.set(key, read);
+    return read;
+  }
+
+  /** The recorded conversation of one sample (trajectory sidecar row, as written). */
+  async messages(rolloutId: number, sampleIndex: number, evaluation = false): Promise<ConversationRow> {
+    checkId('rollout_id', rolloutId);
+    checkId('sample_index', sampleIndex);
+    const name = `trajectory/${stem(rolloutId, evaluation)}.jsonl`;
+    const path = join(this.runDir, name);
+    let st;
+    try {
+      st = await stat(path);
+    } catch (e) {
+      if (isMissing(e)) throw new DumpNotFound(`${name} not found: no conversation was recorded in rollout ${rolloutId}`);
+      throw e;
+    }
+    const stamp = `${st.mtimeMs}:${st.size}`;
+    let cached = this.conversations.get(name);
+    if (!cached || cached.stamp !== stamp) {
+      const text = await readFile(path, 'utf8');
+      const rows: ConversationRow[] = [];
+      const lines = text.split('\n');
+      lines.forEach((line, i) => {
+        if (line.trim() === '') return;
+        try {
+          rows.push(JSON.parse(line) as ConversationRow);
+        } catch {
+          // An unterminated last line is a write in progress; anything else is corruption.
+          if (i === lines.length - 1) return;
+          throw new DumpInconsistent(name, `line ${i + 1} is not JSON`);
+        }
+      });
+      cached = { stamp, rows: conversationsBySample(rows) };
+      this.conversations.set(name, cached);
+    }
+    return sampleConversation(cached.rows, rolloutId, sampleIndex);
+  }
+
+  /** Whether the run carries a loadable tokenizer (`tokenizer/tokenizer.json`), i.e. tokens get `token_text`. */
+  async hasTokenizer(): Promise<boolean> {
+    return (await this.runTokenizer()) !== null;
+  }
+
+  /** Drops every cache and closes open files. */
+  async close(): Promise<void> {
+    this.joinedSteps.clear();
+    this.trainSteps.clear();
+    this.sampleReads.clear();
+    this.mirrors.clear();
+    this.rolloutFallbacks.clear();
+    this.conversations.clear();
+  }
+
+  // ---- loading ------------------------------------------------------------------------------------
+
+  /**
+   * `stat` of a path, reused for STAT_REUSE_MS: warm answers re-validate their sources at most that often
+   * instead of paying file-system round trips on every request.
+   */
+  private recentStat(path: string): Promise<Stats> {
+    const now = Date.now();
+    const known = this.stats.get(path);
+    if (known && now - known.at < STAT_REUSE_MS) return known.stat;
+    const p = stat(path);
+    this.stats.set(path, { at: now, stat: p });
+    p.catch(() => {});
+    if (this.stats.size > 4096) this.stats.clear();
+    return p;
+  }
+
+  /** Opens a `.pt` of the run; a fresh file that fails to decode is "still writing". */
+  private async loadTorch(name: string): Promise<TorchDocument> {
+    const path = join(this.runDir, name);
+    try {
+      return await this.openTorch(path);
+    } catch (e) {
+      throw await this.loadFailure(name, e);
+    }
+  }
+
+  private async loadFailure(name: string, e: unknown): Promise<Error> {
+    if (e instanceof DumpStillWriting || e instanceof DumpNotFound) return e;
+    if (isMissing(e)) return new DumpNotFound(`${name} not found`);
+    try {
+      const st = await stat(join(this.runDir, name));
+      if (this.now() - st.mtimeMs < FRESH_SECONDS * 1000) return new DumpStillWriting(name, e);
+    } catch (se) {
+      if (isMissing(se)) return new DumpNotFound(`${name} not found`);
+    }
+    return e instanceof Error ? e : new Error(`${name}: ${String(e)}`);
+  }
+
+  /**
+   * A reader of per-token row fields that reads tensor bytes straight from the rank archives, keeping at
+   * most `capacity` of them (no storage stays cached once its row has been reduced). `wholeFiles` reads each
+   * moderate-size archive in one go, for joins that need most of its storages.
+   */
+  private rowReader(capacity: number, wholeFiles: boolean) {
+    const archives = new Lru<string, Promise<ZipArchive>>(capacity, (a) => void a.then((x) => x.close()).catch(() => {}));
+    const self = this;
+    return {
+      reader(index: TrainIndex): RowFieldReader {
+        return async (file: number, row: number, fieldName: TokenField) => {
+          const f = index.files[file];
+          const v = rowValue(f, fieldName, row);
+          if (!(v instanceof Tensor) || f.source.root === null || !f.source.littleEndian) return readNumbers(v);
+          try {
+            let archive = archives.get(f.source.path);
+            if (!archive) {
+              // A join needs most of a rank file's storages: read a file of moderate size in one go.
+              archive = ZipArchive.open(f.source.path, { wholeFileBelow: wholeFiles ? WHOLE_RANK_FILE_BELOW : 0 });
+              archives.set(f.source.path, archive);
+            }
+            const bytes = await (await archive).read(`${f.source.root ? `${f.source.root}/` : ''}data/${v.storage.key}`);
+            return tensorNumbersFromBytes(v, bytes);
+          } catch (e) {
+            throw await self.loadFailure(f.file, e);
+          }
+        };
+      },
+      async close(): Promise<void> {
+        archives.clear();
+      },
+    };
+  }
+
+  /** `train_data/` file names, re-read only when the directory changes. */
+  private async trainListing(): Promise<string[]> {
+    const dir = join(this.runDir, 'train_data');
+    let st;
+    try {
+      st = await this.recentStat(dir);
+    } catch (e) {
+      if (isMissing(e)) return [];
+      throw e;
+    }
+    const stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+    if (this.listing && this.listing.stamp === stamp) return this.listing.names;
+    const names = await readdir(dir);
+    this.listing = { stamp, names };
+    return names;
+  }
+
+  private async trainFileNames(rolloutId: number): Promise<RankFileName[]> {
+    const prefix = `${rolloutId}_`;
+    const out: RankFileName[] = [];
+    for (const n of await this.trainListing()) {
+      if (!n.startsWith(prefix) || !n.endsWith('.pt')) continue;
+      const r = n.slice(prefix.length, -3);
+      if (!/^\d+$/.test(r)) continue;
+      out.push({ name: `train_data/${n}`, rank: Number(r) });
+    }
+    return out.sort((a, b) => a.rank - b.rank);
+  }
+
+  /** One step's rank files (cached per step while its listing is unchanged), or null without train dumps. */
+  private async trainStep(rolloutId: number): Promise<TrainStepFiles | null> {
+    const files = await this.trainFileNames(rolloutId);
+    if (files.length === 0) return null;
+    const stamp = files.map((f) => f.name).join('\n');
+    const cached = this.trainSteps.get(rolloutId);
+    if (cached && cached.stamp === stamp) return cached;
+    const step = new TrainStepFiles(this.runDir, files, stamp, (name) => this.loadTorch(name), (name, e) => this.loadFailure(name, e));
+    this.trainSteps.set(rolloutId, step);
+    return step;
+  }
+
+  /** Deduplicates concurrent computations of the same thing. */
+  private once<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const running = this.pending.get(key) as Promise<T> | undefined;
+    if (running) return running;
+    const p = fn().finally(() => this.pending.delete(key));
+    this.pending.set(key, p);
+    return p;
+  }
+
+  private async rolloutStamp(rolloutId: number, evaluation: boolean): Promise<{ name: string; stamp: string; mtimeMs: number }> {
+    const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
+    try {
+      const st = await this.recentStat(join(this.runDir, name));
+      return { name, stamp: `${st.mtimeMs}:${st.size}`, mtimeMs: st.mtimeMs };
+    } catch (e) {
+      if (isMissing(e)) throw new DumpNotFound(`${name} not found: no ${evaluation ? 'eval ' : ''}rollout ${rolloutId} in this run`);
+      throw e;
+    }
+  }
+
+  private async loadRollout(rolloutId: number, evaluation: boolean, withTokens = false): Promise<RolloutDump> {
+    const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
+    if (!withTokens && this.openTorch === openTorchDocument) {
+      const size = await stat(join(this.runDir, name)).then((st) => st.size, () => 0);
+      if (size > this.offThreadAbove) {
+        const dump = await this.loadRolloutInWorker(name, rolloutId, evaluation);
+        if (dump) return dump;
+      }
+    }
+    const doc = await this.loadTorch(name);
+    try {
+      return decodeRolloutDump(doc.value, { rolloutId, evaluation, file: name, withTokens });
+    } catch (e) {
+      if (e instanceof DumpInconsistent) throw e;
+      throw await this.loadFailure(name, e);
+    } finally {
+      await doc.close();
+    }
+  }
+
+  /**
+   * Decodes a rollout dump on a worker thread, which overlaps with the train-side join on this one;
+   * null when no worker could run (the caller then decodes on this thread).
+   */
+  private async loadRolloutInWorker(name: string, rolloutId: number, evaluation: boolean): Promise<RolloutDump | null> {
+    // The worker loads the TypeScript sources through tsx, as this thread does.
+    const bootstrap = [
+      `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))};`,
+      'register();',
+      `await import(${JSON.stringify(new URL('./rolloutDecodeWorker.ts', import.meta.url).href)});`,
+    ].join('\n');
+    const worker = new Worker(bootstrap, {
+      eval: true,
+      workerData: { path: join(this.runDir, name), file: name, rolloutId, evaluation },
+    });
+    let message: { dump?: RolloutDump; error?: { name: string; message: string; code?: string }; failed?: true };
+    try {
+      message = await new Promise((resolvePromise) => {
+        worker.once('message', resolvePromise);
+        worker.once('error', () => resolvePromise({ failed: true }));
+        worker.once('exit', () => resolvePromise({ failed: true }));
+      });
+    } finally {
+      void worker.terminate();
+    }
+    if (message.failed) return null;
+    if (message.dump) return message.dump;
+    const { name: kind, message: text, code } = message.error!;
+    if (kind === 'DumpInconsistent') throw new DumpInconsistent(name, text.replace(`${name}: `, ''));
+    const err = Object.assign(new Error(text), { name: kind, code });
+    throw await this.loadFailure(name, err);
+  }
+
+  /** The joined step (rollout samples + train digests), from the resident LRU, the disk cache or the dumps. */
+  private async joined(rolloutId: number, evaluation: boolean): Promise<JoinedStep> {
+    checkId('rollout_id', rolloutId);
+    const key = stem(rolloutId, evaluation);
+    const rollout = await this.rolloutStamp(rolloutId, evaluation);
+    const trainFiles = evaluation ? [] : await this.trainFileNames(rolloutId);
+    const stamp = [rollout.stamp, ...trainFiles.map((f) => f.name)].join('\n');
+    const cached = this.joinedSteps.get(key);
+    if (cached && cached.stamp === stamp) return cached;
+    return this.once(`joined:${key}:${stamp}`, async () => {
+      const fromDisk = await this.readSummaryCache(key, rollout.name, trainFiles);
+      const step = fromDisk
+        ? { ...fromDisk, stamp }
+        : await this.computeJoined(rolloutId, evaluation, stamp, rollout.name, trainFiles);
+      this.joinedSteps.set(key, step);
+      return step;
+    });
+  }
+
+  private async computeJoined(
+    rolloutId: number,
+    evaluation: boolean,
+    stamp: string,
+    rolloutName: string,
+    trainFiles: { name: string }[],
+  ): Promise<JoinedStep> {
+    // The rollout dump decodes (on a worker) while the train side is joined here; the two meet by sample index.
+    const dumpP = this.loadRollout(rolloutId, evaluation);
+    dumpP.catch(() => {});
+    const digests = new Map<number, TrainDigest>();
+    const train = evaluation ? null : await this.trainStep(rolloutId);
+    let raw: PyValue[] | null = null;
+    if (train) {
+      const index = await train.index();
+      // Rows sharing a primary file are joined together so each rank archive is opened once.
+      const order = [...index.locations.entries()].sort((a, b) => a[1][0].file - b[1][0].file).map(([s]) => s);
+      const rows = this.rowReader(4, true);
+      try {
+        const read = rows.reader(index);
+        await mapLimit(order, 8, async (s) => {
+          const row = await buildTrainRow(index, s, null, read);
+          if (row) digests.set(s, digestTrainRow(row));
+        });
+      } finally {
+        await rows.close();
+      }
+      const dump = await dumpP;
+      checkTrainSamples(index, new Set(dump.samples.flatMap((s) => (s.index === null ? [] : [s.index]))));
+      raw = batchRawRewards(index, dump.samples.length);
+    }
+    const dump = await dumpP;
+    const summary = rolloutSummary(rolloutId, evaluation, dump.samples, digests, raw);
+    const joined: JoinedStep = { stamp, summary, groups: rolloutGroups(summary) };
+    await this.writeSummaryCache(stem(rolloutId, evaluation), rolloutName, trainFiles, joined);
+    return joined;
+  }
+
+  // ---- on-disk summary cache (only with cacheDir) -------------------------------------------------
+
+  private async sourceStamps(rolloutName: string, trainFiles: { name: string }[]): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const name of [rolloutName, ...trainFiles.map((f) => f.name)]) {
+      out[name] = (await stat(join(this.runDir, name))).mtimeMs;
+    }
+    return out;
+  }
+
+  private async readSummaryCache(
+    key: string,
+    rolloutName: string,
+    trainFiles: { name: string }[],
+  ): Promise<Omit<JoinedStep, 'stamp'> | null> {
+    if (!this.cacheDir) return null;
+    let cached: { version: number; sources: Record<string, number>; summary: RolloutTable };
+    try {
+      cached = JSON.parse(await readFile(join(this.cacheDir, `rollout_${key}.summary.json`), 'utf8'));
+    } catch {
+      return null;
+    }
+    if (cached.version !== SUMMARY_CACHE_VERSION) return null;
+    const sources = await this.sourceStamps(rolloutName, trainFiles);
+    if (JSON.stringify(sources) !== JSON.stringify(cached.sources)) return null;
+    return { summary: cached.summary, groups: rolloutGroups(cached.summary) };
+  }
+
+  private async writeSummaryCache(key: string, rolloutName: string, trainFiles: { name: string }[], step: JoinedStep): Promise<void> {
+    if (!this.cacheDir) return;
+    try {
+      await mkdir(this.cacheDir, { recursive: true });
+      const body = JSON.stringify({
+        version: SUMMARY_CACHE_VERSION,
+        sources: await this.sourceStamps(rolloutName, trainFiles),
+        summary: step.summary,
+      });
+      const path = join(this.cacheDir, `rollout_${key}.summary.json`);
+      await writeFile(`${path}.tmp`, body);
+      await rename(`${path}.tmp`, path);
+    } catch {
+      // The cache is an optimisation: a read-only or full cache directory must not fail the request.
+    }
+  }
+
+  // ---- token reads --------------------------------------------------------------------------------
+
+  private runTokenizer(): Promise<RunTokenizer | null> {
+    this.tokenizer ??= RunTokenizer.load(this.runDir).catch(() => null);
+    return this.tokenizer;
+  }
+
+  /** The rollout side of one sample: from the parquet mirror, else (mirror missing or foreign) the `.pt`. */
+  private async rolloutTokens(
+    rolloutId: number,
+    evaluation: boolean,
+    sampleIndex: number,
+  ): Promise<{ totalLength: number; responseLength: number; tokens: ArrayLike<number>; rolloutLogProbs: ArrayLike<number> | null }> {
+    const key = stem(rolloutId, evaluation);
+    const unknown = () => new DumpNotFound(`unknown sample_index ${sampleIndex} in rollout ${rolloutId}`);
+    const mirror = await this.mirror(key);
+    if (mirror) {
+      let rowNo = mirror.rowBySample.get(sampleIndex);
+      if (rowNo === undefined) {
+        const rows = await mirror.file.findRows('sample_index', sampleIndex);
+        if (rows.length === 0) throw unknown();
+        rowNo = rows[0];
+        mirror.rowBySample.set(sampleIndex, rowNo);
+      }
+      const [row] = await mirror.file.readRows(rowNo, rowNo + 1);
+      return mirrorRow(row);
+    }
+    // No usable mirror: decode the rollout dump once (kept for the next read of the same step).
+    let dump = this.rolloutFallbacks.get(key);
+    if (!dump) {
+      await this.rolloutStamp(rolloutId, evaluation);
+      dump = await this.loadRollout(rolloutId, evaluation, true);
+      this.rolloutFallbacks.set(key, dump);
+    }
+    const s = dump.samples.find((x) => x.index === sampleIndex);
+    if (!s) throw unknown();
+    return {
+      totalLength: s.totalLength,
+      responseLength: s.responseLength,
+      tokens: s.tokens ?? new Int32Array(0),
+      rolloutLogProbs: s.rolloutLogProbs ?? null,
+    };
+  }
+
+  private async mirror(key: string): Promise<MirrorEntry | null> {
+    const name = `dashboard_columns/rollout_${key}.parquet`;
+    const path = join(this.runDir, name);
+    let st;
+    try {
+      st = await this.recentStat(path);
+    } catch (e) {
+      if (isMissing(e)) return null;
+      throw e;
+    }
+    const stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+    const cached = this.mirrors.get(key);
+    if (cached && cached.stamp === stamp) return cached;
+    let file: ParquetFile;
+    try {
+      file = await ParquetFile.open(path, name);
+    } catch (e) {
+      if (isMissing(e)) return null;
+      if (this.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
+      throw e;
+    }
+    const names = [...file.columnNames].sort().join(',');
+    if (names !== [...ROLLOUT_COLUMNS].sort().join(',')) {
+      await file.close();
+      return null;
+    }
+    const entry: MirrorEntry = { stamp, file, rowBySample: new Map() };
+    this.mirrors.set(key, entry);
+    return entry;
+  }
+}
+
+function mirrorRow(row: ParquetRow): {
+  totalLength: number;
+  responseLength: number;
+  tokens: ArrayLike<number>;
+  rolloutLogProbs: ArrayLike<number> | null;
+} {
+  const tokens = (row.tokens ?? []) as ArrayLike<number | bigint>;
+  const lp = row.rollout_log_probs as ArrayLike<number | null> | null | undefined;
+  return {
+    totalLength: Number(row.total_length),
+    responseLength: Number(row.response_length),
+    tokens: Array.from(tokens, (t) => Number(t)),
+    rolloutLogProbs: lp ? Array.from(lp, (v) => (v === null ? NaN : v)) : null,
+  };
+}

@@ -1,0 +1,88 @@
+// The rollout dump `rollout_data/[eval_]{id}.pt`: one record per sample, in batch order.
+import type { PyValue } from '../../formats/torch/value.ts';
+import { DumpInconsistent } from './errors.ts';
+import { asInt, asNumber, enumText, field, isDict, isList } from './pyFields.ts';
+
+export interface RolloutSample {
+  /** Position in the dump: the index space of batch-global train fields such as `raw_reward`. */
+  position: number;
+  /** `Sample.index`, the run-global join key. */
+  index: number | null;
+  groupIndex: number | null;
+  status: string;
+  removeSample: boolean;
+  responseLength: number;
+  totalLength: number;
+  /** `Sample.reward` as pickled: a number, bool, dict (multi-reward) or null. */
+  reward: PyValue;
+  weightVersions: string[];
+  /** Count of `role == "tool"` messages when the prompt is a chat, else null. */
+  promptToolMessages: number | null;
+  nonGenerationTime: number;
+  specAcceptTokens: number | null;
+  specDraftTokens: number | null;
+  cachedTokens: number | null;
+  totalPromptTokens: number | null;
+  /** Filled only when the dump is decoded to stand in for a missing parquet mirror. */
+  tokens?: Int32Array;
+  rolloutLogProbs?: Float32Array | null;
+}
+
+export interface RolloutDump {
+  rolloutId: number;
+  evaluation: boolean;
+  samples: RolloutSample[];
+}
+
+/** Turns the decoded pickle of a rollout dump into samples; `file` names it in errors. */
+export function decodeRolloutDump(
+  value: PyValue,
+  expect: { rolloutId: number; evaluation: boolean; file: string; withTokens?: boolean },
+): RolloutDump {
+  const { file } = expect;
+  if (!isDict(value)) throw new DumpInconsistent(file, 'not a rollout dump (top level is not a dict)');
+  const rid = asInt(field(value, 'rollout_id'));
+  if (rid !== expect.rolloutId) {
+    throw new DumpInconsistent(file, `rollout_id is ${String(field(value, 'rollout_id'))}, expected ${expect.rolloutId}`);
+  }
+  const raw = field(value, 'samples');
+  if (!isList(raw)) throw new DumpInconsistent(file, "'samples' is not a list");
+  const samples = raw.map((d, position) => decodeSample(d, position, file, expect.withTokens ?? false));
+  return { rolloutId: rid, evaluation: expect.evaluation, samples };
+}
+
+function decodeSample(d: PyValue, position: number, file: string, withTokens: boolean): RolloutSample {
+  if (!isDict(d)) throw new DumpInconsistent(file, `sample at position ${position} is not a dict`);
+  const tokens = field(d, 'tokens');
+  const totalLength = isList(tokens) ? tokens.length : 0;
+  const versions = field(d, 'weight_versions');
+  const prompt = field(d, 'prompt');
+  const spec = field(d, 'spec_info');
+  const prefix = field(d, 'prefix_cache_info');
+  const sample: RolloutSample = {
+    position,
+    index: asInt(field(d, 'index')),
+    groupIndex: asInt(field(d, 'group_index')),
+    status: enumText(field(d, 'status')) ?? 'pending',
+    removeSample: field(d, 'remove_sample') === true,
+    responseLength: asInt(field(d, 'response_length')) ?? 0,
+    totalLength,
+    reward: field(d, 'reward') ?? null,
+    weightVersions: isList(versions) ? versions.map((v) => (typeof v === 'string' ? v : String(v))) : [],
+    promptToolMessages: isList(prompt)
+      ? prompt.filter((m) => isDict(m) && field(m, 'role') === 'tool').length
+      : null,
+    nonGenerationTime: asNumber(field(d, 'non_generation_time')) ?? 0,
+    specAcceptTokens: asNumber(field(spec, 'spec_accept_token_num')),
+    specDraftTokens: asNumber(field(spec, 'spec_draft_token_num')),
+    cachedTokens: asNumber(field(prefix, 'cached_tokens')),
+    totalPromptTokens: asNumber(field(prefix, 'total_prompt_tokens')),
+  };
+  if (withTokens) {
+    sample.tokens = Int32Array.from(isList(tokens) ? tokens : [], (t) => asNumber(t) ?? 0);
+    const lp = field(d, 'rollout_log_probs');
+    // The mirror stores these as Float32; keep the same precision so both paths answer alike.
+    sample.rolloutLogProbs = isList(lp) ? Float32Array.from(lp, (x) => asNumber(x) ?? NaN) : null;
+  }
+  return sample;
+}

@@ -1,0 +1,38 @@
+// The run's own tokenizer (`tokenizer/`, a Hugging Face save_pretrained folder), for per-token text.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+
+export class RunTokenizer {
+  private readonly memo = new Map<number, string>();
+
+  private constructor(private readonly tokenizer: Tokenizer) {}
+
+  /** Loads `{runDir}/tokenizer/tokenizer.json` (+ `tokenizer_config.json`); null when the run has none. */
+  static async load(runDir: string): Promise<RunTokenizer | null> {
+    const dir = join(runDir, 'tokenizer');
+    let json: unknown;
+    try {
+      json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+      throw new Error(`tokenizer/tokenizer.json: ${(e as Error).message}`);
+    }
+    let config: unknown = {};
+    try {
+      config = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8'));
+    } catch {
+      config = {};
+    }
+    return new RunTokenizer(new Tokenizer(json as object, config as object));
+  }
+
+  /** One token on its own, as `tokenizer.decode([id])` does (a split multi-byte character decodes to U+FFFD). */
+  decodeToken(id: number): string {
+    const known = this.memo.get(id);
+    if (known !== undefined) return known;
+    const text: string = this.tokenizer.decode([id], { skip_special_tokens: false });
+    this.memo.set(id, text);
+    return text;
+  }
+}
