@@ -21,6 +21,8 @@ export async function matchesDecoded(value: unknown, decoded: unknown, opts: Mat
   if (typeof decoded === 'string') return value === decoded ? null : `${path}: expected ${JSON.stringify(decoded)}, got ${show(value)}`;
   if (typeof decoded === 'number') return numberDiff(value, decoded, tol, path);
   if (Array.isArray(decoded)) {
+    // Typed lists (decoded with `typedLists`) stand for Python lists of numbers.
+    if (value instanceof Int32Array || value instanceof Float64Array) return seqDiff([...value], decoded, opts, path);
     if (!Array.isArray(value) || value instanceof PyTuple) return `${path}: expected a list, got ${show(value)}`;
     return seqDiff(value, decoded, opts, path);
   }
