@@ -1,0 +1,376 @@
+// The web app in headless Chromium against `rlsight serve` on demo data: every view shows real content, interactions work.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { appendDemoStep } from '../../src/demo/index.ts';
+import { type BrowserCanvas, canvasPixels, ensureWebBuilt, hasChromium, hashParams, hashPath, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
+
+// Code passed to page.evaluate runs in the browser; these names exist there, not in Node.
+declare const document: any;
+declare const location: { hash: string };
+
+const PHASE_ROLLOUT = '#d55816';
+const PHASE_ACTOR_TRAIN = '#2a78d6';
+
+describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let served: Served;
+  let browser: Browser;
+  let meta: { rollout_ids: { train: number[]; eval: number[] }; metric_keys: string[] };
+
+  before(async () => {
+    ensureWebBuilt();
+    served = await serveDemo({ steps: 4 });
+    browser = await launch();
+    meta = (await (await fetch(`${served.url}api/meta`)).json()) as typeof meta;
+  });
+  after(async () => {
+    await browser?.close();
+    await served?.stop();
+  });
+
+  async function open(hash: string, w?: Watched): Promise<Watched> {
+    const watched = w ?? (await openPage(browser));
+    await watched.page.goto(`${served.url}${hash}`);
+    return watched;
+  }
+  function assertClean(w: Watched) {
+    assert.deepEqual(w.problems(), [], 'no console errors, page errors or failed requests');
+  }
+  const waitHash = (page: Page, re: RegExp) => page.waitForFunction((src) => new RegExp(src).test(location.hash), re.source, { timeout: 15_000 });
+
+  it('metrics: charts draw real series, hover shows values, drag zooms all charts, zoom survives reload', async () => {
+    const w = await open('#/?cat=perf');
+    const { page } = w;
+    await page.waitForSelector('.chart-panel .uplot canvas');
+    await page.waitForTimeout(300);
+    const panels = await page.$$eval('.chart-panel[data-metric]', (els) => els.map((e) => e.getAttribute('data-metric')));
+    assert.ok(panels.length >= 3, `perf charts shown: ${panels}`);
+    assert.ok(panels.every((k) => k!.startsWith('perf/')));
+    const px = await canvasPixels(page, '.chart-panel .uplot canvas', ['#4ea1ff']);
+    assert.ok(px.matches['#4ea1ff']! > 50, `series line drawn in blue (${px.matches['#4ea1ff']} px)`);
+    // Hover: the legend shows the value at the cursor in every chart (synced cursors).
+    const over = await page.$('.chart-panel .u-over');
+    const box = (await over!.boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+    await page.waitForTimeout(150);
+    const values = await page.$$eval('.chart-panel .u-legend .u-series:nth-child(2) .u-value', (els) => els.map((e) => e.textContent));
+    assert.ok(values.length >= 3 && values.every((v) => v && v !== '—' && /\d/.test(v)), `values at cursor: ${values}`);
+    await screenshot(page, 'metrics-perf');
+    // Drag to zoom: the x window lands in the URL and applies to every chart.
+    await page.mouse.move(box.x + box.width * 0.15, box.y + box.height * 0.5);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.5, { steps: 6 });
+    await page.mouse.up();
+    await waitHash(page, /zx=/);
+    const zx = hashParams(page).get('zx')!;
+    const [z0, z1] = zx.split(',').map(Number);
+    assert.ok(z1! > z0!, `zoom window ${zx}`);
+    await page.reload();
+    await page.waitForSelector('.chart-panel .uplot canvas');
+    assert.equal(hashParams(page).get('zx'), zx, 'zoom restored from the URL');
+    assert.ok(await page.isVisible('text=reset zoom'));
+    // Double-click resets the zoom everywhere.
+    const over2 = (await (await page.$('.chart-panel .u-over'))!.boundingBox())!;
+    await page.mouse.dblclick(over2.x + over2.width / 2, over2.y + over2.height / 2);
+    await page.waitForFunction(() => !location.hash.includes('zx='));
+    // Resizing the window redraws at the new size (no stretched bitmaps).
+    const wBefore = await page.$eval('.chart-panel .uplot canvas', (c) => (c as BrowserCanvas).width);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.waitForFunction((w) => (document.querySelector('.chart-panel .uplot canvas') as BrowserCanvas).width < w, wBefore);
+    const resized = await canvasPixels(page, '.chart-panel .uplot canvas', ['#4ea1ff']);
+    assert.ok(resized.matches['#4ea1ff']! > 50, 'still drawn after resize');
+    await page.setViewportSize({ width: 1440, height: 900 });
+    // `/` focuses search; typing filters across categories and reaches the URL.
+    await page.keyboard.press('/');
+    await page.keyboard.type('reward');
+    await waitHash(page, /q=reward/);
+    await page.waitForFunction(() => {
+      const ks = [...document.querySelectorAll('.chart-panel[data-metric]')].map((e: any) => e.getAttribute('data-metric'));
+      return ks.length > 0 && ks.every((k: string) => k.includes('reward'));
+    });
+    const found = await page.$$eval('.chart-panel[data-metric]', (els) => els.map((e) => e.getAttribute('data-metric')));
+    assert.ok(found.length > 0 && found.every((k) => k!.includes('reward')), `search results ${found}`);
+    await screenshot(page, 'metrics-search');
+    assertClean(w);
+    await page.close();
+  });
+
+  it('metrics: the sglang category plots one line per engine', async () => {
+    const w = await open('#/?cat=sglang');
+    await w.page.waitForSelector('.chart-panel .uplot canvas');
+    await w.page.waitForTimeout(300);
+    const engines = await w.page.$$eval('.engine-legend label', (els) => els.length);
+    assert.ok(engines >= 2, 'engine legend lists engines');
+    const px = await canvasPixels(w.page, '.chart-panel .uplot canvas');
+    assert.ok(px.colours >= 4, `multi-colour engine lines (${px.colours} colours)`);
+    await screenshot(w.page, 'metrics-sglang');
+    assertClean(w);
+    await w.page.close();
+  });
+
+  it('timeline: lanes paint phases and util; keyboard zoom, overlay change, lane grammar valid and invalid, quick pick', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=lanes]');
+    await page.waitForTimeout(400);
+    const px = await canvasPixels(page, '[data-testid=lanes]', [PHASE_ROLLOUT, PHASE_ACTOR_TRAIN]);
+    assert.ok(px.matches[PHASE_ROLLOUT]! > 500, `rollout phase painted (${px.matches[PHASE_ROLLOUT]} px)`);
+    assert.ok(px.matches[PHASE_ACTOR_TRAIN]! > 200, `actor_train phase painted (${px.matches[PHASE_ACTOR_TRAIN]} px)`);
+    const legend = await page.textContent('[data-testid=legend]');
+    assert.match(legend!, /rollout/);
+    assert.match(legend!, /actor_train/);
+    assert.match(legend!, /GPU util/);
+    assert.ok(await page.isVisible('[data-testid=advisory]'));
+    await screenshot(page, 'timeline');
+    const heightAll = (await page.$eval('[data-testid=lanes]', (c) => (c as BrowserCanvas).getBoundingClientRect().height));
+
+    // Hover names the lane, phase and values.
+    const box = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.5, box.y + 50);
+    await page.waitForSelector('[data-testid=tooltip]');
+    assert.match((await page.textContent('[data-testid=tooltip]'))!, /g0 .*\n?[\s\S]*phase: [\s\S]*util: \d+%/);
+
+    // W zooms in (the window reaches the URL), Esc resets.
+    const before = await page.textContent('[data-testid=window]');
+    await page.mouse.move(box.x + 5, box.y - 40);
+    await page.keyboard.press('w');
+    await waitHash(page, /t0=.*t1=/);
+    const after = await page.textContent('[data-testid=window]');
+    assert.notEqual(after, before, 'window text follows the zoom');
+    await page.keyboard.press('d');
+    await page.waitForTimeout(200);
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !location.hash.includes('t0='));
+
+    // Overlay: switching the series updates URL and legend.
+    await page.selectOption('[data-testid=overlay]', 'sglang_gen_throughput');
+    await waitHash(page, /overlay=sglang_gen_throughput/);
+    await page.waitForFunction(() => document.querySelector('[data-testid=legend]')?.textContent?.includes('sglang_gen_throughput'));
+    await screenshot(page, 'timeline-overlay-gen-throughput');
+
+    // A valid grammar reaches the URL and narrows the lanes.
+    await page.fill('[data-testid=lane-grammar]', 'g:0-1');
+    await page.press('[data-testid=lane-grammar]', 'Enter');
+    await waitHash(page, /lanes=g%3A0-1/);
+    await page.waitForFunction((h) => (document.querySelector('[data-testid=lanes]') as BrowserCanvas)?.getBoundingClientRect().height < h, heightAll);
+    assert.ok(await page.isVisible('.chip:has-text("g:0-1")'));
+    await screenshot(page, 'timeline-lanes-g0-1');
+
+    // An invalid term shows the server's message and never reaches the URL.
+    w.expect(/^http 400: \/api\/timeline\/gpu\?lanes=g%3A0-1%2C\+bogus%3A7/);
+    const urlBefore = page.url();
+    await page.fill('[data-testid=lane-grammar]', 'bogus:7');
+    await page.press('[data-testid=lane-grammar]', 'Enter');
+    await page.waitForSelector('[data-testid=lane-error]');
+    assert.match((await page.textContent('[data-testid=lane-error]'))!, /bogus/);
+    assert.equal(page.url(), urlBefore, 'the bad grammar is not in the URL');
+    assert.equal(await page.inputValue('[data-testid=lane-grammar]'), 'bogus:7', 'typed text kept for fixing');
+    await screenshot(page, 'timeline-lanes-invalid');
+
+    // Quick pick: lowest util lanes replace the selection as editable gpu: terms.
+    await page.click('button:has-text("lowest util")');
+    await waitHash(page, /lanes=gpu%3A/);
+    assert.match((await page.textContent('[data-testid=pick-result]'))!, /lowest util: g\d+ /);
+    assertClean(w);
+    await page.close();
+  });
+
+  it('timeline: a bad grammar in the address is reported with a way out, not a dead end', async () => {
+    const w = await open('#/timeline?lanes=bananas');
+    w.expect(/^http 400: \/api\/timeline\/(phases|gpu)\?.*lanes=bananas/);
+    await w.page.waitForSelector('[data-testid=lane-error]');
+    assert.match((await w.page.textContent('[data-testid=lane-error]'))!, /bananas/);
+    await w.page.click('text=reset selection');
+    await w.page.waitForSelector('[data-testid=lanes]');
+    assert.ok(!w.page.url().includes('lanes='));
+    assertClean(w);
+    await w.page.close();
+  });
+
+  it('timeline: the fleet overview draws composition and band when forced', async () => {
+    const forced = await serveDemo({ steps: 2, extraArgs: ['--use-utilization-overview'] });
+    try {
+      const w = await openPage(browser);
+      await w.page.goto(`${forced.url}#/timeline`);
+      await w.page.waitForSelector('[data-testid=fleet] canvas');
+      await w.page.waitForTimeout(300);
+      const px = await canvasPixels(w.page, '[data-testid=fleet] canvas', [PHASE_ROLLOUT]);
+      assert.ok(px.matches[PHASE_ROLLOUT]! > 300, `rollout share painted (${px.matches[PHASE_ROLLOUT]} px)`);
+      assert.match((await w.page.textContent('[data-testid=fleet]'))!, /Fleet overview · \d+ GPUs/);
+      await screenshot(w.page, 'timeline-fleet');
+      assertClean(w);
+      await w.page.close();
+    } finally {
+      await forced.stop();
+    }
+  });
+
+  it('rollouts: summary, scatter and table of real values; step change; groups tab; open a sample', async () => {
+    const ids = meta.rollout_ids.train;
+    const last = ids.at(-1)!;
+    const w = await open(`#/rollout/${last}`);
+    const { page } = w;
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    await page.waitForSelector('[data-testid=dump-summary]');
+    const summary = await page.textContent('[data-testid=dump-summary]');
+    assert.match(summary!, /\d\.\d{3}/, 'dump/* values shown');
+    const firstIdx = Number(await page.textContent('[data-testid=samples-table] tbody tr td'));
+    assert.ok(Number.isInteger(firstIdx));
+    const rows = await page.$$eval('[data-testid=samples-table] tbody tr:not([aria-hidden])', (r) => r.length);
+    assert.ok(rows > 10, `rows rendered (${rows})`);
+    const px = await canvasPixels(page, '[data-testid=scatter]');
+    assert.ok(px.colours > 5 && px.painted > 2000, 'scatter points drawn');
+    await screenshot(page, 'rollouts');
+
+    // Sorting by a header: descending first, in the URL.
+    await page.click('[data-testid=samples-table] th:has-text("response")');
+    await waitHash(page, /sort=response_length&desc=1/);
+    const lens = await page.$$eval('[data-testid=samples-table] tbody tr:not([aria-hidden])', (trs) =>
+      trs.slice(0, 5).map((tr) => {
+        const ths = [...document.querySelectorAll('[data-testid=samples-table] th')].map((t) => t.textContent);
+        const i = ths.findIndex((t) => t?.startsWith('response'));
+        return Number(tr.children[i]!.textContent);
+      }),
+    );
+    assert.deepEqual(lens, [...lens].sort((a, b) => b - a), `sorted descending: ${lens}`);
+
+    // Step change with the previous button (and `k`).
+    await page.click('button[title^="previous step"]');
+    await waitHash(page, new RegExp(`^#/rollout/${ids.at(-2)}`));
+    await page.waitForFunction((n) => Number(document.querySelector('[data-testid=samples-table] tbody tr td')?.textContent) !== n, firstIdx);
+    await page.keyboard.press('j');
+    await waitHash(page, new RegExp(`^#/rollout/${last}`));
+
+    // Groups tab, with zero-std groups marked.
+    await page.click('.tabs a:has-text("Groups")');
+    await waitHash(page, /tab=groups/);
+    await page.waitForSelector('[data-testid=groups-table] tbody tr td');
+    const zero = await page.$$eval('[data-testid=groups-table] tr.flag', (r) => r.length);
+    const header = await page.textContent('.tabs a:has-text("Groups")');
+    const announced = Number(/(\d+) zero-std/.exec(header!)![1]);
+    assert.ok(announced > 0, 'the demo has zero-std groups');
+    assert.equal(zero, announced, 'every zero-std group is marked');
+    await screenshot(page, 'rollouts-groups');
+    // Reload restores the same screen from the URL.
+    const url = page.url();
+    await page.reload();
+    await page.waitForSelector('[data-testid=groups-table] tbody tr td');
+    assert.equal(page.url(), url);
+    assert.equal(await page.getAttribute('.tabs a:has-text("Groups")', 'class'), 'active');
+    // Back to samples and open one by clicking its row.
+    await page.goBack();
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    const idx = await page.textContent('[data-testid=samples-table] tbody tr td');
+    await page.click('[data-testid=samples-table] tbody tr.clickable');
+    await waitHash(page, new RegExp(`/sample/${idx}`));
+    await page.waitForSelector('[data-testid=sample-title]');
+    assert.equal(await page.textContent('[data-testid=sample-title]'), `sample ${idx}`);
+    assertClean(w);
+    await page.close();
+  });
+
+  it('sample: conversation with roles and tool calls; tokens coloured, hover values, chart linked; reload restores', async () => {
+    const last = meta.rollout_ids.train.at(-1)!;
+    const w = await open(`#/rollout/${last}/sample`);
+    const { page } = w;
+    await page.waitForSelector('[data-testid=sample-title]');
+    await page.waitForSelector('[data-testid=conversation]');
+    const roles = await page.$$eval('.msg .role', (els) => els.map((e) => e.textContent));
+    assert.ok(roles.includes('user') && roles.includes('assistant'), `roles ${roles}`);
+    assert.ok((await page.$$('.tool-call')).length > 0, 'tool calls shown as structured blocks');
+    assert.ok((await page.$$('details.thinking')).length > 0, 'thinking blocks collapsible');
+    await screenshot(page, 'sample-conversation', true);
+
+    await page.click('.tabs a:has-text("Tokens")');
+    await waitHash(page, /tab=tokens/);
+    await page.waitForSelector('[data-testid=token-text] .tok');
+    const coloured = await page.$$eval('[data-testid=token-text] .tok', (els) => els.filter((e) => (e as { style: { background: string } }).style.background).length);
+    const prompt = await page.$$eval('[data-testid=token-text] .tok.prompt', (els) => els.length);
+    assert.ok(coloured > 10, `tokens coloured (${coloured})`);
+    assert.ok(prompt > 0, 'prompt tokens plain');
+    assert.match((await page.textContent('[data-testid=token-range]'))!, /tokens \d+–\d+ of \d+ \(prompt \d+\)/);
+    await page.waitForSelector('[data-testid=tokens] .uplot canvas');
+    await page.waitForTimeout(200);
+    const px = await canvasPixels(page, '[data-testid=tokens] .uplot canvas', ['#ff8a3d']);
+    assert.ok(px.matches['#ff8a3d']! > 30, 'per-token chart drawn');
+    const tok = await page.$('[data-testid=token-text] .tok:not(.prompt):not(.masked)');
+    await tok!.hover();
+    await page.waitForSelector('[data-testid=tooltip]');
+    const tip = (await page.textContent('[data-testid=tooltip]'))!;
+    assert.match(tip, /#\d+\s+id=\d+/);
+    assert.match(tip, /lp_diff\s+-?\d/);
+    const posVal = await page.$eval('[data-testid=tokens] .u-legend .u-series:first-child .u-value', (e) => e.textContent);
+    assert.equal(posVal, await tok!.getAttribute('data-pos'), 'the chart cursor follows the hovered token');
+    await page.selectOption('[data-testid=color-by]', 'entropy');
+    await waitHash(page, /color=entropy/);
+    await screenshot(page, 'sample-tokens');
+    const url = page.url();
+    await page.reload();
+    await page.waitForSelector('[data-testid=token-text] .tok');
+    assert.equal(page.url(), url);
+    assert.equal(await page.inputValue('[data-testid=color-by]'), 'entropy');
+    assertClean(w);
+    await page.close();
+  });
+
+  it('errors are readable and in place: unknown step, unknown sample, non-numeric id', async () => {
+    const w = await open('#/rollout/999');
+    await w.page.waitForSelector('text=is not recorded in this run');
+    await screenshot(w.page, 'error-unknown-step');
+    await w.page.goto(`${served.url}#/rollout/abc`);
+    await w.page.waitForSelector('text=is not a step number');
+    await w.page.goto(`${served.url}#/rollout/${meta.rollout_ids.train[0]}/sample/999999`);
+    await w.page.waitForSelector('text=Sample indices are global');
+    const body = (await w.page.textContent('main'))!;
+    assert.doesNotMatch(body, /\[object Object\]|\/tmp\/|rlsight-e2e/);
+    assertClean(w);
+    await w.page.close();
+  });
+
+  it('every view is reachable from <nav> by ordinary links', async () => {
+    const w = await open('#/');
+    const links = await w.page.$$eval('nav[aria-label=views] a', (as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
+    assert.deepEqual(links.map((l) => l[0]), ['Metrics', 'Compute Utilization', 'Rollouts', 'Sample']);
+    for (const [name] of links) {
+      await w.page.click(`nav[aria-label=views] a:has-text("${name}")`);
+      await w.page.waitForSelector(`nav[aria-label=views] a.active:has-text("${name}")`);
+    }
+    await w.page.waitForSelector('[data-testid=sample-title]');
+    await w.page.goBack();
+    await w.page.waitForSelector('nav[aria-label=views] a.active:has-text("Rollouts")');
+    assertClean(w);
+    await w.page.close();
+  });
+
+  it('follow mode: a step appended while the page is open appears without a reload', async () => {
+    const ids = meta.rollout_ids.train;
+    const w = await open(`#/rollout/${ids.at(-1)}`);
+    const { page } = w;
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    assert.ok(await page.isVisible('.badge.live'));
+    await page.fill('[data-testid=step-input]', '12');
+    // A second page on the timeline: its window follows the data edge, and typed lane text survives refreshes.
+    const tl = await open('#/timeline');
+    await tl.page.waitForSelector('[data-testid=lanes]');
+    const windowBefore = await tl.page.textContent('[data-testid=window]');
+    await tl.page.fill('[data-testid=lane-grammar]', 'g:0-');
+    const appended = await appendDemoStep(served.runDir);
+    await tl.page.waitForFunction((w) => document.querySelector('[data-testid=window]')?.textContent !== w, windowBefore, { timeout: 30_000 });
+    assert.equal(await tl.page.inputValue('[data-testid=lane-grammar]'), 'g:0-', 'typed lane text kept across live updates');
+    await screenshot(tl.page, 'follow-timeline-extended');
+    assertClean(tl);
+    await tl.page.close();
+    await page.waitForFunction(
+      (n) => document.querySelector('.step-bar')?.textContent?.includes(`/ ${n}`),
+      ids.length + 1,
+      { timeout: 30_000 },
+    );
+    assert.equal(await page.inputValue('[data-testid=step-input]'), '12', 'live refresh keeps what the user is typing');
+    await page.click('button[title^="next step"]');
+    await page.waitForFunction((id) => location.hash.startsWith(`#/rollout/${id}`), appended.step);
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    await screenshot(page, 'follow-new-step');
+    assertClean(w);
+    await page.close();
+  });
+});

@@ -1,0 +1,183 @@
+// Browser test harness: a demo run served by the real `rlsight serve`, headless Debian Chromium, error capture, pixel probes.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { generateDemoRun } from '../../src/demo/index.ts';
+
+// Code passed to page.evaluate runs in the browser; these names exist there, not in Node.
+declare const document: any;
+export type BrowserCanvas = { width: number; height: number; getContext(k: '2d'): any; getBoundingClientRect(): { height: number } };
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CHROMIUM = process.env.RLSIGHT_CHROMIUM ?? '/usr/bin/chromium';
+export const SCREENSHOTS = join(REPO, 'test-results', 'screenshots');
+
+export const hasChromium = existsSync(CHROMIUM);
+
+/** Builds the web app when its bundle is missing (a fresh clone before `npm run build:web`). */
+export function ensureWebBuilt(): void {
+  if (existsSync(join(REPO, 'web', 'dist', 'index.html'))) return;
+  execFileSync(process.execPath, [join(REPO, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', 'web', '--logLevel', 'warn'], { cwd: REPO, stdio: 'inherit' });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => res(port));
+    });
+  });
+}
+
+export interface Served {
+  url: string;
+  runDir: string;
+  stop(): Promise<void>;
+}
+
+/** Generates a demo run and serves it with `rlsight serve --follow` on a free port. */
+export async function serveDemo(opts: { steps?: number; extraArgs?: string[] } = {}): Promise<Served> {
+  const base = mkdtempSync(join(tmpdir(), 'rlsight-e2e-'));
+  try {
+    return await startOn(base, opts);
+  } catch (e) {
+    rmSync(base, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+async function startOn(base: string, opts: { steps?: number; extraArgs?: string[] }): Promise<Served> {
+  const runDir = join(base, 'run');
+  await generateDemoRun(runDir, { steps: opts.steps ?? 4, seed: 7 });
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), '--follow', ...(opts.extraArgs ?? [])],
+    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let log = '';
+  child.stdout!.on('data', (d) => (log += d));
+  child.stderr!.on('data', (d) => (log += d));
+  await new Promise<void>((res, rej) => {
+    const t = setTimeout(() => rej(new Error(`server did not start:\n${log}`)), 60_000);
+    const check = () => {
+      if (/serving http/.test(log)) {
+        clearTimeout(t);
+        res();
+      }
+    };
+    child.stdout!.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(t);
+      rej(new Error(`server exited with ${code}:\n${log}`));
+    });
+  }).catch((e) => {
+    child.kill('SIGTERM');
+    throw e;
+  });
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    runDir,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+      rmSync(base, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+export interface Watched {
+  page: Page;
+  /** Console errors, page errors and failed API answers not declared as expected. */
+  problems(): string[];
+  expect(pattern: RegExp): void;
+}
+
+export async function openPage(browser: Browser, width = 1440, height = 900): Promise<Watched> {
+  const page = await browser.newPage({ viewport: { width, height } });
+  const seen: string[] = [];
+  const expected: RegExp[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') seen.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => seen.push(`pageerror: ${e.message}`));
+  page.on('response', (r) => {
+    if (r.status() >= 400) seen.push(`http ${r.status()}: ${new URL(r.url()).pathname}${new URL(r.url()).search}`);
+  });
+  return {
+    page,
+    expect: (p) => expected.push(p),
+    problems: () =>
+      seen.filter((s) => {
+        if (expected.some((p) => p.test(s))) return false;
+        // Chromium also logs every 4xx/5xx answer as a console error; its `http` line is judged instead.
+        return !/^console: Failed to load resource: the server responded with a status of \d{3}/.test(s);
+      }),
+  };
+}
+
+export async function screenshot(page: Page, name: string, fullPage = false): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
+}
+
+export interface PixelStats {
+  width: number;
+  height: number;
+  /** Pixels that are not fully transparent. */
+  painted: number;
+  /** Distinct colours (quantised to 4 bits per channel). */
+  colours: number;
+  /** Pixels within ±24 per channel of each requested colour. */
+  matches: Record<string, number>;
+}
+
+/** Reads a canvas's pixels in the page: how much is painted, how colourful, and where given colours occur. */
+export async function canvasPixels(page: Page, selector: string, colours: string[] = []): Promise<PixelStats> {
+  return page.evaluate(
+    ({ selector, colours }) => {
+      const c = document.querySelector(selector) as BrowserCanvas | null;
+      if (!c) throw new Error(`no canvas ${selector}`);
+      const ctx = c.getContext('2d')!;
+      const { data } = ctx.getImageData(0, 0, c.width, c.height);
+      const want = colours.map((h) => [parseInt(h.slice(1, 3), 16), parseInt(h.slice(3, 5), 16), parseInt(h.slice(5, 7), 16)]);
+      const matches: Record<string, number> = Object.fromEntries(colours.map((h) => [h, 0]));
+      const distinct = new Set<number>();
+      let painted = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] === 0) continue;
+        painted++;
+        distinct.add(((data[i]! >> 4) << 8) | ((data[i + 1]! >> 4) << 4) | (data[i + 2]! >> 4));
+        want.forEach((w, k) => {
+          if (Math.abs(data[i]! - w[0]!) <= 24 && Math.abs(data[i + 1]! - w[1]!) <= 24 && Math.abs(data[i + 2]! - w[2]!) <= 24) matches[colours[k]!]!++;
+        });
+      }
+      return { width: c.width, height: c.height, painted, colours: distinct.size, matches };
+    },
+    { selector, colours },
+  );
+}
+
+export function hashParams(page: Page): URLSearchParams {
+  const h = new URL(page.url()).hash;
+  const i = h.indexOf('?');
+  return new URLSearchParams(i >= 0 ? h.slice(i + 1) : '');
+}
+
+export function hashPath(page: Page): string {
+  return new URL(page.url()).hash.replace(/\?.*$/, '');
+}

@@ -1,0 +1,120 @@
+// The shell: top navigation (ordinary links), run badge, live status, and the current view.
+import { useEffect } from 'preact/hooks';
+import { stillWriting } from './api.ts';
+import { ErrorNote, Loading } from './components/status.tsx';
+import { Tooltip } from './components/tooltip.tsx';
+import { fmtWall } from './format.ts';
+import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
+import { href, useRoute } from './route.ts';
+import { useStore } from './store.ts';
+import { MetricsView } from './views/metrics/index.tsx';
+import { RolloutsView } from './views/rollouts/index.tsx';
+import { SampleView } from './views/sample/index.tsx';
+import { TimelineView } from './views/timeline/index.tsx';
+
+export function App() {
+  const m = useStore(meta);
+  const err = useStore(metaError);
+  const r = useRoute();
+  const writing = useStore(stillWriting);
+  const connected = useStore(liveConnected);
+
+  useEffect(() => {
+    void refreshMeta();
+  }, []);
+  useEffect(() => {
+    if (m?.mode === 'follow') startLive();
+  }, [m?.mode]);
+  useEffect(() => {
+    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample' };
+    document.title = `${names[r.view]} · ${m?.run_name ?? 'rlsight'}`;
+  }, [r.view, m?.run_name]);
+
+  const latest = m?.rollout_ids.train.at(-1) ?? m?.rollout_ids.eval.at(-1);
+  const latestEval = !m?.rollout_ids.train.length && !!m?.rollout_ids.eval.length;
+  const stepId = r.rolloutId ?? latest;
+  const evalQ = r.params.get('eval') === '1' || (r.rolloutId === null && latestEval);
+  const sampleHref =
+    r.view === 'sample' ? `${location.hash}` : stepId !== undefined ? href(`/rollout/${stepId}/sample`, { eval: evalQ }) : undefined;
+
+  return (
+    <>
+      <header class="topbar">
+        <a class="brand" href="#/">
+          rl<span>sight</span>
+        </a>
+        <nav aria-label="views">
+          <a href="#/" class={r.view === 'metrics' ? 'active' : ''}>
+            Metrics
+          </a>
+          <a href="#/timeline" class={r.view === 'timeline' ? 'active' : ''}>
+            Compute Utilization
+          </a>
+          <a
+            href={stepId !== undefined ? href(`/rollout/${stepId}`, { eval: evalQ }) : '#/rollout'}
+            class={r.view === 'rollout' ? 'active' : ''}
+          >
+            Rollouts
+          </a>
+          <a href={sampleHref ?? '#/rollout'} class={r.view === 'sample' ? 'active' : ''}>
+            Sample
+          </a>
+        </nav>
+        <div class="runinfo">
+          {writing.length > 0 && (
+            <span class="writing" role="status" title="the server answered 503: a dump file is still being written">
+              dump still being written — retrying…
+            </span>
+          )}
+          {m && (
+            <>
+              <span class="run-name" title="run name">
+                {m.run_name ?? 'unnamed run'}
+              </span>
+              {m.mode === 'follow' ? (
+                <span
+                  class={`badge ${connected ? 'live' : 'stale'}`}
+                  title={connected ? 'following a running job: updates arrive as they are written' : 'reconnecting to the live stream…'}
+                >
+                  ● live
+                </span>
+              ) : (
+                <span class="badge static" title="a finished run: nothing changes">
+                  ◼ static
+                </span>
+              )}
+              {m.time_range && (
+                <span class="edge" title="newest data written by the run">
+                  data → {fmtWall(m.time_range[1])}
+                </span>
+              )}
+              {m.wandb_url && (
+                <a href={m.wandb_url} target="_blank" rel="noreferrer">
+                  wandb ↗
+                </a>
+              )}
+            </>
+          )}
+        </div>
+      </header>
+      <main id="view">
+        {err && !m ? (
+          <ErrorNote error={err}>
+            <button onClick={() => void refreshMeta()}>retry</button>
+          </ErrorNote>
+        ) : !m ? (
+          <Loading what="run" />
+        ) : r.view === 'timeline' ? (
+          <TimelineView meta={m} route={r} />
+        ) : r.view === 'rollout' ? (
+          <RolloutsView meta={m} route={r} />
+        ) : r.view === 'sample' ? (
+          <SampleView meta={m} route={r} />
+        ) : (
+          <MetricsView meta={m} route={r} />
+        )}
+      </main>
+      <Tooltip />
+    </>
+  );
+}

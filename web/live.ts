@@ -1,0 +1,51 @@
+// Run catalog (/api/meta) kept fresh by the server's event stream, so live runs update without a reload.
+import { getJson } from './api.ts';
+import { store } from './store.ts';
+import type { Meta } from './types.ts';
+
+export const meta = store<Meta | null>(null);
+export const metaError = store<unknown>(null);
+/** Bumped whenever the server reports new data; views refetch what they show. */
+export const liveTick = store(0);
+export const liveConnected = store(false);
+
+let inflight: Promise<void> | null = null;
+
+export function refreshMeta(): Promise<void> {
+  inflight ??= getJson<Meta>('meta')
+    .then((m) => {
+      meta.set(m);
+      metaError.set(null);
+    })
+    .catch((e) => {
+      if (!meta.get()) metaError.set(e);
+    })
+    .finally(() => {
+      inflight = null;
+    });
+  return inflight;
+}
+
+let source: EventSource | null = null;
+let timer: ReturnType<typeof setTimeout> | null = null;
+
+function onServerChange() {
+  // Events arrive in bursts (several streams grow at once): coalesce into one refresh.
+  if (timer) return;
+  timer = setTimeout(async () => {
+    timer = null;
+    await refreshMeta();
+    liveTick.set(liveTick.get() + 1);
+  }, 150);
+}
+
+const EVENT_NAMES = ['change', 'meta', 'steps', 'step', 'rollout', 'metrics', 'keys', 'lanes', 'edge', 'time', 'update'];
+
+export function startLive(): void {
+  if (source || typeof EventSource === 'undefined') return;
+  source = new EventSource('./api/events');
+  source.onopen = () => liveConnected.set(true);
+  source.onerror = () => liveConnected.set(false);
+  source.onmessage = onServerChange;
+  for (const name of EVENT_NAMES) source.addEventListener(name, onServerChange);
+}

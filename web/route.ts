@@ -1,0 +1,97 @@
+// The whole screen state lives in the URL hash: `#/<view path>?<params>`, so every screen is a permalink.
+import { store, useStore } from './store.ts';
+
+export type View = 'metrics' | 'timeline' | 'rollout' | 'sample';
+
+export interface Route {
+  view: View;
+  rolloutId: number | null;
+  sampleIndex: number | null;
+  params: URLSearchParams;
+  /** Path segments that did not parse (shown as an error, never guessed). */
+  invalid: string | null;
+}
+
+export function parseHash(hash: string): Route {
+  const raw = hash.replace(/^#/, '');
+  const qi = raw.indexOf('?');
+  const path = (qi >= 0 ? raw.slice(0, qi) : raw).split('/').filter(Boolean);
+  const params = new URLSearchParams(qi >= 0 ? raw.slice(qi + 1) : '');
+  const base = { rolloutId: null, sampleIndex: null, params, invalid: null };
+  const int = (s: string | undefined) => (s !== undefined && /^\d+$/.test(s) ? Number(s) : null);
+  if (path[0] === 'timeline') return { ...base, view: 'timeline' };
+  if (path[0] === 'rollout') {
+    const id = path[1] === undefined ? null : int(path[1]);
+    if (path[1] !== undefined && id === null) return { ...base, view: 'rollout', invalid: `“${path[1]}” is not a step number` };
+    if (path[2] === 'sample') {
+      const idx = path[3] === undefined ? null : int(path[3]);
+      if (path[3] !== undefined && idx === null)
+        return { ...base, view: 'sample', rolloutId: id, invalid: `“${path[3]}” is not a sample index` };
+      return { ...base, view: 'sample', rolloutId: id, sampleIndex: idx };
+    }
+    return { ...base, view: 'rollout', rolloutId: id };
+  }
+  return { ...base, view: 'metrics' };
+}
+
+export const route = store<Route>(parseHash(location.hash));
+
+function sync() {
+  route.set(parseHash(location.hash));
+}
+window.addEventListener('hashchange', sync);
+window.addEventListener('popstate', sync);
+
+export function useRoute(): Route {
+  return useStore(route);
+}
+
+type ParamValue = string | number | boolean | null | undefined;
+
+/** Builds `#/path?params`, dropping empty values and `false`. */
+export function href(path: string, params: Record<string, ParamValue> | URLSearchParams = {}): string {
+  const q = new URLSearchParams();
+  const entries = params instanceof URLSearchParams ? [...params.entries()] : Object.entries(params);
+  for (const [k, v] of entries) {
+    if (v === undefined || v === null || v === '' || v === false) continue;
+    q.set(k, v === true ? '1' : String(v));
+  }
+  const s = q.toString();
+  return `#${path.startsWith('/') ? path : `/${path}`}${s ? `?${s}` : ''}`;
+}
+
+export function routePath(r: Route): string {
+  if (r.view === 'timeline') return '/timeline';
+  if (r.view === 'rollout') return `/rollout/${r.rolloutId ?? ''}`;
+  if (r.view === 'sample') return `/rollout/${r.rolloutId}/sample/${r.sampleIndex ?? ''}`;
+  return '/';
+}
+
+/** Navigates; `replace` for continuous changes (zoom, typing) so Back steps over screens, not pixels. */
+export function navigate(to: string, replace = false): void {
+  if (to === location.hash) return;
+  if (replace) {
+    history.replaceState(history.state, '', to);
+    sync();
+  } else {
+    location.hash = to.replace(/^#/, '');
+  }
+}
+
+/** Changes some parameters of the current screen. */
+export function setParams(patch: Record<string, ParamValue>, replace = true): void {
+  const r = route.get();
+  const p = new URLSearchParams(r.params);
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined || v === null || v === '' || v === false) p.delete(k);
+    else p.set(k, v === true ? '1' : String(v));
+  }
+  navigate(href(routePath(r), p), replace);
+}
+
+export function numParam(p: URLSearchParams, k: string): number | null {
+  const v = p.get(k);
+  if (v === null || v === '') return null;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}

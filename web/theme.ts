@@ -1,0 +1,66 @@
+// One palette for every view: phase colours (fixed per name), lifecycle states, series colours.
+export const PHASE_COLORS: Record<string, string> = {
+  // The reference palette; its three idle neutrals are darkened for the dark theme, and wake_up
+  // takes the carpet's blue since the lane view's red was too close to rollout.
+  initialize: '#6f675d',
+  rollout: '#d55816',
+  eval_rollout: '#e8a683',
+  actor_train: '#2a78d6',
+  train_log_probs: '#c3b8ec',
+  log_probs: '#8b7bd8',
+  ref_log_probs: '#4a3aa7',
+  data_preprocess: '#eda100',
+  train_wait: '#4d4740',
+  update_weights: '#e87ba4',
+  ref_model_update: '#008300',
+  save_model: '#1baf7a',
+  sleep: '#3b3630',
+  wake_up: '#1864ab',
+};
+export const PHASE_ORDER = Object.keys(PHASE_COLORS);
+export const OTHER_PHASE = '#9c9488';
+/** Phases where the GPU is expected to be idle; drawn hatched so idleness does not rely on hue alone. */
+export const IDLE_PHASES = new Set(['initialize', 'train_wait', 'sleep']);
+
+export function phaseColor(name: string): string {
+  return PHASE_COLORS[name] ?? OTHER_PHASE;
+}
+
+export const LIFECYCLE_COLORS: Record<string, string> = {
+  queue: '#6b6258',
+  generating: '#e06a26',
+  tool_wait: '#1baf7a',
+};
+
+export const UTIL_COLOR = '#4ea1ff';
+export const MEM_COLOR = '#2fcf8f';
+export const OVERLAY_COLOR = '#ffb347';
+export const ACCENT = '#ff8a3d';
+
+export const SERIES_COLORS = [
+  '#4ea1ff',
+  '#ff8a3d',
+  '#2fcf8f',
+  '#e87ba4',
+  '#a08cff',
+  '#eda100',
+  '#ff5c5c',
+  '#5fd35f',
+  '#c9a26b',
+  '#9aa5b1',
+];
+
+export const CSS = {
+  bg: '#121212',
+  panel: '#1b1b1d',
+  grid: 'rgba(255,255,255,0.07)',
+  axis: '#8f8a83',
+  text: '#e8e4de',
+  muted: '#9b958d',
+};
+
+/** Hex colour with alpha. */
+export function alpha(hex: string, a: number): string {
+  const n = parseInt(hex.slice(1), 16);
+  return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${a})`;
+}

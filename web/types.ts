@@ -1,0 +1,207 @@
+// Shapes of the API answers the app reads (see the server's routes).
+export interface Meta {
+  mode: 'follow' | 'static';
+  run_name: string | null;
+  start_ts: number | null;
+  wandb_url: string | null;
+  data_buffer_length: number | null;
+  time_range: [number, number] | null;
+  rollout_ids: { train: number[]; eval: number[] };
+  metric_keys: string[];
+  engine_metric_keys: string[];
+  step_keys: string[];
+  capabilities: {
+    has_metrics: boolean;
+    has_tokenizer: boolean;
+    has_timeline: boolean;
+    has_engine_series: boolean;
+    max_window_s: number;
+    use_utilization_overview: boolean;
+  };
+}
+
+export interface Series {
+  x: number[];
+  y: (number | null)[];
+  ts: number[];
+}
+
+export interface EngineSeries {
+  addr: string;
+  labels: Record<string, string>;
+  ts: number[];
+  value: (number | null)[];
+}
+
+export interface Lane {
+  node: string;
+  gpu: number;
+  index: number;
+}
+
+export interface Engine {
+  addr: string;
+  worker_type?: string;
+  engine_rank?: number;
+  gpus: [string, number][];
+}
+
+export interface Topology {
+  lanes: Lane[];
+  windows: { t0: number; t1: number | null; engines: Engine[] }[];
+}
+
+export interface Phase {
+  name: string;
+  t0: number;
+  t1: number;
+  node: string;
+  gpu: number;
+  rank: number;
+  role: string;
+}
+
+export interface GpuSeries {
+  ts: number[];
+  util: number[];
+  mem_mb: number[];
+  power_w?: number[];
+}
+
+export interface Advisory {
+  level: 'critical' | 'warning' | 'info';
+  message: string;
+  t0?: number | null;
+  t1?: number | null;
+  window?: [number, number] | null;
+  lanes?: string | null;
+}
+
+export interface Mfu {
+  latest: number;
+  mean: number;
+  steps: number;
+  peak: number | null;
+}
+
+export interface Fleet {
+  t0: number;
+  t1: number;
+  x_buckets: number;
+  lanes: number;
+  palette: string[];
+  composition: Record<string, number[]>;
+  band: { p10: (number | null)[]; p50: (number | null)[]; p90: (number | null)[]; min: (number | null)[] };
+}
+
+export interface Outlier {
+  node: string;
+  gpu: number;
+  score: number;
+}
+
+export interface Bubble {
+  step: number;
+  ts: number;
+  step_time: number | null;
+  wait_ratio: number | null;
+}
+
+export type Cell = string | number | boolean | null;
+export type Row = Record<string, Cell>;
+
+export interface Table {
+  rollout_id: number;
+  evaluation: boolean;
+  columns: string[];
+  rows: Row[];
+}
+
+export interface Segment {
+  kind: 'gen' | 'tool';
+  t0: number | null;
+  t1: number | null;
+  turn: number;
+  weight_version: string | null;
+}
+
+export interface Trajectory {
+  sample_index: number;
+  group_index: number;
+  first_ts: number;
+  last_ts: number;
+  segments: Segment[];
+  attempts: { t0: number; t1: number | null }[];
+  status: string | null;
+  versions: number[];
+}
+
+export interface Trajectories {
+  lanes: Trajectory[];
+  consume_ts: number | null;
+  t0: number | null;
+}
+
+export interface ToolCall {
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: unknown };
+  name?: string;
+  arguments?: unknown;
+}
+
+export interface Message {
+  role: string;
+  content: unknown;
+  reasoning_content?: string | null;
+  tool_calls?: ToolCall[] | null;
+  name?: string | null;
+  tool_call_id?: string | null;
+}
+
+export interface Conversation {
+  sample_index: number;
+  group_index: number;
+  status: string | null;
+  reward: number | null;
+  prompt: unknown;
+  messages: Message[];
+}
+
+export const TOKEN_STATS = [
+  'lp_diff',
+  'imp_ratio',
+  'entropy',
+  'advantages',
+  'rollout_log_probs',
+  'train_log_probs',
+  'ref_log_probs',
+  'ref_entropy',
+  'returns',
+] as const;
+export type TokenStat = (typeof TOKEN_STATS)[number];
+
+export type Tokens = {
+  rollout_id: number;
+  sample_index: number;
+  evaluation: boolean;
+  total_len: number;
+  prompt_len: number;
+  start: number;
+  end: number;
+  response_offset: number;
+  token_ids: number[];
+  token_text: string[] | null;
+  loss_mask: number[] | null;
+} & { [K in TokenStat]: (number | null)[] | null };
+
+export interface HeatmapHeader {
+  rows: Record<string, unknown>[];
+  rows_total?: number;
+  x_buckets: number;
+  t0: number;
+  t1: number;
+  metric: string;
+  scale: { max: number } | null;
+  palette: string[] | null;
+}

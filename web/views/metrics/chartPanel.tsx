@@ -1,0 +1,179 @@
+// One metric chart: raw series faint behind its smoothed line, synced cursor and zoom, values at the cursor, CSV export.
+import uPlot from 'uplot';
+import { useMemo } from 'preact/hooks';
+import { UPlotChart } from '../../components/uplotChart.tsx';
+import { markPainted } from '../../paintMarks.ts';
+import { fmtNum } from '../../format.ts';
+import { alpha, CSS, SERIES_COLORS } from '../../theme.ts';
+import { downloadText, toCsv } from './csv.ts';
+import { ema } from './smoothing.ts';
+
+export interface XYTable {
+  label: string;
+  x: number[];
+  y: (number | null)[];
+}
+
+export type XKind = 'step' | 'time';
+
+interface Props {
+  metric: string;
+  description: string;
+  tables: XYTable[];
+  xKind: XKind;
+  xLabel: string;
+  smoothing: number;
+  zoom: [number, number] | null;
+  onZoom: (z: [number, number] | null) => void;
+  hidden?: Set<string>;
+}
+
+const group = new Set<uPlot>();
+let propagating = false;
+
+const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 50000, 100000];
+
+function axis(kind: 'x' | 'y', xKind: XKind): uPlot.Axis {
+  const a: uPlot.Axis = {
+    stroke: CSS.axis,
+    grid: { stroke: CSS.grid, width: 1 },
+    ticks: { stroke: CSS.grid, width: 1, size: 4 },
+    font: '11px system-ui, sans-serif',
+  };
+  if (kind === 'y') {
+    a.size = 56;
+    a.values = (_u, splits) => splits.map((v) => fmtTick(v));
+  } else if (xKind === 'step') {
+    a.incrs = STEP_INCRS;
+    a.values = (_u, splits) => splits.map((v) => String(v));
+  }
+  return a;
+}
+
+/** Y extent with 8% padding and a floor on the span, so float noise is not blown up to full height. */
+export function yRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min == null || max == null) return [min, max];
+  const floor = Math.max(Math.abs(min), Math.abs(max)) * 0.05 || 1;
+  let lo = min;
+  let hi = max;
+  if (hi - lo < floor) {
+    const mid = (lo + hi) / 2;
+    lo = mid - floor / 2;
+    hi = mid + floor / 2;
+  }
+  const pad = (hi - lo) * 0.08;
+  return [lo - pad, hi + pad];
+}
+
+function fmtTick(v: number): string {
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(1);
+  if (a >= 100) return v.toFixed(0);
+  if (a >= 1) return String(+v.toFixed(2));
+  return String(+v.toFixed(4));
+}
+
+export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden }: Props) {
+  const visible = useMemo(() => (hidden?.size ? tables.filter((t) => !hidden.has(t.label)) : tables), [tables, hidden]);
+  const data = useMemo<uPlot.AlignedData>(() => {
+    const base: uPlot.AlignedData =
+      visible.length === 1 ? [visible[0]!.x, visible[0]!.y as number[]] : uPlot.join(visible.map((t) => [t.x, t.y as number[]]));
+    if (smoothing <= 0) return base;
+    const out: (ArrayLike<number | null> | number[])[] = [base[0]];
+    for (let i = 1; i < base.length; i++) out.push(base[i]! as number[], ema(Array.from(base[i]! as ArrayLike<number | null>), smoothing));
+    return out as uPlot.AlignedData;
+  }, [visible, smoothing]);
+
+  const seriesKey = `${visible.map((t) => t.label).join('|')}#${smoothing > 0}`;
+  const options = useMemo<Omit<uPlot.Options, 'width' | 'height'>>(() => {
+    const series: uPlot.Series[] = [{ label: xLabel, value: (_u, v) => (v == null ? '—' : xKind === 'time' ? new Date(v * 1000).toISOString().slice(11, 19) : String(v)) }];
+    visible.forEach((t, i) => {
+      const color = SERIES_COLORS[i % SERIES_COLORS.length]!;
+      const many = visible.length > 1 || t.x.length > 80;
+      const value = (_u: uPlot, v: number | null) => fmtNum(v);
+      if (smoothing > 0) {
+        series.push({ label: `${t.label} (raw)`, stroke: alpha(color, 0.3), width: 1, spanGaps: true, points: { show: false }, value });
+        series.push({ label: t.label, stroke: color, width: 2, spanGaps: true, points: { show: false }, value });
+      } else {
+        series.push({ label: t.label, stroke: color, width: 1.75, spanGaps: true, points: { show: !many, size: 5, fill: color }, value });
+      }
+    });
+    return {
+      series,
+      // Wall time is shown in UTC everywhere, so charts, tooltips and permalinks agree.
+      tzDate: (ts: number) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      scales: {
+        x: {
+          time: xKind === 'time',
+        },
+        y: { range: yRange },
+      },
+      axes: [axis('x', xKind), axis('y', xKind)],
+      cursor: { sync: { key: 'metrics', setSeries: false }, drag: { x: true, y: false }, points: { size: 6 } },
+      legend: { live: true },
+      padding: [10, 12, 0, 0],
+      hooks: {
+        init: [
+          (u) => {
+            group.add(u);
+            u.over.addEventListener('dblclick', () => onZoomRef.fn(null));
+          },
+        ],
+        destroy: [(u) => group.delete(u)],
+        setScale: [
+          (u, key) => {
+            if (key !== 'x' || propagating) return;
+            const { min, max } = u.scales.x;
+            if (min == null || max == null) return;
+            const xs = u.data[0];
+            const full = xs.length > 0 && min <= xs[0]! && max >= xs[xs.length - 1]!;
+            propagating = true;
+            try {
+              for (const other of group) if (other !== u && other.scales.x.time === u.scales.x.time) other.setScale('x', { min, max });
+            } finally {
+              propagating = false;
+            }
+            if (u.cursor.drag && !full) onZoomRef.fn([min, max]);
+          },
+        ],
+        ready: [
+          (u) => {
+            const z = zoomRef.z;
+            if (z) u.setScale('x', { min: z[0], max: z[1] });
+          },
+        ],
+      },
+    };
+  }, [seriesKey, xKind, xLabel]);
+
+  const onZoomRef = useMemo(() => ({ fn: onZoom }), []);
+  onZoomRef.fn = onZoom;
+  const zoomRef = useMemo(() => ({ z: zoom }), []);
+  zoomRef.z = zoom;
+
+  const points = visible.reduce((n, t) => n + t.y.filter((v) => v !== null).length, 0);
+
+  function download() {
+    const header = [xLabel, ...visible.map((t) => t.label)];
+    const raw = visible.length === 1 ? [visible[0]!.x, visible[0]!.y] : [data[0], ...data.slice(1).filter((_, i) => smoothing <= 0 || i % 2 === 0)];
+    downloadText(`${metric.replace(/[^\w.-]+/g, '_')}.csv`, toCsv(header, raw as ArrayLike<unknown>[]));
+  }
+
+  return (
+    <section class="panel chart-panel" data-metric={metric}>
+      <header>
+        <h3 title={description || metric}>{metric}</h3>
+        <button class="icon" title="download this chart's data as CSV" onClick={download} disabled={points === 0}>
+          CSV
+        </button>
+      </header>
+      {description && <p class="desc">{description}</p>}
+      {points === 0 ? (
+        <p class="muted chart-empty">no values recorded for this key{xKind === 'step' ? ` on ${xLabel}` : ''}</p>
+      ) : (
+        <UPlotChart options={options} data={data} height={200} label={`${metric} chart`} onCreate={() => markPainted('metrics')} />
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,282 @@
+// Metrics view: category sidebar, global search, a grid of synced charts over step or wall time, EMA smoothing.
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { getJson } from '../../api.ts';
+import { ErrorNote, Loading, Empty } from '../../components/status.tsx';
+import { liveTick } from '../../live.ts';
+import { href, numParam, setParams, type Route } from '../../route.ts';
+import { useStore } from '../../store.ts';
+import type { EngineSeries, Meta, Series } from '../../types.ts';
+import { useApi } from '../../useApi.ts';
+import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
+import { ChartPanel, type XKind, type XYTable } from './chartPanel.tsx';
+import { SERIES_COLORS } from '../../theme.ts';
+
+export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
+  const p = route.params;
+  const catalog = useMemo(() => buildCatalog(meta), [meta]);
+  const q = p.get('q') ?? '';
+  const cat = p.get('cat') ?? catalog.categories[0]?.name ?? '';
+  const xKind: XKind = p.get('x') === 'time' ? 'time' : 'step';
+  const smoothing = Math.min(0.99, Math.max(0, numParam(p, 'smooth') ?? 0));
+  const zx = p.get('zx')?.split(',').map(Number);
+  const zoom: [number, number] | null = zx && zx.length === 2 && zx.every(Number.isFinite) ? [zx[0]!, zx[1]!] : null;
+  const [query, setQuery] = useState(q);
+  // Back/Forward change the URL under the box; follow it unless the user is typing there.
+  useEffect(() => {
+    if (!document.activeElement?.hasAttribute('data-search')) setQuery(q);
+  }, [q]);
+
+  const keys = useMemo(() => {
+    if (q) {
+      const needle = q.toLowerCase();
+      return catalog.categories.flatMap((c) => c.keys.filter((k) => k.toLowerCase().includes(needle)).map((k) => ({ key: k, cat: c.name })));
+    }
+    return (catalog.categories.find((c) => c.name === cat)?.keys ?? []).map((k) => ({ key: k, cat }));
+  }, [catalog, cat, q]);
+
+  if (!catalog.categories.length)
+    return (
+      <Empty>
+        No metrics in this run: it has no <code>metrics.jsonl</code> records and no rollout dumps to derive <code>dump/*</code> aggregates from.
+      </Empty>
+    );
+
+  return (
+    <div class="metrics-layout">
+      <aside class="panel sidebar">
+        <input
+          type="search"
+          data-search
+          placeholder="search all metrics  ( / )"
+          value={query}
+          aria-label="search metrics"
+          onInput={(e) => {
+            const v = (e.target as HTMLInputElement).value;
+            setQuery(v);
+            setParams({ q: v, zx: null });
+          }}
+        />
+        <ul class="categories" role="list">
+          {catalog.categories.map((c) => (
+            <li key={c.name}>
+              <a
+                href={categoryHref(p, c.name)}
+                class={!q && c.name === cat ? 'active' : ''}
+                onClick={() => setQuery('')}
+              >
+                {c.name}
+                <span class="count">{c.keys.length}</span>
+              </a>
+            </li>
+          ))}
+        </ul>
+        <div class="controls-col">
+          <label>
+            x axis
+            <select value={xKind} onChange={(e) => setParams({ x: (e.target as HTMLSelectElement).value === 'time' ? 'time' : null, zx: null })}>
+              <option value="step">step</option>
+              <option value="time">wall time</option>
+            </select>
+          </label>
+          <label title="exponential moving average; the raw series stays faint behind">
+            smoothing <output>{smoothing.toFixed(2)}</output>
+            <input
+              type="range"
+              min={0}
+              max={0.99}
+              step={0.01}
+              value={smoothing}
+              aria-label="smoothing"
+              onInput={(e) => setParams({ smooth: Number((e.target as HTMLInputElement).value) || null })}
+            />
+          </label>
+          {zoom && (
+            <button onClick={() => setParams({ zx: null })} title="double-click a chart does the same">
+              reset zoom
+            </button>
+          )}
+          <p class="hint">drag = zoom (all charts) · double-click = reset · hover = values</p>
+        </div>
+      </aside>
+      <div class="chart-area">
+        <h2 class="view-title">{q ? `“${q}” — ${keys.length} match${keys.length === 1 ? '' : 'es'}` : cat}</h2>
+        {keys.length === 0 ? (
+          <Empty>{q ? 'No metric key contains that text.' : 'No metrics in this category.'}</Empty>
+        ) : (
+          <MetricGrid meta={meta} keys={keys} xKind={xKind} smoothing={smoothing} zoom={zoom} />
+        )}
+      </div>
+    </div>
+  );
+}
+
+interface GridProps {
+  meta: Meta;
+  keys: { key: string; cat: string }[];
+  xKind: XKind;
+  smoothing: number;
+  zoom: [number, number] | null;
+}
+
+function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
+  const tick = useStore(liveTick);
+  const logged = keys.filter((k) => k.cat !== ENGINE_CATEGORY).map((k) => k.key);
+  const engine = keys.filter((k) => k.cat === ENGINE_CATEGORY).map((k) => k.key);
+  const [perDp, setPerDp] = useState(false);
+  const [hiddenEngines, setHidden] = useState<Set<string>>(new Set());
+
+  const loggedData = useApi(
+    logged.length ? `${logged.join(',')}` : null,
+    async (signal) => {
+      const groups = new Map<string, string[]>();
+      for (const k of logged) {
+        const ax = axisOf(k, meta.step_keys);
+        if (!groups.has(ax)) groups.set(ax, []);
+        groups.get(ax)!.push(k);
+      }
+      const out: Record<string, Series & { axis: string }> = {};
+      const fetchAxis = async (ax: string, ks: string[]) => {
+        const r = await getJson<Record<string, Series>>('metrics', { keys: ks.join(','), x: ax }, signal);
+        for (const k of ks) if (r[k] && (r[k]!.x.length || !out[k])) out[k] = { ...r[k]!, axis: ax };
+      };
+      await Promise.all([...groups].map(([ax, ks]) => fetchAxis(ax, ks)));
+      // A key logged against another step key than its prefix suggests: try the run's other step keys.
+      const missing = logged.filter((k) => !k.startsWith('dump/') && !out[k]?.x.length);
+      for (const ax of meta.step_keys) {
+        const ks = missing.filter((k) => out[k]?.axis !== ax && !out[k]?.x.length);
+        if (ks.length) await fetchAxis(ax, ks);
+      }
+      return out;
+    },
+    tick,
+  );
+
+  const engineData = useApi(
+    engine.length ? `${engine.join(',')}|${perDp}` : null,
+    async (signal) => {
+      const out: Record<string, EngineSeries[]> = {};
+      await Promise.all(
+        engine.map(async (k) => {
+          out[k] = (await getJson<{ series: EngineSeries[] }>('timeline/engine_series', { metric: k, max_points: 1000, per_dp_rank: perDp }, signal)).series;
+        }),
+      );
+      return out;
+    },
+    tick,
+  );
+
+  const onZoom = (z: [number, number] | null) => setParams({ zx: z ? `${+z[0].toPrecision(10)},${+z[1].toPrecision(10)}` : null });
+  const engineLabels = useMemo(() => {
+    const s = new Set<string>();
+    for (const list of Object.values(engineData.data ?? {})) for (const e of list) s.add(seriesLabel(e));
+    return [...s].sort();
+  }, [engineData.data]);
+
+  const loggedTables = useMemo(() => {
+    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string }>();
+    for (const k of logged) {
+      const s = loggedData.data?.[k];
+      if (!s) continue;
+      const useTime = xKind === 'time' && s.ts.length === s.y.length;
+      out.set(k, { tables: [{ label: k, x: useTime ? s.ts : s.x, y: s.y }], kind: useTime ? 'time' : 'step', xLabel: useTime ? 'time (UTC)' : s.axis });
+    }
+    return out;
+  }, [loggedData.data, xKind]);
+  const engineTables = useMemo(() => {
+    const out = new Map<string, XYTable[]>();
+    for (const [k, list] of Object.entries(engineData.data ?? {})) out.set(k, list.map((e) => ({ label: seriesLabel(e), x: e.ts, y: e.value })));
+    return out;
+  }, [engineData.data]);
+
+  return (
+    <>
+      {engine.length > 0 && (
+        <div class="panel engine-legend">
+          <strong>Engines</strong>
+          <label>
+            <input type="checkbox" checked={perDp} onChange={(e) => setPerDp((e.target as HTMLInputElement).checked)} /> split by dp rank
+          </label>
+          {engineLabels.map((l, i) => (
+            <label key={l}>
+              <input
+                type="checkbox"
+                checked={!hiddenEngines.has(l)}
+                onChange={() => {
+                  const n = new Set(hiddenEngines);
+                  if (n.has(l)) n.delete(l);
+                  else n.add(l);
+                  setHidden(n);
+                }}
+              />
+              <span class="swatch" style={{ background: SERIES_COLORS[i % SERIES_COLORS.length] }} />
+              {l.replace(/^https?:\/\//, '')}
+            </label>
+          ))}
+        </div>
+      )}
+      {loggedData.error ? <ErrorNote error={loggedData.error} /> : null}
+      {engineData.error ? <ErrorNote error={engineData.error} /> : null}
+      {(loggedData.loading && !loggedData.data) || (engineData.loading && !engineData.data) ? <Loading what="metrics" /> : null}
+      <div class="chart-grid">
+        {loggedData.data &&
+          logged.map((k) => {
+            const t = loggedTables.get(k);
+            if (!t) return null;
+            return (
+              <ChartPanel
+                key={`${k}|${t.kind}`}
+                metric={k}
+                description={describe(k)}
+                tables={t.tables}
+                xKind={t.kind}
+                xLabel={t.xLabel}
+                smoothing={smoothing}
+                zoom={zoom}
+                onZoom={onZoom}
+              />
+            );
+          })}
+        {engineData.data &&
+          engine.map((k) => {
+            const tables = engineTables.get(k) ?? [];
+            if (!tables.length)
+              return (
+                <section class="panel chart-panel" key={k} data-metric={k}>
+                  <header>
+                    <h3>{k}</h3>
+                  </header>
+                  <p class="muted chart-empty">no engine series recorded for this metric</p>
+                </section>
+              );
+            return (
+              <ChartPanel
+                key={`${k}|${perDp}`}
+                metric={k}
+                description={describe(k)}
+                tables={tables}
+                xKind="time"
+                xLabel="time (UTC)"
+                smoothing={smoothing}
+                zoom={xKind === 'time' ? zoom : null}
+                onZoom={onZoom}
+                hidden={hiddenEngines}
+              />
+            );
+          })}
+      </div>
+    </>
+  );
+}
+
+/** The same screen on another category: search and zoom are dropped, axis and smoothing kept. */
+function categoryHref(p: URLSearchParams, cat: string): string {
+  const q = new URLSearchParams(p);
+  q.delete('q');
+  q.delete('zx');
+  q.set('cat', cat);
+  return href('/', q);
+}
+
+function seriesLabel(e: EngineSeries): string {
+  return e.labels?.dp_rank !== undefined ? `${e.addr} dp${e.labels.dp_rank}` : e.addr;
+}

@@ -1,0 +1,263 @@
+// Rollouts: one step's samples — dump/* summary, scatter, virtualised sortable table, GRPO groups — every choice in the URL.
+import { useEffect, useMemo } from 'preact/hooks';
+import { getJson } from '../../api.ts';
+import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
+import { VirtualTable } from '../../components/virtualTable.tsx';
+import { useKeys } from '../../keyboard.ts';
+import { liveTick } from '../../live.ts';
+import { href, navigate, setParams, type Route } from '../../route.ts';
+import { useStore } from '../../store.ts';
+import type { Meta, Row, Table } from '../../types.ts';
+import { useApi } from '../../useApi.ts';
+import { DumpSummary } from './dumpSummary.tsx';
+import { type ColorBy, colorOf, Scatter } from './scatter.tsx';
+import { StepBar, stepHref } from './stepBar.tsx';
+
+const DEFAULT_COLUMNS = [
+  'sample_index',
+  'group_index',
+  'status',
+  'raw_reward',
+  'reward',
+  'response_length',
+  'weight_version',
+  'mixed_version',
+  'staleness',
+  'turns',
+  'tool_calls',
+  'mean_abs_lp_diff',
+  'mean_imp_ratio',
+  'mean_entropy',
+  'adv_mean',
+  'non_generation_time',
+];
+
+export function RolloutsView({ meta, route }: { meta: Meta; route: Route }) {
+  const evaluation = route.params.get('eval') === '1';
+  const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
+  const latest = ids.at(-1) ?? meta.rollout_ids.train.at(-1);
+  const redirect = !route.invalid && route.rolloutId === null && latest !== undefined ? stepHref(latest, evaluation && ids.length > 0) : null;
+  // `#/rollout` alone means "the latest step": say so in the URL, replacing this entry.
+  useEffect(() => {
+    if (redirect) navigate(redirect, true);
+  }, [redirect]);
+  if (route.invalid) return <ErrorNote error={new Error(route.invalid)} />;
+  if (route.rolloutId === null) {
+    if (latest === undefined)
+      return <Empty>No rollout dumps in this run yet{meta.mode === 'follow' ? ' — they appear here as the job writes them.' : '.'}</Empty>;
+    return <Loading what="step" />;
+  }
+  return <Rollouts meta={meta} route={route} id={route.rolloutId} evaluation={evaluation} />;
+}
+
+function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; id: number; evaluation: boolean }) {
+  const tick = useStore(liveTick);
+  const p = route.params;
+  const tab = p.get('tab') === 'groups' ? 'groups' : 'samples';
+  const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
+  const known = ids.includes(id);
+  const pos = ids.indexOf(id);
+  useKeys({
+    next: () => pos >= 0 && pos < ids.length - 1 && navigate(stepHref(ids[pos + 1]!, evaluation, p)),
+    prev: () => pos > 0 && navigate(stepHref(ids[pos - 1]!, evaluation, p)),
+  });
+
+  const key = `${id}|${evaluation}`;
+  const summary = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal), known ? 0 : tick);
+  const groups = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/groups`, { eval: evaluation }, signal));
+
+  const tabHref = (t: string) => {
+    const q = new URLSearchParams(p);
+    if (t === 'samples') q.delete('tab');
+    else q.set('tab', t);
+    return href(`/rollout/${id}`, q);
+  };
+
+  return (
+    <div class="rollouts">
+      <StepBar meta={meta} id={id} evaluation={evaluation} params={p} />
+      {!known ? (
+        <Empty>
+          {evaluation ? 'Eval step' : 'Step'} {id} is not recorded in this run.{' '}
+          {ids.length ? (
+            <>
+              Recorded {evaluation ? 'eval ' : ''}steps: {ids.length > 20 ? `${ids[0]}–${ids.at(-1)}` : ids.join(', ')}.{' '}
+              <a href={stepHref(ids.at(-1)!, evaluation)}>Open the latest</a>.
+            </>
+          ) : (
+            'There are none yet.'
+          )}
+        </Empty>
+      ) : (
+        <>
+          <DumpSummary id={id} evaluation={evaluation} tick={tick} />
+          <nav class="tabs" aria-label="rollout tabs">
+            <a href={tabHref('samples')} class={tab === 'samples' ? 'active' : ''}>
+              Samples{summary.data ? ` (${summary.data.rows.length})` : ''}
+            </a>
+            <a href={tabHref('groups')} class={tab === 'groups' ? 'active' : ''}>
+              Groups{groups.data ? ` (${groups.data.rows.length}, ${groups.data.rows.filter((r) => r.zero_std === true).length} zero-std)` : ''}
+            </a>
+          </nav>
+          {tab === 'samples' ? (
+            summary.error ? (
+              <ErrorNote error={summary.error} />
+            ) : !summary.data ? (
+              <Loading what={`step ${id} samples (the first open of a step reads its whole dump)`} />
+            ) : (
+              <SamplesTab table={summary.data} id={id} evaluation={evaluation} params={p} />
+            )
+          ) : groups.error ? (
+            <ErrorNote error={groups.error} />
+          ) : !groups.data ? (
+            <Loading what="groups" />
+          ) : (
+            <GroupsTab table={groups.data} id={id} evaluation={evaluation} params={p} />
+          )}
+        </>
+      )}
+    </div>
+  );
+}
+
+function sortOf(p: URLSearchParams, fallback: string) {
+  return { col: p.get('sort') ?? fallback, desc: p.get('desc') === '1' };
+}
+
+function toggleSort(p: URLSearchParams, col: string, fallback: string) {
+  const cur = sortOf(p, fallback);
+  // First click on a new column sorts descending (largest first), the usual question.
+  if (cur.col !== col) setParams({ sort: col, desc: true });
+  else setParams({ sort: col, desc: !cur.desc });
+}
+
+export function sampleHref(id: number, idx: number, evaluation: boolean): string {
+  return href(`/rollout/${id}/sample/${idx}`, { eval: evaluation });
+}
+
+function SamplesTab({ table, id, evaluation, params }: { table: Table; id: number; evaluation: boolean; params: URLSearchParams }) {
+  const numeric = useMemo(
+    () => table.columns.filter((c) => table.rows.some((r) => typeof r[c] === 'number' || typeof r[c] === 'boolean') && c !== 'sample_index'),
+    [table],
+  );
+  const rewardCol = !evaluation && table.columns.includes('raw_reward') ? 'raw_reward' : 'reward';
+  const sx = params.get('sx') ?? 'response_length';
+  const sy = params.get('sy') ?? rewardCol;
+  const colorBy = (params.get('color') as ColorBy) || 'group';
+  const allCols = params.get('cols') === 'all';
+  const group = params.get('group');
+  const rows = useMemo(() => (group !== null ? table.rows.filter((r) => String(r.group_index) === group) : table.rows), [table, group]);
+  const columns = useMemo(() => {
+    if (allCols) return table.columns;
+    // Default: the columns worth scanning, minus ones this step never fills (e.g. train-side stats on eval).
+    const keep = DEFAULT_COLUMNS.filter((c) => table.columns.includes(c) && table.rows.some((r) => r[c] !== null && r[c] !== undefined));
+    // One reward column is enough: the trainer's raw_reward when present, else the rollout's.
+    return keep.includes('raw_reward') ? keep.filter((c) => c !== 'reward') : keep;
+  }, [table, allCols]);
+  const legend = useMemo(() => {
+    const m = new Map<string, string>();
+    for (const r of rows) {
+      const c = colorOf(r, colorBy);
+      if (!m.has(c.key)) m.set(c.key, c.color);
+    }
+    return [...m].slice(0, 16);
+  }, [rows, colorBy]);
+  const open = (r: Row) => navigate(sampleHref(id, Number(r.sample_index), evaluation));
+  const axisSelect = (k: 'sx' | 'sy', v: string) => (
+    <select value={v} aria-label={k === 'sx' ? 'scatter x axis' : 'scatter y axis'} onChange={(e) => setParams({ [k]: (e.target as HTMLSelectElement).value }, false)}>
+      {numeric.map((c) => (
+        <option key={c}>{c}</option>
+      ))}
+    </select>
+  );
+
+  return (
+    <div class="rollout-grid">
+      <section class="panel">
+        <header>
+          <h3>
+            Samples: {sy} against {sx}
+          </h3>
+          <div class="scatter-controls">
+            <label>x {axisSelect('sx', sx)}</label>
+            <label>y {axisSelect('sy', sy)}</label>
+            <label>
+              colour
+              <select value={colorBy} aria-label="scatter colour" onChange={(e) => setParams({ color: (e.target as HTMLSelectElement).value }, false)}>
+                <option value="group">group</option>
+                <option value="status">status</option>
+                <option value="mixed_version">mixed version</option>
+                <option value="truncated">truncated</option>
+              </select>
+            </label>
+          </div>
+        </header>
+        <Scatter rows={rows} x={sx} y={sy} colorBy={colorBy} onOpen={open} />
+        <div class="scatter-legend">
+          {legend.map(([k, c]) => (
+            <span key={k}>
+              <i class="swatch" style={{ background: c }} /> {k}
+            </span>
+          ))}
+        </div>
+      </section>
+      <section class="panel">
+        <header>
+          <h3>
+            {rows.length} sample{rows.length === 1 ? '' : 's'}
+            {group !== null && (
+              <span class="chip" style={{ marginLeft: '8px' }}>
+                group {group}
+                <button aria-label="show all groups" onClick={() => setParams({ group: null }, false)}>
+                  ×
+                </button>
+              </span>
+            )}{' '}
+            <span class="muted" style={{ fontWeight: 400 }}>
+              · click a row to open the sample · click a header to sort
+            </span>
+          </h3>
+          <label class="muted" style={{ fontSize: '12.5px' }}>
+            <input type="checkbox" checked={allCols} onChange={(e) => setParams({ cols: (e.target as HTMLInputElement).checked ? 'all' : null }, false)} /> all{' '}
+            {table.columns.length} columns
+          </label>
+        </header>
+        <VirtualTable
+          rows={rows}
+          columns={columns}
+          sort={sortOf(params, 'sample_index')}
+          onSort={(c) => toggleSort(params, c, 'sample_index')}
+          onRowClick={open}
+          rowClass={(r) => (r.remove_sample === true ? 'removed' : r.status === 'aborted' || r.status === 'failed' ? 'flag' : '')}
+          testId="samples-table"
+        />
+      </section>
+    </div>
+  );
+}
+
+function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number; evaluation: boolean; params: URLSearchParams }) {
+  const zero = table.rows.filter((r) => r.zero_std === true).length;
+  return (
+    <section class="panel">
+      <header>
+        <h3>
+          GRPO groups · <span style={{ color: 'var(--bad)' }}>{zero} with zero reward std</span>{' '}
+          <span class="muted" style={{ fontWeight: 400 }}>
+            (every sample scored the same → no gradient signal) · click a group to see its samples
+          </span>
+        </h3>
+      </header>
+      <VirtualTable
+        rows={table.rows}
+        columns={table.columns}
+        sort={sortOf(params, 'group_index')}
+        onSort={(c) => toggleSort(params, c, 'group_index')}
+        onRowClick={(r) => navigate(href(`/rollout/${id}`, { eval: evaluation, group: String(r.group_index) }))}
+        rowClass={(r) => (r.zero_std === true ? 'flag' : '')}
+        cell={(c, v) => (c === 'zero_std' ? (v === true ? '● zero std' : '') : v === null ? '—' : typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(3) : String(v))}
+        testId="groups-table"
+      />
+    </section>
+  );
+}

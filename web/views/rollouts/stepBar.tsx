@@ -1,0 +1,84 @@
+// Step selector: previous/next, a slider over the recorded steps, a validated number input, and the train/eval switch.
+import { useEffect, useState } from 'preact/hooks';
+import { href, navigate } from '../../route.ts';
+import type { Meta } from '../../types.ts';
+
+export function stepHref(id: number, evaluation: boolean, keep?: URLSearchParams): string {
+  const p = new URLSearchParams(keep);
+  p.delete('group');
+  if (evaluation) p.set('eval', '1');
+  else p.delete('eval');
+  return href(`/rollout/${id}`, p);
+}
+
+export function StepBar({ meta, id, evaluation, params }: { meta: Meta; id: number; evaluation: boolean; params: URLSearchParams }) {
+  const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
+  const pos = ids.indexOf(id);
+  const [text, setText] = useState(String(id));
+  const [err, setErr] = useState<string | null>(null);
+  useEffect(() => {
+    setText(String(id));
+    setErr(null);
+  }, [id]);
+  const go = (n: number, ev = evaluation) => navigate(stepHref(n, ev, params));
+  const nearest = (list: number[]) => list.reduce((best, v) => (Math.abs(v - id) < Math.abs(best - id) ? v : best), list[0]!);
+
+  return (
+    <div class="step-bar panel">
+      <span class="seg" role="group" aria-label="train or eval">
+        <button class={!evaluation ? 'active' : ''} disabled={!meta.rollout_ids.train.length} onClick={() => go(nearest(meta.rollout_ids.train), false)}>
+          train
+        </button>
+        <button
+          class={evaluation ? 'active' : ''}
+          disabled={!meta.rollout_ids.eval.length}
+          title={meta.rollout_ids.eval.length ? `eval steps: ${meta.rollout_ids.eval.join(', ')}` : 'this run has no eval steps'}
+          onClick={() => go(nearest(meta.rollout_ids.eval), true)}
+        >
+          eval{meta.rollout_ids.eval.length ? ` (${meta.rollout_ids.eval.length})` : ''}
+        </button>
+      </span>
+      <button disabled={pos <= 0} onClick={() => go(ids[pos - 1]!)} title="previous step (k)">
+        ◀
+      </button>
+      <input
+        type="range"
+        min={0}
+        max={Math.max(0, ids.length - 1)}
+        value={Math.max(0, pos)}
+        aria-label="step"
+        data-testid="step-slider"
+        onInput={(e) => setText(String(ids[Number((e.target as HTMLInputElement).value)] ?? id))}
+        onChange={(e) => go(ids[Number((e.target as HTMLInputElement).value)] ?? id)}
+      />
+      <button disabled={pos < 0 || pos >= ids.length - 1} onClick={() => go(ids[pos + 1]!)} title="next step (j)">
+        ▶
+      </button>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          const n = Number(text);
+          if (!/^\d+$/.test(text.trim()) || !ids.includes(n)) {
+            setErr(`no ${evaluation ? 'eval' : 'train'} step ${text.trim() || '(empty)'}; recorded: ${ids.length > 12 ? `${ids[0]}–${ids.at(-1)}` : ids.join(', ')}`);
+            return;
+          }
+          setErr(null);
+          go(n);
+        }}
+      >
+        <label>
+          {evaluation ? 'eval step' : 'step'}{' '}
+          <input type="number" value={text} data-testid="step-input" aria-label="step number" onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+        </label>
+      </form>
+      <span class="muted">
+        {pos >= 0 ? `${pos + 1} / ${ids.length}` : `not recorded (${ids.length} steps)`}
+      </span>
+      {err && (
+        <span class="inline-error" role="alert">
+          {err}
+        </span>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,163 @@
+// Sample view: one trajectory — header with group navigation, its lifecycle, then Conversation and Tokens tabs.
+import { useEffect } from 'preact/hooks';
+import { ApiError, getJson } from '../../api.ts';
+import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
+import { fmtNum } from '../../format.ts';
+import { useKeys } from '../../keyboard.ts';
+import { href, navigate, type Route } from '../../route.ts';
+import type { Conversation as Conv, Meta, Table, Trajectories } from '../../types.ts';
+import { useApi } from '../../useApi.ts';
+import { Conversation } from './conversation.tsx';
+import { LifecycleStrip } from './lifecycle.tsx';
+import { TokensPanel } from './tokens.tsx';
+
+export function SampleView({ meta, route }: { meta: Meta; route: Route }) {
+  const evaluation = route.params.get('eval') === '1';
+  const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
+  const id = route.rolloutId ?? ids.at(-1) ?? null;
+  if (route.invalid) return <ErrorNote error={new Error(route.invalid)} />;
+  if (id === null) return <Empty>No rollout dumps in this run yet, so there is no sample to show.</Empty>;
+  return <Sample meta={meta} route={route} id={id} evaluation={evaluation} />;
+}
+
+function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id: number; evaluation: boolean }) {
+  const p = route.params;
+  const idx = route.sampleIndex;
+  const tab = p.get('tab') === 'tokens' ? 'tokens' : 'conversation';
+  const known = (evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train).includes(id);
+  const summary = useApi(known ? `${id}|${evaluation}` : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
+  const rows = summary.data?.rows ?? [];
+  const order = rows.map((r) => Number(r.sample_index));
+  const row = rows.find((r) => Number(r.sample_index) === idx);
+  // Ask for a sample's details only once the step's summary confirms it exists (no 404 noise).
+  const exists = idx !== null && !!row;
+
+  const conv = useApi(exists && idx !== null ? `${id}|${idx}|${evaluation}` : null, (signal) =>
+    getJson<Conv>(`rollout/${id}/sample/${idx}/messages`, { eval: evaluation }, signal).catch((e) => {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }),
+  );
+  const traj = useApi(!evaluation && exists && idx !== null ? `${id}|${idx}` : null, (signal) =>
+    getJson<Trajectories>(`rollout/${id}/trajectories`, { sample_index: idx }, signal).catch(() => null),
+  );
+
+  const keep = (q: URLSearchParams) => {
+    const o = new URLSearchParams();
+    for (const k of ['eval', 'tab', 'color', 'chart', 'win']) if (q.get(k)) o.set(k, q.get(k)!);
+    return o;
+  };
+  const go = (n: number) => navigate(href(`/rollout/${id}/sample/${n}`, keep(p)));
+  const pos = idx === null ? -1 : order.indexOf(idx);
+  useKeys({
+    next: () => pos >= 0 && pos < order.length - 1 && go(order[pos + 1]!),
+    prev: () => pos > 0 && go(order[pos - 1]!),
+  });
+
+  const firstHref = idx === null && order.length ? href(`/rollout/${id}/sample/${order[0]}`, keep(p)) : null;
+  // `…/sample` alone means "the step's first sample": say so in the URL, replacing this entry.
+  useEffect(() => {
+    if (firstHref) navigate(firstHref, true);
+  }, [firstHref]);
+
+  if (!known)
+    return (
+      <Empty>
+        {evaluation ? 'Eval step' : 'Step'} {id} is not recorded in this run. <a href="#/rollout">Open the latest step</a>.
+      </Empty>
+    );
+  if (idx === null) {
+    if (summary.error) return <ErrorNote error={summary.error} />;
+    if (!summary.data) return <Loading what="samples" />;
+    if (!order.length) return <Empty>Step {id} has no samples.</Empty>;
+    return <Loading what="sample" />;
+  }
+  if (summary.data && !row)
+    return (
+      <Empty>
+        Sample {idx} is not in {evaluation ? 'eval ' : ''}step {id}. Sample indices are global across the run; this step holds{' '}
+        {order.length ? `${Math.min(...order)}–${Math.max(...order)}` : 'no samples'}.{' '}
+        {order.length > 0 && <a href={href(`/rollout/${id}/sample/${order[0]}`, keep(p))}>Open sample {order[0]}</a>}
+      </Empty>
+    );
+
+  const group = row?.group_index ?? conv.data?.group_index;
+  const siblings = rows.filter((r) => r.group_index === group).map((r) => Number(r.sample_index));
+  const gpos = siblings.indexOf(idx);
+  const tabHref = (t: string) => {
+    const q = new URLSearchParams(p);
+    if (t === 'conversation') q.delete('tab');
+    else q.set('tab', t);
+    return href(`/rollout/${id}/sample/${idx}`, q);
+  };
+  const reward = row?.raw_reward ?? row?.reward ?? conv.data?.reward ?? null;
+  const lane = traj.data?.lanes.find((l) => l.sample_index === idx);
+
+  return (
+    <div class="sample">
+      <div class="sample-head panel">
+        <a href={href(`/rollout/${id}`, { eval: evaluation })}>← {evaluation ? 'eval ' : ''}step {id}</a>
+        <h2 data-testid="sample-title">sample {idx}</h2>
+        {row && (
+          <>
+            <span class={`chip ${row.status === 'completed' ? 'good' : row.status === 'aborted' || row.status === 'failed' ? 'bad' : ''}`}>{String(row.status)}</span>
+            <span class="chip">reward {fmtNum(reward)}</span>
+            <span class="chip">{fmtNum(row.response_length)} response tokens</span>
+            {row.mixed_version === true && <span class="chip bad">spans 2+ weight versions</span>}
+            {row.truncated === true && <span class="chip bad">truncated</span>}
+            {row.mean_abs_lp_diff != null && <span class="chip">mean |lp diff| {fmtNum(row.mean_abs_lp_diff)}</span>}
+          </>
+        )}
+        <span style={{ marginLeft: 'auto' }} class="seg">
+          <button disabled={gpos <= 0} onClick={() => go(siblings[gpos - 1]!)}>
+            ◀ prev in group
+          </button>
+          <button disabled>
+            group {group ?? '—'} · {gpos >= 0 ? `${gpos + 1}/${siblings.length}` : '—'}
+          </button>
+          <button disabled={gpos < 0 || gpos >= siblings.length - 1} onClick={() => go(siblings[gpos + 1]!)}>
+            next in group ▶
+          </button>
+        </span>
+        <span class="muted" style={{ fontSize: '12px' }}>
+          j / k: next / previous sample
+        </span>
+      </div>
+      {lane && (
+        <section class="panel" style={{ marginTop: '10px' }}>
+          <header>
+            <h3>Lifecycle</h3>
+            <span class="muted" style={{ fontSize: '12px' }}>
+              queued · generating (turn · weight version) · tool wait
+            </span>
+          </header>
+          <LifecycleStrip lane={lane} />
+        </section>
+      )}
+      <nav class="tabs" aria-label="sample tabs">
+        <a href={tabHref('conversation')} class={tab === 'conversation' ? 'active' : ''}>
+          Conversation
+        </a>
+        <a href={tabHref('tokens')} class={tab === 'tokens' ? 'active' : ''}>
+          Tokens
+        </a>
+      </nav>
+      {tab === 'conversation' ? (
+        conv.error ? (
+          <ErrorNote error={conv.error} />
+        ) : conv.loading || (!conv.data && conv.data !== null) ? (
+          <Loading what="conversation" />
+        ) : conv.data === null ? (
+          <Empty>
+            No conversation recorded for this sample: the step's trajectory sidecar has no entry for it{evaluation ? ' (eval steps usually record none)' : ''}.{' '}
+            <a href={tabHref('tokens')}>Read its tokens instead</a>.
+          </Empty>
+        ) : (
+          <Conversation messages={conv.data.messages} />
+        )
+      ) : (
+        <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,88 @@
+// Advisory and MFU: what the run's configuration left on the table, each item linked to the window it concerns.
+import { getJson } from '../../api.ts';
+import { ErrorNote, Loading } from '../../components/status.tsx';
+import { fmtElapsed, fmtPct } from '../../format.ts';
+import { href } from '../../route.ts';
+import type { Advisory, Mfu } from '../../types.ts';
+import { useApi } from '../../useApi.ts';
+import type { Viewport } from './viewport.ts';
+
+interface Props {
+  window: Viewport | null;
+  origin: number;
+  params: URLSearchParams;
+  tick: number;
+}
+
+export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
+  const key = w ? `${w.t0},${w.t1}` : 'run';
+  const res = useApi(key, (signal) => getJson<{ advisories: Advisory[]; mfu: Mfu | null }>('advisory', w ? { t0: w.t0, t1: w.t1 } : {}, signal), tick);
+  const linkFor = (a: Advisory) => {
+    const win = a.window ?? (a.t0 != null && a.t1 != null ? [a.t0, a.t1] : null);
+    const p = new URLSearchParams(params);
+    if (win) {
+      p.set('t0', String(win[0]));
+      p.set('t1', String(win[1]));
+    } else if (w) {
+      p.set('t0', String(w.t0));
+      p.set('t1', String(w.t1));
+    } else {
+      p.delete('t0');
+      p.delete('t1');
+    }
+    if (a.lanes) p.set('lanes', a.lanes);
+    return { href: href('/timeline', p), label: win ? `${fmtElapsed(win[0] - origin)} → ${fmtElapsed(win[1] - origin)}` : w ? 'this window' : 'whole run' };
+  };
+  return (
+    <>
+      {res.data?.mfu && (
+        <section class="panel" data-testid="mfu">
+          <header>
+            <h3>Model FLOPs utilisation</h3>
+          </header>
+          <div class="stats" style={{ gridTemplateColumns: '1fr 1fr', margin: 0 }}>
+            <div class="stat">
+              <div class="v">{fmtPct(res.data.mfu.latest)}</div>
+              <div class="k">latest step</div>
+            </div>
+            <div class="stat">
+              <div class="v">{fmtPct(res.data.mfu.mean)}</div>
+              <div class="k">mean over {res.data.mfu.steps} step{res.data.mfu.steps === 1 ? '' : 's'}</div>
+            </div>
+          </div>
+          {res.data.mfu.peak != null && <p class="hint">device peak {res.data.mfu.peak} TFLOP/s (dense bf16)</p>}
+        </section>
+      )}
+      <section class="panel" data-testid="advisory">
+        <header>
+          <h3>Advisory</h3>
+          <span class="muted" style={{ fontSize: '11.5px' }}>{w ? 'for this window' : 'whole run'}</span>
+        </header>
+        {res.error ? (
+          <ErrorNote error={res.error} />
+        ) : !res.data ? (
+          <Loading what="advisory" />
+        ) : res.data.advisories.length === 0 ? (
+          <p class="muted" style={{ margin: 0, fontSize: '12.5px' }}>
+            Nothing to suggest: no rule fired{w ? ' in this window' : ''}. Rules compare engine series and step timings against the run's configuration.
+          </p>
+        ) : (
+          <ul class="advisory">
+            {res.data.advisories.map((a, i) => {
+              const l = linkFor(a);
+              return (
+                <li key={i} class={a.level}>
+                  <span class="lvl">{a.level}</span>
+                  {a.message}{' '}
+                  <a href={l.href} title="show the time window this advisory is about">
+                    ↦ {l.label}
+                  </a>
+                </li>
+              );
+            })}
+          </ul>
+        )}
+      </section>
+    </>
+  );
+}

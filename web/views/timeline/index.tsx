@@ -1,0 +1,274 @@
+// Compute Utilization: per-GPU lanes (≤ 64) or the fleet overview, lane grammar, quick picks, advisory — all in the URL.
+import { useMemo } from 'preact/hooks';
+import { ApiError, getJson, getRaster } from '../../api.ts';
+import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
+import { fmtDuration, fmtElapsed, fmtWall, laneKey } from '../../format.ts';
+import { useKeys } from '../../keyboard.ts';
+import { liveTick } from '../../live.ts';
+import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
+import { useStore } from '../../store.ts';
+import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Meta, Phase, Topology } from '../../types.ts';
+import { useApi } from '../../useApi.ts';
+import { AdvisoryPanel } from './advisoryPanel.tsx';
+import { FleetPanel } from './fleetPanel.tsx';
+import { LaneCanvas, type LaneInfo, type Overlay } from './laneCanvas.tsx';
+import { LaneSelection } from './laneSelection.tsx';
+import { Legend } from './legend.tsx';
+import { clampViewport, pan, zoomAround, type Viewport } from './viewport.ts';
+
+export const OVERLAY_METRICS = ['sglang_num_running_reqs', 'sglang_gen_throughput', 'sglang_token_usage', 'sglang_cache_hit_rate'];
+const LANE_VIEW_MAX = 64;
+const DEFAULT_FLEET_LANES = 8;
+const GPU_POINTS = 2000;
+const LIFECYCLE_BUCKETS = 1200;
+const FLEET_BUCKETS = 600;
+
+export function TimelineView({ meta, route }: { meta: Meta; route: Route }) {
+  if (!meta.capabilities.has_timeline || !meta.time_range)
+    return (
+      <Empty>
+        <strong>No timeline for this run.</strong> It was recorded without the collector, so there is no phase or GPU telemetry to draw.
+        <br />
+        Metrics fall back to the <code>dump/*</code> aggregates, and <a href="#/rollout">Rollouts</a> and samples work as usual.
+      </Empty>
+    );
+  return <Timeline meta={meta} route={route} range={meta.time_range} />;
+}
+
+function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [number, number] }) {
+  const tick = useStore(liveTick);
+  const p = route.params;
+  const [T0, T1] = range;
+  const maxW = meta.capabilities.max_window_s || 14400;
+  const urlT0 = numParam(p, 't0');
+  const urlT1 = numParam(p, 't1');
+  const zoomed = urlT0 !== null && urlT1 !== null;
+  const vp = clampViewport(zoomed ? { t0: urlT0, t1: urlT1 } : { t0: T1 - maxW, t1: T1 }, T0, Math.max(T1, T0 + 1), maxW);
+  const grammarParam = p.get('lanes');
+  const overlayParam = p.get('overlay');
+  const overlayMetric = overlayParam === 'none' ? null : overlayParam ?? (meta.engine_metric_keys.includes(OVERLAY_METRICS[0]!) ? OVERLAY_METRICS[0]! : null);
+  const showMem = p.get('mem') === '1';
+
+  const setVp = (v: Viewport | null) => {
+    if (!v) return setParams({ t0: null, t1: null });
+    const c = clampViewport(v, T0, Math.max(T1, T0 + 1), maxW);
+    const full = c.t0 <= T0 + 1e-6 && c.t1 >= T1 - 1e-6;
+    setParams(full ? { t0: null, t1: null } : { t0: +c.t0.toFixed(3), t1: +c.t1.toFixed(3) });
+  };
+  useKeys({
+    zoomIn: () => setVp(zoomAround(vp, 0.7, (vp.t0 + vp.t1) / 2)),
+    zoomOut: () => setVp(zoomAround(vp, 1 / 0.7, (vp.t0 + vp.t1) / 2)),
+    panLeft: () => setVp(pan(vp, -0.2)),
+    panRight: () => setVp(pan(vp, 0.2)),
+    reset: () => setVp(null),
+  });
+
+  const base = useApi(
+    'base',
+    async (signal) => {
+      const [topology, bubbles] = await Promise.all([
+        getJson<Topology>('timeline/topology', {}, signal),
+        getJson<{ bubbles: Bubble[] }>('timeline/bubbles', {}, signal).then((b) => b.bubbles),
+      ]);
+      return { topology, bubbles };
+    },
+    tick,
+  );
+  const topology = base.data?.topology ?? null;
+  const allLanes = topology?.lanes ?? [];
+  const fleetMode = meta.capabilities.use_utilization_overview || allLanes.length > LANE_VIEW_MAX;
+  const defaultGrammar = useMemo(() => {
+    if (!fleetMode || allLanes.length <= DEFAULT_FLEET_LANES) return null;
+    const n = allLanes.length;
+    return Array.from({ length: DEFAULT_FLEET_LANES }, (_, i) => `g:${allLanes[Math.floor((i * n) / DEFAULT_FLEET_LANES)]!.index}`).join(', ');
+  }, [fleetMode, allLanes]);
+  const grammar = grammarParam ?? defaultGrammar;
+  const apiLanes = grammar && grammar.trim() !== 'all' ? grammar : undefined;
+
+  const winKey = `${vp.t0},${vp.t1}`;
+  const lanesData = useApi(
+    base.data ? `${winKey}|${apiLanes ?? ''}` : null,
+    async (signal) => {
+      const q = { t0: vp.t0, t1: vp.t1, lanes: apiLanes };
+      const [ph, gpu] = await Promise.all([
+        getJson<{ phases: Phase[] }>('timeline/phases', q, signal),
+        getJson<{ lanes: Record<string, GpuSeries> }>('timeline/gpu', { ...q, max_points: GPU_POINTS }, signal),
+      ]);
+      return { phases: ph.phases, gpu: gpu.lanes };
+    },
+    tick,
+    true,
+  );
+  const urlError = lanesData.error instanceof ApiError && lanesData.error.status === 400 && grammarParam ? lanesData.error : null;
+
+  const overlayData = useApi(
+    overlayMetric ? `${overlayMetric}|${winKey}` : null,
+    (signal) => getJson<{ series: EngineSeries[] }>('timeline/engine_series', { metric: overlayMetric!, t0: vp.t0, t1: vp.t1, max_points: GPU_POINTS }, signal).then((r) => r.series),
+    tick,
+    true,
+  );
+  const lifecycle = useApi(
+    winKey,
+    (signal) => getRaster<HeatmapHeader>('timeline/heatmap', { metric: 'lifecycle', t0: vp.t0, t1: vp.t1, x_buckets: LIFECYCLE_BUCKETS }, signal).catch(() => null),
+    tick,
+    true,
+  );
+  const fleet = useApi(
+    fleetMode ? winKey : null,
+    (signal) => getJson<Fleet>('timeline/fleet', { t0: vp.t0, t1: vp.t1, x_buckets: FLEET_BUCKETS }, signal),
+    tick,
+    true,
+  );
+
+  const view = useMemo(() => {
+    const phasesByLane = new Map<string, Phase[]>();
+    const names = new Set<string>();
+    for (const ph of lanesData.data?.phases ?? []) {
+      const k = laneKey(ph.node, ph.gpu);
+      if (!phasesByLane.has(k)) phasesByLane.set(k, []);
+      phasesByLane.get(k)!.push(ph);
+      names.add(ph.name);
+    }
+    const gpu = lanesData.data?.gpu ?? {};
+    let lanes: LaneInfo[];
+    const byKey = new Map(allLanes.map((l) => [laneKey(l.node, l.gpu), l]));
+    if (!apiLanes) lanes = allLanes.map((l) => ({ ...l, key: laneKey(l.node, l.gpu) }));
+    else {
+      const keys = new Set([...Object.keys(gpu), ...phasesByLane.keys()]);
+      lanes = [...keys]
+        .map((k) => {
+          const l = byKey.get(k);
+          const i = k.lastIndexOf(':');
+          return l ? { ...l, key: k } : { key: k, node: k.slice(0, i), gpu: Number(k.slice(i + 1)), index: -1 };
+        })
+        .sort((a, b) => a.index - b.index);
+    }
+    let memMax = 0;
+    for (const g of Object.values(gpu)) for (const v of g.mem_mb) if (v > memMax) memMax = v;
+    return { phasesByLane, names: [...names], gpu, lanes, memMax };
+  }, [lanesData.data, allLanes, apiLanes]);
+
+  const overlay = useMemo<Overlay | null>(() => {
+    if (!overlayMetric || !overlayData.data) return null;
+    const byAddr = new Map<string, EngineSeries>();
+    let max = 0;
+    for (const s of overlayData.data) {
+      if (!byAddr.has(s.addr)) byAddr.set(s.addr, s);
+      for (const v of s.value) if (v != null && v > max) max = v;
+    }
+    return { metric: overlayMetric, byAddr, max: max || 1 };
+  }, [overlayData.data, overlayMetric]);
+
+  const shown = view.lanes.slice(0, LANE_VIEW_MAX);
+  const multiNode = new Set(allLanes.map((l) => l.node)).size > 1;
+  const lc = lifecycle.data && lifecycle.data.header.rows.length ? lifecycle.data : null;
+  const span = vp.t1 - vp.t0;
+
+  return (
+    <div class="timeline-layout">
+      <div class="timeline-main">
+        <div class="toolbar">
+          <label>
+            overlay
+            <select
+              data-testid="overlay"
+              value={overlayMetric ?? 'none'}
+              onChange={(e) => setParams({ overlay: (e.target as HTMLSelectElement).value }, false)}
+            >
+              <option value="none">none</option>
+              {OVERLAY_METRICS.map((m) => (
+                <option key={m} value={m} disabled={!meta.engine_metric_keys.includes(m)}>
+                  {m.replace(/^sglang_/, '')}
+                  {meta.engine_metric_keys.includes(m) ? '' : ' (not recorded)'}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            <input type="checkbox" checked={showMem} onChange={(e) => setParams({ mem: (e.target as HTMLInputElement).checked }, false)} /> memory
+          </label>
+          <span class="seg">
+            <button title="zoom in (W)" onClick={() => setVp(zoomAround(vp, 0.7, (vp.t0 + vp.t1) / 2))}>
+              +
+            </button>
+            <button title="zoom out (S)" onClick={() => setVp(zoomAround(vp, 1 / 0.7, (vp.t0 + vp.t1) / 2))}>
+              −
+            </button>
+            <button title="whole run (Esc)" disabled={!zoomed} onClick={() => setVp(null)}>
+              {T1 - T0 > maxW ? 'latest window' : 'whole run'}
+            </button>
+          </span>
+          <span class="muted" data-testid="window" style={{ fontSize: '12.5px' }}>
+            {fmtElapsed(vp.t0 - T0)} → {fmtElapsed(vp.t1 - T0)} ({fmtDuration(span)}) · {fmtWall(vp.t0).slice(0, 19)} UTC
+          </span>
+          {(lanesData.loading || overlayData.loading) && <span class="spinner" title="loading" />}
+        </div>
+        <LaneSelection
+          grammar={grammarParam}
+          defaultGrammar={defaultGrammar}
+          urlError={urlError}
+          vp={vp}
+          runEdge={T1}
+          lanes={allLanes}
+          phaseNames={view.names.filter((n) => n !== 'initialize')}
+          onChange={(g, replace) => setParams({ lanes: g }, !!replace)}
+        />
+        {fleetMode && (fleet.data ? <FleetPanel fleet={fleet.data} origin={T0} onViewport={setVp} /> : fleet.error ? <ErrorNote error={fleet.error} /> : <Loading what="fleet overview" />)}
+        <section class="panel" style={{ marginTop: '10px' }}>
+          {base.error ? (
+            <ErrorNote error={base.error} />
+          ) : lanesData.error && !urlError ? (
+            <ErrorNote error={lanesData.error} />
+          ) : !lanesData.data ? (
+            urlError ? <Empty>Fix or reset the lane selection above to see lanes.</Empty> : <Loading what="lanes" />
+          ) : shown.length === 0 ? (
+            <Empty>No lane in this selection has data in this window.</Empty>
+          ) : (
+            <>
+              {view.lanes.length > shown.length && (
+                <p class="hint" style={{ marginTop: 0 }}>
+                  {view.lanes.length} lanes selected; showing the first {LANE_VIEW_MAX}. Narrow the selection (e.g. <code>every:16</code>) to see others.
+                </p>
+              )}
+              <LaneCanvas
+                lanes={shown}
+                phasesByLane={view.phasesByLane}
+                gpu={view.gpu}
+                overlay={overlay}
+                topology={topology}
+                showMem={showMem}
+                memMax={view.memMax}
+                lifecycle={lc}
+                bubbles={base.data?.bubbles ?? []}
+                origin={T0}
+                vp={vp}
+                multiNode={multiNode}
+                onViewport={setVp}
+                onReset={() => setVp(null)}
+              />
+              <Legend phases={view.names} overlay={overlay?.metric ?? null} overlayMax={overlay?.max ?? 0} memMaxMb={view.memMax} showMem={showMem} lifecycle={!!lc} />
+              <p class="hint">drag = zoom to a range · ctrl+wheel = zoom · W/S zoom · A/D pan · Esc or double-click = {T1 - T0 > maxW ? 'latest window' : 'whole run'} · click a step = zoom to it</p>
+            </>
+          )}
+        </section>
+      </div>
+      <aside class="timeline-side">
+        <AdvisoryPanel window={zoomed ? vp : null} origin={T0} params={p} tick={tick} />
+        <section class="panel">
+          <header>
+            <h3>Run</h3>
+          </header>
+          <p class="muted" style={{ margin: 0, fontSize: '12.5px' }}>
+            {allLanes.length} GPU{allLanes.length === 1 ? '' : 's'} on {new Set(allLanes.map((l) => l.node)).size} node(s) · {fmtDuration(T1 - T0)} of data
+            {meta.data_buffer_length != null ? ` · data buffer: ${meta.data_buffer_length} groups` : ''}
+          </p>
+          <p class="hint">
+            <a href={href('/timeline', {})} onClick={(e) => (e.preventDefault(), navigate(href('/timeline', {})))}>
+              reset this view
+            </a>
+          </p>
+        </section>
+      </aside>
+    </div>
+  );
+}

@@ -1,0 +1,254 @@
+// The lane view: one row per GPU stacking phase band, util/mem and the engine overlay, then the request lifecycle strip.
+import { useRef, useState } from 'preact/hooks';
+import { CanvasBox, type CanvasSize } from '../../components/canvasBox.tsx';
+import { hideTip, showTip } from '../../components/tooltip.tsx';
+import { fmtElapsed, fmtNum, fmtWall } from '../../format.ts';
+import { markPainted } from '../../paintMarks.ts';
+import { CSS } from '../../theme.ts';
+import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../types.ts';
+import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
+import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
+import { drawPhaseBand } from './layers/phaseBand.ts';
+import { drawSteps, drawTimeAxis } from './layers/timeAxis.ts';
+import { drawMem, drawUtil } from './layers/utilLine.ts';
+import { type Frame, lastAtOrBefore, nearestIndex, tOf, type Viewport } from './viewport.ts';
+
+export interface LaneInfo {
+  key: string;
+  node: string;
+  gpu: number;
+  index: number;
+}
+
+export interface Overlay {
+  metric: string;
+  byAddr: Map<string, EngineSeries>;
+  max: number;
+}
+
+interface Props {
+  lanes: LaneInfo[];
+  phasesByLane: Map<string, Phase[]>;
+  gpu: Record<string, GpuSeries>;
+  overlay: Overlay | null;
+  topology: Topology | null;
+  showMem: boolean;
+  memMax: number;
+  lifecycle: Lifecycle | null;
+  bubbles: Bubble[];
+  origin: number;
+  vp: Viewport;
+  multiNode: boolean;
+  onViewport: (vp: Viewport) => void;
+  onReset: () => void;
+}
+
+const LEFT = 88;
+const RIGHT = 12;
+const STEP_H = 18;
+const AXIS_H = 20;
+const PHASE_H = 14;
+const UTIL_H = 32;
+const LANE_H = PHASE_H + UTIL_H + 10;
+const LC_TITLE = 18;
+
+export function lifecycleHeight(rows: number): number {
+  return rows ? Math.min(180, Math.max(24, rows * 2)) : 0;
+}
+
+export function LaneCanvas(p: Props) {
+  const lcRows = p.lifecycle?.header.rows.length ?? 0;
+  const lanesTop = STEP_H + AXIS_H;
+  const lanesH = p.lanes.length * LANE_H;
+  const lcTop = lanesTop + lanesH + 6;
+  const lcH = lifecycleHeight(lcRows);
+  const height = lcTop + (lcRows ? LC_TITLE + lcH : 0) + 4;
+  const frameRef = useRef<Frame | null>(null);
+  const canvasRef = useRef<HTMLCanvasElement | null>(null);
+  const [drag, setDrag] = useState<{ x0: number; x1: number } | null>(null);
+
+  function draw(ctx: CanvasRenderingContext2D, size: CanvasSize) {
+    const f: Frame = { left: LEFT, width: Math.max(10, size.width - LEFT - RIGHT), vp: p.vp };
+    frameRef.current = f;
+    drawSteps(ctx, f, p.bubbles, 0, STEP_H);
+    drawTimeAxis(ctx, f, p.origin, STEP_H, size.height - STEP_H, AXIS_H);
+    ctx.font = '11.5px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    ctx.textAlign = 'left';
+    p.lanes.forEach((lane, i) => {
+      const y = lanesTop + i * LANE_H;
+      ctx.fillStyle = CSS.text;
+      ctx.fillText(`g${lane.index}`, 8, y + PHASE_H / 2 + 1);
+      ctx.fillStyle = CSS.muted;
+      ctx.font = '10.5px system-ui, sans-serif';
+      ctx.fillText(p.multiNode ? `${lane.node}:${lane.gpu}` : `gpu ${lane.gpu}`, 8, y + PHASE_H + 12);
+      ctx.font = '11.5px system-ui, sans-serif';
+      ctx.fillStyle = 'rgba(255,255,255,0.03)';
+      ctx.fillRect(LEFT, y + PHASE_H + 2, f.width, UTIL_H);
+      drawPhaseBand(ctx, f, p.phasesByLane.get(lane.key) ?? [], y, PHASE_H);
+      const g = p.gpu[lane.key];
+      if (g) {
+        drawUtil(ctx, f, g.ts, g.util, y + PHASE_H + 2, UTIL_H);
+        if (p.showMem) drawMem(ctx, f, g.ts, g.mem_mb, p.memMax, y + PHASE_H + 2, UTIL_H);
+      }
+      if (p.overlay) {
+        const spans = enginesForLane(p.topology, lane.node, lane.gpu, p.vp.t0, p.vp.t1);
+        drawEngineOverlay(ctx, f, spans, p.overlay.byAddr, p.overlay.max, y + PHASE_H + 2, UTIL_H);
+      }
+    });
+    if (p.lifecycle && lcRows) {
+      ctx.fillStyle = CSS.text;
+      ctx.fillText('requests', 8, lcTop + LC_TITLE / 2);
+      ctx.fillStyle = CSS.muted;
+      const total = p.lifecycle.header.rows_total ?? lcRows;
+      ctx.fillText(`${lcRows}${total > lcRows ? ` of ${total}` : ''} requests · queued / generating / tool`, LEFT, lcTop + LC_TITLE / 2);
+      const h = p.lifecycle.header;
+      // The strip was fetched for its own window; place it on the shared axis.
+      const x0 = LEFT + ((h.t0 - p.vp.t0) / (p.vp.t1 - p.vp.t0)) * f.width;
+      const x1 = LEFT + ((h.t1 - p.vp.t0) / (p.vp.t1 - p.vp.t0)) * f.width;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(LEFT, lcTop + LC_TITLE, f.width, lcH);
+      ctx.clip();
+      drawLifecycle(ctx, p.lifecycle, x0, lcTop + LC_TITLE, x1 - x0, lcH);
+      ctx.restore();
+    }
+    if (p.lanes.length) markPainted('timeline');
+  }
+
+  function hover(e: MouseEvent) {
+    const f = frameRef.current;
+    const c = canvasRef.current;
+    if (!f || !c) return;
+    const r = c.getBoundingClientRect();
+    const x = e.clientX - r.left;
+    const y = e.clientY - r.top;
+    if (drag) {
+      setDrag({ ...drag, x1: Math.min(Math.max(x, LEFT), LEFT + f.width) });
+      hideTip();
+      return;
+    }
+    if (x < LEFT || x > LEFT + f.width) return hideTip();
+    const t = tOf(f, x);
+    const time = `${fmtElapsed(t - p.origin)}  (${fmtWall(t).slice(11)})`;
+    if (y < STEP_H) {
+      const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
+      if (!b) return hideTip();
+      return showTip(e.clientX, e.clientY, [
+        `step ${b.step}`,
+        `step_time = ${fmtNum(b.step_time)} s`,
+        `wait_ratio = ${fmtNum(b.wait_ratio)}`,
+        'click = zoom to this step',
+      ]);
+    }
+    const li = Math.floor((y - lanesTop) / LANE_H);
+    if (li >= 0 && li < p.lanes.length) {
+      const lane = p.lanes[li]!;
+      const lines = [`g${lane.index}  ${lane.key}   ${time}`];
+      const ph = (p.phasesByLane.get(lane.key) ?? []).filter((q) => q.t0 <= t && q.t1 >= t);
+      if (ph.length) for (const q of ph) lines.push(`phase: ${q.name}${q.rank >= 0 ? ` (rank ${q.rank})` : ''}  ${fmtElapsed(q.t0 - p.origin)} → ${fmtElapsed(q.t1 - p.origin)}`);
+      else lines.push('phase: —');
+      const g = p.gpu[lane.key];
+      if (g?.ts.length) {
+        const k = nearestIndex(g.ts, t);
+        lines.push(`util: ${g.util[k]}%   mem: ${(g.mem_mb[k]! / 1024).toFixed(1)} GB${g.power_w ? `   power: ${fmtNum(g.power_w[k])} W` : ''}`);
+      }
+      if (p.overlay) {
+        const span = enginesForLane(p.topology, lane.node, lane.gpu, t, t)[0];
+        const s = span && p.overlay.byAddr.get(span.addr);
+        if (s?.ts.length) {
+          const k = lastAtOrBefore(s.ts, t);
+          lines.push(`${p.overlay.metric}: ${k >= 0 ? fmtNum(s.value[k]) : '—'}`, `engine: ${span.addr.replace(/^https?:\/\//, '')}`);
+        } else lines.push(`${p.overlay.metric}: —`);
+      }
+      return showTip(e.clientX, e.clientY, lines);
+    }
+    if (p.lifecycle && y >= lcTop + LC_TITLE && y < lcTop + LC_TITLE + lcH) {
+      const h = p.lifecycle.header;
+      const row = Math.floor(((y - lcTop - LC_TITLE) / lcH) * h.rows.length);
+      const col = Math.floor(((t - h.t0) / (h.t1 - h.t0)) * h.x_buckets);
+      const info = h.rows[row] as { sample_index?: number; group_index?: number } | undefined;
+      if (!info || col < 0 || col >= h.x_buckets) return hideTip();
+      const state = h.palette?.[p.lifecycle.values[row * h.x_buckets + col]!] || 'idle';
+      return showTip(e.clientX, e.clientY, [`sample ${info.sample_index} (group ${info.group_index})   ${time}`, `state: ${state}`]);
+    }
+    hideTip();
+  }
+
+  function down(e: MouseEvent) {
+    const f = frameRef.current;
+    const c = canvasRef.current;
+    if (!f || !c || e.button !== 0) return;
+    const r = c.getBoundingClientRect();
+    const x = e.clientX - r.left;
+    const y = e.clientY - r.top;
+    if (x < LEFT) return;
+    if (y < STEP_H) {
+      const t = tOf(f, x);
+      const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
+      if (b && b.step_time != null) p.onViewport({ t0: b.ts - b.step_time, t1: b.ts });
+      return;
+    }
+    e.preventDefault();
+    setDrag({ x0: x, x1: x });
+    const up = () => {
+      window.removeEventListener('mouseup', up);
+      setDrag((d) => {
+        if (d && Math.abs(d.x1 - d.x0) > 4) {
+          const a = tOf(f, Math.min(d.x0, d.x1));
+          const b = tOf(f, Math.max(d.x0, d.x1));
+          queueMicrotask(() => p.onViewport({ t0: a, t1: b }));
+        }
+        return null;
+      });
+    };
+    window.addEventListener('mouseup', up);
+  }
+
+  function wheel(e: WheelEvent) {
+    // Plain wheel scrolls the page; ctrl/⌘ + wheel zooms around the cursor.
+    if (!(e.ctrlKey || e.metaKey)) return;
+    const f = frameRef.current;
+    const c = canvasRef.current;
+    if (!f || !c) return;
+    e.preventDefault();
+    const r = c.getBoundingClientRect();
+    const t = tOf(f, e.clientX - r.left);
+    const k = Math.exp(e.deltaY * 0.002);
+    p.onViewport({ t0: t - (t - p.vp.t0) * k, t1: t + (p.vp.t1 - t) * k });
+  }
+
+  return (
+    <div class="lane-canvas-wrap" style={{ position: 'relative' }}>
+      <CanvasBox
+        height={height}
+        draw={draw}
+        canvasRef={canvasRef}
+        class="timeline-canvas"
+        label="per-GPU lanes: phase band, utilisation, engine overlay, request lifecycle"
+        data-testid="lanes"
+        onMouseMove={hover}
+        onMouseLeave={() => hideTip()}
+        onMouseDown={down}
+        onWheel={wheel}
+        onDblClick={() => p.onReset()}
+      />
+      {drag && Math.abs(drag.x1 - drag.x0) > 2 && (
+        <div
+          class="drag-select"
+          style={{
+            position: 'absolute',
+            top: `${STEP_H}px`,
+            height: `${height - STEP_H}px`,
+            left: `${Math.min(drag.x0, drag.x1)}px`,
+            width: `${Math.abs(drag.x1 - drag.x0)}px`,
+            background: 'rgba(255,138,61,0.15)',
+            borderLeft: '1px solid #ff8a3d',
+            borderRight: '1px solid #ff8a3d',
+            pointerEvents: 'none',
+          }}
+        />
+      )}
+    </div>
+  );
+}
