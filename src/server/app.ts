@@ -1,0 +1,54 @@
+// The HTTP app: security gates, gzip, the reference's API, live events and the web app, over one open run.
+import { Hono } from 'hono';
+import { COMPRESSIBLE_CONTENT_TYPE_REGEX, compress } from 'hono/compress';
+import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
+import { EventFeed, mountEvents } from './events.ts';
+import { failureResponse } from './errors.ts';
+import { mountMeta } from './meta.ts';
+import { mountMetrics } from './metrics.ts';
+import { mountRollout } from './rollout.ts';
+import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
+import type { DumpReader } from '../run/dumps/reader.ts';
+import type { TelemetryStore } from '../run/telemetry/store.ts';
+import { OpenRun } from './run.ts';
+import type { RunSources } from './sources.ts';
+import { mountStatic } from './static.ts';
+import { mountTimeline } from './timeline.ts';
+
+export interface AppOptions {
+  /** `--follow`: the app is told to expect growth (`meta.mode`). */
+  follow?: boolean;
+  useUtilizationOverview?: boolean;
+  lowMfu?: number;
+  /** The address the server binds; its name is accepted in Host headers. */
+  host?: string;
+  /** Extra Host names to accept (`--allow-host`). */
+  allowHosts?: string[];
+  /** The built web app (default `web/dist`). */
+  staticDir?: string;
+  /** Where follow announcements are published (one feed per server). */
+  feed?: EventFeed;
+}
+
+/** The app over an open run (`run`), or over a telemetry store and a dump reader of the same run. */
+export function createApp(
+  args: { run: RunSources; options?: AppOptions } | { store: TelemetryStore; dumps: DumpReader; options?: AppOptions },
+): Hono {
+  const run = 'run' in args ? args.run : new OpenRun(args.dumps.runDir, args.store, args.dumps);
+  const options = args.options ?? {};
+  const app = new Hono();
+  const feed = options.feed ?? new EventFeed();
+  app.use(hostGuard(allowedHosts(options.host ?? '127.0.0.1', options.allowHosts ?? [])));
+  app.use(readOnlyMethods);
+  // Heatmap frames are mostly runs of equal bytes: gzip them too.
+  app.use(compress({ contentTypeFilter: (type) => COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith('application/octet-stream') }));
+  app.onError((err, c) => failureResponse(c, err, run.roots));
+  mountMeta(app, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
+  mountTimeline(app, run);
+  mountMetrics(app, run, options.lowMfu ?? DEFAULT_LOW_MFU);
+  mountRollout(app, run);
+  mountEvents(app, feed, options.follow ? 'follow' : 'static');
+  mountStatic(app, options.staticDir);
+  app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+  return app;
+}

@@ -1,0 +1,54 @@
+// Maps typed failures to HTTP answers: 503 still writing, 404 missing, 400 bad argument; paths never leak.
+import type { Context } from 'hono';
+import { BadArgument, DumpInconsistent, DumpNotFound, DumpStillWriting } from '../run/dumps/errors.ts';
+import { QueryError } from '../queries/errors.ts';
+import { ParamError } from './params.ts';
+
+/** Seconds a client should wait before asking again for a dump that is still being written. */
+export const RETRY_AFTER_S = 5;
+
+export interface HttpFailure {
+  status: 400 | 404 | 500 | 503;
+  detail: string;
+  headers?: Record<string, string>;
+}
+
+/** Removes every absolute location of this machine from a message, keeping paths relative to the run. */
+export function scrubPaths(message: string, roots: readonly string[]): string {
+  let out = message;
+  for (const root of [...roots].filter(Boolean).sort((a, b) => b.length - a.length)) {
+    out = out.split(`${root}/`).join('').split(root).join('.');
+  }
+  // Whatever absolute path is left (a cache dir, a temp file) is reduced to its last component.
+  return out.replace(/(^|[\s'"(=:])\/(?:[^\s'"/)]+\/)+([^\s'"/)]+)/g, '$1$2');
+}
+
+/** The HTTP answer for a thrown error, or null when it is a defect (a 500 the caller logs). */
+export function classify(err: unknown): HttpFailure | null {
+  if (err instanceof ParamError) return { status: 400, detail: err.message };
+  if (err instanceof QueryError) return { status: err.status, detail: err.message };
+  if (err instanceof BadArgument) return { status: 400, detail: err.message };
+  if (err instanceof DumpNotFound) return { status: 404, detail: err.message };
+  if (err instanceof DumpStillWriting) {
+    return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
+  }
+  if (err instanceof DumpInconsistent) return { status: 500, detail: err.message };
+  if (isNodeError(err) && (err.code === 'ENOENT' || err.code === 'ENOTDIR')) {
+    return { status: 404, detail: 'not found' };
+  }
+  return null;
+}
+
+export function failureResponse(c: Context, err: unknown, roots: readonly string[]): Response {
+  const failure = classify(err);
+  if (!failure) {
+    console.error(`rlsight: ${c.req.method} ${c.req.path}:`, err);
+    return c.json({ detail: 'Internal Server Error' }, 500);
+  }
+  for (const [k, v] of Object.entries(failure.headers ?? {})) c.header(k, v);
+  return c.json({ detail: scrubPaths(failure.detail, roots) }, failure.status);
+}
+
+function isNodeError(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
+}

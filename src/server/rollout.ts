@@ -1,0 +1,45 @@
+// `/api/rollout/{id}/…`: step summary and groups, lifecycle lanes, one sample's conversation and tokens.
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import { jsonResponse } from './json.ts';
+import { boolParam, intParam, parseParams } from './params.ts';
+import type { RunSources } from './sources.ts';
+
+// Path ids are integers only, so no path parameter ever becomes a file name.
+const rolloutPath = z.object({ rollout_id: intParam });
+const samplePath = z.object({ rollout_id: intParam, sample_index: intParam });
+const evalQuery = z.object({ eval: boolParam.default(false) });
+const trajectoriesQuery = z.object({ sample_index: intParam.optional() });
+const tokensQuery = z.object({ eval: boolParam.default(false), start: intParam.default(0), end: intParam.optional() });
+
+export function mountRollout(app: Hono, run: RunSources): void {
+  app.get('/api/rollout/:rollout_id/summary', async (c) => {
+    const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
+    const q = parseParams(evalQuery, c.req.query());
+    return jsonResponse(c, await run.summary(rid, q.eval));
+  });
+
+  app.get('/api/rollout/:rollout_id/groups', async (c) => {
+    const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
+    const q = parseParams(evalQuery, c.req.query());
+    return jsonResponse(c, await run.groups(rid, q.eval));
+  });
+
+  app.get('/api/rollout/:rollout_id/trajectories', async (c) => {
+    const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
+    const q = parseParams(trajectoriesQuery, c.req.query());
+    return jsonResponse(c, await run.trajectories(rid, q.sample_index));
+  });
+
+  app.get('/api/rollout/:rollout_id/sample/:sample_index/messages', async (c) => {
+    const { rollout_id: rid, sample_index: idx } = parseParams(samplePath, c.req.param());
+    const q = parseParams(evalQuery, c.req.query());
+    return jsonResponse(c, await run.messages(rid, idx, q.eval));
+  });
+
+  app.get('/api/rollout/:rollout_id/sample/:sample_index/tokens', async (c) => {
+    const { rollout_id: rid, sample_index: idx } = parseParams(samplePath, c.req.param());
+    const q = parseParams(tokensQuery, c.req.query());
+    return jsonResponse(c, await run.tokens(rid, idx, { start: q.start, end: q.end, evaluation: q.eval }));
+  });
+}
