@@ -1,0 +1,26 @@
+// Pipeline bubbles: per rollout step, how long it took and what fraction of it training waited.
+import type { MetricsRecord } from '../run/telemetry/records.ts';
+
+export interface Bubble {
+  step: number | null;
+  /** Wall-clock time the step's metrics were logged (the end of the step). */
+  ts: number;
+  step_time: number | null;
+  wait_ratio: number | null;
+}
+
+const STEP_TIME = 'perf/step_time';
+const WAIT_RATIO = 'perf/wait_time_ratio';
+
+/** One bubble per `rollout/step` metrics record carrying `perf/step_time` or `perf/wait_time_ratio`, file order. */
+export function bubbles(store: { metricsRecords(): readonly MetricsRecord[] }): Bubble[] {
+  const out: Bubble[] = [];
+  for (const r of store.metricsRecords()) {
+    if (r.step_key !== 'rollout/step') continue;
+    const st = r.metrics[STEP_TIME];
+    const wr = r.metrics[WAIT_RATIO];
+    if (st === undefined && wr === undefined) continue;
+    out.push({ step: r.step, ts: r.ts, step_time: (st as number | undefined) ?? null, wait_ratio: (wr as number | undefined) ?? null });
+  }
+  return out;
+}

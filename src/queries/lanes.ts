@@ -1,0 +1,146 @@
+// The lane-selection grammar (`rank:0-3, g:8, node:10.0.0.1, gpu:10.0.0.1:3, engine:15004, every:8,
+// role:train`): a union of terms resolved against the lane index.
+import type { LaneEntry } from '../run/telemetry/records.ts';
+import { badArgument } from './errors.ts';
+
+/** One parsed term of a lane selection. */
+export type LaneTerm =
+  | { kind: 'rank'; lo: number; hi: number }
+  | { kind: 'g'; lo: number; hi: number }
+  | { kind: 'node'; node: string }
+  | { kind: 'gpu'; node: string; gpu: number }
+  | { kind: 'engine'; substr: string }
+  | { kind: 'every'; stride: number }
+  | { kind: 'role'; role: 'train' | 'rollout' };
+
+/** Selected lanes as `"<node>:<gpu>"` keys; `null` means every lane. */
+export type LaneSelection = ReadonlySet<string> | null;
+
+const PARAM = 'lanes';
+
+/** Python's `repr` of a short string (what `int()` quotes in its error). */
+function pyStrRepr(s: string): string {
+  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = '';
+  for (const ch of s) {
+    if (ch === '\\') out += '\\\\';
+    else if (ch === q) out += `\\${q}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\t') out += '\\t';
+    else if (ch === '\r') out += '\\r';
+    else out += ch;
+  }
+  return `${q}${out}${q}`;
+}
+
+/** Python `int(text)`: surrounding whitespace, a sign and `_` digit separators allowed. */
+function pyInt(text: string): number {
+  const t = text.replace(/^[\s]+|[\s]+$/g, '');
+  if (!/^[+-]?\d+(_\d+)*$/.test(t)) throw badArgument(PARAM, `invalid literal for int() with base 10: ${pyStrRepr(text)}`);
+  return Number(t.replace(/_/g, ''));
+}
+
+/** `A` or `A-B` (split at the first `-`; an empty `B` means `A`). */
+function pyRange(value: string): [number, number] {
+  const at = value.indexOf('-');
+  const a = at < 0 ? value : value.slice(0, at);
+  const b = at < 0 ? '' : value.slice(at + 1);
+  const lo = pyInt(a);
+  return [lo, b ? pyInt(b) : lo];
+}
+
+/**
+ * Parses a lane selection. `null`, blank and `all` select every lane (returns null). Otherwise the
+ * comma-separated terms (whitespace stripped, empty ones skipped) are each `kind:value`, split at the
+ * first colon. Throws a 400 `QueryError` on `lanes` with the reference's messages.
+ */
+export function laneGrammar(text: string | null | undefined): LaneTerm[] | null {
+  if (text == null) return null;
+  const whole = text.trim();
+  if (whole === '' || whole === 'all') return null;
+  const terms: LaneTerm[] = [];
+  for (const raw of text.split(',')) {
+    const token = raw.trim();
+    if (token === '') continue;
+    const at = token.indexOf(':');
+    const kind = at < 0 ? token : token.slice(0, at);
+    const value = at < 0 ? '' : token.slice(at + 1);
+    if (value === '') throw badArgument(PARAM, `bad lane selector '${token}': expected kind:value`);
+    switch (kind) {
+      case 'rank':
+      case 'g': {
+        const [lo, hi] = pyRange(value);
+        terms.push({ kind, lo, hi });
+        break;
+      }
+      case 'node':
+        terms.push({ kind: 'node', node: value });
+        break;
+      case 'gpu': {
+        const cut = value.lastIndexOf(':');
+        const node = cut < 0 ? '' : value.slice(0, cut);
+        if (node === '') throw badArgument(PARAM, `bad lane selector '${token}': expected gpu:<node>:<index>`);
+        terms.push({ kind: 'gpu', node, gpu: pyInt(value.slice(cut + 1)) });
+        break;
+      }
+      case 'engine':
+        terms.push({ kind: 'engine', substr: value });
+        break;
+      case 'every': {
+        const stride = pyInt(value);
+        if (stride <= 0) throw badArgument(PARAM, `bad lane selector '${token}': stride must be positive`);
+        terms.push({ kind: 'every', stride });
+        break;
+      }
+      case 'role':
+        if (value !== 'train' && value !== 'rollout') throw badArgument(PARAM, `bad lane selector '${token}': role must be train or rollout`);
+        terms.push({ kind: 'role', role: value });
+        break;
+      default:
+        throw badArgument(PARAM, `unknown lane selector kind '${kind}' in '${token}'`);
+    }
+  }
+  return terms;
+}
+
+/**
+ * The lanes a selection picks out of the lane index: the union of its terms (`null` = all lanes).
+ * A valid term matching nothing adds nothing; `gpu:` terms name a lane even if it is unknown.
+ */
+export function resolveLanes(text: string | null | undefined, laneIndex: readonly LaneEntry[]): LaneSelection {
+  const terms = laneGrammar(text);
+  if (terms === null) return null;
+  const out = new Set<string>();
+  for (const t of terms) {
+    if (t.kind === 'gpu') {
+      out.add(`${t.node}:${t.gpu}`);
+      continue;
+    }
+    for (const lane of laneIndex) {
+      if (laneMatches(t, lane)) out.add(`${lane.node}:${lane.gpu}`);
+    }
+  }
+  return out;
+}
+
+function laneMatches(t: Exclude<LaneTerm, { kind: 'gpu' }>, lane: LaneEntry): boolean {
+  switch (t.kind) {
+    case 'rank':
+      return lane.ranks.some((r) => r >= t.lo && r <= t.hi);
+    case 'g':
+      return lane.index >= t.lo && lane.index <= t.hi;
+    case 'node':
+      return lane.node === t.node;
+    case 'engine':
+      return lane.engine_addrs.some((a) => a.includes(t.substr));
+    case 'every':
+      return lane.index % t.stride === 0;
+    case 'role':
+      return lane.roles.includes(t.role);
+  }
+}
+
+/** Whether `(node, gpu)` is in the selection. */
+export function laneSelected(sel: LaneSelection, node: string, gpu: number): boolean {
+  return sel === null || sel.has(`${node}:${gpu}`);
+}

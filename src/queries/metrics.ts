@@ -1,0 +1,106 @@
+// Scalar metrics (`metrics.jsonl`) as series per key, on a step axis or on wall-clock time.
+import type { MetricsRecord, MetricValue } from '../run/telemetry/records.ts';
+import { STEP_AGGREGATE_METRICS, type StepAggregate, type StepAggregateMetric } from './rollouts.ts';
+import { badArgument } from './errors.ts';
+
+/** The `x` value that puts points on wall-clock time (`x` = record `ts`) whatever their step key. */
+export const WALL_TIME_X = '_time';
+export const DUMP_METRIC_PREFIX = 'dump/';
+
+export interface MetricSeries {
+  x: number[];
+  y: (MetricValue | null)[];
+  ts: number[];
+}
+
+export interface MetricQuery {
+  /** A step key (`rollout/step`, `train/step`, …): only records logged against it; or `WALL_TIME_X`. */
+  x: string;
+  t0?: number | null;
+  t1?: number | null;
+}
+
+/** What the metrics queries read from the telemetry store. */
+export interface MetricsSource {
+  metricsRecords(): readonly MetricsRecord[];
+  metricKeys(): string[];
+  stepKeys(): string[];
+}
+
+/** Sorted union of every metrics record's keys. */
+export function metricKeys(store: MetricsSource): string[] {
+  return store.metricKeys();
+}
+
+/** Sorted distinct step keys. */
+export function stepKeys(store: MetricsSource): string[] {
+  return store.stepKeys();
+}
+
+/**
+ * One series per requested key (an unknown key gets empty arrays), in file order: on a step key, the
+ * records logged against it (`x` = their step); on `WALL_TIME_X`, every record (`x` = its ts). Records
+ * outside `t0 <= ts <= t1` are skipped. A key listed twice gets every point twice, like the reference.
+ */
+export function metricSeries(store: MetricsSource, keys: readonly string[], q: MetricQuery): Record<string, MetricSeries> {
+  const out: Record<string, MetricSeries> = {};
+  for (const k of keys) out[k] = { x: [], y: [], ts: [] };
+  const t0 = q.t0 ?? null;
+  const t1 = q.t1 ?? null;
+  const wall = q.x === WALL_TIME_X;
+  for (const r of store.metricsRecords()) {
+    if (!wall && r.step_key !== q.x) continue;
+    if ((t0 !== null && r.ts < t0) || (t1 !== null && r.ts > t1)) continue;
+    for (const k of keys) {
+      if (!(k in r.metrics)) continue;
+      const s = out[k];
+      s.x.push(wall ? r.ts : (r.step as number));
+      s.y.push(r.metrics[k]);
+      s.ts.push(r.ts);
+    }
+  }
+  return out;
+}
+
+function isStepAggregateColumn(col: string): col is StepAggregateMetric {
+  return (STEP_AGGREGATE_METRICS as readonly string[]).includes(col);
+}
+
+/**
+ * `dump/<col>` series from the dump reader's step aggregates: `x` = rollout id, null values dropped,
+ * `ts` always empty; they ignore the x axis and the window. An unknown column is a 400 on `keys`.
+ */
+export function dumpMetricSeries(aggregates: readonly StepAggregate[], keys: readonly string[]): Record<string, MetricSeries> {
+  const out: Record<string, MetricSeries> = {};
+  for (const key of keys) {
+    const col = key.slice(DUMP_METRIC_PREFIX.length);
+    if (!key.startsWith(DUMP_METRIC_PREFIX) || !isStepAggregateColumn(col)) throw badArgument('keys', `unknown dump metric '${key}'`);
+    const s: MetricSeries = { x: [], y: [], ts: [] };
+    for (const a of aggregates) {
+      const v = a[col];
+      if (v === null || v === undefined || Number.isNaN(v)) continue;
+      s.x.push(a.rollout_id);
+      s.y.push(v);
+    }
+    out[key] = s;
+  }
+  return out;
+}
+
+/**
+ * The `/api/metrics` answer: store keys first (in request order), then `dump/*` keys, whose
+ * aggregates are asked of `stepAggregates` only when one is requested.
+ */
+export async function metricsAnswer(
+  store: MetricsSource,
+  keys: readonly string[],
+  q: MetricQuery,
+  stepAggregates: () => Promise<readonly StepAggregate[]> | readonly StepAggregate[],
+): Promise<Record<string, MetricSeries>> {
+  if (keys.length === 0) throw badArgument('keys', 'keys must be a non-empty comma-separated list');
+  const dumpKeys = keys.filter((k) => k.startsWith(DUMP_METRIC_PREFIX));
+  for (const k of dumpKeys) if (!isStepAggregateColumn(k.slice(DUMP_METRIC_PREFIX.length))) throw badArgument('keys', `unknown dump metric '${k}'`);
+  const out = metricSeries(store, keys.filter((k) => !k.startsWith(DUMP_METRIC_PREFIX)), q);
+  if (dumpKeys.length > 0) Object.assign(out, dumpMetricSeries(await stepAggregates(), dumpKeys));
+  return out;
+}

@@ -1,0 +1,149 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from '../../test/support/fixtures.ts';
+import { TelemetryStore } from '../run/telemetry/store.ts';
+import { resolveLanes } from './lanes.ts';
+import { phasesByLane } from './phases.ts';
+
+function query(request: string): URLSearchParams {
+  return new URL(request, 'http://x').searchParams;
+}
+
+function num(v: string | null): number | undefined {
+  return v === null ? undefined : Number(v);
+}
+
+describe('phasesByLane on the demo run', () => {
+  let run: RunCopy;
+  let store: TelemetryStore;
+  before(() => {
+    run = copyFixtureRun();
+    store = TelemetryStore.open(join(run.dir, 'dashboard'));
+  });
+  after(() => run.dispose());
+
+  const goldens = loadGoldens().filter((g) => g.request.startsWith('/api/timeline/phases'));
+
+  test('has the phase goldens to check', () => {
+    assert.ok(goldens.filter((g) => g.status === 200).length >= 36);
+  });
+
+  for (const g of goldens.filter((x) => x.status === 200)) {
+    test(`${g.file} ${g.request}`, () => {
+      const p = query(g.request);
+      const lanes = resolveLanes(p.get('lanes'), store.laneIndex());
+      const phases = phasesByLane(store, { t0: num(p.get('t0')), t1: num(p.get('t1')), lanes });
+      assert.equal(diffJson({ phases }, g.body), null);
+    });
+  }
+
+});
+
+describe('phasesByLane semantics', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rlsight-phases-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const line = (o: object): string => JSON.stringify(o) + '\n';
+  const ev = (name: string, t0: number, t1: number, gpu: number, extra: object = {}) =>
+    line({ name, t0, t1, node: '10.0.0.1', gpus: [gpu], rank: gpu, role: 'train', ...extra });
+
+  test('an open marker is clipped to the data edge; its closed twin wins', () => {
+    const d = join(dir, 'open');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    mkdirSync(join(d, 'gpu_util'), { recursive: true });
+    // 1970-01-12 13:00 UTC = 997200
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), ev('warmup', 997210, -1, 0) + ev('warmup', 997210, 997240, 0) + ev('rollout', 997300, -1, 0));
+    writeFileSync(join(d, 'gpu_util', '19700112_15.jsonl'), line({ ts: 1004700, node: '10.0.0.1', gpu: 0, util: 1, mem_mb: 1, power_w: 1 }));
+    const store = TelemetryStore.open(d);
+    assert.deepEqual(store.timeRange(), [997210, 1004700]);
+    const rows = phasesByLane(store);
+    assert.deepEqual(
+      rows.map((r) => [r.name, r.t0, r.t1]),
+      [
+        ['warmup', 997210, 997240],
+        ['rollout', 997300, 1004700],
+      ],
+    );
+    // found two hours after its start hour, by a window that only covers the edge
+    assert.deepEqual(phasesByLane(store, { t0: 1004000, t1: 1004500 }).map((r) => r.name), ['rollout']);
+  });
+
+  test('phases are found by the hour they end in (4 h forward slack)', () => {
+    const d = join(dir, 'straddle');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    writeFileSync(join(d, 'phases', '19700112_14.jsonl'), ev('actor_train', 1000700, 1001000, 1));
+    const store = TelemetryStore.open(d);
+    assert.equal(store.partitions.phases.cachedKeys().length, 0, 'opening parses no partition');
+    assert.deepEqual(phasesByLane(store, { t0: 1000710, t1: 1000720 }).map((r) => r.name), ['actor_train']);
+    assert.deepEqual(phasesByLane(store, { t0: 1001000, t1: 1001100 }), []);
+  });
+
+  test('the initialize band appears only when the window covers the run start', () => {
+    const d = join(dir, 'init');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    writeFileSync(join(d, 'meta.json'), JSON.stringify({ run_name: 'r', start_ts: 1000000, args: {}, schema_version: 1 }, null, 1));
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), ev('actor_train', 1000050, 1000060, 0) + ev('actor_train', 1000000, 1000010, 1));
+    const store = TelemetryStore.open(d);
+    const all = phasesByLane(store);
+    assert.deepEqual(
+      all.map((r) => [r.name, r.gpu, r.t0, r.t1, r.role, r.rank]),
+      [
+        ['initialize', 0, 1000000, 1000050, 'derived', -1],
+        ['actor_train', 0, 1000050, 1000060, 'train', 0],
+        ['actor_train', 1, 1000000, 1000010, 'train', 1],
+      ],
+    );
+    assert.equal(phasesByLane(store, { t0: 1000001 }).filter((r) => r.name === 'initialize').length, 0);
+    assert.deepEqual(phasesByLane(store, { lanes: new Set(['10.0.0.1:1']) }).map((r) => r.gpu), [1]);
+  });
+
+  test('rollout-manager phases on GPU-less (external) engines fall back to the lanes of the engine host', () => {
+    const d = join(dir, 'external');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    mkdirSync(join(d, 'gpu_util'), { recursive: true });
+    writeFileSync(
+      join(d, 'topology.jsonl'),
+      line({ ts: 1000000, engines: [{ addr: 'http://10.0.0.7:30000', worker_type: 'external', engine_rank: -1, gpus: [], gpu_uuids: [] }] }),
+    );
+    writeFileSync(
+      join(d, 'gpu_util', '19700112_13.jsonl'),
+      [1, 0].map((gpu) => line({ ts: 1000001, node: '10.0.0.7', gpu, util: 5, mem_mb: 5, power_w: 5 })).join('') +
+        line({ ts: 1000001, node: '10.0.0.8', gpu: 0, util: 5, mem_mb: 5, power_w: 5 }),
+    );
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), line({ name: 'rollout', t0: 999990, t1: 1000020, node: '10.0.0.2', gpus: [], rank: -1, role: 'rollout_manager' }));
+    const store = TelemetryStore.open(d);
+    assert.deepEqual(
+      phasesByLane(store).map((r) => [r.node, r.gpu, r.t0, r.t1, r.role]),
+      [
+        ['10.0.0.7', 0, 1000000, 1000020, 'rollout_manager'],
+        ['10.0.0.7', 1, 1000000, 1000020, 'rollout_manager'],
+      ],
+    );
+  });
+
+  test('a rollout-manager phase is dropped without topology', () => {
+    const d = join(dir, 'notopo');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), line({ name: 'rollout', t0: 1000000, t1: 1000020, node: 'x', gpus: [], rank: -1, role: 'rollout_manager' }));
+    assert.deepEqual(phasesByLane(TelemetryStore.open(d)), []);
+  });
+
+  test('events appended after open show up after follow()', () => {
+    const d = join(dir, 'follow');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    const f = join(d, 'phases', '19700112_13.jsonl');
+    writeFileSync(f, ev('a', 1000000, 1000001, 0));
+    const store = TelemetryStore.open(d);
+    assert.equal(phasesByLane(store).length, 1);
+    appendFileSync(f, ev('b', 1000002, 1000003, 0));
+    assert.equal(phasesByLane(store).length, 1, 'no new data before follow');
+    store.follow();
+    assert.deepEqual(phasesByLane(store).map((r) => r.name), ['a', 'b']);
+  });
+});

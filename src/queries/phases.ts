@@ -1,0 +1,208 @@
+// Phases by lane: raw Timer intervals resolved into one row per GPU lane, for the timeline and carpet.
+import type { PhaseBlock } from '../run/telemetry/phaseBlock.ts';
+import type { StringTable } from '../run/telemetry/interning.ts';
+import type { LaneEntry, RunMeta, TopologyWindow } from '../run/telemetry/records.ts';
+import { INITIALIZE_PHASE, OPEN_T1 } from '../run/telemetry/records.ts';
+import { compareLanes } from '../run/telemetry/laneCatalog.ts';
+import type { LaneSelection } from './lanes.ts';
+
+export interface PhaseRow {
+  name: string;
+  t0: number;
+  t1: number;
+  node: string;
+  gpu: number;
+  rank: number;
+  /** `train`, `rollout_manager`, or `derived` for the synthesized `initialize` band. */
+  role: string;
+}
+
+/** What `phasesByLane` reads from the telemetry store. */
+export interface PhaseSource {
+  phaseBlocks(t0?: number | null, t1?: number | null): PhaseBlock[];
+  timeRange(): [number, number] | null;
+  topologyWindows(): TopologyWindow[];
+  laneIndex(): readonly LaneEntry[];
+  meta(): RunMeta | null;
+  readonly strings: StringTable;
+}
+
+export interface PhaseQuery {
+  t0?: number | null;
+  t1?: number | null;
+  /** Resolved lane selection (`resolveLanes`); null/undefined = every lane. */
+  lanes?: LaneSelection;
+}
+
+const ROLLOUT_MANAGER = 'rollout_manager';
+
+/**
+ * Phase intervals per `(node, gpu)` lane overlapping `[t0, t1]`, sorted by `(node, gpu, t0)` (stable):
+ * * an open marker (`t1 == -1`) disappears when its closed twin `(node, rank, name, t0)` exists, else
+ *   it grows to the data edge: `t1 = max(timeRange()[1], t0)`;
+ * * `rollout_manager` intervals land on the GPUs of the engines of each topology window they overlap,
+ *   clipped to the window (so an engine restart splits them); engines without GPUs fall back to every
+ *   known lane on the engine's host; nothing is emitted without topology;
+ * * other intervals land on their own `gpus`;
+ * * when the window starts at or before `meta.start_ts`, each lane whose first interval starts later
+ *   gets an `initialize` band `[start_ts, first)` with rank -1 and role `derived`.
+ */
+export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[] {
+  const t0 = q.t0 ?? null;
+  const t1 = q.t1 ?? null;
+  const sel = q.lanes ?? null;
+  const strings = store.strings;
+  const blocks = store.phaseBlocks(t0, t1);
+  const live = liveOpenMarkers(store, blocks);
+  const edge = (store.timeRange() ?? [0, 0])[1];
+  const overlaps = (a0: number, a1: number): boolean => (t1 === null || a0 < t1) && (t0 === null || a1 > t0);
+  const rows: PhaseRow[] = [];
+  const rmId = strings.find(ROLLOUT_MANAGER);
+  let windows: { t0: number; t1: number | null; lanes: { node: string; gpu: number }[] }[] | null = null;
+
+  const emit = (b: PhaseBlock, i: number, e0: number, e1: number): void => {
+    if (b.role[i] === rmId) {
+      windows ??= expansionWindows(store.topologyWindows(), store.laneIndex());
+      const name = strings.str(b.name[i]);
+      const rank = b.rank[i];
+      for (const w of windows) {
+        const c0 = Math.max(e0, w.t0);
+        const c1 = w.t1 === null ? e1 : Math.min(e1, w.t1);
+        if (c0 >= c1) continue;
+        for (const lane of w.lanes) {
+          if (sel !== null && !sel.has(`${lane.node}:${lane.gpu}`)) continue;
+          rows.push({ name, t0: c0, t1: c1, node: lane.node, gpu: lane.gpu, rank, role: ROLLOUT_MANAGER });
+        }
+      }
+      return;
+    }
+    const g0 = b.gpuStart[i];
+    const g1 = b.gpuStart[i + 1];
+    if (g0 === g1) return;
+    const node = strings.str(b.node[i]);
+    for (let k = g0; k < g1; k++) {
+      const gpu = b.gpuList[k];
+      if (sel !== null && !sel.has(`${node}:${gpu}`)) continue;
+      rows.push({ name: strings.str(b.name[i]), t0: e0, t1: e1, node, gpu, rank: b.rank[i], role: strings.str(b.role[i]) });
+    }
+  };
+
+  for (let bi = 0; bi < blocks.length; bi++) {
+    const b = blocks[bi];
+    const open = live[bi];
+    // a closed interval ends by its block's tsMax: a block ending before the window has only its open markers to offer
+    const closedMayOverlap = t0 === null || b.tsMax > t0;
+    if (closedMayOverlap) {
+      let k = 0;
+      for (let i = 0; i < b.length; i++) {
+        const e0 = b.t0[i];
+        let e1 = b.t1[i];
+        if (e1 === OPEN_T1) {
+          while (k < open.length && open[k] < i) k++;
+          if (k >= open.length || open[k] !== i) continue; // its closed twin wins
+          e1 = Math.max(edge, e0);
+        }
+        if (overlaps(e0, e1)) emit(b, i, e0, e1);
+      }
+    } else {
+      for (let k = 0; k < open.length; k++) {
+        const i = open[k];
+        const e0 = b.t0[i];
+        const e1 = Math.max(edge, e0);
+        if (overlaps(e0, e1)) emit(b, i, e0, e1);
+      }
+    }
+  }
+
+  const meta = store.meta();
+  if (meta !== null && (t0 === null || t0 <= meta.start_ts)) {
+    const first = new Map<string, PhaseRow>();
+    for (const r of rows) {
+      const k = `${r.node}:${r.gpu}`;
+      const f = first.get(k);
+      if (f === undefined || r.t0 < f.t0) first.set(k, r);
+    }
+    const start = meta.start_ts;
+    for (const f of first.values()) {
+      if (f.t0 > start && overlaps(start, f.t0)) {
+        rows.push({ name: INITIALIZE_PHASE, t0: start, t1: f.t0, node: f.node, gpu: f.gpu, rank: -1, role: 'derived' });
+      }
+    }
+  }
+
+  return rows.sort((a, b) => (a.node !== b.node ? (a.node < b.node ? -1 : 1) : a.gpu - b.gpu || a.t0 - b.t0));
+}
+
+const EMPTY = new Int32Array(0);
+const resolved = new WeakMap<object, { sig: string; live: Int32Array[] }[]>();
+
+/**
+ * Per block, the rows of open markers without a closed twin (same node, rank, name and exact t0)
+ * among `blocks`, ascending. Cached per store for the last few block sets (blocks only grow, so
+ * keys + lengths identify the answer).
+ */
+function liveOpenMarkers(store: object, blocks: readonly PhaseBlock[]): Int32Array[] {
+  const sig = blocks.map((b) => `${b.key}:${b.length}`).join(',');
+  let memo = resolved.get(store);
+  if (memo === undefined) resolved.set(store, (memo = []));
+  const hit = memo.find((m) => m.sig === sig);
+  if (hit !== undefined) return hit.live;
+  // open markers by t0 (numbers, no string keys): [block, row] pairs
+  const byT0 = new Map<number, number[]>();
+  let anyOpen = false;
+  for (let bi = 0; bi < blocks.length; bi++) {
+    const b = blocks[bi];
+    if (b.openCount === 0) continue;
+    anyOpen = true;
+    for (let i = 0; i < b.length; i++) {
+      if (b.t1[i] !== OPEN_T1) continue;
+      const list = byT0.get(b.t0[i]);
+      if (list === undefined) byT0.set(b.t0[i], [bi, i]);
+      else list.push(bi, i);
+    }
+  }
+  const cancelled: (Uint8Array | null)[] = blocks.map((b) => (b.openCount === 0 ? null : new Uint8Array(b.length)));
+  if (anyOpen) {
+    for (const b of blocks) {
+      for (let i = 0; i < b.length; i++) {
+        if (b.t1[i] === OPEN_T1) continue;
+        const list = byT0.get(b.t0[i]);
+        if (list === undefined) continue;
+        for (let k = 0; k < list.length; k += 2) {
+          const ob = blocks[list[k]];
+          const oi = list[k + 1];
+          if (ob.node[oi] === b.node[i] && ob.rank[oi] === b.rank[i] && ob.name[oi] === b.name[i]) cancelled[list[k]]![oi] = 1;
+        }
+      }
+    }
+  }
+  const live = blocks.map((b, bi) => {
+    const c = cancelled[bi];
+    if (c === null) return EMPTY;
+    const rows: number[] = [];
+    for (let i = 0; i < b.length; i++) if (b.t1[i] === OPEN_T1 && c[i] === 0) rows.push(i);
+    return Int32Array.from(rows);
+  });
+  memo.push({ sig, live });
+  if (memo.length > 8) memo.shift();
+  return live;
+}
+
+/** Per topology window, the lanes its engines cover (sorted), or for GPU-less engines every known lane on their hosts. */
+function expansionWindows(windows: TopologyWindow[], laneIndex: readonly LaneEntry[]): { t0: number; t1: number | null; lanes: { node: string; gpu: number }[] }[] {
+  return windows.map((w) => {
+    const covered = new Map<string, { node: string; gpu: number }>();
+    for (const e of w.engines) for (const [node, gpu] of e.gpus) covered.set(`${node}:${gpu}`, { node, gpu });
+    if (covered.size === 0) {
+      const hosts = new Set(w.engines.map((e) => hostOf(e.addr)));
+      for (const l of laneIndex) if (hosts.has(l.node)) covered.set(`${l.node}:${l.gpu}`, { node: l.node, gpu: l.gpu });
+    }
+    return { t0: w.t0, t1: w.t1, lanes: [...covered.values()].sort(compareLanes) };
+  });
+}
+
+/** `addr.split("//")[-1].split(":")[0]`. */
+function hostOf(addr: string): string {
+  const parts = addr.split('//');
+  return parts[parts.length - 1].split(':')[0];
+}

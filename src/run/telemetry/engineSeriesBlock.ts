@@ -1,0 +1,316 @@
+// One hour of `engine_series` samples as columns (ts, series id, value), and its line parser.
+import type { EngineSeriesTable } from './interning.ts';
+import { ByteSliceMap } from './interning.ts';
+import type { BadLine } from './gpuUtilBlock.ts';
+import { bytesOf, cursor, hasExactKeys, isNum, matchBytes, scanNumber, scanPlainString, utf8Slice } from './lineScan.ts';
+
+const ENGINE_KEYS = ['ts', 'addr', 'metric', 'labels', 'value'] as const;
+
+/** An engine_series block's columns, as handed between threads. */
+export interface EngineSeriesColumns {
+  length: number;
+  tsMin: number;
+  tsMax: number;
+  ts: Float64Array;
+  series: Uint32Array;
+  value: Float64Array;
+}
+
+/**
+ * Rows of one `engine_series` partition file in file order: `ts` (Float64Array), `series` (Uint32Array
+ * of store-wide series ids — `store.engineSeries.key(id)` gives `{addr, metric, labelsJson, addrId,
+ * metricId, labelsId}`), `value` (Float64Array). 20 bytes a row. Blocks only grow until evicted.
+ */
+export class EngineSeriesBlock {
+  readonly stream = 'engine_series' as const;
+  readonly key: string;
+  readonly lo: number;
+  readonly hi: number;
+  length = 0;
+  /** Set when the block was read selectively (metrics, newline-separated): it holds only those rows. */
+  view: string | null = null;
+  tsMin = NaN;
+  tsMax = NaN;
+  private _ts: Float64Array;
+  private _series: Uint32Array;
+  private _value: Float64Array;
+  private views: { n: number; ts: Float64Array; series: Uint32Array; value: Float64Array } | null = null;
+
+  constructor(key: string, lo: number, hi: number, capacity = 1024) {
+    this.key = key;
+    this.lo = lo;
+    this.hi = hi;
+    capacity = Math.max(16, capacity);
+    this._ts = new Float64Array(capacity);
+    this._series = new Uint32Array(capacity);
+    this._value = new Float64Array(capacity);
+  }
+
+  get ts(): Float64Array {
+    return this.liveViews().ts;
+  }
+
+  /** Store-wide engine series id per row. */
+  get series(): Uint32Array {
+    return this.liveViews().series;
+  }
+
+  get value(): Float64Array {
+    return this.liveViews().value;
+  }
+
+  bytesResident(): number {
+    return this._ts.byteLength + this._series.byteLength + this._value.byteLength;
+  }
+
+  /** The trimmed columns (moved out to another thread, or adopted from one). */
+  columns(): EngineSeriesColumns {
+    this.trim();
+    return { length: this.length, tsMin: this.tsMin, tsMax: this.tsMax, ts: this._ts, series: this._series, value: this._value };
+  }
+
+  /** A block over columns parsed elsewhere; `seriesMap[localSeries]` gives this store's series id. */
+  static adopt(key: string, lo: number, hi: number, c: EngineSeriesColumns, seriesMap: ArrayLike<number>): EngineSeriesBlock {
+    const b = new EngineSeriesBlock(key, lo, hi, 16);
+    const series = c.series;
+    for (let i = 0; i < c.length; i++) series[i] = seriesMap[series[i]];
+    b._ts = c.ts;
+    b._series = series;
+    b._value = c.value;
+    b.length = c.length;
+    b.tsMin = c.tsMin;
+    b.tsMax = c.tsMax;
+    return b;
+  }
+
+  push(ts: number, series: number, value: number): void {
+    const n = this.length;
+    if (n === this._ts.length) this.grow(n * 2);
+    this._ts[n] = ts;
+    this._series[n] = series;
+    this._value[n] = value;
+    this.length = n + 1;
+    if (!(ts >= this.tsMin)) this.tsMin = ts;
+    if (!(ts <= this.tsMax)) this.tsMax = ts;
+  }
+
+  reserve(extra: number): void {
+    if (this.length + extra > this._ts.length) this.grow(Math.max(this.length + extra, Math.ceil(this._ts.length * 1.5)));
+  }
+
+  trim(): void {
+    if (this._ts.length > this.length + 16) this.grow(this.length);
+  }
+
+  private grow(cap: number): void {
+    cap = Math.max(cap, 16);
+    const n = this.length;
+    const ts = new Float64Array(cap);
+    ts.set(this._ts.subarray(0, n));
+    const series = new Uint32Array(cap);
+    series.set(this._series.subarray(0, n));
+    const value = new Float64Array(cap);
+    value.set(this._value.subarray(0, n));
+    this._ts = ts;
+    this._series = series;
+    this._value = value;
+    this.views = null;
+  }
+
+  private liveViews(): { n: number; ts: Float64Array; series: Uint32Array; value: Float64Array } {
+    const n = this.length;
+    if (this.views === null || this.views.n !== n) {
+      this.views = { n, ts: this._ts.subarray(0, n), series: this._series.subarray(0, n), value: this._value.subarray(0, n) };
+    }
+    return this.views;
+  }
+}
+
+const L_TS = bytesOf('{"ts":');
+const L_ADDR = bytesOf(',"addr":"');
+const L_METRIC = bytesOf(',"metric":"');
+const L_LABELS = bytesOf(',"labels":{');
+const L_VALUE = bytesOf(',"value":');
+const MARK_METRIC = Buffer.from('","metric":"');
+
+/**
+ * Labels as the store keeps them: compact JSON in file key order, nulls dropped, values as strings
+ * (a number or boolean a non-Python writer may put there is kept as its text, not dropped).
+ */
+function labelsJsonOf(labels: unknown): string | null {
+  if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) return null;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(labels as Record<string, unknown>)) {
+    if (v === null) continue;
+    if (typeof v === 'string') out[k] = v;
+    else if (typeof v === 'number' || typeof v === 'boolean') out[k] = String(v);
+    else return null;
+  }
+  return JSON.stringify(out);
+}
+
+/** Parses `engine_series` lines; the `(addr, metric, labels)` bytes of a line map straight to a series id. */
+export class EngineSeriesParser {
+  private readonly identities = new ByteSliceMap();
+  /** Identity bytes (addr … labels) of each series id seen by this parser. */
+  private readonly identityBytes: Uint8Array[] = [];
+  /** Last observed successor series of each series id (-1 = none). */
+  private successor = new Int32Array(64).fill(-1);
+  readonly table: EngineSeriesTable;
+
+  constructor(table: EngineSeriesTable) {
+    this.table = table;
+  }
+
+  parse(buf: Uint8Array, start: number, end: number, block: EngineSeriesBlock, firstLine: number, bad: BadLine): number {
+    let line = firstLine;
+    let p = start;
+    const next = this.successor;
+    let prev = -1;
+    while (p < end) {
+      fast: {
+        let i = p;
+        if (!matchBytes(buf, i, L_TS)) break fast;
+        const ts = scanNumber(buf, i + 6, end);
+        if (ts !== ts) break fast;
+        i = cursor.pos;
+        if (!matchBytes(buf, i, L_ADDR)) break fast;
+        const idStart = i + 9;
+        const addrEnd = scanPlainString(buf, idStart, end);
+        if (addrEnd < 0) break fast;
+        i = addrEnd + 1;
+        if (!matchBytes(buf, i, L_METRIC)) break fast;
+        const metricStart = i + 11;
+        const metricEnd = scanPlainString(buf, metricStart, end);
+        if (metricEnd < 0) break fast;
+        i = metricEnd + 1;
+        if (!matchBytes(buf, i, L_LABELS)) break fast;
+        const labelsStart = i + 10;
+        i = labelsStart + 1;
+        while (i < end) {
+          const c = buf[i];
+          if (c === 125) break;
+          if (c === 123 || c === 92 || c === 91 || c === 10) break fast;
+          i++;
+        }
+        if (i >= end) break fast;
+        const idEnd = i + 1;
+        if (!matchBytes(buf, idEnd, L_VALUE)) break fast;
+        const value = scanNumber(buf, idEnd + 9, end);
+        if (value !== value) break fast;
+        i = cursor.pos;
+        if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) break fast;
+        // rows repeat in the same series order every scrape tick: try the last successor first
+        let sid = prev >= 0 && prev < next.length ? next[prev] : -1;
+        if (sid >= 0) {
+          const want = this.identityBytes[sid];
+          const n = idEnd - idStart;
+          if (want.length !== n) sid = -1;
+          else {
+            for (let k = 0; k < n; k++) {
+              if (want[k] !== buf[idStart + k]) {
+                sid = -1;
+                break;
+              }
+            }
+          }
+        }
+        if (sid < 0) {
+          sid = this.identities.find(buf, idStart, idEnd);
+          if (sid < 0) {
+            let labels: unknown;
+            try {
+              labels = JSON.parse(utf8Slice(buf, labelsStart, idEnd));
+            } catch {
+              break fast;
+            }
+            const lj = labelsJsonOf(labels);
+            if (lj === null) break fast;
+            sid = this.table.id(utf8Slice(buf, idStart, addrEnd), utf8Slice(buf, metricStart, metricEnd), lj);
+            this.identities.add(buf, idStart, idEnd, sid);
+          }
+          if (this.identityBytes[sid] === undefined) this.identityBytes[sid] = Uint8Array.prototype.slice.call(buf, idStart, idEnd) as Uint8Array;
+          if (prev >= 0) this.setSuccessor(prev, sid);
+        }
+        block.push(ts, sid, value);
+        prev = sid;
+        p = i + 2;
+        line++;
+        continue;
+      }
+      let nl = (buf as Buffer).indexOf(10, p);
+      if (nl < 0 || nl >= end) nl = end;
+      this.slowLine(buf, p, nl, block, line, bad);
+      prev = -1;
+      p = nl + 1;
+      line++;
+    }
+    return line - firstLine;
+  }
+
+  private readonly viewPatterns = new Map<string, Buffer[] | null>();
+
+  /**
+   * Parses only the lines of the metrics named in `view` (newline-separated), found by their compact
+   * byte form `,"metric":"<name>","labels":`. -1 when the chunk is not in the writer's compact form
+   * or a name needs escaping (the caller then parses every line); lines are not counted (0).
+   */
+  parseView(view: string, buf: Uint8Array, start: number, end: number, block: EngineSeriesBlock): number {
+    let pats = this.viewPatterns.get(view);
+    if (pats === undefined) {
+      const names = view === '' ? [] : view.split('\n');
+      pats = names.some((n) => JSON.stringify(n) !== `"${n}"`) ? null : names.map((n) => Buffer.from(`,"metric":"${n}","labels":`));
+      this.viewPatterns.set(view, pats);
+    }
+    if (pats === null) return -1;
+    const b = buf as Buffer;
+    const firstNl = b.indexOf(10, start);
+    if (!matchBytes(buf, start, L_TS) || b.indexOf(MARK_METRIC, start) > firstNl) return -1;
+    const at = pats.map((p) => b.indexOf(p, start));
+    const none = (): void => undefined;
+    for (;;) {
+      let k = -1;
+      for (let j = 0; j < at.length; j++) if (at[j] >= 0 && at[j] < end && (k < 0 || at[j] < at[k])) k = j;
+      if (k < 0) break;
+      const pos = at[k];
+      // line bounds by a short byte walk (a native search per line costs more than ~150 bytes of loop)
+      let ls = pos;
+      while (ls > start && buf[ls - 1] !== 10) ls--;
+      let le = pos;
+      while (le < end - 1 && buf[le] !== 10) le++;
+      this.parse(buf, ls, le + 1, block, 0, none);
+      at[k] = b.indexOf(pats[k], le + 1);
+    }
+    return 0;
+  }
+
+  private setSuccessor(prev: number, sid: number): void {
+    if (prev >= this.successor.length) {
+      const grown = new Int32Array(Math.max(64, prev * 2 + 2)).fill(-1);
+      grown.set(this.successor);
+      this.successor = grown;
+    }
+    this.successor[prev] = sid;
+  }
+
+  private slowLine(buf: Uint8Array, s: number, e: number, block: EngineSeriesBlock, line: number, bad: BadLine): void {
+    const text = utf8Slice(buf, s, e);
+    let o: unknown;
+    try {
+      o = JSON.parse(text);
+    } catch (err) {
+      bad(line, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
+      return;
+    }
+    if (!hasExactKeys(o, ENGINE_KEYS)) {
+      bad(line, `engine_series record must have exactly the keys ${ENGINE_KEYS.join(', ')}`);
+      return;
+    }
+    const lj = labelsJsonOf(o.labels);
+    if (!isNum(o.ts) || typeof o.addr !== 'string' || typeof o.metric !== 'string' || lj === null || typeof o.value !== 'number') {
+      bad(line, 'engine_series record has a value of the wrong type');
+      return;
+    }
+    block.push(o.ts, this.table.id(o.addr, o.metric, lj), o.value);
+  }
+}

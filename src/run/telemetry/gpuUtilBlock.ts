@@ -1,0 +1,503 @@
+// One hour of `gpu_util` samples as columns (≤ 16 bytes per row resident), and its line parser.
+import type { LaneTable } from './interning.ts';
+import { ByteSliceMap } from './interning.ts';
+import { bytesOf, cursor, hasExactKeys, isInt, isNum, matchBytes, scanNumber, scanPlainString, utf8Slice } from './lineScan.ts';
+
+const GPU_KEYS = ['ts', 'node', 'gpu', 'util', 'mem_mb', 'power_w'] as const;
+const MEM_BITS = 20;
+const MEM_MASK = (1 << MEM_BITS) - 1;
+const POWER_MAX = (1 << (32 - MEM_BITS)) - 1;
+
+/** A gpu_util block's columns, as handed between threads. */
+export interface GpuUtilColumns {
+  length: number;
+  tsMin: number;
+  tsMax: number;
+  ts: Float64Array;
+  lane: Uint16Array;
+  util: Uint8Array | Float64Array;
+  memPower: Uint32Array | null;
+  mem: Float64Array | null;
+  power: Float64Array | null;
+}
+
+/**
+ * Rows of one partition file (`key` = `YYYYMMDD_HH`, or `legacy` for the flat v1 file), in file order.
+ * Columns: `ts` (Float64Array), `lane` (Uint16Array of store-wide lane ids: `store.lanes.node(id)`,
+ * `store.lanes.gpu(id)`), `util`, and `memMb(i)` / `powerW(i)`.
+ * Normally util is a Uint8Array and mem_mb/power_w share one u32 (mem in 20 bits, power in 12):
+ * 8 + 2 + 1 + 4 = 15 bytes a row. A block holding any value outside that (non-integer, > 255 %,
+ * ≥ 1 TiB, ≥ 4096 W) switches to Float64 columns, so values are never altered.
+ * Blocks only grow (appended bytes add rows at the end) until the LRU evicts them.
+ */
+export class GpuUtilBlock {
+  readonly stream = 'gpu_util' as const;
+  /** Partition key: `YYYYMMDD_HH` or `legacy`. */
+  readonly key: string;
+  /** Hour bounds `[lo, hi)` of the partition; `-Infinity`/`Infinity` for the legacy flat file. */
+  readonly lo: number;
+  readonly hi: number;
+  length = 0;
+  /** Set when the block was read selectively (lanes / metrics, newline-separated): it holds only those rows. */
+  view: string | null = null;
+  /** Smallest / largest `ts` in the block (NaN when empty). */
+  tsMin = NaN;
+  tsMax = NaN;
+  private _ts: Float64Array;
+  private _lane: Uint16Array;
+  private _util: Uint8Array | Float64Array;
+  private _memPower: Uint32Array | null;
+  private _mem: Float64Array | null = null;
+  private _power: Float64Array | null = null;
+  private views: { n: number; ts: Float64Array; lane: Uint16Array; util: Uint8Array | Float64Array } | null = null;
+  private laneRowsCache: { n: number; offsets: Uint32Array; rows: Uint32Array } | null = null;
+
+  constructor(key: string, lo: number, hi: number, capacity = 1024) {
+    this.key = key;
+    this.lo = lo;
+    this.hi = hi;
+    capacity = Math.max(16, capacity);
+    this._ts = new Float64Array(capacity);
+    this._lane = new Uint16Array(capacity);
+    this._util = new Uint8Array(capacity);
+    this._memPower = new Uint32Array(capacity);
+  }
+
+  get wide(): boolean {
+    return this._memPower === null;
+  }
+
+  /** `ts` column (view over the live rows). */
+  get ts(): Float64Array {
+    return this.liveViews().ts;
+  }
+
+  /** Store-wide lane id per row (see `TelemetryStore.lanes`). */
+  get lane(): Uint16Array {
+    return this.liveViews().lane;
+  }
+
+  /** util % per row. */
+  get util(): Uint8Array | Float64Array {
+    return this.liveViews().util;
+  }
+
+  memMb(i: number): number {
+    return this._memPower !== null ? this._memPower[i] & MEM_MASK : this._mem![i];
+  }
+
+  powerW(i: number): number {
+    return this._memPower !== null ? this._memPower[i] >>> MEM_BITS : this._power![i];
+  }
+
+  /** The block's rows grouped by lane id: rows of lane `l` are `rows[offsets[l] .. offsets[l+1])`, in file order. */
+  laneRows(): { offsets: Uint32Array; rows: Uint32Array } {
+    const n = this.length;
+    if (this.laneRowsCache && this.laneRowsCache.n === n) return this.laneRowsCache;
+    const lane = this._lane;
+    let maxLane = 0;
+    for (let i = 0; i < n; i++) if (lane[i] > maxLane) maxLane = lane[i];
+    const offsets = new Uint32Array(maxLane + 2);
+    for (let i = 0; i < n; i++) offsets[lane[i] + 1]++;
+    for (let l = 0; l <= maxLane; l++) offsets[l + 1] += offsets[l];
+    const fill = offsets.slice(0, maxLane + 1);
+    const rows = new Uint32Array(n);
+    for (let i = 0; i < n; i++) rows[fill[lane[i]]++] = i;
+    this.laneRowsCache = { n, offsets, rows };
+    return this.laneRowsCache;
+  }
+
+  /** The trimmed columns (moved out to another thread, or adopted from one). */
+  columns(): GpuUtilColumns {
+    this.trim();
+    return {
+      length: this.length,
+      tsMin: this.tsMin,
+      tsMax: this.tsMax,
+      ts: this._ts,
+      lane: this._lane,
+      util: this._util,
+      memPower: this._memPower,
+      mem: this._mem,
+      power: this._power,
+    };
+  }
+
+  /** A block over columns parsed elsewhere; `laneMap[localLane]` gives this store's lane id. */
+  static adopt(key: string, lo: number, hi: number, c: GpuUtilColumns, laneMap: ArrayLike<number>): GpuUtilBlock {
+    const b = new GpuUtilBlock(key, lo, hi, 16);
+    const lane = c.lane;
+    for (let i = 0; i < c.length; i++) lane[i] = laneMap[lane[i]];
+    b._ts = c.ts;
+    b._lane = lane;
+    b._util = c.util;
+    b._memPower = c.memPower;
+    b._mem = c.mem;
+    b._power = c.power;
+    b.length = c.length;
+    b.tsMin = c.tsMin;
+    b.tsMax = c.tsMax;
+    return b;
+  }
+
+  /** Resident bytes of the columns (capacity, not just the live rows). */
+  bytesResident(): number {
+    let b = this._ts.byteLength + this._lane.byteLength + this._util.byteLength;
+    if (this._memPower) b += this._memPower.byteLength;
+    if (this._mem) b += this._mem.byteLength + this._power!.byteLength;
+    if (this.laneRowsCache) b += this.laneRowsCache.offsets.byteLength + this.laneRowsCache.rows.byteLength;
+    return b;
+  }
+
+  push(ts: number, lane: number, util: number, mem: number, power: number): void {
+    const n = this.length;
+    if (n === this._ts.length) this.grow(n * 2);
+    if (
+      this._memPower !== null &&
+      !(util >= 0 && util <= 255 && (util | 0) === util && mem >= 0 && mem <= MEM_MASK && (mem | 0) === mem && power >= 0 && power <= POWER_MAX && (power | 0) === power)
+    ) {
+      this.widen();
+    }
+    this._ts[n] = ts;
+    this._lane[n] = lane;
+    if (this._memPower !== null) {
+      this._util[n] = util;
+      this._memPower[n] = (mem | (power << MEM_BITS)) >>> 0;
+    } else {
+      this._util[n] = util;
+      this._mem![n] = mem;
+      this._power![n] = power;
+    }
+    this.length = n + 1;
+    if (!(ts >= this.tsMin)) this.tsMin = ts;
+    if (!(ts <= this.tsMax)) this.tsMax = ts;
+  }
+
+  /** Makes room for `extra` more rows. */
+  reserve(extra: number): void {
+    if (this.length + extra > this._ts.length) this.grow(Math.max(this.length + extra, Math.ceil(this._ts.length * 1.5)));
+  }
+
+  /** Drops spare capacity (after a cold fill of a closed hour). */
+  trim(): void {
+    if (this._ts.length > this.length + 16) this.grow(this.length, true);
+  }
+
+  private grow(cap: number, exact = false): void {
+    if (!exact) cap = Math.max(cap, 16);
+    const n = this.length;
+    const ts = new Float64Array(cap);
+    ts.set(this._ts.subarray(0, n));
+    const lane = new Uint16Array(cap);
+    lane.set(this._lane.subarray(0, n));
+    const util = this._memPower !== null ? new Uint8Array(cap) : new Float64Array(cap);
+    util.set(this._util.subarray(0, n));
+    this._ts = ts;
+    this._lane = lane;
+    this._util = util;
+    if (this._memPower !== null) {
+      const mp = new Uint32Array(cap);
+      mp.set(this._memPower.subarray(0, n));
+      this._memPower = mp;
+    } else {
+      const mem = new Float64Array(cap);
+      mem.set(this._mem!.subarray(0, n));
+      const power = new Float64Array(cap);
+      power.set(this._power!.subarray(0, n));
+      this._mem = mem;
+      this._power = power;
+    }
+    this.views = null;
+  }
+
+  private widen(): void {
+    const cap = this._ts.length;
+    const n = this.length;
+    const util = new Float64Array(cap);
+    const mem = new Float64Array(cap);
+    const power = new Float64Array(cap);
+    for (let i = 0; i < n; i++) {
+      util[i] = this._util[i];
+      mem[i] = this._memPower![i] & MEM_MASK;
+      power[i] = this._memPower![i] >>> MEM_BITS;
+    }
+    this._util = util;
+    this._mem = mem;
+    this._power = power;
+    this._memPower = null;
+    this.views = null;
+  }
+
+  private liveViews(): { n: number; ts: Float64Array; lane: Uint16Array; util: Uint8Array | Float64Array } {
+    const n = this.length;
+    if (this.views === null || this.views.n !== n) {
+      this.views = { n, ts: this._ts.subarray(0, n), lane: this._lane.subarray(0, n), util: this._util.subarray(0, n) };
+    }
+    return this.views;
+  }
+}
+
+const L_TS = bytesOf('{"ts":');
+const L_NODE = bytesOf(',"node":"');
+const L_GPU = bytesOf(',"gpu":');
+const L_UTIL = bytesOf(',"util":');
+const L_MEM = bytesOf(',"mem_mb":');
+const L_POWER = bytesOf(',"power_w":');
+
+/**
+ * A non-negative JSON integer of up to 9 digits at `i` followed by neither `.` nor an exponent
+ * (`cursor.pos` set past it); -1 for anything else (the caller's general path decides).
+ */
+function scanSmallInt(buf: Uint8Array, i: number, end: number): number {
+  const start = i;
+  let c = buf[i];
+  if (c === 48) {
+    c = buf[++i];
+  } else {
+    let v = 0;
+    while (c >= 48 && c <= 57 && i < end) {
+      v = v * 10 + (c - 48);
+      c = buf[++i];
+    }
+    if (i === start || i - start > 9 || c === 46 || c === 101 || c === 69) return -1;
+    cursor.pos = i;
+    return v;
+  }
+  if ((c >= 48 && c <= 57) || c === 46 || c === 101 || c === 69) return -1;
+  cursor.pos = i;
+  return 0;
+}
+
+/** Reports a skipped complete line: 1-based line number within the file and why. */
+export type BadLine = (line: number, message: string) => void;
+
+/** Parses `gpu_util` lines into blocks; holds the node-name interning shared by every block. */
+export class GpuUtilParser {
+  private readonly nodes = new ByteSliceMap();
+  private readonly nodeNames: string[] = [];
+  /** laneByNode[nodeId][gpu] = lane id + 1 (0 = unknown). */
+  private readonly laneByNode: Int32Array[] = [];
+  readonly lanes: LaneTable;
+
+  constructor(lanes: LaneTable) {
+    this.lanes = lanes;
+  }
+
+  private laneId(nodeId: number, gpu: number): number {
+    if (gpu >= 0 && gpu < 1024 && (gpu | 0) === gpu) {
+      let arr = this.laneByNode[nodeId];
+      if (arr === undefined) arr = this.laneByNode[nodeId] = new Int32Array(1024);
+      const v = arr[gpu];
+      if (v !== 0) return v - 1;
+      const id = this.lanes.id(this.nodeNames[nodeId], gpu);
+      arr[gpu] = id + 1;
+      return id;
+    }
+    return this.lanes.id(this.nodeNames[nodeId], gpu);
+  }
+
+  /**
+   * Parses the complete lines of `buf[start, end)` (`end` just past a `\n`) into `block`.
+   * `firstLine` is the 1-based number of the first line. Returns the number of lines consumed.
+   */
+  parse(buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine): number {
+    let line = firstLine;
+    let p = start;
+    const nodes = this.nodes;
+    const names = this.nodeNames;
+    // consecutive rows usually share a node: compare with the previous row's node bytes first
+    let prevNs = -1;
+    let prevNe = -1;
+    let prevNode = -1;
+    while (p < end) {
+      fast: {
+        let i = p;
+        if (!matchBytes(buf, i, L_TS)) break fast;
+        const ts = scanNumber(buf, i + 6, end);
+        if (ts !== ts) break fast;
+        i = cursor.pos;
+        if (!matchBytes(buf, i, L_NODE)) break fast;
+        const ns = i + 9;
+        const ne = scanPlainString(buf, ns, end);
+        if (ne < 0) break fast;
+        i = ne + 1;
+        if (!matchBytes(buf, i, L_GPU)) break fast;
+        const gpu = scanSmallInt(buf, i + 7, end);
+        if (gpu < 0) break fast;
+        i = cursor.pos;
+        if (!matchBytes(buf, i, L_UTIL)) break fast;
+        const util = scanNumber(buf, i + 8, end);
+        if (util !== util) break fast;
+        i = cursor.pos;
+        if (!matchBytes(buf, i, L_MEM)) break fast;
+        const mem = scanNumber(buf, i + 10, end);
+        if (mem !== mem) break fast;
+        i = cursor.pos;
+        if (!matchBytes(buf, i, L_POWER)) break fast;
+        const power = scanNumber(buf, i + 11, end);
+        if (power !== power) break fast;
+        i = cursor.pos;
+        if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) break fast;
+        let nodeId = -1;
+        if (ne - ns === prevNe - prevNs) {
+          let k = 0;
+          const n = ne - ns;
+          while (k < n && buf[ns + k] === buf[prevNs + k]) k++;
+          if (k === n) nodeId = prevNode;
+        }
+        if (nodeId < 0) {
+          nodeId = nodes.find(buf, ns, ne);
+          if (nodeId < 0) {
+            nodeId = names.length;
+            names.push(utf8Slice(buf, ns, ne));
+            nodes.add(buf, ns, ne, nodeId);
+          }
+          prevNs = ns;
+          prevNe = ne;
+          prevNode = nodeId;
+        }
+        block.push(ts, this.laneId(nodeId, gpu), util, mem, power);
+        p = i + 2;
+        line++;
+        continue;
+      }
+      let nl = (buf as Buffer).indexOf(10, p);
+      if (nl < 0 || nl >= end) nl = end;
+      this.slowLine(buf, p, nl, block, line, bad);
+      p = nl + 1;
+      line++;
+    }
+    return line - firstLine;
+  }
+
+  private readonly views = new Map<string, { keys: Set<string>; flags: Uint8Array }>();
+
+  /** Whether lane `id` is in the view (flags: 0 = not decided yet, 1 = in, 2 = out). */
+  private viewOf(view: string): { keys: Set<string>; flags: Uint8Array } {
+    let v = this.views.get(view);
+    if (v === undefined) {
+      v = { keys: new Set(view === '' ? [] : view.split('\n')), flags: new Uint8Array(256) };
+      this.views.set(view, v);
+    }
+    return v;
+  }
+
+  private inView(v: { keys: Set<string>; flags: Uint8Array }, lane: number): boolean {
+    if (lane >= v.flags.length) {
+      const f = new Uint8Array(Math.max(lane + 1, v.flags.length * 2));
+      f.set(v.flags);
+      v.flags = f;
+    }
+    let flag = v.flags[lane];
+    if (flag === 0) flag = v.flags[lane] = v.keys.has(this.lanes.key(lane)) ? 1 : 2;
+    return flag === 1;
+  }
+
+  /**
+   * Parses only the rows of the lanes named in `view` (`"<node>:<gpu>"` keys, newline-separated);
+   * other rows are skipped after reading their node and gpu. Every line is walked (line numbers and
+   * warnings for lines that are not JSON stay exact).
+   */
+  parseView(view: string, buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine): number {
+    const v = this.viewOf(view);
+    let line = firstLine;
+    let p = start;
+    const nodes = this.nodes;
+    const names = this.nodeNames;
+    let prevNs = -1;
+    let prevNe = -1;
+    let prevNode = -1;
+    while (p < end) {
+      fast: {
+        let i = p;
+        if (!matchBytes(buf, i, L_TS)) break fast;
+        i += 6;
+        const tsAt = i;
+        // skip the stamp up to its comma; it is parsed (and checked) only for selected rows
+        let c = buf[i];
+        while (c !== 44 && c !== 10 && i < end) c = buf[++i];
+        if (c !== 44 || !matchBytes(buf, i, L_NODE)) break fast;
+        const ns = i + 9;
+        const ne = scanPlainString(buf, ns, end);
+        if (ne < 0) break fast;
+        i = ne + 1;
+        if (!matchBytes(buf, i, L_GPU)) break fast;
+        const gpu = scanSmallInt(buf, i + 7, end);
+        if (gpu < 0) break fast;
+        i = cursor.pos;
+        let nodeId = -1;
+        if (ne - ns === prevNe - prevNs) {
+          let k = 0;
+          const n = ne - ns;
+          while (k < n && buf[ns + k] === buf[prevNs + k]) k++;
+          if (k === n) nodeId = prevNode;
+        }
+        if (nodeId < 0) {
+          nodeId = nodes.find(buf, ns, ne);
+          if (nodeId < 0) {
+            nodeId = names.length;
+            names.push(utf8Slice(buf, ns, ne));
+            nodes.add(buf, ns, ne, nodeId);
+          }
+          prevNs = ns;
+          prevNe = ne;
+          prevNode = nodeId;
+        }
+        const lane = this.laneId(nodeId, gpu);
+        if (!this.inView(v, lane)) {
+          while (buf[i] !== 10 && i < end) i++;
+          p = i + 1;
+          line++;
+          continue;
+        }
+        const ts = scanNumber(buf, tsAt, end);
+        if (ts !== ts || !matchBytes(buf, cursor.pos, L_NODE)) break fast;
+        if (!matchBytes(buf, i, L_UTIL)) break fast;
+        const util = scanNumber(buf, i + 8, end);
+        if (util !== util) break fast;
+        i = cursor.pos;
+        if (!matchBytes(buf, i, L_MEM)) break fast;
+        const mem = scanNumber(buf, i + 10, end);
+        if (mem !== mem) break fast;
+        i = cursor.pos;
+        if (!matchBytes(buf, i, L_POWER)) break fast;
+        const power = scanNumber(buf, i + 11, end);
+        if (power !== power) break fast;
+        i = cursor.pos;
+        if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) break fast;
+        block.push(ts, lane, util, mem, power);
+        p = i + 2;
+        line++;
+        continue;
+      }
+      let nl = (buf as Buffer).indexOf(10, p);
+      if (nl < 0 || nl >= end) nl = end;
+      const before = block.length;
+      this.slowLine(buf, p, nl, block, line, bad);
+      if (block.length > before && !this.inView(v, block.lane[before])) block.length = before;
+      p = nl + 1;
+      line++;
+    }
+    return line - firstLine;
+  }
+
+  private slowLine(buf: Uint8Array, s: number, e: number, block: GpuUtilBlock, line: number, bad: BadLine): void {
+    const text = utf8Slice(buf, s, e);
+    let o: unknown;
+    try {
+      o = JSON.parse(text);
+    } catch (err) {
+      bad(line, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
+      return;
+    }
+    if (!hasExactKeys(o, GPU_KEYS)) {
+      bad(line, `gpu_util record must have exactly the keys ${GPU_KEYS.join(', ')}`);
+      return;
+    }
+    if (!isNum(o.ts) || typeof o.node !== 'string' || !isInt(o.gpu) || !isNum(o.util) || !isNum(o.mem_mb) || !isNum(o.power_w)) {
+      bad(line, 'gpu_util record has a value of the wrong type');
+      return;
+    }
+    block.push(o.ts, this.lanes.id(o.node, o.gpu), o.util, o.mem_mb, o.power_w);
+  }
+}

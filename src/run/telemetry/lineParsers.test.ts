@@ -1,0 +1,199 @@
+// The byte scanners must give exactly what JSON.parse gives, whatever the line looks like.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { EngineSeriesBlock, EngineSeriesParser } from './engineSeriesBlock.ts';
+import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
+import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
+import { cursor, parsePythonJson, scanNumber } from './lineScan.ts';
+import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
+
+/** How Python's json.dumps prints a float (repr): `.0` on integral values, 2-digit exponents. */
+function pyFloat(x: number): string {
+  if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
+  const s = String(x);
+  return s.replace(/e([+-])(\d)$/, 'e$10$2').replace('e+', 'e+');
+}
+
+const anyFloat = fc.oneof(
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.integer({ min: 0, max: 2_000_000_000 }).map((x) => x + 0.5),
+  fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }).map((x) => x / 1000),
+  fc.integer({ min: 1_700_000_000, max: 1_800_000_000 }),
+  fc.double({ min: 1e9, max: 2e9, noNaN: true }),
+  fc.double({ min: 1, max: 1e7, noNaN: true }),
+  fc.double({ min: 1e15, max: 1e17, noNaN: true }),
+);
+const text = fc.oneof(fc.constantFrom('10.0.0.1', '10.0.0.10', 'héllo', 'a"b', 'back\\slash', ''), fc.string({ maxLength: 8 }));
+
+test('scanNumber agrees with JSON.parse on every number text', () => {
+  fc.assert(
+    fc.property(anyFloat, fc.boolean(), (x, py) => {
+      const s = py ? pyFloat(x) : String(x);
+      const buf = Buffer.from(s + ',');
+      const v = scanNumber(buf, 0, buf.length);
+      assert.ok(Object.is(v, JSON.parse(s)), `${s}: ${v}`);
+      assert.equal(cursor.pos, s.length);
+    }),
+    { numRuns: 20000 },
+  );
+  for (const bad of ['01', '-', '1.', '.5', '1e', '+1', 'x']) assert.ok(Number.isNaN(scanNumber(Buffer.from(bad + ','), 0, bad.length + 1)), bad);
+});
+
+test('Python NaN and Infinity are read as numbers', () => {
+  assert.deepEqual(parsePythonJson('{"a":NaN,"b":-Infinity,"c":"NaN","d":[Infinity]}'), { a: NaN, b: -Infinity, c: 'NaN', d: [Infinity] });
+  assert.throws(() => parsePythonJson('{"a":nan}'));
+});
+
+test('gpu_util: the fast path and JSON.parse give the same rows', () => {
+  const sample = fc.record({
+    ts: anyFloat,
+    node: text,
+    gpu: fc.integer({ min: 0, max: 2000 }),
+    util: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: -5, max: 300 }), fc.double({ min: 0, max: 100, noNaN: true })),
+    mem_mb: fc.oneof(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 0, max: 5_000_000 })),
+    power_w: fc.oneof(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: 0, max: 70_000 })),
+  });
+  fc.assert(
+    fc.property(fc.array(fc.tuple(sample, fc.boolean()), { minLength: 1, maxLength: 30 }), (rows) => {
+      const lines = rows.map(([r, py]) =>
+        py ? `{"ts":${pyFloat(r.ts)},"node":${JSON.stringify(r.node)},"gpu":${r.gpu},"util":${r.util},"mem_mb":${r.mem_mb},"power_w":${r.power_w}}` : JSON.stringify(r),
+      );
+      const buf = Buffer.from(lines.join('\n') + '\n');
+      const lanes = new LaneTable();
+      const block = new GpuUtilBlock('k', 0, 1, 4);
+      const bad: string[] = [];
+      new GpuUtilParser(lanes).parse(buf, 0, buf.length, block, 1, (l, m) => bad.push(`${l}: ${m}`));
+      assert.deepEqual(bad, []);
+      assert.equal(block.length, rows.length);
+      rows.forEach(([r], i) => {
+        const want = JSON.parse(lines[i]);
+        assert.ok(Object.is(block.ts[i], want.ts));
+        assert.equal(lanes.node(block.lane[i]), want.node);
+        assert.equal(lanes.gpu(block.lane[i]), want.gpu);
+        assert.equal(block.util[i], want.util);
+        assert.equal(block.memMb(i), want.mem_mb);
+        assert.equal(block.powerW(i), want.power_w);
+        void r;
+      });
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('gpu_util: a lane view holds exactly the selected lanes\' rows of a whole parse', () => {
+  const row = fc.record({ ts: anyFloat, node: fc.constantFrom('10.0.0.1', '10.0.0.2', 'x"y'), gpu: fc.integer({ min: 0, max: 3 }), util: fc.integer({ min: 0, max: 100 }) });
+  fc.assert(
+    fc.property(fc.array(fc.tuple(row, fc.integer({ min: 0, max: 9 })), { maxLength: 40 }), fc.subarray(['10.0.0.1:0', '10.0.0.1:3', '10.0.0.2:1', 'x"y:2', 'nope:0']), (rows, sel) => {
+      const lines = rows.map(([r, style]) =>
+        style === 0 ? 'not json' : style === 1 ? JSON.stringify({ ...r, mem_mb: 5, power_w: 6 }, null, 1).replace(/\n/g, '') : `{"ts":${pyFloat(r.ts)},"node":${JSON.stringify(r.node)},"gpu":${r.gpu},"util":${r.util},"mem_mb":5,"power_w":6}`,
+      );
+      const buf = Buffer.from(lines.map((l) => l + '\n').join(''));
+      const lanes = new LaneTable();
+      const parser = new GpuUtilParser(lanes);
+      const whole = new GpuUtilBlock('k', 0, 1);
+      const badWhole: number[] = [];
+      parser.parse(buf, 0, buf.length, whole, 1, (l) => badWhole.push(l));
+      const view = new GpuUtilBlock('k', 0, 1);
+      const badView: number[] = [];
+      const walked = parser.parseView([...sel].sort().join('\n'), buf, 0, buf.length, view, 1, (l) => badView.push(l));
+      assert.equal(walked, lines.length);
+      assert.deepEqual(badView, badWhole);
+      const pick = (b: GpuUtilBlock): string[] => {
+        const out: string[] = [];
+        for (let i = 0; i < b.length; i++) if (sel.includes(lanes.key(b.lane[i]))) out.push(`${b.ts[i]} ${lanes.key(b.lane[i])} ${b.util[i]}`);
+        return out;
+      };
+      assert.deepEqual(pick(view), pick(whole));
+      for (let i = 0; i < view.length; i++) assert.ok(sel.includes(lanes.key(view.lane[i])));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('gpu_util: a typical block stays within 16 bytes a row', () => {
+  const block = new GpuUtilBlock('k', 0, 1, 16);
+  const lines: string[] = [];
+  for (let i = 0; i < 10_000; i++) lines.push(`{"ts":${1755800000 + i}.5,"node":"10.0.${i % 7}.1","gpu":${i % 8},"util":${i % 101},"mem_mb":${80000 + i},"power_w":${700 - (i % 300)}}`);
+  const buf = Buffer.from(lines.join('\n') + '\n');
+  new GpuUtilParser(new LaneTable()).parse(buf, 0, buf.length, block, 1, () => assert.fail('bad line'));
+  block.trim();
+  assert.equal(block.wide, false);
+  assert.ok(block.bytesResident() / block.length <= 16, `${block.bytesResident() / block.length} B/row`);
+  const { offsets, rows } = block.laneRows();
+  assert.equal(rows.length, 10_000);
+  for (let l = 0; l + 1 < offsets.length; l++) for (let k = offsets[l]; k < offsets[l + 1]; k++) assert.equal(block.lane[rows[k]], l);
+});
+
+test('engine_series: the fast path and JSON.parse give the same rows and series identities', () => {
+  const labels = fc.oneof(
+    fc.constant({}),
+    fc.record({ engine_type: fc.constantFrom('unified', 'prefill'), dp_rank: fc.constantFrom('0', '1', '7') }),
+    fc.dictionary(fc.string({ maxLength: 4 }), fc.oneof(text, fc.constant(null)), { maxKeys: 2 }),
+  );
+  const sample = fc.record({
+    ts: anyFloat,
+    addr: fc.constantFrom('http://10.0.0.1:15000', 'http://10.0.0.2:15004', 'x{y}'),
+    metric: fc.constantFrom('sglang_num_running_reqs', 'sglang_generation_tokens_total', 'm"q'),
+    labels,
+    value: anyFloat,
+  });
+  fc.assert(
+    fc.property(fc.array(fc.tuple(sample, fc.boolean()), { minLength: 1, maxLength: 30 }), (rows) => {
+      const lines = rows.map(([r, py]) =>
+        py
+          ? `{"ts":${pyFloat(r.ts)},"addr":${JSON.stringify(r.addr)},"metric":${JSON.stringify(r.metric)},"labels":${JSON.stringify(r.labels)},"value":${pyFloat(r.value)}}`
+          : JSON.stringify(r),
+      );
+      const buf = Buffer.from(lines.join('\n') + '\n');
+      const table = new EngineSeriesTable();
+      const block = new EngineSeriesBlock('k', 0, 1, 4);
+      const bad: string[] = [];
+      new EngineSeriesParser(table).parse(buf, 0, buf.length, block, 1, (l, m) => bad.push(`${l}: ${m}`));
+      assert.deepEqual(bad, []);
+      assert.equal(block.length, rows.length);
+      lines.forEach((line, i) => {
+        const want = JSON.parse(line);
+        const key = table.key(block.series[i]);
+        assert.ok(Object.is(block.ts[i], want.ts));
+        assert.ok(Object.is(block.value[i], want.value));
+        assert.equal(key.addr, want.addr);
+        assert.equal(key.metric, want.metric);
+        const kept = Object.fromEntries(Object.entries(want.labels).filter(([, v]) => v !== null));
+        assert.equal(key.labelsJson, JSON.stringify(kept));
+      });
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('phases: the fast path and JSON.parse give the same events', () => {
+  const ev = fc.record({
+    name: fc.constantFrom('actor_train', 'rollout', 'x"y', 'é'),
+    t0: anyFloat,
+    t1: fc.oneof(anyFloat, fc.constant(-1)),
+    node: text,
+    gpus: fc.array(fc.integer({ min: 0, max: 15 }), { maxLength: 4 }),
+    rank: fc.integer({ min: -1, max: 4000 }),
+    role: fc.constantFrom('train', 'rollout_manager'),
+  });
+  fc.assert(
+    fc.property(fc.array(fc.tuple(ev, fc.boolean()), { minLength: 1, maxLength: 20 }), (rows) => {
+      const lines = rows.map(([r, py]) =>
+        py
+          ? `{"name":${JSON.stringify(r.name)},"t0":${pyFloat(r.t0)},"t1":${pyFloat(r.t1)},"node":${JSON.stringify(r.node)},"gpus":${JSON.stringify(r.gpus)},"rank":${r.rank},"role":"${r.role}"}`
+          : JSON.stringify(r),
+      );
+      const buf = Buffer.from(lines.join('\n') + '\n');
+      const block = new PhaseBlock('k', 0, 1, new StringTable(), 2);
+      const strings = new StringTable();
+      const b2 = new PhaseBlock('k', 0, 1, strings, 2);
+      new PhaseParser(strings).parse(buf, 0, buf.length, b2, 1, () => assert.fail('bad line'));
+      void block;
+      assert.equal(b2.length, rows.length);
+      lines.forEach((line, i) => assert.deepEqual(b2.event(i), JSON.parse(line)));
+      assert.equal(b2.openCount, rows.filter(([r]) => r.t1 === -1).length);
+    }),
+    { numRuns: 300 },
+  );
+});

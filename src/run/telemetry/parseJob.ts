@@ -1,0 +1,117 @@
+// One cold partition parse, runnable on a worker thread: reads a file's complete lines from an offset
+// with the stream's parser and hands back transferable columns plus the strings they refer to.
+import { readCompleteLines } from '../../formats/jsonlTail.ts';
+import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
+import { EngineSeriesBlock, EngineSeriesParser } from './engineSeriesBlock.ts';
+import type { GpuUtilColumns } from './gpuUtilBlock.ts';
+import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
+import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
+import type { PhaseColumns } from './phaseBlock.ts';
+import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
+import type { PartitionedStream } from './records.ts';
+import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from './recordBlock.ts';
+
+export interface ParseJob {
+  stream: PartitionedStream;
+  path: string;
+  offset: number;
+  /** Selective read (lane keys / metric names, newline-separated), or null for every line. */
+  view: string | null;
+  /** Expected rows, to size the columns. */
+  rowsHint: number;
+}
+
+export type ParsedColumns =
+  | { stream: 'gpu_util'; columns: GpuUtilColumns; lanes: [string, number][] }
+  | { stream: 'engine_series'; columns: EngineSeriesColumns; series: [string, string, string][] }
+  | { stream: 'phases'; columns: PhaseColumns; strings: string[] }
+  | { stream: 'trajectories'; rows: { ts: number }[]; tsMin: number; tsMax: number }
+  | { stream: 'gpu_processes'; rows: { ts: number }[]; tsMin: number; tsMax: number };
+
+export interface ParseResult {
+  data: ParsedColumns;
+  /** Where the next read starts, and lines consumed. */
+  offset: number;
+  lines: number;
+  /** The view actually applied (null when the file had to be read whole). */
+  view: string | null;
+  warnings: [number, string][];
+}
+
+/** Interning tables of one parsing thread (ids local to it; the store maps them to its own). */
+export class ParseContext {
+  readonly lanes = new LaneTable();
+  readonly engineSeries = new EngineSeriesTable();
+  readonly strings = new StringTable();
+  readonly gpu = new GpuUtilParser(this.lanes);
+  readonly engine = new EngineSeriesParser(this.engineSeries);
+  readonly phases = new PhaseParser(this.strings);
+}
+
+/** Runs one job; returns the result and the buffers to transfer. */
+export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfer: ArrayBuffer[] } {
+  const warnings: [number, string][] = [];
+  const bad = (line: number, message: string): void => {
+    warnings.push([line, message]);
+  };
+  let lines = 0;
+  const read = (each: (buf: Uint8Array, end: number) => number): number =>
+    readCompleteLines(job.path, job.offset, (chunk) => {
+      lines += each(chunk.buf, chunk.end);
+    }).offset;
+
+  if (job.stream === 'gpu_util') {
+    const block = new GpuUtilBlock('', 0, 0, job.rowsHint);
+    const v = job.view;
+    const offset = read((buf, end) => (v === null ? ctx.gpu.parse(buf, 0, end, block, lines + 1, bad) : ctx.gpu.parseView(v, buf, 0, end, block, lines + 1, bad)));
+    const columns = block.columns();
+    const lanes: [string, number][] = [];
+    for (let i = 0; i < ctx.lanes.size; i++) lanes.push([ctx.lanes.node(i), ctx.lanes.gpu(i)]);
+    const transfer = [columns.ts.buffer, columns.lane.buffer, columns.util.buffer];
+    for (const c of [columns.memPower, columns.mem, columns.power]) if (c !== null) transfer.push(c.buffer);
+    return { result: { data: { stream: 'gpu_util', columns, lanes }, offset, lines, view: v, warnings }, transfer: transfer as ArrayBuffer[] };
+  }
+  if (job.stream === 'engine_series') {
+    const pack = (block: EngineSeriesBlock, offset: number, view: string | null): { result: ParseResult; transfer: ArrayBuffer[] } => {
+      const columns = block.columns();
+      const series: [string, string, string][] = [];
+      for (let i = 0; i < ctx.engineSeries.size; i++) {
+        const k = ctx.engineSeries.key(i);
+        series.push([k.addr, k.metric, k.labelsJson]);
+      }
+      return {
+        result: { data: { stream: 'engine_series', columns, series }, offset, lines, view, warnings },
+        transfer: [columns.ts.buffer, columns.series.buffer, columns.value.buffer] as ArrayBuffer[],
+      };
+    };
+    const v = job.view;
+    if (v !== null) {
+      const block = new EngineSeriesBlock('', 0, 0, 1024);
+      let ok = true;
+      const offset = read((buf, end) => {
+        if (ok && ctx.engine.parseView(v, buf, 0, end, block) < 0) ok = false;
+        return 0;
+      });
+      if (ok) return pack(block, offset, v);
+      // not in the compact form a selective read needs: read every line instead
+    }
+    const block = new EngineSeriesBlock('', 0, 0, job.rowsHint);
+    lines = 0;
+    const offset = read((buf, end) => ctx.engine.parse(buf, 0, end, block, lines + 1, bad));
+    return pack(block, offset, null);
+  }
+  if (job.stream === 'phases') {
+    const block = new PhaseBlock('', 0, 0, ctx.strings, job.rowsHint);
+    const offset = read((buf, end) => ctx.phases.parse(buf, 0, end, block, lines + 1, bad));
+    const columns = block.columns();
+    const strings: string[] = [];
+    for (let i = 0; i < ctx.strings.size; i++) strings.push(ctx.strings.str(i));
+    const transfer = [columns.name, columns.node, columns.role, columns.t0, columns.t1, columns.rank, columns.gpuStart, columns.gpuList].map((c) => c.buffer as ArrayBuffer);
+    return { result: { data: { stream: 'phases', columns, strings }, offset, lines, view: null, warnings }, transfer };
+  }
+  const block = new RecordBlock<{ ts: number }>('', 0, 0);
+  const validate = job.stream === 'trajectories' ? trajectoryEventOf : gpuProcessOf;
+  const offset = read((buf, end) => parseRecordLines(validate as (o: unknown) => { ts: number } | string, buf, 0, end, block, lines + 1, bad));
+  const data = { stream: job.stream, rows: block.rows, tsMin: block.tsMin, tsMax: block.tsMax } as ParsedColumns;
+  return { result: { data, offset, lines, view: null, warnings }, transfer: [] };
+}

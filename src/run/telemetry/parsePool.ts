@@ -1,0 +1,150 @@
+// Worker threads that parse cold partition files next to the main thread, answered synchronously
+// (the store's API is synchronous): results come back over a MessagePort read with
+// receiveMessageOnPort, completion is signalled through a shared counter (Atomics.wait).
+import { availableParallelism } from 'node:os';
+import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
+import type { ParseJob, ParseResult } from './parseJob.ts';
+
+/** Extra parsing threads by default: one fewer than the cores, at most two. */
+export function defaultParseWorkers(): number {
+  return Math.max(0, Math.min(2, availableParallelism() - 1));
+}
+
+// Plain CommonJS: the worker registers the TypeScript loader itself when the sources run as .ts.
+const WORKER_SOURCE = `
+const { workerData, parentPort } = require('node:worker_threads');
+const flag = new Int32Array(workerData.flag);
+const port = workerData.port;
+(async () => {
+  try {
+    if (workerData.tsx) (await import(workerData.tsx)).register();
+    const mod = await import(workerData.job);
+    const ctx = new mod.ParseContext();
+    parentPort.on('message', (job) => {
+      try {
+        const r = mod.runParseJob(ctx, job);
+        port.postMessage({ ok: true, result: r.result }, r.transfer);
+      } catch (err) {
+        port.postMessage({ ok: false, error: String((err && err.stack) || err) });
+      }
+      Atomics.add(flag, 1, 1);
+      Atomics.notify(flag, 1);
+    });
+    Atomics.store(flag, 0, 1);
+  } catch (err) {
+    Atomics.store(flag, 0, -1);
+  }
+  Atomics.notify(flag, 0);
+})();
+`;
+
+interface Slot {
+  worker: Worker;
+  port: MessagePort;
+  /** [0]: 1 ready, -1 failed to start; [1]: jobs finished. */
+  flag: Int32Array;
+  busy: boolean;
+  expect: number;
+  broken: boolean;
+}
+
+export type SlotHandle = number;
+
+export class ParsePool {
+  private readonly slots: Slot[] = [];
+
+  constructor(size: number) {
+    if (size <= 0) return;
+    const fromTs = import.meta.url.endsWith('.ts');
+    let tsx: string | null = null;
+    try {
+      tsx = fromTs ? import.meta.resolve('tsx/esm/api') : null;
+    } catch {
+      return; // no TypeScript loader to give the worker: parse on the main thread only
+    }
+    const job = new URL(fromTs ? './parseJob.ts' : './parseJob.js', import.meta.url).href;
+    for (let i = 0; i < size; i++) {
+      const flag = new Int32Array(new SharedArrayBuffer(8));
+      const { port1, port2 } = new MessageChannel();
+      try {
+        const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { flag: flag.buffer, port: port2, tsx, job }, transferList: [port2] });
+        worker.unref();
+        worker.on('error', () => {
+          Atomics.store(flag, 0, -1);
+        });
+        this.slots.push({ worker, port: port1, flag, busy: false, expect: 0, broken: false });
+      } catch {
+        port1.close();
+      }
+    }
+  }
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  /** Blocks until every worker has started (or failed to), at most `timeoutMs`; returns how many are ready. */
+  waitReady(timeoutMs = 30_000): number {
+    const deadline = Date.now() + timeoutMs;
+    for (const s of this.slots) {
+      while (Atomics.load(s.flag, 0) === 0 && Date.now() < deadline) Atomics.wait(s.flag, 0, 0, 50);
+    }
+    return this.slots.filter((s) => Atomics.load(s.flag, 0) === 1 && !s.broken).length;
+  }
+
+  /** A started, idle worker, or -1 (never waits for one to start). */
+  idle(): SlotHandle {
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s.busy && !s.broken && Atomics.load(s.flag, 0) === 1) return i;
+    }
+    return -1;
+  }
+
+  submit(slot: SlotHandle, job: ParseJob): void {
+    const s = this.slots[slot];
+    s.busy = true;
+    s.expect = Atomics.load(s.flag, 1) + 1;
+    s.worker.postMessage(job);
+  }
+
+  /** The slot's result if it is done (null = still working). A failed job yields `'failed'`. */
+  poll(slot: SlotHandle): ParseResult | 'failed' | null {
+    const s = this.slots[slot];
+    if (!s.busy) return 'failed';
+    if (Atomics.load(s.flag, 1) < s.expect) return null;
+    return this.take(s);
+  }
+
+  /** Blocks until the slot's job is done, at most `timeoutMs`; a worker that overruns is retired. */
+  wait(slot: SlotHandle, timeoutMs = 120_000): ParseResult | 'failed' {
+    const s = this.slots[slot];
+    if (!s.busy) return 'failed';
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const done = Atomics.load(s.flag, 1);
+      if (done >= s.expect) return this.take(s);
+      if (Atomics.load(s.flag, 0) === -1 || Date.now() > deadline) {
+        s.broken = true;
+        s.busy = false;
+        void s.worker.terminate();
+        return 'failed';
+      }
+      Atomics.wait(s.flag, 1, done, 100);
+    }
+  }
+
+  private take(s: Slot): ParseResult | 'failed' {
+    s.busy = false;
+    const m = receiveMessageOnPort(s.port)?.message as { ok: boolean; result?: ParseResult } | undefined;
+    return m?.ok && m.result ? m.result : 'failed';
+  }
+
+  close(): void {
+    for (const s of this.slots) {
+      s.broken = true;
+      s.port.close();
+      void s.worker.terminate();
+    }
+  }
+}

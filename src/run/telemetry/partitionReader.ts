@@ -1,0 +1,385 @@
+// Lazy hourly partitions of one stream: `{stream}/{YYYYMMDD_HH}.jsonl` (+ the legacy flat file),
+// parsed on first use into blocks, tailed by byte offset, kept in an LRU.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { readCompleteLines, readFirstLine, readLastCompleteLine } from '../../formats/jsonlTail.ts';
+import type { BadLine } from './gpuUtilBlock.ts';
+import { parsePythonJson } from './lineScan.ts';
+import type { ParsedColumns, ParseResult } from './parseJob.ts';
+import type { ParsePool } from './parsePool.ts';
+import type { PartitionedStream } from './records.ts';
+import { hourStart, OPEN_T1, PARTITION_CACHE_BLOCKS } from './records.ts';
+
+/** What every block type offers the reader. */
+export interface HourBlock {
+  readonly key: string;
+  readonly lo: number;
+  readonly hi: number;
+  readonly length: number;
+  tsMin: number;
+  tsMax: number;
+  /** The view a selectively read block holds (null = every row of the file). */
+  view?: string | null;
+  trim(): void;
+  bytesResident(): number;
+}
+
+/** How one stream's blocks are made and filled. */
+export interface BlockKind<B extends HourBlock> {
+  /** Typical bytes per line, to size a block before a cold fill. */
+  bytesPerRow: number;
+  create(key: string, lo: number, hi: number, rowsHint: number): B;
+  /** Parses complete lines `buf[start, end)` into `block`; returns the number of lines consumed. */
+  parse(buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
+  /**
+   * Optional selective parse for a named subset (a "view", e.g. some engine metrics): parses only the
+   * lines of `buf[start, end)` the view selects. Returns the number of lines walked (0 when it does not
+   * count them), or -1 when the bytes do not allow it (the reader then falls back to the whole block).
+   */
+  parseView?(view: string, buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
+  /** A block over columns another thread parsed (see parseJob.ts); needed to share cold parses with a pool. */
+  adopt?(key: string, lo: number, hi: number, data: ParsedColumns): B;
+}
+
+export interface PartitionFile {
+  /** `YYYYMMDD_HH`, or `legacy` for the flat v1 file `{stream}.jsonl`. */
+  key: string;
+  path: string;
+  /** Path relative to the `dashboard/` directory (used in warnings). */
+  rel: string;
+  /** Hour bounds `[lo, hi)`; infinite for the legacy file. */
+  lo: number;
+  hi: number;
+  /** Size at the last listing. */
+  size: number;
+}
+
+interface CacheEntry<B> {
+  block: B;
+  offset: number;
+  lines: number;
+  /** File key this entry reads. */
+  file: string;
+  /** The view it holds (`null` = every line). */
+  view: string | null;
+  /** Inode of the file when it was first read (a replaced file is read again). */
+  ino: number;
+}
+
+export class PartitionReader<B extends HourBlock> {
+  readonly stream: PartitionedStream;
+  private readonly dir: string;
+  private readonly kind: BlockKind<B>;
+  private readonly capacity: number;
+  private readonly onBad: (file: string, line: number, message: string) => void;
+  private listing: PartitionFile[] = [];
+  private readonly cache = new Map<string, CacheEntry<B>>();
+  private firstStamps = new Map<string, number[]>();
+  private lastStamps: { path: string; size: number; stamps: number[] } | null = null;
+  /** Rows parsed from disk so far (re-parses after eviction count again). */
+  rowsParsed = 0;
+  /** Files read (cold or tail) so far; lets tests check laziness. */
+  fills = 0;
+  /** Cold files parsed by worker threads so far. */
+  workerFills = 0;
+  /** Worker threads that take a share of cold multi-file reads (null: the main thread reads alone). */
+  pool: ParsePool | null = null;
+
+  constructor(
+    dashboardDir: string,
+    stream: PartitionedStream,
+    kind: BlockKind<B>,
+    onBad: (file: string, line: number, message: string) => void,
+    capacity = PARTITION_CACHE_BLOCKS,
+  ) {
+    this.dir = dashboardDir;
+    this.stream = stream;
+    this.kind = kind;
+    this.onBad = onBad;
+    this.capacity = capacity;
+    this.refreshListing();
+  }
+
+  /** Re-lists the files and their sizes; returns the files not listed before. */
+  refreshListing(): PartitionFile[] {
+    const before = new Set(this.listing.map((f) => f.key));
+    const files: PartitionFile[] = [];
+    const legacy = join(this.dir, `${this.stream}.jsonl`);
+    const legacySize = sizeOf(legacy);
+    if (legacySize !== null) files.push({ key: 'legacy', path: legacy, rel: `${this.stream}.jsonl`, lo: -Infinity, hi: Infinity, size: legacySize });
+    let names: string[] = [];
+    try {
+      names = readdirSync(join(this.dir, this.stream));
+    } catch {
+      names = [];
+    }
+    const hours: PartitionFile[] = [];
+    for (const name of names) {
+      if (!name.endsWith('.jsonl')) continue;
+      const key = name.slice(0, -6);
+      const lo = hourStart(key);
+      const path = join(this.dir, this.stream, name);
+      const size = sizeOf(path);
+      if (size === null) continue;
+      // a stem that is not an hour key still reads; it just never skips (like the legacy file)
+      hours.push({ key, path, rel: `${this.stream}/${name}`, lo: lo ?? -Infinity, hi: lo === null ? Infinity : lo + 3600, size });
+    }
+    hours.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    files.push(...hours);
+    this.listing = files;
+    return files.filter((f) => !before.has(f.key));
+  }
+
+  files(): readonly PartitionFile[] {
+    return this.listing;
+  }
+
+  hasData(): boolean {
+    return this.listing.some((f) => f.size > 0);
+  }
+
+  /** Blocks of the files overlapping `[t0, t1]` (legacy always), legacy first then hours ascending; rows unfiltered. */
+  window(t0?: number | null, t1?: number | null, view: string | null = null): B[] {
+    const files = this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1)));
+    if (this.pool !== null && this.pool.size > 0) this.prefetch(files, view);
+    const out: B[] = [];
+    for (const f of files) {
+      const b = view === null ? this.block(f) : this.viewBlock(f, view);
+      if (b.length > 0) out.push(b);
+    }
+    return out;
+  }
+
+  /**
+   * The block of one file restricted to a view (see `BlockKind.parseView`); the whole block when it is
+   * resident anyway or when the view cannot be read selectively.
+   */
+  viewBlock(f: PartitionFile, view: string): B {
+    const whole = this.cache.get(f.key);
+    if (whole !== undefined || this.kind.parseView === undefined) return this.block(f);
+    const key = `${f.key}\u0000${view}`;
+    let e = this.cache.get(key);
+    if (e !== undefined) {
+      this.cache.delete(key);
+      this.cache.set(key, e);
+      return e.block;
+    }
+    e = { block: this.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino: statOf(f.path)?.ino ?? 0 };
+    if ('view' in e.block) e.block.view = view;
+    if (!this.fillView(f, e)) return this.block(f);
+    this.cache.set(key, e);
+    e.block.trim();
+    this.evict();
+    return e.block;
+  }
+
+  private fillView(f: PartitionFile, e: CacheEntry<B>): boolean {
+    this.fills++;
+    const before = e.block.length;
+    let ok = true;
+    const bad: BadLine = (line, message) => this.onBad(f.rel, line, message);
+    const r = readCompleteLines(f.path, e.offset, (chunk) => {
+      if (!ok) return;
+      const n = this.kind.parseView!(e.view!, chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
+      if (n < 0) ok = false;
+      else e.lines += n;
+    });
+    if (!ok) return false;
+    e.offset = r.offset;
+    this.rowsParsed += e.block.length - before;
+    return true;
+  }
+
+  private evict(): void {
+    while (this.cache.size > this.capacity) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+    }
+  }
+
+  /**
+   * Parses the cold files among `files` on the pool's idle workers and this thread at once (biggest
+   * first); each lands in the cache exactly as a serial read would have put it there.
+   */
+  private prefetch(files: readonly PartitionFile[], view: string | null): void {
+    const pool = this.pool!;
+    const adopt = this.kind.adopt;
+    if (adopt === undefined) return;
+    const cold = files.filter((f) => f.size > 0 && !this.cache.has(f.key) && (view === null || !this.cache.has(`${f.key}\u0000${view}`)));
+    if (cold.length < 2) return;
+    cold.sort((a, b) => b.size - a.size);
+    const pending: { slot: number; f: PartitionFile; ino: number; done: boolean }[] = [];
+    const collect = (p: (typeof pending)[number], r: ParseResult | 'failed' | null): void => {
+      if (r === null) return;
+      p.done = true;
+      if (r !== 'failed') this.install(p.f, p.ino, r, adopt);
+    };
+    for (const f of cold) {
+      const slot = pool.idle();
+      if (slot >= 0) {
+        pending.push({ slot, f, ino: statOf(f.path)?.ino ?? 0, done: false });
+        pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view, rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
+        continue;
+      }
+      if (view === null) this.block(f);
+      else this.viewBlock(f, view);
+      for (const p of pending) if (!p.done) collect(p, pool.poll(p.slot));
+    }
+    for (const p of pending) if (!p.done) collect(p, pool.wait(p.slot));
+  }
+
+  private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>): void {
+    const block = adopt(f.key, f.lo, f.hi, r.data);
+    const key = r.view === null ? f.key : `${f.key}\u0000${r.view}`;
+    if (this.cache.has(key)) return;
+    if (r.view !== null && 'view' in block) block.view = r.view;
+    for (const [line, message] of r.warnings) this.onBad(f.rel, line, message);
+    this.cache.set(key, { block, offset: r.offset, lines: r.lines, file: f.key, view: r.view, ino });
+    if (r.view === null) for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.cache.delete(k);
+    if (r.offset > f.size) f.size = r.offset;
+    this.fills++;
+    this.workerFills++;
+    this.rowsParsed += block.length;
+    this.evict();
+  }
+
+  /** Whether the file's block is parsed and resident. */
+  isCached(key: string): boolean {
+    return this.cache.has(key);
+  }
+
+  cachedKeys(): string[] {
+    return [...this.cache.keys()];
+  }
+
+  /**
+   * The block of one file. A resident block is returned as is (appended bytes arrive through
+   * `refreshCached`, i.e. `follow()`); a cold one is parsed up to the file's complete lines.
+   */
+  block(f: PartitionFile): B {
+    let e = this.cache.get(f.key);
+    if (e !== undefined) {
+      this.cache.delete(f.key);
+      this.cache.set(f.key, e);
+      return e.block;
+    }
+    const st = statOf(f.path);
+    const size = st?.size ?? 0;
+    e = { block: this.kind.create(f.key, f.lo, f.hi, Math.ceil(size / this.kind.bytesPerRow)), offset: 0, lines: 0, file: f.key, view: null, ino: st?.ino ?? 0 };
+    this.cache.set(f.key, e);
+    this.fill(f, e);
+    e.block.trim();
+    // a whole block supersedes the file's views
+    for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.cache.delete(k);
+    this.evict();
+    return e.block;
+  }
+
+  private fill(f: PartitionFile, e: CacheEntry<B>): number {
+    this.fills++;
+    const before = e.block.length;
+    const bad: BadLine = (line, message) => this.onBad(f.rel, line, message);
+    const r = readCompleteLines(f.path, e.offset, (chunk) => {
+      e.lines += this.kind.parse(chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
+    });
+    e.offset = r.offset;
+    if (r.size > f.size) f.size = r.size;
+    const added = e.block.length - before;
+    this.rowsParsed += added;
+    return added;
+  }
+
+  /** Tails every resident block; never-read partitions stay lazy. Returns rows added. */
+  refreshCached(): number {
+    let added = 0;
+    const byKey = new Map(this.listing.map((f) => [f.key, f]));
+    for (const [key, e] of [...this.cache]) {
+      const f = byKey.get(e.file);
+      if (f === undefined) {
+        this.cache.delete(key);
+        continue;
+      }
+      const st = statOf(f.path);
+      const size = st?.size ?? 0;
+      f.size = size;
+      if (size < e.offset || (st !== null && st.ino !== e.ino)) {
+        // the file was replaced or rewritten shorter: forget it; the next read parses it again
+        this.cache.delete(key);
+        if (e.view === null) added += this.block(f).length;
+      } else if (size > e.offset) {
+        if (e.view === null) added += this.fill(f, e);
+        else {
+          const before = e.block.length;
+          if (this.fillView(f, e)) added += e.block.length - before;
+          else this.cache.delete(key);
+        }
+      }
+    }
+    return added;
+  }
+
+  /** Resident bytes of all cached blocks. */
+  bytesResident(): number {
+    let b = 0;
+    for (const e of this.cache.values()) b += e.block.bytesResident();
+    return b;
+  }
+
+  /**
+   * Timestamps at the stream's edges without a scan: the first line of the oldest non-empty file and
+   * the last complete line in the final 64 KiB of the newest one (undecodable lines ignored).
+   */
+  edgeStamps(): number[] {
+    const nonEmpty = this.listing.filter((f) => f.size > 0);
+    if (nonEmpty.length === 0) return [];
+    const oldest = nonEmpty[0];
+    const newest = nonEmpty[nonEmpty.length - 1];
+    let first = this.firstStamps.get(oldest.path);
+    if (first === undefined) {
+      const line = readFirstLine(oldest.path);
+      first = line === null ? [] : this.stampsOf(line);
+      if (line !== null) this.firstStamps.set(oldest.path, first);
+    }
+    let last: number[];
+    if (this.lastStamps && this.lastStamps.path === newest.path && this.lastStamps.size === newest.size) last = this.lastStamps.stamps;
+    else {
+      const line = readLastCompleteLine(newest.path);
+      last = line === null ? [] : this.stampsOf(line);
+      this.lastStamps = { path: newest.path, size: newest.size, stamps: last };
+    }
+    return [...first, ...last];
+  }
+
+  private stampsOf(line: Buffer): number[] {
+    let o: any;
+    try {
+      o = parsePythonJson(line.toString('utf8'));
+    } catch {
+      return [];
+    }
+    if (o === null || typeof o !== 'object') return [];
+    if (this.stream === 'phases') {
+      if (typeof o.t0 !== 'number' || typeof o.t1 !== 'number') return [];
+      return o.t1 === OPEN_T1 ? [o.t0] : [o.t0, o.t1];
+    }
+    return typeof o.ts === 'number' ? [o.ts] : [];
+  }
+}
+
+function statOf(path: string): { size: number; ino: number } | null {
+  try {
+    const st = statSync(path);
+    return st.isFile() ? { size: st.size, ino: st.ino } : null;
+  } catch {
+    return null;
+  }
+}
+
+function sizeOf(path: string): number | null {
+  try {
+    const st = statSync(path);
+    return st.isFile() ? st.size : null;
+  } catch {
+    return null;
+  }
+}
