@@ -1,0 +1,140 @@
+// GPU series per lane: util / mem / power over a window, min/max-downsampled on util so spikes survive.
+import type { GpuUtilBlock, LaneTable } from '../run/telemetry/store.ts';
+import type { LaneEntry } from '../run/telemetry/records.ts';
+import { compareLanes } from '../run/telemetry/laneCatalog.ts';
+import { minmaxIndices } from './downsample.ts';
+import { resolveLanes, type LaneSelection } from './lanes.ts';
+import { checkIntAtLeast, checkTimelineWindow } from './timelineWindow.ts';
+
+/** What the GPU queries read from the telemetry store. */
+export interface GpuUtilSource {
+  gpuUtilBlocks(t0?: number | null, t1?: number | null): GpuUtilBlock[];
+  readonly lanes: LaneTable;
+  laneIndex(): readonly LaneEntry[];
+}
+
+export interface GpuSeriesQuery {
+  t0?: number | null;
+  t1?: number | null;
+  /** Lane-selection grammar (`rank:0-3, g:8, …`); absent/blank/`all` = every lane. */
+  lanes?: string | null;
+  /** At least 2; default 2000. */
+  maxPoints?: number;
+}
+
+export interface GpuLaneSeries {
+  ts: number[];
+  util: number[];
+  mem_mb: number[];
+  power_w: number[];
+}
+
+/** One lane's samples in a window, time-sorted, as parallel columns. */
+export interface LaneSamples {
+  laneId: number;
+  ts: Float64Array;
+  util: Float64Array;
+  /** `(block, row)` of each sample, to read mem/power for the samples kept. */
+  blockOf: Uint16Array;
+  rowOf: Uint32Array;
+}
+
+/** Store lane ids selected by `sel`, in `(node, gpu)` order (node compared as a string). */
+export function selectedLaneIds(lanes: LaneTable, sel: LaneSelection): number[] {
+  const ids: number[] = [];
+  for (let id = 0; id < lanes.size; id++) {
+    if (sel === null || sel.has(lanes.key(id))) ids.push(id);
+  }
+  const key = (id: number) => ({ node: lanes.node(id), gpu: lanes.gpu(id) });
+  return ids.sort((a, b) => compareLanes(key(a), key(b)));
+}
+
+/**
+ * Samples of each wanted lane with `t0 <= ts <= t1` across `blocks` (block order, then file order),
+ * stably sorted by ts. Lanes without a sample in the window are left out. Blocks outside the window
+ * are skipped whole; blocks inside it need no per-row test.
+ */
+export function laneSamples(blocks: readonly GpuUtilBlock[], laneIds: readonly number[], t0: number | null, t1: number | null): LaneSamples[] {
+  const lo = t0 ?? -Infinity;
+  const hi = t1 ?? Infinity;
+  const used: { k: number; ts: Float64Array; util: ArrayLike<number>; offsets: Uint32Array; rows: Uint32Array; inside: boolean }[] = [];
+  blocks.forEach((b, k) => {
+    if (b.length === 0 || b.tsMin > hi || b.tsMax < lo) return;
+    const { offsets, rows } = b.laneRows();
+    used.push({ k, ts: b.ts, util: b.util, offsets, rows, inside: b.tsMin >= lo && b.tsMax <= hi });
+  });
+  const out: LaneSamples[] = [];
+  for (const laneId of laneIds) {
+    let cap = 0;
+    for (const u of used) if (laneId + 1 < u.offsets.length) cap += u.offsets[laneId + 1] - u.offsets[laneId];
+    if (cap === 0) continue;
+    const tsOut = new Float64Array(cap);
+    const utilOut = new Float64Array(cap);
+    const blockOf = new Uint16Array(cap);
+    const rowOf = new Uint32Array(cap);
+    let m = 0;
+    let sorted = true;
+    for (const u of used) {
+      if (laneId + 1 >= u.offsets.length) continue;
+      const { ts, util, rows, inside } = u;
+      const end = u.offsets[laneId + 1];
+      for (let j = u.offsets[laneId]; j < end; j++) {
+        const r = rows[j];
+        const t = ts[r];
+        if (!inside && !(t >= lo && t <= hi)) continue;
+        if (m > 0 && t < tsOut[m - 1]) sorted = false;
+        tsOut[m] = t;
+        utilOut[m] = util[r];
+        blockOf[m] = u.k;
+        rowOf[m] = r;
+        m++;
+      }
+    }
+    if (m === 0) continue;
+    const s = { laneId, ts: tsOut.subarray(0, m), util: utilOut.subarray(0, m), blockOf: blockOf.subarray(0, m), rowOf: rowOf.subarray(0, m) };
+    out.push(sorted ? s : sortSamples(s));
+  }
+  return out;
+}
+
+function sortSamples(s: LaneSamples): LaneSamples {
+  const order = Array.from({ length: s.ts.length }, (_, i) => i).sort((a, b) => s.ts[a] - s.ts[b] || a - b);
+  return {
+    laneId: s.laneId,
+    ts: Float64Array.from(order, (i) => s.ts[i]),
+    util: Float64Array.from(order, (i) => s.util[i]),
+    blockOf: Uint16Array.from(order, (i) => s.blockOf[i]),
+    rowOf: Uint32Array.from(order, (i) => s.rowOf[i]),
+  };
+}
+
+/**
+ * `GET /api/timeline/gpu`: per selected lane (sorted lane keys) the samples in `[t0, t1]`, sorted by ts,
+ * min/max-downsampled on util to at most `maxPoints`; mem_mb and power_w take the same indices.
+ */
+export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): { lanes: Record<string, GpuLaneSeries> } {
+  const maxPoints = q.maxPoints ?? 2000;
+  checkIntAtLeast('max_points', maxPoints, 2);
+  const t0 = q.t0 ?? null;
+  const t1 = q.t1 ?? null;
+  checkTimelineWindow(t0, t1);
+  const sel = resolveLanes(q.lanes, store.laneIndex());
+  const blocks = store.gpuUtilBlocks(t0, t1);
+  const out: Record<string, GpuLaneSeries> = {};
+  for (const s of laneSamples(blocks, selectedLaneIds(store.lanes, sel), t0, t1)) {
+    const util = s.util;
+    const idx = minmaxIndices(util, maxPoints);
+    const series: GpuLaneSeries = { ts: new Array(idx.length), util: new Array(idx.length), mem_mb: new Array(idx.length), power_w: new Array(idx.length) };
+    for (let k = 0; k < idx.length; k++) {
+      const i = idx[k];
+      const b = blocks[s.blockOf[i]];
+      const r = s.rowOf[i];
+      series.ts[k] = s.ts[i];
+      series.util[k] = util[i];
+      series.mem_mb[k] = b.memMb(r);
+      series.power_w[k] = b.powerW(r);
+    }
+    out[store.lanes.key(s.laneId)] = series;
+  }
+  return { lanes: out };
+}

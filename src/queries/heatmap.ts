@@ -1,0 +1,236 @@
+// Heatmaps: lanes × time buckets of util / mem / power maxima, phase ids, or trajectory lifecycle states.
+import type { GpuUtilBlock, LaneTable, MetricsRecord, StreamName, TrajectoryEvent } from '../run/telemetry/store.ts';
+import type { LaneEntry } from '../run/telemetry/records.ts';
+import { badArgument } from './errors.ts';
+import { encodeHeatmapFrame } from './heatmapFrame.ts';
+import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
+import { resolveLanes, type LaneSelection } from './lanes.ts';
+import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
+import { pyRepr } from './pythonFormat.ts';
+import { checkIntRange, checkTimelineWindow } from './timelineWindow.ts';
+import { trajectoryLanes } from './trajectoryLanes.ts';
+
+export const HEATMAP_METRICS = ['util', 'mem_mb', 'power_w', 'phase', 'lifecycle'] as const;
+export type HeatmapMetric = (typeof HEATMAP_METRICS)[number];
+const MAGNITUDES = new Set(['util', 'mem_mb', 'power_w']);
+
+/** What heatmaps read from the telemetry store. */
+export interface HeatmapSource extends PhaseSource {
+  gpuUtilBlocks(t0?: number | null, t1?: number | null): GpuUtilBlock[];
+  readonly lanes: LaneTable;
+  trajectoryEvents(t0?: number | null, t1?: number | null): TrajectoryEvent[];
+  metricsRecords(): readonly MetricsRecord[];
+  streamVersion(stream: StreamName): number;
+}
+
+export interface HeatmapQuery {
+  /** `util` (default), `mem_mb`, `power_w`, `phase` or `lifecycle`. */
+  metric?: string;
+  t0?: number | null;
+  t1?: number | null;
+  /** In [2, 4000]; default 1200. */
+  xBuckets?: number;
+  /** Lane-selection grammar (ignored by `lifecycle`). */
+  lanes?: string | null;
+}
+
+export type HeatmapRow = { node: string; gpu: number; index: number; roles: string[] } | { sample_index: number; group_index: number };
+
+/** The frame header: every field the reference sends, in its key order. */
+export interface HeatmapHeader {
+  rows: HeatmapRow[];
+  /** Lifecycle only: trajectories before the row cap. */
+  rows_total?: number;
+  x_buckets: number;
+  t0: number;
+  t1: number;
+  metric: string;
+  scale: { max: number } | null;
+  palette: string[] | null;
+}
+
+export interface Heatmap {
+  header: HeatmapHeader;
+  /** Row-major `uint8[rows × x_buckets]`. */
+  values: Uint8Array;
+}
+
+/** Python's `repr` of a string, as the reference quotes bad values. */
+export function pyQuote(s: string): string {
+  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
+  return q + s.replaceAll('\\', '\\\\').replaceAll(q, `\\${q}`).replaceAll('\n', '\\n') + q;
+}
+
+/** The validated, defaulted window of a heatmap-like query; null when the run has no data at all. */
+export function resolveHeatmapWindow(store: { timeRange(): [number, number] | null }, t0q: number | null | undefined, t1q: number | null | undefined): { t0: number; t1: number } | null {
+  checkTimelineWindow(t0q, t1q);
+  const range = store.timeRange();
+  if (range === null) return null;
+  const t0 = t0q ?? range[0];
+  const t1 = t1q ?? range[1];
+  // The reference asserts here (HTTP 500) when a lone bound lies past the data; a 400 names the bound instead.
+  if (!(t1 > t0)) {
+    const param = t0q == null ? 't1' : 't0';
+    throw badArgument(param, `empty heatmap window: t1=${pyRepr(t1)} <= t0=${pyRepr(t0)} (the data spans ${pyRepr(range[0])} to ${pyRepr(range[1])})`);
+  }
+  return { t0, t1 };
+}
+
+/** Lane rows of magnitude/phase heatmaps: the lane index entries in the selection. */
+export function heatmapLaneRows(laneIndex: readonly LaneEntry[], sel: LaneSelection): { node: string; gpu: number; index: number; roles: string[] }[] {
+  return laneIndex.filter((l) => sel === null || sel.has(`${l.node}:${l.gpu}`)).map((l) => ({ node: l.node, gpu: l.gpu, index: l.index, roles: [...l.roles] }));
+}
+
+/** Row of each store lane id in `rows` (-1 when not a row). */
+function rowOfLaneIds(lanes: LaneTable, rows: readonly { node: string; gpu: number }[]): Int32Array {
+  const byKey = new Map<string, number>();
+  rows.forEach((r, i) => byKey.set(`${r.node}:${r.gpu}`, i));
+  const out = new Int32Array(lanes.size);
+  for (let id = 0; id < lanes.size; id++) out[id] = byKey.get(lanes.key(id)) ?? -1;
+  return out;
+}
+
+/** Per-cell maxima (NaN = no sample) of util, mem_mb or power_w over rows in `[t0, t1]`. */
+export function magnitudeCells(
+  blocks: readonly GpuUtilBlock[],
+  rowOfLane: Int32Array,
+  rows: number,
+  metric: string,
+  t0: number,
+  t1: number,
+  xb: number,
+): Float64Array {
+  const cells = new Float64Array(rows * xb).fill(NaN);
+  const span = t1 - t0;
+  const kind = metric === 'util' ? 0 : metric === 'mem_mb' ? 1 : 2;
+  for (const b of blocks) {
+    if (b.length === 0 || b.tsMax < t0 || b.tsMin > t1) continue;
+    const ts = b.ts;
+    const lane = b.lane;
+    const util = b.util;
+    const n = b.length;
+    // Samplers stamp a node's GPUs with one ts: reuse the bucket while ts repeats.
+    let lastT = NaN;
+    let x = 0;
+    for (let i = 0; i < n; i++) {
+      const t = ts[i];
+      if (t !== lastT) {
+        if (!(t >= t0 && t <= t1)) {
+          lastT = NaN;
+          continue;
+        }
+        x = bucketOf(t, t0, span, xb);
+        lastT = t;
+      }
+      const l = lane[i];
+      const r = l < rowOfLane.length ? rowOfLane[l] : -1;
+      if (r < 0) continue;
+      const v = kind === 0 ? util[i] : kind === 1 ? b.memMb(i) : b.powerW(i);
+      const c = r * xb + x;
+      if (!(cells[c] >= v)) cells[c] = v;
+    }
+  }
+  return cells;
+}
+
+function emptyHeatmap(metric: string, xb: number): Heatmap {
+  return { header: { rows: [], x_buckets: xb, t0: 0.0, t1: 0.0, metric, scale: null, palette: null }, values: new Uint8Array(0) };
+}
+
+/**
+ * `GET /api/timeline/heatmap` (before framing). Missing bounds default to the run's time range; a run
+ * without data gives an empty heatmap. Magnitudes: bucket maxima scaled to a byte (util against 100,
+ * mem/power against the window peak). `phase`: palette ids painted idle-first. `lifecycle`: one row per
+ * trajectory (first 1,024 by first event), queue under generating/tool_wait.
+ */
+export function heatmap(store: HeatmapSource, q: HeatmapQuery = {}): Heatmap {
+  const xb = q.xBuckets ?? 1200;
+  checkIntRange('x_buckets', xb, 2, 4000);
+  const metric = q.metric ?? 'util';
+  // Checked before the data: the reference skips this on a run without data, but a bad metric is always a bad request.
+  if (!(HEATMAP_METRICS as readonly string[]).includes(metric)) throw badArgument('metric', `unknown heatmap metric ${pyQuote(metric)}`);
+  const sel = resolveLanes(q.lanes, store.laneIndex());
+  const w = resolveHeatmapWindow(store, q.t0, q.t1);
+  if (w === null) return emptyHeatmap(metric, xb);
+  const { t0, t1 } = w;
+
+  if (metric === 'lifecycle') {
+    const all = trajectoryLanes(store, { t0, t1 });
+    const lanes = all.slice(0, LIFECYCLE_MAX_ROWS);
+    return {
+      header: {
+        rows: lanes.map((l) => ({ sample_index: l.sample_index, group_index: l.group_index })),
+        rows_total: all.length,
+        x_buckets: xb,
+        t0,
+        t1,
+        metric,
+        scale: null,
+        palette: [...LIFECYCLE_PALETTE],
+      },
+      values: paintLifecycle(lanes, t0, t1, xb),
+    };
+  }
+
+  const rows = heatmapLaneRows(store.laneIndex(), sel);
+  if (MAGNITUDES.has(metric)) {
+    const blocks = store.gpuUtilBlocks(t0, t1);
+    // after the blocks are parsed: parsing interns their lane ids
+    const cells = magnitudeCells(blocks, rowOfLaneIds(store.lanes, rows), rows.length, metric, t0, t1, xb);
+    const scaleMax = metric === 'util' ? 100.0 : peakOf(cells);
+    return { header: { rows, x_buckets: xb, t0, t1, metric, scale: { max: scaleMax }, palette: null }, values: magnitudeBytes(cells, scaleMax) };
+  }
+
+  const phaseRows = phaseHeatmapMatrix(store, rows, sel, t0, t1, xb);
+  return { header: { rows, x_buckets: xb, t0, t1, metric, scale: null, palette: phaseRows.palette }, values: phaseRows.matrix };
+}
+
+/** Recent `phasesByLane` answers per store: the phase carpet, fleet and outliers re-ask for the same window. */
+const phaseRowsMemo = new WeakMap<object, Map<string, PhaseRow[]>>();
+const PHASE_ROWS_KEPT = 2;
+
+/**
+ * `phasesByLane(store, {t0, t1, lanes: sel})`, memoized on the window, the selection and everything the
+ * answer depends on (phases, topology, meta, lane index, the data edge open markers grow to).
+ * The rows are shared: callers must not modify them.
+ */
+export function phaseRowsOf(store: PhaseSource & { streamVersion(stream: StreamName): number }, t0: number | null, t1: number | null, sel: LaneSelection): readonly PhaseRow[] {
+  const key = [
+    t0,
+    t1,
+    sel === null ? '*' : [...sel].sort().join(','),
+    store.streamVersion('phases'),
+    store.streamVersion('topology'),
+    JSON.stringify(store.timeRange()),
+    store.meta()?.start_ts ?? 'none',
+    (store as { laneIndexVersion?: number }).laneIndexVersion ?? store.laneIndex().length,
+  ].join('|');
+  let memo = phaseRowsMemo.get(store);
+  if (memo === undefined) phaseRowsMemo.set(store, (memo = new Map()));
+  let rows = memo.get(key);
+  if (rows === undefined) {
+    rows = phasesByLane(store, { t0, t1, lanes: sel });
+    if (memo.size >= PHASE_ROWS_KEPT) memo.delete(memo.keys().next().value!);
+    memo.set(key, rows);
+  }
+  return rows;
+}
+
+/** The phase carpet of `rows` over `[t0, t1]`. */
+export function phaseHeatmapMatrix(
+  store: PhaseSource & { streamVersion(stream: StreamName): number },
+  rows: readonly { node: string; gpu: number }[],
+  sel: LaneSelection,
+  t0: number,
+  t1: number,
+  xb: number,
+): { palette: string[]; matrix: Uint8Array } {
+  const rowByKey = new Map<string, number>();
+  rows.forEach((r, i) => rowByKey.set(`${r.node}:${r.gpu}`, i));
+  return paintPhases(phaseRowsOf(store, t0, t1, sel), (node, gpu) => rowByKey.get(`${node}:${gpu}`) ?? -1, rows.length, t0, t1, xb);
+}
+
+/** The wire bytes of a heatmap: `[u32 LE header length][header JSON][matrix]`. */
+export function encodeHeatmap(h: Heatmap): Uint8Array {
+  return encodeHeatmapFrame(h.header, h.values);
+}

@@ -1,0 +1,92 @@
+// Outlier lanes: the lowest mean util, or the slowest mean duration of a named phase.
+import type { GpuUtilBlock, LaneTable, StreamName } from '../run/telemetry/store.ts';
+import { compareLanes } from '../run/telemetry/laneCatalog.ts';
+import { badArgument } from './errors.ts';
+import { phaseRowsOf, pyQuote } from './heatmap.ts';
+import type { PhaseSource } from './phases.ts';
+import { checkIntRange } from './timelineWindow.ts';
+
+export interface OutlierSource extends PhaseSource {
+  gpuUtilBlocks(t0?: number | null, t1?: number | null): GpuUtilBlock[];
+  readonly lanes: LaneTable;
+  streamVersion(stream: StreamName): number;
+}
+
+export interface OutlierQuery {
+  /** `lowest_util` or `slowest_phase:<name>`. */
+  criterion: string;
+  t0?: number | null;
+  t1?: number | null;
+  /** In [1, 256]; default 16. */
+  topK?: number;
+}
+
+export interface Outlier {
+  node: string;
+  gpu: number;
+  score: number;
+}
+
+const SLOWEST_PHASE = 'slowest_phase:';
+
+/** Ascending by `(score, node, gpu)`, node compared as a string. */
+function ascending(a: Outlier, b: Outlier): number {
+  return a.score - b.score || compareLanes(a, b);
+}
+
+/** Mean util per lane over rows with `t0 <= ts <= t1` (lanes without rows are absent). */
+export function meanUtilByLane(blocks: readonly GpuUtilBlock[], lanes: LaneTable, t0: number | null, t1: number | null): Outlier[] {
+  const lo = t0 ?? -Infinity;
+  const hi = t1 ?? Infinity;
+  const sum = new Float64Array(lanes.size);
+  const count = new Float64Array(lanes.size);
+  for (const b of blocks) {
+    if (b.length === 0 || b.tsMax < lo || b.tsMin > hi) continue;
+    const ts = b.ts;
+    const lane = b.lane;
+    const util = b.util;
+    for (let i = 0; i < b.length; i++) {
+      const t = ts[i];
+      if (!(t >= lo && t <= hi)) continue;
+      sum[lane[i]] += util[i];
+      count[lane[i]]++;
+    }
+  }
+  const out: Outlier[] = [];
+  for (let id = 0; id < lanes.size; id++) {
+    if (count[id] > 0) out.push({ node: lanes.node(id), gpu: lanes.gpu(id), score: sum[id] / count[id] });
+  }
+  return out;
+}
+
+/**
+ * `GET /api/timeline/outliers`: the first `topK` lanes by criterion. `lowest_util` ranks mean util
+ * ascending; `slowest_phase:<name>` ranks the mean duration of that phase's intervals (in
+ * `phasesByLane` order, summed left to right) descending, ties by descending `(node, gpu)`.
+ * No window rule: a reversed window simply selects nothing.
+ */
+export function outliers(store: OutlierSource, q: OutlierQuery): { outliers: Outlier[] } {
+  const topK = q.topK ?? 16;
+  checkIntRange('top_k', topK, 1, 256);
+  const t0 = q.t0 ?? null;
+  const t1 = q.t1 ?? null;
+  if (q.criterion === 'lowest_util') {
+    const blocks = store.gpuUtilBlocks(t0, t1);
+    return { outliers: meanUtilByLane(blocks, store.lanes, t0, t1).sort(ascending).slice(0, topK) };
+  }
+  if (q.criterion.startsWith(SLOWEST_PHASE)) {
+    const name = q.criterion.slice(SLOWEST_PHASE.length);
+    const acc = new Map<string, { node: string; gpu: number; sum: number; n: number }>();
+    for (const p of phaseRowsOf(store, t0, t1, null)) {
+      if (p.name !== name) continue;
+      const k = `${p.node}:${p.gpu}`;
+      let a = acc.get(k);
+      if (a === undefined) acc.set(k, (a = { node: p.node, gpu: p.gpu, sum: 0, n: 0 }));
+      a.sum += p.t1 - p.t0;
+      a.n++;
+    }
+    const scored = [...acc.values()].map((a) => ({ node: a.node, gpu: a.gpu, score: a.sum / a.n }));
+    return { outliers: scored.sort((a, b) => ascending(b, a)).slice(0, topK) };
+  }
+  throw badArgument('criterion', `unknown outlier criterion ${pyQuote(q.criterion)}`);
+}
