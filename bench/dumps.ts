@@ -1,13 +1,14 @@
 // Dump read path at reference scale: one step of 4,096 samples × ~4,000 tokens with 1,024 train rank files
 // (256 DP shards × 4 duplicate ranks) and a parquet mirror. Prints one JSON line:
-// cold/warm step summary, cold/warm token read of a 9,213-token sample, peak RSS of the measuring process.
+// cold/warm step summary, cold/warm token read of a 9,213-token sample (cold ones with their process CPU time),
+// peak RSS of the measuring process, and the machine's load.
 //   node --import tsx bench/dumps.ts            generate into a temp dir, measure in a child process, clean up
 //   node --import tsx bench/dumps.ts --keep DIR generate into DIR and keep it
 //   node --import tsx bench/dumps.ts --measure DIR  measure an already generated DIR
 //   RLSIGHT_BENCH_SMALL=1 ...                       a 64-sample smoke version of the same shape
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, readdirSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parquetWriteFile } from 'hyparquet-writer';
@@ -186,12 +187,20 @@ async function measure(dir: string): Promise<Record<string, number>> {
     const v = await f();
     return [performance.now() - t0, v];
   };
+  // CPU time of the whole process (worker threads included): on a shared machine wall time mostly measures the load.
+  const cpu = async <T>(f: () => Promise<T>): Promise<[number, number, T]> => {
+    const c0 = process.cpuUsage();
+    const [ms, v] = await time(f);
+    const c = process.cpuUsage(c0);
+    return [ms, (c.user + c.system) / 1000, v];
+  };
+  const load = loadavg()[0];
   const reader = await DumpReader.open(dir);
-  const [coldSummary, summary] = await time(() => reader.summary(0));
+  const [coldSummary, coldSummaryCpu, summary] = await cpu(() => reader.summary(0));
   const warm: number[] = [];
   for (let i = 0; i < 5; i++) warm.push((await time(() => reader.summary(0)))[0]);
   const tokensReader = await DumpReader.open(dir);
-  const [coldTokens, view] = await time(() => tokensReader.tokens(0, BIG_SAMPLE));
+  const [coldTokens, coldTokensCpu, view] = await cpu(() => tokensReader.tokens(0, BIG_SAMPLE));
   const warmTokens: number[] = [];
   for (let i = 0; i < 5; i++) warmTokens.push((await time(() => tokensReader.tokens(0, BIG_SAMPLE)))[0]);
   clearInterval(sampler);
@@ -202,10 +211,14 @@ async function measure(dir: string): Promise<Record<string, number>> {
   }
   return {
     cold_summary_ms: Math.round(coldSummary),
+    cold_summary_cpu_ms: Math.round(coldSummaryCpu),
     warm_summary_ms: Number(median(warm).toFixed(2)),
     cold_tokens_ms: Math.round(coldTokens),
+    cold_tokens_cpu_ms: Math.round(coldTokensCpu),
     warm_tokens_ms: Number(median(warmTokens).toFixed(2)),
     peak_rss_mb: Math.round(Math.max(peak, process.resourceUsage().maxRSS * 1024) / 2 ** 20),
+    load_1m: Number(load.toFixed(2)),
+    cores: availableParallelism(),
   };
 }
 

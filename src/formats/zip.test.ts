@@ -136,6 +136,40 @@ describe('ZipArchive', () => {
     }
   });
 
+  it('openSync and loadSync: entries read into memory are served without touching the file', async () => {
+    const p = join(dir, 'load-sync.pt');
+    writeFileSync(p, readFileSync(fixture));
+    const z = ZipArchive.openSync(p, { wholeFileBelow: 0 });
+    assert.equal(z.isOpen, false);
+    assert.equal(z.inMemory, false);
+    const storages = z.entries.filter((e) => /\/data\/\d+$/.test(e.name));
+    assert.ok(storages.length >= 4);
+    const chosen = [storages[0], storages[2], storages[storages.length - 1]];
+    let asked = 0;
+    const memory = new Uint8Array(1 << 20);
+    z.loadSync(chosen, { memory: (size) => ((asked = size), memory), maxGap: 0 });
+    assert.ok(asked > 0 && asked <= memory.length && z.inMemory);
+    rmSync(p); // every later read of a loaded entry must come from memory
+    for (const e of chosen) {
+      const b = await z.read(e);
+      assert.equal(crc32(b), e.crc32, e.name);
+      assert.equal(b.buffer, memory.buffer, 'a view of the memory supplied');
+      assert.equal(b.byteOffset % 64, 0, 'storage bytes keep their 64-byte phase');
+    }
+    await assert.rejects(z.read(storages[1]), (e: unknown) => e instanceof ZipError && /cannot reopen/.test((e as Error).message));
+    z.releaseBytes();
+    assert.equal(z.inMemory, false);
+    await assert.rejects(z.read(chosen[0]), ZipError);
+  });
+
+  it('loadSync refuses a file that changed size since it was opened', () => {
+    const p = join(dir, 'load-sync-changed.pt');
+    writeFileSync(p, readFileSync(fixture));
+    const z = ZipArchive.openSync(p, { wholeFileBelow: 0 });
+    writeFileSync(p, readFileSync(fixture).subarray(0, 1000));
+    assert.throws(() => z.loadSync(z.entries), (e: unknown) => e instanceof ZipError && /file changed/.test((e as Error).message));
+  });
+
   it('small archives are read whole at open and hold no handle', async () => {
     const z = await ZipArchive.open(fixture);
     assert.equal(z.isOpen, false);
@@ -288,6 +322,17 @@ describe('property: damaged zips end in a ZipError or a readable archive', () =>
         });
       } finally {
         await z.close();
+      }
+    } catch (err) {
+      if (!(err instanceof ZipError)) throw err;
+    }
+    // The blocking path parses the same way and fails the same way.
+    try {
+      const z = ZipArchive.openSync(p, { wholeFileBelow: i % 2 ? 0 : undefined });
+      try {
+        z.loadSync(z.entries.slice(0, 4));
+      } catch (err) {
+        if (!(err instanceof ZipError)) throw err;
       }
     } catch (err) {
       if (!(err instanceof ZipError)) throw err;

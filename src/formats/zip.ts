@@ -1,6 +1,6 @@
 // Random-access reader for STORED zip archives (the torch container) over a file handle, zip64 included.
 import { open, type FileHandle } from 'node:fs/promises';
-import { readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
 export class ZipError extends Error {
   constructor(
@@ -31,6 +31,8 @@ const LOCAL_SIG = 0x04034b50;
 const MAX_COMMENT = 0xffff;
 /** Archives up to this size are read whole at open (rank dumps are small and many). */
 const WHOLE_FILE_BELOW = 1 << 20;
+/** The first tail read when looking for the end-of-central-directory record. */
+const FIRST_TAIL = 16 * 1024 + 22 + 20;
 /** Largest single read request (Node's fs caps one read near 2 GiB). */
 const MAX_READ = 1 << 30;
 
@@ -45,19 +47,24 @@ export class ZipArchive {
   private handle: FileHandle | undefined;
   /** The whole file, for small archives (then no handle is kept at all). */
   private whole: Uint8Array | undefined;
-  private readonly byName = new Map<string, ZipEntry>();
+  /** Parts of the file read by `loadSync`. */
+  private spans: { start: number; bytes: Uint8Array }[] | undefined;
+  private ends: Map<ZipEntry, number> | undefined;
+  /** How the archive was opened: `openSync` archives reopen the file for blocking reads too. */
+  private opened: 'async' | 'sync' = 'async';
+  /** Entries by name, built on the first lookup (a directory scan never needs it). */
+  private byNameMap: Map<string, ZipEntry> | undefined;
   private readonly dataStarts = new Map<ZipEntry, number>();
 
   private constructor(
     readonly path: string,
-    handle: FileHandle,
+    handle: FileHandle | undefined,
     readonly fileSize: number,
     readonly entries: ZipEntry[],
     /** Where the central directory starts: the end bound of the last entry's data. */
     readonly centralDirectoryOffset: number,
   ) {
     this.handle = handle;
-    for (const e of entries) this.byName.set(e.name, e);
   }
 
   /**
@@ -96,12 +103,116 @@ export class ZipArchive {
     }
   }
 
+  /**
+   * Like `open`, with blocking reads and no handle kept (later reads reopen the file): one open, one tail
+   * read and one close per archive, for scanning many small archives (see also `loadSync`).
+   */
+  static openSync(path: string, opts: { wholeFileBelow?: number } = {}): ZipArchive {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch (err) {
+      throw new ZipError(path, `cannot open: ${(err as Error).message}`);
+    }
+    try {
+      const size = fstatSync(fd).size;
+      const whole = size <= (opts.wholeFileBelow ?? WHOLE_FILE_BELOW) ? readExactSync(path, fd, 0, size) : undefined;
+      const read = (position: number, length: number): DataView => {
+        if (!whole) return new DataView(readExactSync(path, fd, position, length).buffer);
+        if (position + length > whole.length) throw new ZipError(path, `truncated archive: wanted ${length} bytes at offset ${position}, file has ${whole.length}`);
+        return new DataView(whole.buffer, position, length);
+      };
+      const { entries, cdOffset } = readCentralDirectorySync(path, read, size);
+      const archive = new ZipArchive(path, undefined, size, entries, cdOffset);
+      archive.whole = whole;
+      archive.opened = 'sync';
+      return archive;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * Reads the given STORED entries into memory with blocking reads (entries closer than `maxGap` bytes share
+   * one read), so that reading them afterwards touches no file, until `releaseBytes()`. `memory` may supply
+   * the buffer (at least the size asked for, 64-byte aligned; a scanning caller reuses one): bytes read from
+   * the archive are then views of it, valid only until the caller reuses it.
+   */
+  loadSync(list: Iterable<ZipEntry>, opts: { memory?: (size: number) => Uint8Array; maxGap?: number } = {}): void {
+    const wanted = [...new Set(list)].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+    if (wanted.length === 0) return;
+    for (const e of wanted) this.checkStored(e);
+    const ends = this.entryEnds();
+    const maxGap = opts.maxGap ?? 64 * 1024;
+    const groups: { start: number; end: number }[] = [];
+    for (const e of wanted) {
+      const start = e.localHeaderOffset - (e.localHeaderOffset % 64);
+      const end = Math.min(this.fileSize, Math.max(ends.get(e)!, e.localHeaderOffset + 30));
+      const last = groups[groups.length - 1];
+      if (last && start - last.end <= maxGap) last.end = Math.max(last.end, end);
+      else groups.push({ start, end });
+    }
+    // Each group starts on a 64-byte boundary of the memory, as in the file, so storages stay aligned.
+    let total = 0;
+    for (const g of groups) total += Math.ceil((g.end - g.start) / 64) * 64;
+    const memory = opts.memory?.(total) ?? new Uint8Array(total);
+    if (memory.byteLength < total || memory.byteOffset % 64 !== 0) throw new ZipError(this.path, 'loadSync: the memory supplied is too small or not 64-byte aligned');
+    const fd = this.reopenSync();
+    const spans: { start: number; bytes: Uint8Array }[] = [];
+    try {
+      let at = 0;
+      for (const g of groups) {
+        const bytes = readExactSync(this.path, fd, g.start, g.end - g.start, memory.subarray(at));
+        spans.push({ start: g.start, bytes });
+        at += Math.ceil(bytes.length / 64) * 64;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    for (const e of wanted) {
+      const span = spans.find((sp) => e.localHeaderOffset >= sp.start && e.localHeaderOffset < sp.start + sp.bytes.length)!;
+      this.dataStarts.set(e, this.parseLocalHeader(e, span.bytes, e.localHeaderOffset - span.start));
+    }
+    this.spans = [...(this.spans ?? []), ...spans];
+  }
+
+  /** Whether some of the file is held in memory (`whole` or `loadSync`): bytes read from it are views of that memory. */
+  get inMemory(): boolean {
+    return this.whole !== undefined || this.spans !== undefined;
+  }
+
+  /** Drops what is held in memory; later reads go to the file again (and fail if it changed size). */
+  releaseBytes(): void {
+    this.whole = undefined;
+    this.spans = undefined;
+  }
+
+  private byName(): Map<string, ZipEntry> {
+    if (!this.byNameMap) {
+      this.byNameMap = new Map();
+      for (const e of this.entries) this.byNameMap.set(e.name, e);
+    }
+    return this.byNameMap;
+  }
+
+  /** Per entry, the file offset its bytes end by (the next local header, or the central directory). */
+  private entryEnds(): Map<ZipEntry, number> {
+    if (!this.ends) {
+      const byOffset = [...this.entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+      this.ends = new Map();
+      for (let i = 0; i < byOffset.length; i++) {
+        this.ends.set(byOffset[i], i + 1 < byOffset.length ? byOffset[i + 1].localHeaderOffset : this.centralDirectoryOffset);
+      }
+    }
+    return this.ends;
+  }
+
   get isOpen(): boolean {
     return this.handle !== undefined;
   }
 
   entry(name: string): ZipEntry | undefined {
-    return this.byName.get(name);
+    return this.byName().get(name);
   }
 
   /** The file handle while the archive is open (for synchronous windowed reads of big entries). */
@@ -159,9 +270,7 @@ export class ZipArchive {
     const out = new Map<ZipEntry, Uint8Array>();
     if (wanted.length === 0) return out;
     // Each entry's bytes end before the next local header (or the central directory).
-    const byOffset = [...this.entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
-    const bound = new Map<ZipEntry, number>();
-    for (let i = 0; i < byOffset.length; i++) bound.set(byOffset[i], i + 1 < byOffset.length ? byOffset[i + 1].localHeaderOffset : this.centralDirectoryOffset);
+    const bound = this.entryEnds();
     wanted.sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
     let i = 0;
     while (i < wanted.length) {
@@ -209,20 +318,54 @@ export class ZipArchive {
       into.set(part, offset);
       return part.length;
     }
-    const fd = this.handle?.fd;
-    if (fd === undefined) throw new ZipError(this.path, 'archive is closed');
-    let done = 0;
-    while (done < length) {
-      const n = readSync(fd, into, offset + done, Math.min(length - done, MAX_READ), position + done);
-      if (n === 0) break;
-      done += n;
+    if (this.spans) {
+      for (const sp of this.spans) {
+        const rel = position - sp.start;
+        if (rel >= 0 && rel + length <= sp.bytes.length) {
+          into.set(sp.bytes.subarray(rel, rel + length), offset);
+          return length;
+        }
+      }
     }
-    return done;
+    let fd = this.handle?.fd;
+    // An archive opened with `openSync` holds no handle: reopen the file for this one read.
+    const reopened = fd === undefined && this.handle === undefined && this.opened === 'sync';
+    if (reopened) fd = this.reopenSync();
+    if (fd === undefined) throw new ZipError(this.path, 'archive is closed');
+    try {
+      let done = 0;
+      while (done < length) {
+        const n = readSync(fd, into, offset + done, Math.min(length - done, MAX_READ), position + done);
+        if (n === 0) break;
+        done += n;
+      }
+      return done;
+    } finally {
+      if (reopened) closeSync(fd);
+    }
+  }
+
+  /** Opens the file again for blocking reads, checking it still has the size it had when opened. */
+  private reopenSync(): number {
+    let fd: number;
+    try {
+      fd = openSync(this.path, 'r');
+    } catch (err) {
+      throw new ZipError(this.path, `cannot reopen for a read: ${(err as Error).message}`);
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (size !== this.fileSize) throw new ZipError(this.path, `file changed since it was opened (${this.fileSize} -> ${size} bytes)`);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+    return fd;
   }
 
   private resolve(entryOrName: ZipEntry | string): ZipEntry {
     if (typeof entryOrName !== 'string') return entryOrName;
-    const e = this.byName.get(entryOrName);
+    const e = this.byName().get(entryOrName);
     if (!e) throw new ZipError(this.path, `no entry named ${entryOrName}`);
     return e;
   }
@@ -263,6 +406,12 @@ export class ZipArchive {
       if (position + length <= this.whole.length) return this.whole.subarray(position, position + length);
       if (allowShort) return this.whole.subarray(Math.min(position, this.whole.length));
       throw new ZipError(this.path, `truncated archive: wanted ${length} bytes at offset ${position}, got ${Math.max(0, this.whole.length - position)}`);
+    }
+    if (this.spans) {
+      for (const sp of this.spans) {
+        const rel = position - sp.start;
+        if (rel >= 0 && rel + length <= sp.bytes.length) return sp.bytes.subarray(rel, rel + length);
+      }
     }
     const out = new Uint8Array(length);
     const reopened = this.handle === undefined;
@@ -308,27 +457,83 @@ async function readExact(path: string, fh: FileHandle, position: number, length:
   return new DataView(out.buffer);
 }
 
+function readExactSync(path: string, fd: number, position: number, length: number, into?: Uint8Array): Uint8Array {
+  const out = into && into.byteLength >= length ? into.subarray(0, length) : new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const n = readSync(fd, out, done, Math.min(length - done, MAX_READ), position + done);
+    if (n === 0) break;
+    done += n;
+  }
+  if (done < length) throw new ZipError(path, `truncated archive: wanted ${length} bytes at offset ${position}, got ${done}`);
+  return out;
+}
+
+/** A short all-ASCII name (every torch entry name), without a TextDecoder call per entry; else null. */
+function asciiName(b: Uint8Array): string | null {
+  if (b.length > 64) return null;
+  let s = '';
+  for (let i = 0; i < b.length; i++) {
+    if (b[i] >= 0x80) return null;
+    s += String.fromCharCode(b[i]);
+  }
+  return s;
+}
+
 function bigToNumber(path: string, v: bigint, what: string): number {
   if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new ZipError(path, `impossible ${what}: ${v}`);
   return Number(v);
 }
 
-type ExactReader = (position: number, length: number) => Promise<DataView>;
+/** A byte range the central-directory parser needs next: `[position, length]`. */
+type ByteRequest = [number, number];
+interface CentralDirectory {
+  entries: ZipEntry[];
+  cdOffset: number;
+}
 
-async function readCentralDirectory(path: string, read: ExactReader, fileSize: number): Promise<{ entries: ZipEntry[]; cdOffset: number }> {
+/** Runs the parser with asynchronous reads. */
+async function readCentralDirectory(path: string, read: (position: number, length: number) => Promise<DataView>, fileSize: number): Promise<CentralDirectory> {
+  const parser = parseCentralDirectory(path, fileSize);
+  let step = parser.next();
+  while (!step.done) step = parser.next(await read(...step.value));
+  return step.value;
+}
+
+/** Runs the parser with synchronous reads. */
+function readCentralDirectorySync(path: string, read: (position: number, length: number) => DataView, fileSize: number): CentralDirectory {
+  const parser = parseCentralDirectory(path, fileSize);
+  let step = parser.next();
+  while (!step.done) step = parser.next(read(...step.value));
+  return step.value;
+}
+
+/** The central-directory parser: yields the byte ranges it needs (usually just the tail) and returns the entries. */
+function* parseCentralDirectory(path: string, fileSize: number): Generator<ByteRequest, CentralDirectory, DataView> {
   if (fileSize < 22) throw new ZipError(path, `not a zip archive (${fileSize} bytes, no end-of-central-directory record)`);
-  const tailLen = Math.min(fileSize, 22 + MAX_COMMENT + 20);
-  const tailStart = fileSize - tailLen;
-  const tail = await read(tailStart, tailLen);
-  let eocd = -1;
-  for (let i = tailLen - 22; i >= 0; i--) {
-    if (tail.getUint32(i, true) === EOCD_SIG && i + 22 + tail.getUint16(i + 20, true) <= tailLen) {
-      eocd = i;
-      break;
+  // A short tail first (it holds the whole directory of a typical torch file); the longest one only if the
+  // record is not in it (a long archive comment) or sits too close to its start to see a zip64 locator.
+  const fullTail = Math.min(fileSize, 22 + MAX_COMMENT + 20);
+  let tailLen = Math.min(fileSize, FIRST_TAIL);
+  let tailStart: number;
+  let tail: DataView;
+  let eocd: number;
+  for (;;) {
+    tailStart = fileSize - tailLen;
+    tail = yield [tailStart, tailLen];
+    eocd = -1;
+    for (let i = tailLen - 22; i >= 0; i--) {
+      if (tail.getUint32(i, true) === EOCD_SIG && i + 22 + tail.getUint16(i + 20, true) <= tailLen) {
+        eocd = i;
+        break;
+      }
     }
+    if ((eocd >= 20 || tailStart === 0) && eocd >= 0) break;
+    if (tailLen === fullTail) break;
+    tailLen = fullTail;
   }
   if (eocd < 0) {
-    const magic = (await read(0, 4)).getUint32(0, true);
+    const magic = (yield [0, 4]).getUint32(0, true);
     throw new ZipError(
       path,
       magic === LOCAL_SIG ? 'truncated archive: it starts like a zip but has no end-of-central-directory record' : 'not a zip archive: no end-of-central-directory record',
@@ -344,7 +549,7 @@ async function readCentralDirectory(path: string, read: ExactReader, fileSize: n
   if (eocd >= 20 && tail.getUint32(eocd - 20, true) === EOCD64_LOCATOR_SIG) {
     const rec64Off = bigToNumber(path, tail.getBigUint64(eocd - 12, true), 'zip64 end record offset');
     if (rec64Off + 56 > eocdAbs - 20) throw new ZipError(path, `impossible zip64 end record offset ${rec64Off}`);
-    const rec = await read(rec64Off, 56);
+    const rec = yield [rec64Off, 56];
     if (rec.getUint32(0, true) !== EOCD64_SIG) throw new ZipError(path, `bad zip64 end record signature at offset ${rec64Off}`);
     count = bigToNumber(path, rec.getBigUint64(32, true), 'entry count');
     cdSize = bigToNumber(path, rec.getBigUint64(40, true), 'central directory size');
@@ -357,7 +562,7 @@ async function readCentralDirectory(path: string, read: ExactReader, fileSize: n
   // Every central record takes at least 46 bytes.
   if (count * 46 > cdSize) throw new ZipError(path, `impossible entry count ${count} for a ${cdSize}-byte central directory`);
   // The central directory usually sits inside the tail already read.
-  const cd = cdOffset >= tailStart ? new DataView(tail.buffer, tail.byteOffset + cdOffset - tailStart, cdSize) : await read(cdOffset, cdSize);
+  const cd = cdOffset >= tailStart ? new DataView(tail.buffer, tail.byteOffset + cdOffset - tailStart, cdSize) : yield [cdOffset, cdSize];
   const bytes = new Uint8Array(cd.buffer, cd.byteOffset, cd.byteLength);
   const entries: ZipEntry[] = new Array(count);
   let p = 0;
@@ -377,7 +582,7 @@ async function readCentralDirectory(path: string, read: ExactReader, fileSize: n
     const recEnd = p + 46 + nameLen + extraLen + commentLen;
     if (recEnd > cdSize) throw new ZipError(path, `truncated central directory record ${i}`);
     const nameBytes = bytes.subarray(p + 46, p + 46 + nameLen);
-    const name = flags & 0x800 ? utf8.decode(nameBytes) : latin1.decode(nameBytes);
+    const name = asciiName(nameBytes) ?? (flags & 0x800 ? utf8.decode(nameBytes) : latin1.decode(nameBytes));
     if (size === 0xffffffff || compressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) {
       let e = p + 46 + nameLen;
       const extraEnd = e + extraLen;

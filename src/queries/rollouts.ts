@@ -117,7 +117,7 @@ function finite(x: number | null | undefined): number | null {
   return x === null || x === undefined || !Number.isFinite(x) ? null : x;
 }
 
-/** Mean and max of `f(x[i])` (as float32) over the positions where the loss mask is set. */
+/** Mean and max of `x[i]` over the positions where the loss mask is set. */
 interface MaskedStats {
   n: number;
   mean: number;
@@ -125,7 +125,7 @@ interface MaskedStats {
 }
 
 /** Loss-masked mean/max; null when `x` is absent or nothing is selected (NaN propagates to both). */
-function maskedStats(x: ArrayLike<number> | null, mask: ArrayLike<number> | null, f?: (v: number) => number): MaskedStats | null {
+function maskedStats(x: ArrayLike<number> | null, mask: ArrayLike<number> | null): MaskedStats | null {
   if (!x || !mask) return null;
   const n = Math.min(x.length, mask.length);
   let count = 0;
@@ -133,7 +133,7 @@ function maskedStats(x: ArrayLike<number> | null, mask: ArrayLike<number> | null
   let max = -Infinity;
   for (let i = 0; i < n; i++) {
     if (!(mask[i] > 0)) continue;
-    const v = f ? Math.fround(f(x[i])) : x[i];
+    const v = x[i];
     count++;
     sum += v;
     if (!(v <= max)) max = Number.isNaN(max) ? max : v;
@@ -230,11 +230,56 @@ export function digestTrainRow(row: TrainRow): TrainDigest {
   };
 }
 
-function sampleColumns(s: RolloutSample, rolloutId: number): TableRow {
+/**
+ * One summary row: the sample's columns, then the train columns (from its digest, or nulls), in the order
+ * of SUMMARY_COLUMNS_WITH_TRAIN / SUMMARY_COLUMNS_WITHOUT_TRAIN. Written as two full literals: spreading a
+ * shared base into 31 keys costs far more per row than the rest of the summary.
+ */
+function summaryRow(s: RolloutSample, rolloutId: number, d: TrainDigest | undefined, rawReward: number | null): TableRow {
   const versions = s.weightVersions;
   const numeric = versions.filter((v) => /^[0-9]+$/.test(v)).map((v) => parseInt(v, 10));
   const vmin = numeric.length ? Math.min(...numeric) : null;
   const reward = typeof s.reward === 'number' ? s.reward : typeof s.reward === 'boolean' ? (s.reward ? 1 : 0) : typeof s.reward === 'bigint' ? Number(s.reward) : null;
+  const weightVersion = versions.length ? versions[versions.length - 1] : null;
+  const mixed = versions.length ? new Set(versions).size > 1 : null;
+  const staleness = vmin === null ? null : rolloutId - vmin;
+  const turns = versions.length ? versions.length : null;
+  const specAcceptRate = s.specDraftTokens ? finite((s.specAcceptTokens ?? 0) / s.specDraftTokens) : null;
+  const prefixHitRate = s.totalPromptTokens ? finite((s.cachedTokens ?? 0) / s.totalPromptTokens) : null;
+  if (d) {
+    return {
+      sample_index: s.index,
+      group_index: s.groupIndex,
+      status: s.status,
+      remove_sample: s.removeSample,
+      response_length: s.responseLength,
+      total_length: s.totalLength,
+      reward: finite(reward),
+      weight_version: weightVersion,
+      weight_version_min: vmin,
+      mixed_version: mixed,
+      staleness,
+      turns,
+      tool_calls: s.promptToolMessages,
+      non_generation_time: finite(s.nonGenerationTime),
+      spec_accept_rate: specAcceptRate,
+      prefix_cache_hit_rate: prefixHitRate,
+      raw_reward: rawReward,
+      normalized_reward: d.normalized_reward,
+      truncated: d.truncated ?? s.status === 'truncated',
+      dumped_rank: d.dumped_rank,
+      mean_entropy: d.mean_entropy,
+      max_entropy: d.max_entropy,
+      ref_entropy_mean: d.ref_entropy_mean,
+      mean_abs_lp_diff: d.mean_abs_lp_diff,
+      max_abs_lp_diff: d.max_abs_lp_diff,
+      mean_imp_ratio: d.mean_imp_ratio,
+      adv_mean: d.adv_mean,
+      adv_std: d.adv_std,
+      return_mean: d.return_mean,
+      alignment_failed: d.alignment_failed,
+    };
+  }
   return {
     sample_index: s.index,
     group_index: s.groupIndex,
@@ -243,15 +288,29 @@ function sampleColumns(s: RolloutSample, rolloutId: number): TableRow {
     response_length: s.responseLength,
     total_length: s.totalLength,
     reward: finite(reward),
-    weight_version: versions.length ? versions[versions.length - 1] : null,
+    weight_version: weightVersion,
     weight_version_min: vmin,
-    mixed_version: versions.length ? new Set(versions).size > 1 : null,
-    staleness: vmin === null ? null : rolloutId - vmin,
-    turns: versions.length ? versions.length : null,
+    mixed_version: mixed,
+    staleness,
+    turns,
     tool_calls: s.promptToolMessages,
     non_generation_time: finite(s.nonGenerationTime),
-    spec_accept_rate: s.specDraftTokens ? finite((s.specAcceptTokens ?? 0) / s.specDraftTokens) : null,
-    prefix_cache_hit_rate: s.totalPromptTokens ? finite((s.cachedTokens ?? 0) / s.totalPromptTokens) : null,
+    spec_accept_rate: specAcceptRate,
+    prefix_cache_hit_rate: prefixHitRate,
+    raw_reward: null,
+    normalized_reward: null,
+    dumped_rank: null,
+    mean_entropy: null,
+    max_entropy: null,
+    ref_entropy_mean: null,
+    mean_abs_lp_diff: null,
+    max_abs_lp_diff: null,
+    mean_imp_ratio: null,
+    adv_mean: null,
+    adv_std: null,
+    return_mean: null,
+    alignment_failed: false,
+    truncated: s.status === 'truncated',
   };
 }
 
@@ -275,24 +334,19 @@ export function rolloutSummary(
     return typeof v === 'number' ? finite(v) : typeof v === 'boolean' ? (v ? 1 : 0) : typeof v === 'bigint' ? Number(v) : null;
   };
   const rows = samples.map((s): TableRow => {
-    const base = sampleColumns(s, rolloutId);
     const d = s.index === null ? undefined : digests.get(s.index);
-    if (d) {
-      const { truncated: recorded, ...rest } = d;
-      const truncated = recorded ?? s.status === 'truncated';
-      const row: TableRow = { ...base, raw_reward: rawRewards ? rawAt(s) : d.raw_reward, normalized_reward: d.normalized_reward, truncated };
-      for (const k of SUMMARY_COLUMNS_WITH_TRAIN.slice(SAMPLE_COLUMNS.length + 3)) row[k] = (rest as Record<string, Cell>)[k];
-      return row;
-    }
-    const row: TableRow = { ...base };
-    for (const k of SUMMARY_COLUMNS_WITHOUT_TRAIN.slice(SAMPLE_COLUMNS.length)) row[k] = null;
-    row.alignment_failed = false;
-    row.truncated = s.status === 'truncated';
-    return row;
+    return summaryRow(s, rolloutId, d, d ? (rawRewards ? rawAt(s) : d.raw_reward) : null);
   });
-  // A table has one column order; like the reference's frame, it is the first row's.
+  // A table has one column order; like the reference's frame, it is the first row's. Rows built alike
+  // already have it; only the others (and any with a missing value) are rebuilt.
   const columns = rows.length === 0 ? [] : Object.keys(rows[0]);
-  const ordered = rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null])));
+  const firstHasTrain = rows.length > 0 && samples[0].index !== null && digests.has(samples[0].index);
+  const ordered = rows.map((r, i) => {
+    const s = samples[i];
+    const hasTrain = s.index !== null && digests.has(s.index);
+    if (hasTrain === firstHasTrain && columns.every((c) => r[c] !== undefined)) return r;
+    return Object.fromEntries(columns.map((c) => [c, r[c] ?? null]));
+  });
   return { rollout_id: rolloutId, evaluation, columns, rows: ordered };
 }
 

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ZipError } from '../zip.ts';
+import { ZipArchive, ZipError } from '../zip.ts';
 import { PickleError, TorchFormatError } from './errors.ts';
 import { saveTorch } from './writer.ts';
 import { fixturePath, readFixtureJson } from '../../../test/support/fixtures.ts';
 import { matchesDecoded } from '../../../test/support/decoded.ts';
-import { loadTorch, openTorchFile } from './load.ts';
+import { loadTorch, openTorchArchive, openTorchFile } from './load.ts';
 import { readTensor, readTensorNumbers } from './tensorData.ts';
 import { PyEnum, PyObject, PyTuple, Storage, Tensor, type PyValue } from './value.ts';
 
@@ -69,6 +69,22 @@ const STORAGE_DTYPE: Record<string, string> = {
 };
 
 describe('a data.pkl too big for one buffer streams through a window', () => {
+  it('decodes an archive opened with blocking reads, streaming or from loaded bytes', async () => {
+    for (const rel of [['rollout_data', '1.pt'], ['train_data', '2_2.pt']]) {
+      const want = readFixtureJson('miles-demo', 'decoded', rel[0], `${rel[1]}.json`);
+      const streamed = await openTorchArchive(ZipArchive.openSync(join(runDir, ...rel), { wholeFileBelow: 0 }), { wholePickleLimit: 0, pickleWindowBytes: 64 });
+      assert.equal(await matchesDecoded(streamed.value, want.value), null, `${rel}: streamed`);
+      const archive = ZipArchive.openSync(join(runDir, ...rel), { wholeFileBelow: 0 });
+      archive.loadSync(archive.entries);
+      const loaded = await openTorchArchive(archive);
+      const tensors = [...loaded.storages.values()].map((st) => st.bytes());
+      archive.releaseBytes();
+      // Storages read while the bytes were held are copies, not views of memory that is then released.
+      for (const b of await Promise.all(tensors)) assert.equal(b.byteOffset, 0);
+      assert.equal(await matchesDecoded(loaded.value, want.value), null, `${rel}: loaded`);
+    }
+  });
+
   it('decodes the same value with a 64-byte window', async () => {
     for (const rel of [['rollout_data', '1.pt'], ['train_data', '2_2.pt']]) {
       const f = await openTorchFile(join(runDir, ...rel), { wholePickleLimit: 0, pickleWindowBytes: 64 });

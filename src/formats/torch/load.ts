@@ -52,7 +52,15 @@ export interface OpenTorchOptions {
  * read only when `readTensor` (or `Storage.bytes()`, or `prefetch`) asks.
  */
 export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): Promise<TorchFile> {
-  const archive = await ZipArchive.open(path, { wholeFileBelow: opts.wholeFileBelow });
+  return openTorchArchive(await ZipArchive.open(path, { wholeFileBelow: opts.wholeFileBelow }), opts);
+}
+
+/**
+ * Decodes an already opened torch archive (closed on failure). A storage read from an archive held in
+ * memory is copied out, so a kept tensor never pins the whole file.
+ */
+export async function openTorchArchive(archive: ZipArchive, opts: Omit<OpenTorchOptions, 'wholeFileBelow'> = {}): Promise<TorchFile> {
+  const path = archive.path;
   try {
     const pkl = findDataPkl(archive.entries);
     if (!pkl) throw new TorchFormatError(path, 'not a torch archive: no <root>/data.pkl entry');
@@ -91,12 +99,8 @@ export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): 
       if (entry.size < numelV * width) {
         throw new TorchFormatError(path, `storage ${key} claims ${numelV} ${dtype} elements (${numelV * width} bytes) but ${entryName} holds ${entry.size} bytes`);
       }
-      const load = async (): Promise<Uint8Array> => {
-        const ready = prefetched.get(entry);
-        prefetched.delete(entry);
-        return ordered(ready ?? (await archive.read(entry)), numelV * width, width, byteorder);
-      };
-      const s = new Storage(key, dtype, numelV, load, path);
+      // An inline (unnamed) loader: one per storage, so it must not pay for a name.
+      const s = new Storage(key, dtype, numelV, () => loadStorage(archive, entry, prefetched, numelV * width, width, byteorder), path);
       storages.set(key, s);
       entryOf.set(s, entry);
       return s;
@@ -155,6 +159,23 @@ function findDataPkl(entries: ZipEntry[]): ZipEntry | undefined {
     if (!fallback && (e.name === 'data.pkl' || /^[^/]+\/data\.pkl$/.test(e.name))) fallback = e;
   }
   return fallback;
+}
+
+async function loadStorage(
+  archive: ZipArchive,
+  entry: ZipEntry,
+  prefetched: Map<ZipEntry, Uint8Array>,
+  nbytes: number,
+  width: number,
+  byteorder: 'little' | 'big',
+): Promise<Uint8Array> {
+  const ready = prefetched.get(entry);
+  prefetched.delete(entry);
+  if (ready) return ordered(ready, nbytes, width, byteorder);
+  // Whether the read is served from held memory is settled when it starts (the memory may be released meanwhile).
+  const fromMemory = archive.inMemory;
+  const bytes = ordered(await archive.read(entry), nbytes, width, byteorder);
+  return fromMemory || archive.inMemory ? bytes.slice() : bytes;
 }
 
 function ordered(raw: Uint8Array, nbytes: number, width: number, byteorder: 'little' | 'big'): Uint8Array {

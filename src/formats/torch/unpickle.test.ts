@@ -166,6 +166,30 @@ describe('typedLists', () => {
   });
 });
 
+describe('typedLists through a window', () => {
+  it('decodes the same numbers as plain lists, whatever the window cuts', () => {
+    const n = 9000; // past the decoder's first scratch size
+    const lists = [
+      Array.from({ length: n }, (_, i) => (i * 7919) % 70000),
+      Array.from({ length: n }, (_, i) => Math.sin(i) * 3),
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? -i : i * 1e6)),
+    ];
+    const bytes = pickleBytes(lists);
+    const plain = unpickle(bytes, { file: 'w' }).value as number[][];
+    for (const window of [64, 1000, 1 << 20]) {
+      const typed = unpickleSource(
+        { size: bytes.length, read: (position, into, offset, length) => (into.set(bytes.subarray(position, position + length), offset), Math.min(length, bytes.length - position)) },
+        { file: 'w', typedLists: true },
+        window,
+      ).value as ArrayLike<number>[];
+      typed.forEach((list, k) => assert.deepEqual(Array.from(list), plain[k], `list ${k}, window ${window}`));
+      if (window === 1 << 20) {
+        assert.ok(typed[0] instanceof Int32Array && typed[1] instanceof Float64Array && typed[2] instanceof Int32Array, 'one buffer: all typed');
+      }
+    }
+  });
+});
+
 describe('deep nesting', () => {
   it('decodes 200,000 nested lists without recursion', () => {
     const n = 200_000;

@@ -1,7 +1,7 @@
 // A pickle VM for what torch.save and Python write (protocols 0–5). Globals outside an explicit
 // allowlist become inert PyObject records: decoding a pickle never runs anything.
 import { PickleError } from './errors.ts';
-import { DTYPE_BYTES, PyEnum, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
+import { DTYPE_BYTES, isPyTuple, PyEnum, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
 
 export interface UnpickleOptions {
   /** Named in every error. */
@@ -170,6 +170,11 @@ function decodeSurrogatePass(b: Uint8Array, start: number, end: number): string 
 
 function latin1(b: Uint8Array, start: number, end: number): string {
   let s = '';
+  // Short lines (GLOBAL module/name, the common case) are cheaper char by char than spread into a call.
+  if (end - start <= 64) {
+    for (let k = start; k < end; k++) s += String.fromCharCode(b[k]);
+    return s;
+  }
   for (let k = start; k < end; k += 8192) s += String.fromCharCode(...b.subarray(k, Math.min(end, k + 8192)));
   return s;
 }
@@ -331,6 +336,7 @@ export class Unpickler {
   private readonly source: PickleSource | undefined;
   private readonly window: number;
   private readonly globalsSeen = new Map<string, GlobalRef>();
+  private readonly globalsByModule = new Map<string, Map<string, GlobalRef>>();
   private replaced: WeakMap<object, PyValue> | undefined;
   private opAt = 0;
   private op = 0;
@@ -338,6 +344,10 @@ export class Unpickler {
   private memoSize = 0;
 
   private readonly typedLists: boolean;
+  /** Scratch for `scanNumberBatches`: the numbers of the list being decoded, and how many / whether any float. */
+  private numbers = new Float64Array(4096);
+  private scanned = 0;
+  private scannedFloats = false;
 
   constructor(
     input: Uint8Array | PickleSource,
@@ -466,21 +476,31 @@ export class Unpickler {
           // MARK. Fast path for `list MARK <ints/floats> APPENDS` (the bulk of rollout dumps): numbers go
           // straight into the list, unboxed, never through the stack.
           const target = stack.length > 0 ? stack[stack.length - 1] : undefined;
-          if (Array.isArray(target) && !(target instanceof PyTuple)) {
-            if (target.length === 0) {
+          if (Array.isArray(target) && !isPyTuple(target)) {
+            if (target.length === 0 && this.typedLists) {
+              // A fresh list decoded as a typed array: one pass over its `MARK <numbers> APPENDS` batches.
+              const blocksEnd = this.scanNumberBatches(buf, dv, pos, end, seen);
+              if (blocksEnd > 0) {
+                const n = this.scanned;
+                const typed = this.scannedFloats ? this.numbers.slice(0, n) : Int32Array.from(this.numbers.subarray(0, n));
+                stack[stack.length - 1] = typed;
+                this.replace(target, typed);
+                seen[0x65] = 1;
+                pos = blocksEnd;
+                break;
+              }
+            } else if (target.length === 0) {
               // A fresh list: count the numbers of its `MARK <numbers> APPENDS` batches first, so the
               // list is sized once instead of growing batch by batch.
               let q = pos;
               let total = 0;
               let blocksEnd = -1;
-              let floats = false;
               for (;;) {
                 let cnt = 0;
                 while (q < end) {
                   const w = NUMBER_WIDTH[buf[q]];
                   if (w === 0 || q + w > end) break;
                   seen[buf[q]] = 1;
-                  if (w === 9) floats = true;
                   q += w;
                   cnt++;
                 }
@@ -491,16 +511,8 @@ export class Unpickler {
                 else break;
               }
               if (blocksEnd > 0 && total > 0) {
-                if (this.typedLists) {
-                  const typed = floats ? new Float64Array(total) : new Int32Array(total);
-                  if (floats) fillNumbers(typed as Float64Array, buf, dv, pos, blocksEnd);
-                  else fillInts(typed as Int32Array, buf, pos, blocksEnd);
-                  stack[stack.length - 1] = typed;
-                  this.replace(target, typed);
-                } else {
-                  target.length = total;
-                  fillNumbers(target as number[], buf, dv, pos, blocksEnd);
-                }
+                target.length = total;
+                fillNumbers(target as number[], buf, dv, pos, blocksEnd);
                 seen[0x65] = 1;
                 pos = blocksEnd;
                 break;
@@ -549,7 +561,7 @@ export class Unpickler {
           floor = marks.length ? marks[marks.length - 1] : 0;
           if (m < 1 || m - 1 < floor) this.fail('stack underflow: no list below the MARK');
           const target = stack[m - 1];
-          if (Array.isArray(target) && !(target instanceof PyTuple)) {
+          if (Array.isArray(target) && !isPyTuple(target)) {
             for (let i = m; i < stack.length; i++) target.push(stack[i]);
           } else this.appendTo(stack, m - 1, stack.slice(m));
           stack.length = m;
@@ -560,7 +572,7 @@ export class Unpickler {
           if (stack.length - 2 < floor) this.fail('stack underflow');
           const v = stack.pop()!;
           const target = stack[stack.length - 1];
-          if (Array.isArray(target) && !(target instanceof PyTuple)) target.push(v);
+          if (Array.isArray(target) && !isPyTuple(target)) target.push(v);
           else this.appendTo(stack, stack.length - 1, [v]);
           break;
         }
@@ -751,6 +763,69 @@ export class Unpickler {
     }
   }
 
+  /**
+   * Decodes the numbers of consecutive complete `<numbers> APPENDS [MARK <numbers> APPENDS …]` batches from
+   * `from` into `this.numbers` (count in `this.scanned`, any float in `this.scannedFloats`). Returns the
+   * offset just past the last complete batch's APPENDS, or -1 when there is none (or it holds no number).
+   */
+  private scanNumberBatches(buf: Uint8Array, dv: DataView, from: number, end: number, seen: Uint8Array): number {
+    let out = this.numbers;
+    let k = 0;
+    let q = from;
+    let blocksEnd = -1;
+    let floats = false;
+    let kinds = 0;
+    for (;;) {
+      const batchStart = k;
+      while (q < end) {
+        const o = buf[q];
+        let v: number;
+        if (o === 0x4b) {
+          if (q + 2 > end) break;
+          v = buf[q + 1];
+          q += 2;
+          kinds |= 1;
+        } else if (o === 0x47) {
+          if (q + 9 > end) break;
+          v = dv.getFloat64(q + 1, false);
+          q += 9;
+          floats = true;
+          kinds |= 2;
+        } else if (o === 0x4d) {
+          if (q + 3 > end) break;
+          v = buf[q + 1] | (buf[q + 2] << 8);
+          q += 3;
+          kinds |= 4;
+        } else if (o === 0x4a) {
+          if (q + 5 > end) break;
+          v = buf[q + 1] | (buf[q + 2] << 8) | (buf[q + 3] << 16) | (buf[q + 4] << 24);
+          q += 5;
+          kinds |= 8;
+        } else break;
+        if (k === out.length) {
+          const grown = new Float64Array(out.length * 2);
+          grown.set(out);
+          out = this.numbers = grown;
+        }
+        out[k++] = v;
+      }
+      if (kinds & 1) seen[0x4b] = 1;
+      if (kinds & 2) seen[0x47] = 1;
+      if (kinds & 4) seen[0x4d] = 1;
+      if (kinds & 8) seen[0x4a] = 1;
+      if (q >= end || buf[q] !== 0x65) {
+        k = batchStart;
+        break;
+      }
+      blocksEnd = ++q;
+      if (q < end && buf[q] === 0x28) q++;
+      else break;
+    }
+    this.scanned = k;
+    this.scannedFloats = floats;
+    return k > 0 ? blocksEnd : -1;
+  }
+
   private u64(dv: DataView, at: number): number {
     const v = dv.getBigUint64(at, true);
     if (v > BigInt(this.size)) this.fail(`impossible length ${v}`);
@@ -763,45 +838,53 @@ export class Unpickler {
   }
 
   /** The less common opcodes; `this.pos` is just past the opcode byte. */
+  private floorOf(marks: number[]): number {
+    return marks.length ? marks[marks.length - 1] : 0;
+  }
+
+  private popChecked(stack: PyValue[], marks: number[]): PyValue {
+    if (stack.length <= this.floorOf(marks)) this.fail('stack underflow');
+    return stack.pop()!;
+  }
+
+  private topChecked(stack: PyValue[], marks: number[]): PyValue {
+    if (stack.length <= this.floorOf(marks)) this.fail('stack underflow');
+    return stack[stack.length - 1];
+  }
+
+  private popMarkItems(stack: PyValue[], marks: number[]): PyValue[] {
+    if (marks.length === 0) this.fail('no MARK on the stack');
+    const m = marks.pop()!;
+    const items = stack.slice(m);
+    stack.length = m;
+    return items;
+  }
+
+  private take(n: number): Uint8Array {
+    this.need(n);
+    const b = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
+
+  private u32(): number {
+    this.need(4);
+    const v = this.dv.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+
   private other(op: number, stack: PyValue[], marks: number[], memo: PyValue[]): void {
-    const floor = (): number => (marks.length ? marks[marks.length - 1] : 0);
-    const pop = (): PyValue => {
-      if (stack.length <= floor()) this.fail('stack underflow');
-      return stack.pop()!;
-    };
-    const top = (): PyValue => {
-      if (stack.length <= floor()) this.fail('stack underflow');
-      return stack[stack.length - 1];
-    };
-    const popMark = (): PyValue[] => {
-      if (marks.length === 0) this.fail('no MARK on the stack');
-      const m = marks.pop()!;
-      const items = stack.slice(m);
-      stack.length = m;
-      return items;
-    };
-    const take = (n: number): Uint8Array => {
-      this.need(n);
-      const b = this.buf.subarray(this.pos, this.pos + n);
-      this.pos += n;
-      return b;
-    };
-    const u32 = (): number => {
-      this.need(4);
-      const v = this.dv.getUint32(this.pos, true);
-      this.pos += 4;
-      return v;
-    };
     switch (op) {
       case 0x30: // POP
-        if (stack.length > floor()) stack.pop();
-        else popMark();
+        if (stack.length > this.floorOf(marks)) stack.pop();
+        else this.popMarkItems(stack, marks);
         return;
       case 0x31: // POP_MARK
-        popMark();
+        this.popMarkItems(stack, marks);
         return;
       case 0x32: // DUP
-        stack.push(top());
+        stack.push(this.topChecked(stack, marks));
         return;
       case 0x46: {
         // FLOAT
@@ -835,14 +918,14 @@ export class Unpickler {
         // SHORT_BINSTRING
         let n: number;
         if (op === 0x55) {
-          n = take(1)[0];
+          n = this.take(1)[0];
         } else {
           this.need(4);
           n = this.dv.getInt32(this.pos, true);
           this.pos += 4;
           if (n < 0) this.fail('negative BINSTRING length');
         }
-        const b = take(n);
+        const b = this.take(n);
         stack.push(decodeUtf8(b, 0, b.length));
         return;
       }
@@ -858,14 +941,14 @@ export class Unpickler {
       case 0x96: {
         // BYTEARRAY8
         let n: number;
-        if (op === 0x43) n = take(1)[0];
-        else if (op === 0x42) n = u32();
+        if (op === 0x43) n = this.take(1)[0];
+        else if (op === 0x42) n = this.u32();
         else {
           this.need(8);
           n = this.u64(this.dv, this.pos);
           this.pos += 8;
         }
-        stack.push(take(n).slice());
+        stack.push(this.take(n).slice());
         return;
       }
       case 0x50: {
@@ -874,29 +957,29 @@ export class Unpickler {
         return;
       }
       case 0x51: // BINPERSID
-        stack.push(this.persistent(pop()));
+        stack.push(this.persistent(this.popChecked(stack, marks)));
         return;
       case 0x52: {
         // REDUCE
-        const args = pop();
-        const fn = pop();
+        const args = this.popChecked(stack, marks);
+        const fn = this.popChecked(stack, marks);
         if (!Array.isArray(args)) this.fail('REDUCE arguments are not a tuple');
         stack.push(this.callGlobal(fn, args as PyValue[], false));
         return;
       }
       case 0x81: {
         // NEWOBJ
-        const args = pop();
-        const cls = pop();
+        const args = this.popChecked(stack, marks);
+        const cls = this.popChecked(stack, marks);
         if (!Array.isArray(args)) this.fail('NEWOBJ arguments are not a tuple');
         stack.push(this.callGlobal(cls, args as PyValue[], true));
         return;
       }
       case 0x92: {
         // NEWOBJ_EX
-        const kwargs = pop();
-        const args = pop();
-        const cls = pop();
+        const kwargs = this.popChecked(stack, marks);
+        const args = this.popChecked(stack, marks);
+        const cls = this.popChecked(stack, marks);
         if (!Array.isArray(args)) this.fail('NEWOBJ_EX arguments are not a tuple');
         const all = [...(args as PyValue[])];
         if (kwargs !== null && !(isStringKeyed(kwargs) && Object.keys(kwargs).length === 0)) all.push(kwargs);
@@ -905,8 +988,8 @@ export class Unpickler {
       }
       case 0x62: {
         // BUILD
-        const state = pop();
-        const target = top();
+        const state = this.popChecked(stack, marks);
+        const target = this.topChecked(stack, marks);
         const built = this.build(target, state);
         if (built !== target) {
           stack[stack.length - 1] = built;
@@ -923,8 +1006,8 @@ export class Unpickler {
       }
       case 0x93: {
         // STACK_GLOBAL
-        const name = pop();
-        const module = pop();
+        const name = this.popChecked(stack, marks);
+        const module = this.popChecked(stack, marks);
         if (typeof module !== 'string' || typeof name !== 'string') this.fail('STACK_GLOBAL needs two strings');
         stack.push(this.global(module, name));
         return;
@@ -933,13 +1016,13 @@ export class Unpickler {
         // INST
         const module = this.readLine();
         const name = this.readLine();
-        const args = popMark();
+        const args = this.popMarkItems(stack, marks);
         stack.push(this.callGlobal(this.global(module, name), args, true));
         return;
       }
       case 0x6f: {
         // OBJ
-        const items = popMark();
+        const items = this.popMarkItems(stack, marks);
         if (items.length === 0) this.fail('OBJ without a class');
         stack.push(this.callGlobal(items[0], items.slice(1), true));
         return;
@@ -948,7 +1031,7 @@ export class Unpickler {
         // PUT
         const idx = this.parseIndex(this.readLine());
         if (memo[idx] === undefined) this.memoSize++;
-        memo[idx] = this.noteMemo(top(), idx);
+        memo[idx] = this.noteMemo(this.topChecked(stack, marks), idx);
         return;
       }
       case 0x67: {
@@ -964,20 +1047,20 @@ export class Unpickler {
         return;
       case 0x90: {
         // ADDITEMS
-        const items = popMark();
-        const s = top();
+        const items = this.popMarkItems(stack, marks);
+        const s = this.topChecked(stack, marks);
         if (!(s instanceof Set)) this.fail('ADDITEMS target is not a set');
         for (const x of items) s.add(x);
         return;
       }
       case 0x91: // FROZENSET
-        stack.push(new Set(popMark()));
+        stack.push(new Set(this.popMarkItems(stack, marks)));
         return;
       case 0x82: // EXT1
       case 0x83: // EXT2
       case 0x84: {
         // EXT4: codes of copyreg's extension registry, which has no entries we could know.
-        const n = op === 0x82 ? take(1)[0] : op === 0x83 ? take(2)[0] | (this.buf[this.pos - 1] << 8) : u32();
+        const n = op === 0x82 ? this.take(1)[0] : op === 0x83 ? this.take(2)[0] | (this.buf[this.pos - 1] << 8) : this.u32();
         stack.push(new PyObject('copyreg', `extension_${n}`));
         return;
       }
@@ -985,7 +1068,7 @@ export class Unpickler {
         this.fail('out-of-band buffers are not supported');
       // falls through (fail never returns)
       case 0x98: // READONLY_BUFFER
-        top();
+        this.topChecked(stack, marks);
         return;
       default:
         this.fail('unknown opcode');
@@ -1009,12 +1092,15 @@ export class Unpickler {
   }
 
   private global(module: string, name: string): GlobalRef {
-    const key = `${module}.${name}`;
-    let g = this.globalsSeen.get(key);
+    // Looked up by module, then name: no key string is built for the (many) repeated GLOBALs.
+    let byName = this.globalsByModule.get(module);
+    if (!byName) this.globalsByModule.set(module, (byName = new Map()));
+    let g = byName.get(name);
     if (!g) {
       const norm = `${MODULE_ALIASES[module] ?? module}.${name}`;
       g = new GlobalRef(module, name, HANDLERS[norm]);
-      this.globalsSeen.set(key, g);
+      byName.set(name, g);
+      this.globalsSeen.set(`${module}.${name}`, g);
     }
     return g;
   }
@@ -1022,8 +1108,7 @@ export class Unpickler {
   /** Calls `fn(*args)` if `fn` is allowlisted; otherwise records the call inertly. */
   private callGlobal(fn: PyValue, args: PyValue[], isNew: boolean): PyValue {
     if (fn instanceof GlobalRef) {
-      const norm = `${MODULE_ALIASES[fn.module] ?? fn.module}.${fn.name}`;
-      if (fn.call && (!isNew || NEWOBJ_OK.has(norm))) return fn.call(args, this);
+      if (fn.call && (!isNew || NEWOBJ_OK.has(`${MODULE_ALIASES[fn.module] ?? fn.module}.${fn.name}`))) return fn.call(args, this);
       // Python's Enum pickles members as `Class(value)`; a function call (lower-case name) never is one.
       if (!isNew && args.length === 1 && isScalar(args[0]) && /^[A-Z]/.test(fn.name.slice(fn.name.lastIndexOf('.') + 1))) {
         return new PyEnum(fn.module, fn.name, args[0]);
@@ -1260,24 +1345,6 @@ function fillNumbers(out: number[] | Float64Array, buf: Uint8Array, dv: DataView
   }
 }
 
-function fillInts(out: Int32Array, buf: Uint8Array, from: number, to: number): void {
-  let k = 0;
-  let p = from;
-  while (p < to) {
-    const o = buf[p];
-    if (o === 0x4b) {
-      out[k++] = buf[p + 1];
-      p += 2;
-    } else if (o === 0x4d) {
-      out[k++] = buf[p + 1] | (buf[p + 2] << 8);
-      p += 3;
-    } else if (o === 0x4a) {
-      out[k++] = buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24);
-      p += 5;
-    } else p++;
-  }
-}
-
 function isScalar(v: PyValue): boolean {
   return v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean';
 }
@@ -1285,7 +1352,7 @@ function isScalar(v: PyValue): boolean {
 function describe(v: unknown): string {
   if (v === null) return 'None';
   if (v === undefined) return 'missing value';
-  if (Array.isArray(v)) return v instanceof PyTuple ? 'tuple' : 'list';
+  if (Array.isArray(v)) return isPyTuple(v) ? 'tuple' : 'list';
   if (v instanceof PyObject) return `${v.module}.${v.name}`;
   if (typeof v === 'object') return v.constructor?.name ?? 'object';
   return typeof v;

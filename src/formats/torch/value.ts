@@ -69,6 +69,14 @@ export class PyTuple<T = unknown> extends Array<T> {
 }
 
 /**
+ * Whether `v` is a PyTuple. Hot paths use this rather than `instanceof PyTuple`: the tsx/esbuild keepNames
+ * transform redefines the class's `name`, after which V8 never optimizes functions that do that instanceof.
+ */
+export function isPyTuple(v: unknown): boolean {
+  return Array.isArray(v) && Object.getPrototypeOf(v) === PyTuple.prototype;
+}
+
+/**
  * An instance of a global that is not on the allowlist: recorded, never constructed. `args` is the
  * call's arguments, or null for a bare reference to the global itself (a class or function named in
  * the pickle but not called); `state` is what BUILD gave it. Items a pickle stored into it with

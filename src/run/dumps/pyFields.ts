@@ -1,5 +1,5 @@
 // Typed access to fields of decoded pickle values (dicts arrive as plain objects or Maps).
-import { PyEnum, PyObject, PyTuple, Tensor, type PyValue } from '../../formats/torch/value.ts';
+import { PyEnum, PyObject, Tensor, type PyValue } from '../../formats/torch/value.ts';
 
 export type PyDict = { [key: string]: PyValue } | Map<PyValue, PyValue>;
 
@@ -30,7 +30,7 @@ export function hasField(d: unknown, key: string): boolean {
 }
 
 export function isList(v: unknown): v is PyValue[] {
-  return Array.isArray(v) || v instanceof PyTuple;
+  return Array.isArray(v);
 }
 
 /** A Python int/bool/float as a JS number (bool → 0/1, bigint widened); null for anything else. */

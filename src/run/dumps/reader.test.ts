@@ -228,6 +228,12 @@ describe('DumpReader freshness, fallbacks and caches', () => {
         assert.equal(d, null, `${g.file}: ${d}`);
       }
       for (const id of [0, 1]) assert.equal(opened.filter((p) => p === `rollout_data/${id}.pt`).length, 1, 'the rollout dump is decoded once per step');
+      // The project's own loader decodes the dump's number lists as typed arrays: the same answers.
+      const typed = await DumpReader.open(run.dir);
+      for (const g of goldens.filter((x) => x.status === 200)) {
+        const d = diffJson(JSON.parse(JSON.stringify(await answer(typed, g.request))), g.body);
+        assert.equal(d, null, `${g.file} (typed lists): ${d}`);
+      }
       assert.equal(snapshot(run.dir), before, 'no mirror is rebuilt inside the run');
     } finally {
       run.dispose();

@@ -5,6 +5,7 @@ import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promi
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ParquetFile, type ParquetRow } from '../../formats/parquet.ts';
+import { openTorchFile } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
 import type { PyValue } from '../../formats/torch/value.ts';
 import { Tensor } from '../../formats/torch/value.ts';
@@ -36,7 +37,8 @@ import {
   type TrainRow,
 } from './trainDump.ts';
 import { openTorchDocument, readNumbers, type TorchDocument, type TorchOpener } from './torchDocument.ts';
-import { mapLimit, TrainStepFiles, type RankFileName } from './trainStep.ts';
+import { mapLimit, TrainStepFiles, type JoinedRankFile, type JoinHelper, type RankFileName } from './trainStep.ts';
+import type { WorkerError } from './rolloutDecodeWorker.ts';
 
 /** Columns of `dashboard_columns/rollout_*.parquet`; a mirror with another column set is not trusted. */
 export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length', 'tokens', 'loss_mask', 'rollout_log_probs'];
@@ -392,7 +394,14 @@ export class DumpReader {
     const stamp = files.map((f) => f.name).join('\n');
     const cached = this.trainSteps.get(rolloutId);
     if (cached && cached.stamp === stamp) return cached;
-    const step = new TrainStepFiles(this.runDir, files, stamp, (name) => this.loadTorch(name), (name, e) => this.loadFailure(name, e));
+    const step = new TrainStepFiles(
+      this.runDir,
+      files,
+      stamp,
+      (name) => this.loadTorch(name),
+      (name, e) => this.loadFailure(name, e),
+      this.openTorch === openTorchDocument,
+    );
     this.trainSteps.set(rolloutId, step);
     return step;
   }
@@ -419,14 +428,13 @@ export class DumpReader {
 
   private async loadRollout(rolloutId: number, evaluation: boolean, withTokens = false): Promise<RolloutDump> {
     const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
-    if (!withTokens && this.openTorch === openTorchDocument) {
-      const size = await stat(join(this.runDir, name)).then((st) => st.size, () => 0);
-      if (size > this.offThreadAbove) {
-        const dump = await this.loadRolloutInWorker(name, rolloutId, evaluation);
-        if (dump) return dump;
-      }
-    }
-    const doc = await this.loadTorch(name);
+    // Number lists decode as typed arrays (far less memory and collector work) unless a test opener stands in.
+    const doc =
+      this.openTorch === openTorchDocument
+        ? await openTorchFile(join(this.runDir, name), { typedLists: true }).catch(async (e) => {
+            throw await this.loadFailure(name, e);
+          })
+        : await this.loadTorch(name);
     try {
       return decodeRolloutDump(doc.value, { rolloutId, evaluation, file: name, withTokens });
     } catch (e) {
@@ -438,10 +446,18 @@ export class DumpReader {
   }
 
   /**
-   * Decodes a rollout dump on a worker thread, which overlaps with the train-side join on this one;
-   * null when no worker could run (the caller then decodes on this thread).
+   * For a rollout dump big enough (and the project's own loader), a worker thread that decodes it while this
+   * thread joins the train side, then helps with that join; null otherwise. `dump` is null when the worker
+   * could not run (the caller then decodes here). `close()` ends the worker.
    */
-  private async loadRolloutInWorker(name: string, rolloutId: number, evaluation: boolean): Promise<RolloutDump | null> {
+  private async decodeWorker(
+    name: string,
+    rolloutId: number,
+    evaluation: boolean,
+  ): Promise<{ dump: Promise<RolloutDump | null>; helper: JoinHelper<TrainDigest>; close(): void } | null> {
+    if (this.openTorch !== openTorchDocument) return null;
+    const size = await stat(join(this.runDir, name)).then((st) => st.size, () => 0);
+    if (size <= this.offThreadAbove) return null;
     // The worker loads the TypeScript sources through tsx, as this thread does.
     const bootstrap = [
       `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))};`,
@@ -452,22 +468,44 @@ export class DumpReader {
       eval: true,
       workerData: { path: join(this.runDir, name), file: name, rolloutId, evaluation },
     });
-    let message: { dump?: RolloutDump; error?: { name: string; message: string; code?: string }; failed?: true };
-    try {
-      message = await new Promise((resolvePromise) => {
-        worker.once('message', resolvePromise);
-        worker.once('error', () => resolvePromise({ failed: true }));
-        worker.once('exit', () => resolvePromise({ failed: true }));
-      });
-    } finally {
-      void worker.terminate();
-    }
-    if (message.failed) return null;
-    if (message.dump) return message.dump;
-    const { name: kind, message: text, code } = message.error!;
-    if (kind === 'DumpInconsistent') throw new DumpInconsistent(name, text.replace(`${name}: `, ''));
-    const err = Object.assign(new Error(text), { name: kind, code });
-    throw await this.loadFailure(name, err);
+    type Done = { files: JoinedRankFile<TrainDigest>[]; error?: { i: number; error: WorkerError } };
+    let settleDump!: (m: { dump?: RolloutDump; error?: WorkerError } | null) => void;
+    let settleTrain!: (m: Done) => void;
+    const dumpMessage = new Promise<{ dump?: RolloutDump; error?: WorkerError } | null>((r) => (settleDump = r));
+    const trainDone = new Promise<Done>((r) => (settleTrain = r));
+    worker.on('message', (m: { dump?: RolloutDump; error?: WorkerError; trainDone?: Done }) => {
+      if (m.trainDone) settleTrain(m.trainDone);
+      else settleDump(m);
+    });
+    // A worker that stops early has delivered nothing more: the main thread does the rest.
+    const stopped = (): void => {
+      settleDump(null);
+      settleTrain({ files: [] });
+    };
+    worker.once('error', stopped);
+    worker.once('exit', stopped);
+    const dump = dumpMessage.then(async (m) => {
+      if (!m) return null;
+      if (m.dump) return m.dump;
+      const { name: kind, message: text, code } = m.error!;
+      if (kind === 'DumpInconsistent') throw new DumpInconsistent(name, text.replace(`${name}: `, ''));
+      throw await this.loadFailure(name, Object.assign(new Error(text), { name: kind, code }));
+    });
+    const helper: JoinHelper<TrainDigest> = {
+      start: (runDir, files, counter) => worker.postMessage({ train: { runDir, files, counter } }),
+      finished: async () => {
+        const done = await trainDone;
+        if (!done.error) return done;
+        const { i, error } = done.error;
+        const e =
+          error.name === 'DumpInconsistent' && error.file !== undefined
+            ? new DumpInconsistent(error.file, error.message.slice(error.file.length + 2))
+            : Object.assign(new Error(error.message), { name: error.name, code: error.code });
+        return { files: done.files, error: { i, error: e } };
+      },
+      cancel: () => worker.postMessage({ train: null }),
+    };
+    return { dump, helper, close: () => void worker.terminate() };
   }
 
   /** The joined step (rollout samples + train digests), from the resident LRU, the disk cache or the dumps. */
@@ -496,16 +534,42 @@ export class DumpReader {
     rolloutName: string,
     trainFiles: { name: string }[],
   ): Promise<JoinedStep> {
-    // The rollout dump decodes (on a worker) while the train side is joined here; the two meet by sample index.
-    const dumpP = this.loadRollout(rolloutId, evaluation);
+    // The rollout dump decodes (on a worker) while the train side is joined here, the worker joining its
+    // share of the rank files once the dump is done; the two sides meet by sample index.
+    const worker = await this.decodeWorker(rolloutName, rolloutId, evaluation);
+    try {
+      return await this.joinStep(rolloutId, evaluation, stamp, rolloutName, trainFiles, worker);
+    } finally {
+      worker?.close();
+    }
+  }
+
+  private async joinStep(
+    rolloutId: number,
+    evaluation: boolean,
+    stamp: string,
+    rolloutName: string,
+    trainFiles: { name: string }[],
+    worker: { dump: Promise<RolloutDump | null>; helper: JoinHelper<TrainDigest> } | null,
+  ): Promise<JoinedStep> {
+    const dumpP = worker
+      ? worker.dump.then((d) => d ?? this.loadRollout(rolloutId, evaluation))
+      : this.loadRollout(rolloutId, evaluation);
     dumpP.catch(() => {});
     const digests = new Map<number, TrainDigest>();
-    const train = evaluation ? null : await this.trainStep(rolloutId);
+    let train: TrainStepFiles | null = null;
+    try {
+      train = evaluation ? null : await this.trainStep(rolloutId);
+    } finally {
+      if (!train) worker?.helper.cancel();
+    }
     let raw: PyValue[] | null = null;
     if (train) {
-      const index = await train.index();
-      // Rows sharing a primary file are joined together so each rank archive is opened once.
-      const order = [...index.locations.entries()].sort((a, b) => a[1][0].file - b[1][0].file).map(([s]) => s);
+      const { index, joined, unjoined } = await train.joinAll(digestTrainRow, worker?.helper);
+      for (const [s, d] of joined) digests.set(s, d);
+      // The rest (rows spread over distinct files) is joined over the whole index; rows sharing a primary
+      // file are joined together so each rank archive is opened once.
+      const order = unjoined.map((s) => [s, index.locations.get(s)![0].file]).sort((a, b) => a[1] - b[1]).map(([s]) => s);
       const rows = this.rowReader(4, true);
       try {
         const read = rows.reader(index);

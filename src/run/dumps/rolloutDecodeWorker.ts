@@ -1,8 +1,11 @@
 // Worker thread body: decodes one rollout dump off the main thread and posts back only its sample records,
 // so the dump's large token/log-prob lists never enter (or burden the collector of) the serving thread.
+// Then, when the step has train dumps, it joins rank files alongside the main thread (see TrainStepFiles.joinAll).
 import { parentPort, workerData } from 'node:worker_threads';
 import { openTorchFile } from '../../formats/torch/load.ts';
+import { digestTrainRow } from '../../queries/rollouts.ts';
 import { decodeRolloutDump } from './rolloutDump.ts';
+import { joinClaimed, type PlacedRankFile } from './trainStep.ts';
 
 interface Job {
   path: string;
@@ -11,16 +14,45 @@ interface Job {
   evaluation: boolean;
 }
 
+/** The rank files to help with (null: none), sent by the main thread whenever it knows them. */
+interface TrainJob {
+  train: { runDir: string; files: PlacedRankFile[]; counter: Int32Array } | null;
+}
+
+/** An error as it crosses threads (the class is rebuilt from `name`). */
+export interface WorkerError {
+  name: string;
+  message: string;
+  code?: string;
+  /** The file a DumpInconsistent names. */
+  file?: string;
+}
+
+function describe(e: unknown): WorkerError {
+  const err = e as NodeJS.ErrnoException & { file?: unknown };
+  const file = typeof err?.file === 'string' ? err.file : undefined;
+  return { name: err?.name ?? 'Error', message: err?.message ?? String(e), code: err?.code, file };
+}
+
+const port = parentPort!;
 const job = workerData as Job;
+const trainJob = new Promise<TrainJob['train']>((resolve) => port.once('message', (m: TrainJob) => resolve(m?.train ?? null)));
+
 try {
-  const doc = await openTorchFile(job.path);
+  const doc = await openTorchFile(job.path, { typedLists: true });
   try {
     const dump = decodeRolloutDump(doc.value, { rolloutId: job.rolloutId, evaluation: job.evaluation, file: job.file });
-    parentPort!.postMessage({ dump });
+    port.postMessage({ dump });
   } finally {
     await doc.close();
   }
 } catch (e) {
-  const err = e as NodeJS.ErrnoException;
-  parentPort!.postMessage({ error: { name: err?.name ?? 'Error', message: err?.message ?? String(e), code: err?.code } });
+  port.postMessage({ error: describe(e) });
 }
+
+const train = await trainJob;
+if (train) {
+  const done = await joinClaimed(train.runDir, train.files, train.counter, digestTrainRow);
+  port.postMessage({ trainDone: { files: done.files, error: done.error && { i: done.error.i, error: describe(done.error.error) } } });
+}
+port.close();

@@ -51,10 +51,15 @@ export function decodeRolloutDump(
   return { rolloutId: rid, evaluation: expect.evaluation, samples };
 }
 
+/** A list as the unpickler yields it: plain, a tuple, or (with `typedLists`) an Int32Array/Float64Array of numbers. */
+function isNumberList(v: PyValue | undefined): v is PyValue[] | Int32Array | Float64Array {
+  return isList(v) || v instanceof Int32Array || v instanceof Float64Array;
+}
+
 function decodeSample(d: PyValue, position: number, file: string, withTokens: boolean): RolloutSample {
   if (!isDict(d)) throw new DumpInconsistent(file, `sample at position ${position} is not a dict`);
   const tokens = field(d, 'tokens');
-  const totalLength = isList(tokens) ? tokens.length : 0;
+  const totalLength = isNumberList(tokens) ? tokens.length : 0;
   const versions = field(d, 'weight_versions');
   const prompt = field(d, 'prompt');
   const spec = field(d, 'spec_info');
@@ -79,10 +84,11 @@ function decodeSample(d: PyValue, position: number, file: string, withTokens: bo
     totalPromptTokens: asNumber(field(prefix, 'total_prompt_tokens')),
   };
   if (withTokens) {
-    sample.tokens = Int32Array.from(isList(tokens) ? tokens : [], (t) => asNumber(t) ?? 0);
+    sample.tokens =
+      tokens instanceof Int32Array ? tokens : Int32Array.from(isNumberList(tokens) ? (tokens as ArrayLike<PyValue>) : [], (t) => asNumber(t) ?? 0);
     const lp = field(d, 'rollout_log_probs');
     // The mirror stores these as Float32; keep the same precision so both paths answer alike.
-    sample.rolloutLogProbs = isList(lp) ? Float32Array.from(lp, (x) => asNumber(x) ?? NaN) : null;
+    sample.rolloutLogProbs = isNumberList(lp) ? Float32Array.from(lp as ArrayLike<PyValue>, (x) => asNumber(x) ?? NaN) : null;
   }
   return sample;
 }

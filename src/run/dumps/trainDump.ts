@@ -151,7 +151,8 @@ export async function indexShardFile(
     weightVersions,
     maxSeqLens: maxSeqLens ? maxSeqLens.map((v) => v ?? 0) : null,
     lengths,
-    rawReward: isList(raw) ? [...raw] : null,
+    // Shared with `rolloutData` rather than copied: every rank carries the whole batch's list.
+    rawReward: isList(raw) ? raw : null,
   };
 }
 

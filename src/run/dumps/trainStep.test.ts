@@ -1,0 +1,193 @@
+// The one-pass step join against the reference join over the whole index, on rank files written to disk:
+// TP duplicates, context-parallel slices split over two ranks, and a sample shared by two distinct files.
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { saveTorch, type Picklable } from '../../formats/torch/writer.ts';
+import { Storage, Tensor } from '../../formats/torch/value.ts';
+import { digestTrainRow } from '../../queries/rollouts.ts';
+import { openTorchDocument } from './torchDocument.ts';
+import { buildTrainRow, cpResponseRanges, rowValue, type TrainIndex } from './trainDump.ts';
+import { readNumbers } from './torchDocument.ts';
+import { joinClaimed, TrainStepFiles, type JoinedRankFile, type JoinHelper, type RankFileName } from './trainStep.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'rlsight-trainstep-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function f32(values: ArrayLike<number>): Tensor {
+  const data = Float32Array.from(values);
+  return new Tensor('float32', [data.length], [1], 0, Storage.fromBytes('0', 'float32', new Uint8Array(data.buffer)));
+}
+
+interface Row {
+  sample: number;
+  response: number;
+  total: number;
+  /** Per-token values over the part of the response this rank holds. */
+  part: (field: number) => number[];
+  mask: number[];
+}
+
+function rankFile(rank: number, rows: Row[], cp?: { rank: number; size: number }): Picklable {
+  const fields = ['log_probs', 'rollout_log_probs', 'entropy', 'ref_entropy', 'advantages', 'returns'];
+  const rd: Record<string, Picklable> = {
+    sample_indices: rows.map((r) => r.sample),
+    response_lengths: rows.map((r) => r.response),
+    total_lengths: rows.map((r) => r.total),
+    rewards: rows.map((r) => r.sample / 10),
+    truncated: rows.map(() => 0),
+    loss_masks: rows.map((r) => f32(r.mask)),
+    raw_reward: Array.from({ length: 8 }, (_, i) => i / 4),
+  };
+  fields.forEach((name, k) => (rd[name] = rows.map((r) => f32(r.part(k)))));
+  const top: Record<string, Picklable> = { rollout_id: 0, rank, rollout_data: rd, qkv_format: 'thd' };
+  if (cp) Object.assign(top, { cp_rank: cp.rank, cp_size: cp.size });
+  return top;
+}
+
+const value = (sample: number, field: number, i: number) => Math.sin(sample * 7 + field * 3 + i) * (field === 1 ? 0.9 : 1.1);
+const whole = (sample: number, response: number, total: number): Row => ({
+  sample,
+  response,
+  total,
+  part: (k) => Array.from({ length: response }, (_, i) => value(sample, k, i)),
+  mask: Array.from({ length: response }, (_, i) => (i % 5 === 3 ? 0 : 1)),
+});
+/** The zigzag slice of a sample that CP rank `r` of 2 stores. */
+const slice = (sample: number, response: number, total: number, r: number): Row => {
+  const positions = cpResponseRanges(total, response, 2, r).flatMap(([lo, hi]) => Array.from({ length: hi - lo }, (_, j) => lo + j));
+  return {
+    sample,
+    response,
+    total,
+    part: (k) => positions.map((i) => value(sample, k, i)),
+    mask: Array.from({ length: response }, () => 1),
+  };
+};
+
+async function writeStep(): Promise<RankFileName[]> {
+  const step = join(dir, 'run');
+  mkdirSync(join(step, 'train_data'), { recursive: true });
+  const files: [number, Picklable][] = [
+    [0, rankFile(0, [whole(0, 12, 20), whole(1, 9, 15)])],
+    [2, rankFile(2, [slice(2, 16, 24, 0), whole(3, 7, 10)], { rank: 0, size: 2 })],
+    [3, rankFile(3, [slice(2, 16, 24, 1), whole(4, 5, 9)], { rank: 1, size: 2 })],
+    [4, rankFile(4, [whole(5, 6, 8), whole(6, 11, 14)])],
+    // Overlaps rank 4 on sample 6 with other values: a distinct file, so the join must look at both.
+    [5, rankFile(5, [whole(7, 4, 6), { ...whole(6, 11, 14), part: (k) => whole(6, 11, 14).part(k).map((v) => v * 2) }])],
+  ];
+  for (const [rank, v] of files) await saveTorch(v, join(step, 'train_data', `0_${rank}.pt`), { root: `0_${rank}` });
+  // Rank 1 is a byte-identical TP copy of rank 0.
+  copyFileSync(join(step, 'train_data', '0_0.pt'), join(step, 'train_data', '0_1.pt'));
+  return [0, 1, 2, 3, 4, 5].map((rank) => ({ name: `train_data/0_${rank}.pt`, rank }));
+}
+
+function stepFiles(files: RankFileName[], direct: boolean): TrainStepFiles {
+  const runDir = join(dir, 'run');
+  return new TrainStepFiles(runDir, files, 'stamp', (name) => openTorchDocument(join(runDir, name)), async (_n, e) => e as Error, direct);
+}
+
+async function joinOver(index: TrainIndex, samples: Iterable<number>): Promise<Map<number, ReturnType<typeof digestTrainRow>>> {
+  const out = new Map<number, ReturnType<typeof digestTrainRow>>();
+  for (const s of samples) {
+    const row = await buildTrainRow(index, s, null, (file, row, field) => readNumbers(rowValue(index.files[file], field, row)));
+    if (row) out.set(s, digestTrainRow(row));
+  }
+  return out;
+}
+
+describe('TrainStepFiles.joinAll', () => {
+  it('joins in one pass what the whole-index join gives, leaving rows spread over distinct files to it', async () => {
+    const files = await writeStep();
+    const fast = stepFiles(files, true);
+    const { index, joined, unjoined } = await fast.joinAll(digestTrainRow);
+    assert.deepEqual([...joined.keys()].sort(), [0, 1, 3, 4, 5, 7]);
+    assert.deepEqual([...unjoined].sort(), [2, 6]);
+    const got = new Map([...joined, ...(await joinOver(index, unjoined))]);
+
+    const reference = stepFiles(files, false);
+    const refIndex = await reference.index();
+    const expected = await joinOver(refIndex, refIndex.locations.keys());
+    assert.equal(got.size, 8);
+    assert.deepEqual(Object.fromEntries(got), Object.fromEntries(expected));
+    // The CP sample was reassembled, not flagged; the duplicate rank is reported as its lowest copy.
+    assert.equal(got.get(2)!.alignment_failed, false);
+    assert.equal(got.get(0)!.dumped_rank, 0);
+    // The TP copy shares its twin's rows under its own name and rank.
+    assert.equal(index.files[1].file, 'train_data/0_1.pt');
+    assert.equal(index.files[1].rank, 1);
+    assert.deepEqual(index.files[1].sampleIndices, [0, 1]);
+    assert.deepEqual(index.files.map((f) => f.sampleIndices), refIndex.files.map((f) => f.sampleIndices));
+    // A later read of one sample finds it through the directories already read.
+    const one = await fast.indexFor(3, 10);
+    assert.deepEqual(await joinOver(one, [3]), new Map([[3, expected.get(3)]]));
+  });
+
+  /** A helper on this same thread that claims up to `limit` files at start, then joins them or stops. */
+  function helperOf(limit: number, behaviour: 'joins' | 'stops' | 'fails'): JoinHelper<ReturnType<typeof digestTrainRow>> & { claimed: number[] } {
+    let done: Promise<{ files: JoinedRankFile<ReturnType<typeof digestTrainRow>>[]; error?: { i: number; error: unknown } }> = Promise.resolve({ files: [] });
+    const claimed: number[] = [];
+    return {
+      claimed,
+      start(runDir, files, counter) {
+        const mine: typeof files = [];
+        while (mine.length < limit) {
+          const k = Atomics.add(counter, 0, 1);
+          if (k >= files.length) break;
+          mine.push(files[k]);
+          claimed.push(files[k].i);
+        }
+        done = (async () => {
+          if (behaviour === 'stops') return { files: [] };
+          if (behaviour === 'fails') return { files: [], error: { i: mine[0].i, error: Object.assign(new Error('boom'), { code: 'EIO' }) } };
+          // What the worker thread runs, over a counter of its own that hands out just the files claimed above;
+          // its answer must survive the trip between threads.
+          return structuredClone(await joinClaimed(runDir, mine, new Int32Array(new SharedArrayBuffer(4)), digestTrainRow));
+        })();
+      },
+      finished: () => done,
+      cancel() {},
+    };
+  }
+
+  for (const [limit, behaviour] of [[2, 'joins'], [99, 'joins'], [3, 'stops']] as const) {
+    it(`shares the files with a helper thread (${behaviour}, up to ${limit} files) and answers the same`, async () => {
+      const files = await writeStep();
+      const reference = stepFiles(files, false);
+      const refIndex = await reference.index();
+      const expected = await joinOver(refIndex, refIndex.locations.keys());
+      const helper = helperOf(limit, behaviour);
+      const step = stepFiles(files, true);
+      const { index, joined, unjoined } = await step.joinAll(digestTrainRow, helper);
+      assert.ok(helper.claimed.length > 0, 'the helper took files');
+      assert.deepEqual([...unjoined].sort(), [2, 6]);
+      const got = new Map([...joined, ...(await joinOver(index, unjoined))]);
+      assert.deepEqual(Object.fromEntries(got), Object.fromEntries(expected));
+      assert.deepEqual(index.files.map((f) => f.sampleIndices), refIndex.files.map((f) => f.sampleIndices));
+    });
+  }
+
+  it('stops on a file the helper could not read, naming it', async () => {
+    const files = await writeStep();
+    const helper = helperOf(1, 'fails');
+    await assert.rejects(stepFiles(files, true).joinAll(digestTrainRow, helper), (e: unknown) => e instanceof Error && /boom/.test((e as Error).message));
+  });
+
+  it('with a custom opener, joins nothing itself and opens every distinct file through it', async () => {
+    const files = await writeStep();
+    const opened: string[] = [];
+    const runDir = join(dir, 'run');
+    const step = new TrainStepFiles(runDir, files, 'stamp', (name) => (opened.push(name), openTorchDocument(join(runDir, name))), async (_n, e) => e as Error, false);
+    const { joined, unjoined } = await step.joinAll(digestTrainRow);
+    assert.equal(joined.size, 0);
+    assert.equal(unjoined.length, 8);
+    assert.deepEqual(opened.sort(), ['train_data/0_0.pt', 'train_data/0_2.pt', 'train_data/0_3.pt', 'train_data/0_4.pt', 'train_data/0_5.pt']);
+  });
+
+  it('names the rank file that cannot be read', async () => {
+    const files = [...(await writeStep()), { name: 'train_data/0_9.pt', rank: 9 }];
+    await assert.rejects(stepFiles(files, true).joinAll(digestTrainRow), (e: unknown) => e instanceof Error && /0_9\.pt/.test((e as Error).message));
+  });
+});
