@@ -1,11 +1,11 @@
 // The web app's built files (`web/dist`): `/` is index.html, assets by relative path; never outside the folder.
 import { createReadStream, existsSync, type Stats, statSync } from 'node:fs';
-import { dirname, extname, join, resolve, sep } from 'node:path';
+import { extname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import type { Context, Hono } from 'hono';
+import { PACKAGE_ROOT } from '../ownFiles.ts';
 
-export const DEFAULT_STATIC_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web', 'dist');
+export const DEFAULT_STATIC_DIR = join(PACKAGE_ROOT, 'web', 'dist');
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -3,13 +3,13 @@
 import type { Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { ParquetFile, type ParquetRow } from '../../formats/parquet.ts';
 import { openTorchFile } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
 import type { PyValue } from '../../formats/torch/value.ts';
 import { Tensor } from '../../formats/torch/value.ts';
 import { ZipArchive } from '../../formats/zip.ts';
+import { startModuleWorker } from '../../ownFiles.ts';
 import { conversationsBySample, sampleConversation, type ConversationRow } from '../../queries/messages.ts';
 import {
   digestTrainRow,
@@ -458,14 +458,7 @@ export class DumpReader {
     if (this.openTorch !== openTorchDocument) return null;
     const size = await stat(join(this.runDir, name)).then((st) => st.size, () => 0);
     if (size <= this.offThreadAbove) return null;
-    // The worker loads the TypeScript sources through tsx, as this thread does.
-    const bootstrap = [
-      `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))};`,
-      'register();',
-      `await import(${JSON.stringify(new URL('./rolloutDecodeWorker.ts', import.meta.url).href)});`,
-    ].join('\n');
-    const worker = new Worker(bootstrap, {
-      eval: true,
+    const worker = startModuleWorker('run/dumps/rolloutDecodeWorker', {
       workerData: { path: join(this.runDir, name), file: name, rolloutId, evaluation },
     });
     type Done = { files: JoinedRankFile<TrainDigest>[]; error?: { i: number; error: WorkerError } };

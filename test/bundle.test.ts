@@ -1,0 +1,50 @@
+// The dist/ bundle that `npm ci` builds (and `bin/rlsight.mjs` prefers) serves the same answers as the sources.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from './support/fixtures.ts';
+
+const bundle = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
+
+describe('the dist bundle', { skip: existsSync(bundle) ? false : 'no dist/cli.js: run `npm run build` first' }, () => {
+  let run: RunCopy;
+  let child: ReturnType<typeof spawn>;
+  let url: string;
+  before(async () => {
+    run = copyFixtureRun();
+    child = spawn(process.execPath, [bundle, 'serve', '--dump-details', run.dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    url = await new Promise<string>((ok, fail) => {
+      let out = '';
+      child.stdout!.on('data', (d) => {
+        out += d;
+        const m = /serving (http:\/\/\S+)/.exec(out);
+        if (m) ok(m[1]);
+      });
+      child.once('exit', (code) => fail(new Error(`bundle exited with ${code}: ${out}`)));
+    });
+  });
+  after(() => {
+    child?.kill();
+    run?.dispose();
+  });
+
+  test('answers the reference goldens of meta, a summary and a token view', async () => {
+    const wanted = new Set(['/api/meta', '/api/rollout/1/summary', '/api/rollout/1/sample/32/tokens', '/api/timeline/phases']);
+    const goldens = loadGoldens().filter((g) => wanted.has(g.request));
+    assert.equal(goldens.length, wanted.size);
+    for (const g of goldens) {
+      const res = await fetch(new URL(g.request, url));
+      assert.equal(res.status, g.status, g.request);
+      assert.equal(diffJson(await res.json(), g.body), null, g.request);
+    }
+  });
+
+  test('serves the web app', async () => {
+    const res = await fetch(new URL('/', url));
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /<nav|<div id=/);
+  });
+});
