@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { PyFloat, saveTorch, type Picklable } from '../src/formats/torch/writer.ts';
 import { Storage, Tensor, type DType } from '../src/formats/torch/value.ts';
+import { fixturePath } from '../test/support/fixtures.ts';
 
 // RLSIGHT_BENCH_SMALL=1 runs a 64-sample smoke version of the same shape.
 const SMALL = process.env.RLSIGHT_BENCH_SMALL === '1';
@@ -51,7 +52,7 @@ interface Shape {
 async function generate(dir: string): Promise<void> {
   const rand = rng(7);
   for (const d of ['rollout_data', 'train_data', 'dashboard_columns', 'tokenizer']) mkdirSync(join(dir, d), { recursive: true });
-  const fixtureTokenizer = fileURLToPath(new URL('../../shared/fixtures/miles-demo/run/tokenizer/', import.meta.url));
+  const fixtureTokenizer = fixturePath('miles-demo', 'run', 'tokenizer');
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
     try {
       copyFileSync(join(fixtureTokenizer, f), join(dir, 'tokenizer', f));
