@@ -12,7 +12,7 @@ import { gpuSeries } from '../src/queries/gpuSeries.ts';
 import { encodeHeatmap, heatmap } from '../src/queries/heatmap.ts';
 import { outliers } from '../src/queries/outliers.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
-import { syntheticRun, type SyntheticRunFacts } from './syntheticRun.ts';
+import { reusableSyntheticRun, type SyntheticRunInfo } from '../src/demo/syntheticRun.ts';
 
 const HOUR = 3600;
 
@@ -28,16 +28,20 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
-/** Run shape from the command line; `--nodes` (default 128) shrinks it for a smoke run. */
-function runOptions(): { hours: number; nodes?: number } {
+/** Run shape from the command line; `--nodes` (default 128 of 8 GPUs) shrinks it for a smoke run. */
+function runOptions(): { hours: number; gpus?: number } {
   const nodes = arg('nodes');
-  return { hours: Number(arg('hours') ?? 6), ...(nodes ? { nodes: Number(nodes) } : {}) };
+  return { hours: Number(arg('hours') ?? 6), ...(nodes ? { gpus: Number(nodes) * 8 } : {}) };
 }
 
-function timed(fn: () => unknown): number {
+/** Wall ms, and CPU ms of the whole process (worker threads included). */
+function timed(fn: () => unknown): { ms: number; cpuMs: number } {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   fn();
-  return performance.now() - t0;
+  const ms = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  return { ms, cpuMs: (c.user + c.system) / 1000 };
 }
 
 type Query = (store: TelemetryStore, i: number) => unknown;
@@ -47,8 +51,8 @@ type Query = (store: TelemetryStore, i: number) => unknown;
  * queries of the group run on the blocks the first one parsed ("first" = their first call).
  * `i` counts calls (0 = first) so a variant can defeat the answer caches.
  */
-function groups(facts: SyntheticRunFacts): Record<string, Record<string, Query>> {
-  const hour = { t0: facts.end - 2 * HOUR, t1: facts.end - HOUR };
+function groups(facts: SyntheticRunInfo): Record<string, Record<string, Query>> {
+  const hour = { t0: facts.endTs - 2 * HOUR, t1: facts.endTs - HOUR };
   return {
     gpu: { gpu_1h_64_lanes: (s) => gpuSeries(s, { ...hour, lanes: 'every:16', maxPoints: 2000 }) },
     heatmap_util: { heatmap_util_1h: (s) => encodeHeatmap(heatmap(s, { ...hour, metric: 'util', xBuckets: 1200 })) },
@@ -73,27 +77,27 @@ function groups(facts: SyntheticRunFacts): Record<string, Record<string, Query>>
 }
 
 /** Child mode: one group in this fresh process. */
-function measure(group: string, dir: string, warmRuns: number): void {
-  const facts = syntheticRun(dir, runOptions());
+async function measure(group: string, dir: string, warmRuns: number): Promise<void> {
+  const facts = await reusableSyntheticRun(dir, runOptions());
   const store = TelemetryStore.open(join(dir, 'dashboard'));
   const out: Record<string, unknown> = {};
   let first = true;
   for (const [name, fn] of Object.entries(groups(facts)[group])) {
     const cold = timed(() => fn(store, 0));
     const warm: number[] = [];
-    for (let i = 1; i <= warmRuns; i++) warm.push(timed(() => fn(store, i)));
-    out[name] = { [first ? 'cold_ms' : 'first_ms']: round(cold), warm_p50_ms: round(median(warm), 2) };
+    for (let i = 1; i <= warmRuns; i++) warm.push(timed(() => fn(store, i)).ms);
+    out[name] = { [first ? 'cold_ms' : 'first_ms']: round(cold.ms), [first ? 'cold_cpu_ms' : 'first_cpu_ms']: round(cold.cpuMs), warm_p50_ms: round(median(warm), 2) };
     first = false;
   }
   out.peak_rss_mib = Math.round((process.resourceUsage().maxRSS * 1024) / 2 ** 20);
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const hours = Number(arg('hours') ?? 6);
-  const dir = arg('dir') ?? join(tmpdir(), `rlsight-bench-run-${hours}h`);
+  const dir = arg('dir') ?? join(tmpdir(), `rlsight-synthetic-${hours}h`);
   const warmRuns = Number(arg('warm') ?? 7);
-  const facts = syntheticRun(dir, runOptions());
+  const facts = await reusableSyntheticRun(dir, runOptions(), (m) => process.stderr.write(m + '\n'));
   const self = fileURLToPath(import.meta.url);
   const results: Record<string, unknown> = {};
   for (const name of Object.keys(groups(facts))) {
@@ -109,11 +113,11 @@ function main(): void {
   }
   const out = {
     bench: 'timeline',
-    run: { hours, lanes: facts.lanes, gpu_rows: facts.gpuRows, engine_rows: facts.engineRows, phase_rows: facts.phaseRows, trajectory_rows: facts.trajectoryRows },
+    run: { hours, lanes: facts.gpus, gpu_rows: facts.rows.gpu_util, engine_rows: facts.rows.engine_series, phase_rows: facts.rows.phases, trajectory_rows: facts.rows.trajectories },
     ...results,
   };
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
-if (process.argv.includes('--measure')) measure(arg('measure')!, arg('dir')!, Number(arg('warm') ?? 7));
-else main();
+if (process.argv.includes('--measure')) await measure(arg('measure')!, arg('dir')!, Number(arg('warm') ?? 7));
+else await main();

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DumpReader } from '../run/dumps/reader.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { generateSyntheticRun } from './syntheticRun.ts';
+import { generateSyntheticRun, reusableSyntheticRun } from './syntheticRun.ts';
 import { hourKey } from './telemetryWriter.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-synthetic-test-'));
@@ -77,6 +77,22 @@ describe('generateSyntheticRun', () => {
     } finally {
       await reader.close();
     }
+  });
+
+  it('is reused while its options match, regenerated when they change, and never replaces a foreign run', async () => {
+    const dir = join(scratch, 'reused');
+    const first = await reusableSyntheticRun(dir, { gpus: 8, hours: 0.1 });
+    assert.equal(first.reused, false);
+    assert.equal(first.endTs % 3600, 0, 'ends on a whole hour');
+    const again = await reusableSyntheticRun(dir, { gpus: 8, hours: 0.1 });
+    assert.deepEqual(again, { ...first, reused: true });
+    const bigger = await reusableSyntheticRun(dir, { gpus: 16, hours: 0.1 });
+    assert.equal(bigger.reused, false);
+    assert.equal(bigger.gpus, 16);
+    const foreign = join(scratch, 'foreign');
+    mkdirSync(join(foreign, 'dashboard'), { recursive: true });
+    await assert.rejects(reusableSyntheticRun(foreign, { gpus: 8, hours: 0.1 }), /without synthetic-run\.json/);
+    assert.deepEqual(readdirSync(foreign), ['dashboard']);
   });
 
   it('rejects a fleet that does not divide into nodes and engines', async () => {

@@ -1,7 +1,7 @@
 // A large synthetic run in the real on-disk format, in the shape the reference was benchmarked on
 // (1,024 GPUs = 128 nodes x 8, 1 Hz gpu_util, 128 engines scraped every 2 s, a 6-minute step),
 // streamed to disk hour by hour so memory stays flat however long the run is.
-import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { planCluster } from './clusterLayout.ts';
 import { generatedMessages, writeStepDumps } from './demoDumps.ts';
@@ -439,6 +439,32 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
     bytes,
     seconds: (performance.now() - began) / 1000,
   };
+}
+
+/** Beside `dashboard/`: what a reusable synthetic run was generated with and what it holds. */
+export const SYNTHETIC_RUN_RECORD = 'synthetic-run.json';
+
+/**
+ * The synthetic run at `outDir`, generated once and reused while it was made with the same options
+ * (benchmarks measure reads, not generation). `now` defaults to the last whole UTC hour, so a reused
+ * run keeps its clock and hour windows end exactly on partition boundaries.
+ */
+export async function reusableSyntheticRun(outDir: string, opts: Omit<SyntheticRunOptions, 'onProgress'> = {}, onProgress?: (message: string) => void): Promise<SyntheticRunInfo & { reused: boolean }> {
+  const record = join(outDir, SYNTHETIC_RUN_RECORD);
+  const want = { ...opts, now: opts.now ?? Math.floor(Date.now() / 1000 / 3600) * 3600 };
+  if (existsSync(record)) {
+    const saved = JSON.parse(readFileSync(record, 'utf8')) as { options: typeof opts; info: SyntheticRunInfo };
+    const keys = new Set([...Object.keys(saved.options), ...Object.keys(opts)] as (keyof typeof opts)[]);
+    const same = [...keys].every((k) => (k === 'now' && opts.now === undefined) || saved.options[k] === opts[k]);
+    if (same && existsSync(join(outDir, 'dashboard'))) return { ...saved.info, reused: true };
+  }
+  // Only a run this function made is ever replaced; anything else at `outDir` is left alone.
+  if (!existsSync(record) && existsSync(join(outDir, 'dashboard'))) throw new Error(`${outDir} holds a run without ${SYNTHETIC_RUN_RECORD}; pass a new or empty directory`);
+  rmSync(join(outDir, 'dashboard'), { recursive: true, force: true });
+  rmSync(record, { force: true });
+  const info = await generateSyntheticRun(outDir, { ...want, onProgress });
+  writeFileSync(record, JSON.stringify({ options: want, info }));
+  return { ...info, reused: false };
 }
 
 function folderBytes(dir: string): number {

@@ -41,9 +41,19 @@ test('bad engine_series arguments are QueryErrors naming the parameter', () => {
   }
 });
 
-test('the engine metric catalog matches /api/meta', () => {
+test('the engine metric catalog matches /api/meta, cold (nothing parsed) and from resident blocks', () => {
   const meta = readFixtureJson('miles-demo', 'golden', '000.json').body;
-  assert.deepEqual(engineMetricNames(store), meta.engine_metric_keys);
+  const cold = TelemetryStore.open(join(run.dir, 'dashboard'));
+  assert.deepEqual(engineMetricNames(cold), meta.engine_metric_keys);
+  assert.deepEqual(cold.partitions.engine_series.cachedKeys(), [], 'the catalog parses no block');
+  cold.engineSeriesBlocks();
+  assert.deepEqual(engineMetricNames(cold), meta.engine_metric_keys);
+});
+
+test('the catalog drops cumulative names and adds each derived rate and mean whose inputs exist', () => {
+  const present = ['sglang_num_running_reqs', 'sglang_prompt_tokens_total', 'sglang_e2e_request_latency_seconds_sum', 'sglang_e2e_request_latency_seconds_count', 'sglang_time_to_first_token_seconds_sum', 'we"ird'];
+  assert.deepEqual(engineMetricNames({ engineMetricsPresent: () => present }), ['sglang_e2e_latency_mean_s', 'sglang_num_running_reqs', 'sglang_prompt_tokens_per_s', 'we"ird']);
+  assert.deepEqual(engineMetricNames({ engineMetricsPresent: () => [] }), []);
 });
 
 test('follow(): appended rows reach the whole-run answer (cache invalidated), dp ranks fold', async () => {

@@ -18,7 +18,8 @@ export { ENGINE_MEAN_METRICS, ENGINE_RATE_METRICS, ENGINE_MEAN_AGGREGATED_METRIC
 
 /** What the engine queries read from the telemetry store. */
 export interface EngineSeriesSource {
-  engineSeriesBlocks(t0?: number | null, t1?: number | null): EngineSeriesBlock[];
+  /** With `metrics`, cold hours may be read for those metrics only (rows of others may remain). */
+  engineSeriesBlocks(t0?: number | null, t1?: number | null, metrics?: readonly string[]): EngineSeriesBlock[];
   readonly engineSeries: EngineSeriesTable;
   streamVersion(stream: StreamName): number;
 }
@@ -87,10 +88,13 @@ function metricRows(block: EngineSeriesBlock, seriesMetric: Int32Array, metricCo
   return index;
 }
 
-/** Rows of `metric` with `t0 <= ts <= t1` across the window's blocks (block order, then file order). */
-function rowsOfMetric(store: EngineSeriesSource, metric: string, t0: number | null, t1: number | null): EngineRows {
+/**
+ * Rows of `metric` with `t0 <= ts <= t1` across the window's blocks (block order, then file order).
+ * `read` names every raw metric the answer needs, so one selective read of each cold hour serves them all.
+ */
+function rowsOfMetric(store: EngineSeriesSource, metric: string, t0: number | null, t1: number | null, read: readonly string[]): EngineRows {
   const table = store.engineSeries;
-  const blocks = store.engineSeriesBlocks(t0, t1);
+  const blocks = store.engineSeriesBlocks(t0, t1, read);
   const metricId = table.metrics.find(metric);
   if (metricId < 0) return { ts: new Float64Array(0), series: new Uint32Array(0), value: new Float64Array(0), length: 0 };
   const seriesMetric = metricOfSeries(table);
@@ -130,8 +134,8 @@ function identities(table: EngineSeriesTable): EngineSeriesIdentity[] {
   return out;
 }
 
-function rawParts(store: EngineSeriesSource, metric: string, perDpRank: boolean, t0: number | null, t1: number | null): EnginePart[] {
-  const rows = rowsOfMetric(store, metric, t0, t1);
+function rawParts(store: EngineSeriesSource, metric: string, perDpRank: boolean, t0: number | null, t1: number | null, read: readonly string[] = [metric]): EnginePart[] {
+  const rows = rowsOfMetric(store, metric, t0, t1, read);
   if (rows.length === 0) return [];
   return buildEngineParts(rows, identities(store.engineSeries), dpFoldFor(metric, perDpRank));
 }
@@ -142,7 +146,8 @@ function partsOf(store: EngineSeriesSource, metric: string, perDpRank: boolean, 
   if (rateBase !== undefined) return rateParts(rawParts(store, rateBase, perDpRank, t0, t1));
   const meanBase = ENGINE_MEAN_METRICS[metric];
   if (meanBase !== undefined) {
-    return meanParts(rawParts(store, `${meanBase}_sum`, perDpRank, t0, t1), rawParts(store, `${meanBase}_count`, perDpRank, t0, t1));
+    const read = [`${meanBase}_sum`, `${meanBase}_count`];
+    return meanParts(rawParts(store, read[0], perDpRank, t0, t1, read), rawParts(store, read[1], perDpRank, t0, t1, read));
   }
   return rawParts(store, metric, perDpRank, t0, t1);
 }
@@ -187,17 +192,18 @@ export function engineSeries(store: EngineSeriesSource, q: EngineSeriesQuery): {
   };
 }
 
+/** What the engine metric catalog reads: the store's cheap presence check (no block is parsed). */
+export interface EngineMetricPresence {
+  engineMetricsPresent(): readonly string[];
+}
+
 /**
- * The engine metric catalog: raw names minus cumulative `_total`/`_sum`/`_count` ones, plus each rate
- * whose counter exists and each mean whose `_sum` and `_count` both exist; sorted. Reads every
- * engine_series partition once (later calls reuse the parsed blocks while cached).
+ * The engine metric catalog (`/api/meta.engine_metric_keys`): raw names minus cumulative
+ * `_total`/`_sum`/`_count` ones, plus each rate whose counter exists and each mean whose `_sum` and
+ * `_count` both exist; sorted.
  */
-export function engineMetricNames(store: EngineSeriesSource): string[] {
-  const blocks = store.engineSeriesBlocks(null, null);
-  const table = store.engineSeries;
-  const seriesMetric = metricOfSeries(table);
-  const present = new Set<string>();
-  for (const b of blocks) for (const m of metricRows(b, seriesMetric, table.metrics.size).byMetric.keys()) present.add(table.metrics.str(m));
+export function engineMetricNames(store: EngineMetricPresence): string[] {
+  const present = new Set(store.engineMetricsPresent());
   const names = new Set<string>();
   for (const m of present) if (!/(_total|_sum|_count)$/.test(m)) names.add(m);
   for (const [derived, base] of Object.entries(ENGINE_RATE_METRICS)) if (present.has(base)) names.add(derived);

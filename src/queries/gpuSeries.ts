@@ -3,12 +3,13 @@ import type { GpuUtilBlock, LaneTable } from '../run/telemetry/store.ts';
 import type { LaneEntry } from '../run/telemetry/records.ts';
 import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import { minmaxIndices } from './downsample.ts';
-import { resolveLanes, type LaneSelection } from './lanes.ts';
+import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { checkIntAtLeast, checkTimelineWindow } from './timelineWindow.ts';
 
 /** What the GPU queries read from the telemetry store. */
 export interface GpuUtilSource {
-  gpuUtilBlocks(t0?: number | null, t1?: number | null): GpuUtilBlock[];
+  /** With `lanes` (`"<node>:<gpu>"` keys) cold hours may be read for those lanes only. */
+  gpuUtilBlocks(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): GpuUtilBlock[];
   readonly lanes: LaneTable;
   laneIndex(): readonly LaneEntry[];
 }
@@ -118,8 +119,9 @@ export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): { lanes
   const t0 = q.t0 ?? null;
   const t1 = q.t1 ?? null;
   checkTimelineWindow(t0, t1);
-  const sel = resolveLanes(q.lanes, store.laneIndex());
-  const blocks = store.gpuUtilBlocks(t0, t1);
+  const laneIndex = store.laneIndex();
+  const sel = resolveLanes(q.lanes, laneIndex);
+  const blocks = store.gpuUtilBlocks(t0, t1, selectiveLaneKeys(sel, laneIndex.length));
   const out: Record<string, GpuLaneSeries> = {};
   for (const s of laneSamples(blocks, selectedLaneIds(store.lanes, sel), t0, t1)) {
     const util = s.util;

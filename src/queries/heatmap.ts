@@ -4,7 +4,7 @@ import type { LaneEntry } from '../run/telemetry/records.ts';
 import { badArgument } from './errors.ts';
 import { encodeHeatmapFrame } from './heatmapFrame.ts';
 import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
-import { resolveLanes, type LaneSelection } from './lanes.ts';
+import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
 import { pyRepr } from './pythonFormat.ts';
 import { checkIntRange, checkTimelineWindow } from './timelineWindow.ts';
@@ -16,7 +16,8 @@ const MAGNITUDES = new Set(['util', 'mem_mb', 'power_w']);
 
 /** What heatmaps read from the telemetry store. */
 export interface HeatmapSource extends PhaseSource {
-  gpuUtilBlocks(t0?: number | null, t1?: number | null): GpuUtilBlock[];
+  /** With `lanes` (`"<node>:<gpu>"` keys) cold hours may be read for those lanes only. */
+  gpuUtilBlocks(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): GpuUtilBlock[];
   readonly lanes: LaneTable;
   trajectoryEvents(t0?: number | null, t1?: number | null): TrajectoryEvent[];
   metricsRecords(): readonly MetricsRecord[];
@@ -174,7 +175,7 @@ export function heatmap(store: HeatmapSource, q: HeatmapQuery = {}): Heatmap {
 
   const rows = heatmapLaneRows(store.laneIndex(), sel);
   if (MAGNITUDES.has(metric)) {
-    const blocks = store.gpuUtilBlocks(t0, t1);
+    const blocks = store.gpuUtilBlocks(t0, t1, selectiveLaneKeys(sel, store.laneIndex().length));
     // after the blocks are parsed: parsing interns their lane ids
     const cells = magnitudeCells(blocks, rowOfLaneIds(store.lanes, rows), rows.length, metric, t0, t1, xb);
     const scaleMax = metric === 'util' ? 100.0 : peakOf(cells);

@@ -144,3 +144,11 @@ function laneMatches(t: Exclude<LaneTerm, { kind: 'gpu' }>, lane: LaneEntry): bo
 export function laneSelected(sel: LaneSelection, node: string, gpu: number): boolean {
   return sel === null || sel.has(`${node}:${gpu}`);
 }
+
+/**
+ * The lane keys worth reading cold hours selectively for (`gpuUtilBlocks(t0, t1, keys)`): a selection
+ * of at most a quarter of the lanes. Larger ones read whole hours, which every later selection reuses.
+ */
+export function selectiveLaneKeys(sel: LaneSelection, laneCount: number): string[] | null {
+  return sel !== null && sel.size * 4 <= laneCount ? [...sel] : null;
+}

@@ -15,7 +15,7 @@ import {
   mfuSummary,
 } from '../queries/advisory.ts';
 import { bubbles } from '../queries/bubbles.ts';
-import { engineSeries } from '../queries/engineSeries.ts';
+import { engineMetricNames, engineSeries } from '../queries/engineSeries.ts';
 import { notFound } from '../queries/errors.ts';
 import { fleet } from '../queries/fleet.ts';
 import { gpuProcesses } from '../queries/gpuProcesses.ts';
@@ -27,11 +27,10 @@ import { outliers } from '../queries/outliers.ts';
 import { phasesByLane } from '../queries/phases.ts';
 import { STEP_AGGREGATE_METRICS } from '../queries/rollouts.ts';
 import { topology } from '../queries/topology.ts';
-import { assembleTrajectoryLanes } from '../queries/trajectoryLanes.ts';
+import { rolloutTrajectories } from '../queries/trajectoryLanes.ts';
 import { DumpStillWriting } from '../run/dumps/errors.ts';
 import { DumpReader } from '../run/dumps/reader.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { engineCatalog, sampledRawMetricNames } from './engineCatalog.ts';
 import type { RunCatalog } from './events.ts';
 import type { RunMetaAnswer, RunSources, Window } from './sources.ts';
 
@@ -42,7 +41,9 @@ export interface OpenRunOptions {
   cacheDir?: string;
 }
 
-const MAX_WINDOW_S = 14400;
+/** The engine gauges and counters the advisory rules read. */
+const ADVISORY_GAUGES = ['sglang_num_running_reqs', 'sglang_token_usage', 'sglang_cache_hit_rate'];
+const ADVISORY_COUNTERS = ['sglang_num_requests_total', 'sglang_num_aborted_requests_total'];
 /** Advisory answers kept (one per viewport the app asks about). */
 const ADVISORY_ANSWERS_KEPT = 16;
 
@@ -64,7 +65,6 @@ function wandbUrl(args: Record<string, unknown> | undefined): string | null {
 
 export class OpenRun implements RunSources {
   readonly roots: string[];
-  private engineKeys: { version: number; keys: string[] } | null = null;
   private readonly advisoryCache = new Map<string, { advisories: Advisory[]; mfu: MfuSummary | null }>();
 
   constructor(
@@ -89,22 +89,13 @@ export class OpenRun implements RunSources {
       time_range: this.store.timeRange(),
       rollout_ids: { train: ids.train, eval: ids.eval },
       metric_keys: [...this.store.metricKeys(), ...(offline ? STEP_AGGREGATE_METRICS.map((c) => DUMP_METRIC_PREFIX + c) : [])],
-      engine_metric_keys: this.engineMetricKeys(),
+      engine_metric_keys: engineMetricNames(this.store),
       step_keys: this.store.stepKeys(),
       has_metrics: this.store.hasStream('metrics'),
       has_tokenizer: isDir(join(this.runDir, 'tokenizer')),
       has_timeline: this.store.hasStream('phases') || this.store.hasStream('gpu_util'),
       has_engine_series: this.store.hasStream('engine_series'),
     };
-  }
-
-  /** The engine metric catalog, from the partitions' edges (see engineCatalog.ts); kept until the stream grows. */
-  private engineMetricKeys(): string[] {
-    const version = this.store.streamVersion('engine_series');
-    if (this.engineKeys?.version !== version) {
-      this.engineKeys = { version, keys: engineCatalog(sampledRawMetricNames(this.store.partitions.engine_series.files())) };
-    }
-    return this.engineKeys.keys;
   }
 
   async topology(): Promise<unknown> {
@@ -180,6 +171,8 @@ export class OpenRun implements RunSources {
     const meta = this.store.meta();
     const window = { t0: w.t0, t1: w.t1 };
     const engine = (metric: string, perDpRank = false): EngineSeriesData[] => this.engineValues(metric, window, perDpRank);
+    // One selective read of each cold hour for every gauge the rules use (each series is then cut from it).
+    if (this.store.hasStream('engine_series')) this.store.engineSeriesBlocks(w.t0, w.t1, ADVISORY_GAUGES);
     const rollout = newestTrainId === undefined ? null : await this.rolloutVerdictInputs(newestTrainId);
     const inputs: AdvisoryInputs = {
       args: (meta?.args as Record<string, unknown> | undefined) ?? {},
@@ -213,16 +206,17 @@ export class OpenRun implements RunSources {
    * does not parse hours of engine history. The run-wide counters are read only if the alarm fires.
    */
   private recentCounters(): Pick<EngineInputs, 'requestsTotal' | 'abortsTotal' | 'runCounters'> {
-    const whole = (): { requests: EngineSeriesData[]; aborts: EngineSeriesData[] } => ({
-      requests: this.engineValues('sglang_num_requests_total', {}),
-      aborts: this.engineValues('sglang_num_aborted_requests_total', {}),
-    });
+    const whole = (): { requests: EngineSeriesData[]; aborts: EngineSeriesData[] } => {
+      this.store.engineSeriesBlocks(null, null, ADVISORY_COUNTERS);
+      return { requests: this.engineValues('sglang_num_requests_total', {}), aborts: this.engineValues('sglang_num_aborted_requests_total', {}) };
+    };
     const files = this.store.partitions.engine_series.files().filter((f) => f.size > 0);
     const firstLo = files.length ? files[0].lo : -Infinity;
     // The newest scrape, read off the newest partition's last line; 10 min of slack keep the point before the window.
     const stamps = this.store.partitions.engine_series.edgeStamps();
     let from = stamps.length ? Math.max(...stamps) - ABORT_WINDOW_S - 600 : -Infinity;
     for (let attempt = 0; attempt < 3 && Number.isFinite(from) && from > firstLo; attempt++) {
+      this.store.engineSeriesBlocks(from, null, ADVISORY_COUNTERS);
       const requests = this.engineValues('sglang_num_requests_total', { t0: from });
       const aborts = this.engineValues('sglang_num_aborted_requests_total', { t0: from });
       const all = [...requests, ...aborts].filter((s) => s.ts.length > 0);
@@ -262,16 +256,8 @@ export class OpenRun implements RunSources {
   }
 
   async trajectories(rolloutId: number, sampleIndex?: number): Promise<unknown> {
-    const indices =
-      sampleIndex !== undefined
-        ? new Set([sampleIndex])
-        : new Set((await this.dumps.summary(rolloutId)).rows.map((r) => r.sample_index as number));
-    // The lifecycle of a step is read back from the moment it was consumed, one viewport (4 h) deep.
-    const bubble = bubbles(this.store).find((b) => b.step === rolloutId);
-    const consume = bubble ? bubble.ts : (this.store.timeRange()?.[1] ?? null);
-    const t0 = consume !== null ? consume - MAX_WINDOW_S : null;
-    const lanes = assembleTrajectoryLanes(this.store.trajectoryEvents(t0, consume), indices);
-    return { lanes, consume_ts: consume, t0 };
+    const indices = sampleIndex !== undefined ? [sampleIndex] : (await this.dumps.summary(rolloutId)).rows.map((r) => r.sample_index as number);
+    return rolloutTrajectories(this.store, rolloutId, indices);
   }
 
   messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<unknown> {
@@ -294,7 +280,7 @@ export class OpenRun implements RunSources {
       steps: [...steps].sort((a, b) => a - b),
       rollout_ids: { train: ids.train, eval: ids.eval },
       metric_keys: this.store.metricKeys(),
-      engine_metric_keys: this.engineMetricKeys(),
+      engine_metric_keys: engineMetricNames(this.store),
       lanes: this.store.laneIndex().map((l) => `${l.node}:${l.gpu}`),
       time_range: this.store.timeRange(),
     };

@@ -248,7 +248,7 @@ export class EngineSeriesParser {
     return line - firstLine;
   }
 
-  private readonly viewPatterns = new Map<string, Buffer[] | null>();
+  private readonly viewPatterns = new Map<string, ViewSearch[] | null>();
 
   /**
    * Parses only the lines of the metrics named in `view` (newline-separated), found by their compact
@@ -256,30 +256,35 @@ export class EngineSeriesParser {
    * or a name needs escaping (the caller then parses every line); lines are not counted (0).
    */
   parseView(view: string, buf: Uint8Array, start: number, end: number, block: EngineSeriesBlock): number {
-    let pats = this.viewPatterns.get(view);
-    if (pats === undefined) {
+    let searches = this.viewPatterns.get(view);
+    if (searches === undefined) {
       const names = view === '' ? [] : view.split('\n');
-      pats = names.some((n) => JSON.stringify(n) !== `"${n}"`) ? null : names.map((n) => Buffer.from(`,"metric":"${n}","labels":`));
-      this.viewPatterns.set(view, pats);
+      searches = names.some((n) => JSON.stringify(n) !== `"${n}"`) ? null : viewSearches(names.map((n) => Buffer.from(`,"metric":"${n}","labels":`)));
+      this.viewPatterns.set(view, searches);
     }
-    if (pats === null) return -1;
+    if (searches === null) return -1;
     const b = buf as Buffer;
     const firstNl = b.indexOf(10, start);
     if (!matchBytes(buf, start, L_TS) || b.indexOf(MARK_METRIC, start) > firstNl) return -1;
-    const at = pats.map((p) => b.indexOf(p, start));
+    const at = searches.map((s) => b.indexOf(s.needle, start));
     const none = (): void => undefined;
     for (;;) {
       let k = -1;
       for (let j = 0; j < at.length; j++) if (at[j] >= 0 && at[j] < end && (k < 0 || at[j] < at[k])) k = j;
       if (k < 0) break;
       const pos = at[k];
+      const { needle, members } = searches[k];
+      if (!members.some((m) => matchBytes(buf, pos, m))) {
+        at[k] = b.indexOf(needle, pos + 1);
+        continue;
+      }
       // line bounds by a short byte walk (a native search per line costs more than ~150 bytes of loop)
       let ls = pos;
       while (ls > start && buf[ls - 1] !== 10) ls--;
       let le = pos;
       while (le < end - 1 && buf[le] !== 10) le++;
       this.parse(buf, ls, le + 1, block, 0, none);
-      at[k] = b.indexOf(pats[k], le + 1);
+      at[k] = b.indexOf(needle, le + 1);
     }
     return 0;
   }
@@ -313,4 +318,33 @@ export class EngineSeriesParser {
     }
     block.push(o.ts, this.table.id(o.addr, o.metric, lj), o.value);
   }
+}
+
+/** One byte search of a selective read: `needle` is the shared prefix of the `members` it finds. */
+interface ViewSearch {
+  needle: Buffer;
+  members: Buffer[];
+}
+
+// `,"metric":"` plus 17 name bytes: one scan finds `_sum`/`_count` twins, while a short shared prefix
+// (`sglang_`) would stop on nearly every line.
+const SHARED_NEEDLE_BYTES = 28;
+
+/** Groups the metric patterns that share a long prefix into one search each. */
+function viewSearches(patterns: Buffer[]): ViewSearch[] {
+  const out: ViewSearch[] = [];
+  for (const p of [...patterns].sort(Buffer.compare)) {
+    const last = out.at(-1);
+    if (last !== undefined) {
+      let n = 0;
+      while (n < last.needle.length && n < p.length && last.needle[n] === p[n]) n++;
+      if (n >= SHARED_NEEDLE_BYTES) {
+        last.needle = last.needle.subarray(0, n);
+        last.members.push(p);
+        continue;
+      }
+    }
+    out.push({ needle: p, members: [p] });
+  }
+  return out;
 }

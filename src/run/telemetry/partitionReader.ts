@@ -39,6 +39,11 @@ export interface BlockKind<B extends HourBlock> {
   parseView?(view: string, buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
   /** A block over columns another thread parsed (see parseJob.ts); needed to share cold parses with a pool. */
   adopt?(key: string, lo: number, hi: number, data: ParsedColumns): B;
+  /**
+   * Distinct views of one file read selectively before a further one reads the whole file instead
+   * (which then serves every view): a few asks are cheaper as views, many are not. Default: no limit.
+   */
+  viewsBeforeWhole?: number;
 }
 
 export interface PartitionFile {
@@ -64,6 +69,8 @@ interface CacheEntry<B> {
   view: string | null;
   /** Inode of the file when it was first read (a replaced file is read again). */
   ino: number;
+  /** The view's names, split once (for covering lookups). */
+  names?: Set<string>;
 }
 
 export class PartitionReader<B extends HourBlock> {
@@ -84,6 +91,8 @@ export class PartitionReader<B extends HourBlock> {
   workerFills = 0;
   /** Worker threads that take a share of cold multi-file reads (null: the main thread reads alone). */
   pool: ParsePool | null = null;
+  /** Called after each chunk this thread parses during a shared cold read (hands work to idle workers). */
+  private betweenChunks: (() => void) | null = null;
 
   constructor(
     dashboardDir: string,
@@ -140,7 +149,7 @@ export class PartitionReader<B extends HourBlock> {
 
   /** Blocks of the files overlapping `[t0, t1]` (legacy always), legacy first then hours ascending; rows unfiltered. */
   window(t0?: number | null, t1?: number | null, view: string | null = null): B[] {
-    const files = this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1)));
+    const files = this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));
     if (this.pool !== null && this.pool.size > 0) this.prefetch(files, view);
     const out: B[] = [];
     for (const f of files) {
@@ -151,19 +160,59 @@ export class PartitionReader<B extends HourBlock> {
   }
 
   /**
-   * The block of one file restricted to a view (see `BlockKind.parseView`); the whole block when it is
-   * resident anyway or when the view cannot be read selectively.
+   * Whether an hour file starting exactly at `t1` holds nothing at or before it: rows of an hour file are
+   * stamped at or after its hour start and appended in time order, so its first line is its earliest.
+   * Phases are filed by end hour (an interval in a later file can start earlier): never skipped.
+   */
+  private startsAfter(f: PartitionFile, t1: number): boolean {
+    if (this.stream === 'phases' || f.size === 0) return false;
+    const line = readFirstLine(f.path);
+    if (line === null) return false;
+    const stamps = this.stampsOf(line);
+    return stamps.length > 0 && stamps[0] > t1;
+  }
+
+  /** Whether `f` already holds as many resident views as its kind reads before reading it whole. */
+  private viewsSpent(f: PartitionFile): boolean {
+    const limit = this.kind.viewsBeforeWhole;
+    if (limit === undefined) return false;
+    let n = 0;
+    for (const e of this.cache.values()) if (e.file === f.key && e.view !== null) n++;
+    return n >= limit;
+  }
+
+  /** A resident view of `f` holding every name of `view` (newline-separated names), most recent first. */
+  private coveringView(f: PartitionFile, view: string): { key: string; e: CacheEntry<B> } | null {
+    const exactKey = `${f.key}\u0000${view}`;
+    const exact = this.cache.get(exactKey);
+    if (exact !== undefined) return { key: exactKey, e: exact };
+    let want: string[] | null = null;
+    for (const [key, e] of this.cache) {
+      if (e.file !== f.key || e.view === null) continue;
+      want ??= view === '' ? [] : view.split('\n');
+      e.names ??= new Set(e.view === '' ? [] : e.view.split('\n'));
+      if (want.every((n) => e.names!.has(n))) return { key, e };
+    }
+    return null;
+  }
+
+  /**
+   * The block of one file restricted to a view (see `BlockKind.parseView`): a resident view holding
+   * every name asked for serves it; the whole block when it is resident anyway or when the view cannot
+   * be read selectively.
    */
   viewBlock(f: PartitionFile, view: string): B {
     const whole = this.cache.get(f.key);
     if (whole !== undefined || this.kind.parseView === undefined) return this.block(f);
     const key = `${f.key}\u0000${view}`;
-    let e = this.cache.get(key);
-    if (e !== undefined) {
-      this.cache.delete(key);
-      this.cache.set(key, e);
-      return e.block;
+    const covering = this.coveringView(f, view);
+    if (covering !== null) {
+      this.cache.delete(covering.key);
+      this.cache.set(covering.key, covering.e);
+      return covering.e.block;
     }
+    if (this.viewsSpent(f)) return this.block(f);
+    let e: CacheEntry<B>;
     e = { block: this.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino: statOf(f.path)?.ino ?? 0 };
     if ('view' in e.block) e.block.view = view;
     if (!this.fillView(f, e)) return this.block(f);
@@ -183,6 +232,7 @@ export class PartitionReader<B extends HourBlock> {
       const n = this.kind.parseView!(e.view!, chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
       if (n < 0) ok = false;
       else e.lines += n;
+      this.betweenChunks?.();
     });
     if (!ok) return false;
     e.offset = r.offset;
@@ -198,32 +248,51 @@ export class PartitionReader<B extends HourBlock> {
   }
 
   /**
-   * Parses the cold files among `files` on the pool's idle workers and this thread at once (biggest
-   * first); each lands in the cache exactly as a serial read would have put it there.
+   * Parses the cold files among `files` on the pool's idle workers and this thread at once: workers
+   * take the biggest files, this thread the smallest, and between its chunks it hands the next file to
+   * any worker that finished (so no worker idles while files remain). Each lands in the cache exactly
+   * as a serial read would have put it there; a file a worker failed on is read later on this thread.
    */
   private prefetch(files: readonly PartitionFile[], view: string | null): void {
     const pool = this.pool!;
     const adopt = this.kind.adopt;
     if (adopt === undefined) return;
-    const cold = files.filter((f) => f.size > 0 && !this.cache.has(f.key) && (view === null || !this.cache.has(`${f.key}\u0000${view}`)));
-    if (cold.length < 2) return;
-    cold.sort((a, b) => b.size - a.size);
+    // Per file: read whole, or the view (unless a resident view covers it: then it is not cold).
+    const viewOf = new Map<PartitionFile, string | null>();
+    for (const f of files) {
+      if (f.size === 0 || this.cache.has(f.key)) continue;
+      if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
+      else if (this.coveringView(f, view) === null) viewOf.set(f, this.viewsSpent(f) ? null : view);
+    }
+    const queue = [...viewOf.keys()];
+    if (queue.length < 2) return;
+    queue.sort((a, b) => b.size - a.size);
     const pending: { slot: number; f: PartitionFile; ino: number; done: boolean }[] = [];
     const collect = (p: (typeof pending)[number], r: ParseResult | 'failed' | null): void => {
       if (r === null) return;
       p.done = true;
       if (r !== 'failed') this.install(p.f, p.ino, r, adopt);
     };
-    for (const f of cold) {
-      const slot = pool.idle();
-      if (slot >= 0) {
-        pending.push({ slot, f, ino: statOf(f.path)?.ino ?? 0, done: false });
-        pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view, rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
-        continue;
-      }
-      if (view === null) this.block(f);
-      else this.viewBlock(f, view);
+    const feed = (): void => {
       for (const p of pending) if (!p.done) collect(p, pool.poll(p.slot));
+      for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
+        const f = queue.shift()!;
+        pending.push({ slot, f, ino: statOf(f.path)?.ino ?? 0, done: false });
+        pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view: viewOf.get(f)!, rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
+      }
+    };
+    feed();
+    this.betweenChunks = feed;
+    try {
+      while (queue.length > 0) {
+        const f = queue.pop()!;
+        const v = viewOf.get(f)!;
+        if (v === null) this.block(f);
+        else this.viewBlock(f, v);
+        feed();
+      }
+    } finally {
+      this.betweenChunks = null;
     }
     for (const p of pending) if (!p.done) collect(p, pool.wait(p.slot));
   }
@@ -281,6 +350,7 @@ export class PartitionReader<B extends HourBlock> {
     const bad: BadLine = (line, message) => this.onBad(f.rel, line, message);
     const r = readCompleteLines(f.path, e.offset, (chunk) => {
       e.lines += this.kind.parse(chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
+      this.betweenChunks?.();
     });
     e.offset = r.offset;
     if (r.size > f.size) f.size = r.size;

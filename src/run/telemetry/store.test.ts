@@ -81,7 +81,58 @@ describe('TelemetryStore on the demo run', () => {
   });
 });
 
+describe('engine metric names present', () => {
+  test('a big cold hour is named from its first and last MiB (escaped names decoded, cut lines ignored)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-engnames-'));
+    try {
+      const line = (metric: string, ts: number) => `${JSON.stringify({ ts, addr: 'http://a:1', metric, labels: {}, value: 1 })}\n`;
+      const filler = (metric: string) => line(metric, 997300.5).repeat(Math.ceil((1.2 * 2 ** 20) / line(metric, 997300.5).length));
+      const body =
+        line('sglang_num_running_reqs', 997201) + line('sglang_prompt_tokens_total', 997201) + filler('head') + line('only_in_the_middle', 997300.5) + filler('tail') + line('sglang_e2e_request_latency_seconds_count', 997400) + line('we"ird', 997400);
+      mkdirSync(join(dir, 'engine_series'));
+      writeFileSync(join(dir, 'engine_series', '19700112_13.jsonl'), body);
+      const store = TelemetryStore.open(dir);
+      assert.deepEqual(store.engineMetricsPresent(), ['head', 'sglang_e2e_request_latency_seconds_count', 'sglang_num_running_reqs', 'sglang_prompt_tokens_total', 'tail', 'we"ird']);
+      assert.deepEqual(store.partitions.engine_series.cachedKeys(), [], 'nothing parsed');
+      store.engineSeriesBlocks();
+      assert.ok(store.engineMetricsPresent().includes('only_in_the_middle'), 'a resident hour is exact');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('engine_series read selectively by metric', () => {
+  test('finds _sum/_count twins with one shared search and keeps file order', () => {
+    const run = copyFixtureRun();
+    try {
+      const dash = join(run.dir, 'dashboard');
+      const want = ['sglang_time_to_first_token_seconds_sum', 'sglang_time_to_first_token_seconds_count', 'sglang_time_to_first_token_seconds'];
+      const rowsOf = (store: TelemetryStore, blocks: ReturnType<TelemetryStore['engineSeriesBlocks']>): string[] =>
+        blocks.flatMap((b) => Array.from({ length: b.length }, (_, i) => store.engineSeries.key(b.series[i])).map((k, i) => `${b.ts[i]} ${k.addr} ${k.metric} ${b.value[i]}`)).filter((r) => want.some((m) => r.split(' ')[2] === m));
+      const selective = TelemetryStore.open(dash);
+      const some = selective.engineSeriesBlocks(null, null, want);
+      assert.equal(some[0].length, 600, 'exactly the rows of the two counters');
+      const whole = TelemetryStore.open(dash);
+      assert.deepEqual(rowsOf(selective, some), rowsOf(whole, whole.engineSeriesBlocks()));
+    } finally {
+      run.dispose();
+    }
+  });
+
+  test('three distinct views per hour, then the fourth ask reads the hour whole', () => {
+    const run = copyFixtureRun();
+    try {
+      const store = TelemetryStore.open(join(run.dir, 'dashboard'));
+      for (const m of ['sglang_num_running_reqs', 'sglang_gen_throughput', 'sglang_generation_tokens_total']) assert.equal(store.engineSeriesBlocks(null, null, [m])[0].length, 300);
+      assert.equal(store.engineSeriesBlocks(null, null, ['sglang_num_running_reqs'])[0].length, 300, 'a resident view still serves');
+      assert.equal(store.engineSeriesBlocks(null, null, ['sglang_time_to_first_token_seconds_sum'])[0].length, 1500);
+      assert.deepEqual(store.partitions.engine_series.cachedKeys(), ['19700112_13'], 'the whole block replaced the views');
+    } finally {
+      run.dispose();
+    }
+  });
+
   test('gives the same rows of those metrics as a whole read, and tails them on follow', () => {
     const run = copyFixtureRun();
     try {
@@ -143,6 +194,47 @@ describe('gpu_util read selectively by lane', () => {
       assert.equal(tailed.util[100], 42);
       assert.equal(store.gpuUtilBlocks()[0].length, 402, 'an unfiltered read parses the whole hour');
       assert.equal(store.gpuUtilBlocks(null, null, sel)[0].length, 402, 'and then serves every view');
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  test('a resident view serves any subset of its lanes without reading again', () => {
+    const d = mkdtempSync(join(tmpdir(), 'rlsight-gpuview-'));
+    try {
+      mkdirSync(join(d, 'gpu_util'), { recursive: true });
+      let text = '';
+      for (let t = 0; t < 20; t++) for (let g = 0; g < 4; g++) text += gpuLine(H13 + t, '10.0.0.1', g, g);
+      writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), text);
+      const store = TelemetryStore.open(d);
+      const wide = store.gpuUtilBlocks(null, null, ['10.0.0.1:0', '10.0.0.1:2'])[0];
+      const fills = store.partitions.gpu_util.fills;
+      assert.equal(store.gpuUtilBlocks(null, null, ['10.0.0.1:2'])[0], wide);
+      assert.equal(store.partitions.gpu_util.fills, fills);
+      const other = store.gpuUtilBlocks(null, null, ['10.0.0.1:3'])[0];
+      assert.equal(store.partitions.gpu_util.fills, fills + 1, 'a lane the view lacks is read');
+      assert.equal(other.length, 80, 'a second distinct selection reads the hour whole');
+      assert.deepEqual(store.partitions.gpu_util.cachedKeys(), ['19700112_13']);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a window ending on an hour boundary', () => {
+  test('skips the next hour file when its first sample is later, reads it when a sample sits on the boundary', () => {
+    const d = mkdtempSync(join(tmpdir(), 'rlsight-boundary-'));
+    try {
+      mkdirSync(join(d, 'gpu_util'), { recursive: true });
+      writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), gpuLine(H13 + 10, '10.0.0.1', 0, 5) + gpuLine(H14 - 0.5, '10.0.0.1', 0, 6));
+      writeFileSync(join(d, 'gpu_util', '19700112_14.jsonl'), gpuLine(H14 + 0.25, '10.0.0.1', 0, 7));
+      const store = TelemetryStore.open(d);
+      assert.deepEqual(store.gpuUtilBlocks(H13, H14).map((b) => b.key), ['19700112_13']);
+      assert.deepEqual(store.partitions.gpu_util.cachedKeys(), ['19700112_13'], 'the next hour is not parsed');
+      assert.deepEqual(store.gpuUtilBlocks(H13, H14 + 0.25).map((b) => b.key), ['19700112_13', '19700112_14']);
+      writeFileSync(join(d, 'gpu_util', '19700112_15.jsonl'), gpuLine(H15, '10.0.0.1', 0, 8));
+      store.follow();
+      assert.deepEqual(store.gpuUtilBlocks(H15 - 1, H15).map((b) => b.key), ['19700112_14', '19700112_15'], 'a sample stamped exactly at t1 counts');
     } finally {
       rmSync(d, { recursive: true, force: true });
     }

@@ -178,6 +178,8 @@ export class TelemetryStore {
         'gpu_util',
         {
           bytesPerRow: 80,
+          // a lane view costs about half a whole parse: a second distinct selection reads the hour whole
+          viewsBeforeWhole: 1,
           create: (k, lo, hi, n) => new GpuUtilBlock(k, lo, hi, n),
           parse: (b, s, e, blk, l, bad) => gpuParser.parse(b, s, e, blk, l, bad),
           parseView: (view, b, s, e, blk, l, bad) => gpuParser.parseView(view, b, s, e, blk, l, bad),
@@ -191,6 +193,8 @@ export class TelemetryStore {
         'engine_series',
         {
           bytesPerRow: 150,
+          // a metric view costs about a fifth of a whole parse: the fourth distinct ask reads the hour whole
+          viewsBeforeWhole: 3,
           create: (k, lo, hi, n) => new EngineSeriesBlock(k, lo, hi, n),
           parse: (b, s, e, blk, l, bad) => engineParser.parse(b, s, e, blk, l, bad),
           parseView: (view, b, s, e, blk) => engineParser.parseView(view, b, s, e, blk),
