@@ -3,6 +3,7 @@
 // receiveMessageOnPort, completion is signalled through a shared counter (Atomics.wait).
 import { availableParallelism } from 'node:os';
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
+import { FROM_SOURCE, moduleUrl } from '../../ownFiles.ts';
 import type { ParseJob, ParseResult } from './parseJob.ts';
 
 /** Extra parsing threads by default: one fewer than the cores, at most two. */
@@ -55,14 +56,13 @@ export class ParsePool {
 
   constructor(size: number) {
     if (size <= 0) return;
-    const fromTs = import.meta.url.endsWith('.ts');
     let tsx: string | null = null;
     try {
-      tsx = fromTs ? import.meta.resolve('tsx/esm/api') : null;
+      tsx = FROM_SOURCE ? import.meta.resolve('tsx/esm/api') : null;
     } catch {
       return; // no TypeScript loader to give the worker: parse on the main thread only
     }
-    const job = new URL(fromTs ? './parseJob.ts' : './parseJob.js', import.meta.url).href;
+    const job = moduleUrl('run/telemetry/parseJob');
     for (let i = 0; i < size; i++) {
       const flag = new Int32Array(new SharedArrayBuffer(8));
       const { port1, port2 } = new MessageChannel();
