@@ -42,8 +42,15 @@ export interface Served {
   stop(): Promise<void>;
 }
 
+export interface DemoOptions {
+  steps?: number;
+  extraArgs?: string[];
+  /** Alters the generated run before it is served (a test's own copy, e.g. to take a lane's data away). */
+  prepare?: (runDir: string) => void | Promise<void>;
+}
+
 /** Generates a demo run and serves it with `rlsight serve --follow` on a free port. */
-export async function serveDemo(opts: { steps?: number; extraArgs?: string[] } = {}): Promise<Served> {
+export async function serveDemo(opts: DemoOptions = {}): Promise<Served> {
   const base = mkdtempSync(join(tmpdir(), 'rlsight-e2e-'));
   try {
     return await startOn(base, opts);
@@ -53,9 +60,10 @@ export async function serveDemo(opts: { steps?: number; extraArgs?: string[] } =
   }
 }
 
-async function startOn(base: string, opts: { steps?: number; extraArgs?: string[] }): Promise<Served> {
+async function startOn(base: string, opts: DemoOptions): Promise<Served> {
   const runDir = join(base, 'run');
   await generateDemoRun(runDir, { steps: opts.steps ?? 4, seed: 7 });
+  await opts.prepare?.(runDir);
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,

@@ -41,7 +41,9 @@ export function UPlotChart({ options, data, height, onCreate, label }: Props) {
     const u = plot.current;
     if (!u) return;
     const xs = u.scales.x;
-    const zoomed = xs && u.data[0]?.length && (xs.min !== u.data[0][0] || xs.max !== u.data[0][u.data[0].length - 1]);
+    const prev = u.data[0];
+    // Zoomed = the view leaves part of the old data out (the full view may be padded beyond it).
+    const zoomed = xs && xs.min != null && xs.max != null && prev?.length && (xs.min > prev[0]! || xs.max < prev[prev.length - 1]!);
     u.setData(data, !zoomed);
   }, [data]);
 

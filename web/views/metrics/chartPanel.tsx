@@ -50,6 +50,19 @@ function axis(kind: 'x' | 'y', xKind: XKind): uPlot.Axis {
   return a;
 }
 
+/** Share of the x span kept clear at each end of the full view, so the first and last points are drawn whole. */
+const X_EDGE_PAD = 0.025;
+
+/** X extent: the whole data gets a margin at both ends; an explicit zoom window is kept exactly as asked. */
+export function xRange(u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min == null || max == null) return [min, max];
+  const xs = u.data?.[0];
+  const whole = xs != null && xs.length > 1 && min === xs[0] && max === xs[xs.length - 1];
+  if (!whole || !(max > min)) return [min, max];
+  const pad = (max - min) * X_EDGE_PAD;
+  return [min - pad, max + pad];
+}
+
 /** Y extent with 8% padding and a floor on the span, so float noise is not blown up to full height. */
 export function yRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
   if (min == null || max == null) return [min, max];
@@ -106,6 +119,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       scales: {
         x: {
           time: xKind === 'time',
+          range: xRange,
         },
         y: { range: yRange },
       },

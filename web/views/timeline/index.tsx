@@ -7,7 +7,7 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Meta, Phase, Topology } from '../../types.ts';
+import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, Meta, Phase, Topology } from '../../types.ts';
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
@@ -90,11 +90,16 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     base.data ? `${winKey}|${apiLanes ?? ''}` : null,
     async (signal) => {
       const q = { t0: vp.t0, t1: vp.t1, lanes: apiLanes };
-      const [ph, gpu] = await Promise.all([
+      const [ph, gpu, selected] = await Promise.all([
         getJson<{ phases: Phase[] }>('timeline/phases', q, signal),
         getJson<{ lanes: Record<string, GpuSeries> }>('timeline/gpu', { ...q, max_points: GPU_POINTS }, signal),
+        // Phases and GPU series leave out lanes without data; a heatmap's rows are every selected lane, resolved by the
+        // server whatever its window, so a 1 s one keeps the read small.
+        apiLanes
+          ? getRaster<HeatmapHeader>('timeline/heatmap', { t0: vp.t0, t1: vp.t0 + 1, lanes: apiLanes, metric: 'util', x_buckets: 2 }, signal).then((r) => r.header.rows as unknown as Lane[])
+          : null,
       ]);
-      return { phases: ph.phases, gpu: gpu.lanes };
+      return { phases: ph.phases, gpu: gpu.lanes, selected, grammar: apiLanes };
     },
     tick,
     true,
@@ -130,11 +135,13 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
       names.add(ph.name);
     }
     const gpu = lanesData.data?.gpu ?? {};
+    // The lanes the answer on screen was asked for: while a new selection loads, the old answer stays whole.
+    const shownGrammar = lanesData.data ? lanesData.data.grammar : apiLanes;
     let lanes: LaneInfo[];
     const byKey = new Map(allLanes.map((l) => [laneKey(l.node, l.gpu), l]));
-    if (!apiLanes) lanes = allLanes.map((l) => ({ ...l, key: laneKey(l.node, l.gpu) }));
+    if (!shownGrammar) lanes = allLanes.map((l) => ({ ...l, key: laneKey(l.node, l.gpu) }));
     else {
-      const keys = new Set([...Object.keys(gpu), ...phasesByLane.keys()]);
+      const keys = new Set([...(lanesData.data?.selected ?? []).map((l) => laneKey(l.node, l.gpu)), ...Object.keys(gpu), ...phasesByLane.keys()]);
       lanes = [...keys]
         .map((k) => {
           const l = byKey.get(k);
@@ -222,7 +229,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
           ) : !lanesData.data ? (
             urlError ? <Empty>Fix or reset the lane selection above to see lanes.</Empty> : <Loading what="lanes" />
           ) : shown.length === 0 ? (
-            <Empty>No lane in this selection has data in this window.</Empty>
+            <Empty>No lane of this run matches this selection.</Empty>
           ) : (
             <>
               {view.lanes.length > shown.length && (
@@ -243,6 +250,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
                 origin={T0}
                 vp={vp}
                 multiNode={multiNode}
+                stepIds={meta.rollout_ids.train}
                 onViewport={setVp}
                 onReset={() => setVp(null)}
               />

@@ -1,9 +1,10 @@
 // The lane view: one row per GPU stacking phase band, util/mem and the engine overlay, then the request lifecycle strip.
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { CanvasBox, type CanvasSize } from '../../components/canvasBox.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { fmtElapsed, fmtNum, fmtWall } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
+import { href, navigate } from '../../route.ts';
 import { CSS } from '../../theme.ts';
 import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../types.ts';
 import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
@@ -11,6 +12,7 @@ import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
 import { drawPhaseBand } from './layers/phaseBand.ts';
 import { drawSteps, drawTimeAxis } from './layers/timeAxis.ts';
 import { drawMem, drawUtil } from './layers/utilLine.ts';
+import { findSampleStep, knownSampleStep } from './sampleStep.ts';
 import { type Frame, lastAtOrBefore, nearestIndex, tOf, type Viewport } from './viewport.ts';
 
 export interface LaneInfo {
@@ -39,6 +41,8 @@ interface Props {
   origin: number;
   vp: Viewport;
   multiNode: boolean;
+  /** Training step ids, to find which step a lifecycle row's sample belongs to. */
+  stepIds: readonly number[];
   onViewport: (vp: Viewport) => void;
   onReset: () => void;
 }
@@ -66,6 +70,46 @@ export function LaneCanvas(p: Props) {
   const frameRef = useRef<Frame | null>(null);
   const canvasRef = useRef<HTMLCanvasElement | null>(null);
   const [drag, setDrag] = useState<{ x0: number; x1: number } | null>(null);
+  const [opening, setOpening] = useState<{ sample: number; failed: boolean } | null>(null);
+  const hoverRow = useRef<number | null>(null);
+  // The tooltip is app-wide: it must not outlive the canvas it describes.
+  useEffect(() => () => hideTip(), []);
+  // Selected lanes with neither phases nor GPU samples in the window: drawn with a note, never dropped.
+  const empty = new Set(p.lanes.filter((l) => !p.gpu[l.key]?.ts.length && !p.phasesByLane.get(l.key)?.length).map((l) => l.key));
+  const laneNote = (key: string) => (empty.has(key) ? 'no data in this window' : p.gpu[key]?.ts.length ? null : 'no GPU samples in this window');
+
+  /** The lifecycle row under canvas y, or null outside the strip. */
+  function lifecycleRowAt(y: number): number | null {
+    if (!p.lifecycle || y < lcTop + LC_TITLE || y >= lcTop + LC_TITLE + lcH) return null;
+    const row = Math.floor(((y - lcTop - LC_TITLE) / lcH) * lcRows);
+    return row >= 0 && row < lcRows ? row : null;
+  }
+
+  /** Time of a row's last painted cell: the sample's last event, which the consuming step closes after. */
+  function rowLastTime(row: number): number {
+    const lc = p.lifecycle!;
+    const { x_buckets: xb, t0, t1 } = lc.header;
+    for (let c = xb - 1; c >= 0; c--) if (lc.values[row * xb + c]) return t0 + ((c + 1) / xb) * (t1 - t0);
+    return t1;
+  }
+
+  function rowSample(row: number): { sample: number; group: number } | null {
+    const info = p.lifecycle?.header.rows[row] as { sample_index?: number; group_index?: number } | undefined;
+    return info && typeof info.sample_index === 'number' ? { sample: info.sample_index, group: info.group_index ?? -1 } : null;
+  }
+
+  function openRow(row: number) {
+    const s = rowSample(row);
+    if (!s) return;
+    setOpening({ sample: s.sample, failed: false });
+    findSampleStep(s.sample, p.stepIds, p.bubbles, rowLastTime(row)).then((hit) => {
+      if (hit) {
+        setOpening(null);
+        hideTip();
+        navigate(href(`/rollout/${hit.rolloutId}/sample/${s.sample}`));
+      } else setOpening({ sample: s.sample, failed: true });
+    });
+  }
 
   function draw(ctx: CanvasRenderingContext2D, size: CanvasSize) {
     const f: Frame = { left: LEFT, width: Math.max(10, size.width - LEFT - RIGHT), vp: p.vp };
@@ -87,6 +131,11 @@ export function LaneCanvas(p: Props) {
       ctx.fillRect(LEFT, y + PHASE_H + 2, f.width, UTIL_H);
       drawPhaseBand(ctx, f, p.phasesByLane.get(lane.key) ?? [], y, PHASE_H);
       const g = p.gpu[lane.key];
+      const note = laneNote(lane.key);
+      if (note) {
+        ctx.fillStyle = CSS.muted;
+        ctx.fillText(note, LEFT + 8, y + PHASE_H + 2 + UTIL_H / 2);
+      }
       if (g) {
         drawUtil(ctx, f, g.ts, g.util, y + PHASE_H + 2, UTIL_H);
         if (p.showMem) drawMem(ctx, f, g.ts, g.mem_mb, p.memMax, y + PHASE_H + 2, UTIL_H);
@@ -128,6 +177,8 @@ export function LaneCanvas(p: Props) {
       hideTip();
       return;
     }
+    hoverRow.current = null;
+    c.style.cursor = '';
     if (x < LEFT || x > LEFT + f.width) return hideTip();
     const t = tOf(f, x);
     const time = `${fmtElapsed(t - p.origin)}  (${fmtWall(t).slice(11)})`;
@@ -148,6 +199,8 @@ export function LaneCanvas(p: Props) {
       const ph = (p.phasesByLane.get(lane.key) ?? []).filter((q) => q.t0 <= t && q.t1 >= t);
       if (ph.length) for (const q of ph) lines.push(`phase: ${q.name}${q.rank >= 0 ? ` (rank ${q.rank})` : ''}  ${fmtElapsed(q.t0 - p.origin)} → ${fmtElapsed(q.t1 - p.origin)}`);
       else lines.push('phase: —');
+      const note = laneNote(lane.key);
+      if (note) lines.push(note);
       const g = p.gpu[lane.key];
       if (g?.ts.length) {
         const k = nearestIndex(g.ts, t);
@@ -163,14 +216,37 @@ export function LaneCanvas(p: Props) {
       }
       return showTip(e.clientX, e.clientY, lines);
     }
-    if (p.lifecycle && y >= lcTop + LC_TITLE && y < lcTop + LC_TITLE + lcH) {
-      const h = p.lifecycle.header;
-      const row = Math.floor(((y - lcTop - LC_TITLE) / lcH) * h.rows.length);
+    const row = lifecycleRowAt(y);
+    if (row !== null) {
+      const h = p.lifecycle!.header;
       const col = Math.floor(((t - h.t0) / (h.t1 - h.t0)) * h.x_buckets);
-      const info = h.rows[row] as { sample_index?: number; group_index?: number } | undefined;
-      if (!info || col < 0 || col >= h.x_buckets) return hideTip();
-      const state = h.palette?.[p.lifecycle.values[row * h.x_buckets + col]!] || 'idle';
-      return showTip(e.clientX, e.clientY, [`sample ${info.sample_index} (group ${info.group_index})   ${time}`, `state: ${state}`]);
+      const s = rowSample(row);
+      if (!s) return hideTip();
+      c.style.cursor = 'pointer';
+      const state = col >= 0 && col < h.x_buckets ? h.palette?.[p.lifecycle!.values[row * h.x_buckets + col]!] || 'idle' : '—';
+      const tipLines = () => {
+        const known = knownSampleStep(s.sample, p.stepIds);
+        return [
+          `sample ${s.sample} (group ${s.group})   ${time}`,
+          `state: ${state}`,
+          known === 'none'
+            ? 'not in any dumped training step'
+            : known
+              ? `step ${known.rolloutId} · status: ${known.lane.status ?? 'unfinished'}`
+              : 'step · status: …',
+          known === 'none' ? 'no sample page to open' : 'click = open this sample',
+        ];
+      };
+      hoverRow.current = row;
+      showTip(e.clientX, e.clientY, tipLines());
+      if (!knownSampleStep(s.sample, p.stepIds)) {
+        const { clientX, clientY } = e;
+        // The status comes with the step's answer; refresh the tip if the pointer is still on this row.
+        findSampleStep(s.sample, p.stepIds, p.bubbles, rowLastTime(row)).then(() => {
+          if (hoverRow.current === row) showTip(clientX, clientY, tipLines());
+        });
+      }
+      return;
     }
     hideTip();
   }
@@ -191,8 +267,11 @@ export function LaneCanvas(p: Props) {
     }
     e.preventDefault();
     setDrag({ x0: x, x1: x });
-    const up = () => {
+    const pressedRow = lifecycleRowAt(y);
+    const up = (ev: MouseEvent) => {
       window.removeEventListener('mouseup', up);
+      // A click (no drag) on a lifecycle row opens that sample.
+      if (pressedRow !== null && Math.abs(ev.clientX - e.clientX) <= 4 && Math.abs(ev.clientY - e.clientY) <= 4) openRow(pressedRow);
       setDrag((d) => {
         if (d && Math.abs(d.x1 - d.x0) > 4) {
           const a = tOf(f, Math.min(d.x0, d.x1));
@@ -219,7 +298,7 @@ export function LaneCanvas(p: Props) {
   }
 
   return (
-    <div class="lane-canvas-wrap" style={{ position: 'relative' }}>
+    <div class="lane-canvas-wrap" style={{ position: 'relative' }} data-empty-lanes={p.lanes.filter((l) => empty.has(l.key)).map((l) => `g${l.index}`).join(' ')}>
       <CanvasBox
         height={height}
         draw={draw}
@@ -228,11 +307,18 @@ export function LaneCanvas(p: Props) {
         label="per-GPU lanes: phase band, utilisation, engine overlay, request lifecycle"
         data-testid="lanes"
         onMouseMove={hover}
-        onMouseLeave={() => hideTip()}
+        onMouseLeave={() => ((hoverRow.current = null), hideTip())}
         onMouseDown={down}
         onWheel={wheel}
         onDblClick={() => p.onReset()}
       />
+      {opening && (
+        <p class={opening.failed ? 'error-note' : 'hint'} data-testid="lifecycle-open" style={{ margin: '4px 0 0' }}>
+          {opening.failed
+            ? `Sample ${opening.sample} is not listed by any training step of this run (an eval or dropped sample has no sample page here).`
+            : `finding the step of sample ${opening.sample}…`}
+        </p>
+      )}
       {drag && Math.abs(drag.x1 - drag.x0) > 2 && (
         <div
           class="drag-select"
