@@ -71,10 +71,10 @@ export interface GpuSeries {
 export interface Advisory {
   level: 'critical' | 'warning' | 'info';
   message: string;
-  t0?: number | null;
-  t1?: number | null;
-  window?: [number, number] | null;
-  lanes?: string | null;
+  /** The time span the advisory concerns, or null when none applies. */
+  window: { t0: number; t1: number } | null;
+  /** Lane-grammar text of the GPUs/engines/ranks it concerns, or null for every lane. */
+  lanes: string | null;
 }
 
 export interface Mfu {

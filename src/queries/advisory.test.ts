@@ -5,11 +5,17 @@ import {
   type EngineInputs,
   type EngineSeriesData,
   type RawPhase,
+  advisoryEngineGauges,
   computeAdvisories,
   counterDelta,
+  engineLanes,
   fmtDuration,
   mfuSummary,
+  mfuWindow,
+  rankLanes,
+  rolloutStepWindow,
 } from './advisory.ts';
+import type { MetricsRecord } from '../run/telemetry/records.ts';
 import { pyFixed, pyG, pyPercent, pyRepr } from './pythonFormat.ts';
 
 const series = (value: number[], opts: { addr?: string; labels?: Record<string, string>; ts?: number[] } = {}): EngineSeriesData => ({
@@ -247,5 +253,90 @@ describe('MFU (B1)', () => {
     const s = mfuSummary([0.1, 0.1, 0.1, 0.1], []);
     assert.equal(s?.peak, null);
     assert.match(messages(inputs({ mfu: s }))[0], /of the device's peak over 3 train steps/);
+  });
+});
+
+describe('what each advisory concerns (window, lanes)', () => {
+  const where = (i: AdvisoryInputs) => computeAdvisories(i).map((a) => ({ window: a.window, lanes: a.lanes }));
+  const closed = (name: string, t0: number, d: number, rank = 0, node = 'n'): RawPhase => ({ name, t0, t1: t0 + d, node, rank });
+  const open = (name: string, t0: number, rank = 0, node = 'n'): RawPhase => ({ name, t0, t1: -1, node, rank });
+  const baseline = [closed('train_wait', 0, 10), closed('train_wait', 100, 12), closed('train_wait', 200, 14)];
+  const step = (stepNo: number, ts: number, metrics: Record<string, number> = {}): MetricsRecord => ({ ts, step_key: 'rollout/step', step: stepNo, metrics });
+
+  test('lane terms: ranks as ranges, engines whole and sorted', () => {
+    assert.equal(rankLanes([7, 1, 2, 3, 2, 9, 10]), 'rank:1-3,rank:7,rank:9-10');
+    assert.equal(rankLanes([-1]), null);
+    assert.equal(engineLanes(['http://b:2', 'http://a:1', 'http://b:2']), 'engine:http://a:1,engine:http://b:2');
+    assert.equal(engineLanes([]), null);
+  });
+  test('a stall: from the oldest open marker to the edge, on the ranks still inside the phase', () => {
+    const phases = [...baseline, open('train_wait', 300, 4), open('train_wait', 900, 5), open('train_wait', 950, 9), closed('train_wait', 950, 3, 9)];
+    assert.deepEqual(where(inputs({ edge: 5000, startTs: 0, phases })), [{ window: { t0: 300, t1: 5000 }, lanes: 'rank:4-5' }]);
+    // Ranks unknown (negative): the nodes instead.
+    const byNode = [...baseline, open('train_wait', 300, -1, 'b'), open('train_wait', 400, -1, 'a')];
+    assert.deepEqual(where(inputs({ edge: 5000, startTs: 0, phases: byNode })), [{ window: { t0: 300, t1: 5000 }, lanes: 'node:a,node:b' }]);
+  });
+  test('an abort storm: the 30 min before the newest scrape, on the engines that aborted', () => {
+    const ts = [0, 3000, 3600];
+    const e = engine({
+      requestsTotal: [series([0, 500, 1000], { ts, addr: 'http://a:1' }), series([0, 500, 1000], { ts, addr: 'http://b:1' })],
+      abortsTotal: [series([0, 0, 300], { ts, addr: 'http://a:1' }), series([0, 0, 0], { ts, addr: 'http://b:1' })],
+    });
+    assert.deepEqual(where(inputs({ engine: e })), [{ window: { t0: 1800, t1: 3600 }, lanes: 'engine:http://a:1' }]);
+    // Every reporting engine aborting is the whole fleet: no lane selection.
+    e.abortsTotal[1] = series([0, 0, 300], { ts, addr: 'http://b:1' });
+    assert.deepEqual(where(inputs({ engine: e })), [{ window: { t0: 1800, t1: 3600 }, lanes: null }]);
+  });
+  test('KV rules and tuning advice: the span their series cover in the query window', () => {
+    const tokenUsage = [series([0.99, 0.98], { ts: [100, 400] }), series([0.97], { ts: [250] })];
+    assert.deepEqual(where(inputs({ engine: engine({ tokenUsage }) })), [{ window: { t0: 100, t1: 400 }, lanes: null }]);
+    const args = { sglang_max_running_requests: 100 };
+    const kvBound = engine({ tokenUsage, running: [series([10], { ts: [150] })] });
+    assert.deepEqual(where(inputs({ args, engine: kvBound })), [{ window: { t0: 100, t1: 400 }, lanes: null }]);
+    const tuning = engine({ running: [series([10, 12], { ts: [10, 20] })], cacheHitRate: [series([0.01], { ts: [30] })] });
+    assert.deepEqual(where(inputs({ args, engine: tuning })), [
+      { window: { t0: 10, t1: 20 }, lanes: null },
+      { window: { t0: 30, t1: 30 }, lanes: null },
+    ]);
+  });
+  test('dp imbalance: that engine, over the span of its per-rank series', () => {
+    const perDp = [
+      series([11, 11], { addr: 'http://a:1', labels: { dp_rank: '0' }, ts: [500, 560] }),
+      series([0, 0], { addr: 'http://a:1', labels: { dp_rank: '1' }, ts: [505, 565] }),
+      series([5], { addr: 'http://b:1', labels: { dp_rank: '0' }, ts: [100] }),
+      series([5], { addr: 'http://b:1', labels: { dp_rank: '1' }, ts: [100] }),
+    ];
+    assert.deepEqual(where(inputs({ engine: engine({ runningPerDpRank: perDp }) })), [{ window: { t0: 500, t1: 565 }, lanes: 'engine:http://a:1' }]);
+  });
+  test("zero-std, truncation and alignment rules: the newest rollout step's span", () => {
+    const r = {
+      rolloutId: 3,
+      groups: [{ reward_mean: 0, zero_std: true }],
+      summary: [{ truncated: true, alignment_failed: true }],
+    };
+    const records = [step(1, 1000, { 'perf/step_time': 90 }), step(2, 1100), step(3, 1250, { 'perf/step_time': 120 }), step(4, 1400)];
+    const stepSpan = { window: { t0: 1130, t1: 1250 }, lanes: null };
+    assert.deepEqual(where(inputs({ rollout: r, metricsRecords: records })), [stepSpan, stepSpan, stepSpan]);
+    // Without a step time the step starts at the previous record; unlogged, it runs to the edge; unknown, null.
+    assert.deepEqual(rolloutStepWindow([step(2, 1100), step(3, 1250)], 3, 2000), { t0: 1100, t1: 1250 });
+    assert.deepEqual(rolloutStepWindow([step(2, 1100)], 3, 2000), { t0: 1100, t1: 2000 });
+    assert.equal(rolloutStepWindow([], 3, 2000), null);
+    assert.equal(rolloutStepWindow([{ ...step(3, 1250), step_key: 'train/step' }], 3, null), null);
+    assert.deepEqual(where(inputs({ rollout: r })), [
+      { window: null, lanes: null },
+      { window: null, lanes: null },
+      { window: null, lanes: null },
+    ]);
+  });
+  test('low MFU: the train GPUs, from the end of the warm-up step to the newest step', () => {
+    const records = [step(0, 100, { 'perf/actor_train_mfu': 0.3 }), step(1, 200, { 'perf/actor_train_mfu': 0.1 }), step(2, 300), step(3, 450, { 'perf/actor_train_mfu': 0.1 })];
+    assert.deepEqual(mfuWindow(records), { t0: 100, t1: 450 });
+    const mfu = mfuSummary([0.3, 0.1, 0.1, 0.1], [989]);
+    assert.deepEqual(where(inputs({ mfu, metricsRecords: records })), [{ window: { t0: 100, t1: 450 }, lanes: 'role:train' }]);
+    assert.equal(mfuWindow([step(0, 100, { 'perf/actor_train_mfu': 0.3 })]), null);
+  });
+  test('the cache hit rate is read only where its rule can fire (not colocated)', () => {
+    assert.deepEqual(advisoryEngineGauges({ colocate: true }), ['sglang_num_running_reqs', 'sglang_token_usage']);
+    assert.deepEqual(advisoryEngineGauges({}), ['sglang_num_running_reqs', 'sglang_token_usage', 'sglang_cache_hit_rate']);
   });
 });

@@ -1,4 +1,6 @@
 // Run-health alarms and sglang tuning advice: liveness alarms first, tuning only on a run without alarms.
+// Each advisory also says which time window (and which lanes) it is about, for the app to link to.
+import type { MetricsRecord } from '../run/telemetry/records.ts';
 import { pyFixed, pyG, pyPercent } from './pythonFormat.ts';
 
 export const STALL_FACTOR = 6.0;
@@ -28,6 +30,19 @@ export type AdvisoryLevel = 'critical' | 'warning' | 'info';
 export interface Advisory {
   level: AdvisoryLevel;
   message: string;
+}
+
+/** A span of wall-clock seconds. */
+export interface AdvisoryWindow {
+  t0: number;
+  t1: number;
+}
+
+/** An advisory with what it concerns: a window (null when no time span applies) and a lane selection. */
+export interface LocatedAdvisory extends Advisory {
+  window: AdvisoryWindow | null;
+  /** Lane-grammar text (`rank:3-5`, `engine:http://10.0.0.1:15000`, `role:train`), or null for every lane. */
+  lanes: string | null;
 }
 
 /** One engine series as `engineSeries` answers it. */
@@ -93,6 +108,8 @@ export interface AdvisoryInputs {
   rollout: RolloutInputs | null;
   mfu: MfuSummary | null;
   lowMfu: number;
+  /** The run's metrics records (to place a rollout step and the MFU steps in time); absent means unplaced. */
+  metricsRecords?: readonly MetricsRecord[];
 }
 
 /** The MFU series on `rollout/step`, first (warm-up) step excluded; null when there is none. */
@@ -107,13 +124,93 @@ export function mfuSummary(mfu: number[], peak: number[]): MfuSummary | null {
   };
 }
 
-export function computeAdvisories(inputs: AdvisoryInputs): Advisory[] {
+/** The engine gauges the rules can read under these args: the cache hit rate feeds only the non-colocated B3 rule. */
+export function advisoryEngineGauges(args: Record<string, unknown>): string[] {
+  return ['sglang_num_running_reqs', 'sglang_token_usage', ...(args.colocate ? [] : ['sglang_cache_hit_rate'])];
+}
+
+export function computeAdvisories(inputs: AdvisoryInputs): LocatedAdvisory[] {
   const alarms = [
     ...stallAlarms(inputs),
     ...engineAlarms(inputs),
-    ...(inputs.rollout ? rolloutAlarms(inputs.rollout, inputs.args) : []),
+    ...(inputs.rollout
+      ? rolloutAlarms(inputs.rollout, inputs.args, rolloutStepWindow(inputs.metricsRecords ?? [], inputs.rollout.rolloutId, inputs.edge))
+      : []),
   ];
   return alarms.length ? alarms : tuningAdvice(inputs);
+}
+
+/**
+ * When rollout step `rolloutId` ran: it ends at its `rollout/step` metrics record and starts `perf/step_time`
+ * earlier (else at the previous step's record); a step not logged yet runs from the previous record to `edge`.
+ */
+export function rolloutStepWindow(records: readonly MetricsRecord[], rolloutId: number, edge: number | null): AdvisoryWindow | null {
+  let end = -Infinity;
+  let stepTime: number | null = null;
+  let previous = -Infinity;
+  for (const r of records) {
+    if (r.step_key !== MFU_STEP_KEY || r.step === null) continue;
+    if (r.step === rolloutId) {
+      if (r.ts >= end) end = r.ts;
+      const st = r.metrics['perf/step_time'];
+      if (typeof st === 'number' && Number.isFinite(st) && st >= 0) stepTime = st;
+    } else if (r.step < rolloutId && r.ts > previous) {
+      previous = r.ts;
+    }
+  }
+  if (Number.isFinite(end)) {
+    if (stepTime !== null) return { t0: end - stepTime, t1: end };
+    return Number.isFinite(previous) && previous <= end ? { t0: previous, t1: end } : null;
+  }
+  return Number.isFinite(previous) && edge !== null && edge >= previous ? { t0: previous, t1: edge } : null;
+}
+
+/** The train steps the MFU summary covers: from the end of the warm-up step to the newest step's record. */
+export function mfuWindow(records: readonly MetricsRecord[]): AdvisoryWindow | null {
+  let t0 = Infinity;
+  let t1 = -Infinity;
+  for (const r of records) {
+    if (r.step_key !== MFU_STEP_KEY || r.metrics[MFU_KEY] === undefined) continue;
+    if (r.ts < t0) t0 = r.ts;
+    if (r.ts > t1) t1 = r.ts;
+  }
+  return t0 < t1 ? { t0, t1 } : null;
+}
+
+/** The time span the points of `series` cover, or null without points. */
+export function seriesExtent(series: readonly EngineSeriesData[]): AdvisoryWindow | null {
+  let t0 = Infinity;
+  let t1 = -Infinity;
+  for (const s of series) {
+    for (const t of s.ts) {
+      if (t < t0) t0 = t;
+      if (t > t1) t1 = t;
+    }
+  }
+  return t0 <= t1 ? { t0, t1 } : null;
+}
+
+/** Ranks as lane-grammar terms, consecutive ones as ranges: `rank:0-3,rank:7`. */
+export function rankLanes(ranks: Iterable<number>): string | null {
+  const sorted = [...new Set(ranks)].filter((r) => Number.isInteger(r) && r >= 0).sort((a, b) => a - b);
+  const terms: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    terms.push(i === j ? `rank:${sorted[i]}` : `rank:${sorted[i]}-${sorted[j]}`);
+    i = j + 1;
+  }
+  return terms.length ? terms.join(',') : null;
+}
+
+/** Engines as lane-grammar terms (each address whole, so one engine never selects its port-sharing peers). */
+export function engineLanes(addrs: Iterable<string>): string | null {
+  const terms = [...new Set(addrs)].sort(byCodePoint).map((a) => `engine:${a}`);
+  return terms.length ? terms.join(',') : null;
+}
+
+function located(level: AdvisoryLevel, message: string, window: AdvisoryWindow | null, lanes: string | null = null): LocatedAdvisory {
+  return { level, message, window, lanes };
 }
 
 export function fmtDuration(seconds: number): string {
@@ -122,23 +219,32 @@ export function fmtDuration(seconds: number): string {
   return `${pyFixed(seconds, 0)}s`;
 }
 
-function stallAlarms({ edge, startTs, phases }: AdvisoryInputs): Advisory[] {
+function stallAlarms({ edge, startTs, phases }: AdvisoryInputs): LocatedAdvisory[] {
   if (edge === null) return [];
   // The previous attempt's never-closed markers (a resumed run) are not this attempt's stall.
   const attemptStart = startTs ?? -Infinity;
-  const events = phases.filter((e) => e.t0 >= attemptStart);
-  const key = (e: RawPhase): string => JSON.stringify([e.node, e.rank, e.name, e.t0]);
-  const closedKeys = new Set(events.filter((e) => e.t1 !== OPEN_T1).map(key));
+  const open: RawPhase[] = [];
+  // Closed events by start time: a marker's closed twin starts when it did (then node, rank, name decide).
+  const closedByT0 = new Map<number, RawPhase[]>();
   const durations = new Map<string, number[]>();
-  const openAges = new Map<string, number[]>();
-  for (const e of events) {
+  for (const e of phases) {
+    if (!(e.t0 >= attemptStart)) continue;
     if (e.t1 === OPEN_T1) {
-      if (!closedKeys.has(key(e))) push(openAges, e.name, edge - e.t0);
+      open.push(e);
     } else {
       push(durations, e.name, e.t1 - e.t0);
+      push(closedByT0, e.t0, e);
     }
   }
-  const out: Advisory[] = [];
+  const isTwin = (o: RawPhase, c: RawPhase): boolean => c.name === o.name && c.node === o.node && sameNumber(c.rank, o.rank);
+  const openAges = new Map<string, number[]>();
+  const openMarkers = new Map<string, RawPhase[]>();
+  for (const e of open) {
+    if (closedByT0.get(e.t0)?.some((c) => isTwin(e, c))) continue;
+    push(openAges, e.name, edge - e.t0);
+    push(openMarkers, e.name, e);
+  }
+  const out: LocatedAdvisory[] = [];
   for (const name of [...openAges.keys()].sort(byCodePoint)) {
     const ages = openAges.get(name)!;
     const closed = durations.get(name) ?? [];
@@ -155,7 +261,11 @@ function stallAlarms({ edge, startTs, phases }: AdvisoryInputs): Advisory[] {
     if (name === 'train_wait') {
       message += ' (training is starved of rollout data — check the data buffer and engine health)';
     }
-    out.push({ level: 'critical', message });
+    // About the span the oldest marker has been open, on the ranks (else nodes) still inside the phase.
+    const markers = openMarkers.get(name)!;
+    const lanes =
+      rankLanes(markers.map((e) => e.rank)) ?? ([...new Set(markers.map((e) => `node:${e.node}`))].sort(byCodePoint).join(',') || null);
+    out.push(located('critical', message, { t0: edge - age, t1: edge }, lanes));
   }
   return out;
 }
@@ -171,9 +281,9 @@ export function counterDelta(series: EngineSeriesData[], since = -Infinity): num
   return total;
 }
 
-function engineAlarms({ engine, args }: AdvisoryInputs): Advisory[] {
+function engineAlarms({ engine, args }: AdvisoryInputs): LocatedAdvisory[] {
   if (!engine) return [];
-  const out: Advisory[] = [];
+  const out: LocatedAdvisory[] = [];
   // Judged over the last 30 min before the newest engine scrape, so a dead engine cannot slide out of view.
   const both = [...engine.requestsTotal, ...engine.abortsTotal];
   const edge = both.reduce((m, s) => (s.ts.length ? Math.max(m, s.ts[s.ts.length - 1]) : m), -Infinity);
@@ -194,7 +304,11 @@ function engineAlarms({ engine, args }: AdvisoryInputs): Advisory[] {
         `; one aborted sample discards its whole ${pyG(groupSize)}-sample group, ` +
         'and backfill resubmission amplifies the engine load';
     }
-    out.push({ level: 'warning', message });
+    // The engines that aborted within the window; every engine that reports counters is the whole fleet.
+    const aborting = engine.abortsTotal.filter((s) => counterDelta([s], since) > 0).map((s) => s.addr);
+    const reporting = new Set([...engine.requestsTotal, ...engine.abortsTotal].map((s) => s.addr));
+    const lanes = new Set(aborting).size < reporting.size ? engineLanes(aborting) : null;
+    out.push(located('warning', message, Number.isFinite(edge) ? { t0: since, t1: edge } : null, lanes));
   }
 
   const peakRunning = aggregate(engine.running, 'max');
@@ -203,30 +317,34 @@ function engineAlarms({ engine, args }: AdvisoryInputs): Advisory[] {
   if (tokenUsage !== null && tokenUsage > KV_BOUND_TOKEN_USAGE) {
     if (maxRunning && peakRunning !== null && peakRunning < KV_BOUND_RUNNING_RATIO * maxRunning) {
       const memFraction = num(args.sglang_mem_fraction_static);
-      out.push({
-        level: 'warning',
-        message:
+      out.push(
+        located(
+          'warning',
           `KV cache usage is pegged at ${pyPercent(tokenUsage, 0)} while peak concurrency ` +
-          `(${pyFixed(peakRunning, 0)}) stays far below --sglang-max-running-requests (${pyG(maxRunning)}): ` +
-          'concurrency is KV-pool-bound, not cap-bound; raise --sglang-mem-fraction-static' +
-          (memFraction !== null ? ` (currently ${pyG(memFraction)})` : '') +
-          ' — do NOT lower the request cap',
-      });
+            `(${pyFixed(peakRunning, 0)}) stays far below --sglang-max-running-requests (${pyG(maxRunning)}): ` +
+            'concurrency is KV-pool-bound, not cap-bound; raise --sglang-mem-fraction-static' +
+            (memFraction !== null ? ` (currently ${pyG(memFraction)})` : '') +
+            ' — do NOT lower the request cap',
+          seriesExtent(engine.tokenUsage),
+        ),
+      );
     } else if (tokenUsage > HIGH_TOKEN_USAGE) {
-      out.push({
-        level: 'warning',
-        message:
+      out.push(
+        located(
+          'warning',
           `KV cache usage is consistently high (${pyPercent(tokenUsage, 1)}) — likely a throughput ` +
-          'bottleneck; consider more GPUs or a smaller rollout batch',
-      });
+            'bottleneck; consider more GPUs or a smaller rollout batch',
+          seriesExtent(engine.tokenUsage),
+        ),
+      );
     }
   }
   return out;
 }
 
-function rolloutAlarms(rollout: RolloutInputs, args: Record<string, unknown>): Advisory[] {
+function rolloutAlarms(rollout: RolloutInputs, args: Record<string, unknown>, step: AdvisoryWindow | null): LocatedAdvisory[] {
   const { rolloutId } = rollout;
-  const out: Advisory[] = [];
+  const out: LocatedAdvisory[] = [];
   const withRewards = rollout.groups.filter((g) => g.reward_mean !== null && g.reward_mean !== undefined);
   if (withRewards.length) {
     const zeroStd = withRewards.filter((g) => g.zero_std === true).length;
@@ -237,7 +355,7 @@ function rolloutAlarms(rollout: RolloutInputs, args: Record<string, unknown>): A
       if (Math.max(...withRewards.map((g) => Math.abs(g.reward_mean as number))) < 1e-12) {
         message += '; every reward is 0, pointing at systematic failure (timeouts/truncation), not task difficulty';
       }
-      out.push({ level: 'warning', message });
+      out.push(located('warning', message, step));
     }
   }
 
@@ -252,66 +370,73 @@ function rolloutAlarms(rollout: RolloutInputs, args: Record<string, unknown>): A
           ` — check --rollout-max-response-len (${pyG(cap)}): in multi-turn agentic runs ` +
           'the per-turn cap is usually the binding limit, not the context length';
       }
-      out.push({ level: 'warning', message });
+      out.push(located('warning', message, step));
     }
   }
 
   const unaligned = rollout.summary.filter((r) => r.alignment_failed === true).length;
   if (unaligned > 0) {
-    out.push({
-      level: 'info',
-      message:
+    out.push(
+      located(
+        'info',
         `per-token columns are blank for ${unaligned} samples in rollout ${rolloutId}: their context-parallel slices ` +
-        'could not be placed, because this dump predates the cp_rank/cp_size fields. Blank here means unreadable, not undumped',
-    });
+          'could not be placed, because this dump predates the cp_rank/cp_size fields. Blank here means unreadable, not undumped',
+        step,
+      ),
+    );
   }
   return out;
 }
 
-function mfuAdvice(summary: MfuSummary | null, lowMfu: number): Advisory[] {
+function mfuAdvice(summary: MfuSummary | null, lowMfu: number, window: AdvisoryWindow | null): LocatedAdvisory[] {
   if (lowMfu <= 0 || summary === null || summary.steps < MFU_MIN_STEPS) return [];
   if (summary.mean >= lowMfu) return [];
   // The reference crashes when MFU is logged without its peak; say so instead of citing a number.
   const device = summary.peak === null ? "the device's peak" : `the device's ${pyG(summary.peak)} TFLOP/s`;
   return [
-    {
-      level: 'warning',
-      message:
-        `Model FLOPs utilization averaged ${pyPercent(summary.mean, 1)} of ${device} ` +
+    located(
+      'warning',
+      `Model FLOPs utilization averaged ${pyPercent(summary.mean, 1)} of ${device} ` +
         `over ${summary.steps} train steps — ` +
         'the training step is computing slowly, not waiting: this ratio counts actor train time only, ' +
         'so rollout stalls cannot depress it. Usual causes are activation recompute, a parallel split ' +
         'that leaves ranks idle, and small or ragged micro-batches',
-    },
+      window,
+      'role:train',
+    ),
   ];
 }
 
-function tuningAdvice({ engine, args, mfu, lowMfu }: AdvisoryInputs): Advisory[] {
-  const out = mfuAdvice(mfu, lowMfu);
+function tuningAdvice({ engine, args, mfu, lowMfu, metricsRecords }: AdvisoryInputs): LocatedAdvisory[] {
+  const out = mfuAdvice(mfu, lowMfu, mfuWindow(metricsRecords ?? []));
   if (!engine) return out;
   const peakRunning = aggregate(engine.running, 'max');
   const cacheHit = aggregate(engine.cacheHitRate, 'mean');
   const colocate = Boolean(args.colocate);
   const maxRunning = num(args.sglang_max_running_requests);
   if (maxRunning && peakRunning !== null && peakRunning < LOW_CONCURRENCY_RATIO * maxRunning) {
-    out.push({
-      level: 'info',
-      message:
+    out.push(
+      located(
+        'info',
         `Peak concurrency (${pyFixed(peakRunning, 0)}) stayed under ${pyPercent(LOW_CONCURRENCY_RATIO, 0)} of ` +
-        `--sglang-max-running-requests (${pyG(maxRunning)}); consider lowering it` +
-        (colocate ? ' to free memory for training (colocate)' : ''),
-    });
+          `--sglang-max-running-requests (${pyG(maxRunning)}); consider lowering it` +
+          (colocate ? ' to free memory for training (colocate)' : ''),
+        seriesExtent(engine.running),
+      ),
+    );
   }
   if (!colocate && cacheHit !== null && cacheHit < LOW_CACHE_HIT_RATE) {
     const memFraction = num(args.sglang_mem_fraction_static);
-    out.push({
-      level: 'info',
-      message:
+    out.push(
+      located(
+        'info',
         `Prefix cache hit rate is low (${pyPercent(cacheHit, 1)})` +
-        (memFraction !== null
-          ? `; consider raising --sglang-mem-fraction-static (currently ${pyG(memFraction)}) for a bigger KV cache`
-          : ''),
-    });
+          (memFraction !== null
+            ? `; consider raising --sglang-mem-fraction-static (currently ${pyG(memFraction)}) for a bigger KV cache`
+            : ''),
+        seriesExtent(engine.cacheHitRate),
+      ),
+    );
   }
   const perAddr = new Map<string, Map<string, number>>();
   for (const s of engine.runningPerDpRank) {
@@ -331,12 +456,15 @@ function tuningAdvice({ engine, args, mfu, lowMfu }: AdvisoryInputs): Advisory[]
         .sort((a, b) => Number.parseInt(a[0], 10) - Number.parseInt(b[0], 10))
         .map(([rank, mean]) => `dp${rank}=${pyFixed(mean, 1)}`)
         .join(', ');
-      out.push({
-        level: 'warning',
-        message:
+      out.push(
+        located(
+          'warning',
           `${addr}: dp ranks imbalanced (mean running reqs ${detail}) — requests pile onto ` +
-          `few ranks while others idle; ${dpSpreadHint(args)}`,
-      });
+            `few ranks while others idle; ${dpSpreadHint(args)}`,
+          seriesExtent(engine.runningPerDpRank.filter((s) => s.addr === addr && s.labels.dp_rank !== undefined)),
+          engineLanes([addr]),
+        ),
+      );
     }
   }
   return out;
@@ -391,6 +519,11 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);
+}
+
+/** Number equality as the reference's JSON-keyed twin test sees it (NaN matches NaN). */
+function sameNumber(a: number, b: number): boolean {
+  return a === b || (a !== a && b !== b);
 }
 
 function byCodePoint(a: string, b: string): number {

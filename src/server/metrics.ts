@@ -1,12 +1,17 @@
-// `/api/metrics` (scalar series per step) and `/api/advisory` (run-health alarms and tuning advice).
+// `/api/metrics` (scalar series per step), `/api/advisory` (run-health alarms and tuning advice, the
+// reference's body) and `/api/rlsight/advisory` (the same advisories, each with the window and lanes it concerns).
 import type { Hono } from 'hono';
 import { z } from 'zod';
+import type { Advisory, AdvisoryWindow } from '../queries/advisory.ts';
 import { jsonResponse } from './json.ts';
 import { ParamError, checkWindow, parseParams, windowShape } from './params.ts';
 import type { RunSources } from './sources.ts';
 
 const metricsQuery = z.object({ ...windowShape, keys: z.string(), x: z.string().default('rollout/step') });
 const advisoryQuery = z.object(windowShape);
+
+/** An advisory as a source may answer it: located (window, lanes) or not. */
+type MaybeLocated = Advisory & { window?: AdvisoryWindow | null; lanes?: string | null };
 
 export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
   app.get('/api/metrics', async (c) => {
@@ -21,6 +26,15 @@ export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
   app.get('/api/advisory', async (c) => {
     const q = parseParams(advisoryQuery, c.req.query());
     checkWindow(q.t0, q.t1);
-    return jsonResponse(c, await run.advisory({ t0: q.t0, t1: q.t1, lowMfu }));
+    const { advisories, mfu } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
+    return jsonResponse(c, { advisories: advisories.map(({ level, message }) => ({ level, message })), mfu });
+  });
+
+  app.get('/api/rlsight/advisory', async (c) => {
+    const q = parseParams(advisoryQuery, c.req.query());
+    checkWindow(q.t0, q.t1);
+    const { advisories, mfu } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
+    const located = (advisories as MaybeLocated[]).map((a) => ({ level: a.level, message: a.message, window: a.window ?? null, lanes: a.lanes ?? null }));
+    return jsonResponse(c, { advisories: located, mfu });
   });
 }

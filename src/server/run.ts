@@ -3,14 +3,16 @@ import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
   ABORT_WINDOW_S,
-  type Advisory,
   type AdvisoryInputs,
+  type LocatedAdvisory,
   type EngineInputs,
   type EngineSeriesData,
   type MfuSummary,
+  type RawPhase,
   MFU_KEY,
   MFU_PEAK_KEY,
   MFU_STEP_KEY,
+  advisoryEngineGauges,
   computeAdvisories,
   mfuSummary,
 } from '../queries/advisory.ts';
@@ -41,8 +43,7 @@ export interface OpenRunOptions {
   cacheDir?: string;
 }
 
-/** The engine gauges and counters the advisory rules read. */
-const ADVISORY_GAUGES = ['sglang_num_running_reqs', 'sglang_token_usage', 'sglang_cache_hit_rate'];
+/** The engine counters the advisory rules read (the gauges depend on the run's args). */
 const ADVISORY_COUNTERS = ['sglang_num_requests_total', 'sglang_num_aborted_requests_total'];
 /** Advisory answers kept (one per viewport the app asks about). */
 const ADVISORY_ANSWERS_KEPT = 16;
@@ -65,7 +66,7 @@ function wandbUrl(args: Record<string, unknown> | undefined): string | null {
 
 export class OpenRun implements RunSources {
   readonly roots: string[];
-  private readonly advisoryCache = new Map<string, { advisories: Advisory[]; mfu: MfuSummary | null }>();
+  private readonly advisoryCache = new Map<string, { advisories: LocatedAdvisory[]; mfu: MfuSummary | null }>();
 
   constructor(
     readonly runDir: string,
@@ -138,7 +139,7 @@ export class OpenRun implements RunSources {
     return metricsAnswer(this.store, q.keys, q, () => this.dumps.stepAggregates());
   }
 
-  async advisory(w: Window & { lowMfu: number }): Promise<{ advisories: Advisory[]; mfu: MfuSummary | null }> {
+  async advisory(w: Window & { lowMfu: number }): Promise<{ advisories: LocatedAdvisory[]; mfu: MfuSummary | null }> {
     const ids = await this.dumps.rolloutIds();
     // Rules are recomputed only when what they read changed (dumps are written once per step, so ids suffice).
     const key = JSON.stringify([
@@ -164,35 +165,67 @@ export class OpenRun implements RunSources {
   private async computeAdvisory(
     w: Window & { lowMfu: number },
     newestTrainId: number | undefined,
-  ): Promise<{ body: { advisories: Advisory[]; mfu: MfuSummary | null }; complete: boolean }> {
+  ): Promise<{ body: { advisories: LocatedAdvisory[]; mfu: MfuSummary | null }; complete: boolean }> {
     const series = metricSeries(this.store, [MFU_KEY, MFU_PEAK_KEY], { x: MFU_STEP_KEY });
     const numeric = (ys: readonly unknown[] = []): number[] => ys.map((v) => (typeof v === 'number' ? v : Number.NaN));
     const mfu = mfuSummary(numeric(series[MFU_KEY]?.y), numeric(series[MFU_PEAK_KEY]?.y));
     const meta = this.store.meta();
+    const args = (meta?.args as Record<string, unknown> | undefined) ?? {};
     const window = { t0: w.t0, t1: w.t1 };
     const engine = (metric: string, perDpRank = false): EngineSeriesData[] => this.engineValues(metric, window, perDpRank);
-    // One selective read of each cold hour for every gauge the rules use (each series is then cut from it).
-    if (this.store.hasStream('engine_series')) this.store.engineSeriesBlocks(w.t0, w.t1, ADVISORY_GAUGES);
+    // One selective read of each cold hour for every gauge the rules can use and, in the recent hours, the
+    // abort counters too, all parse threads sharing the hours (each series is then cut from these reads).
+    const gauges = advisoryEngineGauges(args);
+    if (this.store.hasStream('engine_series')) {
+      const from = this.recentCountersFrom();
+      this.store.engineSeriesReadAhead([
+        { t0: w.t0, t1: w.t1, metrics: gauges },
+        ...(Number.isFinite(from) ? [{ t0: from, t1: null, metrics: ADVISORY_COUNTERS }] : []),
+      ]);
+    }
     const rollout = newestTrainId === undefined ? null : await this.rolloutVerdictInputs(newestTrainId);
     const inputs: AdvisoryInputs = {
-      args: (meta?.args as Record<string, unknown> | undefined) ?? {},
+      args,
       edge: this.store.timeRange()?.[1] ?? null,
       startTs: meta?.start_ts ?? null,
-      phases: this.store.phaseEvents(),
+      phases: this.rawPhases(),
       engine: this.store.hasStream('engine_series')
         ? {
             ...this.recentCounters(),
             running: engine('sglang_num_running_reqs'),
             tokenUsage: engine('sglang_token_usage'),
-            cacheHitRate: engine('sglang_cache_hit_rate'),
-            runningPerDpRank: engine('sglang_num_running_reqs', true),
+            cacheHitRate: gauges.includes('sglang_cache_hit_rate') ? engine('sglang_cache_hit_rate') : [],
+            // Only series labelled with a dp rank can show an imbalance; a run without them skips the second cut.
+            runningPerDpRank: this.hasDpRanks('sglang_num_running_reqs') ? engine('sglang_num_running_reqs', true) : [],
           }
         : null,
       rollout: rollout === 'writing' ? null : rollout,
       mfu,
       lowMfu: w.lowMfu,
+      metricsRecords: this.store.metricsRecords(),
     };
     return { body: { advisories: computeAdvisories(inputs), mfu }, complete: rollout !== 'writing' };
+  }
+
+  /** Every raw phase event, read off the columns without the fields the stall rule does not use. */
+  private rawPhases(): RawPhase[] {
+    const out: RawPhase[] = [];
+    const s = this.store.strings;
+    for (const b of this.store.phaseBlocks()) {
+      const { name, node, t0, t1, rank } = b;
+      for (let i = 0; i < b.length; i++) out.push({ name: s.str(name[i]), t0: t0[i], t1: t1[i], node: s.str(node[i]), rank: rank[i] });
+    }
+    return out;
+  }
+
+  /** Whether any series of `metric` carries a `dp_rank` label. */
+  private hasDpRanks(metric: string): boolean {
+    const table = this.store.engineSeries;
+    for (let id = 0; id < table.size; id++) {
+      const k = table.key(id);
+      if (k.metric === metric && 'dp_rank' in (JSON.parse(k.labelsJson) as Record<string, string>)) return true;
+    }
+    return false;
   }
 
   /** Every point of one engine metric (no downsampling). */
@@ -212,9 +245,7 @@ export class OpenRun implements RunSources {
     };
     const files = this.store.partitions.engine_series.files().filter((f) => f.size > 0);
     const firstLo = files.length ? files[0].lo : -Infinity;
-    // The newest scrape, read off the newest partition's last line; 10 min of slack keep the point before the window.
-    const stamps = this.store.partitions.engine_series.edgeStamps();
-    let from = stamps.length ? Math.max(...stamps) - ABORT_WINDOW_S - 600 : -Infinity;
+    let from = this.recentCountersFrom();
     for (let attempt = 0; attempt < 3 && Number.isFinite(from) && from > firstLo; attempt++) {
       this.store.engineSeriesBlocks(from, null, ADVISORY_COUNTERS);
       const requests = this.engineValues('sglang_num_requests_total', { t0: from });
@@ -227,6 +258,13 @@ export class OpenRun implements RunSources {
     }
     const run = whole();
     return { requestsTotal: run.requests, abortsTotal: run.aborts };
+  }
+
+  /** Where the first read of the recent counters starts (-Infinity without engine data). */
+  private recentCountersFrom(): number {
+    // The newest scrape, read off the newest partition's last line; 10 min of slack keep the point before the window.
+    const stamps = this.store.partitions.engine_series.edgeStamps();
+    return stamps.length ? Math.max(...stamps) - ABORT_WINDOW_S - 600 : -Infinity;
   }
 
   /** The newest train step's groups and per-sample flags, or `writing` while its dump is still being written. */

@@ -1,5 +1,7 @@
 // The web app in headless Chromium against `rlsight serve` on demo data: every view shows real content, interactions work.
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { appendDemoStep } from '../../src/demo/index.ts';
@@ -177,7 +179,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
 
   it('timeline: a bad grammar in the address is reported with a way out, not a dead end', async () => {
     const w = await open('#/timeline?lanes=bananas');
-    w.expect(/^http 400: \/api\/timeline\/(phases|gpu)\?.*lanes=bananas/);
+    w.expect(/^http 400: \/api\/timeline\/(phases|gpu|heatmap)\?.*lanes=bananas/);
     await w.page.waitForSelector('[data-testid=lane-error]');
     assert.match((await w.page.textContent('[data-testid=lane-error]'))!, /bananas/);
     await w.page.click('text=reset selection');
@@ -185,6 +187,35 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     assert.ok(!w.page.url().includes('lanes='));
     assertClean(w);
     await w.page.close();
+  });
+
+  it('timeline: an advisory links to the window and lanes it concerns; the click sets both in the URL and on screen', async () => {
+    // The demo's dp-imbalance warning concerns one engine over the span of its per-rank series.
+    const located = (await (await fetch(`${served.url}api/rlsight/advisory`)).json()) as {
+      advisories: { message: string; window: { t0: number; t1: number } | null; lanes: string | null }[];
+    };
+    const dp = located.advisories.find((a) => a.message.includes('dp ranks imbalanced'));
+    assert.ok(dp?.window && typeof dp.lanes === 'string' && dp.lanes.startsWith('engine:'), `a located dp-imbalance advisory: ${JSON.stringify(located.advisories)}`);
+    const w = await open('#/timeline');
+    const { page } = w;
+    const link = page.locator('[data-testid=advisory] li', { hasText: 'dp ranks imbalanced' }).locator('[data-testid=advisory-link]');
+    await link.waitFor();
+    const label = (await link.textContent())!;
+    assert.ok(label.includes(dp.lanes), `the link names its lanes: ${label}`);
+    await link.click();
+    await waitHash(page, /t0=.*t1=/);
+    assert.equal(hashPath(page), '#/timeline');
+    const q = hashParams(page);
+    assert.ok(Math.abs(Number(q.get('t0')) - dp.window.t0) < 1e-3 && Math.abs(Number(q.get('t1')) - dp.window.t1) < 1e-3, `window in the URL: ${q}`);
+    assert.equal(q.get('lanes'), dp.lanes);
+    // On screen: the window readout is the link's span, and the lane selection is that engine.
+    const span = label.replace(/^↦\s*/, '').split(' · ')[0]!.trim();
+    await page.waitForFunction((s) => document.querySelector('[data-testid=window]')?.textContent?.startsWith(s), span, { timeout: 15_000 });
+    await page.waitForSelector(`.lane-selection .chip[title="${dp.lanes}"]`);
+    assert.match((await page.textContent('[data-testid=advisory] header'))!, /for this window/);
+    await screenshot(page, 'timeline-advisory-link');
+    assertClean(w);
+    await page.close();
   });
 
   it('timeline: the fleet overview draws composition and band when forced', async () => {
@@ -232,6 +263,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
         return Number(tr.children[i]!.textContent);
       }),
     );
+    assert.ok(lens.length === 5 && lens.every(Number.isFinite), `response lengths read: ${lens}`);
     assert.deepEqual(lens, [...lens].sort((a, b) => b - a), `sorted descending: ${lens}`);
 
     // Step change with the previous button (and `k`).
@@ -372,5 +404,147 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     await screenshot(page, 'follow-new-step');
     assertClean(w);
     await page.close();
+  });
+
+  it('metrics: the first and last points sit inside the plot, not cut by its edges', async () => {
+    const w = await open('#/?cat=perf');
+    const { page } = w;
+    await page.waitForSelector('.chart-panel .uplot canvas');
+    await page.waitForTimeout(300);
+    // Blue series pixels against the plot box (.u-over), in canvas pixels.
+    const edges = await page.evaluate(() => {
+      const root = document.querySelector('.chart-panel .uplot');
+      const canvas = root.querySelector('canvas');
+      const over = root.querySelector('.u-over').getBoundingClientRect();
+      const box = canvas.getBoundingClientRect();
+      const k = canvas.width / box.width;
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+      let lo = Infinity;
+      let hi = -Infinity;
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] === 0 || Math.abs(data[i] - 0x4e) > 24 || Math.abs(data[i + 1] - 0xa1) > 24 || Math.abs(data[i + 2] - 0xff) > 24) continue;
+        const x = (i / 4) % canvas.width;
+        lo = Math.min(lo, x);
+        hi = Math.max(hi, x);
+      }
+      return { lo, hi, plotLeft: (over.left - box.left) * k, plotRight: (over.right - box.left) * k, k };
+    });
+    assert.ok(edges.lo >= edges.plotLeft + 3 * edges.k, `first point clear of the left edge: ${JSON.stringify(edges)}`);
+    assert.ok(edges.hi <= edges.plotRight - 3 * edges.k, `last point clear of the right edge: ${JSON.stringify(edges)}`);
+    // The x axis still starts and ends at the data: hovering the plot's ends reads the first and last steps.
+    const over = (await (await page.$('.chart-panel .u-over'))!.boundingBox())!;
+    const xAt = async (fx: number) => {
+      await page.mouse.move(over.x + over.width * fx, over.y + over.height / 2);
+      await page.waitForTimeout(100);
+      return page.$eval('.chart-panel .u-legend .u-series:first-child .u-value', (e) => e.textContent);
+    };
+    // Asked now: the follow test may have appended a step.
+    const ids = ((await (await fetch(`${served.url}api/meta`)).json()) as typeof meta).rollout_ids.train;
+    assert.equal(await xAt(0.001), String(ids[0]));
+    assert.equal(await xAt(0.999), String(ids.at(-1)));
+    await screenshot(page, 'metrics-edges');
+    assertClean(w);
+    await page.close();
+  });
+
+  it('timeline: a click on a request lifecycle row opens that sample; hover names sample, group, step and status', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=lanes]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=legend]')?.textContent?.includes('request queue'));
+    await page.$eval('[data-testid=lanes]', (c) => (c as unknown as { scrollIntoView(o: unknown): void }).scrollIntoView({ block: 'end' }));
+    const box = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
+    // The strip is the canvas's last band, 2 px a row within [24, 180] px, 4 px margin below; aim at its first quarter,
+    // where the samples the first steps consumed start.
+    const lc = await (await fetch(`${served.url}api/timeline/heatmap?metric=lifecycle&x_buckets=2`)).arrayBuffer();
+    const rows = (JSON.parse(new TextDecoder().decode(new Uint8Array(lc, 4, new DataView(lc).getUint32(0, true)))) as { rows: unknown[] }).rows.length;
+    assert.ok(rows > 10, `lifecycle rows (${rows})`);
+    const stripH = Math.min(180, Math.max(24, rows * 2));
+    const x = box.x + box.width * 0.5;
+    const y = box.y + box.height - 4 - stripH * 0.75;
+    await page.mouse.move(x, y);
+    await page.waitForFunction(() => /status: (?!…)/.test(document.querySelector('[data-testid=tooltip]')?.textContent ?? ''), undefined, { timeout: 15_000 });
+    const tip = await page.innerText('[data-testid=tooltip]');
+    const m = /sample (\d+) \(group (\d+)\)[\s\S]*step (\d+) · status: ([^\n]+)/.exec(tip);
+    assert.ok(m, `tooltip names sample, group, step and status: ${tip}`);
+    const [, sample, group, step, status] = m;
+    // The server agrees: that step lists the sample, with that group and status.
+    const traj = (await (await fetch(`${served.url}api/rollout/${step}/trajectories`)).json()) as { lanes: { sample_index: number; group_index: number; status: string | null }[] };
+    const lane = traj.lanes.find((l) => l.sample_index === Number(sample));
+    assert.ok(lane, `step ${step} lists sample ${sample}`);
+    assert.equal(lane.group_index, Number(group));
+    assert.equal(lane.status ?? 'unfinished', status);
+    await screenshot(page, 'timeline-lifecycle-hover');
+    await page.mouse.click(x, y);
+    await waitHash(page, new RegExp(`^#/rollout/${step}/sample/${sample}(\\?|$)`));
+    await page.waitForSelector('[data-testid=sample-title]');
+    assert.equal(await page.textContent('[data-testid=sample-title]'), `sample ${sample}`);
+    assert.equal(await page.$('[data-testid=tooltip]'), null, 'the timeline tooltip is gone with the timeline');
+    await screenshot(page, 'timeline-lifecycle-opened-sample');
+    await page.goBack();
+    await page.waitForSelector('[data-testid=lanes]');
+    assertClean(w);
+    await page.close();
+  });
+
+  it('timeline: selected lanes without data in the window are drawn with a note, not dropped', async () => {
+    const SILENT = { node: '10.0.1.3', gpu: 0 };
+    const NO_GPU = { node: '10.0.1.2', gpu: 7 };
+    // A lane the catalog lists but that never reported, and a lane whose GPU samples are gone (its phases remain).
+    const prepare = (runDir: string) => {
+      const catalogPath = join(runDir, 'dashboard', 'lane_catalog.json');
+      const catalog = JSON.parse(readFileSync(catalogPath, 'utf8')) as { lanes: Record<string, unknown> };
+      catalog.lanes[`${SILENT.node}:${SILENT.gpu}`] = { ranks: [], engine_addrs: [], roles: ['train'] };
+      writeFileSync(catalogPath, JSON.stringify(catalog));
+      const dir = join(runDir, 'dashboard', 'gpu_util');
+      for (const f of readdirSync(dir)) {
+        const kept = readFileSync(join(dir, f), 'utf8')
+          .split('\n')
+          .filter((line) => line && !(line.includes(`"node":"${NO_GPU.node}"`) && (JSON.parse(line) as { gpu: number }).gpu === NO_GPU.gpu));
+        writeFileSync(join(dir, f), kept.map((l) => `${l}\n`).join(''));
+      }
+    };
+    const trimmed = await serveDemo({ steps: 2, prepare });
+    try {
+      const topo = (await (await fetch(`${trimmed.url}api/timeline/topology`)).json()) as { lanes: { node: string; gpu: number; index: number }[] };
+      const silent = topo.lanes.find((l) => l.node === SILENT.node && l.gpu === SILENT.gpu);
+      const noGpu = topo.lanes.find((l) => l.node === NO_GPU.node && l.gpu === NO_GPU.gpu);
+      assert.ok(silent && noGpu, 'both lanes are in the topology');
+      const grammar = `node:${NO_GPU.node}, node:${SILENT.node}`;
+      const gpu = (await (await fetch(`${trimmed.url}api/timeline/gpu?lanes=${encodeURIComponent(grammar)}`)).json()) as { lanes: Record<string, unknown> };
+      assert.equal(Object.keys(gpu.lanes).length, 7, 'the server sends GPU series only for the lanes with samples');
+      // Tall enough for all 17 lanes without scrolling.
+      const w = await openPage(browser, 1440, 1400);
+      const { page } = w;
+      await page.goto(`${trimmed.url}#/timeline?lanes=${encodeURIComponent(grammar)}`);
+      await page.waitForSelector('[data-testid=lanes]');
+      await page.waitForFunction(() => document.querySelector('.lane-canvas-wrap')?.getAttribute('data-empty-lanes'), undefined, { timeout: 15_000 });
+      assert.equal(await page.getAttribute('.lane-canvas-wrap', 'data-empty-lanes'), `g${silent.index}`);
+      const height = await page.$eval('[data-testid=lanes]', (c) => (c as BrowserCanvas).getBoundingClientRect().height);
+      // Rows: 8 lanes of node 2, then the silent lane (step band 18 px, axis 20 px, 56 px a lane, util band 16–48 px in it).
+      const tipAt = async (row: number) => {
+        const at = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
+        await page.mouse.move(at.x + at.width * 0.5, at.y + 18 + 20 + row * 56 + 30);
+        await page.waitForSelector('[data-testid=tooltip]');
+        return (await page.textContent('[data-testid=tooltip]'))!;
+      };
+      const none = await tipAt(8);
+      assert.match(none, new RegExp(`^g${silent.index} `));
+      assert.match(none, /no data in this window/);
+      const partial = await tipAt(7);
+      assert.match(partial, new RegExp(`^g${noGpu.index} `));
+      assert.match(partial, /no GPU samples in this window/);
+      assert.match(partial, /phase: (?!—)/, 'its phases still show');
+      await screenshot(page, 'timeline-empty-lanes');
+      // Every lane (no grammar): the silent lane is drawn too, with its note.
+      await page.goto(`${trimmed.url}#/timeline`);
+      await page.waitForFunction((h) => (document.querySelector('[data-testid=lanes]')?.getBoundingClientRect().height ?? 0) > h, height);
+      assert.equal(await page.getAttribute('.lane-canvas-wrap', 'data-empty-lanes'), `g${silent.index}`);
+      assert.match(await tipAt(silent.index), /no data in this window/);
+      assertClean(w);
+      await page.close();
+    } finally {
+      await trimmed.stop();
+    }
   });
 });

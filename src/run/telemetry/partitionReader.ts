@@ -149,14 +149,40 @@ export class PartitionReader<B extends HourBlock> {
 
   /** Blocks of the files overlapping `[t0, t1]` (legacy always), legacy first then hours ascending; rows unfiltered. */
   window(t0?: number | null, t1?: number | null, view: string | null = null): B[] {
-    const files = this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));
-    if (this.pool !== null && this.pool.size > 0) this.prefetch(files, view);
+    const files = this.overlapping(t0, t1);
+    if (this.pool !== null && this.pool.size > 0) this.prefetch(files, () => view);
     const out: B[] = [];
     for (const f of files) {
       const b = view === null ? this.block(f) : this.viewBlock(f, view);
       if (b.length > 0) out.push(b);
     }
     return out;
+  }
+
+  /** The files overlapping `[t0, t1]` (legacy always). */
+  private overlapping(t0?: number | null, t1?: number | null): PartitionFile[] {
+    return this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));
+  }
+
+  /**
+   * Reads several selective windows ahead at once (see `window`): each file overlapping any of them is
+   * read once, for the union of the names asked of it, with every parse thread sharing the files. Later
+   * `window` calls for any of these views are then served by the resident blocks.
+   */
+  readAhead(asks: readonly { t0?: number | null; t1?: number | null; view: string }[]): void {
+    if (this.kind.parseView === undefined) return;
+    const names = new Map<PartitionFile, Set<string>>();
+    for (const a of asks) {
+      for (const f of this.overlapping(a.t0, a.t1)) {
+        let set = names.get(f);
+        if (set === undefined) names.set(f, (set = new Set()));
+        for (const n of a.view === '' ? [] : a.view.split('\n')) set.add(n);
+      }
+    }
+    const views = new Map<PartitionFile, string>();
+    for (const [f, set] of names) views.set(f, [...set].sort().join('\n'));
+    if (this.pool !== null && this.pool.size > 0) this.prefetch([...views.keys()], (f) => views.get(f) ?? null);
+    for (const [f, v] of views) this.viewBlock(f, v);
   }
 
   /**
@@ -253,7 +279,7 @@ export class PartitionReader<B extends HourBlock> {
    * any worker that finished (so no worker idles while files remain). Each lands in the cache exactly
    * as a serial read would have put it there; a file a worker failed on is read later on this thread.
    */
-  private prefetch(files: readonly PartitionFile[], view: string | null): void {
+  private prefetch(files: readonly PartitionFile[], viewFor: (f: PartitionFile) => string | null): void {
     const pool = this.pool!;
     const adopt = this.kind.adopt;
     if (adopt === undefined) return;
@@ -261,6 +287,7 @@ export class PartitionReader<B extends HourBlock> {
     const viewOf = new Map<PartitionFile, string | null>();
     for (const f of files) {
       if (f.size === 0 || this.cache.has(f.key)) continue;
+      const view = viewFor(f);
       if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
       else if (this.coveringView(f, view) === null) viewOf.set(f, this.viewsSpent(f) ? null : view);
     }

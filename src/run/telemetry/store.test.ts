@@ -566,3 +566,56 @@ describe('TelemetryStore with a concurrent writer', () => {
     }
   });
 });
+
+describe('engine_series read ahead for several windows at once', () => {
+  for (const parseWorkers of [0, 1]) {
+    test(`each hour is read once for the union of the metrics asked of it (${parseWorkers} parse workers)`, () => {
+      const d = mkdtempSync(join(tmpdir(), 'rlsight-readahead-'));
+      try {
+        mkdirSync(join(d, 'engine_series'), { recursive: true });
+        const hours = [['19700112_13', H13], ['19700112_14', H14], ['19700112_15', H15]] as const;
+        for (const [key, base] of hours) {
+          let eng = '';
+          for (let t = 0; t < 10; t++) {
+            for (const [metric, value] of [['sglang_num_running_reqs', t], ['sglang_token_usage', t / 10], ['sglang_num_requests_total', base + t]] as const) {
+              eng += `{"ts":${pyFloat(base + t)},"addr":"http://10.0.0.1:15000","metric":"${metric}","labels":{},"value":${pyFloat(value)}}\n`;
+            }
+          }
+          writeFileSync(join(d, 'engine_series', `${key}.jsonl`), eng);
+        }
+        const store = TelemetryStore.open(d, { parseWorkers, parallelFromBytes: 0 });
+        const whole = TelemetryStore.open(d, { parseWorkers: 0 });
+        try {
+          if (parseWorkers) assert.equal(store.parseWorkersReady(), 1);
+          store.engineSeriesReadAhead([
+            { t0: null, t1: null, metrics: ['sglang_num_running_reqs'] },
+            { t0: H15, t1: null, metrics: ['sglang_num_requests_total'] },
+          ]);
+          assert.deepEqual(store.partitions.engine_series.cachedKeys().sort(), [
+            '19700112_13\u0000sglang_num_running_reqs',
+            '19700112_14\u0000sglang_num_running_reqs',
+            '19700112_15\u0000sglang_num_requests_total\nsglang_num_running_reqs',
+          ]);
+          const fills = store.partitions.engine_series.fills;
+          const rows = (s: TelemetryStore, t0: number | null, metric: string): string[] =>
+            s.engineSeriesBlocks(t0, null, [metric]).flatMap((b) =>
+              Array.from({ length: b.length }, (_, i) => [b.ts[i], s.engineSeries.key(b.series[i]).metric, b.value[i]] as const)
+                .filter(([, m]) => m === metric)
+                .map((r) => r.join(' ')),
+            );
+          assert.deepEqual(rows(store, null, 'sglang_num_running_reqs'), rows(whole, null, 'sglang_num_running_reqs'));
+          assert.equal(rows(store, null, 'sglang_num_running_reqs').length, 30);
+          assert.deepEqual(rows(store, H15, 'sglang_num_requests_total'), rows(whole, H15, 'sglang_num_requests_total'));
+          assert.equal(rows(store, H15, 'sglang_num_requests_total').length, 10);
+          assert.equal(store.partitions.engine_series.fills, fills, 'the reads that follow parse nothing');
+          // A metric nobody asked for is still read when asked.
+          assert.equal(rows(store, null, 'sglang_token_usage').length, 30);
+        } finally {
+          store.close();
+        }
+      } finally {
+        rmSync(d, { recursive: true, force: true });
+      }
+    });
+  }
+});

@@ -660,6 +660,15 @@ export class TelemetryStore {
     return this.partitions.engine_series.window(t0, t1, view);
   }
 
+  /**
+   * Reads engine_series ahead for several selective windows at once: each cold hour overlapping any of
+   * them is read once, for every metric asked of it, on all parse threads. The `engineSeriesBlocks`
+   * calls that follow for those windows and metrics then parse nothing.
+   */
+  engineSeriesReadAhead(asks: readonly { t0?: number | null; t1?: number | null; metrics: readonly string[] }[]): void {
+    this.partitions.engine_series.readAhead(asks.map((a) => ({ t0: a.t0, t1: a.t1, view: [...new Set(a.metrics)].sort().join('\n') })));
+  }
+
   /** Phase blocks that can hold an interval overlapping `[t0, t1]`: every hour up to `t1 + 4 h` (phases are filed by end hour, open markers by start hour). */
   phaseBlocks(_t0?: number | null, t1?: number | null): PhaseBlock[] {
     return this.partitions.phases.window(null, t1 == null ? null : t1 + MAX_WINDOW_S);

@@ -14,13 +14,25 @@ interface Props {
   tick: number;
 }
 
+/** A window shown on its own: an instant is widened to a minute, so the timeline has something to draw. */
+const MIN_LINK_SPAN_S = 60;
+/** Longer lane selections are counted in the label (the link still carries them whole). */
+const MAX_LANES_LABEL = 48;
+
 export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
   const key = w ? `${w.t0},${w.t1}` : 'run';
-  const res = useApi(key, (signal) => getJson<{ advisories: Advisory[]; mfu: Mfu | null }>('advisory', w ? { t0: w.t0, t1: w.t1 } : {}, signal), tick);
+  const res = useApi(
+    key,
+    (signal) => getJson<{ advisories: Advisory[]; mfu: Mfu | null }>('rlsight/advisory', w ? { t0: w.t0, t1: w.t1 } : {}, signal),
+    tick,
+  );
   const linkFor = (a: Advisory) => {
-    const win = a.window ?? (a.t0 != null && a.t1 != null ? [a.t0, a.t1] : null);
     const p = new URLSearchParams(params);
-    if (win) {
+    let win: [number, number] | null = null;
+    if (a.window) {
+      const pad = Math.max(0, MIN_LINK_SPAN_S - (a.window.t1 - a.window.t0)) / 2;
+      // Millisecond precision, as the timeline writes its own window.
+      win = [+(a.window.t0 - pad).toFixed(3), +(a.window.t1 + pad).toFixed(3)];
       p.set('t0', String(win[0]));
       p.set('t1', String(win[1]));
     } else if (w) {
@@ -30,8 +42,11 @@ export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
       p.delete('t0');
       p.delete('t1');
     }
+    // An advisory about the whole fleet keeps the lanes the user chose.
     if (a.lanes) p.set('lanes', a.lanes);
-    return { href: href('/timeline', p), label: win ? `${fmtElapsed(win[0] - origin)} → ${fmtElapsed(win[1] - origin)}` : w ? 'this window' : 'whole run' };
+    const where = win ? `${fmtElapsed(win[0] - origin)} → ${fmtElapsed(win[1] - origin)}` : w ? 'this window' : 'whole run';
+    const lanes = a.lanes && a.lanes.length > MAX_LANES_LABEL ? `${a.lanes.split(',').length} lane terms` : a.lanes;
+    return { href: href('/timeline', p), label: lanes ? `${where} · ${lanes}` : where, title: a.lanes ?? 'every lane' };
   };
   return (
     <>
@@ -74,7 +89,7 @@ export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
                 <li key={i} class={a.level}>
                   <span class="lvl">{a.level}</span>
                   {a.message}{' '}
-                  <a href={l.href} title="show the time window this advisory is about">
+                  <a href={l.href} data-testid="advisory-link" title={`show the time window this advisory is about (lanes: ${l.title})`}>
                     ↦ {l.label}
                   </a>
                 </li>
