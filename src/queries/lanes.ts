@@ -152,3 +152,9 @@ export function laneSelected(sel: LaneSelection, node: string, gpu: number): boo
 export function selectiveLaneKeys(sel: LaneSelection, laneCount: number): string[] | null {
   return sel !== null && sel.size * 4 <= laneCount ? [...sel] : null;
 }
+
+/** The lane-index entries a selection picks, in index order (every lane for no selection or `all`). */
+export function selectedLanes(text: string | null | undefined, laneIndex: readonly LaneEntry[]): LaneEntry[] {
+  const sel = resolveLanes(text, laneIndex);
+  return sel === null ? [...laneIndex] : laneIndex.filter((l) => sel.has(`${l.node}:${l.gpu}`));
+}

@@ -41,6 +41,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
       has_engine_series: false,
     }),
     topology: record('topology', { lanes: [], windows: [] }),
+    selectLanes: record('selectLanes', { lanes: [] }),
     phases: record('phases', { phases: [{ t0: 1, t1: Number.NaN }] }),
     gpu: record('gpu', { lanes: { a: { ts: new Float64Array([1, 2]), util: [Infinity, 3] } } }),
     gpuProcesses: record('gpuProcesses', { processes: [] }),

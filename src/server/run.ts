@@ -23,7 +23,7 @@ import { fleet } from '../queries/fleet.ts';
 import { gpuProcesses } from '../queries/gpuProcesses.ts';
 import { gpuSeries } from '../queries/gpuSeries.ts';
 import { encodeHeatmap, heatmap } from '../queries/heatmap.ts';
-import { resolveLanes } from '../queries/lanes.ts';
+import { resolveLanes, selectedLanes } from '../queries/lanes.ts';
 import { DUMP_METRIC_PREFIX, metricSeries, metricsAnswer } from '../queries/metrics.ts';
 import { outliers } from '../queries/outliers.ts';
 import { phasesByLane } from '../queries/phases.ts';
@@ -101,6 +101,10 @@ export class OpenRun implements RunSources {
 
   async topology(): Promise<unknown> {
     return topology(this.store);
+  }
+
+  async selectLanes(grammar: string | undefined): Promise<unknown> {
+    return { lanes: selectedLanes(grammar, this.store.laneIndex()) };
   }
 
   async phases(w: Window & { lanes?: string }): Promise<unknown> {

@@ -30,6 +30,8 @@ export interface RunMetaAnswer {
 export interface RunSources {
   meta(): Promise<RunMetaAnswer>;
   topology(): Promise<unknown>;
+  /** rlsight's own: the lanes a selection picks (`/api/rlsight/lanes`). */
+  selectLanes(grammar: string | undefined): Promise<unknown>;
   phases(w: Window & { lanes?: string }): Promise<unknown>;
   gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<unknown>;
   gpuProcesses(w: Window & { lanes?: string }): Promise<unknown>;

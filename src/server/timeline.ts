@@ -1,4 +1,4 @@
-// `/api/timeline/*`: topology, phases, GPU and engine series, heatmap, fleet, outliers, bubbles.
+// `/api/timeline/*` (and rlsight's `/api/rlsight/lanes`): topology, phases, GPU and engine series, heatmap, fleet, outliers, bubbles.
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import { jsonResponse } from './json.ts';
@@ -20,6 +20,12 @@ const engineQuery = z.object({
 
 export function mountTimeline(app: Hono, run: RunSources): void {
   app.get('/api/timeline/topology', async (c) => jsonResponse(c, await run.topology()));
+
+  // rlsight's own: resolves a lane selection (400 naming `lanes` when it does not parse), whatever has data.
+  app.get('/api/rlsight/lanes', async (c) => {
+    const q = parseParams(z.object({ lanes }), c.req.query());
+    return jsonResponse(c, await run.selectLanes(q.lanes));
+  });
 
   app.get('/api/timeline/phases', async (c) => {
     const q = parseParams(phasesQuery, c.req.query());

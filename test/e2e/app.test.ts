@@ -159,7 +159,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     await screenshot(page, 'timeline-lanes-g0-1');
 
     // An invalid term shows the server's message and never reaches the URL.
-    w.expect(/^http 400: \/api\/timeline\/gpu\?lanes=g%3A0-1%2C\+bogus%3A7/);
+    w.expect(/^http 400: \/api\/rlsight\/lanes\?lanes=g%3A0-1%2C\+bogus%3A7/);
     const urlBefore = page.url();
     await page.fill('[data-testid=lane-grammar]', 'bogus:7');
     await page.press('[data-testid=lane-grammar]', 'Enter');
@@ -179,7 +179,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
 
   it('timeline: a bad grammar in the address is reported with a way out, not a dead end', async () => {
     const w = await open('#/timeline?lanes=bananas');
-    w.expect(/^http 400: \/api\/timeline\/(phases|gpu|heatmap)\?.*lanes=bananas/);
+    w.expect(/^http 400: \/api\/(timeline\/phases|timeline\/gpu|rlsight\/lanes)\?.*lanes=bananas/);
     await w.page.waitForSelector('[data-testid=lane-error]');
     assert.match((await w.page.textContent('[data-testid=lane-error]'))!, /bananas/);
     await w.page.click('text=reset selection');

@@ -93,11 +93,8 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
       const [ph, gpu, selected] = await Promise.all([
         getJson<{ phases: Phase[] }>('timeline/phases', q, signal),
         getJson<{ lanes: Record<string, GpuSeries> }>('timeline/gpu', { ...q, max_points: GPU_POINTS }, signal),
-        // Phases and GPU series leave out lanes without data; a heatmap's rows are every selected lane, resolved by the
-        // server whatever its window, so a 1 s one keeps the read small.
-        apiLanes
-          ? getRaster<HeatmapHeader>('timeline/heatmap', { t0: vp.t0, t1: vp.t0 + 1, lanes: apiLanes, metric: 'util', x_buckets: 2 }, signal).then((r) => r.header.rows as unknown as Lane[])
-          : null,
+        // Phases and GPU series leave out lanes without data; the selection itself names every lane it picks.
+        apiLanes ? getJson<{ lanes: Lane[] }>('rlsight/lanes', { lanes: apiLanes }, signal).then((r) => r.lanes) : null,
       ]);
       return { phases: ph.phases, gpu: gpu.lanes, selected, grammar: apiLanes };
     },
@@ -215,7 +212,6 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
           defaultGrammar={defaultGrammar}
           urlError={urlError}
           vp={vp}
-          runEdge={T1}
           lanes={allLanes}
           phaseNames={view.names.filter((n) => n !== 'initialize')}
           onChange={(g, replace) => setParams({ lanes: g }, !!replace)}

@@ -11,7 +11,6 @@ interface Props {
   /** The server's answer to the grammar in the URL, when it rejected it. */
   urlError: unknown;
   vp: Viewport;
-  runEdge: number;
   lanes: Lane[];
   phaseNames: string[];
   onChange: (grammar: string | null, replace?: boolean) => void;
@@ -24,10 +23,10 @@ export function splitTerms(g: string | null): string[] {
     .filter((t) => t && t !== 'all');
 }
 
-/** Asks the server whether a selection parses (a tiny gpu query); null when valid, else its message. */
-export async function validateGrammar(grammar: string, edge: number): Promise<string | null> {
+/** Asks the server whether a selection parses; null when valid, else its message. */
+export async function validateGrammar(grammar: string): Promise<string | null> {
   try {
-    await getJson('timeline/gpu', { lanes: grammar, max_points: 2, t0: edge - 1, t1: edge });
+    await getJson('rlsight/lanes', { lanes: grammar });
     return null;
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) return e.detail;
@@ -51,7 +50,7 @@ export function LaneSelection(p: Props) {
     const candidate = [...splitTerms(p.grammar ?? p.defaultGrammar), term].join(', ');
     setBusy(true);
     try {
-      const msg = await validateGrammar(candidate, p.runEdge);
+      const msg = await validateGrammar(candidate);
       if (msg) {
         setError(msg);
         return;
