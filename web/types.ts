@@ -1,24 +1,11 @@
-// Shapes of the API answers the app reads (see the server's routes).
-export interface Meta {
-  mode: 'follow' | 'static';
-  run_name: string | null;
-  start_ts: number | null;
-  wandb_url: string | null;
-  data_buffer_length: number | null;
-  time_range: [number, number] | null;
-  rollout_ids: { train: number[]; eval: number[] };
-  metric_keys: string[];
-  engine_metric_keys: string[];
-  step_keys: string[];
-  capabilities: {
-    has_metrics: boolean;
-    has_tokenizer: boolean;
-    has_timeline: boolean;
-    has_engine_series: boolean;
-    max_window_s: number;
-    use_utilization_overview: boolean;
-  };
-}
+// Shapes of the API answers the app reads (see the server's routes); where the server's own type is the JSON, it is used as is.
+import type { Fleet } from '../src/queries/fleet.ts';
+import type { HeatmapHeader } from '../src/queries/heatmap.ts';
+import type { PhaseRow } from '../src/queries/phases.ts';
+import type { TokenView } from '../src/queries/tokens.ts';
+import type { MetaJson } from '../src/server/meta.ts';
+
+export type Meta = MetaJson;
 
 export interface Series {
   x: number[];
@@ -51,15 +38,7 @@ export interface Topology {
   windows: { t0: number; t1: number | null; engines: Engine[] }[];
 }
 
-export interface Phase {
-  name: string;
-  t0: number;
-  t1: number;
-  node: string;
-  gpu: number;
-  rank: number;
-  role: string;
-}
+export type Phase = PhaseRow;
 
 export interface GpuSeries {
   ts: number[];
@@ -84,15 +63,7 @@ export interface Mfu {
   peak: number | null;
 }
 
-export interface Fleet {
-  t0: number;
-  t1: number;
-  x_buckets: number;
-  lanes: number;
-  palette: string[];
-  composition: Record<string, number[]>;
-  band: { p10: (number | null)[]; p50: (number | null)[]; p90: (number | null)[]; min: (number | null)[] };
-}
+export type { Fleet };
 
 export interface Outlier {
   node: string;
@@ -181,27 +152,6 @@ export const TOKEN_STATS = [
 ] as const;
 export type TokenStat = (typeof TOKEN_STATS)[number];
 
-export type Tokens = {
-  rollout_id: number;
-  sample_index: number;
-  evaluation: boolean;
-  total_len: number;
-  prompt_len: number;
-  start: number;
-  end: number;
-  response_offset: number;
-  token_ids: number[];
-  token_text: string[] | null;
-  loss_mask: number[] | null;
-} & { [K in TokenStat]: (number | null)[] | null };
+export type Tokens = TokenView;
 
-export interface HeatmapHeader {
-  rows: Record<string, unknown>[];
-  rows_total?: number;
-  x_buckets: number;
-  t0: number;
-  t1: number;
-  metric: string;
-  scale: { max: number } | null;
-  palette: string[] | null;
-}
+export type { HeatmapHeader };

@@ -1,5 +1,6 @@
 // Writes the `dashboard/` telemetry of a planned demo run: what the collector, the GPU samplers,
 // the sglang scraper and the phase/trajectory sinks would have appended while it ran.
+import type { PhaseEvent } from '../run/telemetry/records.ts';
 import { type ClusterLayout, engineAddr, rankCoords, worldSize } from './clusterLayout.ts';
 import type { Attempt, PlannedSample, RunPlan, StepPlan } from './demoPlan.ts';
 import { SeededRandom } from './random.ts';
@@ -8,7 +9,6 @@ import {
   OPEN_T1,
   type EngineInfo,
   type LaneEntry,
-  type PhaseEvent,
   type TrajectoryEvent,
   dataBufferLine,
   engineLabelsJson,

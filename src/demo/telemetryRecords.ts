@@ -1,18 +1,8 @@
 // One telemetry record as the exact JSON line miles writes (field order = the dataclass order).
+import type { PhaseEvent } from '../run/telemetry/records.ts';
 import { PyFloat, pyDumps, pyFloat, pyString, type PyJson } from './pythonJson.ts';
 
 export const OPEN_T1 = -1.0;
-
-export interface PhaseEvent {
-  name: string;
-  t0: number;
-  /** `OPEN_T1` while the timer is still running. */
-  t1: number;
-  node: string;
-  gpus: number[];
-  rank: number;
-  role: 'train' | 'rollout_manager';
-}
 
 /** The hour a phase record is filed under: its end, or its start while open. */
 export function phasePartitionTs(e: PhaseEvent): number {

@@ -76,31 +76,14 @@ export function readCompleteLines(path: string, offset: number, onChunk: (chunk:
 
 /** The first complete line of a file within its first `maxBytes` (without the `\n`), or null. */
 export function readFirstLine(path: string, maxBytes = 65536): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const buf = Buffer.allocUnsafe(maxBytes);
-    const n = readSync(fd, buf, 0, maxBytes, 0);
-    const nl = buf.subarray(0, n).indexOf(10);
-    return nl < 0 ? null : buf.subarray(0, nl);
-  } finally {
-    closeSync(fd);
-  }
+  const buf = readRange(path, 0, maxBytes);
+  const nl = buf.indexOf(10);
+  return nl < 0 ? null : buf.subarray(0, nl);
 }
 
 /** The last complete line of a file within its final `maxBytes` (without the `\n`), or null. */
 export function readLastCompleteLine(path: string, maxBytes = 65536): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
+  return withOpenFile(path, null, (fd) => {
     const size = fstatSync(fd).size;
     const start = Math.max(0, size - maxBytes);
     const buf = Buffer.allocUnsafe(size - start);
@@ -111,23 +94,28 @@ export function readLastCompleteLine(path: string, maxBytes = 65536): Buffer | n
     const prevNl = lastNl > 0 ? view.lastIndexOf(10, lastNl - 1) : -1;
     if (prevNl < 0 && start > 0) return null; // the line begins before the window
     return view.subarray(prevNl + 1, lastNl);
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
 
 /** Bytes `[start, start + length)` of a file (fewer at EOF; empty when missing). */
 export function readRange(path: string, start: number, length: number): Buffer {
+  return withOpenFile(path, Buffer.alloc(0), (fd) => {
+    const buf = Buffer.allocUnsafe(Math.max(0, length));
+    const n = readSync(fd, buf, 0, buf.length, start);
+    return buf.subarray(0, n);
+  });
+}
+
+/** `read` over the open file `path`, closed after; `missing` when the file cannot be opened. */
+function withOpenFile<T>(path: string, missing: T, read: (fd: number) => T): T {
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch {
-    return Buffer.alloc(0);
+    return missing;
   }
   try {
-    const buf = Buffer.allocUnsafe(Math.max(0, length));
-    const n = readSync(fd, buf, 0, buf.length, start);
-    return buf.subarray(0, n);
+    return read(fd);
   } finally {
     closeSync(fd);
   }

@@ -2,12 +2,21 @@
 import type { Hono } from 'hono';
 import { jsonResponse } from './json.ts';
 import { MAX_WINDOW_S } from './params.ts';
-import type { RunSources } from './sources.ts';
+import type { RunMetaAnswer, RunSources } from './sources.ts';
+
+/** The `/api/meta` answer: the run's facts, with what the app may show grouped under `capabilities`. */
+export interface MetaJson extends Omit<RunMetaAnswer, 'has_metrics' | 'has_tokenizer' | 'has_timeline' | 'has_engine_series'> {
+  mode: 'follow' | 'static';
+  capabilities: Pick<RunMetaAnswer, 'has_metrics' | 'has_tokenizer' | 'has_timeline' | 'has_engine_series'> & {
+    max_window_s: number;
+    use_utilization_overview: boolean;
+  };
+}
 
 export function mountMeta(app: Hono, run: RunSources, opts: { follow: boolean; useUtilizationOverview: boolean }): void {
   app.get('/api/meta', async (c) => {
     const m = await run.meta();
-    return jsonResponse(c, {
+    const body: MetaJson = {
       mode: opts.follow ? 'follow' : 'static',
       run_name: m.run_name,
       start_ts: m.start_ts,
@@ -26,6 +35,7 @@ export function mountMeta(app: Hono, run: RunSources, opts: { follow: boolean; u
         max_window_s: MAX_WINDOW_S,
         use_utilization_overview: opts.useUtilizationOverview,
       },
-    });
+    };
+    return jsonResponse(c, body);
   });
 }

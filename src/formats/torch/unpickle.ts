@@ -959,20 +959,14 @@ export class Unpickler {
       case 0x51: // BINPERSID
         stack.push(this.persistent(this.popChecked(stack, marks)));
         return;
-      case 0x52: {
-        // REDUCE
-        const args = this.popChecked(stack, marks);
-        const fn = this.popChecked(stack, marks);
-        if (!Array.isArray(args)) this.fail('REDUCE arguments are not a tuple');
-        stack.push(this.callGlobal(fn, args as PyValue[], false));
-        return;
-      }
+      case 0x52: // REDUCE
       case 0x81: {
         // NEWOBJ
+        const isNew = op === 0x81;
         const args = this.popChecked(stack, marks);
-        const cls = this.popChecked(stack, marks);
-        if (!Array.isArray(args)) this.fail('NEWOBJ arguments are not a tuple');
-        stack.push(this.callGlobal(cls, args as PyValue[], true));
+        const fn = this.popChecked(stack, marks);
+        if (!Array.isArray(args)) this.fail(`${isNew ? 'NEWOBJ' : 'REDUCE'} arguments are not a tuple`);
+        stack.push(this.callGlobal(fn, args as PyValue[], isNew));
         return;
       }
       case 0x92: {

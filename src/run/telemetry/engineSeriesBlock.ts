@@ -1,8 +1,9 @@
 // One hour of `engine_series` samples as columns (ts, series id, value), and its line parser.
 import type { EngineSeriesTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
-import type { BadLine } from './gpuUtilBlock.ts';
-import { bytesOf, cursor, hasExactKeys, isNum, matchBytes, scanNumber, scanPlainString, utf8Slice } from './lineScan.ts';
+import type { BadLine } from './lineScan.ts';
+import { resized } from './columns.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const ENGINE_KEYS = ['ts', 'addr', 'metric', 'labels', 'value'] as const;
 
@@ -105,15 +106,9 @@ export class EngineSeriesBlock {
   private grow(cap: number): void {
     cap = Math.max(cap, 16);
     const n = this.length;
-    const ts = new Float64Array(cap);
-    ts.set(this._ts.subarray(0, n));
-    const series = new Uint32Array(cap);
-    series.set(this._series.subarray(0, n));
-    const value = new Float64Array(cap);
-    value.set(this._value.subarray(0, n));
-    this._ts = ts;
-    this._series = series;
-    this._value = value;
+    this._ts = resized(this._ts, n, cap);
+    this._series = resized(this._series, n, cap);
+    this._value = resized(this._value, n, cap);
     this.views = null;
   }
 
@@ -238,8 +233,7 @@ export class EngineSeriesParser {
         line++;
         continue;
       }
-      let nl = (buf as Buffer).indexOf(10, p);
-      if (nl < 0 || nl >= end) nl = end;
+      const nl = lineEnd(buf, p, end);
       this.slowLine(buf, p, nl, block, line, bad);
       prev = -1;
       p = nl + 1;
@@ -299,14 +293,8 @@ export class EngineSeriesParser {
   }
 
   private slowLine(buf: Uint8Array, s: number, e: number, block: EngineSeriesBlock, line: number, bad: BadLine): void {
-    const text = utf8Slice(buf, s, e);
-    let o: unknown;
-    try {
-      o = JSON.parse(text);
-    } catch (err) {
-      bad(line, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
-      return;
-    }
+    const o = decodeLine(buf, s, e, line, bad, JSON.parse);
+    if (o === UNDECODED) return;
     if (!hasExactKeys(o, ENGINE_KEYS)) {
       bad(line, `engine_series record must have exactly the keys ${ENGINE_KEYS.join(', ')}`);
       return;

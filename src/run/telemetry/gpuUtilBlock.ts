@@ -1,7 +1,9 @@
 // One hour of `gpu_util` samples as columns (≤ 16 bytes per row resident), and its line parser.
 import type { LaneTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
-import { bytesOf, cursor, hasExactKeys, isInt, isNum, matchBytes, scanNumber, scanPlainString, utf8Slice } from './lineScan.ts';
+import { resized } from './columns.ts';
+import type { BadLine } from './lineScan.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const GPU_KEYS = ['ts', 'node', 'gpu', 'util', 'mem_mb', 'power_w'] as const;
 const MEM_BITS = 20;
@@ -186,26 +188,14 @@ export class GpuUtilBlock {
   private grow(cap: number, exact = false): void {
     if (!exact) cap = Math.max(cap, 16);
     const n = this.length;
-    const ts = new Float64Array(cap);
-    ts.set(this._ts.subarray(0, n));
-    const lane = new Uint16Array(cap);
-    lane.set(this._lane.subarray(0, n));
-    const util = this._memPower !== null ? new Uint8Array(cap) : new Float64Array(cap);
-    util.set(this._util.subarray(0, n));
-    this._ts = ts;
-    this._lane = lane;
-    this._util = util;
+    this._ts = resized(this._ts, n, cap);
+    this._lane = resized(this._lane, n, cap);
+    this._util = resized(this._util, n, cap);
     if (this._memPower !== null) {
-      const mp = new Uint32Array(cap);
-      mp.set(this._memPower.subarray(0, n));
-      this._memPower = mp;
+      this._memPower = resized(this._memPower, n, cap);
     } else {
-      const mem = new Float64Array(cap);
-      mem.set(this._mem!.subarray(0, n));
-      const power = new Float64Array(cap);
-      power.set(this._power!.subarray(0, n));
-      this._mem = mem;
-      this._power = power;
+      this._mem = resized(this._mem!, n, cap);
+      this._power = resized(this._power!, n, cap);
     }
     this.views = null;
   }
@@ -268,8 +258,49 @@ function scanSmallInt(buf: Uint8Array, i: number, end: number): number {
   return 0;
 }
 
-/** Reports a skipped complete line: 1-based line number within the file and why. */
-export type BadLine = (line: number, message: string) => void;
+/** What `scanPlace` read: the node name's bytes `[ns, ne)` and the gpu index. */
+const place = { ns: 0, ne: 0, gpu: 0 };
+
+/** Reads `,"node":"…","gpu":N` at `i` into `place` (`cursor.pos` set past it); false when not in that simple shape. */
+function scanPlace(buf: Uint8Array, i: number, end: number): boolean {
+  if (!matchBytes(buf, i, L_NODE)) return false;
+  const ns = i + 9;
+  const ne = scanPlainString(buf, ns, end);
+  if (ne < 0 || !matchBytes(buf, ne + 1, L_GPU)) return false;
+  const gpu = scanSmallInt(buf, ne + 8, end);
+  if (gpu < 0) return false;
+  place.ns = ns;
+  place.ne = ne;
+  place.gpu = gpu;
+  return true;
+}
+
+/** The values `scanReadings` read (scratch objects, like `cursor`: no allocation per row). */
+const readings = { util: 0, mem: 0, power: 0 };
+
+/**
+ * Reads `,"util":…,"mem_mb":…,"power_w":…}\n` at `i` into `readings`; the index past the `\n`, or -1
+ * when the line is not in that simple shape.
+ */
+function scanReadings(buf: Uint8Array, i: number, end: number): number {
+  if (!matchBytes(buf, i, L_UTIL)) return -1;
+  const util = scanNumber(buf, i + 8, end);
+  if (util !== util) return -1;
+  i = cursor.pos;
+  if (!matchBytes(buf, i, L_MEM)) return -1;
+  const mem = scanNumber(buf, i + 10, end);
+  if (mem !== mem) return -1;
+  i = cursor.pos;
+  if (!matchBytes(buf, i, L_POWER)) return -1;
+  const power = scanNumber(buf, i + 11, end);
+  if (power !== power) return -1;
+  i = cursor.pos;
+  if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) return -1;
+  readings.util = util;
+  readings.mem = mem;
+  readings.power = power;
+  return i + 2;
+}
 
 /** Parses `gpu_util` lines into blocks; holds the node-name interning shared by every block. */
 export class GpuUtilParser {
@@ -281,6 +312,32 @@ export class GpuUtilParser {
 
   constructor(lanes: LaneTable) {
     this.lanes = lanes;
+  }
+
+  /** The node slice of the previous row of this chunk: consecutive rows usually share a node. */
+  private prevNs = -1;
+  private prevNe = -1;
+  private prevNode = -1;
+
+  /** Node id of the name bytes `buf[ns, ne)`, interned on first sight. */
+  private nodeAt(buf: Uint8Array, ns: number, ne: number): number {
+    const n = ne - ns;
+    if (this.prevNs >= 0 && n === this.prevNe - this.prevNs) {
+      const ps = this.prevNs;
+      let k = 0;
+      while (k < n && buf[ns + k] === buf[ps + k]) k++;
+      if (k === n) return this.prevNode;
+    }
+    let nodeId = this.nodes.find(buf, ns, ne);
+    if (nodeId < 0) {
+      nodeId = this.nodeNames.length;
+      this.nodeNames.push(utf8Slice(buf, ns, ne));
+      this.nodes.add(buf, ns, ne, nodeId);
+    }
+    this.prevNs = ns;
+    this.prevNe = ne;
+    this.prevNode = nodeId;
+    return nodeId;
   }
 
   private laneId(nodeId: number, gpu: number): number {
@@ -303,66 +360,22 @@ export class GpuUtilParser {
   parse(buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine): number {
     let line = firstLine;
     let p = start;
-    const nodes = this.nodes;
-    const names = this.nodeNames;
-    // consecutive rows usually share a node: compare with the previous row's node bytes first
-    let prevNs = -1;
-    let prevNe = -1;
-    let prevNode = -1;
+    this.prevNs = -1;
     while (p < end) {
       fast: {
         let i = p;
         if (!matchBytes(buf, i, L_TS)) break fast;
         const ts = scanNumber(buf, i + 6, end);
         if (ts !== ts) break fast;
-        i = cursor.pos;
-        if (!matchBytes(buf, i, L_NODE)) break fast;
-        const ns = i + 9;
-        const ne = scanPlainString(buf, ns, end);
-        if (ne < 0) break fast;
-        i = ne + 1;
-        if (!matchBytes(buf, i, L_GPU)) break fast;
-        const gpu = scanSmallInt(buf, i + 7, end);
-        if (gpu < 0) break fast;
-        i = cursor.pos;
-        if (!matchBytes(buf, i, L_UTIL)) break fast;
-        const util = scanNumber(buf, i + 8, end);
-        if (util !== util) break fast;
-        i = cursor.pos;
-        if (!matchBytes(buf, i, L_MEM)) break fast;
-        const mem = scanNumber(buf, i + 10, end);
-        if (mem !== mem) break fast;
-        i = cursor.pos;
-        if (!matchBytes(buf, i, L_POWER)) break fast;
-        const power = scanNumber(buf, i + 11, end);
-        if (power !== power) break fast;
-        i = cursor.pos;
-        if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) break fast;
-        let nodeId = -1;
-        if (ne - ns === prevNe - prevNs) {
-          let k = 0;
-          const n = ne - ns;
-          while (k < n && buf[ns + k] === buf[prevNs + k]) k++;
-          if (k === n) nodeId = prevNode;
-        }
-        if (nodeId < 0) {
-          nodeId = nodes.find(buf, ns, ne);
-          if (nodeId < 0) {
-            nodeId = names.length;
-            names.push(utf8Slice(buf, ns, ne));
-            nodes.add(buf, ns, ne, nodeId);
-          }
-          prevNs = ns;
-          prevNe = ne;
-          prevNode = nodeId;
-        }
-        block.push(ts, this.laneId(nodeId, gpu), util, mem, power);
-        p = i + 2;
+        if (!scanPlace(buf, cursor.pos, end)) break fast;
+        i = scanReadings(buf, cursor.pos, end);
+        if (i < 0) break fast;
+        block.push(ts, this.laneId(this.nodeAt(buf, place.ns, place.ne), place.gpu), readings.util, readings.mem, readings.power);
+        p = i;
         line++;
         continue;
       }
-      let nl = (buf as Buffer).indexOf(10, p);
-      if (nl < 0 || nl >= end) nl = end;
+      const nl = lineEnd(buf, p, end);
       this.slowLine(buf, p, nl, block, line, bad);
       p = nl + 1;
       line++;
@@ -402,11 +415,7 @@ export class GpuUtilParser {
     const v = this.viewOf(view);
     let line = firstLine;
     let p = start;
-    const nodes = this.nodes;
-    const names = this.nodeNames;
-    let prevNs = -1;
-    let prevNe = -1;
-    let prevNode = -1;
+    this.prevNs = -1;
     while (p < end) {
       fast: {
         let i = p;
@@ -416,34 +425,9 @@ export class GpuUtilParser {
         // skip the stamp up to its comma; it is parsed (and checked) only for selected rows
         let c = buf[i];
         while (c !== 44 && c !== 10 && i < end) c = buf[++i];
-        if (c !== 44 || !matchBytes(buf, i, L_NODE)) break fast;
-        const ns = i + 9;
-        const ne = scanPlainString(buf, ns, end);
-        if (ne < 0) break fast;
-        i = ne + 1;
-        if (!matchBytes(buf, i, L_GPU)) break fast;
-        const gpu = scanSmallInt(buf, i + 7, end);
-        if (gpu < 0) break fast;
+        if (c !== 44 || !scanPlace(buf, i, end)) break fast;
         i = cursor.pos;
-        let nodeId = -1;
-        if (ne - ns === prevNe - prevNs) {
-          let k = 0;
-          const n = ne - ns;
-          while (k < n && buf[ns + k] === buf[prevNs + k]) k++;
-          if (k === n) nodeId = prevNode;
-        }
-        if (nodeId < 0) {
-          nodeId = nodes.find(buf, ns, ne);
-          if (nodeId < 0) {
-            nodeId = names.length;
-            names.push(utf8Slice(buf, ns, ne));
-            nodes.add(buf, ns, ne, nodeId);
-          }
-          prevNs = ns;
-          prevNe = ne;
-          prevNode = nodeId;
-        }
-        const lane = this.laneId(nodeId, gpu);
+        const lane = this.laneId(this.nodeAt(buf, place.ns, place.ne), place.gpu);
         if (!this.inView(v, lane)) {
           while (buf[i] !== 10 && i < end) i++;
           p = i + 1;
@@ -452,26 +436,14 @@ export class GpuUtilParser {
         }
         const ts = scanNumber(buf, tsAt, end);
         if (ts !== ts || !matchBytes(buf, cursor.pos, L_NODE)) break fast;
-        if (!matchBytes(buf, i, L_UTIL)) break fast;
-        const util = scanNumber(buf, i + 8, end);
-        if (util !== util) break fast;
-        i = cursor.pos;
-        if (!matchBytes(buf, i, L_MEM)) break fast;
-        const mem = scanNumber(buf, i + 10, end);
-        if (mem !== mem) break fast;
-        i = cursor.pos;
-        if (!matchBytes(buf, i, L_POWER)) break fast;
-        const power = scanNumber(buf, i + 11, end);
-        if (power !== power) break fast;
-        i = cursor.pos;
-        if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) break fast;
-        block.push(ts, lane, util, mem, power);
-        p = i + 2;
+        i = scanReadings(buf, i, end);
+        if (i < 0) break fast;
+        block.push(ts, lane, readings.util, readings.mem, readings.power);
+        p = i;
         line++;
         continue;
       }
-      let nl = (buf as Buffer).indexOf(10, p);
-      if (nl < 0 || nl >= end) nl = end;
+      const nl = lineEnd(buf, p, end);
       const before = block.length;
       this.slowLine(buf, p, nl, block, line, bad);
       if (block.length > before && !this.inView(v, block.lane[before])) block.length = before;
@@ -482,14 +454,8 @@ export class GpuUtilParser {
   }
 
   private slowLine(buf: Uint8Array, s: number, e: number, block: GpuUtilBlock, line: number, bad: BadLine): void {
-    const text = utf8Slice(buf, s, e);
-    let o: unknown;
-    try {
-      o = JSON.parse(text);
-    } catch (err) {
-      bad(line, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
-      return;
-    }
+    const o = decodeLine(buf, s, e, line, bad, JSON.parse);
+    if (o === UNDECODED) return;
     if (!hasExactKeys(o, GPU_KEYS)) {
       bad(line, `gpu_util record must have exactly the keys ${GPU_KEYS.join(', ')}`);
       return;

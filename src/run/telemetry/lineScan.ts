@@ -169,3 +169,26 @@ export function parsePythonJson(text: string): unknown {
   }
   return JSON.parse(out, (_k, v) => (typeof v === 'string' && v.startsWith(MARK) ? NONFINITE[v.slice(MARK.length)] : v));
 }
+
+/** Reports a skipped complete line: 1-based line number within the file and why. */
+export type BadLine = (line: number, message: string) => void;
+
+/** Index of the `\n` ending the line that starts at `p`, or `end` for a last line without one. */
+export function lineEnd(buf: Uint8Array, p: number, end: number): number {
+  const nl = (buf as Buffer).indexOf(10, p);
+  return nl < 0 || nl >= end ? end : nl;
+}
+
+/** What `decodeLine` returns for a line it reported as empty or not JSON. */
+export const UNDECODED: unique symbol = Symbol('undecoded line');
+
+/** The value of line `buf[s, e)` through `parse`; an empty or unparsable line is reported to `bad` and gives `UNDECODED`. */
+export function decodeLine(buf: Uint8Array, s: number, e: number, line: number, bad: BadLine, parse: (text: string) => unknown): unknown {
+  const text = utf8Slice(buf, s, e);
+  try {
+    return parse(text);
+  } catch (err) {
+    bad(line, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
+    return UNDECODED;
+  }
+}

@@ -3,7 +3,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { readCompleteLines, readFirstLine, readLastCompleteLine } from '../../formats/jsonlTail.ts';
-import type { BadLine } from './gpuUtilBlock.ts';
+import type { BadLine } from './lineScan.ts';
 import { parsePythonJson } from './lineScan.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { ParsePool } from './parsePool.ts';

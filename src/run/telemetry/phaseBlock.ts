@@ -1,10 +1,11 @@
 // One partition of `phases` events as columns (names/nodes/roles interned), and its line parser.
 import type { StringTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
-import type { BadLine } from './gpuUtilBlock.ts';
+import type { BadLine } from './lineScan.ts';
 import type { PhaseEvent } from './records.ts';
 import { OPEN_T1 } from './records.ts';
-import { bytesOf, cursor, hasExactKeys, isInt, isNum, matchBytes, parsePythonJson, scanNumber, scanPlainString, utf8Slice } from './lineScan.ts';
+import { resized } from './columns.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const PHASE_KEYS = ['name', 't0', 't1', 'node', 'gpus', 'rank', 'role'] as const;
 
@@ -135,11 +136,7 @@ export class PhaseBlock {
   }
 
   pushGpu(gpu: number): void {
-    if (this.gpuLen === this.gpuList.length) {
-      const g = new Int32Array(this.gpuList.length * 2);
-      g.set(this.gpuList);
-      this.gpuList = g;
-    }
+    if (this.gpuLen === this.gpuList.length) this.gpuList = resized(this.gpuList, this.gpuLen, this.gpuLen * 2);
     this.gpuList[this.gpuLen++] = gpu;
     this.gpuStart[this.length + 1] = this.gpuLen;
   }
@@ -167,18 +164,14 @@ export class PhaseBlock {
 
   private grow(cap: number): void {
     const n = this.length;
-    const copy = <T extends Uint32Array | Float64Array | Int32Array>(a: T, make: (c: number) => T, len: number): T => {
-      const b = make(cap + 1);
-      b.set(a.subarray(0, len));
-      return b;
-    };
-    this.name = copy(this.name, (c) => new Uint32Array(c), n);
-    this.node = copy(this.node, (c) => new Uint32Array(c), n);
-    this.role = copy(this.role, (c) => new Uint32Array(c), n);
-    this.t0 = copy(this.t0, (c) => new Float64Array(c), n);
-    this.t1 = copy(this.t1, (c) => new Float64Array(c), n);
-    this.rank = copy(this.rank, (c) => new Int32Array(c), n);
-    this.gpuStart = copy(this.gpuStart, (c) => new Uint32Array(c + 1), n + 1);
+    // a row to spare (`begin` checks n + 1), and `gpuStart` one more: row i ends at gpuStart[i + 1]
+    this.name = resized(this.name, n, cap + 1);
+    this.node = resized(this.node, n, cap + 1);
+    this.role = resized(this.role, n, cap + 1);
+    this.t0 = resized(this.t0, n, cap + 1);
+    this.t1 = resized(this.t1, n, cap + 1);
+    this.rank = resized(this.rank, n, cap + 1);
+    this.gpuStart = resized(this.gpuStart, n + 1, cap + 2);
   }
 }
 
@@ -287,8 +280,7 @@ export class PhaseParser {
         line++;
         continue;
       }
-      let nl = (buf as Buffer).indexOf(10, p);
-      if (nl < 0 || nl >= end) nl = end;
+      const nl = lineEnd(buf, p, end);
       this.slowLine(buf, p, nl, block, line, bad);
       p = nl + 1;
       line++;
@@ -297,14 +289,8 @@ export class PhaseParser {
   }
 
   private slowLine(buf: Uint8Array, s: number, e: number, block: PhaseBlock, line: number, bad: BadLine): void {
-    const text = utf8Slice(buf, s, e);
-    let o: unknown;
-    try {
-      o = parsePythonJson(text);
-    } catch (err) {
-      bad(line, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
-      return;
-    }
+    const o = decodeLine(buf, s, e, line, bad, parsePythonJson);
+    if (o === UNDECODED) return;
     const ev = phaseEventOf(o);
     if (typeof ev === 'string') {
       bad(line, ev);

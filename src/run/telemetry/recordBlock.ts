@@ -1,7 +1,7 @@
 // One partition of a low-volume stream (`trajectories`, `gpu_processes`) kept as validated records.
-import type { BadLine } from './gpuUtilBlock.ts';
+import type { BadLine } from './lineScan.ts';
 import type { GpuProcessSample, TrajectoryEvent } from './records.ts';
-import { hasExactKeys, isInt, isNum, parsePythonJson, utf8Slice } from './lineScan.ts';
+import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from './lineScan.ts';
 
 export class RecordBlock<T extends { ts: number }> {
   readonly key: string;
@@ -77,18 +77,9 @@ export function parseRecordLines<T extends { ts: number }>(
   let line = firstLine;
   let p = start;
   while (p < end) {
-    let nl = (buf as Buffer).indexOf(10, p);
-    if (nl < 0 || nl >= end) nl = end;
-    const text = utf8Slice(buf, p, nl);
-    let o: unknown;
-    let ok = true;
-    try {
-      o = parsePythonJson(text);
-    } catch (err) {
-      bad(line, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
-      ok = false;
-    }
-    if (ok) {
+    const nl = lineEnd(buf, p, end);
+    const o = decodeLine(buf, p, nl, line, bad, parsePythonJson);
+    if (o !== UNDECODED) {
       const r = validate(o);
       if (typeof r === 'string') bad(line, r);
       else block.push(r);

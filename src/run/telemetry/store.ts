@@ -49,6 +49,7 @@ import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
 import type { ParsedColumns } from './parseJob.ts';
 import { ParsePool, defaultParseWorkers } from './parsePool.ts';
 import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from './recordBlock.ts';
+import type { RecordValidator } from './recordBlock.ts';
 import type {
   DataBufferSample,
   EngineInfo,
@@ -172,6 +173,20 @@ export class TelemetryStore {
     const gpuParser = new GpuUtilParser(this.lanes);
     const engineParser = new EngineSeriesParser(this.engineSeries);
     const phaseParser = new PhaseParser(this.strings);
+    // the low-volume streams (trajectories, gpu_processes) are kept as validated records
+    const records = <T extends { ts: number }>(stream: 'trajectories' | 'gpu_processes', bytesPerRow: number, validate: RecordValidator<T>): PartitionReader<RecordBlock<T>> =>
+      new PartitionReader<RecordBlock<T>>(
+        dashboardDir,
+        stream,
+        {
+          bytesPerRow,
+          create: (k, lo, hi) => new RecordBlock<T>(k, lo, hi),
+          parse: (b, s, e, blk, l, bad) => parseRecordLines(validate, b, s, e, blk, l, bad),
+          adopt: (k, lo, hi, d) => RecordBlock.adopt<T>(k, lo, hi, as(d, stream).rows as T[]),
+        },
+        warn,
+        cap,
+      );
     this.partitions = {
       gpu_util: new PartitionReader<GpuUtilBlock>(
         dashboardDir,
@@ -216,30 +231,8 @@ export class TelemetryStore {
         warn,
         cap,
       ),
-      trajectories: new PartitionReader<RecordBlock<TrajectoryEvent>>(
-        dashboardDir,
-        'trajectories',
-        {
-          bytesPerRow: 120,
-          create: (k, lo, hi) => new RecordBlock<TrajectoryEvent>(k, lo, hi),
-          parse: (b, s, e, blk, l, bad) => parseRecordLines(trajectoryEventOf, b, s, e, blk, l, bad),
-          adopt: (k, lo, hi, d) => RecordBlock.adopt<TrajectoryEvent>(k, lo, hi, as(d, 'trajectories').rows as TrajectoryEvent[]),
-        },
-        warn,
-        cap,
-      ),
-      gpu_processes: new PartitionReader<RecordBlock<GpuProcessSample>>(
-        dashboardDir,
-        'gpu_processes',
-        {
-          bytesPerRow: 100,
-          create: (k, lo, hi) => new RecordBlock<GpuProcessSample>(k, lo, hi),
-          parse: (b, s, e, blk, l, bad) => parseRecordLines(gpuProcessOf, b, s, e, blk, l, bad),
-          adopt: (k, lo, hi, d) => RecordBlock.adopt<GpuProcessSample>(k, lo, hi, as(d, 'gpu_processes').rows as GpuProcessSample[]),
-        },
-        warn,
-        cap,
-      ),
+      trajectories: records('trajectories', 120, trajectoryEventOf),
+      gpu_processes: records('gpu_processes', 100, gpuProcessOf),
     };
     this.tails = (['metrics', 'topology', 'data_buffer'] as const).map((stream) => ({ stream, path: join(dashboardDir, `${stream}.jsonl`), rel: `${stream}.jsonl`, offset: 0, lines: 0 }));
   }
