@@ -215,11 +215,6 @@ export class ZipArchive {
     return this.byName().get(name);
   }
 
-  /** The file handle while the archive is open (for synchronous windowed reads of big entries). */
-  get fd(): number | undefined {
-    return this.handle?.fd;
-  }
-
   /** Releases the file handle. Idempotent. */
   async close(): Promise<void> {
     const h = this.handle;
@@ -257,45 +252,6 @@ export class ZipArchive {
     const rel = start - alignedStart;
     if (rel + entry.size <= buf.byteLength) return buf.subarray(rel, rel + entry.size);
     return this.readAligned(start, entry.size);
-  }
-
-  /**
-   * The data of many STORED entries with few reads: entries close together in the file are fetched
-   * in one read (gaps up to `maxGap` bytes, spans up to `maxSpan` bytes) and sliced. The slices of
-   * one read share its buffer and keep their 64-byte file phase.
-   */
-  async readMany(list: Iterable<ZipEntry | string>, maxGap = 1 << 20, maxSpan = 256 << 20): Promise<Map<ZipEntry, Uint8Array>> {
-    const wanted = [...new Set([...list].map((e) => this.resolve(e)))];
-    for (const e of wanted) this.checkStored(e);
-    const out = new Map<ZipEntry, Uint8Array>();
-    if (wanted.length === 0) return out;
-    // Each entry's bytes end before the next local header (or the central directory).
-    const bound = this.entryEnds();
-    wanted.sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
-    let i = 0;
-    while (i < wanted.length) {
-      const first = wanted[i];
-      const start = first.localHeaderOffset - (first.localHeaderOffset % 64);
-      let end = Math.max(bound.get(first)!, first.localHeaderOffset + 30);
-      let j = i + 1;
-      while (j < wanted.length) {
-        const e = wanted[j];
-        const eEnd = Math.max(bound.get(e)!, e.localHeaderOffset + 30);
-        if (e.localHeaderOffset - end > maxGap || eEnd - start > maxSpan) break;
-        end = Math.max(end, eEnd);
-        j++;
-      }
-      const buf = await this.readAt(start, Math.min(end, this.fileSize) - start, true);
-      for (let k = i; k < j; k++) {
-        const e = wanted[k];
-        const dataStart = this.parseLocalHeader(e, buf, e.localHeaderOffset - start);
-        this.dataStarts.set(e, dataStart);
-        const rel = dataStart - start;
-        out.set(e, rel + e.size <= buf.byteLength ? buf.subarray(rel, rel + e.size) : await this.readAligned(dataStart, e.size));
-      }
-      i = j;
-    }
-    return out;
   }
 
   /** `length` bytes of an entry's data from `offset` within it. */

@@ -42,7 +42,6 @@ function row(over: Partial<TrainRow> = {}): TrainRow {
     refEntropy: null,
     advantages: Float32Array.from([1, 3, 1000]),
     returns: null,
-    rawReward: null,
     truncated: null,
     weightVersions: null,
     alignmentFailed: false,
@@ -80,6 +79,16 @@ describe('rollout summary', () => {
     assert.equal(t.rows[1].dumped_rank, null);
     const e = rolloutSummary(5, true, [sample(1)], new Map());
     assert.deepEqual(e.columns, SUMMARY_COLUMNS_WITHOUT_TRAIN);
+  });
+
+  it('takes raw_reward from the batch-global list by the position in the dump, not the sample index', () => {
+    // Dump order 101, 100: position 0 holds index 101.
+    const samples = [sample(0, { index: 101 }), sample(1, { index: 100 })];
+    const digests = new Map([[100, digestTrainRow(row())], [101, digestTrainRow(row({ sampleIndex: 101 }))]]);
+    const t = rolloutSummary(5, false, samples, digests, [0.1, 0.2]);
+    assert.deepEqual(t.rows.map((r) => [r.sample_index, r.raw_reward]), [[101, 0.1], [100, 0.2]]);
+    const noList = rolloutSummary(5, false, samples, digests, null);
+    assert.deepEqual(noList.rows.map((r) => r.raw_reward), [null, null], 'no batch list: no raw reward');
   });
 
   it('groups: one-sample groups are zero-std, all-null rewards are not', () => {

@@ -16,10 +16,9 @@ export interface RolloutTable {
 
 /**
  * The train-side columns of one sample, reduced from its joined train row (per-token arrays dropped).
- * `raw_reward` and a missing `truncated` are settled against the rollout sample by `rolloutSummary`.
+ * The raw reward (batch-global) and a missing `truncated` are settled against the rollout sample by `rolloutSummary`.
  */
 export interface TrainDigest {
-  raw_reward: number | null;
   normalized_reward: number | null;
   truncated: boolean | null;
   dumped_rank: number;
@@ -213,7 +212,6 @@ export function digestTrainRow(row: TrainRow): TrainDigest {
   const entropy = maskedStats(row.entropy, mask);
   const adv = maskedStats(row.advantages, mask);
   return {
-    raw_reward: finite(row.rawReward),
     normalized_reward: finite(row.reward),
     truncated: row.truncated === null ? null : row.truncated !== 0,
     dumped_rank: row.rank,
@@ -335,7 +333,7 @@ export function rolloutSummary(
   };
   const rows = samples.map((s): TableRow => {
     const d = s.index === null ? undefined : digests.get(s.index);
-    return summaryRow(s, rolloutId, d, d ? (rawRewards ? rawAt(s) : d.raw_reward) : null);
+    return summaryRow(s, rolloutId, d, d ? rawAt(s) : null);
   });
   // A table has one column order; like the reference's frame, it is the first row's. Rows built alike
   // already have it; only the others (and any with a missing value) are rebuilt.

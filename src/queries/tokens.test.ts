@@ -20,7 +20,6 @@ function row(over: Partial<TrainRow> = {}): TrainRow {
     refEntropy: null,
     advantages: Float32Array.from([1, 1, 1, 1]),
     returns: null,
-    rawReward: null,
     truncated: 0,
     weightVersions: null,
     alignmentFailed: false,

@@ -271,40 +271,6 @@ describe('bad torch files name the file and the problem', () => {
   });
 });
 
-describe('prefetch', () => {
-  it('reads every storage in few reads; tensors then need no file at all', async () => {
-    const tmp = mkdtempSync(join(tmpdir(), 'rlsight-prefetch-'));
-    try {
-      const p = join(tmp, '2_1.pt');
-      writeFileSync(p, readFileSync(join(runDir, 'train_data', '2_1.pt')));
-      const f = await openTorchFile(p, { wholeFileBelow: 0 });
-      await f.prefetch();
-      await f.close();
-      rmSync(p);
-      const want = readFixtureJson('miles-demo', 'decoded', 'train_data', '2_1.pt.json');
-      assert.equal(await matchesDecoded(f.value, want.value), null);
-      assert.ok([...f.storages.values()].every((s) => s.loaded), 'all storages loaded');
-    } finally {
-      rmSync(tmp, { recursive: true, force: true });
-    }
-  });
-
-  it('a partial prefetch leaves the other storages lazy', async () => {
-    const f = await openTorchFile(join(runDir, 'train_data', '0_1.pt'), { wholeFileBelow: 0 });
-    try {
-      const v = f.value as any;
-      const some = v.rollout_data.advantages.slice(0, 3).map((t: Tensor) => t.storage);
-      await f.prefetch(some);
-      const want = readFixtureJson('miles-demo', 'decoded', 'train_data', '0_1.pt.json').value.rollout_data;
-      assert.equal(await matchesDecoded(v.rollout_data.advantages.slice(0, 3), want.advantages.slice(0, 3)), null);
-      assert.equal(v.rollout_data.tokens[0].storage.loaded, false);
-      assert.equal(await matchesDecoded(v.rollout_data.tokens, want.tokens), null);
-    } finally {
-      await f.close();
-    }
-  });
-});
-
 describe('matchesDecoded finds differences', () => {
   it('in values, dtypes, shapes, strides, offsets and keys of a real dump', async () => {
     const want = readFixtureJson('miles-demo', 'decoded', 'train_data', '1_1.pt.json').value;

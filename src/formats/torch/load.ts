@@ -24,11 +24,6 @@ export interface TorchFile {
   /** Every storage the pickle references, by key, in order of first reference. */
   readonly storages: Map<string, Storage>;
   /**
-   * Reads the given storages (default: all not yet read) with as few reads as possible, so that
-   * reading their tensors afterwards touches no file. Storages read together share one buffer.
-   */
-  prefetch(storages?: Iterable<Storage>): Promise<void>;
-  /**
    * Releases the file handle. Storages not yet read stay readable: each later read reopens the
    * file for that one read (and fails with a ZipError if the file changed size meanwhile).
    */
@@ -49,7 +44,7 @@ export interface OpenTorchOptions {
 /**
  * Opens a `.pt` written by torch.save (zip format) and decodes its pickle. A small file (≤ 1 MiB) is
  * read whole and holds no handle; a bigger one keeps its handle until `close()`. Tensor storages are
- * read only when `readTensor` (or `Storage.bytes()`, or `prefetch`) asks.
+ * read only when `readTensor` (or `Storage.bytes()`) asks.
  */
 export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): Promise<TorchFile> {
   return openTorchArchive(await ZipArchive.open(path, { wholeFileBelow: opts.wholeFileBelow }), opts);
@@ -75,9 +70,6 @@ export async function openTorchArchive(archive: ZipArchive, opts: Omit<OpenTorch
     }
 
     const storages = new Map<string, Storage>();
-    const entryOf = new Map<Storage, ZipEntry>();
-    // Bytes fetched by prefetch(), handed to each storage's first read and then dropped here.
-    const prefetched = new Map<ZipEntry, Uint8Array>();
     const persistentLoad = (pid: PyValue): PyValue => {
       if (!Array.isArray(pid) || pid.length < 5 || pid[0] !== 'storage') {
         throw new TorchFormatError(path, `unknown persistent id ${describePid(pid)}`);
@@ -100,9 +92,8 @@ export async function openTorchArchive(archive: ZipArchive, opts: Omit<OpenTorch
         throw new TorchFormatError(path, `storage ${key} claims ${numelV} ${dtype} elements (${numelV * width} bytes) but ${entryName} holds ${entry.size} bytes`);
       }
       // An inline (unnamed) loader: one per storage, so it must not pay for a name.
-      const s = new Storage(key, dtype, numelV, () => loadStorage(archive, entry, prefetched, numelV * width, width, byteorder), path);
+      const s = new Storage(key, dtype, numelV, () => loadStorage(archive, entry, numelV * width, width, byteorder), path);
       storages.set(key, s);
-      entryOf.set(s, entry);
       return s;
     };
 
@@ -129,11 +120,6 @@ export async function openTorchArchive(archive: ZipArchive, opts: Omit<OpenTorch
       globals: result.globals,
       opcodes: result.opcodes,
       storages,
-      prefetch: async (which?: Iterable<Storage>) => {
-        const want = [...(which ?? storages.values())].filter((st) => !st.loaded && entryOf.has(st));
-        const got = await archive.readMany(want.map((st) => entryOf.get(st)!));
-        for (const [e, b] of got) prefetched.set(e, b);
-      },
       close: () => archive.close(),
     };
   } catch (err) {
@@ -164,14 +150,10 @@ function findDataPkl(entries: ZipEntry[]): ZipEntry | undefined {
 async function loadStorage(
   archive: ZipArchive,
   entry: ZipEntry,
-  prefetched: Map<ZipEntry, Uint8Array>,
   nbytes: number,
   width: number,
   byteorder: 'little' | 'big',
 ): Promise<Uint8Array> {
-  const ready = prefetched.get(entry);
-  prefetched.delete(entry);
-  if (ready) return ordered(ready, nbytes, width, byteorder);
   // Whether the read is served from held memory is settled when it starts (the memory may be released meanwhile).
   const fromMemory = archive.inMemory;
   const bytes = ordered(await archive.read(entry), nbytes, width, byteorder);

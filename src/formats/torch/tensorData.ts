@@ -144,7 +144,3 @@ function widenBFloat16(raw: Uint8Array): Float32Array {
   return new Float32Array(bits.buffer);
 }
 
-/** Elements per dtype byte width (re-exported for readers that size buffers). */
-export function elementBytes(dtype: DType): number {
-  return DTYPE_BYTES[dtype];
-}

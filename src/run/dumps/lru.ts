@@ -17,10 +17,6 @@ export class Lru<K, V> {
     return v;
   }
 
-  has(key: K): boolean {
-    return this.map.has(key);
-  }
-
   set(key: K, value: V): void {
     const old = this.map.get(key);
     this.map.delete(key);
@@ -42,10 +38,6 @@ export class Lru<K, V> {
 
   clear(): void {
     for (const k of [...this.map.keys()]) this.delete(k);
-  }
-
-  keys(): K[] {
-    return [...this.map.keys()];
   }
 
   get size(): number {

@@ -24,11 +24,6 @@ export function field(d: unknown, key: string): PyValue | undefined {
   return undefined;
 }
 
-export function hasField(d: unknown, key: string): boolean {
-  if (d instanceof Map) return d.has(key);
-  return isDict(d) && Object.prototype.hasOwnProperty.call(d, key);
-}
-
 export function isList(v: unknown): v is PyValue[] {
   return Array.isArray(v);
 }

@@ -225,7 +225,7 @@ export class DumpReader {
       const index = await step.indexFor(sampleIndex, rollout.totalLength);
       const rows = this.rowReader(4, false);
       try {
-        trainRow = await buildTrainRow(index, sampleIndex, null, rows.reader(index));
+        trainRow = await buildTrainRow(index, sampleIndex, rows.reader(index));
       } finally {
         await rows.close();
       }
@@ -268,11 +268,6 @@ export class DumpReader {
       this.conversations.set(name, cached);
     }
     return sampleConversation(cached.rows, rolloutId, sampleIndex);
-  }
-
-  /** Whether the run carries a loadable tokenizer (`tokenizer/tokenizer.json`), i.e. tokens get `token_text`. */
-  async hasTokenizer(): Promise<boolean> {
-    return (await this.runTokenizer()) !== null;
   }
 
   /** Drops every cache and closes open files. */
@@ -567,7 +562,7 @@ export class DumpReader {
       try {
         const read = rows.reader(index);
         await mapLimit(order, 8, async (s) => {
-          const row = await buildTrainRow(index, s, null, read);
+          const row = await buildTrainRow(index, s, read);
           if (row) digests.set(s, digestTrainRow(row));
         });
       } finally {

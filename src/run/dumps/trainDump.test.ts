@@ -61,7 +61,7 @@ async function join(values: PyValue[]): Promise<{ index: TrainIndex; reads: stri
     reads.push(`${file}:${row}:${field}`);
     return readNumbers(rowValue(shards[file], field, row));
   };
-  return { index, reads, row: (s, raw = null) => buildTrainRow(index, s, raw, read) };
+  return { index, reads, row: (s) => buildTrainRow(index, s, read) };
 }
 
 const seq = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
@@ -134,17 +134,12 @@ describe('train dump join', () => {
     assert.equal(r.alignmentFailed, true);
   });
 
-  it('indexes batch-global raw_reward by rollout position, not shard row', async () => {
-    const raw = [0.1, 0.2, 0.3, 0.4]; // rollout order of samples 10, 11, 12, 13
+  it('takes the batch-global raw_reward list of the first file carrying one, only at the batch length', async () => {
+    const raw = [0.1, 0.2, 0.3, 0.4];
     const a = [{ sample: 12, response: 1, total: 2 }, { sample: 10, response: 1, total: 2 }];
     const b = [{ sample: 13, response: 1, total: 2 }, { sample: 11, response: 1, total: 2 }];
     const j = await join([rankFile(0, a, { rawReward: raw }), rankFile(1, b, { rawReward: raw })]);
-    const rewards = batchRawRewards(j.index, 4)!;
-    const position = new Map([[10, 0], [11, 1], [12, 2], [13, 3]]);
-    for (const s of [10, 11, 12, 13]) {
-      const r = (await j.row(s, rewards[position.get(s)!]))!;
-      assert.equal(r.rawReward, raw[position.get(s)!]);
-    }
+    assert.deepEqual(batchRawRewards(j.index, 4), raw);
     assert.equal(batchRawRewards(j.index, 5), null, 'a raw_reward of the wrong length is not indexed');
   });
 

@@ -75,7 +75,6 @@ export interface TrainRow {
   refEntropy: Numbers | null;
   advantages: Numbers | null;
   returns: Numbers | null;
-  rawReward: number | null;
   truncated: number | null;
   weightVersions: string[] | null;
   alignmentFailed: boolean;
@@ -230,7 +229,6 @@ function sameNumbers(a: Numbers, b: Numbers): boolean {
 export async function buildTrainRow(
   index: TrainIndex,
   sampleIndex: number,
-  rawReward: PyValue | null,
   read: RowFieldReader,
 ): Promise<TrainRow | null> {
   const locs = index.locations.get(sampleIndex);
@@ -297,7 +295,6 @@ export async function buildTrainRow(
     refEntropy: null,
     advantages: null,
     returns: null,
-    rawReward: rawReward === null ? null : asNumber(rawReward),
     truncated: pf.truncated ? pf.truncated[p.row] : null,
     weightVersions: pf.weightVersions ? pf.weightVersions[p.row] : null,
     alignmentFailed: false,

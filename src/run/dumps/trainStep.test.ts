@@ -92,7 +92,7 @@ function stepFiles(files: RankFileName[], direct: boolean): TrainStepFiles {
 async function joinOver(index: TrainIndex, samples: Iterable<number>): Promise<Map<number, ReturnType<typeof digestTrainRow>>> {
   const out = new Map<number, ReturnType<typeof digestTrainRow>>();
   for (const s of samples) {
-    const row = await buildTrainRow(index, s, null, (file, row, field) => readNumbers(rowValue(index.files[file], field, row)));
+    const row = await buildTrainRow(index, s, (file, row, field) => readNumbers(rowValue(index.files[file], field, row)));
     if (row) out.set(s, digestTrainRow(row));
   }
   return out;

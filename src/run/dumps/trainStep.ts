@@ -172,7 +172,7 @@ export async function joinRankFile<D>(
     const alone = indexTrainFiles([shard]);
     const samples: [number, D][] = [];
     for (const s of alone.locations.keys()) {
-      const row = await buildTrainRow(alone, s, null, read);
+      const row = await buildTrainRow(alone, s, read);
       if (row) samples.push([s, reduce(row)]);
     }
     return { shard, samples };
