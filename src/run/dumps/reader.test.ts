@@ -6,10 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ageTree, copyFixtureRun, diffJson, loadGoldens, type Golden, type RunCopy } from '../../../test/support/fixtures.ts';
 import { parquetWriteBuffer } from 'hyparquet-writer';
+import { z } from 'zod';
 import { dumpMetricSeries } from '../../queries/rollouts.ts';
+import { boolParam, intParam, ParamError, parseParams } from '../../server/params.ts';
 import { BadArgument, DumpNotFound, DumpStillWriting } from './errors.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
-import { parseBoolParam, parseIntParam } from './requestParams.ts';
 import { openTorchDocument, type TorchOpener } from './torchDocument.ts';
 
 /** The real loader, recording the run-relative name of every `.pt` opened. */
@@ -20,20 +21,24 @@ function recordingOpener(runDir: string, opened: string[]): TorchOpener {
   };
 }
 
-/** Replays one golden request against the reader, the way the server will. */
+const rolloutParams = z.object({
+  rollout_id: intParam,
+  sample_index: intParam.optional(),
+  eval: boolParam.default(false),
+  start: intParam.default(0),
+  end: intParam.optional(),
+});
+
+/** Replays one golden request against the reader, parsing its parameters as the server does. */
 async function answer(reader: DumpReader, request: string): Promise<unknown> {
   const url = new URL(request, 'http://x');
-  const q = url.searchParams;
-  const evaluation = q.has('eval') ? parseBoolParam('eval', q.get('eval')!) : false;
   const parts = url.pathname.split('/').slice(3); // after /api/rollout
-  const rid = parseIntParam('rollout_id', parts[0]);
-  if (parts[1] === 'summary') return reader.summary(rid, evaluation);
-  if (parts[1] === 'groups') return reader.groups(rid, evaluation);
-  const idx = parseIntParam('sample_index', parts[2]);
-  if (parts[3] === 'messages') return reader.messages(rid, idx, evaluation);
-  const start = q.has('start') ? parseIntParam('start', q.get('start')!) : 0;
-  const end = q.has('end') ? parseIntParam('end', q.get('end')!) : null;
-  return reader.tokens(rid, idx, { start, end, evaluation });
+  const q = parseParams(rolloutParams, { ...Object.fromEntries(url.searchParams), rollout_id: parts[0], sample_index: parts[2] });
+  if (parts[1] === 'summary') return reader.summary(q.rollout_id, q.eval);
+  if (parts[1] === 'groups') return reader.groups(q.rollout_id, q.eval);
+  const idx = q.sample_index!;
+  if (parts[3] === 'messages') return reader.messages(q.rollout_id, idx, q.eval);
+  return reader.tokens(q.rollout_id, idx, { start: q.start, end: q.end ?? null, evaluation: q.eval });
 }
 
 function snapshot(dir: string): string {
@@ -96,7 +101,8 @@ describe('DumpReader over the miles-demo run', () => {
       assert.equal(d, null, `${g.file} ${g.request}: ${d}`);
       return;
     }
-    const expected = g.status === 404 ? DumpNotFound : BadArgument; // 400 and 422 are both bad arguments here
+    // The reference's 422s are parameters that do not parse; its 400s are arguments the reader refuses.
+    const expected = g.status === 404 ? DumpNotFound : g.status === 422 ? ParamError : BadArgument;
     await assert.rejects(answer(reader, g.request), (e: unknown) => {
       assert.ok(e instanceof expected, `${g.file} ${g.request}: expected ${expected.name}, got ${String(e)}`);
       assert.ok(!(e as Error).message.includes(run.dir), `${g.file}: detail leaks the run path: ${(e as Error).message}`);
