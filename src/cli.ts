@@ -155,16 +155,10 @@ async function demo(argv: string[]): Promise<void> {
   const { generateDemoRun } = await import('./demo/index.ts');
   console.log(`generating a ${values.large ? 'large ' : ''}demo run in ${out} …`);
   await generateDemoRun(out, { large: values.large ?? false });
-  await serve({
-    dumpDetails: checkRunDir(out),
-    host: values.host ?? '127.0.0.1',
-    port: numberFlag('port', values.port, 7788, { int: true, min: 0, max: 65535 }),
-    follow: false,
-    tensorLru: 2,
-    useUtilizationOverview: false,
-    lowMfuThreshold: 0.15,
-    allowHosts: [],
-  });
+  const flags = ['--dump-details', out];
+  if (values.host !== undefined) flags.push('--host', values.host);
+  if (values.port !== undefined) flags.push('--port', values.port);
+  await serve(parseServeFlags(flags));
 }
 
 export async function main(argv: string[]): Promise<number> {

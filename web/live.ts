@@ -2,6 +2,7 @@
 import { getJson } from './api.ts';
 import { store } from './store.ts';
 import type { Meta } from './types.ts';
+import type { RunEvent } from '../src/server/events.ts';
 
 export const meta = store<Meta | null>(null);
 export const metaError = store<unknown>(null);
@@ -39,13 +40,13 @@ function onServerChange() {
   }, 150);
 }
 
-const EVENT_NAMES = ['change', 'meta', 'steps', 'step', 'rollout', 'metrics', 'keys', 'lanes', 'edge', 'time', 'update'];
+// Every change the server announces (hello only opens the stream).
+const EVENT_NAMES: RunEvent['event'][] = ['steps', 'rollout', 'keys', 'lanes', 'edge'];
 
 export function startLive(): void {
   if (source || typeof EventSource === 'undefined') return;
   source = new EventSource('./api/events');
   source.onopen = () => liveConnected.set(true);
   source.onerror = () => liveConnected.set(false);
-  source.onmessage = onServerChange;
   for (const name of EVENT_NAMES) source.addEventListener(name, onServerChange);
 }

@@ -8,7 +8,7 @@ import { Storage, Tensor, type DType } from '../formats/torch/value.ts';
 import { type ClusterLayout, rankCoords, worldSize } from './clusterLayout.ts';
 import type { ChatMessage } from './conversations.ts';
 import type { PlannedSample, RunPlan, StepPlan } from './demoPlan.ts';
-import { PyFloat as JsonFloat, pyDumps, type PyJson } from './pythonJson.ts';
+import { pyDumps, type PyJson } from './pythonJson.ts';
 import { SeededRandom } from './random.ts';
 import type { DemoTokenizer } from './vocabulary.ts';
 
@@ -169,7 +169,7 @@ function writeSidecar(path: string, samples: PlannedSample[], tokenizer: DemoTok
         sample_index: s.index,
         group_index: s.groupIndex,
         status: s.status,
-        reward: new JsonFloat(s.reward),
+        reward: new PyFloat(s.reward),
         prompt: s.conversation.prompt as unknown as PyJson,
         messages: generatedMessages(s, tokenizer) as unknown as PyJson,
       },

@@ -236,7 +236,7 @@ export class DemoTelemetry {
       });
       phases.push({ name: 'train_wait', t0: r.phases[r.phases.length - 1].t1, t1: OPEN_T1, ...base });
     }
-    phases.sort((a, b) => emitTime(a) - emitTime(b));
+    phases.sort((a, b) => phasePartitionTs(a) - phasePartitionTs(b));
     for (const p of phases) this.writePhase(p);
 
     if (step.restart) {
@@ -549,10 +549,6 @@ export class DemoTelemetry {
       }),
     );
   }
-}
-
-function emitTime(p: PhaseEvent): number {
-  return p.t1 === OPEN_T1 ? p.t0 : p.t1;
 }
 
 function round6(x: number): number {

@@ -1,25 +1,15 @@
 // JSON text as Python's json.dumps writes it, which is what miles' writers put on disk.
+import { PyFloat } from '../formats/torch/writer.ts';
+import { pyRepr } from '../queries/pythonFormat.ts';
 
-/** A float as Python's `repr` prints it: `1.0`, `0.30000000000000004`, `1e-07`, `nan` is not JSON so never passed. */
+/** A float as Python's `repr` prints it; `nan` and `inf` are not JSON, so they are refused. */
 export function pyFloat(x: number): string {
-  if (Number.isInteger(x) && x < 1e16 && x > -1e16 && x !== 0) return `${x}.0`;
   if (!Number.isFinite(x)) throw new RangeError(`non-finite float ${x} has no JSON form`);
-  const a = Math.abs(x);
-  // Python's repr is positional for 1e-4 <= |x| < 1e16 and scientific outside; JS switches at 1e-6 and 1e21.
-  if (a !== 0 && (a < 1e-4 || a >= 1e16)) {
-    const s = x.toExponential();
-    const e = s.indexOf('e');
-    const sign = s[e + 1] === '-' ? '-' : '+';
-    return `${s.slice(0, e)}e${sign}${s.slice(e + 2).padStart(2, '0')}`;
-  }
-  if (Number.isInteger(x)) return Object.is(x, -0) ? '-0.0' : `${x}.0`;
-  return String(x);
+  return pyRepr(x);
 }
 
-/** Marks a number that Python holds as a float (so `2` is written `2.0`). */
-export class PyFloat {
-  constructor(readonly value: number) {}
-}
+/** Marks a number that Python holds as a float (so `2` is written `2.0`): the torch writer's marker. */
+export { PyFloat };
 
 export type PyJson = null | boolean | number | string | PyFloat | PyJson[] | { [key: string]: PyJson };
 

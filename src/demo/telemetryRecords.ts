@@ -2,12 +2,7 @@
 import type { PhaseEvent } from '../run/telemetry/records.ts';
 import { PyFloat, pyDumps, pyFloat, pyString, type PyJson } from './pythonJson.ts';
 
-export const OPEN_T1 = -1.0;
-
-/** The hour a phase record is filed under: its end, or its start while open. */
-export function phasePartitionTs(e: PhaseEvent): number {
-  return e.t1 === OPEN_T1 ? e.t0 : e.t1;
-}
+export { OPEN_T1, phasePartitionTs } from '../run/telemetry/records.ts';
 
 export function phaseLine(e: PhaseEvent): string {
   return `{"name":${pyString(e.name)},"t0":${pyFloat(e.t0)},"t1":${pyFloat(e.t1)},"node":"${e.node}","gpus":[${e.gpus.join(',')}],"rank":${e.rank},"role":"${e.role}"}`;
