@@ -16,7 +16,7 @@ import {
   rolloutStepWindow,
 } from './advisory.ts';
 import type { MetricsRecord } from '../run/telemetry/records.ts';
-import { pyFixed, pyG, pyPercent, pyRepr } from './pythonFormat.ts';
+import { pyFixed, pyG, pyPercent, pyRepr, pyStrRepr } from './pythonFormat.ts';
 
 const series = (value: number[], opts: { addr?: string; labels?: Record<string, string>; ts?: number[] } = {}): EngineSeriesData => ({
   addr: opts.addr ?? 'http://e0:1',
@@ -34,6 +34,15 @@ function inputs(over: Partial<AdvisoryInputs> = {}): AdvisoryInputs {
 }
 
 const messages = (i: AdvisoryInputs): string[] => computeAdvisories(i).map((a) => `${a.level}: ${a.message}`);
+
+describe('python string repr', () => {
+  test('quotes as repr(str) does: quote choice and escapes', () => {
+    assert.equal(pyStrRepr('nope'), "'nope'");
+    assert.equal(pyStrRepr("it's"), '"it\'s"');
+    assert.equal(pyStrRepr(`a'b"c`), `'a\\'b"c'`);
+    assert.equal(pyStrRepr('a\tb\nc\\'), "'a\\tb\\nc\\\\'");
+  });
+});
 
 describe('python number formats', () => {
   test('repr, fixed (half to even), percent, g', () => {

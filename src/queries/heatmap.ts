@@ -6,7 +6,7 @@ import { encodeHeatmapFrame } from './heatmapFrame.ts';
 import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
-import { pyRepr } from './pythonFormat.ts';
+import { pyRepr, pyStrRepr } from './pythonFormat.ts';
 import { checkIntRange, checkTimelineWindow } from './timelineWindow.ts';
 import { trajectoryLanes } from './trajectoryLanes.ts';
 
@@ -54,12 +54,6 @@ export interface Heatmap {
   header: HeatmapHeader;
   /** Row-major `uint8[rows × x_buckets]`. */
   values: Uint8Array;
-}
-
-/** Python's `repr` of a string, as the reference quotes bad values. */
-export function pyQuote(s: string): string {
-  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
-  return q + s.replaceAll('\\', '\\\\').replaceAll(q, `\\${q}`).replaceAll('\n', '\\n') + q;
 }
 
 /** The validated, defaulted window of a heatmap-like query; null when the run has no data at all. */
@@ -149,7 +143,7 @@ export function heatmap(store: HeatmapSource, q: HeatmapQuery = {}): Heatmap {
   checkIntRange('x_buckets', xb, 2, 4000);
   const metric = q.metric ?? 'util';
   // Checked before the data: the reference skips this on a run without data, but a bad metric is always a bad request.
-  if (!(HEATMAP_METRICS as readonly string[]).includes(metric)) throw badArgument('metric', `unknown heatmap metric ${pyQuote(metric)}`);
+  if (!(HEATMAP_METRICS as readonly string[]).includes(metric)) throw badArgument('metric', `unknown heatmap metric ${pyStrRepr(metric)}`);
   const sel = resolveLanes(q.lanes, store.laneIndex());
   const w = resolveHeatmapWindow(store, q.t0, q.t1);
   if (w === null) return emptyHeatmap(metric, xb);

@@ -2,6 +2,7 @@
 // role:train`): a union of terms resolved against the lane index.
 import type { LaneEntry } from '../run/telemetry/records.ts';
 import { badArgument } from './errors.ts';
+import { pyStrRepr } from './pythonFormat.ts';
 
 /** One parsed term of a lane selection. */
 export type LaneTerm =
@@ -17,21 +18,6 @@ export type LaneTerm =
 export type LaneSelection = ReadonlySet<string> | null;
 
 const PARAM = 'lanes';
-
-/** Python's `repr` of a short string (what `int()` quotes in its error). */
-function pyStrRepr(s: string): string {
-  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = '';
-  for (const ch of s) {
-    if (ch === '\\') out += '\\\\';
-    else if (ch === q) out += `\\${q}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\r') out += '\\r';
-    else out += ch;
-  }
-  return `${q}${out}${q}`;
-}
 
 /** Python `int(text)`: surrounding whitespace, a sign and `_` digit separators allowed. */
 function pyInt(text: string): number {

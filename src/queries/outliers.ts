@@ -2,7 +2,8 @@
 import type { GpuUtilBlock, LaneTable, StreamName } from '../run/telemetry/store.ts';
 import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import { badArgument } from './errors.ts';
-import { phaseRowsOf, pyQuote } from './heatmap.ts';
+import { phaseRowsOf } from './heatmap.ts';
+import { pyStrRepr } from './pythonFormat.ts';
 import type { PhaseSource } from './phases.ts';
 import { checkIntRange } from './timelineWindow.ts';
 
@@ -88,5 +89,5 @@ export function outliers(store: OutlierSource, q: OutlierQuery): { outliers: Out
     const scored = [...acc.values()].map((a) => ({ node: a.node, gpu: a.gpu, score: a.sum / a.n }));
     return { outliers: scored.sort((a, b) => ascending(b, a)).slice(0, topK) };
   }
-  throw badArgument('criterion', `unknown outlier criterion ${pyQuote(q.criterion)}`);
+  throw badArgument('criterion', `unknown outlier criterion ${pyStrRepr(q.criterion)}`);
 }

@@ -54,3 +54,18 @@ export function pyG(x: number): string {
   const fixed = pyFixed(x, Math.max(0, precision - 1 - exp));
   return fixed.includes('.') ? fixed.replace(/\.?0+$/, '') : fixed;
 }
+
+/** Python's `repr(str)` for short strings, as the reference quotes bad values in its messages. */
+export function pyStrRepr(s: string): string {
+  const q = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = '';
+  for (const ch of s) {
+    if (ch === '\\') out += '\\\\';
+    else if (ch === q) out += `\\${q}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\t') out += '\\t';
+    else if (ch === '\r') out += '\\r';
+    else out += ch;
+  }
+  return `${q}${out}${q}`;
+}
