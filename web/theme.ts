@@ -35,7 +35,6 @@ export const LIFECYCLE_COLORS: Record<string, string> = {
 export const UTIL_COLOR = '#4ea1ff';
 export const MEM_COLOR = '#2fcf8f';
 export const OVERLAY_COLOR = '#ffb347';
-export const ACCENT = '#ff8a3d';
 
 export const SERIES_COLORS = [
   '#4ea1ff',

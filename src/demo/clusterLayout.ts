@@ -57,11 +57,6 @@ export function rankCoords(layout: ClusterLayout, rank: number): RankCoords {
   return { tp: rank % tp, cp: Math.floor(rank / tp) % cp, dp: Math.floor(rank / (tp * cp)) % dp, pp: Math.floor(rank / (tp * cp * dp)) };
 }
 
-export function rankOf(layout: ClusterLayout, c: RankCoords): number {
-  const { tp, cp, dp } = layout.train;
-  return c.tp + tp * (c.cp + cp * (c.dp + dp * c.pp));
-}
-
 export function rankPlacement(layout: ClusterLayout, rank: number): { node: string; gpu: number } {
   return { node: layout.nodes[Math.floor(rank / layout.gpusPerNode)], gpu: rank % layout.gpusPerNode };
 }

@@ -126,11 +126,6 @@ function laneMatches(t: Exclude<LaneTerm, { kind: 'gpu' }>, lane: LaneEntry): bo
   }
 }
 
-/** Whether `(node, gpu)` is in the selection. */
-export function laneSelected(sel: LaneSelection, node: string, gpu: number): boolean {
-  return sel === null || sel.has(`${node}:${gpu}`);
-}
-
 /**
  * The lane keys worth reading cold hours selectively for (`gpuUtilBlocks(t0, t1, keys)`): a selection
  * of at most a quarter of the lanes. Larger ones read whole hours, which every later selection reuses.

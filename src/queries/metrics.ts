@@ -27,16 +27,6 @@ export interface MetricsSource {
   stepKeys(): string[];
 }
 
-/** Sorted union of every metrics record's keys. */
-export function metricKeys(store: MetricsSource): string[] {
-  return store.metricKeys();
-}
-
-/** Sorted distinct step keys. */
-export function stepKeys(store: MetricsSource): string[] {
-  return store.stepKeys();
-}
-
 /**
  * One series per requested key (an unknown key gets empty arrays), in file order: on a step key, the
  * records logged against it (`x` = their step); on `WALL_TIME_X`, every record (`x` = its ts). Records

@@ -95,10 +95,6 @@ export class EngineSeriesBlock {
     if (!(ts <= this.tsMax)) this.tsMax = ts;
   }
 
-  reserve(extra: number): void {
-    if (this.length + extra > this._ts.length) this.grow(Math.max(this.length + extra, Math.ceil(this._ts.length * 1.5)));
-  }
-
   trim(): void {
     if (this._ts.length > this.length + 16) this.grow(this.length);
   }

@@ -175,11 +175,6 @@ export class GpuUtilBlock {
     if (!(ts <= this.tsMax)) this.tsMax = ts;
   }
 
-  /** Makes room for `extra` more rows. */
-  reserve(extra: number): void {
-    if (this.length + extra > this._ts.length) this.grow(Math.max(this.length + extra, Math.ceil(this._ts.length * 1.5)));
-  }
-
   /** Drops spare capacity (after a cold fill of a closed hour). */
   trim(): void {
     if (this._ts.length > this.length + 16) this.grow(this.length, true);

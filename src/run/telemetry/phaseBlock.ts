@@ -153,10 +153,6 @@ export class PhaseBlock {
     if (t1 !== OPEN_T1 && !(t1 >= this.tsMin)) this.tsMin = t1;
   }
 
-  reserve(extra: number): void {
-    if (this.length + extra + 1 > this.name.length) this.grow(Math.max(this.length + extra + 1, Math.ceil(this.name.length * 1.5)));
-  }
-
   trim(): void {
     if (this.name.length > this.length + 16) this.grow(this.length + 1);
     if (this.gpuList.length > this.gpuLen + 16) this.gpuList = this.gpuList.slice(0, Math.max(16, this.gpuLen));

@@ -144,6 +144,3 @@ export function phasePartitionTs(e: Pick<PhaseEvent, 't0' | 't1'>): number {
   return e.t1 === OPEN_T1 ? e.t0 : e.t1;
 }
 
-export function laneKey(node: string, gpu: number): string {
-  return `${node}:${gpu}`;
-}
