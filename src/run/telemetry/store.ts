@@ -42,7 +42,7 @@ import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
 import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
 import { LaneScan, laneEntries, parseLaneCatalog } from './laneCatalog.ts';
 import type { LaneFacts } from './laneCatalog.ts';
-import { isInt, isNum, parsePythonJson, utf8Slice } from './lineScan.ts';
+import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from './lineScan.ts';
 import { PartitionReader } from './partitionReader.ts';
 import type { PartitionFile } from './partitionReader.ts';
 import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
@@ -397,18 +397,11 @@ export class TelemetryStore {
       const buf = chunk.buf;
       let p = 0;
       while (p < chunk.end) {
-        let nl = buf.indexOf(10, p);
-        if (nl < 0 || nl >= chunk.end) nl = chunk.end;
+        const nl = lineEnd(buf, p, chunk.end);
         t.lines++;
-        const text = utf8Slice(buf, p, nl);
+        const o = decodeLine(buf, p, nl, t.lines, (line, message) => this.warn(t.rel, line, message), parsePythonJson);
         p = nl + 1;
-        let o: unknown;
-        try {
-          o = parsePythonJson(text);
-        } catch (err) {
-          this.warn(t.rel, t.lines, text.trim() === '' ? 'empty line' : `not JSON: ${(err as Error).message}`);
-          continue;
-        }
+        if (o === UNDECODED) continue;
         const problem = this.addFlat(t.stream, o, newKeys, newSteps);
         if (problem !== null) this.warn(t.rel, t.lines, problem);
         else added++;
@@ -420,9 +413,8 @@ export class TelemetryStore {
 
   private addFlat(stream: FlatStream, o: any, newKeys: string[], newSteps: string[]): string | null {
     if (o === null || typeof o !== 'object' || Array.isArray(o)) return `${stream} record must be an object`;
-    const keys = Object.keys(o);
     if (stream === 'metrics') {
-      if (!sameKeys(keys, ['ts', 'step_key', 'step', 'metrics'])) return 'metrics record must have exactly the keys ts, step_key, step, metrics';
+      if (!hasExactKeys(o, ['ts', 'step_key', 'step', 'metrics'])) return 'metrics record must have exactly the keys ts, step_key, step, metrics';
       if (!isNum(o.ts) || !(o.step_key === null || typeof o.step_key === 'string') || !(o.step === null || typeof o.step === 'number') || o.metrics === null || typeof o.metrics !== 'object' || Array.isArray(o.metrics)) {
         return 'metrics record has a value of the wrong type';
       }
@@ -443,11 +435,11 @@ export class TelemetryStore {
       return null;
     }
     if (stream === 'topology') {
-      if (!sameKeys(keys, ['ts', 'engines'])) return 'topology record must have exactly the keys ts, engines';
+      if (!hasExactKeys(o, ['ts', 'engines'])) return 'topology record must have exactly the keys ts, engines';
       if (!isNum(o.ts) || !Array.isArray(o.engines)) return 'topology record has a value of the wrong type';
       const engines: EngineInfo[] = [];
       for (const e of o.engines) {
-        if (e === null || typeof e !== 'object' || !sameKeys(Object.keys(e), ['addr', 'worker_type', 'engine_rank', 'gpus', 'gpu_uuids'])) {
+        if (!hasExactKeys(e, ['addr', 'worker_type', 'engine_rank', 'gpus', 'gpu_uuids'])) {
           return 'topology engine must have exactly the keys addr, worker_type, engine_rank, gpus, gpu_uuids';
         }
         if (
@@ -468,7 +460,7 @@ export class TelemetryStore {
       this.stamp(o.ts);
       return null;
     }
-    if (!sameKeys(keys, ['ts', 'length'])) return 'data_buffer record must have exactly the keys ts, length';
+    if (!hasExactKeys(o, ['ts', 'length'])) return 'data_buffer record must have exactly the keys ts, length';
     if (!isNum(o.ts) || !isInt(o.length)) return 'data_buffer record has a value of the wrong type';
     this.dataBuffer.push({ ts: o.ts, length: o.length });
     this.stamp(o.ts);
@@ -781,10 +773,6 @@ function stampOf(path: string): string {
   } catch {
     return '';
   }
-}
-
-function sameKeys(keys: string[], want: string[]): boolean {
-  return keys.length === want.length && want.every((k) => keys.includes(k));
 }
 
 function sameRange(a: [number, number] | null, b: [number, number] | null): boolean {
