@@ -307,7 +307,8 @@ export class TelemetryStore {
       if (lanesBefore === null || after !== lanesBefore) {
         const known = new Set((lanesBefore ?? []).map((l) => `${l.node}:${l.gpu}`));
         report.newLanes = after.filter((l) => !known.has(`${l.node}:${l.gpu}`));
-        report.lanesChanged = lanesBefore === null ? after.length > 0 : JSON.stringify(after) !== JSON.stringify(lanesBefore);
+        // laneIndex() keeps its entries object while the content is equal, so a new object is a change.
+        report.lanesChanged = lanesBefore === null ? after.length > 0 : true;
       }
     }
     report.warnings = this.pendingWarnings;
