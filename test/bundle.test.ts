@@ -1,19 +1,22 @@
 // The dist/ bundle that `npm ci` builds (and `bin/rlsight.mjs` prefers) serves the same answers as the sources.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { isFresh } from '../bin/freshness.mjs';
 import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from './support/fixtures.ts';
 
-const bundle = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const bundle = join(repo, 'dist', 'cli.js');
 
-describe('the dist bundle', { skip: existsSync(bundle) ? false : 'no dist/cli.js: run `npm run build` first' }, () => {
+describe('the dist bundle', () => {
   let run: RunCopy;
   let child: ReturnType<typeof spawn>;
   let url: string;
   before(async () => {
+    // Test the bundle of these sources: rebuild it when it is missing or older than them.
+    if (!isFresh(bundle, join(repo, 'src'))) execFileSync('npm', ['run', '--silent', 'build:cli'], { cwd: repo, stdio: 'inherit' });
     run = copyFixtureRun();
     child = spawn(process.execPath, [bundle, 'serve', '--dump-details', run.dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     url = await new Promise<string>((ok, fail) => {

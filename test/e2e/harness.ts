@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { isFresh } from '../../bin/freshness.mjs';
 import { generateDemoRun } from '../../src/demo/index.ts';
 
 // Code passed to page.evaluate runs in the browser; these names exist there, not in Node.
@@ -19,8 +20,9 @@ export const SCREENSHOTS = join(REPO, 'test-results', 'screenshots');
 export const hasChromium = existsSync(CHROMIUM);
 
 /** Builds the web app when its bundle is missing (a fresh clone before `npm run build:web`). */
+/** Builds web/dist when it is missing or older than any web source, so the tests never run a stale app. */
 export function ensureWebBuilt(): void {
-  if (existsSync(join(REPO, 'web', 'dist', 'index.html'))) return;
+  if (isFresh(join(REPO, 'web', 'dist', 'index.html'), join(REPO, 'web'), ['dist'])) return;
   execFileSync(process.execPath, [join(REPO, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', 'web', '--logLevel', 'warn'], { cwd: REPO, stdio: 'inherit' });
 }
 
