@@ -1,4 +1,5 @@
 // Shapes of the API answers the app reads (see the server's routes); where the server's own type is the JSON, it is used as is.
+import type { LocatedAdvisory } from '../src/queries/advisory.ts';
 import type { Fleet } from '../src/queries/fleet.ts';
 import type { HeatmapHeader } from '../src/queries/heatmap.ts';
 import type { PhaseRow } from '../src/queries/phases.ts';
@@ -47,14 +48,7 @@ export interface GpuSeries {
   power_w?: number[];
 }
 
-export interface Advisory {
-  level: 'critical' | 'warning' | 'info';
-  message: string;
-  /** The time span the advisory concerns, or null when none applies. */
-  window: { t0: number; t1: number } | null;
-  /** Lane-grammar text of the GPUs/engines/ranks it concerns, or null for every lane. */
-  lanes: string | null;
-}
+export type Advisory = LocatedAdvisory;
 
 export interface Mfu {
   latest: number;

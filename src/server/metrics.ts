@@ -2,16 +2,12 @@
 // reference's body) and `/api/rlsight/advisory` (the same advisories, each with the window and lanes it concerns).
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { Advisory, AdvisoryWindow } from '../queries/advisory.ts';
 import { jsonResponse } from './json.ts';
 import { ParamError, checkWindow, parseParams, windowShape } from './params.ts';
 import type { RunSources } from './sources.ts';
 
 const metricsQuery = z.object({ ...windowShape, keys: z.string(), x: z.string().default('rollout/step') });
 const advisoryQuery = z.object(windowShape);
-
-/** An advisory as a source may answer it: located (window, lanes) or not. */
-type MaybeLocated = Advisory & { window?: AdvisoryWindow | null; lanes?: string | null };
 
 export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
   app.get('/api/metrics', async (c) => {
@@ -34,7 +30,6 @@ export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
     const q = parseParams(advisoryQuery, c.req.query());
     checkWindow(q.t0, q.t1);
     const { advisories, mfu } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
-    const located = (advisories as MaybeLocated[]).map((a) => ({ level: a.level, message: a.message, window: a.window ?? null, lanes: a.lanes ?? null }));
-    return jsonResponse(c, { advisories: located, mfu });
+    return jsonResponse(c, { advisories: advisories.map(({ level, message, window, lanes }) => ({ level, message, window, lanes })), mfu });
   });
 }

@@ -1,5 +1,5 @@
 // What the HTTP layer asks of an open run: one method per endpoint, arguments already validated.
-import type { Advisory, MfuSummary } from '../queries/advisory.ts';
+import type { LocatedAdvisory, MfuSummary } from '../queries/advisory.ts';
 import type { RunCatalog } from './events.ts';
 
 export interface Window {
@@ -42,7 +42,7 @@ export interface RunSources {
   engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<unknown>;
   bubbles(): Promise<unknown>;
   metrics(q: Window & { keys: string[]; x: string }): Promise<unknown>;
-  advisory(w: Window & { lowMfu: number }): Promise<{ advisories: Advisory[]; mfu: MfuSummary | null }>;
+  advisory(w: Window & { lowMfu: number }): Promise<{ advisories: LocatedAdvisory[]; mfu: MfuSummary | null }>;
   summary(rolloutId: number, evaluation: boolean): Promise<unknown>;
   groups(rolloutId: number, evaluation: boolean): Promise<unknown>;
   trajectories(rolloutId: number, sampleIndex?: number): Promise<unknown>;
