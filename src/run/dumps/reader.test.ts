@@ -94,6 +94,28 @@ describe('DumpReader over the miles-demo run', () => {
     });
   }
 
+  it('a filled summary cache answers summaries and groups without opening a dump; a touched dump is read again', async () => {
+    const cacheDir = join(cacheBase, 'reuse');
+    const summaries = goldens.filter((g) => g.status === 200 && /\/(summary|groups)(\?|$)/.test(g.request));
+    assert.ok(summaries.length > 4);
+    const filler = await open({ cacheDir });
+    for (const g of summaries) await check(filler, g);
+    const opened: string[] = [];
+    const reader = await open({ cacheDir, openTorch: recordingOpener(run.dir, opened) });
+    for (const g of summaries) await check(reader, g);
+    assert.equal(opened.length, 0, `answered from the cache, yet opened ${opened}`);
+    const dump = join(run.dir, 'rollout_data', '0.pt');
+    const original = statSync(dump);
+    utimesSync(dump, original.atime, new Date(original.mtimeMs - 3600_000));
+    try {
+      const again = await open({ cacheDir, openTorch: recordingOpener(run.dir, opened) });
+      await again.summary(0, false);
+      assert.ok(opened.includes('rollout_data/0.pt'), `a changed source invalidates its step: opened ${opened}`);
+    } finally {
+      utimesSync(dump, original.atime, original.mtime);
+    }
+  });
+
   async function check(reader: DumpReader, g: Golden): Promise<void> {
     if (g.status === 200) {
       const got = await answer(reader, g.request);
