@@ -1,13 +1,11 @@
 // Point-count reduction for served series: index pickers over plain typed arrays.
-import { badArgument } from './errors.ts';
+import { checkIntAtLeast } from './timelineWindow.ts';
 
 /** Numbers a downsampler can read by index. */
 export type NumericColumn = ArrayLike<number>;
 
 function checkMaxPoints(maxPoints: number): void {
-  if (!Number.isInteger(maxPoints) || maxPoints < 2) {
-    throw badArgument('max_points', `max_points=${maxPoints} must be >= 2`);
-  }
+  checkIntAtLeast('max_points', maxPoints, 2);
 }
 
 function identity(n: number): Int32Array {

@@ -1,6 +1,7 @@
 // A tensor's elements in row-major order, honouring shape, strides and storage offset.
 import { TorchFormatError } from './errors.ts';
 import { DTYPE_BYTES, type DType, type Tensor, type TensorData } from './value.ts';
+import { halfToFloat } from './unpickle.ts';
 
 /** Plain-number element data: int64 becomes Float64Array (exact up to 2^53), f16/bf16 widen to f32. */
 export type TensorNumbers = Float64Array | Float32Array | Int32Array | Int16Array | Int8Array | Uint8Array;
@@ -123,12 +124,7 @@ let halfTable: Float32Array | undefined;
 function widenHalf(raw: Uint8Array): Float32Array {
   if (!halfTable) {
     halfTable = new Float32Array(65536);
-    for (let h = 0; h < 65536; h++) {
-      const s = h & 0x8000 ? -1 : 1;
-      const e = (h >> 10) & 0x1f;
-      const f = h & 0x3ff;
-      halfTable[h] = e === 0 ? s * f * 2 ** -24 : e === 31 ? (f ? NaN : s * Infinity) : s * (1 + f / 1024) * 2 ** (e - 15);
-    }
+    for (let h = 0; h < 65536; h++) halfTable[h] = halfToFloat(h);
   }
   const src = new Uint16Array(raw.buffer, raw.byteOffset, raw.byteLength >> 1);
   const out = new Float32Array(src.length);
