@@ -1,6 +1,7 @@
 // Run-health alarms and sglang tuning advice: liveness alarms first, tuning only on a run without alarms.
 // Each advisory also says which time window (and which lanes) it is about, for the app to link to.
 import type { MetricsRecord } from '../run/telemetry/records.ts';
+import { strAsc } from '../run/telemetry/laneCatalog.ts';
 import { pyFixed, pyG, pyPercent } from './pythonFormat.ts';
 
 export const STALL_FACTOR = 6.0;
@@ -205,7 +206,7 @@ export function rankLanes(ranks: Iterable<number>): string | null {
 
 /** Engines as lane-grammar terms (each address whole, so one engine never selects its port-sharing peers). */
 export function engineLanes(addrs: Iterable<string>): string | null {
-  const terms = [...new Set(addrs)].sort(byCodePoint).map((a) => `engine:${a}`);
+  const terms = [...new Set(addrs)].sort(strAsc).map((a) => `engine:${a}`);
   return terms.length ? terms.join(',') : null;
 }
 
@@ -245,7 +246,7 @@ function stallAlarms({ edge, startTs, phases }: AdvisoryInputs): LocatedAdvisory
     push(openMarkers, e.name, e);
   }
   const out: LocatedAdvisory[] = [];
-  for (const name of [...openAges.keys()].sort(byCodePoint)) {
+  for (const name of [...openAges.keys()].sort(strAsc)) {
     const ages = openAges.get(name)!;
     const closed = durations.get(name) ?? [];
     if (closed.length < STALL_MIN_CLOSED) continue;
@@ -264,7 +265,7 @@ function stallAlarms({ edge, startTs, phases }: AdvisoryInputs): LocatedAdvisory
     // About the span the oldest marker has been open, on the ranks (else nodes) still inside the phase.
     const markers = openMarkers.get(name)!;
     const lanes =
-      rankLanes(markers.map((e) => e.rank)) ?? ([...new Set(markers.map((e) => `node:${e.node}`))].sort(byCodePoint).join(',') || null);
+      rankLanes(markers.map((e) => e.rank)) ?? ([...new Set(markers.map((e) => `node:${e.node}`))].sort(strAsc).join(',') || null);
     out.push(located('critical', message, { t0: edge - age, t1: edge }, lanes));
   }
   return out;
@@ -445,7 +446,7 @@ function tuningAdvice({ engine, args, mfu, lowMfu, metricsRecords }: AdvisoryInp
     if (!perAddr.has(s.addr)) perAddr.set(s.addr, new Map());
     perAddr.get(s.addr)!.set(rank, sum(s.value) / s.value.length);
   }
-  for (const addr of [...perAddr.keys()].sort(byCodePoint)) {
+  for (const addr of [...perAddr.keys()].sort(strAsc)) {
     const means = perAddr.get(addr)!;
     if (means.size < 2) continue;
     const values = [...means.values()];
@@ -526,9 +527,6 @@ function sameNumber(a: number, b: number): boolean {
   return a === b || (a !== a && b !== b);
 }
 
-function byCodePoint(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /** A numeric arg from the snapshot (bools count as Python ints would), else null. */
 function num(v: unknown): number | null {

@@ -1,5 +1,6 @@
 // Engine series: raw sglang gauges/counters per (addr, labels), DP ranks folded, derived rates and means.
 import type { EngineSeriesBlock, EngineSeriesTable, StreamName } from '../run/telemetry/store.ts';
+import { strAsc } from '../run/telemetry/laneCatalog.ts';
 import { strideIndices, pick } from './downsample.ts';
 import {
   ENGINE_MEAN_METRICS,
@@ -210,5 +211,5 @@ export function engineMetricNames(store: EngineMetricPresence): string[] {
   for (const [derived, base] of Object.entries(ENGINE_MEAN_METRICS)) {
     if (present.has(`${base}_sum`) && present.has(`${base}_count`)) names.add(derived);
   }
-  return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return [...names].sort(strAsc);
 }

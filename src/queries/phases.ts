@@ -130,7 +130,7 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
     }
   }
 
-  return rows.sort((a, b) => (a.node !== b.node ? (a.node < b.node ? -1 : 1) : a.gpu - b.gpu || a.t0 - b.t0));
+  return rows.sort((a, b) => compareLanes(a, b) || a.t0 - b.t0);
 }
 
 const EMPTY = new Int32Array(0);

@@ -16,7 +16,8 @@ export function compareLanes(a: { node: string; gpu: number }, b: { node: string
 }
 
 const numAsc = (a: number, b: number): number => a - b;
-const strAsc = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+/** Python's string order (code units), as the reference sorts names. */
+export const strAsc = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Sorted lane entries with their `index`. */
 export function laneEntries(facts: Iterable<LaneFacts>): LaneEntry[] {

@@ -40,7 +40,7 @@ import { readCompleteLines, readRange } from '../../formats/jsonlTail.ts';
 import { EngineSeriesBlock, EngineSeriesParser } from './engineSeriesBlock.ts';
 import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
 import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
-import { LaneScan, laneEntries, parseLaneCatalog } from './laneCatalog.ts';
+import { LaneScan, laneEntries, parseLaneCatalog, strAsc } from './laneCatalog.ts';
 import type { LaneFacts } from './laneCatalog.ts';
 import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from './lineScan.ts';
 import { PartitionReader } from './partitionReader.ts';
@@ -780,5 +780,4 @@ function sameRange(a: [number, number] | null, b: [number, number] | null): bool
   return a === b || (a !== null && b !== null && a[0] === b[0] && a[1] === b[1]);
 }
 
-const strAsc = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
