@@ -27,21 +27,25 @@ export async function discoverRolloutIds(runDir: string, nowMs = Date.now()): Pr
     throw e;
   }
   const out: RolloutIds = { train: [], eval: [] };
-  for (const name of names) {
-    const m = ROLLOUT_FILE.exec(name);
-    if (!m) continue;
-    const evaluation = m[1] !== undefined;
-    const id = Number(m[2]);
-    let mtimeMs: number;
-    try {
-      mtimeMs = (await stat(join(runDir, 'rollout_data', name))).mtimeMs;
-    } catch {
-      continue;
-    }
-    let visible = nowMs - mtimeMs > MIN_AGE_SECONDS * 1000;
-    if (!visible && !evaluation) visible = await exists(join(runDir, 'train_data', `${id}_0.pt`));
-    if (visible) (evaluation ? out.eval : out.train).push(id);
-  }
+  // One stat per file, all at once: a long run has hundreds of steps and this runs on every catalog read.
+  const found = await Promise.all(
+    names.map(async (name) => {
+      const m = ROLLOUT_FILE.exec(name);
+      if (!m) return null;
+      const evaluation = m[1] !== undefined;
+      const id = Number(m[2]);
+      let mtimeMs: number;
+      try {
+        mtimeMs = (await stat(join(runDir, 'rollout_data', name))).mtimeMs;
+      } catch {
+        return null;
+      }
+      let visible = nowMs - mtimeMs > MIN_AGE_SECONDS * 1000;
+      if (!visible && !evaluation) visible = await exists(join(runDir, 'train_data', `${id}_0.pt`));
+      return visible ? { evaluation, id } : null;
+    }),
+  );
+  for (const f of found) if (f) (f.evaluation ? out.eval : out.train).push(f.id);
   out.train.sort((a, b) => a - b);
   out.eval.sort((a, b) => a - b);
   return out;
