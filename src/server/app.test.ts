@@ -259,21 +259,3 @@ describe('answers', () => {
     assert.deepEqual(await res.json(), { detail: 'Not Found' });
   });
 });
-
-describe('createApp over a store and a dump reader', () => {
-  test('answers the reference meta of the fixture run', async () => {
-    const { copyFixtureRun, diffJson, readFixtureJson } = await import('../../test/support/fixtures.ts');
-    const { DumpReader } = await import('../run/dumps/reader.ts');
-    const { TelemetryStore } = await import('../run/telemetry/store.ts');
-    const copy = copyFixtureRun();
-    try {
-      const dumps = await DumpReader.open(copy.dir);
-      const store = TelemetryStore.open(join(copy.dir, 'dashboard'));
-      const res = await get(createApp({ store, dumps }), '/api/meta');
-      assert.equal(res.status, 200);
-      assert.equal(diffJson(await res.json(), readFixtureJson('miles-demo', 'golden', '000.json').body), null);
-    } finally {
-      copy.dispose();
-    }
-  });
-});

@@ -8,9 +8,6 @@ import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
 import { mountRollout } from './rollout.ts';
 import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
-import type { DumpReader } from '../run/dumps/reader.ts';
-import type { TelemetryStore } from '../run/telemetry/store.ts';
-import { OpenRun } from './run.ts';
 import type { RunSources } from './sources.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
@@ -30,11 +27,9 @@ export interface AppOptions {
   feed?: EventFeed;
 }
 
-/** The app over an open run (`run`), or over a telemetry store and a dump reader of the same run. */
-export function createApp(
-  args: { run: RunSources; options?: AppOptions } | { store: TelemetryStore; dumps: DumpReader; options?: AppOptions },
-): Hono {
-  const run = 'run' in args ? args.run : new OpenRun(args.dumps.runDir, args.store, args.dumps);
+/** The app over an open run. */
+export function createApp(args: { run: RunSources; options?: AppOptions }): Hono {
+  const { run } = args;
   const options = args.options ?? {};
   const app = new Hono();
   const feed = options.feed ?? new EventFeed();
