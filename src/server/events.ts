@@ -9,7 +9,7 @@ const HEARTBEAT_MS = 15_000;
 
 /** What the follow loop compares between ticks. */
 export interface RunCatalog {
-  /** Step values logged on `rollout/step` (or the run's first step key). */
+  /** Step values logged on `rollout/step`. */
   steps: number[];
   rollout_ids: { train: number[]; eval: number[] };
   metric_keys: string[];

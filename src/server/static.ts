@@ -78,7 +78,7 @@ export function mountStatic(app: Hono, root: string = DEFAULT_STATIC_DIR): void 
     const index = join(base, 'index.html');
     if (!existsSync(index)) {
       return c.html(
-        '<!doctype html><title>rlsight</title><p>The web app is not built: run <code>npx vite build web</code>. The API is under <code>/api/</code>.</p>',
+        '<!doctype html><title>rlsight</title><p>The web app is not built: run <code>npm run build:web</code>. The API is under <code>/api/</code>.</p>',
         200,
         { 'Cache-Control': 'no-cache' },
       );
