@@ -1,4 +1,4 @@
-// Locates the shared fixtures and makes throwaway copies of their runs with aged mtimes.
+// Locates the test fixtures (kept in test/fixtures) and makes throwaway copies of their runs with aged mtimes.
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The fixtures folder: `$RLSIGHT_FIXTURES`, else `../shared/fixtures` beside the checkout. */
-export const FIXTURES = process.env.RLSIGHT_FIXTURES ?? resolve(repoRoot, '..', 'shared', 'fixtures');
+/** The fixtures folder: `$RLSIGHT_FIXTURES`, else the repository's own `test/fixtures`. */
+export const FIXTURES = process.env.RLSIGHT_FIXTURES ?? resolve(repoRoot, 'test', 'fixtures');
 
 export function fixturePath(...parts: string[]): string {
   return join(FIXTURES, ...parts);
