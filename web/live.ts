@@ -1,8 +1,8 @@
 // Run catalog (/api/meta) kept fresh by the server's event stream, so live runs update without a reload.
 import { getJson } from './api.ts';
 import { store } from './store.ts';
-import type { Meta } from './types.ts';
-import type { RunEvent } from '../src/server/events.ts';
+import type { Meta } from '../src/wire/index.ts';
+import type { RunEvent } from '../src/wire/index.ts';
 
 export const meta = store<Meta | null>(null);
 export const metaError = store<unknown>(null);

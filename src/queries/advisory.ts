@@ -3,6 +3,9 @@
 import type { MetricsRecord } from '../run/telemetry/records.ts';
 import { strAsc } from '../run/telemetry/laneCatalog.ts';
 import { pyFixed, pyG, pyPercent } from './pythonFormat.ts';
+import type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory, Mfu } from '../wire/metrics.ts';
+import type { EngineSeries } from '../wire/timeline.ts';
+export type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory };
 
 export const STALL_FACTOR = 6.0;
 export const STALL_MIN_AGE_S = 1800.0;
@@ -26,33 +29,11 @@ export const MFU_STEP_KEY = 'rollout/step';
 export const MFU_MIN_STEPS = 3;
 const OPEN_T1 = -1.0;
 
-export type AdvisoryLevel = 'critical' | 'warning' | 'info';
 
-export interface Advisory {
-  level: AdvisoryLevel;
-  message: string;
-}
 
-/** A span of wall-clock seconds. */
-export interface AdvisoryWindow {
-  t0: number;
-  t1: number;
-}
-
-/** An advisory with what it concerns: a window (null when no time span applies) and a lane selection. */
-export interface LocatedAdvisory extends Advisory {
-  window: AdvisoryWindow | null;
-  /** Lane-grammar text (`rank:3-5`, `engine:http://10.0.0.1:15000`, `role:train`), or null for every lane. */
-  lanes: string | null;
-}
 
 /** One engine series as `engineSeries` answers it. */
-export interface EngineSeriesData {
-  addr: string;
-  labels: Record<string, string>;
-  ts: number[];
-  value: number[];
-}
+export type EngineSeriesData = EngineSeries;
 
 /** A raw phase event; `t1 === -1` marks a phase still open. */
 export interface RawPhase {
@@ -63,13 +44,8 @@ export interface RawPhase {
   rank: number;
 }
 
-export interface MfuSummary {
-  latest: number;
-  mean: number;
-  steps: number;
-  /** The last logged peak TFLOP/s, or null when MFU is logged without one. */
-  peak: number | null;
-}
+/** The MFU figures of a run, as answered. */
+export type MfuSummary = Mfu;
 
 /** Engine series the rules read; absent when the run has no engine_series stream. */
 export interface EngineInputs {

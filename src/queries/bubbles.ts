@@ -1,13 +1,8 @@
 // Pipeline bubbles: per rollout step, how long it took and what fraction of it training waited.
 import type { MetricsRecord } from '../run/telemetry/records.ts';
+import type { Bubble } from '../wire/timeline.ts';
 
-export interface Bubble {
-  step: number | null;
-  /** Wall-clock time the step's metrics were logged (the end of the step). */
-  ts: number;
-  step_time: number | null;
-  wait_ratio: number | null;
-}
+export type { Bubble };
 
 const STEP_TIME = 'perf/step_time';
 const WAIT_RATIO = 'perf/wait_time_ratio';

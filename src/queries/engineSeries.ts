@@ -14,6 +14,7 @@ import {
   type EngineSeriesIdentity,
 } from './engineParts.ts';
 import { checkIntAtLeast, checkTimelineWindow } from './timelineWindow.ts';
+import type { EngineSeriesAnswer } from '../wire/timeline.ts';
 
 export { ENGINE_MEAN_METRICS, ENGINE_RATE_METRICS, ENGINE_MEAN_AGGREGATED_METRICS } from './engineParts.ts';
 
@@ -35,12 +36,6 @@ export interface EngineSeriesQuery {
   perDpRank?: boolean;
 }
 
-export interface EngineSeriesAnswer {
-  addr: string;
-  labels: Record<string, string>;
-  ts: number[];
-  value: number[];
-}
 
 /** Per block: its rows grouped by metric id (file order), rebuilt when the block grows. */
 interface MetricRowIndex {
@@ -177,7 +172,7 @@ function wholeRunParts(store: EngineSeriesSource, metric: string, perDpRank: boo
  * otherwise) unless `perDpRank`; `*_per_s` rates and `*_mean_s` means derive from their counters after
  * folding, leaving gaps at counter resets and idle intervals. An unknown metric gives no series.
  */
-export function engineSeries(store: EngineSeriesSource, q: EngineSeriesQuery): { series: EngineSeriesAnswer[] } {
+export function engineSeries(store: EngineSeriesSource, q: EngineSeriesQuery): EngineSeriesAnswer {
   const maxPoints = q.maxPoints ?? 2000;
   checkIntAtLeast('max_points', maxPoints, 2);
   const t0 = q.t0 ?? null;

@@ -5,6 +5,7 @@ import { phaseComposition, utilBand, type FleetBand } from './fleetBand.ts';
 import { heatmapLaneRows, phaseHeatmapMatrix, resolveHeatmapWindow, type HeatmapSource } from './heatmap.ts';
 import { checkIntRange } from './timelineWindow.ts';
 import { UTIL_CELL_S, utilCellsOf } from './utilCells.ts';
+import type { Fleet } from '../wire/timeline.ts';
 
 export type FleetSource = HeatmapSource;
 
@@ -15,16 +16,7 @@ export interface FleetQuery {
   xBuckets?: number;
 }
 
-export interface Fleet {
-  t0: number;
-  t1: number;
-  x_buckets: number;
-  /** Lanes in the lane index (the composition's denominator). */
-  lanes: number;
-  palette: string[];
-  composition: Record<string, number[]>;
-  band: FleetBand;
-}
+export type { Fleet };
 
 /** Answers per store, keyed by the resolved window, bucket count and every stream's version. */
 const answers = new WeakMap<object, Map<string, Fleet>>();

@@ -1,5 +1,6 @@
 // Fleet overview arithmetic: phase composition fractions and the per-bucket util quantile band.
 import { pyFixed } from './pythonFormat.ts';
+import type { FleetBand } from '../wire/timeline.ts';
 
 /** `round(x, 4)` as Python does it: half to even on the exact binary value. */
 export function pyRound4(x: number): number {
@@ -34,12 +35,7 @@ export function phaseComposition(matrix: Uint8Array, rows: number, xb: number, p
   return out;
 }
 
-export interface FleetBand {
-  p10: (number | null)[];
-  p50: (number | null)[];
-  p90: (number | null)[];
-  min: (number | null)[];
-}
+export type { FleetBand };
 
 /**
  * Per bucket: p10/p50/p90 (nearest rank) and min over lanes of each lane's max util in that bucket.

@@ -5,6 +5,7 @@ import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import { minmaxIndices } from './downsample.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { checkIntAtLeast, checkTimelineWindow } from './timelineWindow.ts';
+import type { GpuAnswer, GpuSeries } from '../wire/timeline.ts';
 
 /** What the GPU queries read from the telemetry store. */
 export interface GpuUtilSource {
@@ -23,12 +24,7 @@ export interface GpuSeriesQuery {
   maxPoints?: number;
 }
 
-export interface GpuLaneSeries {
-  ts: number[];
-  util: number[];
-  mem_mb: number[];
-  power_w: number[];
-}
+export type GpuLaneSeries = GpuSeries;
 
 /** One lane's samples in a window, time-sorted, as parallel columns. */
 export interface LaneSamples {
@@ -113,7 +109,7 @@ function sortSamples(s: LaneSamples): LaneSamples {
  * `GET /api/timeline/gpu`: per selected lane (sorted lane keys) the samples in `[t0, t1]`, sorted by ts,
  * min/max-downsampled on util to at most `maxPoints`; mem_mb and power_w take the same indices.
  */
-export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): { lanes: Record<string, GpuLaneSeries> } {
+export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): GpuAnswer {
   const maxPoints = q.maxPoints ?? 2000;
   checkIntAtLeast('max_points', maxPoints, 2);
   const t0 = q.t0 ?? null;

@@ -9,6 +9,7 @@ import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
 import { pyRepr, pyStrRepr } from './pythonFormat.ts';
 import { checkIntRange, checkTimelineWindow } from './timelineWindow.ts';
 import { trajectoryLanes } from './trajectoryLanes.ts';
+import type { HeatmapHeader, HeatmapRow } from '../wire/timeline.ts';
 
 export const HEATMAP_METRICS = ['util', 'mem_mb', 'power_w', 'phase', 'lifecycle'] as const;
 export type HeatmapMetric = (typeof HEATMAP_METRICS)[number];
@@ -35,20 +36,8 @@ export interface HeatmapQuery {
   lanes?: string | null;
 }
 
-export type HeatmapRow = { node: string; gpu: number; index: number; roles: string[] } | { sample_index: number; group_index: number };
+export type { HeatmapHeader, HeatmapRow };
 
-/** The frame header: every field the reference sends, in its key order. */
-export interface HeatmapHeader {
-  rows: HeatmapRow[];
-  /** Lifecycle only: trajectories before the row cap. */
-  rows_total?: number;
-  x_buckets: number;
-  t0: number;
-  t1: number;
-  metric: string;
-  scale: { max: number } | null;
-  palette: string[] | null;
-}
 
 export interface Heatmap {
   header: HeatmapHeader;

@@ -2,16 +2,13 @@
 import type { MetricsRecord, MetricValue } from '../run/telemetry/records.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate, type StepAggregateMetric } from './rollouts.ts';
 import { badArgument } from './errors.ts';
+import type { MetricSeries, MetricsAnswer } from '../wire/metrics.ts';
 
 /** The `x` value that puts points on wall-clock time (`x` = record `ts`) whatever their step key. */
 export const WALL_TIME_X = '_time';
 export const DUMP_METRIC_PREFIX = 'dump/';
 
-export interface MetricSeries {
-  x: number[];
-  y: (MetricValue | null)[];
-  ts: number[];
-}
+export type { MetricSeries };
 
 export interface MetricQuery {
   /** A step key (`rollout/step`, `train/step`, …): only records logged against it; or `WALL_TIME_X`. */
@@ -86,7 +83,7 @@ export async function metricsAnswer(
   keys: readonly string[],
   q: MetricQuery,
   stepAggregates: () => Promise<readonly StepAggregate[]> | readonly StepAggregate[],
-): Promise<Record<string, MetricSeries>> {
+): Promise<MetricsAnswer> {
   if (keys.length === 0) throw badArgument('keys', 'keys must be a non-empty comma-separated list');
   const dumpKeys = keys.filter((k) => k.startsWith(DUMP_METRIC_PREFIX));
   for (const k of dumpKeys) if (!isStepAggregateColumn(k.slice(DUMP_METRIC_PREFIX.length))) throw badArgument('keys', `unknown dump metric '${k}'`);

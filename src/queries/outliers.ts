@@ -6,6 +6,7 @@ import { phaseRowsOf } from './heatmap.ts';
 import { pyStrRepr } from './pythonFormat.ts';
 import type { PhaseSource } from './phases.ts';
 import { checkIntRange } from './timelineWindow.ts';
+import type { Outlier, OutliersAnswer } from '../wire/timeline.ts';
 
 export interface OutlierSource extends PhaseSource {
   gpuUtilBlocks(t0?: number | null, t1?: number | null): GpuUtilBlock[];
@@ -22,11 +23,7 @@ export interface OutlierQuery {
   topK?: number;
 }
 
-export interface Outlier {
-  node: string;
-  gpu: number;
-  score: number;
-}
+export type { Outlier };
 
 const SLOWEST_PHASE = 'slowest_phase:';
 
@@ -66,7 +63,7 @@ export function meanUtilByLane(blocks: readonly GpuUtilBlock[], lanes: LaneTable
  * `phasesByLane` order, summed left to right) descending, ties by descending `(node, gpu)`.
  * No window rule: a reversed window simply selects nothing.
  */
-export function outliers(store: OutlierSource, q: OutlierQuery): { outliers: Outlier[] } {
+export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer {
   const topK = q.topK ?? 16;
   checkIntRange('top_k', topK, 1, 256);
   const t0 = q.t0 ?? null;

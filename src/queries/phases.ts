@@ -5,17 +5,10 @@ import type { LaneEntry, RunMeta, TopologyWindow } from '../run/telemetry/record
 import { INITIALIZE_PHASE, OPEN_T1 } from '../run/telemetry/records.ts';
 import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import type { LaneSelection } from './lanes.ts';
+import type { Phase } from '../wire/timeline.ts';
 
-export interface PhaseRow {
-  name: string;
-  t0: number;
-  t1: number;
-  node: string;
-  gpu: number;
-  rank: number;
-  /** `train`, `rollout_manager`, or `derived` for the synthesized `initialize` band. */
-  role: string;
-}
+/** One phase interval on one lane, as answered. */
+export type PhaseRow = Phase;
 
 /** What `phasesByLane` reads from the telemetry store. */
 export interface PhaseSource {

@@ -3,16 +3,10 @@ import { BadArgument } from '../run/dumps/errors.ts';
 import type { RolloutSample } from '../run/dumps/rolloutDump.ts';
 import type { TrainRow } from '../run/dumps/trainDump.ts';
 import type { Numbers } from '../run/dumps/torchDocument.ts';
+import type { StepAggregateMetric } from '../wire/metrics.ts';
+import type { RolloutTable, TableRow } from '../wire/rollout.ts';
 
-type Cell = number | string | boolean | null;
-export type TableRow = Record<string, Cell>;
-
-export interface RolloutTable {
-  rollout_id: number;
-  evaluation: boolean;
-  columns: string[];
-  rows: TableRow[];
-}
+export type { RolloutTable, TableRow };
 
 /**
  * The train-side columns of one sample, reduced from its joined train row (per-token arrays dropped).
@@ -103,8 +97,10 @@ export const STEP_AGGREGATE_METRICS = [
   'mean_abs_lp_diff',
   'mean_entropy',
   'mixed_version_frac',
-] as const;
-export type StepAggregateMetric = (typeof STEP_AGGREGATE_METRICS)[number];
+] as const satisfies readonly StepAggregateMetric[];
+// Every aggregate the wire names is computed (a compile error otherwise).
+true satisfies Exclude<StepAggregateMetric, (typeof STEP_AGGREGATE_METRICS)[number]> extends never ? true : never;
+export type { StepAggregateMetric };
 
 export interface StepAggregate extends Record<StepAggregateMetric, number | null> {
   rollout_id: number;

@@ -3,6 +3,7 @@ import { BadArgument } from '../run/dumps/errors.ts';
 import type { TrainRow } from '../run/dumps/trainDump.ts';
 import type { Numbers } from '../run/dumps/torchDocument.ts';
 import { lpDiff } from './rollouts.ts';
+import type { TokenStatValues, TokenView } from '../wire/rollout.ts';
 
 /** What a token read needs: the rollout side (parquet mirror) and, for train steps, the joined train row. */
 export interface SampleTokens {
@@ -24,30 +25,7 @@ export interface TokenWindow {
   end?: number | null;
 }
 
-type Stat = (number | null)[] | null;
-
-export interface TokenView {
-  rollout_id: number;
-  sample_index: number;
-  evaluation: boolean;
-  total_len: number;
-  prompt_len: number;
-  start: number;
-  end: number;
-  response_offset: number;
-  token_ids: number[];
-  token_text: string[] | null;
-  rollout_log_probs: Stat;
-  loss_mask: number[] | null;
-  train_log_probs: Stat;
-  ref_log_probs: Stat;
-  lp_diff: Stat;
-  imp_ratio: Stat;
-  entropy: Stat;
-  ref_entropy: Stat;
-  advantages: Stat;
-  returns: Stat;
-}
+export type { TokenView };
 
 function checkInt(name: string, v: number): number {
   if (!Number.isSafeInteger(v)) throw new BadArgument(name, `${name} must be an integer, got ${v}`);
@@ -66,7 +44,7 @@ export function tokenView(src: SampleTokens, window: TokenWindow = {}): TokenVie
   const row = src.trainRow;
   const mask = row ? row.lossMask : null;
 
-  const responseSlice = (v: ArrayLike<number> | null, f?: (x: number) => number): Stat => {
+  const responseSlice = (v: ArrayLike<number> | null, f?: (x: number) => number): TokenStatValues => {
     if (!v) return null;
     const out = new Array<number | null>(b - a);
     for (let i = a; i < b; i++) {
@@ -84,7 +62,7 @@ export function tokenView(src: SampleTokens, window: TokenWindow = {}): TokenVie
   const tokenIds = new Array<number>(Math.max(0, stop - start));
   for (let i = start; i < stop; i++) tokenIds[i - start] = Number(src.tokens[i]);
   const diff = row ? lpDiff(row) : null;
-  const stat = (v: Numbers | null | undefined): Stat => (row ? responseSlice(v ?? null) : null);
+  const stat = (v: Numbers | null | undefined): TokenStatValues => (row ? responseSlice(v ?? null) : null);
 
   return {
     rollout_id: src.rolloutId,

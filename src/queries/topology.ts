@@ -1,13 +1,10 @@
 // The engine topology over time and the lanes it is drawn on.
 import type { LaneEntry, TopologyWindow } from '../run/telemetry/records.ts';
+import type { Topology } from '../wire/timeline.ts';
 
-export interface TopologyAnswer {
-  lanes: { node: string; gpu: number; index: number }[];
-  windows: TopologyWindow[];
-}
 
 /** `{lanes: [{node, gpu, index}], windows: [{t0, t1, engines}]}`; snapshot N holds until N+1, the last until `null`. */
-export function topology(store: { laneIndex(): readonly LaneEntry[]; topologyWindows(): TopologyWindow[] }): TopologyAnswer {
+export function topology(store: { laneIndex(): readonly LaneEntry[]; topologyWindows(): TopologyWindow[] }): Topology {
   return {
     lanes: store.laneIndex().map((l) => ({ node: l.node, gpu: l.gpu, index: l.index })),
     windows: store.topologyWindows(),

@@ -2,32 +2,12 @@
 import type { MetricsRecord, TrajectoryEvent } from '../run/telemetry/records.ts';
 import { MAX_WINDOW_S } from '../run/telemetry/records.ts';
 import { bubbles } from './bubbles.ts';
+import type { Trajectories, Trajectory, TrajectoryAttempt, TrajectorySegment } from '../wire/rollout.ts';
 
-export interface TrajectorySegment {
-  kind: 'gen' | 'tool';
-  t0: number | null;
-  t1: number | null;
-  turn: number;
-  weight_version: string;
-}
 
-export interface TrajectoryAttempt {
-  t0: number | null;
-  t1: number | null;
-}
 
-export interface TrajectoryLane {
-  sample_index: number;
-  group_index: number;
-  first_ts: number;
-  last_ts: number;
-  segments: TrajectorySegment[];
-  attempts: TrajectoryAttempt[];
-  /** Detail of the last `attempt_end` with one (the final `Sample.Status`), null before any. */
-  status: string | null;
-  /** Sorted distinct numeric weight versions seen on any of the sample's events. */
-  versions: number[];
-}
+/** One sample's lifecycle lane, as answered. */
+export type TrajectoryLane = Trajectory;
 
 const DIGITS = /^[0-9]+$/;
 
@@ -136,19 +116,13 @@ export function trajectoryLanes(store: TrajectorySource, q: TrajectoryLaneQuery 
   return assembleTrajectoryLanes(store.trajectoryEvents(q.t0, q.t1), q.sampleIndices);
 }
 
-export interface RolloutTrajectories {
-  lanes: TrajectoryLane[];
-  /** When the step's batch was consumed: its bubble's ts, else the newest data; null for a run without data. */
-  consume_ts: number | null;
-  t0: number | null;
-}
 
 /**
  * `GET /api/rollout/{id}/trajectories`: the batch anatomy of one step. Events are scanned over the 4 h
  * before the step's consume time (its first bubble, else the end of the data). The caller passes the
  * step's sample indices (from the dump summary) or the one requested sample.
  */
-export function rolloutTrajectories(store: TrajectorySource, rolloutId: number, sampleIndices: Iterable<number> | null): RolloutTrajectories {
+export function rolloutTrajectories(store: TrajectorySource, rolloutId: number, sampleIndices: Iterable<number> | null): Trajectories {
   const bubble = bubbles(store).find((b) => b.step === rolloutId);
   const consume = bubble !== undefined ? bubble.ts : (store.timeRange()?.[1] ?? null);
   // The reference fails (500) without any data; an empty answer says the same thing plainly.

@@ -2,6 +2,7 @@
 import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { toJsonText } from './json.ts';
+import type { RunEvent } from '../wire/index.ts';
 
 /** How often `--follow` tails the run. */
 export const FOLLOW_INTERVAL_MS = 2000;
@@ -18,10 +19,6 @@ export interface RunCatalog {
   time_range: [number, number] | null;
 }
 
-export interface RunEvent {
-  event: 'steps' | 'rollout' | 'keys' | 'lanes' | 'edge';
-  data: Record<string, unknown>;
-}
 
 const added = <T>(before: readonly T[], after: readonly T[]): T[] => {
   const seen = new Set(before);

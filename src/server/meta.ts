@@ -2,21 +2,13 @@
 import type { Hono } from 'hono';
 import { jsonResponse } from './json.ts';
 import { MAX_WINDOW_S } from './params.ts';
-import type { RunMetaAnswer, RunSources } from './sources.ts';
-
-/** The `/api/meta` answer: the run's facts, with what the app may show grouped under `capabilities`. */
-export interface MetaJson extends Omit<RunMetaAnswer, 'has_metrics' | 'has_tokenizer' | 'has_timeline' | 'has_engine_series'> {
-  mode: 'follow' | 'static';
-  capabilities: Pick<RunMetaAnswer, 'has_metrics' | 'has_tokenizer' | 'has_timeline' | 'has_engine_series'> & {
-    max_window_s: number;
-    use_utilization_overview: boolean;
-  };
-}
+import type { RunSources } from './sources.ts';
+import type { Meta } from '../wire/index.ts';
 
 export function mountMeta(app: Hono, run: RunSources, opts: { follow: boolean; useUtilizationOverview: boolean }): void {
   app.get('/api/meta', async (c) => {
     const m = await run.meta();
-    const body: MetaJson = {
+    const body: Meta = {
       mode: opts.follow ? 'follow' : 'static',
       run_name: m.run_name,
       start_ts: m.start_ts,

@@ -35,6 +35,23 @@ import { DumpReader } from '../run/dumps/reader.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import type { RunCatalog } from './events.ts';
 import type { RunMetaAnswer, RunSources, Window } from './sources.ts';
+import type {
+  BubblesAnswer,
+  Conversation,
+  EngineSeriesAnswer,
+  Fleet,
+  GpuAnswer,
+  GpuProcessesAnswer,
+  LanesAnswer,
+  LocatedAdvisoryAnswer,
+  MetricsAnswer,
+  OutliersAnswer,
+  PhasesAnswer,
+  RolloutTable,
+  TokenView,
+  Topology,
+  Trajectories,
+} from '../wire/index.ts';
 
 export interface OpenRunOptions {
   /** Rollout steps kept decoded in memory. */
@@ -99,23 +116,23 @@ export class OpenRun implements RunSources {
     };
   }
 
-  async topology(): Promise<unknown> {
+  async topology(): Promise<Topology> {
     return topology(this.store);
   }
 
-  async selectLanes(grammar: string | undefined): Promise<unknown> {
+  async selectLanes(grammar: string | undefined): Promise<LanesAnswer> {
     return { lanes: selectedLanes(grammar, this.store.laneIndex()) };
   }
 
-  async phases(w: Window & { lanes?: string }): Promise<unknown> {
+  async phases(w: Window & { lanes?: string }): Promise<PhasesAnswer> {
     return { phases: phasesByLane(this.store, { t0: w.t0, t1: w.t1, lanes: resolveLanes(w.lanes, this.store.laneIndex()) }) };
   }
 
-  async gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<unknown> {
+  async gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer> {
     return gpuSeries(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes, maxPoints: w.maxPoints });
   }
 
-  async gpuProcesses(w: Window & { lanes?: string }): Promise<unknown> {
+  async gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer> {
     return gpuProcesses(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes });
   }
 
@@ -123,27 +140,27 @@ export class OpenRun implements RunSources {
     return encodeHeatmap(heatmap(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, xBuckets: w.xBuckets, lanes: w.lanes }));
   }
 
-  async fleet(w: Window & { xBuckets: number }): Promise<unknown> {
+  async fleet(w: Window & { xBuckets: number }): Promise<Fleet> {
     return fleet(this.store, { t0: w.t0, t1: w.t1, xBuckets: w.xBuckets });
   }
 
-  async outliers(w: Window & { criterion: string; topK: number }): Promise<unknown> {
+  async outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer> {
     return outliers(this.store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK });
   }
 
-  async engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<unknown> {
+  async engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer> {
     return engineSeries(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank });
   }
 
-  async bubbles(): Promise<unknown> {
+  async bubbles(): Promise<BubblesAnswer> {
     return { bubbles: bubbles(this.store) };
   }
 
-  async metrics(q: Window & { keys: string[]; x: string }): Promise<unknown> {
+  async metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer> {
     return metricsAnswer(this.store, q.keys, q, () => this.dumps.stepAggregates());
   }
 
-  async advisory(w: Window & { lowMfu: number }): Promise<{ advisories: LocatedAdvisory[]; mfu: MfuSummary | null }> {
+  async advisory(w: Window & { lowMfu: number }): Promise<LocatedAdvisoryAnswer> {
     const ids = await this.dumps.rolloutIds();
     // Rules are recomputed only when what they read changed (dumps are written once per step, so ids suffice).
     const key = JSON.stringify([
@@ -289,24 +306,24 @@ export class OpenRun implements RunSources {
     };
   }
 
-  summary(rolloutId: number, evaluation: boolean): Promise<unknown> {
+  summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
     return this.dumps.summary(rolloutId, evaluation);
   }
 
-  groups(rolloutId: number, evaluation: boolean): Promise<unknown> {
+  groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
     return this.dumps.groups(rolloutId, evaluation);
   }
 
-  async trajectories(rolloutId: number, sampleIndex?: number): Promise<unknown> {
+  async trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories> {
     const indices = sampleIndex !== undefined ? [sampleIndex] : (await this.dumps.summary(rolloutId)).rows.map((r) => r.sample_index as number);
     return rolloutTrajectories(this.store, rolloutId, indices);
   }
 
-  messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<unknown> {
+  messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation> {
     return this.dumps.messages(rolloutId, sampleIndex, evaluation);
   }
 
-  tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<unknown> {
+  tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView> {
     return this.dumps.tokens(rolloutId, sampleIndex, { start: q.start, end: q.end ?? null, evaluation: q.evaluation });
   }
 

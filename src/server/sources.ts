@@ -1,5 +1,21 @@
 // What the HTTP layer asks of an open run: one method per endpoint, arguments already validated.
-import type { LocatedAdvisory, MfuSummary } from '../queries/advisory.ts';
+import type {
+  BubblesAnswer,
+  Conversation,
+  EngineSeriesAnswer,
+  Fleet,
+  GpuAnswer,
+  GpuProcessesAnswer,
+  LanesAnswer,
+  LocatedAdvisoryAnswer,
+  MetricsAnswer,
+  OutliersAnswer,
+  PhasesAnswer,
+  RolloutTable,
+  TokenView,
+  Topology,
+  Trajectories,
+} from '../wire/index.ts';
 import type { RunCatalog } from './events.ts';
 
 export interface Window {
@@ -29,25 +45,25 @@ export interface RunMetaAnswer {
  */
 export interface RunSources {
   meta(): Promise<RunMetaAnswer>;
-  topology(): Promise<unknown>;
+  topology(): Promise<Topology>;
   /** rlsight's own: the lanes a selection picks (`/api/rlsight/lanes`). */
-  selectLanes(grammar: string | undefined): Promise<unknown>;
-  phases(w: Window & { lanes?: string }): Promise<unknown>;
-  gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<unknown>;
-  gpuProcesses(w: Window & { lanes?: string }): Promise<unknown>;
+  selectLanes(grammar: string | undefined): Promise<LanesAnswer>;
+  phases(w: Window & { lanes?: string }): Promise<PhasesAnswer>;
+  gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer>;
+  gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer>;
   /** The framed heatmap bytes. */
   heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string }): Promise<Uint8Array>;
-  fleet(w: Window & { xBuckets: number }): Promise<unknown>;
-  outliers(w: Window & { criterion: string; topK: number }): Promise<unknown>;
-  engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<unknown>;
-  bubbles(): Promise<unknown>;
-  metrics(q: Window & { keys: string[]; x: string }): Promise<unknown>;
-  advisory(w: Window & { lowMfu: number }): Promise<{ advisories: LocatedAdvisory[]; mfu: MfuSummary | null }>;
-  summary(rolloutId: number, evaluation: boolean): Promise<unknown>;
-  groups(rolloutId: number, evaluation: boolean): Promise<unknown>;
-  trajectories(rolloutId: number, sampleIndex?: number): Promise<unknown>;
-  messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<unknown>;
-  tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<unknown>;
+  fleet(w: Window & { xBuckets: number }): Promise<Fleet>;
+  outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer>;
+  engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer>;
+  bubbles(): Promise<BubblesAnswer>;
+  metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer>;
+  advisory(w: Window & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
+  summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
+  groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
+  trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
+  messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
+  tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView>;
 
   /** Reads what the telemetry streams gained since the last call (`--follow`). */
   advance(): Promise<void>;

@@ -1,7 +1,7 @@
 // A sortable table that renders only the rows in view (fixed row height), with a sticky header and first column.
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { fmtNum } from '../format.ts';
-import type { Cell, Row } from '../types.ts';
+import type { Cell, TableRow as Row } from '../../src/wire/index.ts';
 
 interface Props {
   rows: Row[];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Meta } from '../../types.ts';
+import type { Meta } from '../../../src/wire/index.ts';
 import { axisOf, buildCatalog, categoryOf } from './catalog.ts';
 
 const meta = (keys: string[], engine: string[] = [], steps = ['rollout/step']) =>

@@ -1,5 +1,5 @@
 // How metric keys are grouped (category by key prefix), which step axis each is logged against, and what each means.
-import type { Meta } from '../../types.ts';
+import type { Meta } from '../../../src/wire/index.ts';
 
 export const ENGINE_CATEGORY = 'sglang';
 const FIRST = ['rollout', 'perf', 'train', 'eval', 'dump'];

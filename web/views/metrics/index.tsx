@@ -5,7 +5,7 @@ import { ErrorNote, Loading, Empty } from '../../components/status.tsx';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { EngineSeries, Meta, Series } from '../../types.ts';
+import type { EngineSeries, Meta, MetricSeries as Series } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
 import { ChartPanel, type XKind, type XYTable } from './chartPanel.tsx';
@@ -178,7 +178,9 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
       const s = loggedData.data?.[k];
       if (!s) continue;
       const useTime = xKind === 'time' && s.ts.length === s.y.length;
-      out.set(k, { tables: [{ label: k, x: useTime ? s.ts : s.x, y: s.y }], kind: useTime ? 'time' : 'step', xLabel: useTime ? 'time (UTC)' : s.axis });
+      // A key logged as text has no line to draw: its points are gaps.
+      const y = s.y.map((v) => (typeof v === 'number' ? v : null));
+      out.set(k, { tables: [{ label: k, x: useTime ? s.ts : s.x, y }], kind: useTime ? 'time' : 'step', xLabel: useTime ? 'time (UTC)' : s.axis });
     }
     return out;
   }, [loggedData.data, xKind]);

@@ -1,19 +1,21 @@
 // The step's dump/* aggregates (served by /api/metrics), so the header states what the server measured for this step.
 import { getJson } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
-import type { Series } from '../../types.ts';
+import type { DumpMetricKey, MetricSeries as Series, StepAggregateMetric } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 
-export const DUMP_KEYS = [
-  'dump/reward_mean',
-  'dump/reward_std',
-  'dump/response_length_mean',
-  'dump/truncated_frac',
-  'dump/zero_std_group_frac',
-  'dump/mean_abs_lp_diff',
-  'dump/mean_entropy',
-  'dump/mixed_version_frac',
-];
+/** Each step aggregate the server computes, with its label; the type makes the list complete. */
+const LABELS: Record<StepAggregateMetric, string> = {
+  reward_mean: 'reward mean',
+  reward_std: 'reward std',
+  response_length_mean: 'response length mean',
+  truncated_frac: 'truncated frac',
+  zero_std_group_frac: 'zero std group frac',
+  mean_abs_lp_diff: 'mean abs lp diff',
+  mean_entropy: 'mean entropy',
+  mixed_version_frac: 'mixed version frac',
+};
+export const DUMP_KEYS = Object.keys(LABELS).map((m) => `dump/${m}` as DumpMetricKey);
 
 export function DumpSummary({ id, evaluation, tick }: { id: number; evaluation: boolean; tick: number }) {
   const res = useApi(evaluation ? null : 'dump', (signal) => getJson<Record<string, Series>>('metrics', { keys: DUMP_KEYS.join(','), x: 'rollout/step' }, signal), tick);
@@ -28,7 +30,7 @@ export function DumpSummary({ id, evaluation, tick }: { id: number; evaluation: 
         return (
           <div class="stat" key={k} title={k}>
             <div class="v">{i >= 0 ? fmtNum(s!.y[i]) : '—'}</div>
-            <div class="k">{k.slice(5).replace(/_/g, ' ')}</div>
+            <div class="k">{LABELS[k.slice(5) as StepAggregateMetric]}</div>
           </div>
         );
       })}

@@ -7,7 +7,7 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Meta, Row, Table } from '../../types.ts';
+import type { Meta, TableRow as Row, RolloutTable as Table } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { DumpSummary } from './dumpSummary.tsx';
 import { type ColorBy, colorOf, Scatter } from './scatter.tsx';

@@ -6,7 +6,7 @@ import { fmtNum } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { CSS, SERIES_COLORS } from '../../theme.ts';
 import { fmtTick, niceTicks } from '../../ticks.ts';
-import type { Cell, Row } from '../../types.ts';
+import type { Cell, TableRow as Row } from '../../../src/wire/index.ts';
 
 export type ColorBy = 'group' | 'status' | 'mixed_version' | 'truncated';
 

@@ -1,7 +1,7 @@
 // Step selector: previous/next, a slider over the recorded steps, a validated number input, and the train/eval switch.
 import { useEffect, useState } from 'preact/hooks';
 import { href, navigate } from '../../route.ts';
-import type { Meta } from '../../types.ts';
+import type { Meta } from '../../../src/wire/index.ts';
 
 export function stepHref(id: number, evaluation: boolean, keep?: URLSearchParams): string {
   const p = new URLSearchParams(keep);

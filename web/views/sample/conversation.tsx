@@ -1,7 +1,7 @@
 // Conversation: role-tagged turns, collapsible thinking, structured tool calls and results, long texts folded.
 import { useEffect, useState } from 'preact/hooks';
 import { markPainted } from '../../paintMarks.ts';
-import type { Message, ToolCall } from '../../types.ts';
+import type { Message, ToolCall } from '../../../src/wire/index.ts';
 
 const FOLD_CHARS = 1600;
 const FOLD_LINES = 36;

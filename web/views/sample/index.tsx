@@ -5,7 +5,7 @@ import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtNum } from '../../format.ts';
 import { useKeys } from '../../keyboard.ts';
 import { href, navigate, type Route } from '../../route.ts';
-import type { Conversation as Conv, Meta, Table, Trajectories } from '../../types.ts';
+import type { Conversation as Conv, Meta, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { Conversation } from './conversation.tsx';
 import { LifecycleStrip } from './lifecycle.tsx';

@@ -4,7 +4,7 @@ import { CanvasBox } from '../../components/canvasBox.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { fmtDuration } from '../../format.ts';
 import { CSS, LIFECYCLE_COLORS } from '../../theme.ts';
-import type { Trajectory } from '../../types.ts';
+import type { Trajectory } from '../../../src/wire/index.ts';
 
 const LEFT = 8;
 const RIGHT = 8;
@@ -13,7 +13,7 @@ const BAR_H = 18;
 
 export function LifecycleStrip({ lane }: { lane: Trajectory }) {
   const geo = useRef({ t0: 0, t1: 1, w: 1 });
-  const t0 = Math.min(lane.first_ts, ...lane.attempts.map((a) => a.t0));
+  const t0 = Math.min(lane.first_ts, ...lane.attempts.map((a) => a.t0 ?? lane.first_ts));
   const t1 = Math.max(lane.last_ts, ...lane.attempts.map((a) => a.t1 ?? lane.last_ts));
 
   function draw(ctx: CanvasRenderingContext2D, size: { width: number; height: number }) {
@@ -21,7 +21,7 @@ export function LifecycleStrip({ lane }: { lane: Trajectory }) {
     geo.current = { t0, t1: t1 > t0 ? t1 : t0 + 1, w };
     const x = (t: number) => LEFT + ((t - t0) / (geo.current.t1 - t0)) * w;
     ctx.fillStyle = LIFECYCLE_COLORS.queue!;
-    for (const a of lane.attempts) ctx.fillRect(x(a.t0), BAR_Y + 5, Math.max(1, x(a.t1 ?? t1) - x(a.t0)), BAR_H - 10);
+    for (const a of lane.attempts) ctx.fillRect(x(a.t0 ?? t0), BAR_Y + 5, Math.max(1, x(a.t1 ?? t1) - x(a.t0 ?? t0)), BAR_H - 10);
     for (const s of lane.segments) {
       const a = s.t0 ?? t0;
       const b = s.t1 ?? t1;

@@ -1,6 +1,6 @@
 // Token colour scales: each series maps through f(v) onto a diverging or sequential ramp whose extent is either
 // fixed per series (comparable across windows and samples) or the current window's extent (shows small effects).
-import type { TokenStat } from '../../types.ts';
+import type { TokenStat } from '../../../src/wire/index.ts';
 
 export type ScaleMode = 'window' | 'fixed';
 

@@ -9,7 +9,8 @@ import { UPlotChart } from '../../components/uplotChart.tsx';
 import { fmtNum } from '../../format.ts';
 import { numParam, setParams } from '../../route.ts';
 import { CSS } from '../../theme.ts';
-import { TOKEN_STATS, type TokenStat, type Tokens } from '../../types.ts';
+import { TOKEN_STATS } from './tokenStats.ts';
+import type { TokenStat, TokenView as Tokens } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { extentOf, SCALES, type ScaleMode, scaleGradient, tokenColor } from './tokenColors.ts';
 

@@ -3,7 +3,7 @@ import { getJson } from '../../api.ts';
 import { ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtElapsed, fmtPct } from '../../format.ts';
 import { href } from '../../route.ts';
-import type { Advisory, Mfu } from '../../types.ts';
+import type { LocatedAdvisory as Advisory, Mfu } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import type { Viewport } from './viewport.ts';
 

@@ -5,7 +5,7 @@ import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { fmtElapsed } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { CSS } from '../../theme.ts';
-import type { Fleet } from '../../types.ts';
+import type { Fleet } from '../../../src/wire/index.ts';
 import { drawBand } from './layers/fleetBand.ts';
 import { drawComposition } from './layers/fleetComposition.ts';
 import type { Viewport } from './viewport.ts';

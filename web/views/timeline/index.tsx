@@ -7,7 +7,7 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, Meta, Phase, Topology } from '../../types.ts';
+import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, Meta, Phase, Topology } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';

@@ -6,7 +6,7 @@ import { fmtElapsed, fmtNum, fmtWall } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { href, navigate } from '../../route.ts';
 import { CSS } from '../../theme.ts';
-import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../types.ts';
+import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../../src/wire/index.ts';
 import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
 import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
 import { drawPhaseBand } from './layers/phaseBand.ts';

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, errorText, getJson } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
-import type { Lane, Outlier } from '../../types.ts';
+import type { Lane, Outlier } from '../../../src/wire/index.ts';
 import type { Viewport } from './viewport.ts';
 
 interface Props {

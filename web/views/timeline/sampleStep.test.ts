@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Bubble } from '../../types.ts';
+import type { Bubble } from '../../../src/wire/index.ts';
 import { candidateSteps, findSampleStep, knownSampleStep } from './sampleStep.ts';
 
 const bubble = (step: number, ts: number): Bubble => ({ step, ts, step_time: 10, wait_ratio: null });

@@ -1,6 +1,6 @@
 // Which training step a lifecycle row's sample belongs to, asked of the steps' trajectory answers (the server knows, the strip does not).
 import { getJson } from '../../api.ts';
-import type { Bubble, Trajectories, Trajectory } from '../../types.ts';
+import type { Bubble, Trajectories, Trajectory } from '../../../src/wire/index.ts';
 
 export interface SampleStep {
   rolloutId: number;

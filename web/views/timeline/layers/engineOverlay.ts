@@ -1,6 +1,6 @@
 // Layer: the SGLang engine series of whichever engine served this GPU at each moment (topology windows).
 import { OVERLAY_COLOR } from '../../../theme.ts';
-import type { EngineSeries, Topology } from '../../../types.ts';
+import type { EngineSeries, Topology } from '../../../../src/wire/index.ts';
 import type { Frame } from '../viewport.ts';
 import { drawSeries } from './utilLine.ts';
 

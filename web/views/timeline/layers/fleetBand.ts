@@ -1,6 +1,6 @@
 // Layer: fleet utilisation band — p10–p90 strip, median line and dashed minimum, per time bucket.
 import { alpha, CSS, UTIL_COLOR } from '../../../theme.ts';
-import type { Fleet } from '../../../types.ts';
+import type { Fleet } from '../../../../src/wire/index.ts';
 
 export function drawBand(ctx: CanvasRenderingContext2D, fleet: Fleet, x: number, y: number, w: number, h: number): void {
   const n = fleet.x_buckets;

@@ -1,6 +1,6 @@
 // Layer: fleet phase composition — per time bucket, the share of all lanes in each phase, stacked to 100 %.
 import { phaseColor } from '../../../theme.ts';
-import type { Fleet } from '../../../types.ts';
+import type { Fleet } from '../../../../src/wire/index.ts';
 
 export function drawComposition(ctx: CanvasRenderingContext2D, fleet: Fleet, x: number, y: number, w: number, h: number): void {
   const n = fleet.x_buckets;

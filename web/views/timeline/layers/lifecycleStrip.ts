@@ -1,6 +1,6 @@
 // Layer: the request lifecycle strip — one row per request, coloured queued / generating / tool wait.
 import { LIFECYCLE_COLORS } from '../../../theme.ts';
-import type { HeatmapHeader } from '../../../types.ts';
+import type { HeatmapHeader } from '../../../../src/wire/index.ts';
 import { drawRaster, paletteLut } from './raster.ts';
 
 export interface Lifecycle {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Phase } from '../../../types.ts';
+import type { Phase } from '../../../../src/wire/index.ts';
 import { hasOverlap } from './phaseBand.ts';
 
 const ph = (t0: number, t1: number, role = 'train'): Phase => ({ name: 'x', t0, t1, node: 'n', gpu: 0, rank: 0, role });

@@ -1,7 +1,7 @@
 // Layer: one lane's phase band, coloured per phase; idle phases hatched so idleness does not rely on hue.
 // When phases of different roles overlap (colocated trainer and engine), the band splits: train on top, rollout below.
 import { IDLE_PHASES, phaseColor } from '../../../theme.ts';
-import type { Phase } from '../../../types.ts';
+import type { Phase } from '../../../../src/wire/index.ts';
 import { type Frame, xOf } from '../viewport.ts';
 
 /** True when two phases of the lane overlap in time (phases come sorted by t0). */

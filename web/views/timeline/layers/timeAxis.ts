@@ -1,7 +1,7 @@
 // Layer: the shared time axis (elapsed since run start) with grid lines, and step spans from the bubbles.
 import { fmtElapsed, timeStep } from '../../../format.ts';
 import { CSS } from '../../../theme.ts';
-import type { Bubble } from '../../../types.ts';
+import type { Bubble } from '../../../../src/wire/index.ts';
 import { type Frame, xOf } from '../viewport.ts';
 
 export function drawTimeAxis(ctx: CanvasRenderingContext2D, f: Frame, origin: number, top: number, height: number, axisH: number): void {

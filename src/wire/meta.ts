@@ -1,0 +1,33 @@
+// `/api/meta`: what a run holds and what the app may show of it.
+
+/** Rollout steps with dumps: train steps and eval steps, ascending. */
+export interface RolloutIds {
+  train: number[];
+  eval: number[];
+}
+
+/** What the app may show of a run. */
+export interface Capabilities {
+  has_metrics: boolean;
+  has_tokenizer: boolean;
+  has_timeline: boolean;
+  has_engine_series: boolean;
+  /** The widest timeline window a query answers, in seconds. */
+  max_window_s: number;
+  use_utilization_overview: boolean;
+}
+
+export interface Meta {
+  /** `follow` when the server tails a live run (`--follow`). */
+  mode: 'follow' | 'static';
+  run_name: string | null;
+  start_ts: number | null;
+  wandb_url: string | null;
+  data_buffer_length: number | null;
+  time_range: [number, number] | null;
+  rollout_ids: RolloutIds;
+  metric_keys: string[];
+  engine_metric_keys: string[];
+  step_keys: string[];
+  capabilities: Capabilities;
+}

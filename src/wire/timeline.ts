@@ -1,0 +1,150 @@
+// `/api/timeline/*` and `/api/rlsight/lanes`: lanes, topology, phases, GPU and engine series, heatmap frames, fleet, outliers, bubbles.
+
+/** One GPU lane; `index` is its position in `(node, gpu)` order. */
+export interface Lane {
+  node: string;
+  gpu: number;
+  index: number;
+}
+
+/** A lane with what runs on it (`/api/rlsight/lanes`). */
+export interface LaneDetail extends Lane {
+  ranks: number[];
+  engine_addrs: string[];
+  roles: string[];
+}
+
+export interface LanesAnswer {
+  lanes: LaneDetail[];
+}
+
+/** One SGLang engine of a topology snapshot and the GPUs it holds. */
+export interface Engine {
+  addr: string;
+  worker_type: string;
+  engine_rank: number;
+  gpus: [string, number][];
+  gpu_uuids: (string | null)[];
+}
+
+/** Snapshot N holds on `[t0, t1)`; the last window has `t1 = null`. */
+export interface TopologyWindow {
+  t0: number;
+  t1: number | null;
+  engines: Engine[];
+}
+
+export interface Topology {
+  lanes: Lane[];
+  windows: TopologyWindow[];
+}
+
+/** One phase interval on one lane. */
+export interface Phase {
+  name: string;
+  t0: number;
+  t1: number;
+  node: string;
+  gpu: number;
+  rank: number;
+  /** `train`, `rollout_manager`, or `derived` for the synthesized `initialize` band. */
+  role: string;
+}
+
+export interface PhasesAnswer {
+  phases: Phase[];
+}
+
+/** One lane's NVML samples as parallel columns. */
+export interface GpuSeries {
+  ts: number[];
+  util: number[];
+  mem_mb: number[];
+  power_w: number[];
+}
+
+/** Keyed by `"<node>:<gpu>"`. */
+export interface GpuAnswer {
+  lanes: Record<string, GpuSeries>;
+}
+
+export interface GpuProcess {
+  ts: number;
+  node: string;
+  gpu: number;
+  pid: number;
+  name: string;
+  mem_mb: number;
+}
+
+export interface GpuProcessesAnswer {
+  processes: GpuProcess[];
+}
+
+export type HeatmapRow = { node: string; gpu: number; index: number; roles: string[] } | { sample_index: number; group_index: number };
+
+/** The JSON header of a heatmap frame (`[u32 LE header length][header][u8 rows × x_buckets]`), in the reference's key order. */
+export interface HeatmapHeader {
+  rows: HeatmapRow[];
+  /** Lifecycle only: trajectories before the row cap. */
+  rows_total?: number;
+  x_buckets: number;
+  t0: number;
+  t1: number;
+  metric: string;
+  scale: { max: number } | null;
+  palette: string[] | null;
+}
+
+export interface FleetBand {
+  p10: (number | null)[];
+  p50: (number | null)[];
+  p90: (number | null)[];
+  min: (number | null)[];
+}
+
+export interface Fleet {
+  t0: number;
+  t1: number;
+  x_buckets: number;
+  /** Lanes in the lane index (the composition's denominator). */
+  lanes: number;
+  palette: string[];
+  composition: Record<string, number[]>;
+  band: FleetBand;
+}
+
+export interface Outlier {
+  node: string;
+  gpu: number;
+  score: number;
+}
+
+export interface OutliersAnswer {
+  outliers: Outlier[];
+}
+
+/** One engine series (one engine, or one DP rank of it). */
+export interface EngineSeries {
+  addr: string;
+  labels: Record<string, string>;
+  ts: number[];
+  value: number[];
+}
+
+export interface EngineSeriesAnswer {
+  series: EngineSeries[];
+}
+
+/** Per rollout step: how long it took and what fraction of it training waited. */
+export interface Bubble {
+  step: number | null;
+  /** Wall-clock time the step's metrics were logged (the end of the step). */
+  ts: number;
+  step_time: number | null;
+  wait_ratio: number | null;
+}
+
+export interface BubblesAnswer {
+  bubbles: Bubble[];
+}

@@ -1,0 +1,102 @@
+// The layer rules of the source tree (bytes → model → query → JSON → view), checked over the import statements.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+/** One import that breaks a layer rule. */
+export interface ImportViolation {
+  /** The importing file, relative to the checked root. */
+  file: string;
+  /** The specifier as written. */
+  specifier: string;
+  rule: string;
+}
+
+interface ImportStatement {
+  specifier: string;
+  /** `import type …` / `export type … from`: erased at compile time, so it loads nothing. */
+  typeOnly: boolean;
+}
+
+const STATIC_IMPORT = /(?:^|[\n;])\s*(import|export)\s+(type\s+)?(?:[^;'"]*?\sfrom\s+)?['"]([^'"]+)['"]/g;
+const DYNAMIC_IMPORT = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+/** The import statements of one source text (static, re-exports and dynamic imports). */
+export function importsOf(text: string): ImportStatement[] {
+  const out: ImportStatement[] = [];
+  for (const m of text.matchAll(STATIC_IMPORT)) {
+    // `export const x = …` has no `from`: only re-exports name a module.
+    if (m[1] === 'export' && !/\sfrom\s+['"]/.test(m[0])) continue;
+    out.push({ specifier: m[3], typeOnly: m[2] !== undefined });
+  }
+  for (const m of text.matchAll(DYNAMIC_IMPORT)) out.push({ specifier: m[1], typeOnly: false });
+  return out;
+}
+
+/** The layer a repository-relative path belongs to (`src/run`, `web`, …), or null outside the checked layers. */
+function layerOf(rel: string): string | null {
+  const parts = rel.split(sep);
+  if (parts[0] === 'web') return 'web';
+  if (parts[0] === 'src' && parts.length > 2) return `src/${parts[1]}`;
+  if (parts[0] === 'src') return 'src';
+  return null;
+}
+
+const FS_MODULES = new Set(['fs', 'node:fs', 'fs/promises', 'node:fs/promises']);
+
+/** Why `from` may not import `to` (layers) or the bare module `bare`; null when allowed. */
+function ruleBroken(from: string, to: string | null, bare: string | null, typeOnly: boolean, isTest: boolean): string | null {
+  if (bare !== null) {
+    // A query's test may stage run files to open a model over; the query itself never reads them.
+    if (from === 'src/queries' && FS_MODULES.has(bare) && !isTest) return 'queries never touch the file system';
+    if (from === 'src/wire' && !typeOnly) return 'the wire module holds types only';
+    return null;
+  }
+  if (to === null || to === from) return null;
+  if (from === 'src/formats' || from === 'src/run') {
+    if (to === 'src/queries' || to === 'src/server' || to === 'web') return `${from} is below ${to}`;
+    if (from === 'src/formats' && to === 'src/run') return 'formats are below the run model';
+  }
+  if (from === 'src/queries' && (to === 'src/server' || to === 'web')) return `queries are below ${to}`;
+  if (from === 'src/wire' && to !== 'src/wire') return 'the wire module imports nothing but itself';
+  if (from === 'web' && to.startsWith('src')) {
+    if (to !== 'src/wire') return 'the app reads answers through src/wire only';
+    if (!typeOnly) return 'the app imports only types from src (`import type`)';
+  }
+  return null;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
+    else if (/\.(ts|tsx|mts)$/.test(name) && !name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** Every import under `root/src` and `root/web` that breaks a layer rule. */
+export function importViolations(root: string): ImportViolation[] {
+  const out: ImportViolation[] = [];
+  for (const top of ['src', 'web']) {
+    let files: string[];
+    try {
+      files = sourceFiles(join(root, top));
+    } catch {
+      continue;
+    }
+    for (const path of files) {
+      const file = relative(root, path);
+      const from = layerOf(file);
+      if (from === null) continue;
+      for (const { specifier, typeOnly } of importsOf(readFileSync(path, 'utf8'))) {
+        const isPath = specifier.startsWith('.') || specifier.startsWith('/');
+        const to = isPath ? layerOf(relative(root, resolve(dirname(path), specifier))) : null;
+        const rule = ruleBroken(from, to, isPath ? null : specifier, typeOnly, /\.test\.tsx?$/.test(file));
+        if (rule) out.push({ file, specifier, rule });
+      }
+    }
+  }
+  return out;
+}
