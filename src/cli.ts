@@ -9,6 +9,11 @@ const USAGE = `rlsight — observability for LLM RL post-training runs
 Usage:
   rlsight serve --dump-details DIR [options]   serve a run directory (read-only)
   rlsight demo [--port N] [--out DIR] [--large]  generate a demo run and serve it
+  rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
+                                               per-step failure signals; exit 1 when a --fail-on signal fired
+  rlsight export metrics --dump-details DIR --format csv|parquet --out FILE   every key, one row per step
+  rlsight export rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE
+  rlsight export tensorboard --dump-details DIR --out LOGDIR       events.out.tfevents.* scalars
   rlsight --help
 
 serve options:
@@ -21,6 +26,7 @@ serve options:
   --use-utilization-overview    always show the fleet overview instead of per-GPU lanes
   --low-mfu-threshold X         MFU advisory threshold, 0 disables (default 0.15)
   --allow-host NAME             also answer requests for this Host name (repeatable)
+  --health-config FILE          health-board thresholds (JSON: {"signal": {"warn": x, "fire": y}})
 
 demo options:
   --port N                      port (default 7788)
@@ -42,6 +48,7 @@ export interface ServeFlags {
   useUtilizationOverview: boolean;
   lowMfuThreshold: number;
   allowHosts: string[];
+  healthConfig?: string;
 }
 
 function numberFlag(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min?: number; max?: number } = {}): number {
@@ -88,6 +95,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
       'use-utilization-overview': { type: 'boolean' },
       'low-mfu-threshold': { type: 'string' },
       'allow-host': { type: 'string', multiple: true },
+      'health-config': { type: 'string' },
     },
   });
   if (!values['dump-details']) throw new UsageError('--dump-details DIR is required');
@@ -101,6 +109,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     useUtilizationOverview: values['use-utilization-overview'] ?? false,
     lowMfuThreshold: numberFlag('low-mfu-threshold', values['low-mfu-threshold'], 0.15, { min: 0 }),
     allowHosts: values['allow-host'] ?? [],
+    healthConfig: values['health-config'],
   };
 }
 
@@ -122,7 +131,16 @@ async function serve(flags: ServeFlags): Promise<void> {
     const param = (err as { parameter?: string }).parameter;
     throw param ? new UsageError(`--${param === 'cacheDir' ? 'cache-dir' : param}: ${err.message}`) : err;
   });
+  const { loadHealthConfig } = await import('./commands/health.ts');
+  const healthSignals = flags.healthConfig === undefined ? undefined : (() => {
+    try {
+      return loadHealthConfig(flags.healthConfig);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  })();
   const server = await startServer(run, {
+    healthSignals,
     host: flags.host,
     port: flags.port,
     follow: flags.follow,
@@ -172,9 +190,11 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
+    if (command === 'health') return await (await import('./commands/health.ts')).healthCommand(rest);
+    if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);
     if (command === 'serve') await serve(parseServeFlags(rest));
     else if (command === 'demo') await demo(rest);
-    else throw new UsageError(`unknown command '${command}' (expected serve or demo; see --help)`);
+    else throw new UsageError(`unknown command '${command}' (expected serve, demo, health or export; see --help)`);
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as NodeJS.ErrnoException)?.code?.startsWith?.('ERR_PARSE_ARGS')) {

@@ -2,6 +2,8 @@
 import { Hono } from 'hono';
 import { COMPRESSIBLE_CONTENT_TYPE_REGEX, compress } from 'hono/compress';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
+import type { SignalSpec } from '../queries/health.ts';
+import { mountAnswers } from './answers.ts';
 import { EventFeed, mountEvents } from './events.ts';
 import { failureResponse } from './errors.ts';
 import { mountMeta } from './meta.ts';
@@ -25,6 +27,8 @@ export interface AppOptions {
   staticDir?: string;
   /** Where follow announcements are published (one feed per server). */
   feed?: EventFeed;
+  /** Health-board thresholds (`--health-config`). */
+  healthSignals?: readonly SignalSpec[];
 }
 
 /** The app over an open run. */
@@ -42,6 +46,8 @@ export function createApp(args: { run: RunSources; options?: AppOptions }): Hono
   mountTimeline(app, run);
   mountMetrics(app, run, options.lowMfu ?? DEFAULT_LOW_MFU);
   mountRollout(app, run);
+  const answers = run.answers?.();
+  if (answers) mountAnswers(app, answers, { healthSignals: options.healthSignals });
   mountEvents(app, feed, options.follow ? 'follow' : 'static');
   mountStatic(app, options.staticDir);
   app.notFound((c) => c.json({ detail: 'Not Found' }, 404));

@@ -33,6 +33,8 @@ import { rolloutTrajectories } from '../queries/trajectoryLanes.ts';
 import { DumpStillWriting } from '../run/dumps/errors.ts';
 import { DumpReader } from '../run/dumps/reader.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
+import type { AnswerRun } from '../queries/answerRun.ts';
+import { answerRunOf } from './answerRun.ts';
 import type { RunCatalog } from './events.ts';
 import type { RunMetaAnswer, RunSources, Window } from './sources.ts';
 import type {
@@ -85,13 +87,20 @@ export class OpenRun implements RunSources {
   readonly roots: string[];
   private readonly advisoryCache = new Map<string, { advisories: LocatedAdvisory[]; mfu: MfuSummary | null }>();
 
+  private answerRun: AnswerRun | undefined;
+
   constructor(
     readonly runDir: string,
     readonly store: TelemetryStore,
     readonly dumps: DumpReader,
-    cacheDir?: string,
+    private readonly cacheDir?: string,
   ) {
     this.roots = [runDir, ...(cacheDir ? [cacheDir] : [])];
+  }
+
+  answers(): AnswerRun {
+    this.answerRun ??= answerRunOf(this, this.cacheDir);
+    return this.answerRun;
   }
 
   async meta(): Promise<RunMetaAnswer> {

@@ -16,6 +16,7 @@ import type {
   Topology,
   Trajectories,
 } from '../wire/index.ts';
+import type { AnswerRun } from '../queries/answerRun.ts';
 import type { RunCatalog } from './events.ts';
 
 export interface Window {
@@ -64,6 +65,9 @@ export interface RunSources {
   trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
   messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
   tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView>;
+
+  /** The run as the health board, search, diffs and exports read it (`/api/rlsight/…`). */
+  answers?(): AnswerRun;
 
   /** Reads what the telemetry streams gained since the last call (`--follow`). */
   advance(): Promise<void>;

@@ -26,6 +26,7 @@ import { discoverRolloutIds, FRESH_SECONDS, type RolloutIds } from './discovery.
 import { BadArgument, DumpInconsistent, DumpNotFound, DumpStillWriting } from './errors.ts';
 import { Lru } from './lru.ts';
 import { decodeRolloutDump, type RolloutDump } from './rolloutDump.ts';
+import { dumpSampleTexts, type DumpedSampleText } from './sampleText.ts';
 import {
   batchRawRewards,
   buildTrainRow,
@@ -239,13 +240,20 @@ export class DumpReader {
   async messages(rolloutId: number, sampleIndex: number, evaluation = false): Promise<ConversationRow> {
     checkId('rollout_id', rolloutId);
     checkId('sample_index', sampleIndex);
+    const rows = await this.conversationRows(rolloutId, evaluation);
+    if (!rows) throw new DumpNotFound(`trajectory/${stem(rolloutId, evaluation)}.jsonl not found: no conversation was recorded in rollout ${rolloutId}`);
+    return sampleConversation(rows, rolloutId, sampleIndex);
+  }
+
+  /** Every recorded conversation of one step by sample index, or null without a sidecar. */
+  async conversationRows(rolloutId: number, evaluation = false): Promise<ReadonlyMap<number, ConversationRow> | null> {
     const name = `trajectory/${stem(rolloutId, evaluation)}.jsonl`;
     const path = join(this.runDir, name);
     let st;
     try {
       st = await stat(path);
     } catch (e) {
-      if (isMissing(e)) throw new DumpNotFound(`${name} not found: no conversation was recorded in rollout ${rolloutId}`);
+      if (isMissing(e)) return null;
       throw e;
     }
     const stamp = `${st.mtimeMs}:${st.size}`;
@@ -267,7 +275,22 @@ export class DumpReader {
       cached = { stamp, rows: conversationsBySample(rows) };
       this.conversations.set(name, cached);
     }
-    return sampleConversation(cached.rows, rolloutId, sampleIndex);
+    return cached.rows;
+  }
+
+  /** Every sample's searchable text (prompt, response, label, metadata, ids), in batch order. */
+  async sampleTexts(rolloutId: number, evaluation = false): Promise<DumpedSampleText[]> {
+    checkId('rollout_id', rolloutId);
+    const { name } = await this.rolloutStamp(rolloutId, evaluation);
+    const doc = await this.openRolloutDocument(name);
+    try {
+      return dumpSampleTexts(doc.value, name);
+    } catch (e) {
+      if (e instanceof DumpInconsistent) throw e;
+      throw await this.loadFailure(name, e);
+    } finally {
+      await doc.close();
+    }
   }
 
   /** Drops every cache and closes open files. */
@@ -423,13 +446,7 @@ export class DumpReader {
 
   private async loadRollout(rolloutId: number, evaluation: boolean, withTokens = false): Promise<RolloutDump> {
     const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
-    // Number lists decode as typed arrays (far less memory and collector work) unless a test opener stands in.
-    const doc =
-      this.openTorch === openTorchDocument
-        ? await openTorchFile(join(this.runDir, name), { typedLists: true }).catch(async (e) => {
-            throw await this.loadFailure(name, e);
-          })
-        : await this.loadTorch(name);
+    const doc = await this.openRolloutDocument(name);
     try {
       return decodeRolloutDump(doc.value, { rolloutId, evaluation, file: name, withTokens });
     } catch (e) {
@@ -438,6 +455,15 @@ export class DumpReader {
     } finally {
       await doc.close();
     }
+  }
+
+  private async openRolloutDocument(name: string): Promise<TorchDocument> {
+    // Number lists decode as typed arrays (far less memory and collector work) unless a test opener stands in.
+    return this.openTorch === openTorchDocument
+      ? await openTorchFile(join(this.runDir, name), { typedLists: true }).catch(async (e) => {
+          throw await this.loadFailure(name, e);
+        })
+      : await this.loadTorch(name);
   }
 
   /**

@@ -1,0 +1,69 @@
+// What the answer commands (health, search, export) share: flag errors, opening a run, exit codes.
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { AnswerRun } from '../queries/answerRun.ts';
+
+/** A usage problem: printed as one line, exit code 2. */
+export class CommandUsageError extends Error {}
+
+/** Exit codes: 0 success, 1 a failure (a fired gate, unreadable data), 2 bad usage. */
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+export function requireFlag(value: string | undefined, flag: string): string {
+  if (value === undefined || value === '') throw new CommandUsageError(`--${flag} is required`);
+  return value;
+}
+
+export function intFlag(raw: string | undefined, flag: string, min = 0): number | undefined {
+  if (raw === undefined) return undefined;
+  const v = Number(raw);
+  if (raw.trim() === '' || !Number.isSafeInteger(v) || v < min) throw new CommandUsageError(`--${flag}: expected an integer >= ${min}, got '${raw}'`);
+  return v;
+}
+
+export interface OpenedRun {
+  answers: AnswerRun;
+  close(): Promise<void>;
+}
+
+/** Opens `--dump-details DIR` for reading (never written to). */
+export async function openRunDir(dir: string, cacheDir?: string): Promise<OpenedRun> {
+  const abs = resolve(dir);
+  let isDir = false;
+  try {
+    isDir = statSync(abs).isDirectory();
+  } catch {
+    throw new CommandUsageError(`--dump-details: no such directory: ${dir}`);
+  }
+  if (!isDir) throw new CommandUsageError(`--dump-details: not a directory: ${dir}`);
+  const { openRun } = await import('../server/run.ts');
+  const run = await openRun(abs, { cacheDir: cacheDir ? resolve(cacheDir) : undefined }).catch((e: Error & { parameter?: string }) => {
+    throw e.parameter ? new CommandUsageError(`--${e.parameter === 'cacheDir' ? 'cache-dir' : e.parameter}: ${e.message}`) : e;
+  });
+  return {
+    answers: run.answers(),
+    async close() {
+      run.store.close();
+      await run.dumps.close();
+    },
+  };
+}
+
+/** Runs a command body, turning its failures into a message and an exit code. */
+export async function runCommand(body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof CommandUsageError || (err as NodeJS.ErrnoException)?.code?.startsWith?.('ERR_PARSE_ARGS')) {
+      console.error(`rlsight: ${(err as Error).message}`);
+      return EXIT_USAGE;
+    }
+    if ((err as { param?: string }).param !== undefined && (err as Error).name === 'QueryError') {
+      console.error(`rlsight: ${(err as Error).message}`);
+      return EXIT_USAGE;
+    }
+    console.error(`rlsight: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT_FAILED;
+  }
+}

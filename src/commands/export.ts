@@ -1,0 +1,117 @@
+// `rlsight export <kind> …`: one entry per kind of export. Each entry parses its own flags and writes its
+// own output; add a kind by adding an entry to EXPORTS.
+import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { eventFileName } from '../formats/tfevents.ts';
+import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
+import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand } from './common.ts';
+
+export interface ExportKind {
+  /** One usage line (after `rlsight export`). */
+  usage: string;
+  run(argv: string[]): Promise<number>;
+}
+
+/** Writes `bytes` to `path` whole (a temp file renamed into place, so a reader never sees half a file). */
+export function writeWhole(path: string, bytes: Uint8Array): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.partial`;
+  writeFileSync(tmp, bytes);
+  renameSync(tmp, path);
+}
+
+function parse(argv: string[], options: ParseArgsConfig['options']) {
+  return parseArgs({ args: argv, strict: true, allowPositionals: false, options }).values as Record<string, string | boolean | undefined>;
+}
+
+function tableFlag(raw: string | boolean | undefined) {
+  try {
+    return tableFormat(raw as string | undefined);
+  } catch (e) {
+    throw new CommandUsageError(`--${(e as Error).message}`);
+  }
+}
+
+const metrics: ExportKind = {
+  usage: 'metrics --dump-details DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step (_step)',
+  async run(argv) {
+    const v = parse(argv, { 'dump-details': { type: 'string' }, format: { type: 'string' }, out: { type: 'string' } });
+    const dir = requireFlag(v['dump-details'] as string, 'dump-details');
+    const out = resolve(requireFlag(v.out as string, 'out'));
+    const format = tableFlag(v.format);
+    const run = await openRunDir(dir);
+    try {
+      const table = await runMetricsTable(run.answers);
+      writeWhole(out, encodeTable(table, format));
+      console.log(`wrote ${table.rows.length} steps × ${table.columns.length - 1} keys to ${out}`);
+      return 0;
+    } finally {
+      await run.close();
+    }
+  },
+};
+
+const rollout: ExportKind = {
+  usage: 'rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE   one step\'s rollout table',
+  async run(argv) {
+    const v = parse(argv, {
+      'dump-details': { type: 'string' },
+      step: { type: 'string' },
+      eval: { type: 'boolean' },
+      format: { type: 'string' },
+      out: { type: 'string' },
+    });
+    const dir = requireFlag(v['dump-details'] as string, 'dump-details');
+    const step = intFlag(requireFlag(v.step as string, 'step'), 'step')!;
+    const out = resolve(requireFlag(v.out as string, 'out'));
+    const format = tableFlag(v.format);
+    const run = await openRunDir(dir);
+    try {
+      const table = await rolloutTable(run.answers, step, v.eval === true);
+      writeWhole(out, encodeTable(table, format));
+      console.log(`wrote ${table.rows.length} samples of step ${step} to ${out}`);
+      return 0;
+    } finally {
+      await run.close();
+    }
+  },
+};
+
+const tensorboard: ExportKind = {
+  usage: 'tensorboard --dump-details DIR --out LOGDIR                     an events.out.tfevents.* file with a scalar per key and step',
+  async run(argv) {
+    const v = parse(argv, { 'dump-details': { type: 'string' }, out: { type: 'string' } });
+    const dir = requireFlag(v['dump-details'] as string, 'dump-details');
+    const logdir = resolve(requireFlag(v.out as string, 'out'));
+    const run = await openRunDir(dir);
+    try {
+      const createdAt = Date.now() / 1000;
+      const bytes = await runEventFile(run.answers, createdAt);
+      const path = join(logdir, eventFileName(createdAt, hostname()));
+      writeWhole(path, bytes);
+      console.log(`wrote ${path} (open with: tensorboard --logdir ${logdir})`);
+      return 0;
+    } finally {
+      await run.close();
+    }
+  },
+};
+
+export const EXPORTS: Record<string, ExportKind> = { metrics, rollout, tensorboard };
+
+export function exportUsage(): string {
+  return Object.entries(EXPORTS)
+    .map(([, k]) => `  rlsight export ${k.usage}`)
+    .join('\n');
+}
+
+export async function exportCommand(argv: string[]): Promise<number> {
+  const [kind, ...rest] = argv;
+  return runCommand(async () => {
+    const entry = kind === undefined ? undefined : EXPORTS[kind];
+    if (!entry) throw new CommandUsageError(`export: ${kind === undefined ? 'which export?' : `unknown kind '${kind}'`} (expected ${Object.keys(EXPORTS).join(', ')})`);
+    return entry.run(rest);
+  });
+}

@@ -1,0 +1,52 @@
+// What the answers no single chart gives (health, search, diffs, exports) read of an open run: step tables,
+// sample texts, token views, logged metrics and telemetry records. Any run format that yields these works.
+import type { MetricsRecord, PhaseEvent, TopologySnapshot } from '../run/telemetry/records.ts';
+import { DumpStillWriting } from '../run/dumps/errors.ts';
+import type { ConversationRow } from './messages.ts';
+import type { RolloutTable, StepAggregate } from './rollouts.ts';
+import type { TokenView } from './tokens.ts';
+
+/** The searchable text of one sample. */
+export interface SampleText {
+  step: number;
+  evaluation: boolean;
+  sample_index: number;
+  group_index: number | null;
+  status: string;
+  reward: number | null;
+  /** Named text fields: `prompt`, `response`, `label`, `conversation` (the sidecar's messages), `metadata`. */
+  fields: Record<string, string>;
+  /** Identifiers recorded with the sample: request ids, trace ids, session ids. */
+  ids: string[];
+}
+
+export interface AnswerRun {
+  /** The run's name as the server lists it. */
+  readonly name: string;
+  rolloutIds(): Promise<{ train: number[]; eval: number[] }>;
+  summary(step: number, evaluation: boolean): Promise<RolloutTable>;
+  groups(step: number, evaluation: boolean): Promise<RolloutTable>;
+  stepAggregates(): Promise<StepAggregate[]>;
+  sampleTexts(step: number, evaluation: boolean): Promise<SampleText[]>;
+  tokens(step: number, sampleIndex: number, evaluation: boolean): Promise<TokenView>;
+  messages(step: number, sampleIndex: number, evaluation: boolean): Promise<ConversationRow>;
+  metricsRecords(): readonly MetricsRecord[];
+  topologySnapshots(): readonly TopologySnapshot[];
+  phaseEvents(): readonly PhaseEvent[];
+  startTs(): number | null;
+  /** Where derived caches may be written (never inside the run), or null. */
+  readonly cacheDir: string | null;
+}
+
+/** Reads one step's table, or null when its dump is still being written (a run-wide answer skips it). */
+export async function readableStep<T>(read: () => Promise<T>, step: number, warnings: string[]): Promise<T | null> {
+  try {
+    return await read();
+  } catch (e) {
+    if (e instanceof DumpStillWriting) {
+      warnings.push(`step ${step}: ${e.message}`);
+      return null;
+    }
+    throw e;
+  }
+}

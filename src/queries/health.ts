@@ -1,0 +1,470 @@
+// The health board: one row per train step, one cell per known failure signal, each coloured by a threshold
+// and pointing at the evidence. Pure: it reads step tables, logged metrics and telemetry records handed to it.
+import type { MetricsRecord, TopologySnapshot } from '../run/telemetry/records.ts';
+import { readableStep, type AnswerRun } from './answerRun.ts';
+import { badArgument } from './errors.ts';
+import type { TableRow } from './rollouts.ts';
+
+export const HEALTH_SIGNALS = [
+  'zero_std',
+  'lp_drift',
+  'imp_ratio',
+  'truncation',
+  'mixed_version',
+  'staleness',
+  'reward_jump',
+  'length_jump',
+  'step_time',
+  'engine_restart',
+  'straggler',
+] as const;
+export type HealthSignal = (typeof HEALTH_SIGNALS)[number];
+
+/** A cell is `warn` above `warn` and `fire` above `fire` (strictly). */
+export interface Threshold {
+  warn: number;
+  fire: number;
+}
+
+export interface SignalSpec extends Threshold {
+  id: HealthSignal;
+  label: string;
+  /** What the value measures, for the board's header and the README. */
+  doc: string;
+}
+
+/** A per-sample mean importance ratio outside this band counts as an outlier. */
+export const IMP_RATIO_BAND: readonly [number, number] = [0.8, 1.25];
+
+/** Default thresholds; `--health-config FILE` overrides any of them. */
+export const DEFAULT_SIGNALS: readonly SignalSpec[] = [
+  { id: 'zero_std', label: 'zero-std groups', warn: 0.3, fire: 0.5, doc: 'fraction of GRPO groups whose rewards do not vary (no policy gradient)' },
+  { id: 'lp_drift', label: 'mean |lp diff|', warn: 0.03, fire: 0.06, doc: 'mean over samples of the loss-masked mean |train − rollout log-prob|' },
+  {
+    id: 'imp_ratio',
+    label: 'ratio outliers',
+    warn: 0.02,
+    fire: 0.05,
+    doc: `fraction of samples whose mean importance ratio lies outside [${IMP_RATIO_BAND[0]}, ${IMP_RATIO_BAND[1]}]`,
+  },
+  { id: 'truncation', label: 'truncated', warn: 0.1, fire: 0.25, doc: 'fraction of samples cut at the response-length limit' },
+  { id: 'mixed_version', label: 'mixed version', warn: 0.5, fire: 0.9, doc: 'fraction of samples generated across more than one weight version' },
+  { id: 'staleness', label: 'staleness', warn: 1, fire: 2, doc: 'largest step − oldest weight version over the step’s samples' },
+  { id: 'reward_jump', label: 'reward jump', warn: 0.15, fire: 0.3, doc: '|change of the mean reward| from the previous step' },
+  { id: 'length_jump', label: 'length jump', warn: 0.25, fire: 0.5, doc: '|relative change of the mean response length| from the previous step' },
+  { id: 'step_time', label: 'step time', warn: 1.5, fire: 2, doc: 'step wall time over the run’s median step time' },
+  { id: 'engine_restart', label: 'engine restarts', warn: 0.5, fire: 0.5, doc: 'rollout engines that came back on a new address during the step' },
+  { id: 'straggler', label: 'straggler', warn: 5, fire: 10, doc: 'seconds the latest train rank started the step after the median rank' },
+];
+
+export type HealthLevel = 'ok' | 'warn' | 'fire' | 'none';
+
+/** Where the evidence for a cell is shown. */
+export type Evidence =
+  | { view: 'rollout'; step: number; sort?: string }
+  | { view: 'sample'; step: number; sample_index: number; color?: string }
+  | { view: 'metrics'; keys: string[] }
+  | { view: 'timeline'; t0: number; t1: number; lanes?: string };
+
+export interface HealthCell {
+  value: number | null;
+  level: HealthLevel;
+  /** One line saying what was measured (shown in the cell's tooltip and by the CLI). */
+  detail: string;
+  evidence: Evidence | null;
+}
+
+export interface HealthRow {
+  step: number;
+  cells: Record<HealthSignal, HealthCell>;
+}
+
+export interface HealthFiring {
+  step: number;
+  signal: HealthSignal;
+  value: number;
+  fire: number;
+  detail: string;
+}
+
+export interface HealthAnswer {
+  signals: SignalSpec[];
+  rows: HealthRow[];
+  /** Every cell at level `fire`, in step then signal order. */
+  fired: HealthFiring[];
+  warnings: string[];
+}
+
+/** One train step as the board reads it; null tables when its dump could not be read. */
+export interface HealthStep {
+  step: number;
+  summary: readonly TableRow[] | null;
+  groups: readonly TableRow[] | null;
+}
+
+export interface HealthPhase {
+  name: string;
+  t0: number;
+  t1: number;
+  rank: number;
+  role: string;
+}
+
+export interface HealthInputs {
+  steps: readonly HealthStep[];
+  metrics: readonly MetricsRecord[];
+  topology: readonly TopologySnapshot[];
+  phases: readonly HealthPhase[];
+  startTs: number | null;
+  signals?: readonly SignalSpec[];
+  /** Why some steps are missing (unreadable dumps), passed through to the answer. */
+  warnings?: string[];
+}
+
+const STEP_KEY = 'rollout/step';
+
+/**
+ * Thresholds from a `--health-config` document: `{ "<signal>": { "warn"?: x, "fire"?: y }, … }`.
+ * An unknown signal, a non-number or `warn > fire` is an error naming the key.
+ */
+export function healthSignals(config: unknown, source = 'health config'): SignalSpec[] {
+  const out = DEFAULT_SIGNALS.map((s) => ({ ...s }));
+  if (config === undefined || config === null) return out;
+  if (typeof config !== 'object' || Array.isArray(config)) throw badArgument('health_config', `${source}: expected a JSON object of signal thresholds`);
+  for (const [key, value] of Object.entries(config as Record<string, unknown>)) {
+    const spec = out.find((s) => s.id === key);
+    if (!spec) throw badArgument('health_config', `${source}: unknown signal '${key}' (known: ${HEALTH_SIGNALS.join(', ')})`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badArgument('health_config', `${source}: '${key}' must be an object with warn and/or fire`);
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      if (k !== 'warn' && k !== 'fire') throw badArgument('health_config', `${source}: '${key}.${k}' is not a threshold (warn, fire)`);
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw badArgument('health_config', `${source}: '${key}.${k}' must be a finite number`);
+      spec[k] = v;
+    }
+    if (spec.warn > spec.fire) throw badArgument('health_config', `${source}: '${key}': warn ${spec.warn} is above fire ${spec.fire}`);
+  }
+  return out;
+}
+
+/** Parses `--fail-on a,b`: every name must be a signal. */
+export function parseSignalList(text: string, param = 'fail_on'): HealthSignal[] {
+  const names = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (names.length === 0) throw badArgument(param, `${param}: expected a comma-separated list of signals (${HEALTH_SIGNALS.join(', ')})`);
+  for (const n of names) {
+    if (!(HEALTH_SIGNALS as readonly string[]).includes(n)) throw badArgument(param, `${param}: unknown signal '${n}' (known: ${HEALTH_SIGNALS.join(', ')})`);
+  }
+  return names as HealthSignal[];
+}
+
+function num(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return null;
+}
+
+function mean(xs: readonly number[]): number | null {
+  if (xs.length === 0) return null;
+  let s = 0;
+  for (const x of xs) s += x;
+  return s / xs.length;
+}
+
+function median(xs: readonly number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function column(rows: readonly TableRow[], name: string): number[] {
+  const out: number[] = [];
+  for (const r of rows) {
+    const v = num(r[name]);
+    if (v !== null) out.push(v);
+  }
+  return out;
+}
+
+/** The row with the largest `score`, or null when none has one. */
+function argmax(rows: readonly TableRow[], score: (r: TableRow) => number | null): TableRow | null {
+  let best: TableRow | null = null;
+  let bestScore = -Infinity;
+  for (const r of rows) {
+    const s = score(r);
+    if (s !== null && s > bestScore) {
+      best = r;
+      bestScore = s;
+    }
+  }
+  return best;
+}
+
+const fmt = (x: number, digits = 3): string => (Number.isInteger(x) ? String(x) : x.toFixed(digits));
+const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+
+function levelOf(value: number | null, t: Threshold): HealthLevel {
+  if (value === null) return 'none';
+  if (value > t.fire) return 'fire';
+  if (value > t.warn) return 'warn';
+  return 'ok';
+}
+
+const EMPTY: Omit<HealthCell, 'level'> = { value: null, detail: 'no data', evidence: null };
+
+/** Per step: the `(t0, t1]` window it occupies on the wall clock, from the last record logged against it. */
+function stepWindows(metrics: readonly MetricsRecord[], startTs: number | null): Map<number, { t0: number; t1: number }> {
+  const ends = new Map<number, number>();
+  for (const r of metrics) {
+    if (r.step_key !== STEP_KEY || r.step === null) continue;
+    ends.set(r.step, Math.max(ends.get(r.step) ?? -Infinity, r.ts));
+  }
+  const steps = [...ends.keys()].sort((a, b) => a - b);
+  const out = new Map<number, { t0: number; t1: number }>();
+  let prev = startTs ?? -Infinity;
+  for (const s of steps) {
+    const t1 = ends.get(s)!;
+    out.set(s, { t0: Number.isFinite(prev) ? prev : t1 - 3600, t1 });
+    prev = t1;
+  }
+  return out;
+}
+
+/** Logged value of `key` at each step (the last record wins). */
+function loggedByStep(metrics: readonly MetricsRecord[], key: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const r of metrics) {
+    if (r.step_key !== STEP_KEY || r.step === null || !(key in r.metrics)) continue;
+    const v = num(r.metrics[key]);
+    if (v !== null) out.set(r.step, v);
+  }
+  return out;
+}
+
+/**
+ * Engine restarts: an engine (known by the GPUs it holds, else its rank) that appears under a new address in
+ * a topology snapshot taken at `ts`. Engine ranks are positions in a snapshot, so they shift while one is down.
+ */
+function restartTimes(topology: readonly TopologySnapshot[]): { ts: number; engine: string; from: string; to: string }[] {
+  const addrOf = new Map<string, string>();
+  const out: { ts: number; engine: string; from: string; to: string }[] = [];
+  for (const snap of [...topology].sort((a, b) => a.ts - b.ts)) {
+    for (const e of snap.engines) {
+      const key = e.gpus.length ? e.gpus.map(([node, gpu]) => `${node}:${gpu}`).join(',') : `rank ${e.engine_rank}`;
+      const known = addrOf.get(key);
+      if (known !== undefined && known !== e.addr) out.push({ ts: snap.ts, engine: key, from: known, to: e.addr });
+      addrOf.set(key, e.addr);
+    }
+  }
+  return out;
+}
+
+/**
+ * The straggler of a window: per train rank, when it started working in the step (the end of its
+ * `train_wait` inside the window, else its first phase's start there); the answer is the latest rank and
+ * how far behind the median rank it started.
+ */
+function straggler(phases: readonly HealthPhase[], w: { t0: number; t1: number }): { rank: number; late: number } | null {
+  const waited = new Map<number, number>();
+  const started = new Map<number, number>();
+  for (const p of phases) {
+    if (p.role !== 'train' || p.rank < 0) continue;
+    // A still-open interval has t1 = -1: it has not ended, so it marks no start.
+    if (p.name === 'train_wait') {
+      if (p.t1 >= p.t0 && p.t1 > w.t0 && p.t1 <= w.t1) waited.set(p.rank, Math.min(waited.get(p.rank) ?? Infinity, p.t1));
+    } else if (p.t0 > w.t0 && p.t0 <= w.t1) started.set(p.rank, Math.min(started.get(p.rank) ?? Infinity, p.t0));
+  }
+  const entry = new Map(started);
+  for (const [r, t] of waited) entry.set(r, t);
+  if (entry.size < 2) return null;
+  const mid = median([...entry.values()])!;
+  let rank = -1;
+  let latest = -Infinity;
+  for (const [r, t] of entry) {
+    if (t > latest) {
+      latest = t;
+      rank = r;
+    }
+  }
+  return { rank, late: latest - mid };
+}
+
+/** The board over a run's train steps. Steps come in ascending order; jumps compare with the previous one listed. */
+export function healthBoard(inputs: HealthInputs): HealthAnswer {
+  const signals = [...(inputs.signals ?? DEFAULT_SIGNALS)];
+  const spec = (id: HealthSignal): SignalSpec => signals.find((s) => s.id === id)!;
+  const windows = stepWindows(inputs.metrics, inputs.startTs);
+  const stepTimes = loggedByStep(inputs.metrics, 'perf/step_time');
+  const loggedReward = loggedByStep(inputs.metrics, 'rollout/rewards_mean');
+  const medianStepTime = median([...stepTimes.values()]);
+  const restarts = restartTimes(inputs.topology);
+  const hasTrainPhases = inputs.phases.some((p) => p.role === 'train' && p.rank >= 0);
+  const steps = [...inputs.steps].sort((a, b) => a.step - b.step);
+
+  const rows: HealthRow[] = [];
+  let prevReward: number | null = null;
+  let prevLength: number | null = null;
+  for (const st of steps) {
+    const rows_ = st.summary;
+    const cells = {} as Record<HealthSignal, Omit<HealthCell, 'level'>>;
+    const rewardColumn = rows_ && rows_.some((r) => num(r.raw_reward) !== null) ? 'raw_reward' : 'reward';
+    const rewardMean = rows_ ? mean(column(rows_, rewardColumn)) : null;
+    const lengthMean = rows_ ? mean(column(rows_, 'response_length')) : null;
+    const reward = rewardMean ?? loggedReward.get(st.step) ?? null;
+
+    if (st.groups && st.groups.length > 0) {
+      const zero = st.groups.filter((g) => g.zero_std === true).length;
+      cells.zero_std = {
+        value: zero / st.groups.length,
+        detail: `${zero}/${st.groups.length} groups have zero reward std`,
+        evidence: { view: 'rollout', step: st.step, sort: 'zero_std' },
+      };
+    } else cells.zero_std = EMPTY;
+
+    if (rows_) {
+      const lp = column(rows_, 'mean_abs_lp_diff');
+      const worst = argmax(rows_, (r) => num(r.mean_abs_lp_diff));
+      const m = mean(lp);
+      cells.lp_drift =
+        m === null || !worst
+          ? { ...EMPTY, detail: 'no train-side log-probs' }
+          : {
+              value: m,
+              detail: `mean ${fmt(m, 4)} over ${lp.length} samples; worst sample ${String(worst.sample_index)} at ${fmt(num(worst.mean_abs_lp_diff)!, 4)}`,
+              evidence: { view: 'sample', step: st.step, sample_index: worst.sample_index as number, color: 'lp_diff' },
+            };
+
+      const ratios = rows_.filter((r) => num(r.mean_imp_ratio) !== null);
+      const outside = ratios.filter((r) => {
+        const v = num(r.mean_imp_ratio)!;
+        return v < IMP_RATIO_BAND[0] || v > IMP_RATIO_BAND[1];
+      });
+      const extreme = argmax(ratios, (r) => Math.abs(Math.log(Math.max(1e-12, num(r.mean_imp_ratio)!))));
+      cells.imp_ratio =
+        ratios.length === 0 || !extreme
+          ? { ...EMPTY, detail: 'no importance ratios' }
+          : {
+              value: outside.length / ratios.length,
+              detail: `${outside.length}/${ratios.length} samples outside [${IMP_RATIO_BAND[0]}, ${IMP_RATIO_BAND[1]}]; most extreme sample ${String(extreme.sample_index)} at ${fmt(num(extreme.mean_imp_ratio)!, 3)}`,
+              evidence: { view: 'sample', step: st.step, sample_index: extreme.sample_index as number, color: 'imp_ratio' },
+            };
+
+      const trunc = column(rows_, 'truncated');
+      const tf = mean(trunc);
+      cells.truncation =
+        tf === null
+          ? EMPTY
+          : { value: tf, detail: `${trunc.filter((x) => x > 0).length}/${trunc.length} samples truncated (${pct(tf)})`, evidence: { view: 'rollout', step: st.step, sort: 'truncated' } };
+
+      const mixed = column(rows_, 'mixed_version');
+      const mf = mean(mixed);
+      cells.mixed_version =
+        mf === null
+          ? EMPTY
+          : { value: mf, detail: `${mixed.filter((x) => x > 0).length}/${mixed.length} samples span several weight versions`, evidence: { view: 'rollout', step: st.step, sort: 'mixed_version' } };
+
+      const stale = argmax(rows_, (r) => num(r.staleness));
+      cells.staleness = stale
+        ? {
+            value: num(stale.staleness),
+            detail: `oldest weights ${String(stale.staleness)} steps behind (sample ${String(stale.sample_index)})`,
+            evidence: { view: 'rollout', step: st.step, sort: 'staleness' },
+          }
+        : EMPTY;
+    } else {
+      for (const id of ['lp_drift', 'imp_ratio', 'truncation', 'mixed_version', 'staleness'] as const) cells[id] = { ...EMPTY, detail: 'dump not readable' };
+    }
+
+    cells.reward_jump =
+      reward !== null && prevReward !== null
+        ? {
+            value: Math.abs(reward - prevReward),
+            detail: `mean reward ${fmt(prevReward)} → ${fmt(reward)}`,
+            evidence: { view: 'metrics', keys: [rewardMean !== null ? 'dump/reward_mean' : 'rollout/rewards_mean'] },
+          }
+        : { ...EMPTY, detail: reward === null ? 'no reward' : 'first step' };
+    cells.length_jump =
+      lengthMean !== null && prevLength !== null && prevLength > 0
+        ? {
+            value: Math.abs(lengthMean - prevLength) / prevLength,
+            detail: `mean response length ${fmt(prevLength, 1)} → ${fmt(lengthMean, 1)}`,
+            evidence: { view: 'metrics', keys: ['dump/response_length_mean'] },
+          }
+        : { ...EMPTY, detail: lengthMean === null ? 'no lengths' : 'first step' };
+    if (reward !== null) prevReward = reward;
+    if (lengthMean !== null) prevLength = lengthMean;
+
+    const w = windows.get(st.step);
+    const t = stepTimes.get(st.step);
+    cells.step_time =
+      t !== undefined && medianStepTime !== null && medianStepTime > 0
+        ? {
+            value: t / medianStepTime,
+            detail: `step took ${fmt(t, 1)} s, median ${fmt(medianStepTime, 1)} s`,
+            evidence: w ? { view: 'timeline', t0: w.t0, t1: w.t1 } : { view: 'metrics', keys: ['perf/step_time'] },
+          }
+        : { ...EMPTY, detail: 'no perf/step_time logged' };
+
+    if (w && inputs.topology.length > 0) {
+      const here = restarts.filter((r) => r.ts > w.t0 && r.ts <= w.t1);
+      cells.engine_restart = {
+        value: here.length,
+        detail: here.length ? here.map((r) => `engine on ${r.engine}: ${r.from} → ${r.to}`).join('; ') : 'no engine changed address',
+        evidence: here.length
+          ? { view: 'timeline', t0: Math.max(w.t0, here[0].ts - 60), t1: Math.min(w.t1, here[0].ts + 60), lanes: `engine:${here[0].to}` }
+          : { view: 'timeline', t0: w.t0, t1: w.t1 },
+      };
+    } else cells.engine_restart = { ...EMPTY, detail: 'no topology telemetry' };
+
+    const lag = w && hasTrainPhases ? straggler(inputs.phases, w) : null;
+    cells.straggler = lag
+      ? {
+          value: lag.late,
+          detail: `rank ${lag.rank} started ${fmt(lag.late, 1)} s after the median rank`,
+          evidence: { view: 'timeline', t0: w!.t0, t1: w!.t1, lanes: `rank:${lag.rank}` },
+        }
+      : { ...EMPTY, detail: 'no train phase telemetry' };
+
+    const full = {} as Record<HealthSignal, HealthCell>;
+    for (const id of HEALTH_SIGNALS) {
+      const c = cells[id] ?? EMPTY;
+      full[id] = { ...c, level: levelOf(c.value, spec(id)) };
+    }
+    rows.push({ step: st.step, cells: full });
+  }
+
+  const fired: HealthFiring[] = [];
+  for (const r of rows) {
+    for (const id of HEALTH_SIGNALS) {
+      const c = r.cells[id];
+      if (c.level === 'fire') fired.push({ step: r.step, signal: id, value: c.value!, fire: spec(id).fire, detail: c.detail });
+    }
+  }
+  return { signals, rows, fired, warnings: inputs.warnings ?? [] };
+}
+
+/** The firings of the listed signals, one line each, for `rlsight health --fail-on`. */
+export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]): string[] {
+  return answer.fired
+    .filter((f) => failOn.includes(f.signal))
+    .map((f) => `step ${f.step}: ${f.signal} ${fmt(f.value, 4)} > ${f.fire} (${f.detail})`);
+}
+
+/** The board of an open run: every visible train step (a step still being written is skipped with a warning). */
+export async function runHealth(run: AnswerRun, signals: readonly SignalSpec[] = DEFAULT_SIGNALS): Promise<HealthAnswer> {
+  const warnings: string[] = [];
+  const steps: HealthStep[] = [];
+  for (const step of (await run.rolloutIds()).train) {
+    const summary = await readableStep(() => run.summary(step, false), step, warnings);
+    if (!summary) continue;
+    const groups = await run.groups(step, false);
+    steps.push({ step, summary: summary.rows, groups: groups.rows });
+  }
+  return healthBoard({
+    steps,
+    metrics: run.metricsRecords(),
+    topology: run.topologySnapshots(),
+    phases: run.phaseEvents(),
+    startTs: run.startTs(),
+    signals,
+    warnings,
+  });
+}

@@ -1,0 +1,61 @@
+// rlsight's answers no single chart gives: `/api/rlsight/health`, the export downloads
+// (`/api/rlsight/export/{metrics,rollout/{id},sample/{id}/{index}}`), search and the diffs.
+import type { Context, Hono } from 'hono';
+import { z } from 'zod';
+import type { AnswerRun } from '../queries/answerRun.ts';
+import { encodeTable, rolloutTable, runMetricsTable, sampleDocument, tableFormat, type TableFormat } from '../queries/exports.ts';
+import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';
+import { jsonResponse } from './json.ts';
+import { boolParam, intParam, parseParams } from './params.ts';
+
+export interface AnswerOptions {
+  /** Health thresholds (`--health-config`). */
+  healthSignals?: readonly SignalSpec[];
+}
+
+const formatQuery = z.object({ format: z.string().optional() });
+const rolloutPath = z.object({ rollout_id: intParam });
+const samplePath = z.object({ rollout_id: intParam, sample_index: intParam });
+const rolloutQuery = z.object({ format: z.string().optional(), eval: boolParam.default(false) });
+const evalQuery = z.object({ eval: boolParam.default(false) });
+
+const CONTENT_TYPES: Record<TableFormat, string> = { csv: 'text/csv; charset=utf-8', parquet: 'application/vnd.apache.parquet' };
+
+function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80) || 'run';
+}
+
+function download(c: Context, bytes: Uint8Array, type: string, filename: string): Response {
+  return c.body(bytes as unknown as ArrayBuffer, 200, {
+    'content-type': type,
+    'content-disposition': `attachment; filename="${filename}"`,
+  });
+}
+
+export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}): void {
+  const signals = opts.healthSignals ?? DEFAULT_SIGNALS;
+
+  app.get('/api/rlsight/health', async (c) => jsonResponse(c, await runHealth(run, signals)));
+
+  app.get('/api/rlsight/export/metrics', async (c) => {
+    const format = tableFormat(parseParams(formatQuery, c.req.query()).format);
+    const bytes = encodeTable(await runMetricsTable(run), format);
+    return download(c, bytes, CONTENT_TYPES[format], `${safeName(run.name)}.metrics.${format}`);
+  });
+
+  app.get('/api/rlsight/export/rollout/:rollout_id', async (c) => {
+    const { rollout_id: step } = parseParams(rolloutPath, c.req.param());
+    const q = parseParams(rolloutQuery, c.req.query());
+    const format = tableFormat(q.format);
+    const bytes = encodeTable(await rolloutTable(run, step, q.eval), format);
+    return download(c, bytes, CONTENT_TYPES[format], `${safeName(run.name)}.${q.eval ? 'eval_' : ''}${step}.rollout.${format}`);
+  });
+
+  app.get('/api/rlsight/export/sample/:rollout_id/:sample_index', async (c) => {
+    const { rollout_id: step, sample_index: idx } = parseParams(samplePath, c.req.param());
+    const q = parseParams(evalQuery, c.req.query());
+    const doc = await sampleDocument(run, step, idx, q.eval);
+    c.header('content-disposition', `attachment; filename="${safeName(run.name)}.${q.eval ? 'eval_' : ''}${step}.sample_${idx}.json"`);
+    return jsonResponse(c, doc);
+  });
+}

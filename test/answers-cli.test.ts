@@ -1,0 +1,256 @@
+// `rlsight health` and `rlsight export` over real runs: exit codes, files that read back with independent
+// decoders (hyparquet; a TFRecord/Event decoder written here from the format's definition), the demo's story.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { parquetReadObjects } from 'hyparquet';
+import { generateDemoRun } from '../src/demo/index.ts';
+import { runHealth } from '../src/queries/health.ts';
+import { openRun } from '../src/server/run.ts';
+import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+function cli(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), ...args], { cwd: REPO, encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** CRC-32C, bit by bit (deliberately not the table-driven code under test). */
+function crc32cSlow(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const b of bytes) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+  }
+  return (c ^ 0xffffffff) >>> 0;
+}
+const masked = (c: number): number => ((((c >>> 15) | (c << 17)) >>> 0) + 0xa282ead8) >>> 0;
+
+interface Field {
+  no: number;
+  wire: number;
+  value: bigint | number | Uint8Array;
+}
+
+function protoFields(b: Uint8Array): Field[] {
+  const out: Field[] = [];
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let i = 0;
+  const varint = (): bigint => {
+    let x = 0n;
+    let shift = 0n;
+    for (;;) {
+      const byte = b[i++];
+      assert.ok(byte !== undefined, 'varint runs past the message');
+      x |= BigInt(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) return x;
+      shift += 7n;
+    }
+  };
+  while (i < b.length) {
+    const key = Number(varint());
+    const no = key >> 3;
+    const wire = key & 7;
+    if (wire === 0) out.push({ no, wire, value: varint() });
+    else if (wire === 1) out.push({ no, wire, value: view.getFloat64(i, true) }), (i += 8);
+    else if (wire === 5) out.push({ no, wire, value: view.getFloat32(i, true) }), (i += 4);
+    else if (wire === 2) {
+      const n = Number(varint());
+      out.push({ no, wire, value: b.subarray(i, i + n) });
+      i += n;
+    } else assert.fail(`unexpected wire type ${wire}`);
+  }
+  assert.equal(i, b.length, 'message ends on a field boundary');
+  return out;
+}
+
+interface DecodedEvent {
+  wallTime: number;
+  step: number;
+  fileVersion?: string;
+  scalars: Map<string, number>;
+}
+
+/** Every record of a TFRecord file, checking both masked CRCs, decoded as Event messages. */
+function decodeEventFile(bytes: Uint8Array): DecodedEvent[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const events: DecodedEvent[] = [];
+  let at = 0;
+  while (at < bytes.length) {
+    assert.ok(at + 12 <= bytes.length, 'record header complete');
+    const len = Number(view.getBigUint64(at, true));
+    assert.equal(view.getUint32(at + 8, true), masked(crc32cSlow(bytes.subarray(at, at + 8))), `length CRC of the record at ${at}`);
+    const data = bytes.subarray(at + 12, at + 12 + len);
+    assert.equal(data.length, len, 'record data complete');
+    assert.equal(view.getUint32(at + 12 + len, true), masked(crc32cSlow(data)), `data CRC of the record at ${at}`);
+    at += 12 + len + 4;
+    const e: DecodedEvent = { wallTime: NaN, step: 0, scalars: new Map() };
+    for (const f of protoFields(data)) {
+      if (f.no === 1 && f.wire === 1) e.wallTime = f.value as number;
+      else if (f.no === 2 && f.wire === 0) e.step = Number(f.value);
+      else if (f.no === 3 && f.wire === 2) e.fileVersion = new TextDecoder().decode(f.value as Uint8Array);
+      else if (f.no === 5 && f.wire === 2) {
+        for (const v of protoFields(f.value as Uint8Array)) {
+          assert.equal(v.no, 1, 'Summary holds only values');
+          const parts = protoFields(v.value as Uint8Array);
+          const tag = new TextDecoder().decode(parts.find((p) => p.no === 1)!.value as Uint8Array);
+          const simple = parts.find((p) => p.no === 2 && p.wire === 5);
+          assert.ok(simple, `${tag} is a simple_value`);
+          e.scalars.set(tag, simple.value as number);
+        }
+      } else assert.fail(`unexpected Event field ${f.no}`);
+    }
+    events.push(e);
+  }
+  return events;
+}
+
+const parquetRows = (path: string) => {
+  const b = readFileSync(path);
+  return parquetReadObjects({ file: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer });
+};
+
+/** The CSV written by the exporter, read back (plain cells only: the fixtures' metrics have no quoting). */
+function csvRows(path: string): Record<string, string>[] {
+  const [head, ...lines] = readFileSync(path, 'utf8').trimEnd().split('\r\n');
+  const cols = head.split(',');
+  return lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], v])));
+}
+
+describe('rlsight health and export over the miles fixture', () => {
+  let run: RunCopy;
+  let out: string;
+  before(() => {
+    run = copyFixtureRun('miles-demo');
+    out = mkdtempSync(join(tmpdir(), 'rlsight-exports-'));
+  });
+  after(() => {
+    run.dispose();
+    rmSync(out, { recursive: true, force: true });
+  });
+
+  test('health prints the board and exits 0 without --fail-on', () => {
+    const r = cli('health', '--dump-details', run.dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^ step +zero_std +lp_drift/);
+    assert.equal(r.stdout.trim().split('\n').length, 4);
+  });
+
+  test('health --fail-on exits 1 naming the step and signal that fired', () => {
+    const r = cli('health', '--dump-details', run.dir, '--fail-on', 'engine_restart,zero_std');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /fired: step 1: engine_restart 1 > 0\.5 \(.*15004 → .*15006\)/);
+    assert.doesNotMatch(r.stderr, /zero_std/);
+  });
+
+  test('health --fail-on a signal that did not fire exits 0; bad lists and configs exit 2', () => {
+    assert.equal(cli('health', '--dump-details', run.dir, '--fail-on', 'zero_std,straggler').code, 0);
+    const bad = cli('health', '--dump-details', run.dir, '--fail-on', 'zero_std,typo');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /unknown signal 'typo'/);
+    const config = join(out, 'health.json');
+    writeFileSync(config, JSON.stringify({ engine_restart: { warn: 5, fire: 5 } }));
+    assert.equal(cli('health', '--dump-details', run.dir, '--fail-on', 'engine_restart', '--health-config', config).code, 0);
+    writeFileSync(config, '{"lp_drift": {"fire": "high"}}');
+    const r = cli('health', '--dump-details', run.dir, '--health-config', config);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /lp_drift\.fire' must be a finite number/);
+    assert.equal(cli('health').code, 2);
+    assert.equal(cli('health', '--dump-details', join(out, 'nope')).code, 2);
+  });
+
+  test('health --json answers the board for scripts', () => {
+    const r = cli('health', '--dump-details', run.dir, '--json');
+    const answer = JSON.parse(r.stdout);
+    assert.deepEqual(answer.rows.map((x: { step: number }) => x.step), [0, 1, 2]);
+    assert.equal(answer.rows[1].cells.engine_restart.value, 1);
+  });
+
+  test('export metrics as CSV and Parquet read back with equal values', async () => {
+    const csv = join(out, 'm.csv');
+    const pq = join(out, 'm.parquet');
+    assert.equal(cli('export', 'metrics', '--dump-details', run.dir, '--format', 'csv', '--out', csv).code, 0);
+    assert.equal(cli('export', 'metrics', '--dump-details', run.dir, '--format', 'parquet', '--out', pq).code, 0);
+    const fromCsv = csvRows(csv);
+    const fromParquet = await parquetRows(pq);
+    assert.equal(fromCsv.length, 3);
+    assert.deepEqual(Object.keys(fromParquet[0]), Object.keys(fromCsv[0]));
+    assert.equal(Object.keys(fromCsv[0])[0], '_step');
+    for (const key of ['perf/step_time', 'rollout/rewards_mean', 'dump/reward_mean', 'dump/zero_std_group_frac']) assert.ok(key in fromCsv[0], key);
+    fromParquet.forEach((row, i) => {
+      for (const [k, v] of Object.entries(row)) assert.equal(v, Number(fromCsv[i][k]), `${k} at row ${i}`);
+    });
+    // The logged values, exactly as metrics.jsonl has them.
+    assert.deepEqual(fromParquet.map((r) => r['perf/step_time']), [95, 94, 93]);
+    assert.deepEqual(fromParquet.map((r) => r['perf/wait_time_ratio']), [0.4, 0.30000000000000004, 0.2]);
+  });
+
+  test('export rollout writes the step’s table', async () => {
+    const pq = join(out, 'r.parquet');
+    const csv = join(out, 'r.csv');
+    assert.equal(cli('export', 'rollout', '--dump-details', run.dir, '--step', '1', '--format', 'parquet', '--out', pq).code, 0);
+    assert.equal(cli('export', 'rollout', '--dump-details', run.dir, '--step', '1', '--out', csv).code, 0);
+    const rows = await parquetRows(pq);
+    assert.equal(rows.length, 32);
+    assert.deepEqual(rows.map((r) => r.sample_index), Array.from({ length: 32 }, (_, i) => 32 + i));
+    const fromCsv = csvRows(csv);
+    rows.forEach((r, i) => {
+      for (const [k, v] of Object.entries(r)) assert.equal(v === null ? '' : String(v), fromCsv[i][k], `${k} at row ${i}`);
+    });
+    const missing = cli('export', 'rollout', '--dump-details', run.dir, '--step', '42', '--out', csv);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /rollout_data\/42\.pt not found/);
+    assert.equal(cli('export', 'rollout', '--dump-details', run.dir, '--step', 'x', '--out', csv).code, 2);
+    assert.equal(cli('export', 'rollout', '--dump-details', run.dir, '--step', '1', '--format', 'xlsx', '--out', csv).code, 2);
+    assert.equal(cli('export', 'bogus').code, 2);
+  });
+
+  test('export tensorboard writes an event file whose every record checks out', () => {
+    const logdir = join(out, 'tb');
+    const r = cli('export', 'tensorboard', '--dump-details', run.dir, '--out', logdir);
+    assert.equal(r.code, 0, r.stderr);
+    const files = readdirSync(logdir);
+    assert.equal(files.length, 1);
+    assert.match(files[0], /^events\.out\.tfevents\.\d+\./);
+    const events = decodeEventFile(readFileSync(join(logdir, files[0])));
+    assert.equal(events[0].fileVersion, 'brain.Event:2');
+    const steps = events.slice(1);
+    assert.deepEqual(steps.map((e) => e.step), [0, 1, 2]);
+    // Wall time is when the step was logged; values are float32 as TensorBoard stores them.
+    assert.deepEqual(steps.map((e) => e.wallTime), [1000125, 1000225, 1000325]);
+    assert.deepEqual(steps.map((e) => e.scalars.get('perf/step_time')), [95, 94, 93]);
+    assert.equal(steps[1].scalars.get('perf/wait_time_ratio'), Math.fround(0.30000000000000004));
+    assert.ok(steps.every((e) => e.scalars.has('dump/reward_mean')));
+  });
+});
+
+describe('the demo run’s story on the health board', () => {
+  let base: string;
+  let board: Awaited<ReturnType<typeof runHealth>>;
+  before(async () => {
+    base = mkdtempSync(join(tmpdir(), 'rlsight-health-demo-'));
+    await generateDemoRun(join(base, 'run'), { seed: 0 });
+    const run = await openRun(join(base, 'run'));
+    board = await runHealth(run.answers());
+    run.store.close();
+  });
+  after(() => rmSync(base, { recursive: true, force: true }));
+
+  const firedSteps = (signal: string) => board.fired.filter((f) => f.signal === signal).map((f) => f.step);
+
+  test('the engine restart lights its step only', () => assert.deepEqual(firedSteps('engine_restart'), [2]));
+  test('log-prob drift after a tool call lights its step, pointing at a drifting sample', () => {
+    assert.deepEqual(firedSteps('lp_drift'), [3]);
+    const cell = board.rows.find((r) => r.step === 3)!.cells.lp_drift;
+    assert.equal(cell.evidence?.view, 'sample');
+  });
+  test('the straggling rank is named', () => {
+    assert.ok(firedSteps('straggler').length > 0);
+    for (const r of board.rows) if (r.cells.straggler.level === 'fire') assert.match(r.cells.straggler.detail, /^rank 11 /);
+  });
+});
