@@ -1,11 +1,24 @@
 // The health board: one row per train step, one cell per known failure signal, each coloured by a threshold
 // and pointing at the evidence. Pure: it reads step tables, logged metrics and telemetry records handed to it.
 import type { MetricsRecord, TopologySnapshot } from '../run/telemetry/records.ts';
+import type {
+  Evidence,
+  HealthAnswer,
+  HealthCell,
+  HealthFiring,
+  HealthLevel,
+  HealthRow,
+  HealthSignal,
+  SignalSpec,
+  Threshold,
+} from '../wire/index.ts';
 import { readableStep, type AnswerRun } from './answerRun.ts';
 import { badArgument } from './errors.ts';
-import type { TableRow } from './rollouts.ts';
+import type { TableRow } from '../wire/index.ts';
 
-export const HEALTH_SIGNALS = [
+export type { HealthAnswer, HealthSignal, SignalSpec } from '../wire/index.ts';
+
+export const HEALTH_SIGNALS: readonly HealthSignal[] = [
   'zero_std',
   'lp_drift',
   'imp_ratio',
@@ -17,21 +30,7 @@ export const HEALTH_SIGNALS = [
   'step_time',
   'engine_restart',
   'straggler',
-] as const;
-export type HealthSignal = (typeof HEALTH_SIGNALS)[number];
-
-/** A cell is `warn` above `warn` and `fire` above `fire` (strictly). */
-export interface Threshold {
-  warn: number;
-  fire: number;
-}
-
-export interface SignalSpec extends Threshold {
-  id: HealthSignal;
-  label: string;
-  /** What the value measures, for the board's header and the README. */
-  doc: string;
-}
+];
 
 /** A per-sample mean importance ratio outside this band counts as an outlier. */
 export const IMP_RATIO_BAND: readonly [number, number] = [0.8, 1.25];
@@ -56,44 +55,6 @@ export const DEFAULT_SIGNALS: readonly SignalSpec[] = [
   { id: 'engine_restart', label: 'engine restarts', warn: 0.5, fire: 0.5, doc: 'rollout engines that came back on a new address during the step' },
   { id: 'straggler', label: 'straggler', warn: 5, fire: 10, doc: 'seconds the latest train rank started the step after the median rank' },
 ];
-
-export type HealthLevel = 'ok' | 'warn' | 'fire' | 'none';
-
-/** Where the evidence for a cell is shown. */
-export type Evidence =
-  | { view: 'rollout'; step: number; sort?: string }
-  | { view: 'sample'; step: number; sample_index: number; color?: string }
-  | { view: 'metrics'; keys: string[] }
-  | { view: 'timeline'; t0: number; t1: number; lanes?: string };
-
-export interface HealthCell {
-  value: number | null;
-  level: HealthLevel;
-  /** One line saying what was measured (shown in the cell's tooltip and by the CLI). */
-  detail: string;
-  evidence: Evidence | null;
-}
-
-export interface HealthRow {
-  step: number;
-  cells: Record<HealthSignal, HealthCell>;
-}
-
-export interface HealthFiring {
-  step: number;
-  signal: HealthSignal;
-  value: number;
-  fire: number;
-  detail: string;
-}
-
-export interface HealthAnswer {
-  signals: SignalSpec[];
-  rows: HealthRow[];
-  /** Every cell at level `fire`, in step then signal order. */
-  fired: HealthFiring[];
-  warnings: string[];
-}
 
 /** One train step as the board reads it; null tables when its dump could not be read. */
 export interface HealthStep {
