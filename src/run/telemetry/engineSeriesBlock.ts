@@ -2,118 +2,59 @@
 import type { EngineSeriesTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
 import type { BadLine } from './lineScan.ts';
-import { resized } from './columns.ts';
+import { type BlockColumns, ColumnBlock } from './columnBlock.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const ENGINE_KEYS = ['ts', 'addr', 'metric', 'labels', 'value'] as const;
 
+const ENGINE_SCHEMA = { ts: Float64Array, series: Uint32Array, value: Float64Array } as const;
+
 /** An engine_series block's columns, as handed between threads. */
-export interface EngineSeriesColumns {
-  length: number;
-  tsMin: number;
-  tsMax: number;
-  ts: Float64Array;
-  series: Uint32Array;
-  value: Float64Array;
-}
+export type EngineSeriesColumns = BlockColumns<typeof ENGINE_SCHEMA>;
 
 /**
- * Rows of one `engine_series` partition file in file order: `ts` (Float64Array), `series` (Uint32Array
- * of store-wide series ids — `store.engineSeries.key(id)` gives `{addr, metric, labelsJson, addrId,
- * metricId, labelsId}`), `value` (Float64Array). 20 bytes a row. Blocks only grow until evicted.
+ * Rows of one `engine_series` partition file in file order: `ts`, `series` (store-wide series ids —
+ * `store.engineSeries.key(id)` gives `{addr, metric, labelsJson, addrId, metricId, labelsId}`), `value`.
+ * 20 bytes a row.
  */
-export class EngineSeriesBlock {
+export class EngineSeriesBlock extends ColumnBlock<typeof ENGINE_SCHEMA> {
   readonly stream = 'engine_series' as const;
-  readonly key: string;
-  readonly lo: number;
-  readonly hi: number;
-  length = 0;
-  /** Set when the block was read selectively (metrics, newline-separated): it holds only those rows. */
-  view: string | null = null;
-  tsMin = NaN;
-  tsMax = NaN;
-  private _ts: Float64Array;
-  private _series: Uint32Array;
-  private _value: Float64Array;
-  private views: { n: number; ts: Float64Array; series: Uint32Array; value: Float64Array } | null = null;
 
   constructor(key: string, lo: number, hi: number, capacity = 1024) {
-    this.key = key;
-    this.lo = lo;
-    this.hi = hi;
-    capacity = Math.max(16, capacity);
-    this._ts = new Float64Array(capacity);
-    this._series = new Uint32Array(capacity);
-    this._value = new Float64Array(capacity);
+    super(ENGINE_SCHEMA, key, lo, hi, capacity);
   }
 
   get ts(): Float64Array {
-    return this.liveViews().ts;
+    return this.live('ts');
   }
 
   /** Store-wide engine series id per row. */
   get series(): Uint32Array {
-    return this.liveViews().series;
+    return this.live('series');
   }
 
   get value(): Float64Array {
-    return this.liveViews().value;
-  }
-
-  bytesResident(): number {
-    return this._ts.byteLength + this._series.byteLength + this._value.byteLength;
-  }
-
-  /** The trimmed columns (moved out to another thread, or adopted from one). */
-  columns(): EngineSeriesColumns {
-    this.trim();
-    return { length: this.length, tsMin: this.tsMin, tsMax: this.tsMax, ts: this._ts, series: this._series, value: this._value };
+    return this.live('value');
   }
 
   /** A block over columns parsed elsewhere; `seriesMap[localSeries]` gives this store's series id. */
   static adopt(key: string, lo: number, hi: number, c: EngineSeriesColumns, seriesMap: ArrayLike<number>): EngineSeriesBlock {
     const b = new EngineSeriesBlock(key, lo, hi, 16);
-    const series = c.series;
+    const series = c.cols.series;
     for (let i = 0; i < c.length; i++) series[i] = seriesMap[series[i]];
-    b._ts = c.ts;
-    b._series = series;
-    b._value = c.value;
-    b.length = c.length;
-    b.tsMin = c.tsMin;
-    b.tsMax = c.tsMax;
+    b.adoptColumns(ENGINE_SCHEMA, c);
     return b;
   }
 
   push(ts: number, series: number, value: number): void {
     const n = this.length;
-    if (n === this._ts.length) this.grow(n * 2);
-    this._ts[n] = ts;
-    this._series[n] = series;
-    this._value[n] = value;
+    if (n === this.cap) this.reserve(1);
+    const c = this.cols;
+    c.ts[n] = ts;
+    c.series[n] = series;
+    c.value[n] = value;
     this.length = n + 1;
-    if (!(ts >= this.tsMin)) this.tsMin = ts;
-    if (!(ts <= this.tsMax)) this.tsMax = ts;
-  }
-
-  trim(): void {
-    if (this._ts.length > this.length + 16) this.grow(this.length);
-  }
-
-  private grow(cap: number): void {
-    cap = Math.max(cap, 16);
-    const n = this.length;
-    this._ts = resized(this._ts, n, cap);
-    this._series = resized(this._series, n, cap);
-    this._value = resized(this._value, n, cap);
-    this.views = null;
-  }
-
-  private liveViews(): { n: number; ts: Float64Array; series: Uint32Array; value: Float64Array } {
-    const n = this.length;
-    if (this.views === null || this.views.n !== n) {
-      this.views = { n, ts: this._ts.subarray(0, n), series: this._series.subarray(0, n), value: this._value.subarray(0, n) };
-    }
-    return this.views;
+    this.noteTs(ts);
   }
 }
 

@@ -1,7 +1,7 @@
 // One hour of `gpu_util` samples as columns (≤ 16 bytes per row resident), and its line parser.
 import type { LaneTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
-import { resized } from './columns.ts';
+import { type BlockColumns, type Column, ColumnBlock, type ColumnsOf } from './columnBlock.ts';
 import type { BadLine } from './lineScan.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
@@ -10,93 +10,62 @@ const MEM_BITS = 20;
 const MEM_MASK = (1 << MEM_BITS) - 1;
 const POWER_MAX = (1 << (32 - MEM_BITS)) - 1;
 
-/** A gpu_util block's columns, as handed between threads. */
-export interface GpuUtilColumns {
-  length: number;
-  tsMin: number;
-  tsMax: number;
-  ts: Float64Array;
-  lane: Uint16Array;
-  util: Uint8Array | Float64Array;
-  memPower: Uint32Array | null;
-  mem: Float64Array | null;
-  power: Float64Array | null;
-}
+const COMPACT = { ts: Float64Array, lane: Uint16Array, util: Uint8Array, memPower: Uint32Array } as const;
+const WIDE = { ts: Float64Array, lane: Uint16Array, util: Float64Array, mem: Float64Array, power: Float64Array } as const;
+type GpuSchema = typeof COMPACT | typeof WIDE;
+
+/** A gpu_util block's columns, as handed between threads (compact or wide schema). */
+export type GpuUtilColumns = BlockColumns<GpuSchema>;
 
 /**
- * Rows of one partition file (`key` = `YYYYMMDD_HH`, or `legacy` for the flat v1 file), in file order.
- * Columns: `ts` (Float64Array), `lane` (Uint16Array of store-wide lane ids: `store.lanes.node(id)`,
- * `store.lanes.gpu(id)`), `util`, and `memMb(i)` / `powerW(i)`.
+ * Rows of one gpu_util partition file, in file order: `ts`, `lane` (store-wide lane ids:
+ * `store.lanes.node(id)`, `store.lanes.gpu(id)`), `util`, and `memMb(i)` / `powerW(i)`.
  * Normally util is a Uint8Array and mem_mb/power_w share one u32 (mem in 20 bits, power in 12):
  * 8 + 2 + 1 + 4 = 15 bytes a row. A block holding any value outside that (non-integer, > 255 %,
- * ≥ 1 TiB, ≥ 4096 W) switches to Float64 columns, so values are never altered.
- * Blocks only grow (appended bytes add rows at the end) until the LRU evicts them.
+ * ≥ 1 TiB, ≥ 4096 W) switches to the wide Float64 schema, so values are never altered.
  */
-export class GpuUtilBlock {
+export class GpuUtilBlock extends ColumnBlock<GpuSchema> {
   readonly stream = 'gpu_util' as const;
-  /** Partition key: `YYYYMMDD_HH` or `legacy`. */
-  readonly key: string;
-  /** Hour bounds `[lo, hi)` of the partition; `-Infinity`/`Infinity` for the legacy flat file. */
-  readonly lo: number;
-  readonly hi: number;
-  length = 0;
-  /** Set when the block was read selectively (lanes / metrics, newline-separated): it holds only those rows. */
-  view: string | null = null;
-  /** Smallest / largest `ts` in the block (NaN when empty). */
-  tsMin = NaN;
-  tsMax = NaN;
-  private _ts: Float64Array;
-  private _lane: Uint16Array;
-  private _util: Uint8Array | Float64Array;
-  private _memPower: Uint32Array | null;
-  private _mem: Float64Array | null = null;
-  private _power: Float64Array | null = null;
-  private views: { n: number; ts: Float64Array; lane: Uint16Array; util: Uint8Array | Float64Array } | null = null;
   private laneRowsCache: { n: number; offsets: Uint32Array; rows: Uint32Array } | null = null;
 
   constructor(key: string, lo: number, hi: number, capacity = 1024) {
-    this.key = key;
-    this.lo = lo;
-    this.hi = hi;
-    capacity = Math.max(16, capacity);
-    this._ts = new Float64Array(capacity);
-    this._lane = new Uint16Array(capacity);
-    this._util = new Uint8Array(capacity);
-    this._memPower = new Uint32Array(capacity);
+    super(COMPACT, key, lo, hi, capacity);
   }
 
   get wide(): boolean {
-    return this._memPower === null;
+    return this.schema === WIDE;
   }
 
   /** `ts` column (view over the live rows). */
   get ts(): Float64Array {
-    return this.liveViews().ts;
+    return this.live('ts');
   }
 
   /** Store-wide lane id per row (see `TelemetryStore.lanes`). */
   get lane(): Uint16Array {
-    return this.liveViews().lane;
+    return this.live('lane');
   }
 
   /** util % per row. */
   get util(): Uint8Array | Float64Array {
-    return this.liveViews().util;
+    return this.live('util');
   }
 
   memMb(i: number): number {
-    return this._memPower !== null ? this._memPower[i] & MEM_MASK : this._mem![i];
+    const c = this.cols as Record<string, Column>;
+    return this.schema === COMPACT ? c.memPower[i] & MEM_MASK : c.mem[i];
   }
 
   powerW(i: number): number {
-    return this._memPower !== null ? this._memPower[i] >>> MEM_BITS : this._power![i];
+    const c = this.cols as Record<string, Column>;
+    return this.schema === COMPACT ? c.memPower[i] >>> MEM_BITS : c.power[i];
   }
 
   /** The block's rows grouped by lane id: rows of lane `l` are `rows[offsets[l] .. offsets[l+1])`, in file order. */
   laneRows(): { offsets: Uint32Array; rows: Uint32Array } {
     const n = this.length;
     if (this.laneRowsCache && this.laneRowsCache.n === n) return this.laneRowsCache;
-    const lane = this._lane;
+    const lane = this.cols.lane;
     let maxLane = 0;
     for (let i = 0; i < n; i++) if (lane[i] > maxLane) maxLane = lane[i];
     const offsets = new Uint32Array(maxLane + 2);
@@ -109,116 +78,55 @@ export class GpuUtilBlock {
     return this.laneRowsCache;
   }
 
-  /** The trimmed columns (moved out to another thread, or adopted from one). */
-  columns(): GpuUtilColumns {
-    this.trim();
-    return {
-      length: this.length,
-      tsMin: this.tsMin,
-      tsMax: this.tsMax,
-      ts: this._ts,
-      lane: this._lane,
-      util: this._util,
-      memPower: this._memPower,
-      mem: this._mem,
-      power: this._power,
-    };
-  }
-
   /** A block over columns parsed elsewhere; `laneMap[localLane]` gives this store's lane id. */
   static adopt(key: string, lo: number, hi: number, c: GpuUtilColumns, laneMap: ArrayLike<number>): GpuUtilBlock {
     const b = new GpuUtilBlock(key, lo, hi, 16);
-    const lane = c.lane;
+    const lane = c.cols.lane;
     for (let i = 0; i < c.length; i++) lane[i] = laneMap[lane[i]];
-    b._ts = c.ts;
-    b._lane = lane;
-    b._util = c.util;
-    b._memPower = c.memPower;
-    b._mem = c.mem;
-    b._power = c.power;
-    b.length = c.length;
-    b.tsMin = c.tsMin;
-    b.tsMax = c.tsMax;
+    b.adoptColumns('memPower' in c.cols ? COMPACT : WIDE, c);
     return b;
   }
 
-  /** Resident bytes of the columns (capacity, not just the live rows). */
-  bytesResident(): number {
-    let b = this._ts.byteLength + this._lane.byteLength + this._util.byteLength;
-    if (this._memPower) b += this._memPower.byteLength;
-    if (this._mem) b += this._mem.byteLength + this._power!.byteLength;
+  override bytesResident(): number {
+    let b = super.bytesResident();
     if (this.laneRowsCache) b += this.laneRowsCache.offsets.byteLength + this.laneRowsCache.rows.byteLength;
     return b;
   }
 
   push(ts: number, lane: number, util: number, mem: number, power: number): void {
     const n = this.length;
-    if (n === this._ts.length) this.grow(n * 2);
+    if (n === this.cap) this.reserve(1);
     if (
-      this._memPower !== null &&
+      this.schema === COMPACT &&
       !(util >= 0 && util <= 255 && (util | 0) === util && mem >= 0 && mem <= MEM_MASK && (mem | 0) === mem && power >= 0 && power <= POWER_MAX && (power | 0) === power)
     ) {
       this.widen();
     }
-    this._ts[n] = ts;
-    this._lane[n] = lane;
-    if (this._memPower !== null) {
-      this._util[n] = util;
-      this._memPower[n] = (mem | (power << MEM_BITS)) >>> 0;
+    const c = this.cols as Record<string, Column>;
+    c.ts[n] = ts;
+    c.lane[n] = lane;
+    c.util[n] = util;
+    if (this.schema === COMPACT) {
+      c.memPower[n] = (mem | (power << MEM_BITS)) >>> 0;
     } else {
-      this._util[n] = util;
-      this._mem![n] = mem;
-      this._power![n] = power;
+      c.mem[n] = mem;
+      c.power[n] = power;
     }
     this.length = n + 1;
-    if (!(ts >= this.tsMin)) this.tsMin = ts;
-    if (!(ts <= this.tsMax)) this.tsMax = ts;
-  }
-
-  /** Drops spare capacity (after a cold fill of a closed hour). */
-  trim(): void {
-    if (this._ts.length > this.length + 16) this.grow(this.length, true);
-  }
-
-  private grow(cap: number, exact = false): void {
-    if (!exact) cap = Math.max(cap, 16);
-    const n = this.length;
-    this._ts = resized(this._ts, n, cap);
-    this._lane = resized(this._lane, n, cap);
-    this._util = resized(this._util, n, cap);
-    if (this._memPower !== null) {
-      this._memPower = resized(this._memPower, n, cap);
-    } else {
-      this._mem = resized(this._mem!, n, cap);
-      this._power = resized(this._power!, n, cap);
-    }
-    this.views = null;
+    this.noteTs(ts);
   }
 
   private widen(): void {
-    const cap = this._ts.length;
-    const n = this.length;
-    const util = new Float64Array(cap);
-    const mem = new Float64Array(cap);
-    const power = new Float64Array(cap);
-    for (let i = 0; i < n; i++) {
-      util[i] = this._util[i];
-      mem[i] = this._memPower![i] & MEM_MASK;
-      power[i] = this._memPower![i] >>> MEM_BITS;
-    }
-    this._util = util;
-    this._mem = mem;
-    this._power = power;
-    this._memPower = null;
-    this.views = null;
-  }
-
-  private liveViews(): { n: number; ts: Float64Array; lane: Uint16Array; util: Uint8Array | Float64Array } {
-    const n = this.length;
-    if (this.views === null || this.views.n !== n) {
-      this.views = { n, ts: this._ts.subarray(0, n), lane: this._lane.subarray(0, n), util: this._util.subarray(0, n) };
-    }
-    return this.views;
+    this.retype(WIDE, (from, to, n) => {
+      const f = from as ColumnsOf<typeof COMPACT>;
+      to.ts.set(f.ts.subarray(0, n));
+      to.lane.set(f.lane.subarray(0, n));
+      for (let i = 0; i < n; i++) {
+        to.util[i] = f.util[i];
+        to.mem[i] = f.memPower[i] & MEM_MASK;
+        to.power[i] = f.memPower[i] >>> MEM_BITS;
+      }
+    });
   }
 }
 

@@ -1,6 +1,7 @@
 // One cold partition parse, runnable on a worker thread: reads a file's complete lines from an offset
 // with the stream's parser and hands back transferable columns plus the strings they refer to.
 import { readCompleteLines } from '../../formats/jsonlTail.ts';
+import { ColumnBlock } from './columnBlock.ts';
 import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
 import { EngineSeriesBlock, EngineSeriesParser } from './engineSeriesBlock.ts';
 import type { GpuUtilColumns } from './gpuUtilBlock.ts';
@@ -67,9 +68,7 @@ export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseRe
     const columns = block.columns();
     const lanes: [string, number][] = [];
     for (let i = 0; i < ctx.lanes.size; i++) lanes.push([ctx.lanes.node(i), ctx.lanes.gpu(i)]);
-    const transfer = [columns.ts.buffer, columns.lane.buffer, columns.util.buffer];
-    for (const c of [columns.memPower, columns.mem, columns.power]) if (c !== null) transfer.push(c.buffer);
-    return { result: { data: { stream: 'gpu_util', columns, lanes }, offset, lines, view: v, warnings }, transfer: transfer as ArrayBuffer[] };
+    return { result: { data: { stream: 'gpu_util', columns, lanes }, offset, lines, view: v, warnings }, transfer: ColumnBlock.transferables(columns) };
   }
   if (job.stream === 'engine_series') {
     const pack = (block: EngineSeriesBlock, offset: number, view: string | null): { result: ParseResult; transfer: ArrayBuffer[] } => {
@@ -81,7 +80,7 @@ export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseRe
       }
       return {
         result: { data: { stream: 'engine_series', columns, series }, offset, lines, view, warnings },
-        transfer: [columns.ts.buffer, columns.series.buffer, columns.value.buffer] as ArrayBuffer[],
+        transfer: ColumnBlock.transferables(columns),
       };
     };
     const v = job.view;
@@ -106,7 +105,7 @@ export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseRe
     const columns = block.columns();
     const strings: string[] = [];
     for (let i = 0; i < ctx.strings.size; i++) strings.push(ctx.strings.str(i));
-    const transfer = [columns.name, columns.node, columns.role, columns.t0, columns.t1, columns.rank, columns.gpuStart, columns.gpuList].map((c) => c.buffer as ArrayBuffer);
+    const transfer = PhaseBlock.transferablesOf(columns);
     return { result: { data: { stream: 'phases', columns, strings }, offset, lines, view: null, warnings }, transfer };
   }
   const block = new RecordBlock<{ ts: number }>('', 0, 0);

@@ -4,25 +4,17 @@ import { ByteSliceMap } from './interning.ts';
 import type { BadLine } from './lineScan.ts';
 import type { PhaseEvent } from './records.ts';
 import { OPEN_T1 } from './records.ts';
-import { resized } from './columns.ts';
+import { type BlockColumns, ColumnBlock, GrowableColumn } from './columnBlock.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const PHASE_KEYS = ['name', 't0', 't1', 'node', 'gpus', 'rank', 'role'] as const;
 
-/** A phases block's columns, as handed between threads. */
-export interface PhaseColumns {
-  length: number;
-  tsMin: number;
-  tsMax: number;
+const PHASE_SCHEMA = { name: Uint32Array, node: Uint32Array, role: Uint32Array, t0: Float64Array, t1: Float64Array, rank: Int32Array, gpuEnd: Uint32Array } as const;
+
+/** A phases block's columns, as handed between threads: the rows, their open count and the flattened GPU lists. */
+export interface PhaseColumns extends BlockColumns<typeof PHASE_SCHEMA> {
   openCount: number;
   gpuLen: number;
-  name: Uint32Array;
-  node: Uint32Array;
-  role: Uint32Array;
-  t0: Float64Array;
-  t1: Float64Array;
-  rank: Int32Array;
-  gpuStart: Uint32Array;
   gpuList: Int32Array;
 }
 
@@ -31,143 +23,121 @@ export interface PhaseColumns {
  * store's `strings` table), `t0`, `t1` (`-1` = open marker), `rank`, and the GPU list of row `i`
  * = `gpuList[gpuStart[i] .. gpuStart[i+1])`. `event(i)` materializes one row as a `PhaseEvent`.
  */
-export class PhaseBlock {
+export class PhaseBlock extends ColumnBlock<typeof PHASE_SCHEMA> {
   readonly stream = 'phases' as const;
-  readonly key: string;
-  readonly lo: number;
-  readonly hi: number;
-  length = 0;
-  tsMin = NaN;
-  tsMax = NaN;
   /** Rows with `t1 == -1` (open markers). */
   openCount = 0;
-  name: Uint32Array;
-  node: Uint32Array;
-  role: Uint32Array;
-  t0: Float64Array;
-  t1: Float64Array;
-  rank: Int32Array;
-  gpuStart: Uint32Array;
-  gpuList: Int32Array;
-  private gpuLen = 0;
+  private readonly gpus = new GrowableColumn<Int32Array>(Int32Array as unknown as new (n: number) => Int32Array);
+  private gpuStartCache: { n: number; starts: Uint32Array } | null = null;
   private readonly strings: StringTable;
 
   constructor(key: string, lo: number, hi: number, strings: StringTable, capacity = 256) {
-    this.key = key;
-    this.lo = lo;
-    this.hi = hi;
+    super(PHASE_SCHEMA, key, lo, hi, capacity);
     this.strings = strings;
-    capacity = Math.max(16, capacity);
-    this.name = new Uint32Array(capacity);
-    this.node = new Uint32Array(capacity);
-    this.role = new Uint32Array(capacity);
-    this.t0 = new Float64Array(capacity);
-    this.t1 = new Float64Array(capacity);
-    this.rank = new Int32Array(capacity);
-    this.gpuStart = new Uint32Array(capacity + 1);
-    this.gpuList = new Int32Array(capacity);
+  }
+
+  get name(): Uint32Array {
+    return this.live('name');
+  }
+  get node(): Uint32Array {
+    return this.live('node');
+  }
+  get role(): Uint32Array {
+    return this.live('role');
+  }
+  get t0(): Float64Array {
+    return this.live('t0');
+  }
+  get t1(): Float64Array {
+    return this.live('t1');
+  }
+  get rank(): Int32Array {
+    return this.live('rank');
+  }
+
+  /** Row `i`'s GPUs are `gpuList[gpuStart[i] .. gpuStart[i+1])` (length + 1 entries). */
+  get gpuStart(): Uint32Array {
+    const n = this.length;
+    if (this.gpuStartCache?.n !== n) {
+      const starts = new Uint32Array(n + 1);
+      starts.set(this.cols.gpuEnd.subarray(0, n), 1);
+      this.gpuStartCache = { n, starts };
+    }
+    return this.gpuStartCache.starts;
+  }
+
+  get gpuList(): Int32Array {
+    return this.gpus.values.subarray(0, this.gpus.length);
   }
 
   event(i: number): PhaseEvent {
     const s = this.strings;
+    const c = this.cols;
     const gpus: number[] = [];
-    for (let k = this.gpuStart[i]; k < this.gpuStart[i + 1]; k++) gpus.push(this.gpuList[k]);
-    return { name: s.str(this.name[i]), t0: this.t0[i], t1: this.t1[i], node: s.str(this.node[i]), gpus, rank: this.rank[i], role: s.str(this.role[i]) };
+    const list = this.gpus.values;
+    for (let k = i === 0 ? 0 : c.gpuEnd[i - 1]; k < c.gpuEnd[i]; k++) gpus.push(list[k]);
+    return { name: s.str(c.name[i]), t0: c.t0[i], t1: c.t1[i], node: s.str(c.node[i]), gpus, rank: c.rank[i], role: s.str(c.role[i]) };
   }
 
-  /** The trimmed columns (moved out to another thread, or adopted from one). */
-  columns(): PhaseColumns {
-    this.trim();
-    return {
-      length: this.length,
-      tsMin: this.tsMin,
-      tsMax: this.tsMax,
-      openCount: this.openCount,
-      gpuLen: this.gpuLen,
-      name: this.name,
-      node: this.node,
-      role: this.role,
-      t0: this.t0,
-      t1: this.t1,
-      rank: this.rank,
-      gpuStart: this.gpuStart,
-      gpuList: this.gpuList,
-    };
+  override columns(): PhaseColumns {
+    this.gpus.trim();
+    return { ...super.columns(), openCount: this.openCount, gpuLen: this.gpus.length, gpuList: this.gpus.values };
   }
 
   /** A block over columns parsed elsewhere; `stringMap[localId]` gives this store's string id. */
   static adopt(key: string, lo: number, hi: number, strings: StringTable, c: PhaseColumns, stringMap: ArrayLike<number>): PhaseBlock {
     const b = new PhaseBlock(key, lo, hi, strings, 16);
-    for (const col of [c.name, c.node, c.role]) for (let i = 0; i < c.length; i++) col[i] = stringMap[col[i]];
-    b.name = c.name;
-    b.node = c.node;
-    b.role = c.role;
-    b.t0 = c.t0;
-    b.t1 = c.t1;
-    b.rank = c.rank;
-    b.gpuStart = c.gpuStart;
-    b.gpuList = c.gpuList;
-    b.gpuLen = c.gpuLen;
-    b.length = c.length;
+    for (const col of [c.cols.name, c.cols.node, c.cols.role]) for (let i = 0; i < c.length; i++) col[i] = stringMap[col[i]];
+    b.adoptColumns(PHASE_SCHEMA, c);
+    b.gpus.adopt(c.gpuList, c.gpuLen);
     b.openCount = c.openCount;
-    b.tsMin = c.tsMin;
-    b.tsMax = c.tsMax;
     return b;
   }
 
-  bytesResident(): number {
-    return (
-      this.name.byteLength + this.node.byteLength + this.role.byteLength + this.t0.byteLength + this.t1.byteLength + this.rank.byteLength + this.gpuStart.byteLength + this.gpuList.byteLength
-    );
+  /** The buffers of `columns()`, for a transfer list. */
+  static transferablesOf(c: PhaseColumns): ArrayBuffer[] {
+    return [...ColumnBlock.transferables(c), c.gpuList.buffer as ArrayBuffer];
   }
 
-  /** Starts a row; GPUs follow through `pushGpu`. */
+  override bytesResident(): number {
+    return super.bytesResident() + this.gpus.byteLength + (this.gpuStartCache?.starts.byteLength ?? 0);
+  }
+
+  /** Starts a row; GPUs follow through `pushGpu`, then `commit`. */
   begin(name: number, t0: number, t1: number, node: number, rank: number, role: number): void {
     const n = this.length;
-    if (n + 1 >= this.name.length) this.grow(n * 2 + 2);
-    this.name[n] = name;
-    this.t0[n] = t0;
-    this.t1[n] = t1;
-    this.node[n] = node;
-    this.rank[n] = rank;
-    this.role[n] = role;
-    this.gpuStart[n] = this.gpuLen;
-    this.gpuStart[n + 1] = this.gpuLen;
+    if (n === this.cap) this.reserve(1);
+    const c = this.cols;
+    c.name[n] = name;
+    c.t0[n] = t0;
+    c.t1[n] = t1;
+    c.node[n] = node;
+    c.rank[n] = rank;
+    c.role[n] = role;
   }
 
   pushGpu(gpu: number): void {
-    if (this.gpuLen === this.gpuList.length) this.gpuList = resized(this.gpuList, this.gpuLen, this.gpuLen * 2);
-    this.gpuList[this.gpuLen++] = gpu;
-    this.gpuStart[this.length + 1] = this.gpuLen;
+    this.gpus.push(gpu);
   }
 
   commit(): void {
     const n = this.length;
-    const t0 = this.t0[n];
-    const t1 = this.t1[n];
+    const c = this.cols;
+    c.gpuEnd[n] = this.gpus.length;
+    const t0 = c.t0[n];
+    const t1 = c.t1[n];
     this.length = n + 1;
     if (t1 === OPEN_T1) this.openCount++;
+    // the bounds a reader windows on: t0 and t1 of closed intervals, only t0 of open markers
     if (!(t0 >= this.tsMin)) this.tsMin = t0;
     const hi = t1 === OPEN_T1 ? t0 : t1;
     if (!(hi <= this.tsMax)) this.tsMax = hi;
     if (t1 !== OPEN_T1 && !(t1 >= this.tsMin)) this.tsMin = t1;
   }
 
-  trim(): void {
-    if (this.name.length > this.length + 16) this.grow(this.length + 1);
-    if (this.gpuList.length > this.gpuLen + 16) this.gpuList = this.gpuList.slice(0, Math.max(16, this.gpuLen));
-  }
-
-  private grow(cap: number): void {
-    const n = this.length;
-    // a row to spare (`begin` checks n + 1), and `gpuStart` one more: row i ends at gpuStart[i + 1]
-    this.name = resized(this.name, n, cap + 1);
-    this.node = resized(this.node, n, cap + 1);
-    this.role = resized(this.role, n, cap + 1);
-    this.t0 = resized(this.t0, n, cap + 1);
-    this.t1 = resized(this.t1, n, cap + 1);
-    this.rank = resized(this.rank, n, cap + 1);
-    this.gpuStart = resized(this.gpuStart, n + 1, cap + 2);
+  override trim(): void {
+    super.trim();
+    this.gpus.trim();
   }
 }
 
