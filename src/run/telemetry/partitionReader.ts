@@ -1,8 +1,8 @@
 // Lazy hourly partitions of one stream: `{stream}/{YYYYMMDD_HH}.jsonl` (+ the legacy flat file),
 // parsed on first use into blocks, tailed by byte offset, kept in an LRU.
-import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { readCompleteLines, readFirstLine, readLastCompleteLine } from '../../formats/jsonlTail.ts';
+import type { TelemetryIo } from './io.ts';
+import { nodeIo } from './io.ts';
 import type { BadLine } from './lineScan.ts';
 import { parsePythonJson } from './lineScan.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
@@ -100,6 +100,7 @@ export class PartitionReader<B extends HourBlock> {
     kind: BlockKind<B>,
     onBad: (file: string, line: number, message: string) => void,
     capacity = PARTITION_CACHE_BLOCKS,
+    private readonly io: TelemetryIo = nodeIo,
   ) {
     this.dir = dashboardDir;
     this.stream = stream;
@@ -114,21 +115,16 @@ export class PartitionReader<B extends HourBlock> {
     const before = new Set(this.listing.map((f) => f.key));
     const files: PartitionFile[] = [];
     const legacy = join(this.dir, `${this.stream}.jsonl`);
-    const legacySize = sizeOf(legacy);
+    const legacySize = this.io.stat(legacy)?.size ?? null;
     if (legacySize !== null) files.push({ key: 'legacy', path: legacy, rel: `${this.stream}.jsonl`, lo: -Infinity, hi: Infinity, size: legacySize });
-    let names: string[] = [];
-    try {
-      names = readdirSync(join(this.dir, this.stream));
-    } catch {
-      names = [];
-    }
+    const names = this.io.list(join(this.dir, this.stream));
     const hours: PartitionFile[] = [];
     for (const name of names) {
       if (!name.endsWith('.jsonl')) continue;
       const key = name.slice(0, -6);
       const lo = hourStart(key);
       const path = join(this.dir, this.stream, name);
-      const size = sizeOf(path);
+      const size = this.io.stat(path)?.size ?? null;
       if (size === null) continue;
       // a stem that is not an hour key still reads; it just never skips (like the legacy file)
       hours.push({ key, path, rel: `${this.stream}/${name}`, lo: lo ?? -Infinity, hi: lo === null ? Infinity : lo + 3600, size });
@@ -192,7 +188,7 @@ export class PartitionReader<B extends HourBlock> {
    */
   private startsAfter(f: PartitionFile, t1: number): boolean {
     if (this.stream === 'phases' || f.size === 0) return false;
-    const line = readFirstLine(f.path);
+    const line = this.io.firstLine(f.path);
     if (line === null) return false;
     const stamps = this.stampsOf(line);
     return stamps.length > 0 && stamps[0] > t1;
@@ -239,7 +235,7 @@ export class PartitionReader<B extends HourBlock> {
     }
     if (this.viewsSpent(f)) return this.block(f);
     let e: CacheEntry<B>;
-    e = { block: this.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino: statOf(f.path)?.ino ?? 0 };
+    e = { block: this.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino: this.io.stat(f.path)?.ino ?? 0 };
     if ('view' in e.block) e.block.view = view;
     if (!this.fillView(f, e)) return this.block(f);
     this.cache.set(key, e);
@@ -253,7 +249,7 @@ export class PartitionReader<B extends HourBlock> {
     const before = e.block.length;
     let ok = true;
     const bad: BadLine = (line, message) => this.onBad(f.rel, line, message);
-    const r = readCompleteLines(f.path, e.offset, (chunk) => {
+    const r = this.io.readLines(f.path, e.offset, (chunk) => {
       if (!ok) return;
       const n = this.kind.parseView!(e.view!, chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
       if (n < 0) ok = false;
@@ -304,7 +300,7 @@ export class PartitionReader<B extends HourBlock> {
       for (const p of pending) if (!p.done) collect(p, pool.poll(p.slot));
       for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
         const f = queue.shift()!;
-        pending.push({ slot, f, ino: statOf(f.path)?.ino ?? 0, done: false });
+        pending.push({ slot, f, ino: this.io.stat(f.path)?.ino ?? 0, done: false });
         pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view: viewOf.get(f)!, rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
       }
     };
@@ -359,7 +355,7 @@ export class PartitionReader<B extends HourBlock> {
       this.cache.set(f.key, e);
       return e.block;
     }
-    const st = statOf(f.path);
+    const st = this.io.stat(f.path);
     const size = st?.size ?? 0;
     e = { block: this.kind.create(f.key, f.lo, f.hi, Math.ceil(size / this.kind.bytesPerRow)), offset: 0, lines: 0, file: f.key, view: null, ino: st?.ino ?? 0 };
     this.cache.set(f.key, e);
@@ -375,7 +371,7 @@ export class PartitionReader<B extends HourBlock> {
     this.fills++;
     const before = e.block.length;
     const bad: BadLine = (line, message) => this.onBad(f.rel, line, message);
-    const r = readCompleteLines(f.path, e.offset, (chunk) => {
+    const r = this.io.readLines(f.path, e.offset, (chunk) => {
       e.lines += this.kind.parse(chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
       this.betweenChunks?.();
     });
@@ -396,7 +392,7 @@ export class PartitionReader<B extends HourBlock> {
         this.cache.delete(key);
         continue;
       }
-      const st = statOf(f.path);
+      const st = this.io.stat(f.path);
       const size = st?.size ?? 0;
       f.size = size;
       if (size < e.offset || (st !== null && st.ino !== e.ino)) {
@@ -433,14 +429,14 @@ export class PartitionReader<B extends HourBlock> {
     const newest = nonEmpty[nonEmpty.length - 1];
     let first = this.firstStamps.get(oldest.path);
     if (first === undefined) {
-      const line = readFirstLine(oldest.path);
+      const line = this.io.firstLine(oldest.path);
       first = line === null ? [] : this.stampsOf(line);
       if (line !== null) this.firstStamps.set(oldest.path, first);
     }
     let last: number[];
     if (this.lastStamps && this.lastStamps.path === newest.path && this.lastStamps.size === newest.size) last = this.lastStamps.stamps;
     else {
-      const line = readLastCompleteLine(newest.path);
+      const line = this.io.lastLine(newest.path);
       last = line === null ? [] : this.stampsOf(line);
       this.lastStamps = { path: newest.path, size: newest.size, stamps: last };
     }
@@ -460,23 +456,5 @@ export class PartitionReader<B extends HourBlock> {
       return o.t1 === OPEN_T1 ? [o.t0] : [o.t0, o.t1];
     }
     return typeof o.ts === 'number' ? [o.ts] : [];
-  }
-}
-
-function statOf(path: string): { size: number; ino: number } | null {
-  try {
-    const st = statSync(path);
-    return st.isFile() ? { size: st.size, ino: st.ino } : null;
-  } catch {
-    return null;
-  }
-}
-
-function sizeOf(path: string): number | null {
-  try {
-    const st = statSync(path);
-    return st.isFile() ? st.size : null;
-  } catch {
-    return null;
   }
 }

@@ -34,30 +34,25 @@
 //                           keyed on `(block object, block.length)` stays valid. A selectively read
 //                           block has `view` set (the lanes/metrics it holds); whole blocks have
 //                           `view === null` — never key a cache on `block.key` alone.
-import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { readCompleteLines, readRange } from '../../formats/jsonlTail.ts';
-import { EngineSeriesBlock, EngineSeriesParser } from './engineSeriesBlock.ts';
-import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
+import type { EngineSeriesBlock } from './engineSeriesBlock.ts';
+import { FlatStreams } from './flatStreams.ts';
+import type { GpuUtilBlock } from './gpuUtilBlock.ts';
 import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
-import { LaneScan, laneEntries, parseLaneCatalog, strAsc } from './laneCatalog.ts';
-import type { LaneFacts } from './laneCatalog.ts';
-import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from './lineScan.ts';
-import { PartitionReader } from './partitionReader.ts';
-import type { PartitionFile } from './partitionReader.ts';
-import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
-import type { ParsedColumns } from './parseJob.ts';
+import type { TelemetryIo } from './io.ts';
+import { nodeIo } from './io.ts';
+import { LaneIndex } from './laneIndex.ts';
+import { EngineMetricPresence } from './metricPresence.ts';
+import type { PartitionReaders } from './partitionKinds.ts';
+import { partitionReaders } from './partitionKinds.ts';
+import type { PartitionReader } from './partitionReader.ts';
+import type { PhaseBlock } from './phaseBlock.ts';
 import { ParsePool, defaultParseWorkers } from './parsePool.ts';
-import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from './recordBlock.ts';
-import type { RecordValidator } from './recordBlock.ts';
 import type {
   DataBufferSample,
-  EngineInfo,
-  FlatStream,
   GpuProcessSample,
   LaneEntry,
   MetricsRecord,
-  MetricValue,
   PartitionedStream,
   PhaseEvent,
   RunMeta,
@@ -87,6 +82,8 @@ export interface TelemetryStoreOptions {
    */
   parseWorkers?: number;
   parallelFromBytes?: number;
+  /** The file operations (default: the real file system); tests hand in one they control. */
+  io?: TelemetryIo;
 }
 
 /** What one `follow()` (or the initial load) brought in: what a live client should be told. */
@@ -112,16 +109,6 @@ export interface FollowReport {
   warnings: TelemetryWarning[];
 }
 
-interface FlatTail {
-  stream: FlatStream;
-  path: string;
-  rel: string;
-  offset: number;
-  lines: number;
-}
-
-const META_KEYS = ['run_name', 'start_ts', 'args', 'schema_version'];
-
 export class TelemetryStore {
   /** The `dashboard/` directory this store reads. */
   readonly dir: string;
@@ -131,31 +118,12 @@ export class TelemetryStore {
   readonly lanes = new LaneTable();
   /** Series ids of `EngineSeriesBlock.series`. */
   readonly engineSeries = new EngineSeriesTable();
-  readonly partitions: {
-    gpu_util: PartitionReader<GpuUtilBlock>;
-    engine_series: PartitionReader<EngineSeriesBlock>;
-    phases: PartitionReader<PhaseBlock>;
-    trajectories: PartitionReader<RecordBlock<TrajectoryEvent>>;
-    gpu_processes: PartitionReader<RecordBlock<GpuProcessSample>>;
-  };
+  readonly partitions: PartitionReaders;
 
-  private _meta: RunMeta | null = null;
-  private metaStamp = '';
-  private catalogStamp = '';
-  private catalogFacts: LaneFacts[] | null = null;
-  private readonly scan = new LaneScan();
-  private readonly scanFolded = new Map<string, { size: number; rows: number }>();
-  private laneCache: { key: string; entries: LaneEntry[] } | null = null;
-  private laneVersion = 0;
-  private readonly metrics: MetricsRecord[] = [];
-  private readonly topology: TopologySnapshot[] = [];
-  private readonly dataBuffer: DataBufferSample[] = [];
-  private readonly metricKeySet = new Set<string>();
-  private readonly stepKeySet = new Set<string>();
-  private flatMin = Infinity;
-  private flatMax = -Infinity;
+  private readonly flat: FlatStreams;
+  private readonly laneIdx: LaneIndex;
+  private readonly metricPresence: EngineMetricPresence;
   private range: [number, number] | null = null;
-  private readonly tails: FlatTail[];
   private readonly warningList: TelemetryWarning[] = [];
   private readonly warningSeen = new Set<string>();
   private pendingWarnings: TelemetryWarning[] = [];
@@ -166,75 +134,23 @@ export class TelemetryStore {
 
   private constructor(dashboardDir: string, opts: TelemetryStoreOptions = {}) {
     this.dir = dashboardDir;
+    const io = opts.io ?? nodeIo;
     this.parseWorkers = opts.parseWorkers ?? defaultParseWorkers();
     this.parallelFromBytes = opts.parallelFromBytes ?? 256 * 2 ** 20;
-    const cap = opts.cacheBlocks ?? PARTITION_CACHE_BLOCKS;
     const warn = (file: string, line: number, message: string): void => this.warn(file, line, message);
-    const gpuParser = new GpuUtilParser(this.lanes);
-    const engineParser = new EngineSeriesParser(this.engineSeries);
-    const phaseParser = new PhaseParser(this.strings);
-    // the low-volume streams (trajectories, gpu_processes) are kept as validated records
-    const records = <T extends { ts: number }>(stream: 'trajectories' | 'gpu_processes', bytesPerRow: number, validate: RecordValidator<T>): PartitionReader<RecordBlock<T>> =>
-      new PartitionReader<RecordBlock<T>>(
-        dashboardDir,
-        stream,
-        {
-          bytesPerRow,
-          create: (k, lo, hi) => new RecordBlock<T>(k, lo, hi),
-          parse: (b, s, e, blk, l, bad) => parseRecordLines(validate, b, s, e, blk, l, bad),
-          adopt: (k, lo, hi, d) => RecordBlock.adopt<T>(k, lo, hi, as(d, stream).rows as T[]),
-        },
-        warn,
-        cap,
-      );
-    this.partitions = {
-      gpu_util: new PartitionReader<GpuUtilBlock>(
-        dashboardDir,
-        'gpu_util',
-        {
-          bytesPerRow: 80,
-          // a lane view costs about half a whole parse: a second distinct selection reads the hour whole
-          viewsBeforeWhole: 1,
-          create: (k, lo, hi, n) => new GpuUtilBlock(k, lo, hi, n),
-          parse: (b, s, e, blk, l, bad) => gpuParser.parse(b, s, e, blk, l, bad),
-          parseView: (view, b, s, e, blk, l, bad) => gpuParser.parseView(view, b, s, e, blk, l, bad),
-          adopt: (k, lo, hi, d) => GpuUtilBlock.adopt(k, lo, hi, as(d, 'gpu_util').columns, as(d, 'gpu_util').lanes.map(([n, g]) => this.lanes.id(n, g))),
-        },
-        warn,
-        cap,
-      ),
-      engine_series: new PartitionReader<EngineSeriesBlock>(
-        dashboardDir,
-        'engine_series',
-        {
-          bytesPerRow: 150,
-          // a metric view costs about a fifth of a whole parse: the fourth distinct ask reads the hour whole
-          viewsBeforeWhole: 3,
-          create: (k, lo, hi, n) => new EngineSeriesBlock(k, lo, hi, n),
-          parse: (b, s, e, blk, l, bad) => engineParser.parse(b, s, e, blk, l, bad),
-          parseView: (view, b, s, e, blk) => engineParser.parseView(view, b, s, e, blk),
-          adopt: (k, lo, hi, d) =>
-            EngineSeriesBlock.adopt(k, lo, hi, as(d, 'engine_series').columns, as(d, 'engine_series').series.map(([a, m, l]) => this.engineSeries.id(a, m, l))),
-        },
-        warn,
-        cap,
-      ),
-      phases: new PartitionReader<PhaseBlock>(
-        dashboardDir,
-        'phases',
-        {
-          bytesPerRow: 110,
-          create: (k, lo, hi, n) => new PhaseBlock(k, lo, hi, this.strings, n),
-          parse: (b, s, e, blk, l, bad) => phaseParser.parse(b, s, e, blk, l, bad),
-          adopt: (k, lo, hi, d) => PhaseBlock.adopt(k, lo, hi, this.strings, as(d, 'phases').columns, as(d, 'phases').strings.map((x) => this.strings.id(x))),
-        },
-        warn,
-        cap,
-      ),
-      trajectories: records('trajectories', 120, trajectoryEventOf),
-      gpu_processes: records('gpu_processes', 100, gpuProcessOf),
-    };
-    this.tails = (['metrics', 'topology', 'data_buffer'] as const).map((stream) => ({ stream, path: join(dashboardDir, `${stream}.jsonl`), rel: `${stream}.jsonl`, offset: 0, lines: 0 }));
+    this.partitions = partitionReaders(dashboardDir, this, io, warn, opts.cacheBlocks ?? PARTITION_CACHE_BLOCKS);
+    this.flat = new FlatStreams(dashboardDir, io, warn);
+    const p = this.partitions;
+    this.laneIdx = new LaneIndex(dashboardDir, io, warn, {
+      lanes: this.lanes,
+      strings: this.strings,
+      topologySnapshots: () => this.flat.topologySnapshots(),
+      gpuFiles: () => p.gpu_util.files(),
+      gpuBlock: (f) => p.gpu_util.block(f),
+      phaseFiles: () => p.phases.files(),
+      phaseBlock: (f) => p.phases.block(f),
+    });
+    this.metricPresence = new EngineMetricPresence(p.engine_series, this.engineSeries, io);
   }
 
   /**
@@ -270,23 +186,19 @@ export class TelemetryStore {
       timeRangeChanged: false,
       warnings: [],
     };
-    const lanesBefore = this.laneCache?.entries ?? null;
+    const lanesBefore = this.laneIdx.known();
     const rangeBefore = this.range;
-    report.metaChanged = this.readMeta();
-    this.readCatalog();
-    const newKeys: string[] = [];
-    const newSteps: string[] = [];
-    for (const t of this.tails) {
-      const n = this.tailFlat(t, newKeys, newSteps);
-      if (n > 0) {
-        report.byStream[t.stream] = n;
-        report.rows += n;
-        this.bump(t.stream);
-        if (t.stream === 'topology') report.topologyChanged = true;
-      }
+    const flat = this.flat.follow();
+    report.metaChanged = flat.metaChanged;
+    report.newMetricKeys = flat.newMetricKeys;
+    report.newStepKeys = flat.newStepKeys;
+    for (const [stream, n] of Object.entries(flat.added) as [StreamName, number][]) {
+      report.byStream[stream] = n;
+      report.rows += n;
+      this.bump(stream);
+      if (stream === 'topology') report.topologyChanged = true;
     }
-    report.newMetricKeys = newKeys.sort();
-    report.newStepKeys = newSteps.sort();
+    this.laneIdx.readCatalog();
     for (const stream of Object.keys(this.partitions) as PartitionedStream[]) {
       const reader = this.partitions[stream] as PartitionReader<any>;
       const sizes = reader.files().map((f) => `${f.key}:${f.size}`).join(',');
@@ -302,7 +214,7 @@ export class TelemetryStore {
     this.range = this.computeTimeRange();
     report.timeRange = this.range;
     report.timeRangeChanged = !sameRange(rangeBefore, this.range);
-    if (lanesBefore !== null || this.catalogFacts !== null) {
+    if (lanesBefore !== null || this.laneIdx.hasCatalog()) {
       const after = this.laneIndex();
       if (lanesBefore === null || after !== lanesBefore) {
         const known = new Set((lanesBefore ?? []).map((l) => `${l.node}:${l.gpu}`));
@@ -351,131 +263,8 @@ export class TelemetryStore {
     this.pendingWarnings.push(w);
   }
 
-  private readMeta(): boolean {
-    const path = join(this.dir, 'meta.json');
-    const stamp = stampOf(path);
-    if (stamp === this.metaStamp) return false;
-    this.metaStamp = stamp;
-    if (stamp === '') {
-      const had = this._meta !== null;
-      this._meta = null;
-      return had;
-    }
-    try {
-      const o = parsePythonJson(readFileSync(path, 'utf8')) as any;
-      // Unlike the reference (strict `Meta(**json)`), keys a newer writer adds are ignored, not fatal.
-      if (o === null || typeof o !== 'object' || typeof o.run_name !== 'string' || !isNum(o.start_ts)) {
-        throw new Error(`expected the keys ${META_KEYS.join(', ')}`);
-      }
-      this._meta = { run_name: o.run_name, start_ts: o.start_ts, args: o.args && typeof o.args === 'object' ? o.args : {}, schema_version: isInt(o.schema_version) ? o.schema_version : 1 };
-    } catch (err) {
-      this.warn('meta.json', 1, `unreadable run header: ${(err as Error).message}`);
-      this._meta = null;
-    }
-    return true;
-  }
-
-  private readCatalog(): void {
-    const path = join(this.dir, 'lane_catalog.json');
-    const stamp = stampOf(path);
-    if (stamp === this.catalogStamp) return;
-    this.catalogStamp = stamp;
-    if (stamp === '') {
-      this.catalogFacts = null;
-      return;
-    }
-    try {
-      this.catalogFacts = parseLaneCatalog(readFileSync(path, 'utf8'));
-    } catch (err) {
-      this.warn('lane_catalog.json', 1, `unreadable lane catalog, lanes are scanned from the streams instead: ${(err as Error).message}`);
-      this.catalogFacts = null;
-    }
-  }
-
-  private tailFlat(t: FlatTail, newKeys: string[], newSteps: string[]): number {
-    let added = 0;
-    const r = readCompleteLines(t.path, t.offset, (chunk) => {
-      const buf = chunk.buf;
-      let p = 0;
-      while (p < chunk.end) {
-        const nl = lineEnd(buf, p, chunk.end);
-        t.lines++;
-        const o = decodeLine(buf, p, nl, t.lines, (line, message) => this.warn(t.rel, line, message), parsePythonJson);
-        p = nl + 1;
-        if (o === UNDECODED) continue;
-        const problem = this.addFlat(t.stream, o, newKeys, newSteps);
-        if (problem !== null) this.warn(t.rel, t.lines, problem);
-        else added++;
-      }
-    });
-    t.offset = r.offset;
-    return added;
-  }
-
-  private addFlat(stream: FlatStream, o: any, newKeys: string[], newSteps: string[]): string | null {
-    if (o === null || typeof o !== 'object' || Array.isArray(o)) return `${stream} record must be an object`;
-    if (stream === 'metrics') {
-      if (!hasExactKeys(o, ['ts', 'step_key', 'step', 'metrics'])) return 'metrics record must have exactly the keys ts, step_key, step, metrics';
-      if (!isNum(o.ts) || !(o.step_key === null || typeof o.step_key === 'string') || !(o.step === null || typeof o.step === 'number') || o.metrics === null || typeof o.metrics !== 'object' || Array.isArray(o.metrics)) {
-        return 'metrics record has a value of the wrong type';
-      }
-      const metrics: Record<string, MetricValue> = {};
-      for (const [k, v] of Object.entries(o.metrics as Record<string, unknown>)) {
-        if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') metrics[k] = v;
-        if (!this.metricKeySet.has(k)) {
-          this.metricKeySet.add(k);
-          newKeys.push(k);
-        }
-      }
-      if (o.step_key !== null && !this.stepKeySet.has(o.step_key)) {
-        this.stepKeySet.add(o.step_key);
-        newSteps.push(o.step_key);
-      }
-      this.metrics.push({ ts: o.ts, step_key: o.step_key, step: o.step, metrics });
-      this.stamp(o.ts);
-      return null;
-    }
-    if (stream === 'topology') {
-      if (!hasExactKeys(o, ['ts', 'engines'])) return 'topology record must have exactly the keys ts, engines';
-      if (!isNum(o.ts) || !Array.isArray(o.engines)) return 'topology record has a value of the wrong type';
-      const engines: EngineInfo[] = [];
-      for (const e of o.engines) {
-        if (!hasExactKeys(e, ['addr', 'worker_type', 'engine_rank', 'gpus', 'gpu_uuids'])) {
-          return 'topology engine must have exactly the keys addr, worker_type, engine_rank, gpus, gpu_uuids';
-        }
-        if (
-          typeof e.addr !== 'string' ||
-          typeof e.worker_type !== 'string' ||
-          !isInt(e.engine_rank) ||
-          !Array.isArray(e.gpus) ||
-          !e.gpus.every((g: unknown) => Array.isArray(g) && g.length === 2 && typeof g[0] === 'string' && isInt(g[1])) ||
-          !Array.isArray(e.gpu_uuids)
-        ) {
-          return 'topology engine has a value of the wrong type';
-        }
-        engines.push({ addr: e.addr, worker_type: e.worker_type, engine_rank: e.engine_rank, gpus: e.gpus, gpu_uuids: e.gpu_uuids });
-      }
-      const snap = { ts: o.ts, engines };
-      this.topology.push(snap);
-      this.scan.addTopology(snap);
-      this.stamp(o.ts);
-      return null;
-    }
-    if (!hasExactKeys(o, ['ts', 'length'])) return 'data_buffer record must have exactly the keys ts, length';
-    if (!isNum(o.ts) || !isInt(o.length)) return 'data_buffer record has a value of the wrong type';
-    this.dataBuffer.push({ ts: o.ts, length: o.length });
-    this.stamp(o.ts);
-    return null;
-  }
-
-  private stamp(ts: number): void {
-    if (ts < this.flatMin) this.flatMin = ts;
-    if (ts > this.flatMax) this.flatMax = ts;
-  }
-
   private computeTimeRange(): [number, number] | null {
-    let lo = this.flatMin;
-    let hi = this.flatMax;
+    let [lo, hi] = this.flat.stampRange();
     for (const reader of Object.values(this.partitions) as PartitionReader<any>[]) {
       for (const t of reader.edgeStamps()) {
         if (t < lo) lo = t;
@@ -488,7 +277,7 @@ export class TelemetryStore {
   // ---------------------------------------------------------------- simple facts
 
   meta(): RunMeta | null {
-    return this._meta;
+    return this.flat.meta();
   }
 
   /** Skipped lines so far (file relative to `dashboard/`, 1-based line, reason), in discovery order. */
@@ -503,9 +292,7 @@ export class TelemetryStore {
 
   /** Partitioned: any non-empty file; flat: any record. */
   hasStream(stream: StreamName): boolean {
-    if (stream === 'metrics') return this.metrics.length > 0;
-    if (stream === 'topology') return this.topology.length > 0;
-    if (stream === 'data_buffer') return this.dataBuffer.length > 0;
+    if (stream === 'metrics' || stream === 'topology' || stream === 'data_buffer') return this.flat.has(stream);
     return this.partitions[stream].hasData();
   }
 
@@ -515,110 +302,60 @@ export class TelemetryStore {
   }
 
   metricsRecords(): readonly MetricsRecord[] {
-    return this.metrics;
+    return this.flat.metricsRecords();
   }
 
   /** Sorted union of every metrics record's keys. */
   metricKeys(): string[] {
-    return [...this.metricKeySet].sort(strAsc);
+    return this.flat.metricKeys();
   }
 
   /** Sorted distinct non-null step keys. */
   stepKeys(): string[] {
-    return [...this.stepKeySet].sort(strAsc);
+    return this.flat.stepKeys();
   }
 
   topologySnapshots(): readonly TopologySnapshot[] {
-    return this.topology;
+    return this.flat.topologySnapshots();
   }
 
   /** Snapshots sorted by ts; each holds until the next one (`t1`), the last until `null`. */
   topologyWindows(): TopologyWindow[] {
-    const snaps = this.topology.map((s, i) => ({ s, i })).sort((a, b) => a.s.ts - b.s.ts || a.i - b.i).map((x) => x.s);
-    return snaps.map((s, i) => ({ t0: s.ts, t1: i + 1 < snaps.length ? snaps[i + 1].ts : null, engines: s.engines }));
+    return this.flat.topologyWindows();
   }
 
   dataBufferSamples(): readonly DataBufferSample[] {
-    return this.dataBuffer;
+    return this.flat.dataBufferSamples();
   }
 
   latestDataBufferLength(): number | null {
-    return this.dataBuffer.length ? this.dataBuffer[this.dataBuffer.length - 1].length : null;
+    return this.flat.latestDataBufferLength();
   }
 
   // ---------------------------------------------------------------- lanes
 
   /**
-   * `[{node, gpu, ranks, engine_addrs, roles, index}]` sorted by `(node, gpu)` with node as a string.
-   * From `lane_catalog.json` when present; else folded from gpu_util rows, phase events and topology
-   * (that fallback reads every gpu_util and phases partition once).
+   * `[{node, gpu, ranks, engine_addrs, roles, index}]` in lane order. From `lane_catalog.json` when
+   * present; else folded from gpu_util rows, phase events and topology (that fallback reads every
+   * gpu_util and phases partition once).
    */
   laneIndex(): readonly LaneEntry[] {
-    let key: string;
-    let facts: Iterable<LaneFacts>;
-    if (this.catalogFacts !== null) {
-      key = `catalog:${this.catalogStamp}`;
-      facts = this.catalogFacts;
-    } else {
-      this.foldScan();
-      key = `scan:${this.scan.version}`;
-      facts = this.scan.facts();
-    }
-    if (this.laneCache === null || this.laneCache.key !== key) {
-      const entries = laneEntries(facts);
-      if (this.laneCache === null || JSON.stringify(entries) !== JSON.stringify(this.laneCache.entries)) {
-        this.laneCache = { key, entries };
-        this.laneVersion++;
-      } else {
-        this.laneCache = { key, entries: this.laneCache.entries };
-      }
-    }
-    return this.laneCache.entries;
+    return this.laneIdx.entries();
   }
 
   /** Changes whenever `laneIndex()` does. */
   get laneIndexVersion(): number {
-    this.laneIndex();
-    return this.laneVersion;
+    return this.laneIdx.version;
   }
 
   /** Whether lanes come from `lane_catalog.json` (true) or the stream scan fallback (false). */
   hasLaneCatalog(): boolean {
-    return this.catalogFacts !== null;
+    return this.laneIdx.hasCatalog();
   }
 
   /** The scan fallback's lane index, whatever the catalog says (the two agree on a healthy run). */
   scannedLaneIndex(): LaneEntry[] {
-    this.foldScan();
-    return laneEntries(this.scan.facts());
-  }
-
-  private foldScan(): void {
-    const fold = <B extends { length: number }>(stream: 'gpu_util' | 'phases', reader: PartitionReader<any>, each: (b: B, from: number) => void): void => {
-      for (const f of reader.files() as PartitionFile[]) {
-        const id = `${stream}/${f.key}`;
-        const seen = this.scanFolded.get(id);
-        if (seen !== undefined && seen.size === f.size) continue;
-        const b = reader.block(f) as B;
-        each(b, seen?.rows ?? 0);
-        this.scanFolded.set(id, { size: f.size, rows: b.length });
-      }
-    };
-    fold<GpuUtilBlock>('gpu_util', this.partitions.gpu_util, (b, from) => {
-      const lane = b.lane;
-      const seen = new Uint8Array(this.lanes.size);
-      for (let i = from; i < b.length; i++) {
-        const id = lane[i];
-        if (seen[id]) continue;
-        seen[id] = 1;
-        this.scan.addGpu(this.lanes.node(id), this.lanes.gpu(id));
-      }
-    });
-    fold<PhaseBlock>('phases', this.partitions.phases, (b, from) => {
-      for (let i = from; i < b.length; i++) {
-        this.scan.addPhase(this.strings.str(b.node[i]), b.gpuList.subarray(b.gpuStart[i], b.gpuStart[i + 1]), b.rank[i], this.strings.str(b.role[i]));
-      }
-    });
+    return this.laneIdx.scanned();
   }
 
   // ---------------------------------------------------------------- partitioned streams
@@ -667,45 +404,12 @@ export class TelemetryStore {
     return out;
   }
 
-  private readonly metricSamples = new Map<string, { size: number; names: Set<string> }>();
-  private readonly metricSeen = new WeakMap<EngineSeriesBlock, { n: number; names: Set<string> }>();
-
   /**
    * Distinct engine metric names, cheaply: exact for every hour whose whole block is resident, and
-   * for the others the names on the complete lines of the file's first and last MiB (each holds
-   * whole scrape ticks, and a scraper reports the same families every tick). Never parses a block.
+   * for the others the names on the complete lines of the file's first and last MiB. Never parses a block.
    */
   engineMetricsPresent(): string[] {
-    const reader = this.partitions.engine_series;
-    const out = new Set<string>();
-    const table = this.engineSeries;
-    for (const f of reader.files()) {
-      const whole = reader.isCached(f.key) ? reader.block(f) : null;
-      if (whole !== null) {
-        let seen = this.metricSeen.get(whole);
-        if (seen === undefined) this.metricSeen.set(whole, (seen = { n: 0, names: new Set() }));
-        const series = whole.series;
-        for (let i = seen.n; i < whole.length; i++) seen.names.add(table.key(series[i]).metric);
-        seen.n = whole.length;
-        for (const m of seen.names) out.add(m);
-        continue;
-      }
-      let sample = this.metricSamples.get(f.key);
-      if (sample === undefined || sample.size !== f.size) {
-        const names = new Set<string>();
-        const MIB = 1 << 20;
-        const head = readRange(f.path, 0, Math.min(MIB, f.size));
-        metricNamesIn(head, 0, head.lastIndexOf(10) + 1, names);
-        if (f.size > MIB) {
-          const from = Math.max(MIB, f.size - MIB);
-          const tail = readRange(f.path, from, f.size - from);
-          metricNamesIn(tail, tail.indexOf(10) + 1, tail.lastIndexOf(10) + 1, names);
-        }
-        this.metricSamples.set(f.key, (sample = { size: f.size, names }));
-      }
-      for (const m of sample.names) out.add(m);
-    }
-    return [...out].sort(strAsc);
+    return this.metricPresence.names();
   }
 
   /** Trajectory events with `t0 <= ts <= t1`, file order. */
@@ -736,48 +440,6 @@ export class TelemetryStore {
   }
 }
 
-const METRIC_MARK = Buffer.from('"metric":"');
-
-/** Adds the metric names of the lines in `buf[start, end)` (decoded like JSON strings). */
-function metricNamesIn(buf: Buffer, start: number, end: number, into: Set<string>): void {
-  let at = buf.indexOf(METRIC_MARK, start);
-  let last = '';
-  while (at >= 0 && at < end) {
-    const s = at + METRIC_MARK.length;
-    let e = s;
-    while (e < end && buf[e] !== 34 && buf[e] !== 10) e += buf[e] === 92 ? 2 : 1;
-    if (buf[e] === 34) {
-      const raw = buf.toString('utf8', s, e);
-      if (raw !== last) {
-        try {
-          into.add(raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw);
-        } catch {
-          // not a JSON string: the line is corrupt, a whole read reports it
-        }
-        last = raw;
-      }
-    }
-    at = buf.indexOf(METRIC_MARK, e);
-  }
-}
-
-/** The parsed columns of one stream (a worker result always matches the reader that asked). */
-function as<S extends ParsedColumns['stream']>(d: ParsedColumns, stream: S): Extract<ParsedColumns, { stream: S }> {
-  if (d.stream !== stream) throw new Error(`parse worker answered ${d.stream} for ${stream}`);
-  return d as Extract<ParsedColumns, { stream: S }>;
-}
-
-function stampOf(path: string): string {
-  try {
-    const st = statSync(path);
-    return `${st.size}:${st.mtimeMs}:${st.ino}`;
-  } catch {
-    return '';
-  }
-}
-
 function sameRange(a: [number, number] | null, b: [number, number] | null): boolean {
   return a === b || (a !== null && b !== null && a[0] === b[0] && a[1] === b[1]);
 }
-
-
