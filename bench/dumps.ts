@@ -180,7 +180,7 @@ async function generate(dir: string): Promise<void> {
 }
 
 async function measure(dir: string): Promise<Record<string, number>> {
-  const { DumpReader } = await import('../src/run/dumps/reader.ts');
+  const { openRun } = await import('../src/server/run.ts');
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
   const time = async <T>(f: () => Promise<T>): Promise<[number, T]> => {
@@ -196,14 +196,16 @@ async function measure(dir: string): Promise<Record<string, number>> {
     return [ms, (c.user + c.system) / 1000, v];
   };
   const load = loadavg()[0];
-  const reader = await DumpReader.open(dir);
-  const [coldSummary, coldSummaryCpu, summary] = await cpu(() => reader.summary(0));
+  // Through the queries, as the server answers: the reader yields records, the queries assemble the tables.
+  const run = await openRun(dir);
+  const [coldSummary, coldSummaryCpu, summary] = await cpu(() => run.summary(0, false));
   const warm: number[] = [];
-  for (let i = 0; i < 5; i++) warm.push((await time(() => reader.summary(0)))[0]);
-  const tokensReader = await DumpReader.open(dir);
-  const [coldTokens, coldTokensCpu, view] = await cpu(() => tokensReader.tokens(0, BIG_SAMPLE));
+  for (let i = 0; i < 5; i++) warm.push((await time(() => run.summary(0, false)))[0]);
+  const tokensRun = await openRun(dir);
+  const tokens = () => tokensRun.tokens(0, BIG_SAMPLE, { start: 0, evaluation: false });
+  const [coldTokens, coldTokensCpu, view] = await cpu(tokens);
   const warmTokens: number[] = [];
-  for (let i = 0; i < 5; i++) warmTokens.push((await time(() => tokensReader.tokens(0, BIG_SAMPLE)))[0]);
+  for (let i = 0; i < 5; i++) warmTokens.push((await time(tokens))[0]);
   clearInterval(sampler);
   peak = Math.max(peak, process.memoryUsage().rss);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

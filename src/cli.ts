@@ -128,7 +128,7 @@ async function serve(flags: ServeFlags): Promise<void> {
   const { startServer } = await import('./server/listen.ts');
   const run = await openRun(flags.dumpDetails, { tensorLru: flags.tensorLru, cacheDir: flags.cacheDir }).catch((err: Error) => {
     // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
-    const param = (err as { parameter?: string }).parameter;
+    const param = (err as { param?: string }).param;
     throw param ? new UsageError(`--${param === 'cacheDir' ? 'cache-dir' : param}: ${err.message}`) : err;
   });
   const { loadHealthConfig } = await import('./commands/health.ts');

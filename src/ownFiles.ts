@@ -15,7 +15,7 @@ const MODULE_ROOT = dirname(fileURLToPath(self));
 /** The package's root folder (holds package.json and web/dist). */
 export const PACKAGE_ROOT = resolve(MODULE_ROOT, '..');
 
-/** The URL of one of our modules, `path` relative to src/ without extension, e.g. `run/dumps/rolloutDecodeWorker`. */
+/** The URL of one of our modules, `path` relative to src/ without extension, e.g. `run/miles/rolloutDecodeWorker`. */
 export function moduleUrl(path: string): string {
   return new URL(`${path}${FROM_SOURCE ? '.ts' : '.js'}`, new URL(`file://${MODULE_ROOT}/`)).href;
 }

@@ -237,7 +237,7 @@ describe('the demo run’s story on the health board', () => {
     await generateDemoRun(join(base, 'run'), { seed: 0 });
     const run = await openRun(join(base, 'run'));
     board = await runHealth(run.answers());
-    run.store.close();
+    await run.close();
   });
   after(() => rmSync(base, { recursive: true, force: true }));
 

@@ -20,12 +20,7 @@ function tree(files: Record<string, string>): { root: string; dispose(): void } 
 
 describe('import direction', () => {
   test('the source tree keeps every layer rule', () => {
-    // The dump reader still assembles tables with the queries; the run model change removes these.
-    const pending = new Set(['src/run/dumps/reader.ts', 'src/run/dumps/reader.test.ts', 'src/run/dumps/rolloutDecodeWorker.ts', 'src/run/dumps/trainStep.test.ts']);
-    assert.deepEqual(
-      importViolations(repo).filter((v) => !pending.has(v.file)),
-      [],
-    );
+    assert.deepEqual(importViolations(repo), []);
   });
 
   test('each kind of violation is reported', () => {

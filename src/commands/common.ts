@@ -38,15 +38,12 @@ export async function openRunDir(dir: string, cacheDir?: string): Promise<Opened
   }
   if (!isDir) throw new CommandUsageError(`--dump-details: not a directory: ${dir}`);
   const { openRun } = await import('../server/run.ts');
-  const run = await openRun(abs, { cacheDir: cacheDir ? resolve(cacheDir) : undefined }).catch((e: Error & { parameter?: string }) => {
-    throw e.parameter ? new CommandUsageError(`--${e.parameter === 'cacheDir' ? 'cache-dir' : e.parameter}: ${e.message}`) : e;
+  const run = await openRun(abs, { cacheDir: cacheDir ? resolve(cacheDir) : undefined }).catch((e: Error & { param?: string }) => {
+    throw e.param ? new CommandUsageError(`--${e.param === 'cacheDir' ? 'cache-dir' : e.param}: ${e.message}`) : e;
   });
   return {
     answers: run.answers(),
-    async close() {
-      run.store.close();
-      await run.dumps.close();
-    },
+    close: () => run.close(),
   };
 }
 
@@ -59,7 +56,7 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
       console.error(`rlsight: ${(err as Error).message}`);
       return EXIT_USAGE;
     }
-    if ((err as { param?: string }).param !== undefined && (err as Error).name === 'QueryError') {
+    if ((err as { param?: string }).param !== undefined && (err as Error).name === 'BadArgument') {
       console.error(`rlsight: ${(err as Error).message}`);
       return EXIT_USAGE;
     }

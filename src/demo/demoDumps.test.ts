@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cpResponseRanges } from '../run/dumps/trainDump.ts';
+import { cpResponseRanges } from '../run/miles/trainDump.ts';
 import { cpSlices, grpoAdvantages, partitionByDp } from './demoDumps.ts';
 import type { PlannedSample } from './demoPlan.ts';
 

@@ -12,7 +12,7 @@ import { compressors } from 'hyparquet-compressors';
 import { openTorchFile } from '../formats/torch/load.ts';
 import { readTensor } from '../formats/torch/tensorData.ts';
 import { Tensor } from '../formats/torch/value.ts';
-import { DumpReader } from '../run/dumps/reader.ts';
+import { openAnswers } from '../../test/support/answers.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { appendDemoStep, generateDemoRun, type DemoRunInfo } from './demoRun.ts';
 import { hourKey } from './telemetryWriter.ts';
@@ -167,7 +167,7 @@ describe('generateDemoRun (default size)', () => {
   });
 
   it('is read by the dump reader: every step joined, with the story in the numbers', async () => {
-    const reader = await DumpReader.open(run);
+    const reader = await openAnswers(run);
     try {
       const ids = await reader.rolloutIds();
       assert.deepEqual(ids, { train: [0, 1, 2, 3, 4, 5], eval: [0, 4] });
@@ -292,7 +292,7 @@ describe('generateDemoRun determinism and follow', () => {
     for (const f of ['rollout_data/2.pt', 'train_data/2_0.pt', 'train_data/2_15.pt', 'dashboard_columns/rollout_2.parquet', 'trajectory/2.jsonl']) {
       assert.equal(digest(live).get(f), digest(whole).get(f), f);
     }
-    const reader = await DumpReader.open(live);
+    const reader = await openAnswers(live);
     assert.deepEqual((await reader.rolloutIds()).train, [0, 1, 2]);
     assert.equal((await reader.summary(2)).rows.length, 128);
     await reader.close();
@@ -312,7 +312,7 @@ describe('generateDemoRun --large', () => {
     assert.equal(store.laneIndex().length, 128);
     assert.ok(store.gpuUtilBlocks().length > 0);
     assert.deepEqual(store.warnings(), []);
-    const reader = await DumpReader.open(run);
+    const reader = await openAnswers(run);
     const s = await reader.summary(0);
     assert.equal(s.rows.length, 256);
     assert.ok(s.rows.every((r) => r.alignment_failed === false && r.dumped_rank !== null));

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { DumpReader } from '../run/dumps/reader.ts';
+import { openAnswers } from '../../test/support/answers.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { generateSyntheticRun, reusableSyntheticRun } from './syntheticRun.ts';
 import { hourKey } from './telemetryWriter.ts';
@@ -59,7 +59,7 @@ describe('generateSyntheticRun', () => {
     const info = await generateSyntheticRun(run, { gpus: 16, hours: 0.2, dumpSteps: 1, dumpSamples: 40, dumpResponseTokens: 300, now: 1_790_002_000 });
     assert.equal(readdirSync(join(run, 'train_data')).length, 16);
     assert.ok(info.bytes > 1_000_000);
-    const reader = await DumpReader.open(run);
+    const reader = await openAnswers(run);
     try {
       assert.deepEqual(await reader.rolloutIds(), { train: [0], eval: [] });
       const summary = await reader.summary(0);

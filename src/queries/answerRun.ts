@@ -1,10 +1,11 @@
 // What the answers no single chart gives (health, search, diffs, exports) read of an open run: step tables,
 // sample texts, token views, logged metrics and telemetry records. Any run format that yields these works.
 import type { MetricsRecord, PhaseEvent, TopologySnapshot } from '../run/telemetry/records.ts';
-import { DumpStillWriting } from '../run/dumps/errors.ts';
-import type { ConversationRow } from './messages.ts';
-import type { RolloutTable, StepAggregate } from './rollouts.ts';
-import type { TokenView } from './tokens.ts';
+import { basename } from 'node:path';
+import { DumpStillWriting } from '../run/errors.ts';
+import type { Conversation, RolloutTable, TokenView } from '../wire/index.ts';
+import type { StepAggregate } from './rollouts.ts';
+import type { RunAnswers } from './runAnswers.ts';
 
 /** The searchable text of one sample. */
 export interface SampleText {
@@ -29,7 +30,7 @@ export interface AnswerRun {
   stepAggregates(): Promise<StepAggregate[]>;
   sampleTexts(step: number, evaluation: boolean): Promise<SampleText[]>;
   tokens(step: number, sampleIndex: number, evaluation: boolean): Promise<TokenView>;
-  messages(step: number, sampleIndex: number, evaluation: boolean): Promise<ConversationRow>;
+  messages(step: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
   metricsRecords(): readonly MetricsRecord[];
   topologySnapshots(): readonly TopologySnapshot[];
   phaseEvents(): readonly PhaseEvent[];
@@ -49,4 +50,36 @@ export async function readableStep<T>(read: () => Promise<T>, step: number, warn
     }
     throw e;
   }
+}
+
+/** An open run seen through the AnswerRun interface the health board, search, diffs and exports read. */
+export function answerRunOf(run: RunAnswers): AnswerRun {
+  const { model } = run;
+  const store = model.telemetry;
+  return {
+    name: store.meta()?.run_name ?? basename(model.dir),
+    cacheDir: model.cacheDir,
+    rolloutIds: () => model.rolloutIds(),
+    summary: (step, evaluation) => run.summary(step, evaluation),
+    groups: (step, evaluation) => run.groups(step, evaluation),
+    stepAggregates: () => run.stepAggregates(),
+    tokens: (step, sampleIndex, evaluation) => run.tokens(step, sampleIndex, { start: 0, evaluation }),
+    messages: (step, sampleIndex, evaluation) => run.messages(step, sampleIndex, evaluation),
+    async sampleTexts(step, evaluation): Promise<SampleText[]> {
+      return (await model.sampleTexts(step, evaluation)).map((t) => ({
+        step,
+        evaluation,
+        sample_index: t.sampleIndex,
+        group_index: t.groupIndex,
+        status: t.status,
+        reward: t.reward,
+        fields: t.fields,
+        ids: t.ids,
+      }));
+    },
+    metricsRecords: () => store.metricsRecords(),
+    topologySnapshots: () => store.topologySnapshots(),
+    phaseEvents: () => store.phaseEvents(),
+    startTs: () => store.meta()?.start_ts ?? null,
+  };
 }

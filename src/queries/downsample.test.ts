@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { minmaxDownsample, minmaxIndices, strideDownsample, strideIndices } from './downsample.ts';
-import { QueryError } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 
 test('strideIndices matches numpy linspace(0, n-1, m).astype(int64)', () => {
   assert.deepEqual([...strideIndices(10, 4)], [0, 3, 6, 9]);
@@ -32,7 +32,7 @@ test('minmaxIndices keeps first argmin/argmax per bucket, sorted', () => {
 
 test('downsamplers reject max_points < 2 with a QueryError naming the parameter', () => {
   for (const fn of [() => strideIndices(10, 1), () => minmaxIndices([1, 2, 3], 1), () => strideIndices(10, 2.5)]) {
-    assert.throws(fn, (e: unknown) => e instanceof QueryError && e.status === 400 && e.param === 'max_points');
+    assert.throws(fn, (e: unknown) => e instanceof BadArgument && e.param === 'max_points');
   }
 });
 

@@ -1,11 +1,11 @@
 // Point-count reduction for served series: index pickers over plain typed arrays.
-import { checkIntAtLeast } from './timelineWindow.ts';
+import { SERIES_MAX_POINTS, checkLimit } from './limits.ts';
 
 /** Numbers a downsampler can read by index. */
 export type NumericColumn = ArrayLike<number>;
 
 function checkMaxPoints(maxPoints: number): void {
-  checkIntAtLeast('max_points', maxPoints, 2);
+  checkLimit(SERIES_MAX_POINTS, maxPoints);
 }
 
 function identity(n: number): Int32Array {

@@ -57,7 +57,7 @@ export function dpFoldFor(metric: string, perDpRank: boolean): DpFold {
   return ENGINE_MEAN_AGGREGATED_METRICS.has(metric) ? 'mean' : 'sum';
 }
 
-function parseLabels(json: string): Record<string, unknown> {
+export function parseLabels(json: string): Record<string, unknown> {
   try {
     const v = JSON.parse(json);
     return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : {};

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { copyFixtureRun, diffJson, loadGoldens, readFixtureJson } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { QueryError } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { engineMetricNames, engineSeries } from './engineSeries.ts';
 
 const run = copyFixtureRun();
@@ -35,7 +35,7 @@ test('bad engine_series arguments are QueryErrors naming the parameter', () => {
   for (const g of bad) {
     assert.throws(
       () => engineSeries(store, query(g.request)),
-      (e: unknown) => e instanceof QueryError && e.status === 400 && e.message === g.body.detail && typeof e.param === 'string',
+      (e: unknown) => e instanceof BadArgument && e.message === g.body.detail && typeof e.param === 'string',
       g.file,
     );
   }

@@ -8,12 +8,13 @@ import {
   buildEngineParts,
   dpFoldFor,
   meanParts,
+  parseLabels,
   rateParts,
   type EnginePart,
   type EngineRows,
   type EngineSeriesIdentity,
 } from './engineParts.ts';
-import { checkIntAtLeast, checkTimelineWindow } from './timelineWindow.ts';
+import { SERIES_MAX_POINTS, checkLimit, checkTimelineWindow } from './limits.ts';
 import type { EngineSeriesAnswer } from '../wire/timeline.ts';
 
 export { ENGINE_MEAN_METRICS, ENGINE_RATE_METRICS, ENGINE_MEAN_AGGREGATED_METRICS } from './engineParts.ts';
@@ -173,8 +174,7 @@ function wholeRunParts(store: EngineSeriesSource, metric: string, perDpRank: boo
  * folding, leaving gaps at counter resets and idle intervals. An unknown metric gives no series.
  */
 export function engineSeries(store: EngineSeriesSource, q: EngineSeriesQuery): EngineSeriesAnswer {
-  const maxPoints = q.maxPoints ?? 2000;
-  checkIntAtLeast('max_points', maxPoints, 2);
+  const maxPoints = checkLimit(SERIES_MAX_POINTS, q.maxPoints ?? SERIES_MAX_POINTS.fallback);
   const t0 = q.t0 ?? null;
   const t1 = q.t1 ?? null;
   checkTimelineWindow(t0, t1);
@@ -207,4 +207,14 @@ export function engineMetricNames(store: EngineMetricPresence): string[] {
     if (present.has(`${base}_sum`) && present.has(`${base}_count`)) names.add(derived);
   }
   return [...names].sort(strAsc);
+}
+
+/** Whether any series of `metric` carries a `dp_rank` label (only those can show a DP imbalance). */
+export function hasDpRankSeries(store: Pick<EngineSeriesSource, 'engineSeries'>, metric: string): boolean {
+  const table = store.engineSeries;
+  for (let id = 0; id < table.size; id++) {
+    const k = table.key(id);
+    if (k.metric === metric && 'dp_rank' in parseLabels(k.labelsJson)) return true;
+  }
+  return false;
 }

@@ -5,7 +5,7 @@ import { encodeParquet } from '../formats/parquetWrite.ts';
 import { encodeEventFile, type ScalarEvent } from '../formats/tfevents.ts';
 import type { MetricsRecord } from '../run/telemetry/records.ts';
 import type { AnswerRun } from './answerRun.ts';
-import { badArgument } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate } from './rollouts.ts';
 
@@ -21,7 +21,7 @@ export type TableFormat = (typeof TABLE_FORMATS)[number];
 
 export function tableFormat(raw: string | undefined, param = 'format'): TableFormat {
   const f = raw ?? 'csv';
-  if (!(TABLE_FORMATS as readonly string[]).includes(f)) throw badArgument(param, `${param}: expected csv or parquet, got '${f}'`);
+  if (!(TABLE_FORMATS as readonly string[]).includes(f)) throw new BadArgument(param, `${param}: expected csv or parquet, got '${f}'`);
   return f as TableFormat;
 }
 

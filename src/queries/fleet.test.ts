@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { copyFixtureRun, diffJson, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { QueryError } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { fleet } from './fleet.ts';
 
 const run = copyFixtureRun();
@@ -36,13 +36,13 @@ test('bad fleet arguments are 400 QueryErrors; a lone bound past the data is a 4
   for (const g of bad) {
     assert.throws(
       () => fleet(store, query(g.request)),
-      (e: unknown) => e instanceof QueryError && e.status === 400 && e.message === g.body.detail && typeof e.param === 'string',
+      (e: unknown) => e instanceof BadArgument && e.message === g.body.detail && typeof e.param === 'string',
       g.file,
     );
   }
   const quirk = goldens.filter((g) => g.status === 500);
   assert.equal(quirk.length, 1);
-  assert.throws(() => fleet(store, query(quirk[0].request)), (e: unknown) => e instanceof QueryError && e.status === 400 && e.param === 't0');
+  assert.throws(() => fleet(store, query(quirk[0].request)), (e: unknown) => e instanceof BadArgument && e.param === 't0');
 });
 
 test('a run without data: empty palette and composition, null band', () => {

@@ -3,7 +3,7 @@ import type { GpuUtilBlock } from '../run/telemetry/store.ts';
 import { PARTITIONED_STREAMS, FLAT_STREAMS } from '../run/telemetry/records.ts';
 import { phaseComposition, utilBand, type FleetBand } from './fleetBand.ts';
 import { heatmapLaneRows, phaseHeatmapMatrix, resolveHeatmapWindow, type HeatmapSource } from './heatmap.ts';
-import { checkIntRange } from './timelineWindow.ts';
+import { FLEET_X_BUCKETS, checkLimit } from './limits.ts';
 import { UTIL_CELL_S, utilCellsOf } from './utilCells.ts';
 import type { Fleet } from '../wire/timeline.ts';
 
@@ -12,7 +12,7 @@ export type FleetSource = HeatmapSource;
 export interface FleetQuery {
   t0?: number | null;
   t1?: number | null;
-  /** In [2, 4000]; default 600. */
+  /** Within FLEET_X_BUCKETS. */
   xBuckets?: number;
 }
 
@@ -105,8 +105,7 @@ function versionKey(store: FleetSource): string {
  * run's time range.
  */
 export function fleet(store: FleetSource, q: FleetQuery = {}): Fleet {
-  const xb = q.xBuckets ?? 600;
-  checkIntRange('x_buckets', xb, 2, 4000);
+  const xb = checkLimit(FLEET_X_BUCKETS, q.xBuckets ?? FLEET_X_BUCKETS.fallback);
   const w = resolveHeatmapWindow(store, q.t0, q.t1);
   const t0 = w?.t0 ?? 0.0;
   const t1 = w?.t1 ?? 0.0;

@@ -4,7 +4,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { copyFixtureRun, diffJson, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { QueryError } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { gpuProcesses } from './gpuProcesses.ts';
 
 const run = copyFixtureRun();
@@ -26,7 +26,7 @@ test('every gpu_processes golden is reproduced; bad arguments are QueryErrors', 
       const d = diffJson(gpuProcesses(store, query(g.request)), g.body);
       assert.equal(d, null, `${g.file}: ${d}`);
     } else {
-      assert.throws(() => gpuProcesses(store, query(g.request)), (e: unknown) => e instanceof QueryError && e.message === g.body.detail, g.file);
+      assert.throws(() => gpuProcesses(store, query(g.request)), (e: unknown) => e instanceof BadArgument && e.message === g.body.detail, g.file);
     }
   }
 });

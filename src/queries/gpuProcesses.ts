@@ -1,7 +1,7 @@
 // Per-process VRAM samples of the selected GPUs: coarse snapshots the client resolves to the nearest.
 import type { GpuProcessSample, LaneEntry } from '../run/telemetry/records.ts';
 import { resolveLanes } from './lanes.ts';
-import { checkTimelineWindow } from './timelineWindow.ts';
+import { checkTimelineWindow } from './limits.ts';
 
 export interface GpuProcessSource {
   gpuProcessRows(t0?: number | null, t1?: number | null): GpuProcessSample[];

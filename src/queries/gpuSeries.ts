@@ -4,7 +4,7 @@ import type { LaneEntry } from '../run/telemetry/records.ts';
 import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import { minmaxIndices } from './downsample.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
-import { checkIntAtLeast, checkTimelineWindow } from './timelineWindow.ts';
+import { SERIES_MAX_POINTS, checkLimit, checkTimelineWindow } from './limits.ts';
 import type { GpuAnswer, GpuSeries } from '../wire/timeline.ts';
 
 /** What the GPU queries read from the telemetry store. */
@@ -110,8 +110,7 @@ function sortSamples(s: LaneSamples): LaneSamples {
  * min/max-downsampled on util to at most `maxPoints`; mem_mb and power_w take the same indices.
  */
 export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): GpuAnswer {
-  const maxPoints = q.maxPoints ?? 2000;
-  checkIntAtLeast('max_points', maxPoints, 2);
+  const maxPoints = checkLimit(SERIES_MAX_POINTS, q.maxPoints ?? SERIES_MAX_POINTS.fallback);
   const t0 = q.t0 ?? null;
   const t1 = q.t1 ?? null;
   checkTimelineWindow(t0, t1);

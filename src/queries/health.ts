@@ -13,7 +13,7 @@ import type {
   Threshold,
 } from '../wire/index.ts';
 import { readableStep, type AnswerRun } from './answerRun.ts';
-import { badArgument } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import type { TableRow } from '../wire/index.ts';
 
 export type { HealthAnswer, HealthSignal, SignalSpec } from '../wire/index.ts';
@@ -91,17 +91,17 @@ const STEP_KEY = 'rollout/step';
 export function healthSignals(config: unknown, source = 'health config'): SignalSpec[] {
   const out = DEFAULT_SIGNALS.map((s) => ({ ...s }));
   if (config === undefined || config === null) return out;
-  if (typeof config !== 'object' || Array.isArray(config)) throw badArgument('health_config', `${source}: expected a JSON object of signal thresholds`);
+  if (typeof config !== 'object' || Array.isArray(config)) throw new BadArgument('health_config', `${source}: expected a JSON object of signal thresholds`);
   for (const [key, value] of Object.entries(config as Record<string, unknown>)) {
     const spec = out.find((s) => s.id === key);
-    if (!spec) throw badArgument('health_config', `${source}: unknown signal '${key}' (known: ${HEALTH_SIGNALS.join(', ')})`);
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badArgument('health_config', `${source}: '${key}' must be an object with warn and/or fire`);
+    if (!spec) throw new BadArgument('health_config', `${source}: unknown signal '${key}' (known: ${HEALTH_SIGNALS.join(', ')})`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadArgument('health_config', `${source}: '${key}' must be an object with warn and/or fire`);
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      if (k !== 'warn' && k !== 'fire') throw badArgument('health_config', `${source}: '${key}.${k}' is not a threshold (warn, fire)`);
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw badArgument('health_config', `${source}: '${key}.${k}' must be a finite number`);
+      if (k !== 'warn' && k !== 'fire') throw new BadArgument('health_config', `${source}: '${key}.${k}' is not a threshold (warn, fire)`);
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw new BadArgument('health_config', `${source}: '${key}.${k}' must be a finite number`);
       spec[k] = v;
     }
-    if (spec.warn > spec.fire) throw badArgument('health_config', `${source}: '${key}': warn ${spec.warn} is above fire ${spec.fire}`);
+    if (spec.warn > spec.fire) throw new BadArgument('health_config', `${source}: '${key}': warn ${spec.warn} is above fire ${spec.fire}`);
   }
   return out;
 }
@@ -109,9 +109,9 @@ export function healthSignals(config: unknown, source = 'health config'): Signal
 /** Parses `--fail-on a,b`: every name must be a signal. */
 export function parseSignalList(text: string, param = 'fail_on'): HealthSignal[] {
   const names = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  if (names.length === 0) throw badArgument(param, `${param}: expected a comma-separated list of signals (${HEALTH_SIGNALS.join(', ')})`);
+  if (names.length === 0) throw new BadArgument(param, `${param}: expected a comma-separated list of signals (${HEALTH_SIGNALS.join(', ')})`);
   for (const n of names) {
-    if (!(HEALTH_SIGNALS as readonly string[]).includes(n)) throw badArgument(param, `${param}: unknown signal '${n}' (known: ${HEALTH_SIGNALS.join(', ')})`);
+    if (!(HEALTH_SIGNALS as readonly string[]).includes(n)) throw new BadArgument(param, `${param}: unknown signal '${n}' (known: ${HEALTH_SIGNALS.join(', ')})`);
   }
   return names as HealthSignal[];
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { copyFixtureRun, diffJson, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { QueryError } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { encodeHeatmap, heatmap } from './heatmap.ts';
 import { decodeHeatmapFrame } from './heatmapFrame.ts';
 
@@ -38,7 +38,7 @@ test('bad heatmap arguments are 400 QueryErrors naming the parameter', () => {
   for (const g of bad) {
     assert.throws(
       () => heatmap(store, query(g.request)),
-      (e: unknown) => e instanceof QueryError && e.status === 400 && e.message === g.body.detail && typeof e.param === 'string',
+      (e: unknown) => e instanceof BadArgument && e.message === g.body.detail && typeof e.param === 'string',
       g.file,
     );
   }
@@ -51,7 +51,7 @@ test('a lone bound past the data is a 400 on that bound (the reference answers 5
     try {
       heatmap(store, query(g.request));
     } catch (e) {
-      assert.ok(e instanceof QueryError && e.status === 400 && /empty heatmap window/.test(e.message), String(e));
+      assert.ok(e instanceof BadArgument && /empty heatmap window/.test(e.message), String(e));
       return e.param;
     }
     assert.fail(`${g.file} did not throw`);

@@ -1,13 +1,13 @@
 // Heatmaps: lanes × time buckets of util / mem / power maxima, phase ids, or trajectory lifecycle states.
 import type { GpuUtilBlock, LaneTable, MetricsRecord, StreamName, TrajectoryEvent } from '../run/telemetry/store.ts';
 import type { LaneEntry } from '../run/telemetry/records.ts';
-import { badArgument } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { encodeHeatmapFrame } from './heatmapFrame.ts';
 import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
 import { pyRepr, pyStrRepr } from './pythonFormat.ts';
-import { checkIntRange, checkTimelineWindow } from './timelineWindow.ts';
+import { HEATMAP_X_BUCKETS, checkLimit, checkTimelineWindow } from './limits.ts';
 import { trajectoryLanes } from './trajectoryLanes.ts';
 import type { HeatmapHeader, HeatmapRow } from '../wire/timeline.ts';
 
@@ -30,7 +30,7 @@ export interface HeatmapQuery {
   metric?: string;
   t0?: number | null;
   t1?: number | null;
-  /** In [2, 4000]; default 1200. */
+  /** Within HEATMAP_X_BUCKETS. */
   xBuckets?: number;
   /** Lane-selection grammar (ignored by `lifecycle`). */
   lanes?: string | null;
@@ -55,7 +55,7 @@ export function resolveHeatmapWindow(store: { timeRange(): [number, number] | nu
   // The reference asserts here (HTTP 500) when a lone bound lies past the data; a 400 names the bound instead.
   if (!(t1 > t0)) {
     const param = t0q == null ? 't1' : 't0';
-    throw badArgument(param, `empty heatmap window: t1=${pyRepr(t1)} <= t0=${pyRepr(t0)} (the data spans ${pyRepr(range[0])} to ${pyRepr(range[1])})`);
+    throw new BadArgument(param, `empty heatmap window: t1=${pyRepr(t1)} <= t0=${pyRepr(t0)} (the data spans ${pyRepr(range[0])} to ${pyRepr(range[1])})`);
   }
   return { t0, t1 };
 }
@@ -128,11 +128,10 @@ function emptyHeatmap(metric: string, xb: number): Heatmap {
  * trajectory (first 1,024 by first event), queue under generating/tool_wait.
  */
 export function heatmap(store: HeatmapSource, q: HeatmapQuery = {}): Heatmap {
-  const xb = q.xBuckets ?? 1200;
-  checkIntRange('x_buckets', xb, 2, 4000);
+  const xb = checkLimit(HEATMAP_X_BUCKETS, q.xBuckets ?? HEATMAP_X_BUCKETS.fallback);
   const metric = q.metric ?? 'util';
   // Checked before the data: the reference skips this on a run without data, but a bad metric is always a bad request.
-  if (!(HEATMAP_METRICS as readonly string[]).includes(metric)) throw badArgument('metric', `unknown heatmap metric ${pyStrRepr(metric)}`);
+  if (!(HEATMAP_METRICS as readonly string[]).includes(metric)) throw new BadArgument('metric', `unknown heatmap metric ${pyStrRepr(metric)}`);
   const sel = resolveLanes(q.lanes, store.laneIndex());
   const w = resolveHeatmapWindow(store, q.t0, q.t1);
   if (w === null) return emptyHeatmap(metric, xb);

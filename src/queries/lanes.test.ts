@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { copyFixtureRun, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import type { LaneEntry } from '../run/telemetry/records.ts';
-import { QueryError } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { laneGrammar, resolveLanes } from './lanes.ts';
 
 const lane = (node: string, gpu: number, index: number, ranks: number[], engine_addrs: string[], roles: string[]): LaneEntry => ({ node, gpu, index, ranks, engine_addrs, roles });
@@ -72,7 +72,7 @@ describe('resolveLanes', () => {
     test(`rejects ${JSON.stringify(text)}`, () => {
       assert.throws(
         () => resolveLanes(text, LANES),
-        (err: unknown) => err instanceof QueryError && err.status === 400 && err.param === 'lanes' && err.message === message,
+        (err: unknown) => err instanceof BadArgument && err.param === 'lanes' && err.message === message,
       );
     });
   }
@@ -91,7 +91,7 @@ describe('lane grammar 400 goldens', () => {
       const text = new URL(g.request, 'http://x').searchParams.get('lanes');
       assert.throws(
         () => resolveLanes(text, store.laneIndex()),
-        (err: unknown) => err instanceof QueryError && err.status === 400 && err.param === 'lanes' && err.message === g.body.detail,
+        (err: unknown) => err instanceof BadArgument && err.param === 'lanes' && err.message === g.body.detail,
       );
     });
   }

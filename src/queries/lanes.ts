@@ -1,7 +1,7 @@
 // The lane-selection grammar (`rank:0-3, g:8, node:10.0.0.1, gpu:10.0.0.1:3, engine:15004, every:8,
 // role:train`): a union of terms resolved against the lane index.
 import type { LaneEntry } from '../run/telemetry/records.ts';
-import { badArgument } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { pyStrRepr } from './pythonFormat.ts';
 
 /** One parsed term of a lane selection. */
@@ -22,7 +22,7 @@ const PARAM = 'lanes';
 /** Python `int(text)`: surrounding whitespace, a sign and `_` digit separators allowed. */
 function pyInt(text: string): number {
   const t = text.replace(/^[\s]+|[\s]+$/g, '');
-  if (!/^[+-]?\d+(_\d+)*$/.test(t)) throw badArgument(PARAM, `invalid literal for int() with base 10: ${pyStrRepr(text)}`);
+  if (!/^[+-]?\d+(_\d+)*$/.test(t)) throw new BadArgument(PARAM, `invalid literal for int() with base 10: ${pyStrRepr(text)}`);
   return Number(t.replace(/_/g, ''));
 }
 
@@ -38,7 +38,7 @@ function pyRange(value: string): [number, number] {
 /**
  * Parses a lane selection. `null`, blank and `all` select every lane (returns null). Otherwise the
  * comma-separated terms (whitespace stripped, empty ones skipped) are each `kind:value`, split at the
- * first colon. Throws a 400 `QueryError` on `lanes` with the reference's messages.
+ * first colon. Throws a 400 `BadArgument` on `lanes` with the reference's messages.
  */
 export function laneGrammar(text: string | null | undefined): LaneTerm[] | null {
   if (text == null) return null;
@@ -51,7 +51,7 @@ export function laneGrammar(text: string | null | undefined): LaneTerm[] | null 
     const at = token.indexOf(':');
     const kind = at < 0 ? token : token.slice(0, at);
     const value = at < 0 ? '' : token.slice(at + 1);
-    if (value === '') throw badArgument(PARAM, `bad lane selector '${token}': expected kind:value`);
+    if (value === '') throw new BadArgument(PARAM, `bad lane selector '${token}': expected kind:value`);
     switch (kind) {
       case 'rank':
       case 'g': {
@@ -65,7 +65,7 @@ export function laneGrammar(text: string | null | undefined): LaneTerm[] | null 
       case 'gpu': {
         const cut = value.lastIndexOf(':');
         const node = cut < 0 ? '' : value.slice(0, cut);
-        if (node === '') throw badArgument(PARAM, `bad lane selector '${token}': expected gpu:<node>:<index>`);
+        if (node === '') throw new BadArgument(PARAM, `bad lane selector '${token}': expected gpu:<node>:<index>`);
         terms.push({ kind: 'gpu', node, gpu: pyInt(value.slice(cut + 1)) });
         break;
       }
@@ -74,16 +74,16 @@ export function laneGrammar(text: string | null | undefined): LaneTerm[] | null 
         break;
       case 'every': {
         const stride = pyInt(value);
-        if (stride <= 0) throw badArgument(PARAM, `bad lane selector '${token}': stride must be positive`);
+        if (stride <= 0) throw new BadArgument(PARAM, `bad lane selector '${token}': stride must be positive`);
         terms.push({ kind: 'every', stride });
         break;
       }
       case 'role':
-        if (value !== 'train' && value !== 'rollout') throw badArgument(PARAM, `bad lane selector '${token}': role must be train or rollout`);
+        if (value !== 'train' && value !== 'rollout') throw new BadArgument(PARAM, `bad lane selector '${token}': role must be train or rollout`);
         terms.push({ kind: 'role', role: value });
         break;
       default:
-        throw badArgument(PARAM, `unknown lane selector kind '${kind}' in '${token}'`);
+        throw new BadArgument(PARAM, `unknown lane selector kind '${kind}' in '${token}'`);
     }
   }
   return terms;

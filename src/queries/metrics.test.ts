@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { QueryError } from './errors.ts';
-import { DUMP_METRIC_PREFIX, WALL_TIME_X, dumpMetricSeries, metricSeries, metricsAnswer } from './metrics.ts';
+import { BadArgument } from '../run/errors.ts';
+import { DUMP_METRIC_PREFIX, WALL_TIME_X, dumpMetricSeries, metricKeyList, metricSeries, metricsAnswer } from './metrics.ts';
 import type { StepAggregate } from './rollouts.ts';
 
 describe('metrics on the demo run', () => {
@@ -65,8 +65,9 @@ describe('metrics on the demo run', () => {
   test('null aggregates are dropped; unknown dump columns and empty key lists are 400s', async () => {
     const out = dumpMetricSeries([{ ...aggregates[0], reward_mean: null }, aggregates[1]], ['dump/reward_mean']);
     assert.deepEqual(out['dump/reward_mean'].x, [1]);
-    await assert.rejects(metricsAnswer(store, ['dump/nope'], { x: 'rollout/step' }, () => aggregates), (e: unknown) => e instanceof QueryError && e.status === 400 && e.param === 'keys' && e.message === "unknown dump metric 'dump/nope'");
-    await assert.rejects(metricsAnswer(store, [], { x: 'rollout/step' }, () => aggregates), (e: unknown) => e instanceof QueryError && e.param === 'keys');
+    await assert.rejects(metricsAnswer(store, ['dump/nope'], { x: 'rollout/step' }, () => aggregates), (e: unknown) => e instanceof BadArgument && e.param === 'keys' && e.message === "unknown dump metric 'dump/nope'");
+    assert.throws(() => metricKeyList(',,'), (e: unknown) => e instanceof BadArgument && e.param === 'keys');
+    assert.deepEqual(metricKeyList('a,,a,b'), ['a', 'a', 'b']);
   });
 
   test('wall-clock axis: x is the record time, whatever the step key', () => {

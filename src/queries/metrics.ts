@@ -1,7 +1,7 @@
 // Scalar metrics (`metrics.jsonl`) as series per key, on a step axis or on wall-clock time.
 import type { MetricsRecord, MetricValue } from '../run/telemetry/records.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate, type StepAggregateMetric } from './rollouts.ts';
-import { badArgument } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import type { MetricSeries, MetricsAnswer } from '../wire/metrics.ts';
 
 /** The `x` value that puts points on wall-clock time (`x` = record `ts`) whatever their step key. */
@@ -61,7 +61,7 @@ export function dumpMetricSeries(aggregates: readonly StepAggregate[], keys: rea
   const out: Record<string, MetricSeries> = {};
   for (const key of keys) {
     const col = key.slice(DUMP_METRIC_PREFIX.length);
-    if (!key.startsWith(DUMP_METRIC_PREFIX) || !isStepAggregateColumn(col)) throw badArgument('keys', `unknown dump metric '${key}'`);
+    if (!key.startsWith(DUMP_METRIC_PREFIX) || !isStepAggregateColumn(col)) throw new BadArgument('keys', `unknown dump metric '${key}'`);
     const s: MetricSeries = { x: [], y: [], ts: [] };
     for (const a of aggregates) {
       const v = a[col];
@@ -74,6 +74,13 @@ export function dumpMetricSeries(aggregates: readonly StepAggregate[], keys: rea
   return out;
 }
 
+/** The requested keys of a comma-separated list (empty items dropped, repeats kept); at least one. */
+export function metricKeyList(text: string): string[] {
+  const keys = text.split(',').filter((k) => k !== '');
+  if (keys.length === 0) throw new BadArgument('keys', 'keys must be a non-empty comma-separated list');
+  return keys;
+}
+
 /**
  * The `/api/metrics` answer: store keys first (in request order), then `dump/*` keys, whose
  * aggregates are asked of `stepAggregates` only when one is requested.
@@ -84,9 +91,8 @@ export async function metricsAnswer(
   q: MetricQuery,
   stepAggregates: () => Promise<readonly StepAggregate[]> | readonly StepAggregate[],
 ): Promise<MetricsAnswer> {
-  if (keys.length === 0) throw badArgument('keys', 'keys must be a non-empty comma-separated list');
   const dumpKeys = keys.filter((k) => k.startsWith(DUMP_METRIC_PREFIX));
-  for (const k of dumpKeys) if (!isStepAggregateColumn(k.slice(DUMP_METRIC_PREFIX.length))) throw badArgument('keys', `unknown dump metric '${k}'`);
+  for (const k of dumpKeys) if (!isStepAggregateColumn(k.slice(DUMP_METRIC_PREFIX.length))) throw new BadArgument('keys', `unknown dump metric '${k}'`);
   const out = metricSeries(store, keys.filter((k) => !k.startsWith(DUMP_METRIC_PREFIX)), q);
   if (dumpKeys.length > 0) Object.assign(out, dumpMetricSeries(await stepAggregates(), dumpKeys));
   return out;

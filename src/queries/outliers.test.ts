@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { copyFixtureRun, diffJson, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
-import { QueryError } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { outliers } from './outliers.ts';
 
 const run = copyFixtureRun();
@@ -32,7 +32,7 @@ test('bad outlier arguments are 400 QueryErrors naming the parameter', () => {
   for (const g of bad) {
     assert.throws(
       () => outliers(store, query(g.request)),
-      (e: unknown) => e instanceof QueryError && e.status === 400 && e.message === g.body.detail && typeof e.param === 'string',
+      (e: unknown) => e instanceof BadArgument && e.message === g.body.detail && typeof e.param === 'string',
       g.file,
     );
   }

@@ -1,11 +1,11 @@
 // Outlier lanes: the lowest mean util, or the slowest mean duration of a named phase.
 import type { GpuUtilBlock, LaneTable, StreamName } from '../run/telemetry/store.ts';
 import { compareLanes } from '../run/telemetry/laneCatalog.ts';
-import { badArgument } from './errors.ts';
+import { BadArgument } from '../run/errors.ts';
 import { phaseRowsOf } from './heatmap.ts';
 import { pyStrRepr } from './pythonFormat.ts';
 import type { PhaseSource } from './phases.ts';
-import { checkIntRange } from './timelineWindow.ts';
+import { OUTLIER_TOP_K, checkLimit } from './limits.ts';
 import type { Outlier, OutliersAnswer } from '../wire/timeline.ts';
 
 export interface OutlierSource extends PhaseSource {
@@ -19,7 +19,7 @@ export interface OutlierQuery {
   criterion: string;
   t0?: number | null;
   t1?: number | null;
-  /** In [1, 256]; default 16. */
+  /** Within OUTLIER_TOP_K. */
   topK?: number;
 }
 
@@ -64,8 +64,7 @@ export function meanUtilByLane(blocks: readonly GpuUtilBlock[], lanes: LaneTable
  * No window rule: a reversed window simply selects nothing.
  */
 export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer {
-  const topK = q.topK ?? 16;
-  checkIntRange('top_k', topK, 1, 256);
+  const topK = checkLimit(OUTLIER_TOP_K, q.topK ?? OUTLIER_TOP_K.fallback);
   const t0 = q.t0 ?? null;
   const t1 = q.t1 ?? null;
   if (q.criterion === 'lowest_util') {
@@ -86,5 +85,5 @@ export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer 
     const scored = [...acc.values()].map((a) => ({ node: a.node, gpu: a.gpu, score: a.sum / a.n }));
     return { outliers: scored.sort((a, b) => ascending(b, a)).slice(0, topK) };
   }
-  throw badArgument('criterion', `unknown outlier criterion ${pyStrRepr(q.criterion)}`);
+  throw new BadArgument('criterion', `unknown outlier criterion ${pyStrRepr(q.criterion)}`);
 }

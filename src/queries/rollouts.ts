@@ -1,32 +1,10 @@
 // Per-sample, per-group and per-step views of one rollout step (the rollouts table and the dump/* metrics).
-import { BadArgument } from '../run/dumps/errors.ts';
-import type { RolloutSample } from '../run/dumps/rolloutDump.ts';
-import type { TrainRow } from '../run/dumps/trainDump.ts';
-import type { Numbers } from '../run/dumps/torchDocument.ts';
+import { BadArgument } from '../run/errors.ts';
+import type { SampleRecord, StepRecords, TrainDigest } from '../run/model.ts';
 import type { StepAggregateMetric } from '../wire/metrics.ts';
 import type { RolloutTable, TableRow } from '../wire/rollout.ts';
 
 export type { RolloutTable, TableRow };
-
-/**
- * The train-side columns of one sample, reduced from its joined train row (per-token arrays dropped).
- * The raw reward (batch-global) and a missing `truncated` are settled against the rollout sample by `rolloutSummary`.
- */
-export interface TrainDigest {
-  normalized_reward: number | null;
-  truncated: boolean | null;
-  dumped_rank: number;
-  mean_entropy: number | null;
-  max_entropy: number | null;
-  ref_entropy_mean: number | null;
-  mean_abs_lp_diff: number | null;
-  max_abs_lp_diff: number | null;
-  mean_imp_ratio: number | null;
-  adv_mean: number | null;
-  adv_std: number | null;
-  return_mean: number | null;
-  alignment_failed: boolean;
-}
 
 const SAMPLE_COLUMNS = [
   'sample_index',
@@ -112,45 +90,6 @@ function finite(x: number | null | undefined): number | null {
   return x === null || x === undefined || !Number.isFinite(x) ? null : x;
 }
 
-/** Mean and max of `x[i]` over the positions where the loss mask is set. */
-interface MaskedStats {
-  n: number;
-  mean: number;
-  max: number;
-}
-
-/** Loss-masked mean/max; null when `x` is absent or nothing is selected (NaN propagates to both). */
-function maskedStats(x: ArrayLike<number> | null, mask: ArrayLike<number> | null): MaskedStats | null {
-  if (!x || !mask) return null;
-  const n = Math.min(x.length, mask.length);
-  let count = 0;
-  let sum = 0;
-  let max = -Infinity;
-  for (let i = 0; i < n; i++) {
-    if (!(mask[i] > 0)) continue;
-    const v = x[i];
-    count++;
-    sum += v;
-    if (!(v <= max)) max = Number.isNaN(max) ? max : v;
-  }
-  if (count === 0) return null;
-  return { n: count, mean: sum / count, max };
-}
-
-/** Unbiased (n-1) standard deviation of the masked values; NaN for a single value. */
-function maskedStd(x: ArrayLike<number> | null, mask: ArrayLike<number> | null, stats: MaskedStats | null): number | null {
-  if (!x || !mask || !stats) return null;
-  if (stats.n === 1) return NaN;
-  const n = Math.min(x.length, mask.length);
-  let s = 0;
-  for (let i = 0; i < n; i++) {
-    if (!(mask[i] > 0)) continue;
-    const d = Math.fround(x[i]) - stats.mean;
-    s += d * d;
-  }
-  return Math.sqrt(s / (stats.n - 1));
-}
-
 function mean(xs: number[] | null): number | null {
   if (!xs || xs.length === 0) return null;
   let s = 0;
@@ -168,72 +107,15 @@ function sampleStd(xs: number[] | null): number | null {
   return Math.sqrt(s / (xs.length - 1));
 }
 
-/** `log_probs - rollout_log_probs` in float32, or null unless both exist with equal lengths. */
-export function lpDiff(row: TrainRow): Float32Array | null {
-  const a = row.logProbs;
-  const b = row.rolloutLogProbs;
-  if (!a || !b || a.length !== b.length) return null;
-  const out = new Float32Array(a.length);
-  for (let i = 0; i < a.length; i++) out[i] = Math.fround(a[i]) - Math.fround(b[i]);
-  return out;
-}
-
-/** Loss-masked mean/max of |lp_diff| and mean of exp(lp_diff), in one pass without materializing lp_diff. */
-function lpDiffStats(row: TrainRow, mask: ArrayLike<number> | null): { absMean: number; absMax: number; ratioMean: number } | null {
-  const a = row.logProbs;
-  const b = row.rolloutLogProbs;
-  if (!a || !b || !mask || a.length !== b.length) return null;
-  const n = Math.min(a.length, mask.length);
-  let count = 0;
-  let absSum = 0;
-  let absMax = -Infinity;
-  let ratioSum = 0;
-  for (let i = 0; i < n; i++) {
-    if (!(mask[i] > 0)) continue;
-    const d = Math.fround(Math.fround(a[i]) - Math.fround(b[i]));
-    const ad = Math.abs(d);
-    count++;
-    absSum += ad;
-    if (!(ad <= absMax)) absMax = Number.isNaN(absMax) ? absMax : ad;
-    ratioSum += Math.fround(Math.exp(d));
-  }
-  if (count === 0) return null;
-  return { absMean: absSum / count, absMax, ratioMean: ratioSum / count };
-}
-
-/** Reduces a joined train row to its summary columns (loss-masked means over the response). */
-export function digestTrainRow(row: TrainRow): TrainDigest {
-  const mask = row.lossMask;
-  const diff = lpDiffStats(row, mask);
-  const entropy = maskedStats(row.entropy, mask);
-  const adv = maskedStats(row.advantages, mask);
-  return {
-    normalized_reward: finite(row.reward),
-    truncated: row.truncated === null ? null : row.truncated !== 0,
-    dumped_rank: row.rank,
-    mean_entropy: finite(entropy?.mean),
-    max_entropy: finite(entropy?.max),
-    ref_entropy_mean: finite(maskedStats(row.refEntropy, mask)?.mean),
-    mean_abs_lp_diff: finite(diff?.absMean),
-    max_abs_lp_diff: finite(diff?.absMax),
-    mean_imp_ratio: finite(diff?.ratioMean),
-    adv_mean: finite(adv?.mean),
-    adv_std: finite(maskedStd(row.advantages, mask, adv)),
-    return_mean: finite(maskedStats(row.returns, mask)?.mean),
-    alignment_failed: row.alignmentFailed,
-  };
-}
-
 /**
  * One summary row: the sample's columns, then the train columns (from its digest, or nulls), in the order
  * of SUMMARY_COLUMNS_WITH_TRAIN / SUMMARY_COLUMNS_WITHOUT_TRAIN. Written as two full literals: spreading a
  * shared base into 31 keys costs far more per row than the rest of the summary.
  */
-function summaryRow(s: RolloutSample, rolloutId: number, d: TrainDigest | undefined, rawReward: number | null): TableRow {
+function summaryRow(s: SampleRecord, rolloutId: number, d: TrainDigest | undefined, rawReward: number | null): TableRow {
   const versions = s.weightVersions;
   const numeric = versions.filter((v) => /^[0-9]+$/.test(v)).map((v) => parseInt(v, 10));
   const vmin = numeric.length ? Math.min(...numeric) : null;
-  const reward = typeof s.reward === 'number' ? s.reward : typeof s.reward === 'boolean' ? (s.reward ? 1 : 0) : typeof s.reward === 'bigint' ? Number(s.reward) : null;
   const weightVersion = versions.length ? versions[versions.length - 1] : null;
   const mixed = versions.length ? new Set(versions).size > 1 : null;
   const staleness = vmin === null ? null : rolloutId - vmin;
@@ -248,7 +130,7 @@ function summaryRow(s: RolloutSample, rolloutId: number, d: TrainDigest | undefi
       remove_sample: s.removeSample,
       response_length: s.responseLength,
       total_length: s.totalLength,
-      reward: finite(reward),
+      reward: finite(s.reward),
       weight_version: weightVersion,
       weight_version_min: vmin,
       mixed_version: mixed,
@@ -281,7 +163,7 @@ function summaryRow(s: RolloutSample, rolloutId: number, d: TrainDigest | undefi
     remove_sample: s.removeSample,
     response_length: s.responseLength,
     total_length: s.totalLength,
-    reward: finite(reward),
+    reward: finite(s.reward),
     weight_version: weightVersion,
     weight_version_min: vmin,
     mixed_version: mixed,
@@ -309,24 +191,15 @@ function summaryRow(s: RolloutSample, rolloutId: number, d: TrainDigest | undefi
 }
 
 /**
- * One row per rollout sample, in batch order. `digests` maps `Sample.index` to its train-side columns;
- * `rawRewards` is the train dumps' batch-global raw reward list, indexed by a sample's position in the dump.
+ * One row per rollout sample, in batch order, with its train-side columns when the step has a digest for it
+ * (the raw reward is the train side's batch-global value at the sample's position).
  */
-export function rolloutSummary(
-  rolloutId: number,
-  evaluation: boolean,
-  samples: readonly RolloutSample[],
-  digests: ReadonlyMap<number, TrainDigest>,
-  rawRewards: readonly unknown[] | null = null,
-): RolloutTable {
+export function rolloutSummary(step: StepRecords): RolloutTable {
+  const { rolloutId, evaluation, samples, digests, rawRewards } = step;
   // Like the reference's {index: position} map, a repeated index resolves to its last position.
   const position = new Map<number, number>();
   for (const s of samples) if (s.index !== null) position.set(s.index, s.position);
-  const rawAt = (s: RolloutSample): number | null => {
-    if (!rawRewards || s.index === null) return null;
-    const v = rawRewards[position.get(s.index)!];
-    return typeof v === 'number' ? finite(v) : typeof v === 'boolean' ? (v ? 1 : 0) : typeof v === 'bigint' ? Number(v) : null;
-  };
+  const rawAt = (s: SampleRecord): number | null => (!rawRewards || s.index === null ? null : finite(rawRewards[position.get(s.index)!]));
   const rows = samples.map((s): TableRow => {
     const d = s.index === null ? undefined : digests.get(s.index);
     return summaryRow(s, rolloutId, d, d ? rawAt(s) : null);
@@ -411,33 +284,16 @@ export function stepAggregate(summary: RolloutTable, groups: RolloutTable): Step
   };
 }
 
-export interface MetricSeries {
-  x: number[];
-  y: number[];
-  ts: number[];
-}
+/** Tables kept per step record: a step the model keeps resident is assembled once. */
+const tables = new WeakMap<StepRecords, { summary: RolloutTable; groups: RolloutTable }>();
 
-/** Whether `name` (without the `dump/` prefix) is a step aggregate. */
-export function isStepAggregateMetric(name: string): name is StepAggregateMetric {
-  return (STEP_AGGREGATE_METRICS as readonly string[]).includes(name);
-}
-
-/** The series of one `dump/<metric>` key: x = rollout id, null points skipped, no timestamps. */
-export function stepAggregateSeries(aggregates: readonly StepAggregate[], metric: StepAggregateMetric): MetricSeries {
-  const x: number[] = [];
-  const y: number[] = [];
-  for (const a of aggregates) {
-    const v = a[metric];
-    if (v === null) continue;
-    x.push(a.rollout_id);
-    y.push(v);
+/** The summary and groups tables of one step (assembled once per resident step record). */
+export function stepTables(step: StepRecords): { summary: RolloutTable; groups: RolloutTable } {
+  let t = tables.get(step);
+  if (!t) {
+    const summary = rolloutSummary(step);
+    t = { summary, groups: rolloutGroups(summary) };
+    tables.set(step, t);
   }
-  return { x, y, ts: [] };
-}
-
-/** The series of a `dump/<metric>` key; an unknown metric is a bad argument. */
-export function dumpMetricSeries(aggregates: readonly StepAggregate[], key: string): MetricSeries {
-  const name = key.startsWith('dump/') ? key.slice('dump/'.length) : key;
-  if (!isStepAggregateMetric(name)) throw new BadArgument('keys', `unknown dump metric '${key}'`);
-  return stepAggregateSeries(aggregates, name);
+  return t;
 }

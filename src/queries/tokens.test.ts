@@ -1,17 +1,12 @@
 // The token view on small hand-built samples: windows, response offsets, loss-masked positions, bad ranges.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { BadArgument } from '../run/dumps/errors.ts';
-import type { TrainRow } from '../run/dumps/trainDump.ts';
-import { tokenView, type SampleTokens } from './tokens.ts';
+import { BadArgument } from '../run/errors.ts';
+import type { SampleTokenRecord, TrainTokens } from '../run/model.ts';
+import { tokenView } from './tokens.ts';
 
-function row(over: Partial<TrainRow> = {}): TrainRow {
+function row(over: Partial<TrainTokens> = {}): TrainTokens {
   return {
-    sampleIndex: 7,
-    rank: 0,
-    responseLength: 4,
-    totalLength: 7,
-    reward: 0.5,
     lossMask: Int32Array.from([1, 0, 1, 1]),
     logProbs: Float32Array.from([-1, -2, -3, -4]),
     rolloutLogProbs: Float32Array.from([-1.5, -2, -2.5, -4]),
@@ -20,14 +15,11 @@ function row(over: Partial<TrainRow> = {}): TrainRow {
     refEntropy: null,
     advantages: Float32Array.from([1, 1, 1, 1]),
     returns: null,
-    truncated: 0,
-    weightVersions: null,
-    alignmentFailed: false,
     ...over,
   };
 }
 
-function sample(trainRow: TrainRow | null, over: Partial<SampleTokens> = {}): SampleTokens {
+function sample(train: TrainTokens | null, over: Partial<SampleTokenRecord> = {}): SampleTokenRecord {
   return {
     rolloutId: 3,
     sampleIndex: 7,
@@ -36,7 +28,7 @@ function sample(trainRow: TrainRow | null, over: Partial<SampleTokens> = {}): Sa
     responseLength: 4,
     tokens: [10, 11, 12, 13, 14, 15, 16],
     rolloutLogProbs: Float32Array.from([-1.25, -2, -2.5, -4]),
-    trainRow,
+    train,
     decodeToken: (id) => `t${id}`,
     ...over,
   };

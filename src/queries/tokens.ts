@@ -1,24 +1,7 @@
 // The per-token view of one sample: a window of its tokens with the response-relative per-token stats.
-import { BadArgument } from '../run/dumps/errors.ts';
-import type { TrainRow } from '../run/dumps/trainDump.ts';
-import type { Numbers } from '../run/dumps/torchDocument.ts';
-import { lpDiff } from './rollouts.ts';
+import { BadArgument } from '../run/errors.ts';
+import type { Numbers, SampleTokenRecord, TrainTokens } from '../run/model.ts';
 import type { TokenStatValues, TokenView } from '../wire/rollout.ts';
-
-/** What a token read needs: the rollout side (parquet mirror) and, for train steps, the joined train row. */
-export interface SampleTokens {
-  rolloutId: number;
-  sampleIndex: number;
-  evaluation: boolean;
-  totalLength: number;
-  responseLength: number;
-  tokens: ArrayLike<number>;
-  /** The rollout's own log-probs (the mirror's Float32 values), or null when it has none. */
-  rolloutLogProbs: ArrayLike<number> | null;
-  trainRow: TrainRow | null;
-  /** Decodes one token id on its own, or null when the run has no tokenizer. */
-  decodeToken: ((id: number) => string) | null;
-}
 
 export interface TokenWindow {
   start?: number;
@@ -32,8 +15,18 @@ function checkInt(name: string, v: number): number {
   return v;
 }
 
+/** `log_probs - rollout_log_probs` in float32, or null unless both exist with equal lengths. */
+function lpDiff(row: TrainTokens): Float32Array | null {
+  const a = row.logProbs;
+  const b = row.rolloutLogProbs;
+  if (!a || !b || a.length !== b.length) return null;
+  const out = new Float32Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = Math.fround(a[i]) - Math.fround(b[i]);
+  return out;
+}
+
 /** Tokens `[start, end)` of a sample (start clamped to 0, end to the sample length) and their stats. */
-export function tokenView(src: SampleTokens, window: TokenWindow = {}): TokenView {
+export function tokenView(src: SampleTokenRecord, window: TokenWindow = {}): TokenView {
   const total = src.totalLength;
   const promptLen = total - src.responseLength;
   const start = Math.max(0, checkInt('start', window.start ?? 0));
@@ -41,7 +34,7 @@ export function tokenView(src: SampleTokens, window: TokenWindow = {}): TokenVie
   if (start >= end) throw new BadArgument('start', `empty token range [${start}, ${end}) for total_len=${total}`);
   const a = Math.max(0, start - promptLen);
   const b = Math.max(0, end - promptLen);
-  const row = src.trainRow;
+  const row = src.train;
   const mask = row ? row.lossMask : null;
 
   const responseSlice = (v: ArrayLike<number> | null, f?: (x: number) => number): TokenStatValues => {

@@ -1,6 +1,5 @@
 // Trajectory lifecycle lanes: one lane per sample, its attempts and gen/tool segments (backend §7.10).
 import type { MetricsRecord, TrajectoryEvent } from '../run/telemetry/records.ts';
-import { MAX_WINDOW_S } from '../run/telemetry/records.ts';
 import { bubbles } from './bubbles.ts';
 import type { Trajectories, Trajectory, TrajectoryAttempt, TrajectorySegment } from '../wire/rollout.ts';
 
@@ -98,6 +97,9 @@ export function assembleTrajectoryLanes(
 }
 
 /** What trajectory queries read from the telemetry store. */
+/** How far before a step's consume time its samples' events are looked for (4 h). */
+export const TRAJECTORY_SCAN_S = 14400;
+
 export interface TrajectorySource {
   trajectoryEvents(t0?: number | null, t1?: number | null): TrajectoryEvent[];
   metricsRecords(): readonly MetricsRecord[];
@@ -127,7 +129,7 @@ export function rolloutTrajectories(store: TrajectorySource, rolloutId: number, 
   const consume = bubble !== undefined ? bubble.ts : (store.timeRange()?.[1] ?? null);
   // The reference fails (500) without any data; an empty answer says the same thing plainly.
   if (consume === null) return { lanes: [], consume_ts: null, t0: null };
-  const t0 = consume - MAX_WINDOW_S;
+  const t0 = consume - TRAJECTORY_SCAN_S;
   const indices = sampleIndices === null ? null : new Set(sampleIndices);
   return { lanes: trajectoryLanes(store, { t0, t1: consume, sampleIndices: indices }), consume_ts: consume, t0 };
 }

@@ -4,13 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { after, describe, test } from 'node:test';
-import { QueryError } from '../queries/errors.ts';
-import { DumpNotFound, DumpStillWriting } from '../run/dumps/errors.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
+import { BadArgument, DumpStillWriting, NotFound } from '../run/errors.ts';
 import { createApp } from './app.ts';
 import { emptyCatalog } from './events.ts';
 import { scrubPaths } from './errors.ts';
 import { allowedHosts, hostName } from './security.ts';
-import type { RunSources } from './sources.ts';
 
 const ROOT = '/srv/runs/secret-run';
 const calls: { name: string; args: unknown[] }[] = [];
@@ -25,7 +24,8 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     };
   return {
     roots: [ROOT],
-    meta: async () => ({
+    meta: async (p) => ({
+      mode: p.follow ? 'follow' : 'static',
       run_name: 'r',
       start_ts: 1,
       wandb_url: null,
@@ -35,10 +35,14 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
       metric_keys: [],
       engine_metric_keys: [],
       step_keys: [],
-      has_metrics: false,
-      has_tokenizer: false,
-      has_timeline: false,
-      has_engine_series: false,
+      capabilities: {
+        has_metrics: false,
+        has_tokenizer: false,
+        has_timeline: false,
+        has_engine_series: false,
+        max_window_s: 14400,
+        use_utilization_overview: p.useUtilizationOverview,
+      },
     }),
     topology: record('topology', { lanes: [], windows: [] }),
     selectLanes: record('selectLanes', { lanes: [] }),
@@ -55,6 +59,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     summary: record('summary', { rows: 'x'.repeat(5000).split('') }),
     groups: record('groups', {}),
     trajectories: record('trajectories', {}),
+    sampleStep: record('sampleStep', {}),
     messages: record('messages', {}),
     tokens: record('tokens', {}),
     advance: async () => {},
@@ -226,8 +231,8 @@ describe('answers', () => {
     const fail = (err: unknown) => stubRun({ summary: async () => Promise.reject(err) });
     const cases: [unknown, number, RegExp][] = [
       [new DumpStillWriting(`${ROOT}/rollout_data/3.pt`), 503, /^dump still being written: rollout_data\/3\.pt$/],
-      [new DumpNotFound(`no such file: ${ROOT}/rollout_data/42.pt`), 404, /^no such file: rollout_data\/42\.pt$/],
-      [new QueryError(400, 'bad lane selector', 'lanes'), 400, /^bad lane selector$/],
+      [new NotFound(`no such file: ${ROOT}/rollout_data/42.pt`), 404, /^no such file: rollout_data\/42\.pt$/],
+      [new BadArgument('lanes', 'bad lane selector'), 400, /^bad lane selector$/],
       [Object.assign(new Error(`ENOENT: no such file or directory, open '${ROOT}/x'`), { code: 'ENOENT' }), 404, /^not found$/],
       [new TypeError(`boom at ${ROOT}/secret`), 500, /^Internal Server Error$/],
     ];

@@ -10,7 +10,7 @@ import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
 import { mountRollout } from './rollout.ts';
 import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
-import type { RunSources } from './sources.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
 

@@ -1,8 +1,6 @@
 // Maps typed failures to HTTP answers: 503 still writing, 404 missing, 400 bad argument; paths never leak.
 import type { Context } from 'hono';
-import { BadArgument, DumpInconsistent, DumpNotFound, DumpStillWriting } from '../run/dumps/errors.ts';
-import { QueryError } from '../queries/errors.ts';
-import { ParamError } from './params.ts';
+import { BadArgument, DumpInconsistent, DumpStillWriting, NotFound } from '../run/errors.ts';
 
 /** Seconds a client should wait before asking again for a dump that is still being written. */
 export const RETRY_AFTER_S = 5;
@@ -25,10 +23,8 @@ export function scrubPaths(message: string, roots: readonly string[]): string {
 
 /** The HTTP answer for a thrown error, or null when it is a defect (a 500 the caller logs). */
 export function classify(err: unknown): HttpFailure | null {
-  if (err instanceof ParamError) return { status: 400, detail: err.message };
-  if (err instanceof QueryError) return { status: err.status, detail: err.message };
   if (err instanceof BadArgument) return { status: 400, detail: err.message };
-  if (err instanceof DumpNotFound) return { status: 404, detail: err.message };
+  if (err instanceof NotFound) return { status: 404, detail: err.message };
   if (err instanceof DumpStillWriting) {
     return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
   }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EventFeed, type RunCatalog, diffCatalog, emptyCatalog, startFollow } from './events.ts';
+import type { RunCatalog } from '../queries/runAnswers.ts';
+import { EventFeed, diffCatalog, emptyCatalog, startFollow } from './events.ts';
 
 const catalog = (over: Partial<RunCatalog> = {}): RunCatalog => ({ ...emptyCatalog(), ...over });
 

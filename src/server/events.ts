@@ -2,22 +2,13 @@
 import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { toJsonText } from './json.ts';
+import type { RunCatalog } from '../queries/runAnswers.ts';
 import type { RunEvent } from '../wire/index.ts';
 
 /** How often `--follow` tails the run. */
 export const FOLLOW_INTERVAL_MS = 2000;
 const HEARTBEAT_MS = 15_000;
 
-/** What the follow loop compares between ticks. */
-export interface RunCatalog {
-  /** Step values logged on `rollout/step`. */
-  steps: number[];
-  rollout_ids: { train: number[]; eval: number[] };
-  metric_keys: string[];
-  engine_metric_keys: string[];
-  lanes: string[];
-  time_range: [number, number] | null;
-}
 
 
 const added = <T>(before: readonly T[], after: readonly T[]): T[] => {

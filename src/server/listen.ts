@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { type AppOptions, createApp } from './app.ts';
 import { EventFeed, type Follower, startFollow } from './events.ts';
-import type { RunSources } from './sources.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
 
 export interface ListenOptions extends AppOptions {
   host?: string;

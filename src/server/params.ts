@@ -1,19 +1,8 @@
-// Query and path parameters, validated with zod at the edge; every failure is a 400 naming the parameter.
+// Query and path parameters, validated with zod at the edge from the limits the queries export; every
+// failure is a BadArgument (400) naming the parameter.
 import { z } from 'zod';
-import { pyFixed, pyRepr } from '../queries/pythonFormat.ts';
-
-/** A request argument that cannot be used (HTTP 400). */
-export class ParamError extends Error {
-  override readonly name = 'ParamError';
-  constructor(
-    readonly param: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export const MAX_WINDOW_S = 14400;
+import { type IntLimit, limitProblem, windowProblem } from '../queries/limits.ts';
+import { BadArgument } from '../run/errors.ts';
 
 const FLOAT_RE = /^[+-]?(\d+(_\d+)*\.?(\d+(_\d+)*)?|\.\d+(_\d+)*)([eE][+-]?\d+)?$/;
 const INT_RE = /^[+-]?\d+(_\d+)*$/;
@@ -54,31 +43,32 @@ export const boolParam = z.string().transform((raw, ctx) => {
   return z.NEVER;
 });
 
-/** Parses `input` (query or path record) with `schema`; the first issue becomes a ParamError naming its key. */
+/** Parses `input` (query or path record) with `schema`; the first issue becomes a BadArgument naming its key. */
 export function parseParams<S extends z.ZodType>(schema: S, input: Record<string, string | undefined>): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const param = String(issue.path[0] ?? 'query');
+  // The queries' own rules word their whole message (as the reference does); parse failures are prefixed.
+  if (issue.code === 'custom' && (issue as { params?: { whole?: boolean } }).params?.whole) throw new BadArgument(param, issue.message);
   const message = issue.code === 'invalid_type' && input[param] === undefined ? 'is required' : issue.message;
-  throw new ParamError(param, `${param}: ${message}`);
+  throw new BadArgument(param, `${param}: ${message}`);
 }
 
 export const windowShape = { t0: floatParam.optional(), t1: floatParam.optional() };
 
-/** The reference's window rule, applied only when both bounds are given. */
-export function checkWindow(t0: number | undefined, t1: number | undefined): void {
-  if (t0 === undefined || t1 === undefined) return;
-  if (t1 <= t0) throw new ParamError('t1', `bad window: t1=${pyRepr(t1)} <= t0=${pyRepr(t0)}`);
-  if (t1 - t0 > MAX_WINDOW_S) {
-    throw new ParamError('t1', `window ${pyFixed(t1 - t0, 0)}s exceeds max_window_s ${MAX_WINDOW_S}`);
-  }
+/** An integer argument under one of the queries' limits, defaulted when absent. */
+export function limitedInt(limit: IntLimit) {
+  return intParam.default(limit.fallback).superRefine((v, ctx) => {
+    const problem = limitProblem(limit, v);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem, params: { whole: true } });
+  });
 }
 
-export function checkRange(param: string, value: number, lo: number, hi: number): void {
-  if (value < lo || value > hi) throw new ParamError(param, `${param}=${value} out of range [${lo}, ${hi}]`);
-}
-
-export function checkAtLeast(param: string, value: number, lo: number): void {
-  if (value < lo) throw new ParamError(param, `${param}=${value} must be >= ${lo}`);
+/** The timeline window rule over an object schema with `t0`/`t1` (issued on `t1`). */
+export function timelineWindow<S extends z.ZodType<{ t0?: number; t1?: number }>>(schema: S) {
+  return schema.superRefine((q, ctx) => {
+    const problem = windowProblem(q.t0, q.t1);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem, path: ['t1'], params: { whole: true } });
+  });
 }

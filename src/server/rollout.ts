@@ -2,14 +2,16 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import { jsonResponse } from './json.ts';
-import { boolParam, intParam, parseParams } from './params.ts';
-import type { RunSources } from './sources.ts';
+import { boolParam, floatParam, intParam, parseParams } from './params.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
 
 // Path ids are integers only, so no path parameter ever becomes a file name.
 const rolloutPath = z.object({ rollout_id: intParam });
 const samplePath = z.object({ rollout_id: intParam, sample_index: intParam });
 const evalQuery = z.object({ eval: boolParam.default(false) });
 const trajectoriesQuery = z.object({ sample_index: intParam.optional() });
+const sampleStepPath = z.object({ sample_index: intParam });
+const sampleStepQuery = z.object({ near: floatParam.optional() });
 const tokensQuery = z.object({ eval: boolParam.default(false), start: intParam.default(0), end: intParam.optional() });
 
 export function mountRollout(app: Hono, run: RunSources): void {
@@ -41,5 +43,12 @@ export function mountRollout(app: Hono, run: RunSources): void {
     const { rollout_id: rid, sample_index: idx } = parseParams(samplePath, c.req.param());
     const q = parseParams(tokensQuery, c.req.query());
     return jsonResponse(c, await run.tokens(rid, idx, { start: q.start, end: q.end, evaluation: q.eval }));
+  });
+
+  // rlsight's own: which train step holds a sample (`near`: a time the sample was seen, to look there first).
+  app.get('/api/rlsight/samples/:sample_index/step', async (c) => {
+    const { sample_index: idx } = parseParams(sampleStepPath, c.req.param());
+    const q = parseParams(sampleStepQuery, c.req.query());
+    return jsonResponse(c, await run.sampleStep(idx, q.near));
   });
 }

@@ -1,22 +1,26 @@
 // `/api/timeline/*` (and rlsight's `/api/rlsight/lanes`): topology, phases, GPU and engine series, heatmap, fleet, outliers, bubbles.
 import type { Hono } from 'hono';
 import { z } from 'zod';
+import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } from '../queries/limits.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
 import { jsonResponse } from './json.ts';
-import { boolParam, checkAtLeast, checkRange, checkWindow, intParam, parseParams, windowShape } from './params.ts';
-import type { RunSources } from './sources.ts';
+import { boolParam, limitedInt, parseParams, timelineWindow, windowShape } from './params.ts';
 
 const lanes = z.string().optional();
-const phasesQuery = z.object({ ...windowShape, lanes });
-const gpuQuery = z.object({ ...windowShape, lanes, max_points: intParam.default(2000) });
-const heatmapQuery = z.object({ ...windowShape, lanes, metric: z.string().default('util'), x_buckets: intParam.default(1200) });
-const fleetQuery = z.object({ ...windowShape, x_buckets: intParam.default(600) });
-const outliersQuery = z.object({ ...windowShape, criterion: z.string(), top_k: intParam.default(16) });
-const engineQuery = z.object({
-  ...windowShape,
-  metric: z.string(),
-  max_points: intParam.default(2000),
-  per_dp_rank: boolParam.default(false),
-});
+const phasesQuery = timelineWindow(z.object({ ...windowShape, lanes }));
+const gpuQuery = timelineWindow(z.object({ ...windowShape, lanes, max_points: limitedInt(SERIES_MAX_POINTS) }));
+const heatmapQuery = timelineWindow(z.object({ ...windowShape, lanes, metric: z.string().default('util'), x_buckets: limitedInt(HEATMAP_X_BUCKETS) }));
+const fleetQuery = timelineWindow(z.object({ ...windowShape, x_buckets: limitedInt(FLEET_X_BUCKETS) }));
+// No window rule here: the reference answers a reversed window with an empty list.
+const outliersQuery = z.object({ ...windowShape, criterion: z.string(), top_k: limitedInt(OUTLIER_TOP_K) });
+const engineQuery = timelineWindow(
+  z.object({
+    ...windowShape,
+    metric: z.string(),
+    max_points: limitedInt(SERIES_MAX_POINTS),
+    per_dp_rank: boolParam.default(false),
+  }),
+);
 
 export function mountTimeline(app: Hono, run: RunSources): void {
   app.get('/api/timeline/topology', async (c) => jsonResponse(c, await run.topology()));
@@ -29,49 +33,37 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/phases', async (c) => {
     const q = parseParams(phasesQuery, c.req.query());
-    checkWindow(q.t0, q.t1);
     return jsonResponse(c, await run.phases(q));
   });
 
   app.get('/api/timeline/gpu', async (c) => {
     const q = parseParams(gpuQuery, c.req.query());
-    checkWindow(q.t0, q.t1);
-    checkAtLeast('max_points', q.max_points, 2);
     return jsonResponse(c, await run.gpu({ t0: q.t0, t1: q.t1, lanes: q.lanes, maxPoints: q.max_points }));
   });
 
   app.get('/api/timeline/gpu_processes', async (c) => {
     const q = parseParams(phasesQuery, c.req.query());
-    checkWindow(q.t0, q.t1);
     return jsonResponse(c, await run.gpuProcesses(q));
   });
 
   app.get('/api/timeline/heatmap', async (c) => {
     const q = parseParams(heatmapQuery, c.req.query());
-    checkWindow(q.t0, q.t1);
-    checkRange('x_buckets', q.x_buckets, 2, 4000);
     const frame = await run.heatmap({ t0: q.t0, t1: q.t1, lanes: q.lanes, metric: q.metric, xBuckets: q.x_buckets });
     return c.body(frame as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': 'application/octet-stream' });
   });
 
   app.get('/api/timeline/fleet', async (c) => {
     const q = parseParams(fleetQuery, c.req.query());
-    checkWindow(q.t0, q.t1);
-    checkRange('x_buckets', q.x_buckets, 2, 4000);
     return jsonResponse(c, await run.fleet({ t0: q.t0, t1: q.t1, xBuckets: q.x_buckets }));
   });
 
   app.get('/api/timeline/outliers', async (c) => {
-    // No window rule here: the reference answers a reversed window with an empty list.
     const q = parseParams(outliersQuery, c.req.query());
-    checkRange('top_k', q.top_k, 1, 256);
     return jsonResponse(c, await run.outliers({ t0: q.t0, t1: q.t1, criterion: q.criterion, topK: q.top_k }));
   });
 
   app.get('/api/timeline/engine_series', async (c) => {
     const q = parseParams(engineQuery, c.req.query());
-    checkWindow(q.t0, q.t1);
-    checkAtLeast('max_points', q.max_points, 2);
     return jsonResponse(
       c,
       await run.engineSeries({ t0: q.t0, t1: q.t1, metric: q.metric, maxPoints: q.max_points, perDpRank: q.per_dp_rank }),

@@ -45,6 +45,14 @@ export interface Trajectories {
   t0: number | null;
 }
 
+/** `/api/rlsight/samples/{index}/step`: the train step whose batch holds a sample, and its lifecycle there. */
+export interface SampleStep {
+  sample_index: number;
+  rollout_id: number;
+  /** Null when the telemetry recorded no event of the sample near that step. */
+  lane: Trajectory | null;
+}
+
 export interface ToolCall {
   id?: string;
   type?: string;

@@ -7,7 +7,7 @@ export type FlatStream = (typeof FLAT_STREAMS)[number];
 export type StreamName = PartitionedStream | FlatStream;
 
 /** Phase reads look this far past the window's end: phases are filed by their END hour. */
-export const MAX_WINDOW_S = 14400;
+export const PHASE_LOOKAHEAD_S = 14400;
 /** Parsed hour blocks kept per partitioned stream. */
 export const PARTITION_CACHE_BLOCKS = 24;
 /** `t1` of a phase still running. */

@@ -62,7 +62,7 @@ import type {
   TopologyWindow,
   TrajectoryEvent,
 } from './records.ts';
-import { MAX_WINDOW_S, PARTITION_CACHE_BLOCKS } from './records.ts';
+import { PARTITION_CACHE_BLOCKS, PHASE_LOOKAHEAD_S } from './records.ts';
 
 export type { PartitionFile } from './partitionReader.ts';
 export { GpuUtilBlock } from './gpuUtilBlock.ts';
@@ -291,6 +291,14 @@ export class TelemetryStore {
   }
 
   /** Partitioned: any non-empty file; flat: any record. */
+  /** Where engine_series data starts (the oldest non-empty hour) and its newest scrape stamp; null without any. */
+  engineSeriesBounds(): { firstHour: number; newestStamp: number | null } | null {
+    const files = this.partitions.engine_series.files().filter((f) => f.size > 0);
+    if (files.length === 0) return null;
+    const stamps = this.partitions.engine_series.edgeStamps();
+    return { firstHour: files[0].lo, newestStamp: stamps.length ? Math.max(...stamps) : null };
+  }
+
   hasStream(stream: StreamName): boolean {
     if (stream === 'metrics' || stream === 'topology' || stream === 'data_buffer') return this.flat.has(stream);
     return this.partitions[stream].hasData();
@@ -394,7 +402,7 @@ export class TelemetryStore {
 
   /** Phase blocks that can hold an interval overlapping `[t0, t1]`: every hour up to `t1 + 4 h` (phases are filed by end hour, open markers by start hour). */
   phaseBlocks(_t0?: number | null, t1?: number | null): PhaseBlock[] {
-    return this.partitions.phases.window(null, t1 == null ? null : t1 + MAX_WINDOW_S);
+    return this.partitions.phases.window(null, t1 == null ? null : t1 + PHASE_LOOKAHEAD_S);
   }
 
   /** Raw phase events (open markers included) of `phaseBlocks(t0, t1)`, in file order; not filtered by time. */

@@ -52,3 +52,11 @@ export function enumText(v: unknown): string | null {
   if (v instanceof PyEnum) return typeof v.value === 'string' ? v.value : String(v.value);
   return null;
 }
+
+/** A pickled reward as one number: a bool as 1/0, an int widened; anything else (a dict of rewards, None) is null. */
+export function scalarReward(v: PyValue | undefined): number | null {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'bigint') return Number(v);
+  return null;
+}

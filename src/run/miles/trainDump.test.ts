@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Storage, Tensor, type PyValue } from '../../formats/torch/value.ts';
-import { DumpInconsistent } from './errors.ts';
+import { DumpInconsistent } from '../errors.ts';
 import {
   batchRawRewards,
   buildTrainRow,

@@ -1,29 +1,19 @@
 // DumpReader: the read-only facade over a run's `--dump-details` directory (rollout and train dumps,
-// the parquet token mirror, the trajectory sidecar and the tokenizer).
+// the parquet token mirror, the trajectory sidecar and the tokenizer). It yields records — a step's samples
+// with their train digests, one sample's tokens, a step's conversations — never answers.
 import type { Stats } from 'node:fs';
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { ParquetFile, type ParquetRow } from '../../formats/parquet.ts';
 import { openTorchFile } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
-import type { PyValue } from '../../formats/torch/value.ts';
 import { Tensor } from '../../formats/torch/value.ts';
 import { ZipArchive } from '../../formats/zip.ts';
 import { startModuleWorker } from '../../ownFiles.ts';
-import { conversationsBySample, sampleConversation, type ConversationRow } from '../../queries/messages.ts';
-import {
-  digestTrainRow,
-  rolloutGroups,
-  rolloutSummary,
-  stepAggregate,
-  type RolloutTable,
-  type StepAggregate,
-  type TrainDigest,
-} from '../../queries/rollouts.ts';
-import { tokenView, type TokenView } from '../../queries/tokens.ts';
+import type { ConversationRecord, RolloutIds, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
 import { RunTokenizer } from '../tokenizer.ts';
-import { discoverRolloutIds, FRESH_SECONDS, type RolloutIds } from './discovery.ts';
-import { BadArgument, DumpInconsistent, DumpNotFound, DumpStillWriting } from './errors.ts';
+import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
+import { BadArgument, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { decodeRolloutDump, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleTexts, type DumpedSampleText } from './sampleText.ts';
@@ -37,13 +27,14 @@ import {
   type TrainIndex,
   type TrainRow,
 } from './trainDump.ts';
-import { openTorchDocument, readNumbers, type TorchDocument, type TorchOpener } from './torchDocument.ts';
+import { openTorchDocument, readNumbers, type TorchDocument } from './torchDocument.ts';
+import { digestTrainRow } from './trainDigest.ts';
 import { mapLimit, TrainStepFiles, type JoinedRankFile, type JoinHelper, type RankFileName } from './trainStep.ts';
 import type { WorkerError } from './rolloutDecodeWorker.ts';
 
 /** Columns of `dashboard_columns/rollout_*.parquet`; a mirror with another column set is not trusted. */
 export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length', 'tokens', 'loss_mask', 'rollout_log_probs'];
-const SUMMARY_CACHE_VERSION = 1;
+const STEP_CACHE_VERSION = 2;
 /** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
 const WHOLE_RANK_FILE_BELOW = 64 * 2 ** 20;
 /** How long a file's stat answer is trusted before a warm read re-checks it. */
@@ -54,25 +45,18 @@ export interface DumpReaderOptions {
   cacheDir?: string;
   /** How many joined steps stay resident (default 2). */
   tensorLru?: number;
-  /** Overrides how `.pt` files are opened (tests). */
-  openTorch?: TorchOpener;
+  /** Told the run-relative name of each dump file decoded on this thread (tests observe what a read costs). */
+  onDecode?: (file: string) => void;
   /** Clock for the freshness rules, in ms (tests). */
   now?: () => number;
   /** Rollout dumps bigger than this many bytes decode on a worker thread (default 16 MiB). */
   decodeOffThreadAbove?: number;
 }
 
-export interface TokenRequest {
-  start?: number;
-  end?: number | null;
-  evaluation?: boolean;
-}
-
-/** One joined step as kept resident: its rollouts table and groups (the per-token data is not kept). */
+/** One joined step as kept resident: its records (the per-token data is not kept). */
 interface JoinedStep {
   stamp: string;
-  summary: RolloutTable;
-  groups: RolloutTable;
+  records: StepRecords;
 }
 
 interface SampleRead {
@@ -80,6 +64,9 @@ interface SampleRead {
   rollout: { totalLength: number; responseLength: number; tokens: ArrayLike<number>; rolloutLogProbs: ArrayLike<number> | null };
   trainRow: TrainRow | null;
 }
+
+/** A step's records as the on-disk cache holds them (JSON has no maps). */
+type CachedStep = Omit<StepRecords, 'digests'> & { digests: [number, TrainDigest][] };
 
 interface MirrorEntry {
   stamp: string;
@@ -101,7 +88,7 @@ function checkId(name: string, v: number): void {
 }
 
 export class DumpReader {
-  private readonly openTorch: TorchOpener;
+  private readonly onDecode: (file: string) => void;
   private readonly now: () => number;
   private readonly joinedSteps: Lru<string, JoinedStep>;
   private readonly trainSteps = new Lru<number, TrainStepFiles>(4);
@@ -110,7 +97,7 @@ export class DumpReader {
   private readonly stats = new Map<string, { at: number; stat: Promise<Stats> }>();
   private readonly mirrors = new Lru<string, MirrorEntry>(4, (m) => void m.file.close().catch(() => {}));
   private readonly rolloutFallbacks = new Lru<string, RolloutDump>(2);
-  private readonly conversations = new Lru<string, { stamp: string; rows: Map<number, ConversationRow> }>(4);
+  private readonly conversationFiles = new Lru<string, { stamp: string; rows: Map<number, ConversationRecord> }>(4);
   private tokenizer: Promise<RunTokenizer | null> | undefined;
   private readonly pending = new Map<string, Promise<unknown>>();
 
@@ -118,12 +105,12 @@ export class DumpReader {
     readonly runDir: string,
     private readonly cacheDir: string | null,
     tensorLru: number,
-    openTorch: TorchOpener,
+    onDecode: (file: string) => void,
     now: () => number,
     private readonly offThreadAbove: number,
   ) {
     this.joinedSteps = new Lru(tensorLru);
-    this.openTorch = openTorch;
+    this.onDecode = onDecode;
     this.now = now;
   }
 
@@ -133,7 +120,7 @@ export class DumpReader {
     try {
       st = await stat(dir);
     } catch (e) {
-      if (isMissing(e)) throw new DumpNotFound('the dump directory does not exist');
+      if (isMissing(e)) throw new NotFound('the dump directory does not exist');
       throw e;
     }
     if (!st.isDirectory()) throw new BadArgument('runDir', 'the dump path is not a directory');
@@ -151,7 +138,7 @@ export class DumpReader {
       dir,
       cacheDir,
       lru,
-      options.openTorch ?? openTorchDocument,
+      options.onDecode ?? (() => {}),
       options.now ?? Date.now,
       options.decodeOffThreadAbove ?? 16 * 2 ** 20,
     );
@@ -162,53 +149,28 @@ export class DumpReader {
     return discoverRolloutIds(this.runDir, this.now());
   }
 
-  /** The rollouts table of one step: one row per sample in batch order. */
-  async summary(rolloutId: number, evaluation = false): Promise<RolloutTable> {
-    return (await this.joined(rolloutId, evaluation)).summary;
+  /** One step's samples in batch order with, for a train step, their train digests and the raw rewards. */
+  async step(rolloutId: number, evaluation = false): Promise<StepRecords> {
+    return (await this.joined(rolloutId, evaluation)).records;
   }
 
-  /** Per-group reward statistics of one step. */
-  async groups(rolloutId: number, evaluation = false): Promise<RolloutTable> {
-    return (await this.joined(rolloutId, evaluation)).groups;
-  }
-
-  /** The `dump/*` aggregates of every visible train step, ascending. */
-  async stepAggregates(): Promise<StepAggregate[]> {
-    const out: StepAggregate[] = [];
-    for (const id of (await this.rolloutIds()).train) {
-      try {
-        const j = await this.joined(id, false);
-        out.push(stepAggregate(j.summary, j.groups));
-      } catch (e) {
-        // A step still being written has no aggregate yet; the others still plot.
-        if (e instanceof DumpStillWriting) continue;
-        throw e;
-      }
-    }
-    return out;
-  }
-
-  /** One sample's tokens `[start, end)` with its per-token stats (rollout side from the parquet mirror). */
-  async tokens(rolloutId: number, sampleIndex: number, request: TokenRequest = {}): Promise<TokenView> {
+  /** One sample's tokens with its per-token values (rollout side from the parquet mirror). */
+  async sampleTokens(rolloutId: number, sampleIndex: number, evaluation = false): Promise<SampleTokenRecord> {
     checkId('rollout_id', rolloutId);
     checkId('sample_index', sampleIndex);
-    const evaluation = request.evaluation ?? false;
     const { rollout, trainRow } = await this.sampleRead(rolloutId, evaluation, sampleIndex);
     const tokenizer = await this.runTokenizer();
-    return tokenView(
-      {
-        rolloutId,
-        sampleIndex,
-        evaluation,
-        totalLength: rollout.totalLength,
-        responseLength: rollout.responseLength,
-        tokens: rollout.tokens,
-        rolloutLogProbs: rollout.rolloutLogProbs,
-        trainRow,
-        decodeToken: tokenizer ? (id) => tokenizer.decodeToken(id) : null,
-      },
-      { start: request.start, end: request.end },
-    );
+    return {
+      rolloutId,
+      sampleIndex,
+      evaluation,
+      totalLength: rollout.totalLength,
+      responseLength: rollout.responseLength,
+      tokens: rollout.tokens,
+      rolloutLogProbs: rollout.rolloutLogProbs,
+      train: trainRow,
+      decodeToken: tokenizer ? (id) => tokenizer.decodeToken(id) : null,
+    };
   }
 
   /** The rollout side and joined train row of one sample, kept for the next reads of the same sample. */
@@ -236,17 +198,9 @@ export class DumpReader {
     return read;
   }
 
-  /** The recorded conversation of one sample (trajectory sidecar row, as written). */
-  async messages(rolloutId: number, sampleIndex: number, evaluation = false): Promise<ConversationRow> {
+  /** One step's recorded conversations (trajectory sidecar rows, as written) by sample id; null without a sidecar. */
+  async conversations(rolloutId: number, evaluation = false): Promise<ReadonlyMap<number, ConversationRecord> | null> {
     checkId('rollout_id', rolloutId);
-    checkId('sample_index', sampleIndex);
-    const rows = await this.conversationRows(rolloutId, evaluation);
-    if (!rows) throw new DumpNotFound(`trajectory/${stem(rolloutId, evaluation)}.jsonl not found: no conversation was recorded in rollout ${rolloutId}`);
-    return sampleConversation(rows, rolloutId, sampleIndex);
-  }
-
-  /** Every recorded conversation of one step by sample index, or null without a sidecar. */
-  async conversationRows(rolloutId: number, evaluation = false): Promise<ReadonlyMap<number, ConversationRow> | null> {
     const name = `trajectory/${stem(rolloutId, evaluation)}.jsonl`;
     const path = join(this.runDir, name);
     let st;
@@ -257,23 +211,27 @@ export class DumpReader {
       throw e;
     }
     const stamp = `${st.mtimeMs}:${st.size}`;
-    let cached = this.conversations.get(name);
+    let cached = this.conversationFiles.get(name);
     if (!cached || cached.stamp !== stamp) {
       const text = await readFile(path, 'utf8');
-      const rows: ConversationRow[] = [];
+      const rows = new Map<number, ConversationRecord>();
       const lines = text.split('\n');
       lines.forEach((line, i) => {
         if (line.trim() === '') return;
+        let row: unknown;
         try {
-          rows.push(JSON.parse(line) as ConversationRow);
+          row = JSON.parse(line);
         } catch {
           // An unterminated last line is a write in progress; anything else is corruption.
           if (i === lines.length - 1) return;
           throw new DumpInconsistent(name, `line ${i + 1} is not JSON`);
         }
+        // Rows are found by sample id (a later line for the same sample wins); a row without one is unreachable.
+        const id = (row as { sample_index?: unknown } | null)?.sample_index;
+        if (typeof id === 'number') rows.set(id, row as ConversationRecord);
       });
-      cached = { stamp, rows: conversationsBySample(rows) };
-      this.conversations.set(name, cached);
+      cached = { stamp, rows };
+      this.conversationFiles.set(name, cached);
     }
     return cached.rows;
   }
@@ -300,7 +258,7 @@ export class DumpReader {
     this.sampleReads.clear();
     this.mirrors.clear();
     this.rolloutFallbacks.clear();
-    this.conversations.clear();
+    this.conversationFiles.clear();
   }
 
   // ---- loading ------------------------------------------------------------------------------------
@@ -323,21 +281,22 @@ export class DumpReader {
   /** Opens a `.pt` of the run; a fresh file that fails to decode is "still writing". */
   private async loadTorch(name: string): Promise<TorchDocument> {
     const path = join(this.runDir, name);
+    this.onDecode(name);
     try {
-      return await this.openTorch(path);
+      return await openTorchDocument(path);
     } catch (e) {
       throw await this.loadFailure(name, e);
     }
   }
 
   private async loadFailure(name: string, e: unknown): Promise<Error> {
-    if (e instanceof DumpStillWriting || e instanceof DumpNotFound) return e;
-    if (isMissing(e)) return new DumpNotFound(`${name} not found`);
+    if (e instanceof DumpStillWriting || e instanceof NotFound) return e;
+    if (isMissing(e)) return new NotFound(`${name} not found`);
     try {
       const st = await stat(join(this.runDir, name));
       if (this.now() - st.mtimeMs < FRESH_SECONDS * 1000) return new DumpStillWriting(name, e);
     } catch (se) {
-      if (isMissing(se)) return new DumpNotFound(`${name} not found`);
+      if (isMissing(se)) return new NotFound(`${name} not found`);
     }
     return e instanceof Error ? e : new Error(`${name}: ${String(e)}`);
   }
@@ -418,7 +377,7 @@ export class DumpReader {
       stamp,
       (name) => this.loadTorch(name),
       (name, e) => this.loadFailure(name, e),
-      this.openTorch === openTorchDocument,
+      this.onDecode,
     );
     this.trainSteps.set(rolloutId, step);
     return step;
@@ -439,9 +398,17 @@ export class DumpReader {
       const st = await this.recentStat(join(this.runDir, name));
       return { name, stamp: `${st.mtimeMs}:${st.size}`, mtimeMs: st.mtimeMs };
     } catch (e) {
-      if (isMissing(e)) throw new DumpNotFound(`${name} not found: no ${evaluation ? 'eval ' : ''}rollout ${rolloutId} in this run`);
+      if (isMissing(e)) throw new NotFound(`${name} not found: no ${evaluation ? 'eval ' : ''}rollout ${rolloutId} in this run`);
       throw e;
     }
+  }
+
+  private async openRolloutDocument(name: string): Promise<TorchDocument> {
+    // Number lists decode as typed arrays: far less memory and collector work.
+    this.onDecode(name);
+    return openTorchFile(join(this.runDir, name), { typedLists: true }).catch(async (e) => {
+      throw await this.loadFailure(name, e);
+    });
   }
 
   private async loadRollout(rolloutId: number, evaluation: boolean, withTokens = false): Promise<RolloutDump> {
@@ -457,17 +424,8 @@ export class DumpReader {
     }
   }
 
-  private async openRolloutDocument(name: string): Promise<TorchDocument> {
-    // Number lists decode as typed arrays (far less memory and collector work) unless a test opener stands in.
-    return this.openTorch === openTorchDocument
-      ? await openTorchFile(join(this.runDir, name), { typedLists: true }).catch(async (e) => {
-          throw await this.loadFailure(name, e);
-        })
-      : await this.loadTorch(name);
-  }
-
   /**
-   * For a rollout dump big enough (and the project's own loader), a worker thread that decodes it while this
+   * For a rollout dump big enough, a worker thread that decodes it while this
    * thread joins the train side, then helps with that join; null otherwise. `dump` is null when the worker
    * could not run (the caller then decodes here). `close()` ends the worker.
    */
@@ -476,10 +434,9 @@ export class DumpReader {
     rolloutId: number,
     evaluation: boolean,
   ): Promise<{ dump: Promise<RolloutDump | null>; helper: JoinHelper<TrainDigest>; close(): void } | null> {
-    if (this.openTorch !== openTorchDocument) return null;
     const size = await stat(join(this.runDir, name)).then((st) => st.size, () => 0);
     if (size <= this.offThreadAbove) return null;
-    const worker = startModuleWorker('run/dumps/rolloutDecodeWorker', {
+    const worker = startModuleWorker('run/miles/rolloutDecodeWorker', {
       workerData: { path: join(this.runDir, name), file: name, rolloutId, evaluation },
     });
     type Done = { files: JoinedRankFile<TrainDigest>[]; error?: { i: number; error: WorkerError } };
@@ -532,10 +489,8 @@ export class DumpReader {
     const cached = this.joinedSteps.get(key);
     if (cached && cached.stamp === stamp) return cached;
     return this.once(`joined:${key}:${stamp}`, async () => {
-      const fromDisk = await this.readSummaryCache(key, rollout.name, trainFiles);
-      const step = fromDisk
-        ? { ...fromDisk, stamp }
-        : await this.computeJoined(rolloutId, evaluation, stamp, rollout.name, trainFiles);
+      const fromDisk = await this.readStepCache(key, rollout.name, trainFiles);
+      const step = fromDisk ? { records: fromDisk, stamp } : await this.computeJoined(rolloutId, evaluation, stamp, rollout.name, trainFiles);
       this.joinedSteps.set(key, step);
       return step;
     });
@@ -577,7 +532,7 @@ export class DumpReader {
     } finally {
       if (!train) worker?.helper.cancel();
     }
-    let raw: PyValue[] | null = null;
+    let raw: (number | null)[] | null = null;
     if (train) {
       const { index, joined, unjoined } = await train.joinAll(digestTrainRow, worker?.helper);
       for (const [s, d] of joined) digests.set(s, d);
@@ -599,13 +554,12 @@ export class DumpReader {
       raw = batchRawRewards(index, dump.samples.length);
     }
     const dump = await dumpP;
-    const summary = rolloutSummary(rolloutId, evaluation, dump.samples, digests, raw);
-    const joined: JoinedStep = { stamp, summary, groups: rolloutGroups(summary) };
-    await this.writeSummaryCache(stem(rolloutId, evaluation), rolloutName, trainFiles, joined);
-    return joined;
+    const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests, rawRewards: raw };
+    await this.writeStepCache(stem(rolloutId, evaluation), rolloutName, trainFiles, records);
+    return { stamp, records };
   }
 
-  // ---- on-disk summary cache (only with cacheDir) -------------------------------------------------
+  // ---- on-disk step cache (only with cacheDir) ----------------------------------------------------
 
   private async sourceStamps(rolloutName: string, trainFiles: { name: string }[]): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
@@ -615,34 +569,28 @@ export class DumpReader {
     return out;
   }
 
-  private async readSummaryCache(
-    key: string,
-    rolloutName: string,
-    trainFiles: { name: string }[],
-  ): Promise<Omit<JoinedStep, 'stamp'> | null> {
+  private async readStepCache(key: string, rolloutName: string, trainFiles: { name: string }[]): Promise<StepRecords | null> {
     if (!this.cacheDir) return null;
-    let cached: { version: number; sources: Record<string, number>; summary: RolloutTable };
+    let cached: { version: number; sources: Record<string, number>; step: CachedStep };
     try {
-      cached = JSON.parse(await readFile(join(this.cacheDir, `rollout_${key}.summary.json`), 'utf8'));
+      cached = JSON.parse(await readFile(join(this.cacheDir, `rollout_${key}.step.json`), 'utf8'));
     } catch {
       return null;
     }
-    if (cached.version !== SUMMARY_CACHE_VERSION) return null;
+    if (cached.version !== STEP_CACHE_VERSION) return null;
     const sources = await this.sourceStamps(rolloutName, trainFiles);
     if (JSON.stringify(sources) !== JSON.stringify(cached.sources)) return null;
-    return { summary: cached.summary, groups: rolloutGroups(cached.summary) };
+    const { digests, ...rest } = cached.step;
+    return { ...rest, digests: new Map(digests) };
   }
 
-  private async writeSummaryCache(key: string, rolloutName: string, trainFiles: { name: string }[], step: JoinedStep): Promise<void> {
+  private async writeStepCache(key: string, rolloutName: string, trainFiles: { name: string }[], step: StepRecords): Promise<void> {
     if (!this.cacheDir) return;
     try {
       await mkdir(this.cacheDir, { recursive: true });
-      const body = JSON.stringify({
-        version: SUMMARY_CACHE_VERSION,
-        sources: await this.sourceStamps(rolloutName, trainFiles),
-        summary: step.summary,
-      });
-      const path = join(this.cacheDir, `rollout_${key}.summary.json`);
+      const cached: CachedStep = { ...step, digests: [...step.digests] };
+      const body = JSON.stringify({ version: STEP_CACHE_VERSION, sources: await this.sourceStamps(rolloutName, trainFiles), step: cached });
+      const path = join(this.cacheDir, `rollout_${key}.step.json`);
       await writeFile(`${path}.tmp`, body);
       await rename(`${path}.tmp`, path);
     } catch {
@@ -664,7 +612,7 @@ export class DumpReader {
     sampleIndex: number,
   ): Promise<{ totalLength: number; responseLength: number; tokens: ArrayLike<number>; rolloutLogProbs: ArrayLike<number> | null }> {
     const key = stem(rolloutId, evaluation);
-    const unknown = () => new DumpNotFound(`unknown sample_index ${sampleIndex} in rollout ${rolloutId}`);
+    const unknown = () => new NotFound(`unknown sample_index ${sampleIndex} in rollout ${rolloutId}`);
     const mirror = await this.mirror(key);
     if (mirror) {
       let rowNo = mirror.rowBySample.get(sampleIndex);

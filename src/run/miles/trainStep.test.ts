@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { saveTorch, type Picklable } from '../../formats/torch/writer.ts';
 import { Storage, Tensor } from '../../formats/torch/value.ts';
-import { digestTrainRow } from '../../queries/rollouts.ts';
+import { digestTrainRow } from './trainDigest.ts';
 import { openTorchDocument } from './torchDocument.ts';
 import { buildTrainRow, cpResponseRanges, rowValue, type TrainIndex } from './trainDump.ts';
 import { readNumbers } from './torchDocument.ts';
@@ -84,9 +84,9 @@ async function writeStep(): Promise<RankFileName[]> {
   return [0, 1, 2, 3, 4, 5].map((rank) => ({ name: `train_data/0_${rank}.pt`, rank }));
 }
 
-function stepFiles(files: RankFileName[], direct: boolean): TrainStepFiles {
+function stepFiles(files: RankFileName[], onDecode?: (name: string) => void): TrainStepFiles {
   const runDir = join(dir, 'run');
-  return new TrainStepFiles(runDir, files, 'stamp', (name) => openTorchDocument(join(runDir, name)), async (_n, e) => e as Error, direct);
+  return new TrainStepFiles(runDir, files, 'stamp', (name) => openTorchDocument(join(runDir, name)), async (_n, e) => e as Error, onDecode);
 }
 
 async function joinOver(index: TrainIndex, samples: Iterable<number>): Promise<Map<number, ReturnType<typeof digestTrainRow>>> {
@@ -101,13 +101,13 @@ async function joinOver(index: TrainIndex, samples: Iterable<number>): Promise<M
 describe('TrainStepFiles.joinAll', () => {
   it('joins in one pass what the whole-index join gives, leaving rows spread over distinct files to it', async () => {
     const files = await writeStep();
-    const fast = stepFiles(files, true);
+    const fast = stepFiles(files);
     const { index, joined, unjoined } = await fast.joinAll(digestTrainRow);
     assert.deepEqual([...joined.keys()].sort(), [0, 1, 3, 4, 5, 7]);
     assert.deepEqual([...unjoined].sort(), [2, 6]);
     const got = new Map([...joined, ...(await joinOver(index, unjoined))]);
 
-    const reference = stepFiles(files, false);
+    const reference = stepFiles(files);
     const refIndex = await reference.index();
     const expected = await joinOver(refIndex, refIndex.locations.keys());
     assert.equal(got.size, 8);
@@ -155,11 +155,11 @@ describe('TrainStepFiles.joinAll', () => {
   for (const [limit, behaviour] of [[2, 'joins'], [99, 'joins'], [3, 'stops']] as const) {
     it(`shares the files with a helper thread (${behaviour}, up to ${limit} files) and answers the same`, async () => {
       const files = await writeStep();
-      const reference = stepFiles(files, false);
+      const reference = stepFiles(files);
       const refIndex = await reference.index();
       const expected = await joinOver(refIndex, refIndex.locations.keys());
       const helper = helperOf(limit, behaviour);
-      const step = stepFiles(files, true);
+      const step = stepFiles(files);
       const { index, joined, unjoined } = await step.joinAll(digestTrainRow, helper);
       assert.ok(helper.claimed.length > 0, 'the helper took files');
       assert.deepEqual([...unjoined].sort(), [2, 6]);
@@ -172,22 +172,20 @@ describe('TrainStepFiles.joinAll', () => {
   it('stops on a file the helper could not read, naming it', async () => {
     const files = await writeStep();
     const helper = helperOf(1, 'fails');
-    await assert.rejects(stepFiles(files, true).joinAll(digestTrainRow, helper), (e: unknown) => e instanceof Error && /boom/.test((e as Error).message));
+    await assert.rejects(stepFiles(files).joinAll(digestTrainRow, helper), (e: unknown) => e instanceof Error && /boom/.test((e as Error).message));
   });
 
-  it('with a custom opener, joins nothing itself and opens every distinct file through it', async () => {
+  it('decodes each distinct rank file once, never a byte-identical copy', async () => {
     const files = await writeStep();
-    const opened: string[] = [];
-    const runDir = join(dir, 'run');
-    const step = new TrainStepFiles(runDir, files, 'stamp', (name) => (opened.push(name), openTorchDocument(join(runDir, name))), async (_n, e) => e as Error, false);
-    const { joined, unjoined } = await step.joinAll(digestTrainRow);
-    assert.equal(joined.size, 0);
-    assert.equal(unjoined.length, 8);
-    assert.deepEqual(opened.sort(), ['train_data/0_0.pt', 'train_data/0_2.pt', 'train_data/0_3.pt', 'train_data/0_4.pt', 'train_data/0_5.pt']);
+    const decoded: string[] = [];
+    const { joined, unjoined } = await stepFiles(files, (name) => decoded.push(name)).joinAll(digestTrainRow);
+    assert.equal(joined.size + unjoined.length, 8);
+    assert.deepEqual(decoded.slice(0, 5).sort(), ['train_data/0_0.pt', 'train_data/0_2.pt', 'train_data/0_3.pt', 'train_data/0_4.pt', 'train_data/0_5.pt']);
+    assert.ok(!decoded.includes('train_data/0_1.pt'), `decoded ${decoded}`);
   });
 
   it('names the rank file that cannot be read', async () => {
     const files = [...(await writeStep()), { name: 'train_data/0_9.pt', rank: 9 }];
-    await assert.rejects(stepFiles(files, true).joinAll(digestTrainRow), (e: unknown) => e instanceof Error && /0_9\.pt/.test((e as Error).message));
+    await assert.rejects(stepFiles(files).joinAll(digestTrainRow), (e: unknown) => e instanceof Error && /0_9\.pt/.test((e as Error).message));
   });
 });

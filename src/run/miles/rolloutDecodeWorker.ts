@@ -3,8 +3,8 @@
 // Then, when the step has train dumps, it joins rank files alongside the main thread (see TrainStepFiles.joinAll).
 import { parentPort, workerData } from 'node:worker_threads';
 import { openTorchFile } from '../../formats/torch/load.ts';
-import { digestTrainRow } from '../../queries/rollouts.ts';
 import { decodeRolloutDump } from './rolloutDump.ts';
+import { digestTrainRow } from './trainDigest.ts';
 import { joinClaimed, type PlacedRankFile } from './trainStep.ts';
 
 interface Job {

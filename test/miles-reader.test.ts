@@ -1,25 +1,24 @@
-// The dump reader against the miles-demo goldens: every summary, groups, tokens, messages and dump/* answer.
+// The miles dump reader against the miles-demo goldens, through the queries that assemble its records:
+// every summary, groups, tokens, messages and dump/* answer, and what each read decodes.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ageTree, copyFixtureRun, diffJson, loadGoldens, type Golden, type RunCopy } from '../../../test/support/fixtures.ts';
+import { ageTree, copyFixtureRun, diffJson, loadGoldens, type Golden, type RunCopy } from './support/fixtures.ts';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { z } from 'zod';
-import { dumpMetricSeries } from '../../queries/rollouts.ts';
-import { boolParam, intParam, ParamError, parseParams } from '../../server/params.ts';
-import { BadArgument, DumpNotFound, DumpStillWriting } from './errors.ts';
-import { DumpReader, type DumpReaderOptions } from './reader.ts';
-import { openTorchDocument, type TorchOpener } from './torchDocument.ts';
+import { dumpMetricSeries } from '../src/queries/metrics.ts';
+import { BadArgument, DumpStillWriting, NotFound } from '../src/run/errors.ts';
+import type { DumpReaderOptions } from '../src/run/miles/reader.ts';
+import { boolParam, intParam, parseParams } from '../src/server/params.ts';
+import { openAnswers, type Answers } from './support/answers.ts';
 
-/** The real loader, recording the run-relative name of every `.pt` opened. */
-function recordingOpener(runDir: string, opened: string[]): TorchOpener {
-  return (path) => {
-    opened.push(path.slice(runDir.length + 1));
-    return openTorchDocument(path);
-  };
-}
+const openReader = openAnswers;
+type Reader = Answers;
+
+/** Records the run-relative name of every dump file decoded. */
+const recording = (opened: string[]) => (file: string) => void opened.push(file);
 
 const rolloutParams = z.object({
   rollout_id: intParam,
@@ -30,7 +29,7 @@ const rolloutParams = z.object({
 });
 
 /** Replays one golden request against the reader, parsing its parameters as the server does. */
-async function answer(reader: DumpReader, request: string): Promise<unknown> {
+async function answer(reader: Reader, request: string): Promise<unknown> {
   const url = new URL(request, 'http://x');
   const parts = url.pathname.split('/').slice(3); // after /api/rollout
   const q = parseParams(rolloutParams, { ...Object.fromEntries(url.searchParams), rollout_id: parts[0], sample_index: parts[2] });
@@ -74,7 +73,7 @@ describe('DumpReader over the miles-demo run', () => {
     rmSync(cacheBase, { recursive: true, force: true });
   });
 
-  const open = (opts: DumpReaderOptions = {}) => DumpReader.open(run.dir, opts);
+  const open = (opts: DumpReaderOptions = {}) => openReader(run.dir, opts);
 
   it('covers every summary, groups, tokens and messages golden', () => {
     assert.equal(goldens.length, 95, 'the miles-demo fixture has 95 such answers');
@@ -101,14 +100,14 @@ describe('DumpReader over the miles-demo run', () => {
     const filler = await open({ cacheDir });
     for (const g of summaries) await check(filler, g);
     const opened: string[] = [];
-    const reader = await open({ cacheDir, openTorch: recordingOpener(run.dir, opened) });
+    const reader = await open({ cacheDir, onDecode: recording(opened) });
     for (const g of summaries) await check(reader, g);
     assert.equal(opened.length, 0, `answered from the cache, yet opened ${opened}`);
     const dump = join(run.dir, 'rollout_data', '0.pt');
     const original = statSync(dump);
     utimesSync(dump, original.atime, new Date(original.mtimeMs - 3600_000));
     try {
-      const again = await open({ cacheDir, openTorch: recordingOpener(run.dir, opened) });
+      const again = await open({ cacheDir, onDecode: recording(opened) });
       await again.summary(0, false);
       assert.ok(opened.includes('rollout_data/0.pt'), `a changed source invalidates its step: opened ${opened}`);
     } finally {
@@ -116,7 +115,7 @@ describe('DumpReader over the miles-demo run', () => {
     }
   });
 
-  async function check(reader: DumpReader, g: Golden): Promise<void> {
+  async function check(reader: Reader, g: Golden): Promise<void> {
     if (g.status === 200) {
       const got = await answer(reader, g.request);
       const d = diffJson(JSON.parse(JSON.stringify(got)), g.body);
@@ -124,7 +123,7 @@ describe('DumpReader over the miles-demo run', () => {
       return;
     }
     // The reference's 422s are parameters that do not parse; its 400s are arguments the reader refuses.
-    const expected = g.status === 404 ? DumpNotFound : g.status === 422 ? ParamError : BadArgument;
+    const expected = g.status === 404 ? NotFound : g.status === 422 ? BadArgument : BadArgument;
     await assert.rejects(answer(reader, g.request), (e: unknown) => {
       assert.ok(e instanceof expected, `${g.file} ${g.request}: expected ${expected.name}, got ${String(e)}`);
       assert.ok(!(e as Error).message.includes(run.dir), `${g.file}: detail leaks the run path: ${(e as Error).message}`);
@@ -141,13 +140,13 @@ describe('DumpReader over the miles-demo run', () => {
       const keys = new URL(g.request, 'http://x').searchParams.get('keys')?.split(',').filter((k) => k.startsWith('dump/')) ?? [];
       if (keys.length === 0) continue;
       if (g.status === 400) {
-        assert.throws(() => keys.map((k) => dumpMetricSeries(aggregates, k)), BadArgument, g.file);
+        assert.throws(() => dumpMetricSeries(aggregates, keys), BadArgument, g.file);
         compared++;
         continue;
       }
       if (g.status !== 200) continue;
       for (const k of keys) {
-        const d = diffJson(dumpMetricSeries(aggregates, k), g.body[k]);
+        const d = diffJson(dumpMetricSeries(aggregates, [k])[k], g.body[k]);
         assert.equal(d, null, `${g.file} ${k}: ${d}`);
         compared++;
       }
@@ -163,7 +162,7 @@ describe('DumpReader over the miles-demo run', () => {
   it('reads tokens from the parquet mirror, decoding neither the rollout dump nor unrelated rank files', async () => {
     for (const g of goldens.filter((x) => x.status === 200 && /\/sample\/\d+\/tokens$/.test(x.request))) {
       const opened: string[] = [];
-      const reader = await DumpReader.open(run.dir, { openTorch: recordingOpener(run.dir, opened) });
+      const reader = await openReader(run.dir, { onDecode: recording(opened) });
       const d = diffJson(JSON.parse(JSON.stringify(await answer(reader, g.request))), g.body);
       assert.equal(d, null, `${g.file}: ${d}`);
       assert.deepEqual(opened.filter((p) => p.startsWith('rollout_data')), [], g.file);
@@ -179,7 +178,7 @@ describe('DumpReader over the miles-demo run', () => {
   });
 
   it('refuses a cache directory inside the run', async () => {
-    await assert.rejects(DumpReader.open(run.dir, { cacheDir: join(run.dir, 'dashboard', 'cache') }), BadArgument);
+    await assert.rejects(openReader(run.dir, { cacheDir: join(run.dir, 'dashboard', 'cache') }), BadArgument);
   });
 });
 
@@ -189,7 +188,7 @@ describe('DumpReader freshness, fallbacks and caches', () => {
   it('hides a young eval dump, and a young train dump until its train companion exists', async () => {
     const run = copyFixtureRun();
     try {
-      const reader = await DumpReader.open(run.dir);
+      const reader = await openReader(run.dir);
       fresh(join(run.dir, 'rollout_data', 'eval_0.pt'));
       fresh(join(run.dir, 'rollout_data', '2.pt'));
       assert.deepEqual(await reader.rolloutIds(), { train: [0, 1, 2], eval: [] });
@@ -213,7 +212,7 @@ describe('DumpReader freshness, fallbacks and caches', () => {
           truncateSync(path, Math.floor(statSync(path).size / 2));
           utimesSync(path, new Date(), new Date());
         }
-        const reader = await DumpReader.open(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
+        const reader = await openReader(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
         for (const id of [1, 2]) {
           await assert.rejects(reader.summary(id), (e: unknown) => {
             assert.ok(e instanceof DumpStillWriting, String(e));
@@ -222,7 +221,7 @@ describe('DumpReader freshness, fallbacks and caches', () => {
           });
         }
         ageTree(run.dir);
-        const aged = await DumpReader.open(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
+        const aged = await openReader(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
         for (const id of [1, 2]) {
           await assert.rejects(aged.summary(id), (e: unknown) => e instanceof Error && !(e instanceof DumpStillWriting));
         }
@@ -244,7 +243,7 @@ describe('DumpReader freshness, fallbacks and caches', () => {
       ageTree(run.dir);
       const before = snapshot(run.dir);
       const opened: string[] = [];
-      const reader = await DumpReader.open(run.dir, { openTorch: recordingOpener(run.dir, opened) });
+      const reader = await openReader(run.dir, { onDecode: recording(opened) });
       const goldens = loadGoldens().filter((g) => /^\/api\/rollout\/[01]\/sample\/\d+\/tokens/.test(g.request) && !g.request.includes('eval'));
       assert.ok(goldens.length > 20);
       for (const g of goldens) {
@@ -256,12 +255,6 @@ describe('DumpReader freshness, fallbacks and caches', () => {
         assert.equal(d, null, `${g.file}: ${d}`);
       }
       for (const id of [0, 1]) assert.equal(opened.filter((p) => p === `rollout_data/${id}.pt`).length, 1, 'the rollout dump is decoded once per step');
-      // The project's own loader decodes the dump's number lists as typed arrays: the same answers.
-      const typed = await DumpReader.open(run.dir);
-      for (const g of goldens.filter((x) => x.status === 200)) {
-        const d = diffJson(JSON.parse(JSON.stringify(await answer(typed, g.request))), g.body);
-        assert.equal(d, null, `${g.file} (typed lists): ${d}`);
-      }
       assert.equal(snapshot(run.dir), before, 'no mirror is rebuilt inside the run');
     } finally {
       run.dispose();
@@ -271,12 +264,12 @@ describe('DumpReader freshness, fallbacks and caches', () => {
   it('opens an empty dump directory and refuses a missing one', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rlsight-empty-'));
     try {
-      const reader = await DumpReader.open(dir);
+      const reader = await openReader(dir);
       assert.deepEqual(await reader.rolloutIds(), { train: [], eval: [] });
       assert.deepEqual(await reader.stepAggregates(), []);
-      await assert.rejects(reader.summary(0), DumpNotFound);
-      await assert.rejects(reader.messages(0, 0), DumpNotFound);
-      await assert.rejects(DumpReader.open(join(dir, 'nope')), DumpNotFound);
+      await assert.rejects(reader.summary(0), NotFound);
+      await assert.rejects(reader.messages(0, 0), NotFound);
+      await assert.rejects(openReader(join(dir, 'nope')), NotFound);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -287,7 +280,7 @@ describe('DumpReader freshness, fallbacks and caches', () => {
     try {
       for (const lru of [1, 2]) {
         const opened: string[] = [];
-        const reader = await DumpReader.open(run.dir, { tensorLru: lru, openTorch: recordingOpener(run.dir, opened) });
+        const reader = await openReader(run.dir, { tensorLru: lru, onDecode: recording(opened) });
         await reader.summary(0);
         await reader.summary(1);
         await reader.groups(0);

@@ -6,7 +6,7 @@ import { openTorchArchive } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
 import { Tensor } from '../../formats/torch/value.ts';
 import { ZipArchive, type ZipEntry } from '../../formats/zip.ts';
-import { DumpInconsistent } from './errors.ts';
+import { DumpInconsistent } from '../errors.ts';
 import { readNumbers, type TorchDocument } from './torchDocument.ts';
 import { field, isList } from './pyFields.ts';
 import {
@@ -222,8 +222,8 @@ export class TrainStepFiles {
     readonly stamp: string,
     private readonly load: (name: string) => Promise<TorchDocument>,
     private readonly failure: (name: string, e: unknown) => Promise<Error>,
-    /** Whether rank files are read with the project's own loader (else every decode goes through `load`). */
-    private readonly direct = false,
+    /** Told the name of each rank file decoded here (tests observe what a join costs). */
+    private readonly onDecode: (name: string) => void = () => {},
   ) {}
 
   /** Whether the whole index is already built (no file needs opening to join any sample). */
@@ -237,14 +237,9 @@ export class TrainStepFiles {
    * joined alone by `joinRankFile` — here, or on `helper`'s thread, whichever claims it first. A sample whose
    * rows span files that are not byte-identical copies (CP slices, overlapping shards) is left in `unjoined`
    * for the caller to join over the returned index, which then holds every file fully decoded (otherwise its
-   * records carry no tensors: `rolloutData` is empty). With a custom opener (`direct` false) nothing is
-   * joined here.
+   * records carry no tensors: `rolloutData` is empty).
    */
   joinAll<D>(reduce: (row: TrainRow) => D, helper?: JoinHelper<D>): Promise<{ index: TrainIndex; joined: Map<number, D>; unjoined: number[] }> {
-    if (!this.direct) {
-      helper?.cancel();
-      return this.index().then((index) => ({ index, joined: new Map(), unjoined: [...index.locations.keys()] }));
-    }
     return (async () => {
       const twinOf: number[] = [];
       const sizes: Set<number>[] = [];
@@ -287,6 +282,7 @@ export class TrainStepFiles {
       };
       const scratch = { bytes: new Uint8Array(0) };
       const joinHere = async (i: number, archive: ZipArchive): Promise<void> => {
+        this.onDecode(this.files[i].name);
         try {
           const { shard, samples } = await joinRankFile(this.runDir, this.files[i], archive, reduce, scratch);
           // Only the file's record is kept, not its decoded tensors: they die young instead of being

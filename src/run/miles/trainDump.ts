@@ -1,8 +1,8 @@
 // Train dumps `train_data/{id}_{rank}.pt`: indexing the per-rank shard files and joining one sample's row
 // across TP/PP duplicates and CP slices.
 import type { PyValue } from '../../formats/torch/value.ts';
-import { DumpInconsistent } from './errors.ts';
-import { asInt, asNumber, asString, field, isDict, isList } from './pyFields.ts';
+import { DumpInconsistent } from '../errors.ts';
+import { asInt, asNumber, asString, field, isDict, isList, scalarReward } from './pyFields.ts';
 import { lengthOf, readNumbers, type Numbers } from './torchDocument.ts';
 
 /** Per-token fields a context-parallel rank stores only its zigzag slice of. */
@@ -192,8 +192,8 @@ export function checkTrainSamples(index: TrainIndex, known: ReadonlySet<number>)
  * The batch-global `raw_reward` list (rollout order) of the first file carrying one. A list whose length is
  * not the rollout's sample count cannot be indexed by batch position, so it is treated as absent.
  */
-export function batchRawRewards(index: TrainIndex, sampleCount: number): PyValue[] | null {
-  for (const f of index.files) if (f.rawReward) return f.rawReward.length === sampleCount ? f.rawReward : null;
+export function batchRawRewards(index: TrainIndex, sampleCount: number): (number | null)[] | null {
+  for (const f of index.files) if (f.rawReward) return f.rawReward.length === sampleCount ? f.rawReward.map(scalarReward) : null;
   return null;
 }
 

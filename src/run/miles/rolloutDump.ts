@@ -1,29 +1,11 @@
 // The rollout dump `rollout_data/[eval_]{id}.pt`: one record per sample, in batch order.
 import type { PyValue } from '../../formats/torch/value.ts';
-import { DumpInconsistent } from './errors.ts';
-import { asInt, asNumber, enumText, field, isDict, isList } from './pyFields.ts';
+import { DumpInconsistent } from '../errors.ts';
+import type { SampleRecord } from '../model.ts';
+import { asInt, asNumber, enumText, field, isDict, isList, scalarReward } from './pyFields.ts';
 
-export interface RolloutSample {
-  /** Position in the dump: the index space of batch-global train fields such as `raw_reward`. */
-  position: number;
-  /** `Sample.index`, the run-global join key. */
-  index: number | null;
-  groupIndex: number | null;
-  status: string;
-  removeSample: boolean;
-  responseLength: number;
-  totalLength: number;
-  /** `Sample.reward` as pickled: a number, bool, dict (multi-reward) or null. */
-  reward: PyValue;
-  weightVersions: string[];
-  /** Count of `role == "tool"` messages when the prompt is a chat, else null. */
-  promptToolMessages: number | null;
-  nonGenerationTime: number;
-  specAcceptTokens: number | null;
-  specDraftTokens: number | null;
-  cachedTokens: number | null;
-  totalPromptTokens: number | null;
-  /** Filled only when the dump is decoded to stand in for a missing parquet mirror. */
+/** A sample of the dump: its record and, when the dump stands in for a missing parquet mirror, its tokens. */
+export interface RolloutSample extends SampleRecord {
   tokens?: Int32Array;
   rolloutLogProbs?: Float32Array | null;
 }
@@ -72,7 +54,7 @@ function decodeSample(d: PyValue, position: number, file: string, withTokens: bo
     removeSample: field(d, 'remove_sample') === true,
     responseLength: asInt(field(d, 'response_length')) ?? 0,
     totalLength,
-    reward: field(d, 'reward') ?? null,
+    reward: scalarReward(field(d, 'reward')),
     weightVersions: isList(versions) ? versions.map((v) => (typeof v === 'string' ? v : String(v))) : [],
     promptToolMessages: isList(prompt)
       ? prompt.filter((m) => isDict(m) && field(m, 'role') === 'tool').length
@@ -92,3 +74,4 @@ function decodeSample(d: PyValue, position: number, file: string, withTokens: bo
   }
   return sample;
 }
+

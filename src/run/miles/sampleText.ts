@@ -1,7 +1,7 @@
 // The searchable text of a rollout dump's samples (`Sample.to_dict()`: prompt, response, label, metadata,
 // session and trace identifiers), as plain strings. Shared by every format that dumps samples this way.
 import { PyEnum, PyObject, Tensor, type PyValue } from '../../formats/torch/value.ts';
-import { DumpInconsistent } from './errors.ts';
+import { DumpInconsistent } from '../errors.ts';
 import { asInt, asNumber, enumText, field, isDict, isList } from './pyFields.ts';
 
 export interface DumpedSampleText {

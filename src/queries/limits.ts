@@ -1,0 +1,49 @@
+// Every limit a query puts on its arguments, named once, with the rule that checks it. The server builds its
+// request schemas from these; the queries check the same rules when called directly.
+import { BadArgument } from '../run/errors.ts';
+import { pyFixed, pyRepr } from './pythonFormat.ts';
+
+/** The widest timeline window a query answers (4 h), in seconds. */
+export const MAX_WINDOW_S = 14400;
+
+/** An integer argument: its parameter name, bounds and the value used when it is absent. */
+export interface IntLimit {
+  readonly param: string;
+  readonly min: number;
+  readonly max?: number;
+  readonly fallback: number;
+}
+
+export const HEATMAP_X_BUCKETS: IntLimit = { param: 'x_buckets', min: 2, max: 4000, fallback: 1200 };
+export const FLEET_X_BUCKETS: IntLimit = { param: 'x_buckets', min: 2, max: 4000, fallback: 600 };
+export const OUTLIER_TOP_K: IntLimit = { param: 'top_k', min: 1, max: 256, fallback: 16 };
+/** Points per GPU or engine series after downsampling. */
+export const SERIES_MAX_POINTS: IntLimit = { param: 'max_points', min: 2, fallback: 2000 };
+
+/** What is wrong with `value` under `limit`, or null when it is within it. */
+export function limitProblem(limit: IntLimit, value: number): string | null {
+  const { param, min, max } = limit;
+  if (max !== undefined) return Number.isInteger(value) && value >= min && value <= max ? null : `${param}=${value} out of range [${min}, ${max}]`;
+  return Number.isInteger(value) && value >= min ? null : `${param}=${value} must be >= ${min}`;
+}
+
+/** `value`, or a 400 on the limit's parameter. */
+export function checkLimit(limit: IntLimit, value: number): number {
+  const problem = limitProblem(limit, value);
+  if (problem !== null) throw new BadArgument(limit.param, problem);
+  return value;
+}
+
+/** What is wrong with a timeline window (`t1 <= t0`, or wider than MAX_WINDOW_S), or null; a missing bound leaves that side open. */
+export function windowProblem(t0: number | null | undefined, t1: number | null | undefined): string | null {
+  if (t0 == null || t1 == null) return null;
+  if (!(t1 > t0)) return `bad window: t1=${pyRepr(t1)} <= t0=${pyRepr(t0)}`;
+  if (t1 - t0 > MAX_WINDOW_S) return `window ${pyFixed(t1 - t0, 0)}s exceeds max_window_s ${MAX_WINDOW_S}`;
+  return null;
+}
+
+/** A bad window is a 400 on `t1`. */
+export function checkTimelineWindow(t0: number | null | undefined, t1: number | null | undefined): void {
+  const problem = windowProblem(t0, t1);
+  if (problem !== null) throw new BadArgument('t1', problem);
+}

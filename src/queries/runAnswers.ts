@@ -1,0 +1,337 @@
+// Every answer about one open run, assembled from its model by the query functions. The server only routes,
+// validates and encodes: each endpoint is one method here, its arguments already parsed.
+import { DumpStillWriting, NotFound } from '../run/errors.ts';
+import type { RunModel } from '../run/model.ts';
+import type {
+  BubblesAnswer,
+  Conversation,
+  EngineSeriesAnswer,
+  Fleet,
+  GpuAnswer,
+  GpuProcessesAnswer,
+  LanesAnswer,
+  LocatedAdvisoryAnswer,
+  Meta,
+  MetricsAnswer,
+  OutliersAnswer,
+  PhasesAnswer,
+  RolloutIds,
+  RolloutTable,
+  SampleStep,
+  TokenView,
+  Topology,
+  Trajectories,
+} from '../wire/index.ts';
+import { MFU_STEP_KEY } from './advisory.ts';
+import { advisoryAnswer } from './advisoryInputs.ts';
+import { answerRunOf, type AnswerRun } from './answerRun.ts';
+import { bubbles } from './bubbles.ts';
+import { engineMetricNames, engineSeries } from './engineSeries.ts';
+import { fleet } from './fleet.ts';
+import { gpuProcesses } from './gpuProcesses.ts';
+import { gpuSeries } from './gpuSeries.ts';
+import { encodeHeatmap, heatmap } from './heatmap.ts';
+import { resolveLanes, selectedLanes } from './lanes.ts';
+import { MAX_WINDOW_S } from './limits.ts';
+import { sampleConversation } from './messages.ts';
+import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
+import { outliers } from './outliers.ts';
+import { phasesByLane } from './phases.ts';
+import { STEP_AGGREGATE_METRICS, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
+import { tokenView } from './tokens.ts';
+import { topology } from './topology.ts';
+import { rolloutTrajectories } from './trajectoryLanes.ts';
+
+export interface Window {
+  t0?: number;
+  t1?: number;
+}
+
+/** How the server presents the run (`--follow`, `--use-utilization-overview`). */
+export interface Presentation {
+  follow: boolean;
+  useUtilizationOverview: boolean;
+}
+
+/** What `--follow` diffs between ticks. */
+export interface RunCatalog {
+  /** Step values logged on `rollout/step`. */
+  steps: number[];
+  rollout_ids: RolloutIds;
+  metric_keys: string[];
+  engine_metric_keys: string[];
+  lanes: string[];
+  time_range: [number, number] | null;
+}
+
+/**
+ * An open run as the server sees it: one method per endpoint, arguments already validated. Failures are
+ * typed (see run/errors.ts) and mapped to statuses by the server. Nothing here writes to the run.
+ */
+export interface RunSources {
+  meta(p: Presentation): Promise<Meta>;
+  topology(): Promise<Topology>;
+  /** rlsight's own: the lanes a selection picks (`/api/rlsight/lanes`). */
+  selectLanes(grammar: string | undefined): Promise<LanesAnswer>;
+  phases(w: Window & { lanes?: string }): Promise<PhasesAnswer>;
+  gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer>;
+  gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer>;
+  /** The framed heatmap bytes. */
+  heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string }): Promise<Uint8Array>;
+  fleet(w: Window & { xBuckets: number }): Promise<Fleet>;
+  outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer>;
+  engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer>;
+  bubbles(): Promise<BubblesAnswer>;
+  metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer>;
+  advisory(w: Window & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
+  summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
+  groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
+  trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
+  /** rlsight's own: the train step whose batch holds a sample, and its lifecycle there. */
+  sampleStep(sampleIndex: number, near?: number): Promise<SampleStep>;
+  messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
+  tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView>;
+
+  /** The run as the health board, search, diffs and exports read it (`/api/rlsight/…`). */
+  answers?(): AnswerRun;
+
+  /** Reads what the run gained since the last call (`--follow`). */
+  advance(): Promise<void>;
+  /** What `--follow` diffs between ticks. */
+  catalog(): Promise<RunCatalog>;
+  /** Problems met while reading (skipped lines, unreadable files), as one-line messages. */
+  warnings(): string[];
+  /** Absolute directories whose paths must never appear in an answer. */
+  readonly roots: readonly string[];
+}
+
+/** Advisory answers kept (one per viewport the app asks about). */
+const ADVISORY_ANSWERS_KEPT = 16;
+
+function wandbUrl(args: Record<string, unknown> | undefined): string | null {
+  if (!args) return null;
+  const { wandb_team: team, wandb_project: project, wandb_run_id: runId } = args;
+  if (!(team && project && runId)) return null;
+  const host = String(args.wandb_host || 'https://wandb.ai').replace(/\/+$/, '');
+  return `${host}/${String(team)}/${String(project)}/runs/${String(runId)}`;
+}
+
+/** Steps to look in for a sample, likeliest first: those whose batch closed at or after `near`, nearest first, then earlier ones, then steps without a bubble. */
+function likelySteps(train: readonly number[], closes: ReadonlyMap<number | null, number>, near: number | undefined): number[] {
+  const rank = (id: number): number => {
+    const ts = closes.get(id);
+    if (ts === undefined) return Number.POSITIVE_INFINITY;
+    if (near === undefined) return -ts;
+    return ts >= near ? ts - near : 1e12 + (near - ts);
+  };
+  return [...train].sort((a, b) => rank(a) - rank(b) || a - b);
+}
+
+export class RunAnswers implements RunSources {
+  private readonly advisoryCache = new Map<string, LocatedAdvisoryAnswer>();
+  /** Sample id → its train step: a dumped step's samples never change. */
+  private readonly stepOfSample = new Map<number, number>();
+  private answerRun: AnswerRun | undefined;
+
+  constructor(readonly model: RunModel) {}
+
+  answers(): AnswerRun {
+    this.answerRun ??= answerRunOf(this);
+    return this.answerRun;
+  }
+
+  /** Closes the run's files. */
+  close(): Promise<void> {
+    return this.model.close();
+  }
+
+  get roots(): readonly string[] {
+    return this.model.roots;
+  }
+
+  private get store() {
+    return this.model.telemetry;
+  }
+
+  async meta(p: Presentation): Promise<Meta> {
+    const ids = await this.model.rolloutIds();
+    const store = this.store;
+    const meta = store.meta();
+    // Dump-derived keys are advertised only for a run recorded without the collector's metrics stream.
+    const offline = ids.train.length > 0 && !store.hasStream('metrics');
+    return {
+      mode: p.follow ? 'follow' : 'static',
+      run_name: meta?.run_name ?? null,
+      start_ts: meta?.start_ts ?? null,
+      wandb_url: wandbUrl(meta?.args),
+      data_buffer_length: store.latestDataBufferLength(),
+      time_range: store.timeRange(),
+      rollout_ids: { train: ids.train, eval: ids.eval },
+      metric_keys: [...store.metricKeys(), ...(offline ? STEP_AGGREGATE_METRICS.map((c) => DUMP_METRIC_PREFIX + c) : [])],
+      engine_metric_keys: engineMetricNames(store),
+      step_keys: store.stepKeys(),
+      capabilities: {
+        has_metrics: store.hasStream('metrics'),
+        has_tokenizer: this.model.hasTokenizer(),
+        has_timeline: store.hasStream('phases') || store.hasStream('gpu_util'),
+        has_engine_series: store.hasStream('engine_series'),
+        max_window_s: MAX_WINDOW_S,
+        use_utilization_overview: p.useUtilizationOverview,
+      },
+    };
+  }
+
+  async topology(): Promise<Topology> {
+    return topology(this.store);
+  }
+
+  async selectLanes(grammar: string | undefined): Promise<LanesAnswer> {
+    return { lanes: selectedLanes(grammar, this.store.laneIndex()) };
+  }
+
+  async phases(w: Window & { lanes?: string }): Promise<PhasesAnswer> {
+    return { phases: phasesByLane(this.store, { t0: w.t0, t1: w.t1, lanes: resolveLanes(w.lanes, this.store.laneIndex()) }) };
+  }
+
+  async gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer> {
+    return gpuSeries(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes, maxPoints: w.maxPoints });
+  }
+
+  async gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer> {
+    return gpuProcesses(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes });
+  }
+
+  async heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string }): Promise<Uint8Array> {
+    return encodeHeatmap(heatmap(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, xBuckets: w.xBuckets, lanes: w.lanes }));
+  }
+
+  async fleet(w: Window & { xBuckets: number }): Promise<Fleet> {
+    return fleet(this.store, { t0: w.t0, t1: w.t1, xBuckets: w.xBuckets });
+  }
+
+  async outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer> {
+    return outliers(this.store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK });
+  }
+
+  async engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer> {
+    return engineSeries(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank });
+  }
+
+  async bubbles(): Promise<BubblesAnswer> {
+    return { bubbles: bubbles(this.store) };
+  }
+
+  async metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer> {
+    return metricsAnswer(this.store, q.keys, q, () => this.stepAggregates());
+  }
+
+  /** The `dump/*` aggregates of every visible train step, ascending; a step still being written is left out. */
+  async stepAggregates(): Promise<StepAggregate[]> {
+    const out: StepAggregate[] = [];
+    for (const id of (await this.model.rolloutIds()).train) {
+      try {
+        const t = stepTables(await this.model.step(id, false));
+        out.push(stepAggregate(t.summary, t.groups));
+      } catch (e) {
+        if (e instanceof DumpStillWriting) continue;
+        throw e;
+      }
+    }
+    return out;
+  }
+
+  async advisory(w: Window & { lowMfu: number }): Promise<LocatedAdvisoryAnswer> {
+    const ids = await this.model.rolloutIds();
+    const store = this.store;
+    // Rules are recomputed only when what they read changed (dumps are written once per step, so ids suffice).
+    const key = JSON.stringify([
+      w.t0 ?? null,
+      w.t1 ?? null,
+      w.lowMfu,
+      (['phases', 'engine_series', 'metrics'] as const).map((s) => store.streamVersion(s)),
+      store.timeRange(),
+      store.meta()?.start_ts ?? null,
+      store.meta()?.args ?? null,
+      ids,
+    ]);
+    const cached = this.advisoryCache.get(key);
+    if (cached) return cached;
+    const answer = await advisoryAnswer(this.model, w, ids.train.at(-1));
+    if (answer.complete) {
+      if (this.advisoryCache.size >= ADVISORY_ANSWERS_KEPT) this.advisoryCache.delete(this.advisoryCache.keys().next().value as string);
+      this.advisoryCache.set(key, answer.body);
+    }
+    return answer.body;
+  }
+
+  async summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
+    return stepTables(await this.model.step(rolloutId, evaluation)).summary;
+  }
+
+  async groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
+    return stepTables(await this.model.step(rolloutId, evaluation)).groups;
+  }
+
+  async trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories> {
+    // One sample's lanes need no dump; the whole batch's sample ids come from the step's summary.
+    const indices = sampleIndex !== undefined ? [sampleIndex] : (await this.summary(rolloutId, false)).rows.map((r) => r.sample_index as number);
+    return rolloutTrajectories(this.store, rolloutId, indices);
+  }
+
+  async sampleStep(sampleIndex: number, near?: number): Promise<SampleStep> {
+    const train = (await this.model.rolloutIds()).train;
+    let found = this.stepOfSample.get(sampleIndex);
+    if (found === undefined) {
+      const closes = new Map(bubbles(this.store).map((b) => [b.step, b.ts]));
+      for (const id of likelySteps(train, closes, near)) {
+        let samples;
+        try {
+          samples = (await this.model.step(id, false)).samples;
+        } catch (e) {
+          // A step still being written is looked in again next time.
+          if (e instanceof DumpStillWriting) continue;
+          throw e;
+        }
+        for (const s of samples) if (s.index !== null) this.stepOfSample.set(s.index, id);
+        if (this.stepOfSample.has(sampleIndex)) {
+          found = id;
+          break;
+        }
+      }
+    }
+    if (found === undefined) throw new NotFound(`no train step of this run holds sample ${sampleIndex}`);
+    const lanes = rolloutTrajectories(this.store, found, [sampleIndex]).lanes;
+    return { sample_index: sampleIndex, rollout_id: found, lane: lanes[0] ?? null };
+  }
+
+  async messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation> {
+    return sampleConversation(await this.model.conversations(rolloutId, evaluation), rolloutId, sampleIndex);
+  }
+
+  async tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView> {
+    return tokenView(await this.model.sampleTokens(rolloutId, sampleIndex, q.evaluation), { start: q.start, end: q.end ?? null });
+  }
+
+  advance(): Promise<void> {
+    return this.model.advance();
+  }
+
+  async catalog(): Promise<RunCatalog> {
+    const ids = await this.model.rolloutIds();
+    const store = this.store;
+    const steps = new Set<number>();
+    for (const r of store.metricsRecords()) if (r.step_key === MFU_STEP_KEY && r.step !== null) steps.add(r.step);
+    return {
+      steps: [...steps].sort((a, b) => a - b),
+      rollout_ids: { train: ids.train, eval: ids.eval },
+      metric_keys: store.metricKeys(),
+      engine_metric_keys: engineMetricNames(store),
+      lanes: store.laneIndex().map((l) => `${l.node}:${l.gpu}`),
+      time_range: store.timeRange(),
+    };
+  }
+
+  warnings(): string[] {
+    return this.model.warnings();
+  }
+}

@@ -1,0 +1,93 @@
+// The miles format: a `--dump-details` directory (rollout_data/, train_data/, dashboard_columns/, trajectory/,
+// tokenizer/) with the `dashboard/` telemetry streams, opened as a RunModel.
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { NotFound } from '../errors.ts';
+import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import { TelemetryStore } from '../telemetry/store.ts';
+import { DumpReader, type DumpReaderOptions } from './reader.ts';
+import { chatText } from './sampleText.ts';
+
+/** What a miles run directory holds: any of these marks one. */
+const MARKERS = ['dashboard', 'rollout_data', 'train_data', 'dashboard_columns'];
+
+function isDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+class MilesRun implements RunModel {
+  readonly format = 'miles';
+  readonly roots: readonly string[];
+  private readonly tokenizerDir: boolean;
+
+  constructor(
+    readonly dir: string,
+    readonly telemetry: TelemetryStore,
+    private readonly dumps: DumpReader,
+    readonly cacheDir: string | null,
+  ) {
+    this.roots = [dir, ...(cacheDir ? [cacheDir] : [])];
+    this.tokenizerDir = isDir(join(dir, 'tokenizer'));
+  }
+
+  rolloutIds(): Promise<RolloutIds> {
+    return this.dumps.rolloutIds();
+  }
+
+  step(rolloutId: number, evaluation: boolean): Promise<StepRecords> {
+    return this.dumps.step(rolloutId, evaluation);
+  }
+
+  sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord> {
+    return this.dumps.sampleTokens(rolloutId, sampleIndex, evaluation);
+  }
+
+  conversations(rolloutId: number, evaluation: boolean): Promise<ReadonlyMap<number, ConversationRecord> | null> {
+    return this.dumps.conversations(rolloutId, evaluation);
+  }
+
+  /** The dump's text fields, with the recorded conversation (when there is one) as `conversation`. */
+  async sampleTexts(rolloutId: number, evaluation: boolean): Promise<SampleTextRecord[]> {
+    const [texts, conversations] = await Promise.all([this.dumps.sampleTexts(rolloutId, evaluation), this.dumps.conversations(rolloutId, evaluation)]);
+    return texts.map((t) => {
+      const conv = conversations?.get(t.sampleIndex);
+      return conv && Array.isArray(conv.messages) ? { ...t, fields: { ...t.fields, conversation: chatText(conv.messages) } } : t;
+    });
+  }
+
+  hasTokenizer(): boolean {
+    return this.tokenizerDir;
+  }
+
+  async advance(): Promise<void> {
+    this.telemetry.follow();
+  }
+
+  warnings(): string[] {
+    return this.telemetry.warnings().map((w) => `dashboard/${w.file}:${w.line}: ${w.message}`);
+  }
+
+  async close(): Promise<void> {
+    this.telemetry.close();
+    await this.dumps.close();
+  }
+}
+
+/** Opens a miles run; `reader` tunes the dump reader (tests observe decodes, move the worker threshold). */
+export async function openMilesRun(runDir: string, opts: OpenRunOptions & { reader?: DumpReaderOptions } = {}): Promise<RunModel> {
+  const dir = resolve(runDir);
+  if (!isDir(dir)) throw new NotFound('the run directory does not exist');
+  const dumps = await DumpReader.open(dir, { ...opts.reader, tensorLru: opts.tensorLru ?? opts.reader?.tensorLru, cacheDir: opts.cacheDir ?? opts.reader?.cacheDir });
+  const telemetry = TelemetryStore.open(join(dir, 'dashboard'));
+  return new MilesRun(dir, telemetry, dumps, opts.cacheDir ? resolve(opts.cacheDir) : null);
+}
+
+export const milesAdapter: RunAdapter = {
+  format: 'miles',
+  detect: (dir) => MARKERS.some((m) => existsSync(join(dir, m))),
+  open: (dir, opts) => openMilesRun(dir, opts),
+};
