@@ -8,7 +8,7 @@ import { Storage, Tensor, type DType } from '../formats/torch/value.ts';
 import { type ClusterLayout, rankCoords, worldSize } from './clusterLayout.ts';
 import type { ChatMessage } from './conversations.ts';
 import type { PlannedSample, RunPlan, StepPlan } from './demoPlan.ts';
-import { pyDumps, type PyJson } from './pythonJson.ts';
+import { pyDumps, type PyJson } from '../formats/pythonJson.ts';
 import { SeededRandom } from './random.ts';
 import type { DemoTokenizer } from './vocabulary.ts';
 

@@ -15,7 +15,7 @@ import { Tensor } from '../formats/torch/value.ts';
 import { openAnswers } from '../../test/support/answers.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { appendDemoStep, generateDemoRun, type DemoRunInfo } from './demoRun.ts';
-import { hourKey } from './telemetryWriter.ts';
+import { hourKey } from '../formats/dashboard/layout.ts';
 
 const NOW = 1_790_000_000; // a fixed "now" keeps every byte reproducible
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-demo-test-'));

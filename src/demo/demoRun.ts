@@ -6,8 +6,8 @@ import { worldSize } from './clusterLayout.ts';
 import { type DemoConfig, type RunPlan, demoConfig, planRun } from './demoPlan.ts';
 import { writeStepDumps } from './demoDumps.ts';
 import { DemoTelemetry, initialCarry } from './demoTelemetry.ts';
-import { type PyJson } from './pythonJson.ts';
-import { metaJson } from './telemetryRecords.ts';
+import { type PyJson } from '../formats/pythonJson.ts';
+import { metaJson } from '../formats/dashboard/encode.ts';
 import { TelemetryWriter } from './telemetryWriter.ts';
 
 export interface DemoRunOptions {

@@ -1,6 +1,5 @@
 // Writes the `dashboard/` telemetry of a planned demo run: what the collector, the GPU samplers,
 // the sglang scraper and the phase/trajectory sinks would have appended while it ran.
-import type { PhaseEvent } from '../run/telemetry/records.ts';
 import { type ClusterLayout, engineAddr, rankCoords, worldSize } from './clusterLayout.ts';
 import type { Attempt, PlannedSample, RunPlan, StepPlan } from './demoPlan.ts';
 import { SeededRandom } from './random.ts';
@@ -8,7 +7,8 @@ import type { TelemetryWriter } from './telemetryWriter.ts';
 import {
   OPEN_T1,
   type EngineInfo,
-  type LaneEntry,
+  type LaneCatalogEntry,
+  type PhaseEvent,
   type TrajectoryEvent,
   dataBufferLine,
   engineLabelsJson,
@@ -21,7 +21,7 @@ import {
   phasePartitionTs,
   topologyLine,
   trajectoryLine,
-} from './telemetryRecords.ts';
+} from '../formats/dashboard/index.ts';
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 const GPU_MEM_MB = 81559;
@@ -195,10 +195,10 @@ export class DemoTelemetry {
       if (port === null) return;
       engines.push({
         addr: engineAddr(slot, port),
-        workerType: 'regular',
-        engineRank: engines.length,
+        worker_type: 'regular',
+        engine_rank: engines.length,
         gpus: slot.gpus.map((g) => [slot.node, g] as [string, number]),
-        gpuUuids: slot.gpus.map((g) => `GPU-${hex(slot.node, g, slot.port === port ? 0 : port)}`),
+        gpu_uuids: slot.gpus.map((g) => `GPU-${hex(slot.node, g, slot.port === port ? 0 : port)}`),
       });
     });
     return topologyLine(this.abs(rel), engines);
@@ -270,7 +270,7 @@ export class DemoTelemetry {
 
   /** `lane_catalog.json` for every GPU: its train rank and every engine that ever ran on it. */
   laneCatalog(): string {
-    const lanes = new Map<string, LaneEntry>();
+    const lanes = new Map<string, LaneCatalogEntry>();
     for (let rank = 0; rank < this.world; rank++) {
       const node = this.layout.nodes[Math.floor(rank / this.layout.gpusPerNode)];
       lanes.set(`${node}:${rank % this.layout.gpusPerNode}`, { ranks: new Set([rank]), engineAddrs: new Set(), roles: new Set(['train']) });
@@ -409,7 +409,7 @@ export class DemoTelemetry {
             }
             addRequest(c, r, t);
           }
-          const labels = engineLabelsJson('unified', dp);
+          const labels = engineLabelsJson({ engine_type: 'unified', dp_rank: String(dp) });
           const hit = running > 0 ? 0.31 + 0.4 * (later / running) + rng.normal(0, 0.02) : 0.0;
           const rows: [string, number][] = [
             ['sglang_num_running_reqs', running],
@@ -440,24 +440,24 @@ export class DemoTelemetry {
     const events: TrajectoryEvent[] = [];
     for (const { sample, attempt } of attemptsOf(step, windowStart)) {
       if (sample.evaluation) continue;
-      const base = { sampleIndex: sample.index, groupIndex: sample.groupIndex };
+      const base = { sample_index: sample.index, group_index: sample.groupIndex };
       const prior = sample.attempts.slice(0, sample.attempts.indexOf(attempt)).flatMap((a) => a.turns.filter((t) => t.genT1 <= a.t1 && (a.status !== 'aborted' || t.genT1 < a.t1)));
       const before = prior.length ? String(prior[prior.length - 1].version) : '';
-      events.push({ ts: attempt.t0, kind: 'attempt_start', turn: -1, weightVersion: before, detail: '', ...base });
-      events.push({ ts: attempt.admitted, kind: 'gen_start', turn: -1, weightVersion: before, detail: '', ...base });
+      events.push({ ts: attempt.t0, kind: 'attempt_start', turn: -1, weight_version: before, detail: '', ...base });
+      events.push({ ts: attempt.admitted, kind: 'gen_start', turn: -1, weight_version: before, detail: '', ...base });
       let version = before;
       for (const turn of attempt.turns) {
         const cut = attempt.status === 'aborted' && turn.genT1 >= attempt.t1 - 1e-9;
         if (cut) break;
         version = String(turn.version);
-        events.push({ ts: turn.genT0, kind: 'gen_start', turn: turn.turn, weightVersion: version, detail: '', ...base });
-        events.push({ ts: turn.genT1, kind: 'gen_end', turn: turn.turn, weightVersion: version, detail: String(turn.completionTokens), ...base });
+        events.push({ ts: turn.genT0, kind: 'gen_start', turn: turn.turn, weight_version: version, detail: '', ...base });
+        events.push({ ts: turn.genT1, kind: 'gen_end', turn: turn.turn, weight_version: version, detail: String(turn.completionTokens), ...base });
         if (turn.tool && turn.tool.t1 <= attempt.t1) {
-          events.push({ ts: turn.tool.t0, kind: 'tool_start', turn: turn.turn, weightVersion: version, detail: '1 calls', ...base });
-          events.push({ ts: turn.tool.t1, kind: 'tool_end', turn: turn.turn, weightVersion: version, detail: '1 calls', ...base });
+          events.push({ ts: turn.tool.t0, kind: 'tool_start', turn: turn.turn, weight_version: version, detail: '1 calls', ...base });
+          events.push({ ts: turn.tool.t1, kind: 'tool_end', turn: turn.turn, weight_version: version, detail: '1 calls', ...base });
         }
       }
-      events.push({ ts: attempt.t1, kind: 'attempt_end', turn: -1, weightVersion: version, detail: attempt.status, ...base });
+      events.push({ ts: attempt.t1, kind: 'attempt_end', turn: -1, weight_version: version, detail: attempt.status, ...base });
     }
     // Sinks push in batches; on disk the events of a window are in time order (ties keep emit order).
     const order = events.map((e, i) => ({ e, i })).sort((a, b) => a.e.ts - b.e.ts || a.i - b.i);

@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import { openAnswers } from '../../test/support/answers.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { generateSyntheticRun, reusableSyntheticRun } from './syntheticRun.ts';
-import { hourKey } from './telemetryWriter.ts';
+import { hourKey } from '../formats/dashboard/layout.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-synthetic-test-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));

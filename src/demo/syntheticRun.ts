@@ -7,20 +7,24 @@ import { planCluster } from './clusterLayout.ts';
 import { generatedMessages, writeStepDumps } from './demoDumps.ts';
 import { type PlannedSample, type StepPlan, demoConfig, longSampleGroup } from './demoPlan.ts';
 import { demoTokenizer } from './vocabulary.ts';
-import { pyFloat } from './pythonJson.ts';
 import { SeededRandom } from './random.ts';
 import {
   OPEN_T1,
   type EngineInfo,
-  type LaneEntry,
+  type LaneCatalogEntry,
   dataBufferLine,
+  engineSamplePrefix,
+  engineSampleRest,
+  gpuProcessLine,
+  gpuUtilPrefix,
+  gpuUtilRest,
   laneCatalogJson,
   metaJson,
   metricsLine,
   phaseLine,
   topologyLine,
   trajectoryLine,
-} from './telemetryRecords.ts';
+} from '../formats/dashboard/index.ts';
 import { TelemetryWriter } from './telemetryWriter.ts';
 
 export interface SyntheticRunOptions {
@@ -193,7 +197,7 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
     const g0 = e * gpusPerEngine;
     const gpusOf: [string, number][] = [];
     for (let g = g0; g < g0 + gpusPerEngine; g++) gpusOf.push([nodeNames[Math.floor(g / perNode)], g % perNode]);
-    topo.push({ addr: engineAddr(e), workerType: 'regular', engineRank: e, gpus: gpusOf, gpuUuids: gpusOf.map(() => null) });
+    topo.push({ addr: engineAddr(e), worker_type: 'regular', engine_rank: e, gpus: gpusOf, gpu_uuids: gpusOf.map(() => null) });
   }
   writer.appendSingle('topology', topologyLine(startTs + INIT_SECONDS - 30, topo));
   count('topology');
@@ -249,7 +253,7 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
       let t = g0 + 0.05;
       const turns = trng.chance(0.65) ? 2 : 1;
       const ev = (ts: number, kind: 'attempt_start' | 'gen_start' | 'gen_end' | 'tool_start' | 'tool_end' | 'attempt_end', turn: number, wv: string, detail: string) =>
-        traj.push({ ts: r3(ts), line: trajectoryLine({ ts: r3(ts), kind, sampleIndex: index, groupIndex: group, turn, weightVersion: wv, detail }) });
+        traj.push({ ts: r3(ts), line: trajectoryLine({ ts: r3(ts), kind, sample_index: index, group_index: group, turn, weight_version: wv, detail }) });
       ev(a0, 'attempt_start', -1, '', '');
       ev(g0, 'gen_start', -1, '', '');
       const budget = rollout * (0.2 + 0.75 * Math.pow(trng.next(), 3));
@@ -306,9 +310,8 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
     // GPU samples: all GPUs of a node share the tick timestamp.
     for (let n = 0; n < nodes; n++) {
       const ts = r3(base + 0.25 + 0.003 * (n % 100));
-      const tsText = pyFloat(ts);
       const node = nodeNames[n];
-      const head = `{"ts":${tsText},"node":"${node}","gpu":`;
+      const head = gpuUtilPrefix(ts, node);
       for (let g = 0; g < perNode; g++) {
         const rank = n * perNode + g;
         const engine = Math.floor(rank / gpusPerEngine);
@@ -338,13 +341,13 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
         }
         const d = noise[ni++ & 4095];
         util = util + d < 0 ? 0 : util + d > 100 ? 100 : util + d;
-        writer.appendPartitioned('gpu_util', ts, `${head}${g},"util":${util},"mem_mb":${mem + d * 13},"power_w":${90 + util * 6 + d}}`);
+        writer.appendPartitioned('gpu_util', ts, gpuUtilRest(head, g, util, mem + d * 13, 90 + util * 6 + d));
       }
       count('gpu_util', perNode);
       if (opts.gpuProcesses && sec % 5 === 0) {
         for (let g = 0; g < perNode; g++) {
-          writer.appendPartitioned('gpu_processes', ts, `{"ts":${tsText},"node":"${node}","gpu":${g},"pid":${4000 + g},"name":"sglang::scheduler","mem_mb":${s && ts < s.rolloutEnd ? 66000 : 1200}}`);
-          writer.appendPartitioned('gpu_processes', ts, `{"ts":${tsText},"node":"${node}","gpu":${g},"pid":${5000 + g},"name":"ray::MegatronTrainRayActor","mem_mb":${s && ts >= s.rolloutEnd ? 52000 : 1900}}`);
+          writer.appendPartitioned('gpu_processes', ts, gpuProcessLine(ts, node, g, 4000 + g, 'sglang::scheduler', s && ts < s.rolloutEnd ? 66000 : 1200));
+          writer.appendPartitioned('gpu_processes', ts, gpuProcessLine(ts, node, g, 5000 + g, 'ray::MegatronTrainRayActor', s && ts >= s.rolloutEnd ? 52000 : 1900));
         }
         count('gpu_processes', 2 * perNode);
       }
@@ -352,7 +355,6 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
     // Engine scrape every 2 s, one timestamp for the whole tick.
     if (sec % 2 === 0 && sec >= INIT_SECONDS - 30) {
       const ts = r3(base + 0.5);
-      const tsText = pyFloat(ts);
       for (let e = 0; e < engines; e++) {
         const busy = s !== null && ts >= s.t0 && ts < s.drain[e];
         const frac = busy ? 1 - (ts - s!.t0) / (s!.drain[e] - s!.t0) : 0;
@@ -394,9 +396,9 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
           counters[c + 8],
           counters[c + 4],
         ];
-        const head = `{"ts":${tsText},"addr":"${engineAddr(e)}","metric":"`;
+        const head = engineSamplePrefix(ts, engineAddr(e));
         for (let m = 0; m < ENGINE_METRICS.length; m++) {
-          writer.appendPartitioned('engine_series', ts, `${head}${ENGINE_METRICS[m]}","labels":{},"value":${pyFloat(Math.round(values[m] * 1000) / 1000)}}`);
+          writer.appendPartitioned('engine_series', ts, engineSampleRest(head, ENGINE_METRICS[m], '{}', Math.round(values[m] * 1000) / 1000));
         }
       }
       count('engine_series', engines * ENGINE_METRICS.length);
@@ -416,7 +418,7 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
     progress(`synthetic run: dumped step ${s + 1}/${dumpSteps}`);
   }
 
-  const lanes = new Map<string, LaneEntry>();
+  const lanes = new Map<string, LaneCatalogEntry>();
   for (let r = 0; r < gpus; r++) {
     const e = Math.floor(r / gpusPerEngine);
     lanes.set(`${nodeNames[Math.floor(r / perNode)]}:${r % perNode}`, { ranks: new Set([r]), engineAddrs: new Set([engineAddr(e)]), roles: new Set(['rollout', 'train']) });

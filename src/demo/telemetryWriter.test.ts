@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { TelemetryWriter, hourKey } from './telemetryWriter.ts';
+import { hourKey } from '../formats/dashboard/layout.ts';
+import { TelemetryWriter } from './telemetryWriter.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rlsight-writer-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

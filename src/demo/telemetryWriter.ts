@@ -2,19 +2,7 @@
 // partitions for the partitioned streams, one file for the others, written in large chunks.
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-
-export const PARTITIONED_STREAMS = ['phases', 'gpu_util', 'engine_series', 'trajectories', 'gpu_processes'] as const;
-export const SINGLE_FILE_STREAMS = ['metrics', 'topology', 'data_buffer'] as const;
-export type PartitionedStream = (typeof PARTITIONED_STREAMS)[number];
-export type SingleFileStream = (typeof SINGLE_FILE_STREAMS)[number];
-export type TelemetryStream = PartitionedStream | SingleFileStream;
-
-/** `time.strftime("%Y%m%d_%H", time.gmtime(ts))`. */
-export function hourKey(ts: number): string {
-  const d = new Date(Math.floor(ts) * 1000);
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}_${p(d.getUTCHours())}`;
-}
+import { flatFile, hourKey, HOUR_SECONDS, partitionFile, type FlatStream, type PartitionedStream } from '../formats/dashboard/layout.ts';
 
 interface OpenFile {
   fd: number;
@@ -39,19 +27,19 @@ export class TelemetryWriter {
 
   /** One record line (without its newline) of a partitioned stream, filed by `partitionTs`. */
   appendPartitioned(stream: PartitionedStream, partitionTs: number, line: string): void {
-    const hour = Math.floor(partitionTs / 3600);
+    const hour = Math.floor(partitionTs / HOUR_SECONDS);
     let current = this.current.get(stream);
     if (current === undefined || current.hour !== hour) {
       // Streams move forward in time: the previous hour file keeps no buffer while idle.
       if (current) this.drain(current.file, true);
-      current = { hour, file: this.fileFor(join(stream, hourKey(hour * 3600) + '.jsonl')) };
+      current = { hour, file: this.fileFor(partitionFile(stream, hourKey(hour * HOUR_SECONDS))) };
       this.current.set(stream, current);
     }
     this.push(current.file, line);
   }
 
-  appendSingle(stream: SingleFileStream, line: string): void {
-    this.push(this.fileFor(stream + '.jsonl'), line);
+  appendSingle(stream: FlatStream, line: string): void {
+    this.push(this.fileFor(flatFile(stream)), line);
   }
 
   /** Writes every buffered byte and closes every file. */

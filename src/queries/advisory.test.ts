@@ -16,7 +16,7 @@ import {
   rolloutStepWindow,
 } from './advisory.ts';
 import type { MetricsRecord } from '../run/telemetry/records.ts';
-import { pyFixed, pyG, pyPercent, pyRepr, pyStrRepr } from './pythonFormat.ts';
+import { pyFixed, pyG, pyPercent, pyRepr, pyStrRepr } from '../formats/pythonFormat.ts';
 
 const series = (value: number[], opts: { addr?: string; labels?: Record<string, string>; ts?: number[] } = {}): EngineSeriesData => ({
   addr: opts.addr ?? 'http://e0:1',

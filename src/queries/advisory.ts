@@ -2,7 +2,7 @@
 // Each advisory also says which time window (and which lanes) it is about, for the app to link to.
 import type { MetricsRecord } from '../run/telemetry/records.ts';
 import { strAsc } from '../run/telemetry/laneCatalog.ts';
-import { pyFixed, pyG, pyPercent } from './pythonFormat.ts';
+import { pyFixed, pyG, pyPercent } from '../formats/pythonFormat.ts';
 import type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory, Mfu } from '../wire/metrics.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 export type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory };

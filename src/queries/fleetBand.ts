@@ -1,5 +1,5 @@
 // Fleet overview arithmetic: phase composition fractions and the per-bucket util quantile band.
-import { pyFixed } from './pythonFormat.ts';
+import { pyFixed } from '../formats/pythonFormat.ts';
 import type { FleetBand } from '../wire/timeline.ts';
 
 /** `round(x, 4)` as Python does it: half to even on the exact binary value. */

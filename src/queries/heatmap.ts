@@ -6,7 +6,7 @@ import { encodeHeatmapFrame } from './heatmapFrame.ts';
 import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
-import { pyRepr, pyStrRepr } from './pythonFormat.ts';
+import { pyRepr, pyStrRepr } from '../formats/pythonFormat.ts';
 import { HEATMAP_X_BUCKETS, checkLimit, checkTimelineWindow } from './limits.ts';
 import { trajectoryLanes } from './trajectoryLanes.ts';
 import type { HeatmapHeader, HeatmapRow } from '../wire/timeline.ts';

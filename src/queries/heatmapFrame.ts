@@ -1,5 +1,5 @@
 // The heatmap wire frame: `[u32 LE header_len][header JSON][u8 matrix]`, header bytes as Python's json.dumps writes them.
-import { pyRepr } from './pythonFormat.ts';
+import { pyRepr } from '../formats/pythonFormat.ts';
 
 /** Header keys whose numbers are Python floats (printed `1000000.0`); every other number is an int. */
 const FLOAT_KEYS = new Set(['t0', 't1', 'max']);

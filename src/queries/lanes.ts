@@ -2,7 +2,7 @@
 // role:train`): a union of terms resolved against the lane index.
 import type { LaneEntry } from '../run/telemetry/records.ts';
 import { BadArgument } from '../run/errors.ts';
-import { pyStrRepr } from './pythonFormat.ts';
+import { pyStrRepr } from '../formats/pythonFormat.ts';
 
 /** One parsed term of a lane selection. */
 export type LaneTerm =

@@ -1,7 +1,7 @@
 // Every limit a query puts on its arguments, named once, with the rule that checks it. The server builds its
 // request schemas from these; the queries check the same rules when called directly.
 import { BadArgument } from '../run/errors.ts';
-import { pyFixed, pyRepr } from './pythonFormat.ts';
+import { pyFixed, pyRepr } from '../formats/pythonFormat.ts';
 
 /** The widest timeline window a query answers (4 h), in seconds. */
 export const MAX_WINDOW_S = 14400;

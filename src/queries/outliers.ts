@@ -3,7 +3,7 @@ import type { GpuUtilBlock, LaneTable, StreamName } from '../run/telemetry/store
 import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import { BadArgument } from '../run/errors.ts';
 import { phaseRowsOf } from './heatmap.ts';
-import { pyStrRepr } from './pythonFormat.ts';
+import { pyStrRepr } from '../formats/pythonFormat.ts';
 import type { PhaseSource } from './phases.ts';
 import { OUTLIER_TOP_K, checkLimit } from './limits.ts';
 import type { Outlier, OutliersAnswer } from '../wire/timeline.ts';

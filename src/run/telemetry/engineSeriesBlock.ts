@@ -3,7 +3,7 @@ import type { EngineSeriesTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
 import type { BadLine } from './lineScan.ts';
 import { type BlockColumns, ColumnBlock } from './columnBlock.ts';
-import { bytesOf, cursor, decodeLine, hasExactKeys, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const ENGINE_KEYS = ['ts', 'addr', 'metric', 'labels', 'value'] as const;
 
@@ -230,7 +230,7 @@ export class EngineSeriesParser {
   }
 
   private slowLine(buf: Uint8Array, s: number, e: number, block: EngineSeriesBlock, line: number, bad: BadLine): void {
-    const o = decodeLine(buf, s, e, line, bad, JSON.parse);
+    const o = decodeLine(buf, s, e, line, bad, parsePythonJson);
     if (o === UNDECODED) return;
     if (!hasExactKeys(o, ENGINE_KEYS)) {
       bad(line, `engine_series record must have exactly the keys ${ENGINE_KEYS.join(', ')}`);

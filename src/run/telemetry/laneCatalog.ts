@@ -1,5 +1,7 @@
 // The lane index: from `lane_catalog.json` when the writer keeps one, else folded from the streams.
+import { parseLaneCatalogJson, parseLaneKey } from '../../formats/dashboard/laneCatalog.ts';
 import type { LaneEntry, TopologySnapshot } from './records.ts';
+
 
 export interface LaneFacts {
   node: string;
@@ -32,35 +34,9 @@ export function laneEntries(facts: Iterable<LaneFacts>): LaneEntry[] {
   }));
 }
 
-/** Splits a `"<node>:<gpu>"` lane key at its last colon; null when the gpu is not an integer. */
-export function parseLaneKey(key: string): { node: string; gpu: number } | null {
-  const at = key.lastIndexOf(':');
-  if (at < 0) return null;
-  const gpuText = key.slice(at + 1).trim();
-  if (!/^[+-]?\d+$/.test(gpuText)) return null;
-  return { node: key.slice(0, at), gpu: Number(gpuText) };
-}
-
 /** Reads the `lane_catalog.json` document; throws a message naming what is wrong. */
 export function parseLaneCatalog(text: string): LaneFacts[] {
-  const doc = JSON.parse(text) as unknown;
-  if (doc === null || typeof doc !== 'object' || typeof (doc as any).lanes !== 'object' || (doc as any).lanes === null) {
-    throw new Error('expected {"version": 1, "lanes": {...}}');
-  }
-  const out: LaneFacts[] = [];
-  for (const [key, v] of Object.entries((doc as any).lanes as Record<string, any>)) {
-    const lane = parseLaneKey(key);
-    if (lane === null) throw new Error(`bad lane key '${key}'`);
-    const list = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
-    out.push({
-      node: lane.node,
-      gpu: lane.gpu,
-      ranks: new Set(list(v?.ranks).filter((r): r is number => typeof r === 'number')),
-      engineAddrs: new Set(list(v?.engine_addrs).filter((a): a is string => typeof a === 'string')),
-      roles: new Set(list(v?.roles).filter((r): r is string => typeof r === 'string')),
-    });
-  }
-  return out;
+  return [...parseLaneCatalogJson(text)].map(([key, e]) => ({ ...parseLaneKey(key)!, ...e }));
 }
 
 /** The legacy fallback: lanes folded from gpu_util rows, phase events (any role) and topology snapshots. */

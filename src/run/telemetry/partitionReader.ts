@@ -8,7 +8,8 @@ import { parsePythonJson } from './lineScan.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { ParsePool } from './parsePool.ts';
 import type { PartitionedStream } from './records.ts';
-import { hourStart, OPEN_T1, PARTITION_CACHE_BLOCKS } from './records.ts';
+import { flatFile, hourStart, partitionFile, partitionKeyOf } from '../../formats/dashboard/layout.ts';
+import { OPEN_T1, PARTITION_CACHE_BLOCKS } from './records.ts';
 
 /** What every block type offers the reader. */
 export interface HourBlock {
@@ -114,20 +115,20 @@ export class PartitionReader<B extends HourBlock> {
   refreshListing(): PartitionFile[] {
     const before = new Set(this.listing.map((f) => f.key));
     const files: PartitionFile[] = [];
-    const legacy = join(this.dir, `${this.stream}.jsonl`);
+    const legacy = join(this.dir, flatFile(this.stream));
     const legacySize = this.io.stat(legacy)?.size ?? null;
-    if (legacySize !== null) files.push({ key: 'legacy', path: legacy, rel: `${this.stream}.jsonl`, lo: -Infinity, hi: Infinity, size: legacySize });
+    if (legacySize !== null) files.push({ key: 'legacy', path: legacy, rel: flatFile(this.stream), lo: -Infinity, hi: Infinity, size: legacySize });
     const names = this.io.list(join(this.dir, this.stream));
     const hours: PartitionFile[] = [];
     for (const name of names) {
-      if (!name.endsWith('.jsonl')) continue;
-      const key = name.slice(0, -6);
+      const key = partitionKeyOf(name);
+      if (key === null) continue;
       const lo = hourStart(key);
-      const path = join(this.dir, this.stream, name);
+      const path = join(this.dir, partitionFile(this.stream, key));
       const size = this.io.stat(path)?.size ?? null;
       if (size === null) continue;
       // a stem that is not an hour key still reads; it just never skips (like the legacy file)
-      hours.push({ key, path, rel: `${this.stream}/${name}`, lo: lo ?? -Infinity, hi: lo === null ? Infinity : lo + 3600, size });
+      hours.push({ key, path, rel: partitionFile(this.stream, key), lo: lo ?? -Infinity, hi: lo === null ? Infinity : lo + 3600, size });
     }
     hours.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     files.push(...hours);
