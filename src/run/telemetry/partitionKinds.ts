@@ -59,6 +59,7 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
         parse: (b, s, e, blk, l, bad) => gpuParser.parse(b, s, e, blk, l, bad),
         parseView: (view, b, s, e, blk, l, bad) => gpuParser.parseView(view, b, s, e, blk, l, bad),
         adopt: (k, lo, hi, d) => GpuUtilBlock.adopt(k, lo, hi, as(d, 'gpu_util').columns, as(d, 'gpu_util').lanes.map(([n, g]) => tables.lanes.id(n, g))),
+        export: (b) => ({ stream: 'gpu_util', columns: b.columns(), lanes: Array.from({ length: tables.lanes.size }, (_, i) => [tables.lanes.node(i), tables.lanes.gpu(i)] as [string, number]) }),
       },
       warn,
       capacity,
@@ -76,6 +77,14 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
         parseView: (view, b, s, e, blk) => engineParser.parseView(view, b, s, e, blk),
         adopt: (k, lo, hi, d) =>
           EngineSeriesBlock.adopt(k, lo, hi, as(d, 'engine_series').columns, as(d, 'engine_series').series.map(([a, m, l]) => tables.engineSeries.id(a, m, l))),
+        export: (b) => ({
+          stream: 'engine_series',
+          columns: b.columns(),
+          series: Array.from({ length: tables.engineSeries.size }, (_, i) => {
+            const k = tables.engineSeries.key(i);
+            return [k.addr, k.metric, k.labelsJson] as [string, string, string];
+          }),
+        }),
       },
       warn,
       capacity,
@@ -89,6 +98,7 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
         create: (k, lo, hi, n) => new PhaseBlock(k, lo, hi, tables.strings, n),
         parse: (b, s, e, blk, l, bad) => phaseParser.parse(b, s, e, blk, l, bad),
         adopt: (k, lo, hi, d) => PhaseBlock.adopt(k, lo, hi, tables.strings, as(d, 'phases').columns, as(d, 'phases').strings.map((x) => tables.strings.id(x))),
+        export: (b) => ({ stream: 'phases', columns: b.columns(), strings: Array.from({ length: tables.strings.size }, (_, i) => tables.strings.str(i)) }),
       },
       warn,
       capacity,

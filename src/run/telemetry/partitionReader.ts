@@ -3,6 +3,8 @@
 import { join } from 'node:path';
 import type { TelemetryIo } from './io.ts';
 import { nodeIo } from './io.ts';
+import type { BudgetOwner, MemoryBudget } from './memoryBudget.ts';
+import type { PartitionCache } from './partitionCache.ts';
 import type { BadLine } from './lineScan.ts';
 import { parsePythonJson } from './lineScan.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
@@ -40,6 +42,8 @@ export interface BlockKind<B extends HourBlock> {
   parseView?(view: string, buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
   /** A block over columns another thread parsed (see parseJob.ts); needed to share cold parses with a pool. */
   adopt?(key: string, lo: number, hi: number, data: ParsedColumns): B;
+  /** A whole block as the columns a parse thread would hand over (what the partition cache persists). */
+  export?(block: B): ParsedColumns;
   /**
    * Distinct views of one file read selectively before a further one reads the whole file instead
    * (which then serves every view): a few asks are cheaper as views, many are not. Default: no limit.
@@ -74,12 +78,13 @@ interface CacheEntry<B> {
   names?: Set<string>;
 }
 
-export class PartitionReader<B extends HourBlock> {
+export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   readonly stream: PartitionedStream;
   private readonly dir: string;
   private readonly kind: BlockKind<B>;
   private readonly capacity: number;
   private readonly onBad: (file: string, line: number, message: string) => void;
+  private readonly badLines = new Map<string, Map<number, string>>();
   private listing: PartitionFile[] = [];
   private readonly cache = new Map<string, CacheEntry<B>>();
   private firstStamps = new Map<string, number[]>();
@@ -92,6 +97,12 @@ export class PartitionReader<B extends HourBlock> {
   workerFills = 0;
   /** Worker threads that take a share of cold multi-file reads (null: the main thread reads alone). */
   pool: ParsePool | null = null;
+  /** Where whole parses persist across processes (null: parse every cold file). */
+  diskCache: PartitionCache | null = null;
+  /** The byte budget shared with the store's other streams (null: only the block count limits). */
+  budget: MemoryBudget | null = null;
+  /** Cold files served by the partition cache so far. */
+  cacheFills = 0;
   /** Called after each chunk this thread parses during a shared cold read (hands work to idle workers). */
   private betweenChunks: (() => void) | null = null;
 
@@ -106,7 +117,13 @@ export class PartitionReader<B extends HourBlock> {
     this.dir = dashboardDir;
     this.stream = stream;
     this.kind = kind;
-    this.onBad = onBad;
+    // every skipped line is remembered per file, so a persisted parse reports them again when loaded
+    this.onBad = (file, line, message) => {
+      let lines = this.badLines.get(file);
+      if (lines === undefined) this.badLines.set(file, (lines = new Map()));
+      lines.set(line, message);
+      onBad(file, line, message);
+    };
     this.capacity = capacity;
     this.refreshListing();
   }
@@ -232,6 +249,7 @@ export class PartitionReader<B extends HourBlock> {
     if (covering !== null) {
       this.cache.delete(covering.key);
       this.cache.set(covering.key, covering.e);
+      this.used(covering.key, covering.e);
       return covering.e.block;
     }
     if (this.viewsSpent(f)) return this.block(f);
@@ -241,6 +259,7 @@ export class PartitionReader<B extends HourBlock> {
     if (!this.fillView(f, e)) return this.block(f);
     this.cache.set(key, e);
     e.block.trim();
+    this.used(key, e);
     this.evict();
     return e.block;
   }
@@ -266,8 +285,24 @@ export class PartitionReader<B extends HourBlock> {
   private evict(): void {
     while (this.cache.size > this.capacity) {
       const oldest = this.cache.keys().next().value as string;
-      this.cache.delete(oldest);
+      this.drop(oldest);
     }
+  }
+
+  /** Removes a resident entry (and its place in the budget). */
+  private drop(key: string): void {
+    if (!this.cache.delete(key)) return;
+    this.budget?.forget(this, key);
+  }
+
+  /** Records a use of a resident entry with the budget (which may drop older entries of any stream). */
+  private used(key: string, e: CacheEntry<B>): void {
+    this.budget?.touch(this, key, e.block.bytesResident());
+  }
+
+  /** The budget asks to drop an entry. */
+  release(key: string): void {
+    this.cache.delete(key);
   }
 
   /**
@@ -322,17 +357,21 @@ export class PartitionReader<B extends HourBlock> {
   }
 
   private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>): void {
-    const block = adopt(f.key, f.lo, f.hi, r.data);
     const key = r.view === null ? f.key : `${f.key}\u0000${r.view}`;
     if (this.cache.has(key)) return;
+    // persisted before adopting: adopting maps the worker's ids onto this store's in place
+    if (r.view === null) this.diskCache?.save(this.stream, f.key, ino, r);
+    const block = adopt(f.key, f.lo, f.hi, r.data);
     if (r.view !== null && 'view' in block) block.view = r.view;
     for (const [line, message] of r.warnings) this.onBad(f.rel, line, message);
-    this.cache.set(key, { block, offset: r.offset, lines: r.lines, file: f.key, view: r.view, ino });
-    if (r.view === null) for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.cache.delete(k);
+    const e = { block, offset: r.offset, lines: r.lines, file: f.key, view: r.view, ino };
+    this.cache.set(key, e);
+    if (r.view === null) for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.drop(k);
     if (r.offset > f.size) f.size = r.offset;
     this.fills++;
     this.workerFills++;
     this.rowsParsed += block.length;
+    this.used(key, e);
     this.evict();
   }
 
@@ -354,18 +393,41 @@ export class PartitionReader<B extends HourBlock> {
     if (e !== undefined) {
       this.cache.delete(f.key);
       this.cache.set(f.key, e);
+      this.used(f.key, e);
       return e.block;
     }
     const st = this.io.stat(f.path);
     const size = st?.size ?? 0;
-    e = { block: this.kind.create(f.key, f.lo, f.hi, Math.ceil(size / this.kind.bytesPerRow)), offset: 0, lines: 0, file: f.key, view: null, ino: st?.ino ?? 0 };
+    const persisted = st !== null && this.kind.adopt !== undefined ? this.diskCache?.load(this.stream, f.key, st) ?? null : null;
+    if (persisted !== null) {
+      // the columns parsed by an earlier process; only bytes appended since are parsed now
+      const r = persisted.result;
+      for (const [line, message] of r.warnings) this.onBad(f.rel, line, message);
+      e = { block: this.kind.adopt!(f.key, f.lo, f.hi, r.data), offset: r.offset, lines: r.lines, file: f.key, view: null, ino: persisted.ino };
+      this.cacheFills++;
+    } else {
+      this.badLines.delete(f.rel);
+      e = { block: this.kind.create(f.key, f.lo, f.hi, Math.ceil(size / this.kind.bytesPerRow)), offset: 0, lines: 0, file: f.key, view: null, ino: st?.ino ?? 0 };
+    }
     this.cache.set(f.key, e);
-    this.fill(f, e);
+    const added = this.fill(f, e);
     e.block.trim();
+    if (persisted === null || added > 0) this.persist(f, e);
     // a whole block supersedes the file's views
-    for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.cache.delete(k);
+    for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.drop(k);
+    this.used(f.key, e);
     this.evict();
     return e.block;
+  }
+
+  private warningsOf(f: PartitionFile): [number, string][] {
+    return [...(this.badLines.get(f.rel) ?? [])];
+  }
+
+  /** Writes a whole block to the partition cache (as the columns a parse thread would hand over). */
+  private persist(f: PartitionFile, e: CacheEntry<B>): void {
+    if (this.diskCache === null || this.kind.export === undefined || !this.diskCache.handles(this.stream)) return;
+    this.diskCache.save(this.stream, f.key, e.ino, { data: this.kind.export(e.block), offset: e.offset, lines: e.lines, view: null, warnings: this.warningsOf(f) });
   }
 
   private fill(f: PartitionFile, e: CacheEntry<B>): number {
@@ -390,7 +452,7 @@ export class PartitionReader<B extends HourBlock> {
     for (const [key, e] of [...this.cache]) {
       const f = byKey.get(e.file);
       if (f === undefined) {
-        this.cache.delete(key);
+        this.drop(key);
         continue;
       }
       const st = this.io.stat(f.path);
@@ -398,14 +460,14 @@ export class PartitionReader<B extends HourBlock> {
       f.size = size;
       if (size < e.offset || (st !== null && st.ino !== e.ino)) {
         // the file was replaced or rewritten shorter: forget it; the next read parses it again
-        this.cache.delete(key);
+        this.drop(key);
         if (e.view === null) added += this.block(f).length;
       } else if (size > e.offset) {
         if (e.view === null) added += this.fill(f, e);
         else {
           const before = e.block.length;
           if (this.fillView(f, e)) added += e.block.length - before;
-          else this.cache.delete(key);
+          else this.drop(key);
         }
       }
     }

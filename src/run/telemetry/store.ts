@@ -42,7 +42,9 @@ import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { nodeIo } from './io.ts';
 import { LaneIndex } from './laneIndex.ts';
+import { MemoryBudget } from './memoryBudget.ts';
 import { EngineMetricPresence } from './metricPresence.ts';
+import { PartitionCache } from './partitionCache.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
@@ -84,7 +86,14 @@ export interface TelemetryStoreOptions {
   parallelFromBytes?: number;
   /** The file operations (default: the real file system); tests hand in one they control. */
   io?: TelemetryIo;
+  /** Where parsed partitions persist across processes (never inside the run); default: nowhere. */
+  cacheDir?: string;
+  /** Bytes the raw partition columns of all streams may hold together (default `DEFAULT_MEMORY_BUDGET`). */
+  memoryBudget?: number;
 }
+
+/** Default byte budget of the resident raw columns: keeps a 1,024-GPU run's server well under 512 MiB. */
+export const DEFAULT_MEMORY_BUDGET = 192 * 2 ** 20;
 
 /** What one `follow()` (or the initial load) brought in: what a live client should be told. */
 export interface FollowReport {
@@ -121,6 +130,7 @@ export class TelemetryStore {
   readonly partitions: PartitionReaders;
 
   private readonly flat: FlatStreams;
+  private readonly budget: MemoryBudget;
   private readonly laneIdx: LaneIndex;
   private readonly metricPresence: EngineMetricPresence;
   private range: [number, number] | null = null;
@@ -139,6 +149,13 @@ export class TelemetryStore {
     this.parallelFromBytes = opts.parallelFromBytes ?? 256 * 2 ** 20;
     const warn = (file: string, line: number, message: string): void => this.warn(file, line, message);
     this.partitions = partitionReaders(dashboardDir, this, io, warn, opts.cacheBlocks ?? PARTITION_CACHE_BLOCKS);
+    const budget = new MemoryBudget(opts.memoryBudget ?? DEFAULT_MEMORY_BUDGET);
+    const disk = opts.cacheDir ? new PartitionCache(opts.cacheDir, dashboardDir) : null;
+    for (const r of Object.values(this.partitions) as PartitionReader<any>[]) {
+      r.budget = budget;
+      r.diskCache = disk;
+    }
+    this.budget = budget;
     this.flat = new FlatStreams(dashboardDir, io, warn);
     const p = this.partitions;
     this.laneIdx = new LaneIndex(dashboardDir, io, warn, {

@@ -1,0 +1,119 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TelemetryStore } from './store.ts';
+
+const H = 997200; // 1970-01-12 13:00 UTC
+const gpu = (ts: number, g: number, util: number): string => `{"ts":${ts}.0,"node":"10.0.0.1","gpu":${g},"util":${util},"mem_mb":${1000 + g},"power_w":${200 + util}}\n`;
+const engine = (ts: number, addr: string, metric: string, v: number): string => `{"ts":${ts}.0,"addr":"${addr}","metric":"${metric}","labels":{"dp_rank":"0"},"value":${v}}\n`;
+const phase = (t0: number, t1: number, g: number): string => `{"name":"actor_train","t0":${t0}.0,"t1":${t1}.0,"node":"10.0.0.1","gpus":[${g}],"rank":${g},"role":"train"}\n`;
+
+function rowsOf(store: TelemetryStore): unknown {
+  const gpuRows = store.gpuUtilBlocks().flatMap((b) => Array.from({ length: b.length }, (_, i) => [b.ts[i], store.lanes.key(b.lane[i]), b.util[i], b.memMb(i), b.powerW(i)]));
+  const engineRows = store.engineSeriesBlocks().flatMap((b) => Array.from({ length: b.length }, (_, i) => [b.ts[i], store.engineSeries.key(b.series[i]).metric, store.engineSeries.key(b.series[i]).labelsJson, b.value[i]]));
+  return { gpuRows, engineRows, phases: store.phaseEvents(), warnings: store.warnings().map((w) => `${w.file}:${w.line}`) };
+}
+
+function run(): { dir: string; cache: string; dispose(): void } {
+  const root = mkdtempSync(join(tmpdir(), 'rlsight-pcache-'));
+  const dir = join(root, 'run', 'dashboard');
+  for (const s of ['gpu_util', 'engine_series', 'phases']) mkdirSync(join(dir, s), { recursive: true });
+  let g = '';
+  let e = '';
+  for (let t = 0; t < 50; t++) {
+    for (let k = 0; k < 4; k++) g += gpu(H + t, k, (t * 7 + k) % 101);
+    e += engine(H + 2 * t, 'http://a:1', 'sglang_num_running_reqs', t) + engine(H + 2 * t, 'http://a:1', 'sglang_token_usage', t / 100);
+  }
+  writeFileSync(join(dir, 'gpu_util', '19700112_13.jsonl'), g + 'not json\n');
+  writeFileSync(join(dir, 'engine_series', '19700112_13.jsonl'), e);
+  writeFileSync(join(dir, 'phases', '19700112_13.jsonl'), phase(H, H + 10, 0) + phase(H + 3, H + 30, 1));
+  return { dir, cache: join(root, 'cache'), dispose: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+const open = (dir: string, cacheDir?: string): TelemetryStore => TelemetryStore.open(dir, { cacheDir, parseWorkers: 0 });
+const reads = (s: TelemetryStore): number => s.partitions.gpu_util.rowsParsed + s.partitions.engine_series.rowsParsed + s.partitions.phases.rowsParsed;
+const cacheHits = (s: TelemetryStore): number => s.partitions.gpu_util.cacheFills + s.partitions.engine_series.cacheFills + s.partitions.phases.cacheFills;
+
+describe('the partition cache', () => {
+  test('a second process reads the persisted columns, parses nothing and answers the same (warnings included)', () => {
+    const r = run();
+    try {
+      const plain = rowsOf(open(r.dir));
+      const first = open(r.dir, r.cache);
+      assert.deepEqual(rowsOf(first), plain);
+      assert.equal(cacheHits(first), 0);
+      assert.ok(readdirSync(r.cache, { recursive: true }).some((p) => String(p).endsWith('.rlc')));
+      const second = open(r.dir, r.cache);
+      assert.deepEqual(rowsOf(second), plain);
+      assert.equal(cacheHits(second), 3);
+      assert.equal(reads(second), 0);
+    } finally {
+      r.dispose();
+    }
+  });
+
+  test('a partition that grew is extended from the persisted offset, and the extension is persisted', () => {
+    const r = run();
+    try {
+      rowsOf(open(r.dir, r.cache));
+      appendFileSync(join(r.dir, 'gpu_util', '19700112_13.jsonl'), gpu(H + 60, 0, 42) + gpu(H + 60, 1, 43) + '{"ts":' /* a torn line stays unread */);
+      appendFileSync(join(r.dir, 'engine_series', '19700112_13.jsonl'), engine(H + 200, 'http://a:1', 'sglang_num_running_reqs', 9));
+      const grown = open(r.dir, r.cache);
+      const answer = rowsOf(grown);
+      assert.deepEqual(answer, rowsOf(open(r.dir)));
+      assert.equal(cacheHits(grown), 3);
+      // only the appended rows were parsed
+      assert.equal(grown.partitions.gpu_util.rowsParsed, 2);
+      assert.equal(grown.partitions.engine_series.rowsParsed, 1);
+      const third = open(r.dir, r.cache);
+      assert.deepEqual(rowsOf(third), answer);
+      assert.equal(reads(third), 0);
+    } finally {
+      r.dispose();
+    }
+  });
+
+  test('a replaced or shortened partition is parsed again, never served from the old columns', () => {
+    const r = run();
+    try {
+      rowsOf(open(r.dir, r.cache));
+      // replaced: same size, new inode, other values
+      const path = join(r.dir, 'gpu_util', '19700112_13.jsonl');
+      let text = '';
+      for (let t = 0; t < 50; t++) for (let k = 0; k < 4; k++) text += gpu(H + t, k, (t * 7 + k + 1) % 101);
+      writeFileSync(path + '.new', text + 'not json\n');
+      renameSync(path + '.new', path);
+      const replaced = open(r.dir, r.cache);
+      assert.deepEqual(rowsOf(replaced), rowsOf(open(r.dir)));
+      assert.equal(replaced.partitions.gpu_util.cacheFills, 0);
+      assert.equal(replaced.partitions.gpu_util.rowsParsed, 200);
+      // shortened in place
+      writeFileSync(join(r.dir, 'phases', '19700112_13.jsonl'), phase(H, H + 10, 0));
+      const shorter = open(r.dir, r.cache);
+      assert.deepEqual(shorter.phaseEvents().length, 1);
+      assert.equal(shorter.partitions.phases.cacheFills, 0);
+      // and the rebuilt caches serve the next process
+      assert.equal(cacheHits(open(r.dir, r.cache)), 0);
+      const next = open(r.dir, r.cache);
+      rowsOf(next);
+      assert.equal(cacheHits(next), 3);
+    } finally {
+      r.dispose();
+    }
+  });
+
+  test('a damaged cache file is ignored', () => {
+    const r = run();
+    try {
+      const want = rowsOf(open(r.dir, r.cache));
+      for (const p of readdirSync(r.cache, { recursive: true })) if (String(p).endsWith('.rlc')) writeFileSync(join(r.cache, String(p)), 'RLC1garbage');
+      const s = open(r.dir, r.cache);
+      assert.deepEqual(rowsOf(s), want);
+      assert.equal(cacheHits(s), 0);
+    } finally {
+      r.dispose();
+    }
+  });
+});
