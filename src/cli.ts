@@ -23,6 +23,7 @@ serve options:
   --follow                      tail a running job every 2 s and push changes to the app
   --tensor-lru N                rollout steps kept decoded in memory (default 2)
   --cache-dir DIR               where derived caches may be written (default: memory only)
+  --memory-budget MIB           MiB the resident telemetry columns may hold (default 192)
   --use-utilization-overview    always show the fleet overview instead of per-GPU lanes
   --low-mfu-threshold X         MFU advisory threshold, 0 disables (default 0.15)
   --allow-host NAME             also answer requests for this Host name (repeatable)
@@ -45,6 +46,7 @@ export interface ServeFlags {
   follow: boolean;
   tensorLru: number;
   cacheDir?: string;
+  memoryBudgetMiB: number;
   useUtilizationOverview: boolean;
   lowMfuThreshold: number;
   allowHosts: string[];
@@ -92,6 +94,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
       follow: { type: 'boolean' },
       'tensor-lru': { type: 'string' },
       'cache-dir': { type: 'string' },
+      'memory-budget': { type: 'string' },
       'use-utilization-overview': { type: 'boolean' },
       'low-mfu-threshold': { type: 'string' },
       'allow-host': { type: 'string', multiple: true },
@@ -106,6 +109,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     follow: values.follow ?? false,
     tensorLru: numberFlag('tensor-lru', values['tensor-lru'], 2, { int: true, min: 0 }),
     cacheDir: values['cache-dir'] ? resolve(values['cache-dir']) : undefined,
+    memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], 192, { min: 16 }),
     useUtilizationOverview: values['use-utilization-overview'] ?? false,
     lowMfuThreshold: numberFlag('low-mfu-threshold', values['low-mfu-threshold'], 0.15, { min: 0 }),
     allowHosts: values['allow-host'] ?? [],
@@ -126,7 +130,7 @@ function banner(url: string, host: string, port: number): string {
 async function serve(flags: ServeFlags): Promise<void> {
   const { openRun } = await import('./server/run.ts');
   const { startServer } = await import('./server/listen.ts');
-  const run = await openRun(flags.dumpDetails, { tensorLru: flags.tensorLru, cacheDir: flags.cacheDir }).catch((err: Error) => {
+  const run = await openRun(flags.dumpDetails, { tensorLru: flags.tensorLru, cacheDir: flags.cacheDir, memoryBudget: flags.memoryBudgetMiB * 2 ** 20 }).catch((err: Error) => {
     // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
     const param = (err as { param?: string }).param;
     throw param ? new UsageError(`--${param === 'cacheDir' ? 'cache-dir' : param}: ${err.message}`) : err;

@@ -65,6 +65,41 @@ export function encodeFrame(header: Record<string, unknown>, columns: Record<str
   return out;
 }
 
+/** Where a frame's columns start, from its first bytes: what a reader needs to read column slices itself. */
+export interface FrameLayout<H = Record<string, unknown>> {
+  header: H & { columns: FrameColumnInfo[] };
+  /** Byte offset of each column's first value within the frame, by name. */
+  offsets: Record<string, number>;
+}
+
+/** The header length a frame's first 8 bytes announce (so a reader knows how much to read for `frameLayout`). */
+export function frameHeaderLength(first8: Uint8Array): number {
+  if (first8.length < 8 || String.fromCharCode(first8[0], first8[1], first8[2], first8[3]) !== FRAME_MAGIC) throw new Error('not a columnar frame (bad magic)');
+  return new DataView(first8.buffer, first8.byteOffset, 8).getUint32(4, true);
+}
+
+/** The layout of a frame from its first `8 + header length` bytes. */
+export function frameLayout<H = Record<string, unknown>>(head: Uint8Array): FrameLayout<H> {
+  const headerLength = frameHeaderLength(head);
+  if (8 + headerLength > head.length) throw new Error('columnar frame header runs past the end');
+  const header = JSON.parse(new TextDecoder().decode(head.subarray(8, 8 + headerLength))) as H & { columns: FrameColumnInfo[] };
+  if (!Array.isArray(header.columns)) throw new Error('columnar frame header has no column list');
+  const offsets: Record<string, number> = {};
+  let at = pad8(8 + headerLength);
+  for (const info of header.columns) {
+    const T = TYPES[info.type];
+    if (T === undefined || !Number.isInteger(info.length) || info.length < 0) throw new Error(`columnar frame column ${JSON.stringify(info.name)} has a bad type or length`);
+    offsets[info.name] = at;
+    at += pad8(info.length * T.BYTES_PER_ELEMENT);
+  }
+  return { header, offsets };
+}
+
+/** The typed-array constructor of a column type. */
+export function columnArrayType(type: FrameColumnType): (typeof TYPES)[FrameColumnType] {
+  return TYPES[type];
+}
+
 export interface DecodedFrame<H = Record<string, unknown>> {
   header: H & { columns: FrameColumnInfo[] };
   /** Views over the frame's bytes (no copies) when the bytes sit 8-byte aligned, else aligned copies. */
@@ -74,22 +109,15 @@ export interface DecodedFrame<H = Record<string, unknown>> {
 /** Decodes a frame; throws a message naming what is wrong with a damaged one. */
 export function decodeFrame<H = Record<string, unknown>>(bytes: Uint8Array): DecodedFrame<H> {
   if (!LITTLE_ENDIAN) throw new Error('columnar frames need a little-endian platform');
-  if (bytes.length < 8 || String.fromCharCode(bytes[0], bytes[1], bytes[2], bytes[3]) !== FRAME_MAGIC) throw new Error('not a columnar frame (bad magic)');
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const headerLength = view.getUint32(4, true);
-  if (8 + headerLength > bytes.length) throw new Error('columnar frame header runs past the end');
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength))) as H & { columns: FrameColumnInfo[] };
-  if (!Array.isArray(header.columns)) throw new Error('columnar frame header has no column list');
+  const { header, offsets } = frameLayout<H>(bytes);
   const columns: Record<string, FrameColumn> = {};
-  let at = pad8(8 + headerLength);
   for (const info of header.columns) {
     const T = TYPES[info.type];
-    if (T === undefined || !Number.isInteger(info.length) || info.length < 0) throw new Error(`columnar frame column ${JSON.stringify(info.name)} has a bad type or length`);
+    const at = offsets[info.name];
     const byteLength = info.length * T.BYTES_PER_ELEMENT;
     if (at + byteLength > bytes.length) throw new Error(`columnar frame column ${JSON.stringify(info.name)} runs past the end`);
     const start = bytes.byteOffset + at;
     columns[info.name] = start % T.BYTES_PER_ELEMENT === 0 ? new T(bytes.buffer as ArrayBuffer, start, info.length) : new T(bytes.slice(at, at + byteLength).buffer);
-    at += pad8(byteLength);
   }
   return { header, columns };
 }

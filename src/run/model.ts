@@ -145,6 +145,8 @@ export interface OpenRunOptions {
   tensorLru?: number;
   /** Where derived caches may be written; never inside the run. */
   cacheDir?: string;
+  /** Bytes the resident telemetry columns may hold (see `TelemetryStore`). */
+  memoryBudget?: number;
 }
 
 /** A format: whether a directory is one of its runs, and how to open it. */

@@ -82,7 +82,7 @@ export async function openMilesRun(runDir: string, opts: OpenRunOptions & { read
   const dir = resolve(runDir);
   if (!isDir(dir)) throw new NotFound('the run directory does not exist');
   const dumps = await DumpReader.open(dir, { ...opts.reader, tensorLru: opts.tensorLru ?? opts.reader?.tensorLru, cacheDir: opts.cacheDir ?? opts.reader?.cacheDir });
-  const telemetry = TelemetryStore.open(join(dir, 'dashboard'));
+  const telemetry = TelemetryStore.open(join(dir, 'dashboard'), { cacheDir: opts.cacheDir ? resolve(opts.cacheDir) : undefined, memoryBudget: opts.memoryBudget });
   return new MilesRun(dir, telemetry, dumps, opts.cacheDir ? resolve(opts.cacheDir) : null);
 }
 

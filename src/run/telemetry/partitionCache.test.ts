@@ -54,6 +54,23 @@ describe('the partition cache', () => {
     }
   });
 
+  test('engine metrics are read from the persisted metric groups as slices, in file order', () => {
+    const r = run();
+    try {
+      rowsOf(open(r.dir, r.cache));
+      const viewRows = (s: TelemetryStore, metrics: string[]): unknown[] =>
+        s.engineSeriesBlocks(null, null, metrics).flatMap((b) => Array.from({ length: b.length }, (_, i) => [b.ts[i], s.engineSeries.key(b.series[i]).metric, b.value[i]]).filter((x) => metrics.includes(x[1] as string)));
+      for (const metrics of [['sglang_token_usage'], ['sglang_num_running_reqs', 'sglang_token_usage'], ['absent']]) {
+        const cached = open(r.dir, r.cache);
+        assert.deepEqual(viewRows(cached, metrics), viewRows(open(r.dir), metrics));
+        assert.equal(cached.partitions.engine_series.cacheFills, 1);
+        assert.equal(cached.partitions.engine_series.rowsParsed, 0);
+      }
+    } finally {
+      r.dispose();
+    }
+  });
+
   test('a partition that grew is extended from the persisted offset, and the extension is persisted', () => {
     const r = run();
     try {

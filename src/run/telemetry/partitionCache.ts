@@ -3,15 +3,16 @@
 // identity (inode) and the byte offset parsed to. A file that grew since is extended from that offset,
 // a replaced or shortened one is parsed again; the cache is never trusted past what it recorded.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeFrame, encodeFrame, type FrameColumn } from '../../formats/columnFrame.ts';
+import { columnArrayType, decodeFrame, encodeFrame, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
+import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
 import type { FileStat } from './io.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { PartitionedStream } from './records.ts';
 
 /** Bumped whenever the persisted layout or a parser's output changes: older files are ignored. */
-export const PARTITION_CACHE_VERSION = 1;
+export const PARTITION_CACHE_VERSION = 2;
 
 /** Streams persisted (the low-volume record streams are cheap to parse and are not). */
 const CACHED: ReadonlySet<PartitionedStream> = new Set(['gpu_util', 'engine_series', 'phases']);
@@ -81,6 +82,78 @@ export class PartitionCache {
     }
   }
 
+  /** Whether a valid persisted parse of `key` exists (reads its header only). */
+  has(stream: PartitionedStream, key: string, st: FileStat): boolean {
+    if (!CACHED.has(stream)) return false;
+    let fd: number;
+    try {
+      fd = openSync(this.pathOf(stream, key), 'r');
+    } catch {
+      return false;
+    }
+    try {
+      const first = Buffer.alloc(8);
+      if (readSync(fd, first, 0, 8, 0) !== 8) return false;
+      const head = Buffer.alloc(8 + frameHeaderLength(first));
+      if (readSync(fd, head, 0, head.length, 0) !== head.length) return false;
+      const { header } = frameLayout<CacheHeader>(head);
+      return header.version === PARTITION_CACHE_VERSION && header.stream === stream && header.key === key && header.ino === st.ino && header.offset <= st.size;
+    } catch {
+      return false;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * The rows of some engine metrics (a view, newline-separated names) from the persisted parse, read
+   * as slices: engine_series files persist their rows grouped by metric, so one metric of a long run
+   * costs its own bytes only. Rows come back in file order. Null when no valid persisted parse exists.
+   */
+  loadView(stream: PartitionedStream, key: string, st: FileStat, view: string): CachedPartition | null {
+    if (stream !== 'engine_series') return null;
+    let fd: number;
+    try {
+      fd = openSync(this.pathOf(stream, key), 'r');
+    } catch {
+      return null;
+    }
+    try {
+      const first = Buffer.alloc(8);
+      if (readSync(fd, first, 0, 8, 0) !== 8) return null;
+      const head = Buffer.alloc(8 + frameHeaderLength(first));
+      if (readSync(fd, head, 0, head.length, 0) !== head.length) return null;
+      const { header, offsets } = frameLayout<CacheHeader>(head);
+      if (header.version !== PARTITION_CACHE_VERSION || header.stream !== stream || header.key !== key) return null;
+      if (header.ino !== st.ino || header.offset > st.size) return null;
+      const segments = header.extra.segments as Record<string, [number, number]>;
+      const ranges = (view === '' ? [] : view.split('\n')).map((m) => segments[m]).filter((r): r is [number, number] => r !== undefined);
+      let total = 0;
+      for (const [a, b] of ranges) total += b - a;
+      const read = (name: string): FrameColumn => {
+        const info = header.columns.find((c) => c.name === name)!;
+        const T = columnArrayType(info.type);
+        const out = new T(total);
+        const bytes = new Uint8Array(out.buffer);
+        let at = 0;
+        for (const [a, b] of ranges) {
+          const n = (b - a) * T.BYTES_PER_ELEMENT;
+          if (readSync(fd, bytes, at, n, offsets[name] + a * T.BYTES_PER_ELEMENT) !== n) throw new Error('short read');
+          at += n;
+        }
+        return out;
+      };
+      const picked = { ts: read('ts') as Float64Array, series: read('series') as Uint32Array, value: read('value') as Float64Array, row: read('row') as Uint32Array };
+      const data: ParsedColumns = { stream, columns: inFileOrder(picked, total, ranges.length), series: header.extra.series as [string, string, string][] };
+      this.hits++;
+      return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view, warnings: [] } };
+    } catch {
+      return null;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /** Persists a whole-file parse (atomically: a reader never sees half a file). Failures are ignored: the cache is an optimisation. */
   save(stream: PartitionedStream, key: string, ino: number, r: ParseResult): void {
     if (!CACHED.has(stream) || r.view !== null) return;
@@ -116,11 +189,80 @@ export class PartitionCache {
   }
 }
 
+/** Engine rows regrouped by metric (stable), each row keeping its file position in `row`. */
+function byMetric(c: EngineSeriesColumns, series: readonly [string, string, string][]): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
+  const n = c.length;
+  const metricOf = new Map<string, number>();
+  const seriesMetric = new Int32Array(series.length);
+  series.forEach(([, m], i) => {
+    let id = metricOf.get(m);
+    if (id === undefined) metricOf.set(m, (id = metricOf.size));
+    seriesMetric[i] = id;
+  });
+  const counts = new Uint32Array(metricOf.size + 1);
+  const sid = c.cols.series;
+  for (let i = 0; i < n; i++) counts[seriesMetric[sid[i]] + 1]++;
+  for (let m = 0; m < metricOf.size; m++) counts[m + 1] += counts[m];
+  const segments: Record<string, [number, number]> = {};
+  for (const [name, m] of metricOf) if (counts[m + 1] > counts[m]) segments[name] = [counts[m], counts[m + 1]];
+  const cursor = counts.slice(0, metricOf.size);
+  const ts = new Float64Array(n);
+  const out = new Uint32Array(n);
+  const value = new Float64Array(n);
+  const row = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const k = cursor[seriesMetric[sid[i]]]++;
+    ts[k] = c.cols.ts[i];
+    out[k] = sid[i];
+    value[k] = c.cols.value[i];
+    row[k] = i;
+  }
+  return { extra: { series, segments }, columns: [['ts', ts], ['series', out], ['value', value], ['row', row]] };
+}
+
+/** Rows picked from metric groups back in file order (by their `row`). */
+function inFileOrder(p: { ts: Float64Array; series: Uint32Array; value: Float64Array; row: Uint32Array }, n: number, groups: number): EngineSeriesColumns {
+  // one metric group is in file order already
+  const order = groups <= 1 ? null : Array.from({ length: n }, (_, i) => i).sort((a, b) => p.row[a] - p.row[b]);
+  const ts = new Float64Array(n);
+  const series = new Uint32Array(n);
+  const value = new Float64Array(n);
+  let tsMin = NaN;
+  let tsMax = NaN;
+  for (let k = 0; k < n; k++) {
+    const i = order === null ? k : order[k];
+    ts[k] = p.ts[i];
+    series[k] = p.series[i];
+    value[k] = p.value[i];
+    if (!(ts[k] >= tsMin)) tsMin = ts[k];
+    if (!(ts[k] <= tsMax)) tsMax = ts[k];
+  }
+  return { length: n, tsMin, tsMax, cols: { ts, series, value } };
+}
+
+/** A whole engine file back in file order from its metric groups. */
+function unpermuted(columns: Record<string, FrameColumn>, length: number, tsMin: number, tsMax: number): EngineSeriesColumns {
+  const row = columns.row as Uint32Array;
+  const ts = new Float64Array(length);
+  const series = new Uint32Array(length);
+  const value = new Float64Array(length);
+  const sts = columns.ts as Float64Array;
+  const sse = columns.series as Uint32Array;
+  const sva = columns.value as Float64Array;
+  for (let k = 0; k < length; k++) {
+    const i = row[k];
+    ts[i] = sts[k];
+    series[i] = sse[k];
+    value[i] = sva[k];
+  }
+  return { length, tsMin, tsMax, cols: { ts, series, value } };
+}
+
 function pack(d: ParsedColumns): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
-  if (d.stream === 'gpu_util' || d.stream === 'engine_series' || d.stream === 'phases') {
+  if (d.stream === 'engine_series') return byMetric(d.columns, d.series);
+  if (d.stream === 'gpu_util' || d.stream === 'phases') {
     const columns = Object.entries(d.columns.cols as Record<string, FrameColumn>).map(([n, c]) => [n, c.subarray(0, d.columns.length)] as [string, FrameColumn]);
     if (d.stream === 'gpu_util') return { extra: { lanes: d.lanes }, columns };
-    if (d.stream === 'engine_series') return { extra: { series: d.series }, columns };
     columns.push(['gpuList', d.columns.gpuList.subarray(0, d.columns.gpuLen)]);
     return { extra: { strings: d.strings, openCount: d.columns.openCount }, columns };
   }
@@ -131,7 +273,7 @@ function unpack(stream: PartitionedStream, h: CacheHeader, columns: Record<strin
   const base = { length: h.length, tsMin: h.tsMin ?? NaN, tsMax: h.tsMax ?? NaN };
   const cols = { ...columns };
   if (stream === 'gpu_util') return { stream, columns: { ...base, cols: cols as any }, lanes: h.extra.lanes as [string, number][] };
-  if (stream === 'engine_series') return { stream, columns: { ...base, cols: cols as any }, series: h.extra.series as [string, string, string][] };
+  if (stream === 'engine_series') return { stream, columns: unpermuted(cols, h.length, base.tsMin, base.tsMax), series: h.extra.series as [string, string, string][] };
   if (stream === 'phases') {
     const gpuList = cols.gpuList as Int32Array;
     delete cols.gpuList;

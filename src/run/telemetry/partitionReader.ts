@@ -253,10 +253,29 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
       return covering.e.block;
     }
     if (this.viewsSpent(f)) return this.block(f);
-    let e: CacheEntry<B>;
-    e = { block: this.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino: this.io.stat(f.path)?.ino ?? 0 };
+    const st = this.io.stat(f.path);
+    if (st !== null && this.diskCache !== null && this.kind.adopt !== undefined && this.diskCache.handles(this.stream)) {
+      // a persisted whole parse serves the view (from its slices when the layout allows, else whole)
+      const hit = this.diskCache.loadView(this.stream, f.key, st, view);
+      if (hit === null) return this.diskCache.has(this.stream, f.key, st) ? this.block(f) : this.coldView(f, key, view, st.ino);
+      const e: CacheEntry<B> = { block: this.kind.adopt(f.key, f.lo, f.hi, hit.result.data), offset: hit.result.offset, lines: hit.result.lines, file: f.key, view, ino: hit.ino };
+      if ('view' in e.block) e.block.view = view;
+      this.cacheFills++;
+      if (st.size > e.offset && !this.fillView(f, e)) return this.block(f);
+      return this.keepView(key, e);
+    }
+    return this.coldView(f, key, view, st?.ino ?? 0);
+  }
+
+  /** A view read from the file's lines. */
+  private coldView(f: PartitionFile, key: string, view: string, ino: number): B {
+    const e: CacheEntry<B> = { block: this.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino };
     if ('view' in e.block) e.block.view = view;
     if (!this.fillView(f, e)) return this.block(f);
+    return this.keepView(key, e);
+  }
+
+  private keepView(key: string, e: CacheEntry<B>): B {
     this.cache.set(key, e);
     e.block.trim();
     this.used(key, e);
@@ -319,6 +338,9 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     const viewOf = new Map<PartitionFile, string | null>();
     for (const f of files) {
       if (f.size === 0 || this.cache.has(f.key)) continue;
+      // a persisted parse is read faster here than a worker parses the file
+      const st = this.diskCache?.handles(this.stream) ? this.io.stat(f.path) : null;
+      if (st !== null && this.diskCache!.has(this.stream, f.key, st)) continue;
       const view = viewFor(f);
       if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
       else if (this.coveringView(f, view) === null) viewOf.set(f, this.viewsSpent(f) ? null : view);
