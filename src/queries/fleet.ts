@@ -29,8 +29,17 @@ const ANSWERS_KEPT = 8;
  * in ts, so both column ends agreeing proves it); only columns cut by a bucket edge or the window
  * re-read raw rows. The answer is identical to a pass over every row.
  */
-export function laneBucketMax(blocks: readonly GpuUtilBlock[], laneCount: number, t0: number, t1: number, xb: number): Float64Array {
-  const out = new Float64Array(xb * laneCount).fill(NaN);
+export function laneBucketMax(blocks: Iterable<GpuUtilBlock>, lanes: { readonly size: number }, t0: number, t1: number, xb: number): { max: Float64Array; laneCount: number } {
+  // lane ids are interned as blocks are parsed: the matrix widens when a block brings new ones
+  let laneCount = lanes.size;
+  let out = new Float64Array(xb * laneCount).fill(NaN);
+  const widen = (): void => {
+    const wider = lanes.size;
+    const next = new Float64Array(xb * wider).fill(NaN);
+    for (let x = 0; x < xb; x++) next.set(out.subarray(x * laneCount, (x + 1) * laneCount), x * wider);
+    out = next;
+    laneCount = wider;
+  };
   const span = t1 - t0;
   const bucket = (t: number): number => {
     const x = Math.floor(((t - t0) / span) * xb);
@@ -60,6 +69,7 @@ export function laneBucketMax(blocks: readonly GpuUtilBlock[], laneCount: number
   };
   for (const b of blocks) {
     if (b.length === 0 || b.tsMax < t0 || b.tsMin > t1) continue;
+    if (lanes.size > laneCount) widen();
     const cells = span / xb >= UTIL_CELL_S ? utilCellsOf(b, laneCount) : null;
     if (cells === null) {
       raw(b, 0, b.length);
@@ -88,7 +98,7 @@ export function laneBucketMax(blocks: readonly GpuUtilBlock[], laneCount: number
       raw(b, from, to);
     }
   }
-  return out;
+  return { max: out, laneCount };
 }
 
 function versionKey(store: FleetSource): string {
@@ -122,9 +132,8 @@ export function fleet(store: FleetSource, q: FleetQuery = {}): Fleet {
   } else {
     const rows = heatmapLaneRows(store.laneIndex(), null);
     const { palette, matrix } = phaseHeatmapMatrix(store, rows, null, t0, t1, xb);
-    const blocks = store.gpuUtilBlocks(t0, t1);
-    const laneCount = store.lanes.size; // after the blocks are parsed: parsing interns their lanes
-    const band = utilBand(laneBucketMax(blocks, laneCount, t0, t1, xb), laneCount, xb);
+    const { max, laneCount } = laneBucketMax(store.gpuUtilPass(t0, t1), store.lanes, t0, t1, xb);
+    const band = utilBand(max, laneCount, xb);
     answer = { t0, t1, x_buckets: xb, lanes: rows.length, palette, composition: phaseComposition(matrix, rows.length, xb, palette), band };
   }
   if (cache.size >= ANSWERS_KEPT) cache.delete(cache.keys().next().value!);

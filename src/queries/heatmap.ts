@@ -19,6 +19,8 @@ const MAGNITUDES = new Set(['util', 'mem_mb', 'power_w']);
 export interface HeatmapSource extends PhaseSource {
   /** With `lanes` (`"<node>:<gpu>"` keys) cold hours may be read for those lanes only. */
   gpuUtilBlocks(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): GpuUtilBlock[];
+  /** The same blocks one at a time for a single pass (a long window stays within the memory budget). */
+  gpuUtilPass(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Iterable<GpuUtilBlock>;
   readonly lanes: LaneTable;
   trajectoryEvents(t0?: number | null, t1?: number | null): TrajectoryEvent[];
   metricsRecords(): readonly MetricsRecord[];
@@ -66,18 +68,35 @@ export function heatmapLaneRows(laneIndex: readonly LaneEntry[], sel: LaneSelect
 }
 
 /** Row of each store lane id in `rows` (-1 when not a row). */
-function rowOfLaneIds(lanes: LaneTable, rows: readonly { node: string; gpu: number }[]): Int32Array {
-  const byKey = new Map<string, number>();
-  rows.forEach((r, i) => byKey.set(`${r.node}:${r.gpu}`, i));
-  const out = new Int32Array(lanes.size);
-  for (let id = 0; id < lanes.size; id++) out[id] = byKey.get(lanes.key(id)) ?? -1;
-  return out;
+/** Heatmap row per lane id (-1 = not shown), extended as parsing interns new lane ids. */
+export class LaneRows {
+  private readonly byKey = new Map<string, number>();
+  private map = new Int32Array(0);
+
+  constructor(
+    private readonly lanes: LaneTable,
+    rows: readonly { node: string; gpu: number }[],
+  ) {
+    rows.forEach((r, i) => this.byKey.set(`${r.node}:${r.gpu}`, i));
+  }
+
+  /** The map over every lane id interned so far. */
+  current(): Int32Array {
+    const n = this.lanes.size;
+    if (this.map.length < n) {
+      const next = new Int32Array(n);
+      next.set(this.map);
+      for (let id = this.map.length; id < n; id++) next[id] = this.byKey.get(this.lanes.key(id)) ?? -1;
+      this.map = next;
+    }
+    return this.map;
+  }
 }
 
 /** Per-cell maxima (NaN = no sample) of util, mem_mb or power_w over rows in `[t0, t1]`. */
 export function magnitudeCells(
-  blocks: readonly GpuUtilBlock[],
-  rowOfLane: Int32Array,
+  blocks: Iterable<GpuUtilBlock>,
+  laneRows: LaneRows,
   rows: number,
   metric: string,
   t0: number,
@@ -89,6 +108,7 @@ export function magnitudeCells(
   const kind = metric === 'util' ? 0 : metric === 'mem_mb' ? 1 : 2;
   for (const b of blocks) {
     if (b.length === 0 || b.tsMax < t0 || b.tsMin > t1) continue;
+    const rowOfLane = laneRows.current();
     const ts = b.ts;
     const lane = b.lane;
     const util = b.util;
@@ -157,9 +177,8 @@ export function heatmap(store: HeatmapSource, q: HeatmapQuery = {}): Heatmap {
 
   const rows = heatmapLaneRows(store.laneIndex(), sel);
   if (MAGNITUDES.has(metric)) {
-    const blocks = store.gpuUtilBlocks(t0, t1, selectiveLaneKeys(sel, store.laneIndex().length));
-    // after the blocks are parsed: parsing interns their lane ids
-    const cells = magnitudeCells(blocks, rowOfLaneIds(store.lanes, rows), rows.length, metric, t0, t1, xb);
+    const blocks = store.gpuUtilPass(t0, t1, selectiveLaneKeys(sel, store.laneIndex().length));
+    const cells = magnitudeCells(blocks, new LaneRows(store.lanes, rows), rows.length, metric, t0, t1, xb);
     const scaleMax = metric === 'util' ? 100.0 : peakOf(cells);
     return { header: { rows, x_buckets: xb, t0, t1, metric, scale: { max: scaleMax }, palette: null }, values: magnitudeBytes(cells, scaleMax) };
   }

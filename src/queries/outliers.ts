@@ -9,7 +9,8 @@ import { OUTLIER_TOP_K, checkLimit } from './limits.ts';
 import type { Outlier, OutliersAnswer } from '../wire/timeline.ts';
 
 export interface OutlierSource extends PhaseSource {
-  gpuUtilBlocks(t0?: number | null, t1?: number | null): GpuUtilBlock[];
+  /** gpu_util blocks one at a time for a single pass over the window. */
+  gpuUtilPass(t0?: number | null, t1?: number | null): Iterable<GpuUtilBlock>;
   readonly lanes: LaneTable;
   streamVersion(stream: StreamName): number;
 }
@@ -33,13 +34,22 @@ function ascending(a: Outlier, b: Outlier): number {
 }
 
 /** Mean util per lane over rows with `t0 <= ts <= t1` (lanes without rows are absent). */
-export function meanUtilByLane(blocks: readonly GpuUtilBlock[], lanes: LaneTable, t0: number | null, t1: number | null): Outlier[] {
+export function meanUtilByLane(blocks: Iterable<GpuUtilBlock>, lanes: LaneTable, t0: number | null, t1: number | null): Outlier[] {
   const lo = t0 ?? -Infinity;
   const hi = t1 ?? Infinity;
-  const sum = new Float64Array(lanes.size);
-  const count = new Float64Array(lanes.size);
+  let sum = new Float64Array(lanes.size);
+  let count = new Float64Array(lanes.size);
   for (const b of blocks) {
     if (b.length === 0 || b.tsMax < lo || b.tsMin > hi) continue;
+    if (lanes.size > sum.length) {
+      // parsing this block interned new lane ids
+      const s = new Float64Array(lanes.size);
+      const c = new Float64Array(lanes.size);
+      s.set(sum);
+      c.set(count);
+      sum = s;
+      count = c;
+    }
     const ts = b.ts;
     const lane = b.lane;
     const util = b.util;
@@ -68,8 +78,7 @@ export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer 
   const t0 = q.t0 ?? null;
   const t1 = q.t1 ?? null;
   if (q.criterion === 'lowest_util') {
-    const blocks = store.gpuUtilBlocks(t0, t1);
-    return { outliers: meanUtilByLane(blocks, store.lanes, t0, t1).sort(ascending).slice(0, topK) };
+    return { outliers: meanUtilByLane(store.gpuUtilPass(t0, t1), store.lanes, t0, t1).sort(ascending).slice(0, topK) };
   }
   if (q.criterion.startsWith(SLOWEST_PHASE)) {
     const name = q.criterion.slice(SLOWEST_PHASE.length);

@@ -173,6 +173,24 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     return out;
   }
 
+  /**
+   * The same blocks as `window`, handed out one at a time for a single pass (a whole-run answer): cold
+   * files are read a few at a time (one per parse thread), so what stays resident is bounded by the
+   * memory budget rather than by the run's length.
+   */
+  *pass(t0?: number | null, t1?: number | null, view: string | null = null): Generator<B> {
+    const files = this.overlapping(t0, t1);
+    const batch = (this.pool?.size ?? 0) + 1;
+    for (let i = 0; i < files.length; i += batch) {
+      const group = files.slice(i, i + batch);
+      if (this.pool !== null && this.pool.size > 0) this.prefetch(group, () => view);
+      for (const f of group) {
+        const b = view === null ? this.block(f) : this.viewBlock(f, view);
+        if (b.length > 0) yield b;
+      }
+    }
+  }
+
   /** The files overlapping `[t0, t1]` (legacy always). */
   private overlapping(t0?: number | null, t1?: number | null): PartitionFile[] {
     return this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));

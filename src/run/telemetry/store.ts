@@ -397,6 +397,15 @@ export class TelemetryStore {
   }
 
   /**
+   * The blocks of `gpuUtilBlocks(t0, t1, lanes)` one at a time, for one pass over a long window: an
+   * hour may be dropped from memory once the pass moved on, so a whole-run answer over any number of
+   * hours stays within the memory budget. Do not keep the blocks past the pass.
+   */
+  gpuUtilPass(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Iterable<GpuUtilBlock> {
+    return this.partitions.gpu_util.pass(t0, t1, lanes == null ? null : [...new Set(lanes)].sort().join('\n'));
+  }
+
+  /**
    * engine_series blocks of the hour files overlapping `[t0, t1]` (rows not filtered by ts). With
    * `metrics`, an hour not already parsed whole is read selectively: its block holds (at least) the
    * rows of those metrics — a fraction of the parse cost for one series over a long run. Callers
