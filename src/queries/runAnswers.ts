@@ -178,6 +178,7 @@ export class RunAnswers implements RunSources {
         max_window_s: MAX_WINDOW_S,
         use_utilization_overview: p.useUtilizationOverview,
       },
+      ...warmUpOf(store.warmUpProgress()),
     };
   }
 
@@ -334,4 +335,9 @@ export class RunAnswers implements RunSources {
   warnings(): string[] {
     return this.model.warnings();
   }
+}
+
+/** `warmup` while the background warm-up runs (only with a cache directory), nothing once it is done. */
+function warmUpOf(p: { hoursDone: number; hoursTotal: number; running: boolean } | null): Pick<Meta, 'warmup'> {
+  return p !== null && p.running ? { warmup: { hours_done: p.hoursDone, hours_total: p.hoursTotal } } : {};
 }

@@ -17,6 +17,12 @@ export interface Capabilities {
   use_utilization_overview: boolean;
 }
 
+/** The background warm-up: hours of telemetry history persisted in the cache directory, of all. */
+export interface WarmUpProgress {
+  hours_done: number;
+  hours_total: number;
+}
+
 export interface Meta {
   /** `follow` when the server tails a live run (`--follow`). */
   mode: 'follow' | 'static';
@@ -30,4 +36,6 @@ export interface Meta {
   engine_metric_keys: string[];
   step_keys: string[];
   capabilities: Capabilities;
+  /** Present while the background warm-up runs (only with `--cache-dir`; absent once every hour is done). */
+  warmup?: WarmUpProgress;
 }

@@ -65,6 +65,30 @@ class MilesRun implements RunModel {
 
   async advance(): Promise<void> {
     this.telemetry.follow();
+    this.startWarmUp();
+  }
+
+  private warmTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  /**
+   * Persists every hour of telemetry not yet in the cache directory, newest first, in small steps
+   * between requests (the parsing runs on the parse threads when the run is big). Restarted by
+   * `advance()` when a live run grows; nothing to do without a cache directory.
+   */
+  startWarmUp(): void {
+    if (this.warmTimer !== null || this.cacheDir === null || this.closed) return;
+    const tick = (): void => {
+      if (this.closed) return;
+      let more = false;
+      try {
+        more = this.telemetry.warmUpStep();
+      } catch {
+        // a file that cannot be read now is read (and reported) by the query that needs it
+      }
+      this.warmTimer = more ? setTimeout(tick, 25).unref() : null;
+    };
+    this.warmTimer = setTimeout(tick, 0).unref();
   }
 
   warnings(): string[] {
@@ -72,6 +96,9 @@ class MilesRun implements RunModel {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    if (this.warmTimer !== null) clearTimeout(this.warmTimer);
+    this.warmTimer = null;
     this.telemetry.close();
     await this.dumps.close();
   }
@@ -83,7 +110,9 @@ export async function openMilesRun(runDir: string, opts: OpenRunOptions & { read
   if (!isDir(dir)) throw new NotFound('the run directory does not exist');
   const dumps = await DumpReader.open(dir, { ...opts.reader, tensorLru: opts.tensorLru ?? opts.reader?.tensorLru, cacheDir: opts.cacheDir ?? opts.reader?.cacheDir });
   const telemetry = TelemetryStore.open(join(dir, 'dashboard'), { cacheDir: opts.cacheDir ? resolve(opts.cacheDir) : undefined, memoryBudget: opts.memoryBudget });
-  return new MilesRun(dir, telemetry, dumps, opts.cacheDir ? resolve(opts.cacheDir) : null);
+  const run = new MilesRun(dir, telemetry, dumps, opts.cacheDir ? resolve(opts.cacheDir) : null);
+  run.startWarmUp();
+  return run;
 }
 
 export const milesAdapter: RunAdapter = {

@@ -5,7 +5,7 @@ import type { EngineSeriesBlock } from './engineSeriesBlock.ts';
 import type { EngineSeriesTable } from './interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { strAsc } from './laneCatalog.ts';
-import type { PartitionReader } from './partitionReader.ts';
+import type { PartitionFile, PartitionReader } from './partitionReader.ts';
 
 const MIB = 1 << 20;
 const METRIC_MARK = Buffer.from('"metric":"');
@@ -19,6 +19,14 @@ export class EngineMetricPresence {
     private readonly table: EngineSeriesTable,
     private readonly io: TelemetryIo,
   ) {}
+
+  /** Names a persisted parse of the file records exactly (see PartitionCache), or null. */
+  private persisted(f: PartitionFile): string[] | null {
+    const cache = this.reader.diskCache;
+    if (cache === null) return null;
+    const st = this.io.stat(f.path);
+    return st === null ? null : cache.metricNames(f.key, st);
+  }
 
   /** Distinct raw metric names, sorted. Never parses a block. */
   names(): string[] {
@@ -37,6 +45,12 @@ export class EngineMetricPresence {
       }
       let sample = this.sampled.get(f.key);
       if (sample === undefined || sample.size !== f.size) {
+        const known = this.persisted(f);
+        if (known !== null) {
+          this.sampled.set(f.key, (sample = { size: f.size, names: new Set(known) }));
+          for (const m of sample.names) out.add(m);
+          continue;
+        }
         const names = new Set<string>();
         const head = this.io.readRange(f.path, 0, Math.min(MIB, f.size));
         metricNamesIn(head, 0, head.lastIndexOf(10) + 1, names);

@@ -134,3 +134,32 @@ describe('the partition cache', () => {
     }
   });
 });
+
+describe('the background warm-up', () => {
+  for (const parseWorkers of [0, 1]) {
+    test(`persists every hour newest first, reporting progress (${parseWorkers} parse workers)`, () => {
+      const r = run();
+      try {
+        // a second hour, so there is an order
+        const H2 = H + 3600;
+        writeFileSync(join(r.dir, 'gpu_util', '19700112_14.jsonl'), gpu(H2, 0, 5) + gpu(H2, 1, 6));
+        const store = TelemetryStore.open(r.dir, { cacheDir: r.cache, parseWorkers, parallelFromBytes: 0 });
+        store.parseWorkersReady();
+        assert.deepEqual(store.warmUpProgress(), { hoursDone: 0, hoursTotal: 2, running: true });
+        for (let i = 0; i < 10_000 && store.warmUpStep(); i++) {
+          if (parseWorkers > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+        }
+        assert.deepEqual(store.warmUpProgress(), { hoursDone: 2, hoursTotal: 2, running: false });
+        // nothing stayed resident on the worker path; everything is persisted
+        if (parseWorkers > 0) assert.equal(store.partitions.gpu_util.cachedKeys().length, 0);
+        const next = open(r.dir, r.cache);
+        assert.deepEqual(rowsOf(next), rowsOf(open(r.dir)));
+        assert.equal(reads(next), 0);
+        assert.equal(cacheHits(next), 4);
+        store.close();
+      } finally {
+        r.dispose();
+      }
+    });
+  }
+});

@@ -82,27 +82,47 @@ export class PartitionCache {
     }
   }
 
-  /** Whether a valid persisted parse of `key` exists (reads its header only). */
-  has(stream: PartitionedStream, key: string, st: FileStat): boolean {
-    if (!CACHED.has(stream)) return false;
+  /** The header of a valid persisted parse of `key` (read alone), or null. */
+  private headerOf(stream: PartitionedStream, key: string, st: FileStat, fd: number): ReturnType<typeof frameLayout<CacheHeader>> | null {
+    const first = Buffer.alloc(8);
+    if (readSync(fd, first, 0, 8, 0) !== 8) return null;
+    const head = Buffer.alloc(8 + frameHeaderLength(first));
+    if (readSync(fd, head, 0, head.length, 0) !== head.length) return null;
+    const layout = frameLayout<CacheHeader>(head);
+    const h = layout.header;
+    return h.version === PARTITION_CACHE_VERSION && h.stream === stream && h.key === key && h.ino === st.ino && h.offset <= st.size ? layout : null;
+  }
+
+  /** `read` over the open cache file of `key`; null when it is missing or unreadable. */
+  private withFile<T>(stream: PartitionedStream, key: string, read: (fd: number) => T | null): T | null {
+    if (!CACHED.has(stream)) return null;
     let fd: number;
     try {
       fd = openSync(this.pathOf(stream, key), 'r');
     } catch {
-      return false;
+      return null;
     }
     try {
-      const first = Buffer.alloc(8);
-      if (readSync(fd, first, 0, 8, 0) !== 8) return false;
-      const head = Buffer.alloc(8 + frameHeaderLength(first));
-      if (readSync(fd, head, 0, head.length, 0) !== head.length) return false;
-      const { header } = frameLayout<CacheHeader>(head);
-      return header.version === PARTITION_CACHE_VERSION && header.stream === stream && header.key === key && header.ino === st.ino && header.offset <= st.size;
+      return read(fd);
     } catch {
-      return false;
+      return null;
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** Whether a valid persisted parse of `key` exists (reads its header only). */
+  has(stream: PartitionedStream, key: string, st: FileStat): boolean {
+    return this.withFile(stream, key, (fd) => this.headerOf(stream, key, st, fd)) !== null;
+  }
+
+  /** The engine metric names of a persisted engine_series parse (exact, from its header), or null. */
+  metricNames(key: string, st: FileStat): string[] | null {
+    return this.withFile('engine_series', key, (fd) => {
+      const layout = this.headerOf('engine_series', key, st, fd);
+      // a file that grew since may have brought new names: only an up-to-date parse answers
+      return layout === null || layout.header.offset !== st.size ? null : Object.keys(layout.header.extra.segments as Record<string, unknown>);
+    });
   }
 
   /**
@@ -112,20 +132,10 @@ export class PartitionCache {
    */
   loadView(stream: PartitionedStream, key: string, st: FileStat, view: string): CachedPartition | null {
     if (stream !== 'engine_series') return null;
-    let fd: number;
-    try {
-      fd = openSync(this.pathOf(stream, key), 'r');
-    } catch {
-      return null;
-    }
-    try {
-      const first = Buffer.alloc(8);
-      if (readSync(fd, first, 0, 8, 0) !== 8) return null;
-      const head = Buffer.alloc(8 + frameHeaderLength(first));
-      if (readSync(fd, head, 0, head.length, 0) !== head.length) return null;
-      const { header, offsets } = frameLayout<CacheHeader>(head);
-      if (header.version !== PARTITION_CACHE_VERSION || header.stream !== stream || header.key !== key) return null;
-      if (header.ino !== st.ino || header.offset > st.size) return null;
+    return this.withFile(stream, key, (fd) => {
+      const layout = this.headerOf(stream, key, st, fd);
+      if (layout === null) return null;
+      const { header, offsets } = layout;
       const segments = header.extra.segments as Record<string, [number, number]>;
       const ranges = (view === '' ? [] : view.split('\n')).map((m) => segments[m]).filter((r): r is [number, number] => r !== undefined);
       let total = 0;
@@ -147,11 +157,7 @@ export class PartitionCache {
       const data: ParsedColumns = { stream, columns: inFileOrder(picked, total, ranges.length), series: header.extra.series as [string, string, string][] };
       this.hits++;
       return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view, warnings: [] } };
-    } catch {
-      return null;
-    } finally {
-      closeSync(fd);
-    }
+    });
   }
 
   /** Persists a whole-file parse (atomically: a reader never sees half a file). Failures are ignored: the cache is an optimisation. */

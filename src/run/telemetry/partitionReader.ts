@@ -464,6 +464,19 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     return [...(this.badLines.get(f.rel) ?? [])];
   }
 
+  /** Persists the file's block if it is resident whole (and the cache takes this stream). */
+  persistResident(f: PartitionFile): void {
+    const e = this.cache.get(f.key);
+    if (e !== undefined) this.persist(f, e);
+  }
+
+  /** Reads a file whole so its parse is persisted (a warm-up step; it stays resident only within the budget). */
+  warm(f: PartitionFile): void {
+    const e = this.cache.get(f.key);
+    if (e !== undefined) this.persist(f, e);
+    else this.block(f);
+  }
+
   /** Writes a whole block to the partition cache (as the columns a parse thread would hand over). */
   private persist(f: PartitionFile, e: CacheEntry<B>): void {
     if (this.diskCache === null || this.kind.export === undefined || !this.diskCache.handles(this.stream)) return;

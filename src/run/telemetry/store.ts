@@ -45,6 +45,7 @@ import { LaneIndex } from './laneIndex.ts';
 import { MemoryBudget } from './memoryBudget.ts';
 import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache } from './partitionCache.ts';
+import { WarmUp, type WarmUpProgress } from './warmUp.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
@@ -131,6 +132,7 @@ export class TelemetryStore {
 
   private readonly flat: FlatStreams;
   private readonly budget: MemoryBudget;
+  private readonly warm: WarmUp | null;
   private readonly laneIdx: LaneIndex;
   private readonly metricPresence: EngineMetricPresence;
   private range: [number, number] | null = null;
@@ -156,6 +158,7 @@ export class TelemetryStore {
       r.diskCache = disk;
     }
     this.budget = budget;
+    this.warm = disk === null ? null : new WarmUp(this.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>, disk, io, () => this.pool);
     this.flat = new FlatStreams(dashboardDir, io, warn);
     const p = this.partitions;
     this.laneIdx = new LaneIndex(dashboardDir, io, warn, {
@@ -228,6 +231,7 @@ export class TelemetryStore {
       if (reader.files().map((f) => `${f.key}:${f.size}`).join(',') !== sizes || n > 0) this.bump(stream);
     }
     this.startPoolIfBig();
+    if (report.newPartitions.length > 0 || report.rows > 0) this.warm?.replan();
     this.range = this.computeTimeRange();
     report.timeRange = this.range;
     report.timeRangeChanged = !sameRange(rangeBefore, this.range);
@@ -253,6 +257,19 @@ export class TelemetryStore {
     if (bytes < this.parallelFromBytes) return;
     this.pool = new ParsePool(this.parseWorkers);
     for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.pool = this.pool;
+  }
+
+  /**
+   * One bounded step of the background warm-up (persisting every hour not yet in `cacheDir`, newest
+   * first); returns whether work remains. Without a cache directory there is nothing to warm.
+   */
+  warmUpStep(): boolean {
+    return this.warm?.step() ?? false;
+  }
+
+  /** Hours persisted of all, for a progress bar (`null` without a cache directory). */
+  warmUpProgress(): WarmUpProgress | null {
+    return this.warm?.progress() ?? null;
   }
 
   /** Waits (at most `timeoutMs`) for the parse workers to start; returns how many are ready (0 without a pool). */

@@ -1,0 +1,108 @@
+// Background warm-up: after a store opens, every hour of history not yet in the partition cache is
+// parsed and persisted, newest hours first (what a viewer looks at first), on the parse threads when
+// there are any, a file at a time on this thread otherwise. Nothing it parses stays resident: the
+// cache files are the result, so a later cold answer reads columns instead of JSONL.
+import type { TelemetryIo } from './io.ts';
+import type { PartitionCache } from './partitionCache.ts';
+import type { PartitionFile, PartitionReader } from './partitionReader.ts';
+import type { ParsePool } from './parsePool.ts';
+import type { ParseResult } from './parseJob.ts';
+import type { PartitionedStream } from './records.ts';
+
+export interface WarmUpProgress {
+  /** Distinct hours (partition keys) of the persisted streams, and how many have every stream persisted. */
+  hoursDone: number;
+  hoursTotal: number;
+  /** Whether work remains. */
+  running: boolean;
+}
+
+interface Task {
+  stream: PartitionedStream;
+  file: PartitionFile;
+  ino: number;
+}
+
+/** Streams worth persisting ahead, in the order a task list takes them within an hour. */
+const WARMED: readonly PartitionedStream[] = ['gpu_util', 'engine_series', 'phases'];
+
+export class WarmUp {
+  private queue: Task[] | null = null;
+  private readonly pending: { slot: number; task: Task }[] = [];
+  private readonly failed = new Set<string>();
+
+  constructor(
+    private readonly readers: Record<PartitionedStream, PartitionReader<any>>,
+    private readonly cache: PartitionCache,
+    private readonly io: TelemetryIo,
+    private readonly pool: () => ParsePool | null,
+  ) {}
+
+  /** What remains, newest hour first; files already persisted (or resident whole) are skipped. */
+  private plan(): Task[] {
+    const tasks: Task[] = [];
+    for (const stream of WARMED) {
+      for (const file of this.readers[stream].files()) {
+        if (file.size === 0 || this.failed.has(`${stream}/${file.key}`)) continue;
+        const st = this.io.stat(file.path);
+        if (st === null || this.cache.has(stream, file.key, st)) continue;
+        tasks.push({ stream, file, ino: st.ino });
+      }
+    }
+    return tasks.sort((a, b) => (a.file.key < b.file.key ? 1 : a.file.key > b.file.key ? -1 : WARMED.indexOf(a.stream) - WARMED.indexOf(b.stream)));
+  }
+
+  /** Re-plans (after the listing changed, e.g. on follow). */
+  replan(): void {
+    this.queue = null;
+  }
+
+  progress(): WarmUpProgress {
+    const hours = new Set<string>();
+    for (const stream of WARMED) for (const f of this.readers[stream].files()) if (f.size > 0) hours.add(f.key);
+    this.queue ??= this.plan();
+    const open = new Set([...this.queue, ...this.pending.map((p) => p.task)].map((t) => t.file.key));
+    return { hoursDone: [...hours].filter((h) => !open.has(h)).length, hoursTotal: hours.size, running: open.size > 0 };
+  }
+
+  /**
+   * Does a bounded piece of work: collects finished worker parses and hands out new ones, or (without
+   * workers) parses one file here. Returns whether work remains.
+   */
+  step(): boolean {
+    this.queue ??= this.plan();
+    const pool = this.pool();
+    if (pool !== null && pool.size > 0) {
+      for (let i = this.pending.length - 1; i >= 0; i--) {
+        const p = this.pending[i];
+        const r = pool.poll(p.slot);
+        if (r === null) continue;
+        this.pending.splice(i, 1);
+        this.finish(p.task, r);
+      }
+      for (let slot = pool.idle(); slot >= 0 && this.queue.length > 0; slot = pool.idle()) {
+        const task = this.queue.shift()!;
+        if (this.readers[task.stream].isCached(task.file.key)) {
+          // resident whole: persisting it costs no parse
+          this.readers[task.stream].persistResident(task.file);
+          continue;
+        }
+        this.pending.push({ slot, task });
+        pool.submit(slot, { stream: task.stream, path: task.file.path, offset: 0, view: null, rowsHint: Math.ceil(task.file.size / 100) });
+      }
+      return this.queue.length > 0 || this.pending.length > 0;
+    }
+    const task = this.queue.shift();
+    if (task !== undefined) this.readers[task.stream].warm(task.file);
+    return this.queue.length > 0;
+  }
+
+  private finish(task: Task, r: ParseResult | 'failed'): void {
+    if (r === 'failed') {
+      this.failed.add(`${task.stream}/${task.file.key}`);
+      return;
+    }
+    // a file replaced while it was parsed is planned again later
+    if (this.io.stat(task.file.path)?.ino === task.ino) this.cache.save(task.stream, task.file.key, task.ino, r);
+  }
+}
