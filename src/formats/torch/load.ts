@@ -39,6 +39,8 @@ export interface OpenTorchOptions {
   wholeFileBelow?: number;
   /** Numeric lists as Int32Array/Float64Array (see UnpickleOptions.typedLists). */
   typedLists?: boolean;
+  /** Integral floats as PyFloat (see UnpickleOptions.boxIntegralFloats). */
+  boxIntegralFloats?: boolean;
 }
 
 /**
@@ -100,13 +102,13 @@ export async function openTorchArchive(archive: ZipArchive, opts: Omit<OpenTorch
     let result: PickleResult;
     const limit = opts.wholePickleLimit ?? WHOLE_PICKLE_LIMIT;
     if (pkl.size <= limit) {
-      result = unpickle(await archive.read(pkl), { file: path, persistentLoad, typedLists: opts.typedLists });
+      result = unpickle(await archive.read(pkl), { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats });
     } else {
       if (pkl.method !== 0) await archive.read(pkl); // raises the clear "compressed entry" error
       const start = await archive.dataStart(pkl);
       result = unpickleSource(
         { size: pkl.size, read: (position, into, offset, length) => archive.readSyncAt(start + position, into, offset, length) },
-        { file: path, persistentLoad, typedLists: opts.typedLists },
+        { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats },
         opts.pickleWindowBytes,
       );
     }

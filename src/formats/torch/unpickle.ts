@@ -1,7 +1,7 @@
 // A pickle VM for what torch.save and Python write (protocols 0–5). Globals outside an explicit
 // allowlist become inert PyObject records: decoding a pickle never runs anything.
 import { PickleError } from './errors.ts';
-import { DTYPE_BYTES, isPyTuple, PyEnum, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
+import { DTYPE_BYTES, isPyTuple, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
 
 export interface UnpickleOptions {
   /** Named in every error. */
@@ -14,6 +14,11 @@ export interface UnpickleOptions {
    * token/log-prob lists. Off by default.
    */
   typedLists?: boolean;
+  /**
+   * Box floats with integral values (`2.0`) as PyFloat, so a writer can reproduce Python's text for
+   * them (JS numbers cannot tell `2.0` from `2`). Off by default; ignored for typed lists.
+   */
+  boxIntegralFloats?: boolean;
 }
 
 export interface PickleResult {
@@ -344,6 +349,7 @@ export class Unpickler {
   private memoSize = 0;
 
   private readonly typedLists: boolean;
+  private readonly boxFloats: boolean;
   /** Scratch for `scanNumberBatches`: the numbers of the list being decoded, and how many / whether any float. */
   private numbers = new Float64Array(4096);
   private scanned = 0;
@@ -355,6 +361,7 @@ export class Unpickler {
     window = DEFAULT_WINDOW,
   ) {
     this.typedLists = opts.typedLists === true;
+    this.boxFloats = opts.boxIntegralFloats === true;
     this.window = Math.max(16, window);
     if (input instanceof Uint8Array) {
       this.buf = input;
@@ -469,7 +476,7 @@ export class Unpickler {
           break;
         case 0x47: // BINFLOAT
           if (pos + 8 > end) this.fail('truncated pickle');
-          stack.push(dv.getFloat64(pos, false));
+          stack.push(this.float(dv.getFloat64(pos, false)));
           pos += 8;
           break;
         case 0x28: {
@@ -512,7 +519,7 @@ export class Unpickler {
               }
               if (blocksEnd > 0 && total > 0) {
                 target.length = total;
-                fillNumbers(target as number[], buf, dv, pos, blocksEnd);
+                fillNumbers(target as number[], buf, dv, pos, blocksEnd, this.boxFloats);
                 seen[0x65] = 1;
                 pos = blocksEnd;
                 break;
@@ -526,7 +533,7 @@ export class Unpickler {
                 target.push(buf[p + 1]);
                 p += 2;
               } else if (o === 0x47) {
-                target.push(dv.getFloat64(p + 1, false));
+                target.push(this.float(dv.getFloat64(p + 1, false)));
                 p += 9;
               } else if (o === 0x4d) {
                 target.push(buf[p + 1] | (buf[p + 2] << 8));
@@ -891,7 +898,7 @@ export class Unpickler {
         const line = this.readLine().trim();
         const v = line === 'nan' ? NaN : line === 'inf' ? Infinity : line === '-inf' ? -Infinity : Number(line);
         if (Number.isNaN(v) && line !== 'nan') this.fail(`bad FLOAT literal ${JSON.stringify(line.slice(0, 40))}`);
-        stack.push(v);
+        stack.push(this.float(v));
         return;
       }
       case 0x49: {
@@ -1083,6 +1090,10 @@ export class Unpickler {
   private persistent(pid: PyValue): PyValue {
     if (this.opts.persistentLoad) return this.opts.persistentLoad(pid);
     return new PyObject('pickle', 'persistent_id', [pid]);
+  }
+
+  private float(v: number): PyValue {
+    return this.boxFloats && Number.isInteger(v) ? new PyFloat(v) : v;
   }
 
   private global(module: string, name: string): GlobalRef {
@@ -1318,7 +1329,7 @@ export class Unpickler {
 }
 
 /** Decodes the numbers of `MARK <numbers> APPENDS` batches in buf[from, to) into `out`. */
-function fillNumbers(out: number[] | Float64Array, buf: Uint8Array, dv: DataView, from: number, to: number): void {
+function fillNumbers(out: PyValue[] | Float64Array, buf: Uint8Array, dv: DataView, from: number, to: number, boxFloats = false): void {
   let k = 0;
   let p = from;
   while (p < to) {
@@ -1327,7 +1338,8 @@ function fillNumbers(out: number[] | Float64Array, buf: Uint8Array, dv: DataView
       out[k++] = buf[p + 1];
       p += 2;
     } else if (o === 0x47) {
-      out[k++] = dv.getFloat64(p + 1, false);
+      const v = dv.getFloat64(p + 1, false);
+      out[k++] = boxFloats && Number.isInteger(v) ? (new PyFloat(v) as unknown as number) : v;
       p += 9;
     } else if (o === 0x4d) {
       out[k++] = buf[p + 1] | (buf[p + 2] << 8);

@@ -59,6 +59,11 @@ export class Storage {
   }
 }
 
+/** Forces a Python float for a number that is integral (JS cannot tell `1.0` from `1`). */
+export class PyFloat {
+  constructor(readonly value: number) {}
+}
+
 /** A Python tuple: an Array that remembers it was a tuple (so the writer can write it back as one). */
 export class PyTuple<T = unknown> extends Array<T> {
   static of<T>(...items: T[]): PyTuple<T> {
@@ -147,6 +152,8 @@ export type PyValue =
   | Storage
   | PyObject
   | PyEnum
+  /** Only when decoding with `boxIntegralFloats`: a float whose value is integral. */
+  | PyFloat
   /** Only when decoding with `typedLists`: a list of numbers. */
   | Int32Array
   | Float64Array;

@@ -3,12 +3,9 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { basename } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { PickleError } from './errors.ts';
-import { DTYPE_BYTES, PyEnum, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
+import { DTYPE_BYTES, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
 
-/** Forces a Python float for a number that is integral (JS cannot tell `1.0` from `1`). */
-export class PyFloat {
-  constructor(readonly value: number) {}
-}
+export { PyFloat };
 
 /**
  * What the writer accepts: any PyValue, PyFloat, and numeric typed arrays (written as Python lists:

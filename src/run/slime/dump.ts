@@ -1,0 +1,195 @@
+// Reads one slime debug rollout dump (`torch.save({"rollout_id", "samples": [Sample.to_dict()...]})`)
+// into plain sample records. Decoding never executes anything; a file that is not such a dump is a
+// SlimeDumpError naming the file.
+import { basename } from 'node:path';
+import { PickleError, TorchFormatError } from '../../formats/torch/errors.ts';
+import { openTorchFile } from '../../formats/torch/load.ts';
+import { readTensorNumbers } from '../../formats/torch/tensorData.ts';
+import { isPyTuple, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type PyValue } from '../../formats/torch/value.ts';
+import { ZipError } from '../../formats/zip.ts';
+import { Opaque, pyNumber, type SlimeSample, type SlimeValue } from './sample.ts';
+
+/** A file that is not a readable slime rollout dump (HTTP 422; the CLI prints it and exits non-zero). */
+export class SlimeDumpError extends Error {
+  override readonly name = 'SlimeDumpError';
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+  ) {
+    super(`${file}: ${problem}`);
+  }
+}
+
+export interface SlimeDump {
+  file: string;
+  /** From the dump's `rollout_id`, else from the file name. */
+  rolloutId: number;
+  evaluation: boolean;
+  samples: SlimeSample[];
+  /** Things a reader should know (a bare list instead of the dict slime writes). */
+  warnings: string[];
+}
+
+/**
+ * Globals a slime rollout dump may name: torch's tensor rebuilding, containers, numpy scalars and
+ * arrays, and slime's own data classes (recorded inertly). Any other global (os.system, builtins.eval,
+ * …) means the file is not a dump we should read, even though decoding it would run nothing.
+ */
+const ALLOWED_GLOBAL = [
+  /^torch\._utils\._rebuild_(tensor|tensor_v2|tensor_v3|parameter|parameter_with_state)$/,
+  /^torch\._tensor\._rebuild_from_type_v2$/,
+  /^torch\.(\w+Storage|Size|(float|int|uint|bfloat|bool|half|double|long|short)\w*)$/,
+  /^torch\.storage\._load_from_bytes$/,
+  /^collections\.(OrderedDict|defaultdict)$/,
+  /^(builtins|__builtin__)\.(set|frozenset|bytes|bytearray|complex|slice|range)$/,
+  /^_codecs\.encode$/,
+  /^(copyreg|copy_reg)\._reconstructor$/,
+  /^numpy\.(dtype|ndarray)$/,
+  /^numpy\.(_core|core)\.(multiarray\.(scalar|_reconstruct)|numeric\._frombuffer)$/,
+  /^numpy\.core\._multiarray_umath\.(scalar|_reconstruct)$/,
+  /^slime\.[\w.]+$/,
+  /^enum\.Enum$/,
+];
+
+export function allowedGlobal(name: string): boolean {
+  return ALLOWED_GLOBAL.some((re) => re.test(name));
+}
+
+/** `rollout_data/3.pt` → 3; `rollout_eval_0.pt` → eval 0; null when the name holds no id. */
+export function rolloutIdFromName(file: string): { id: number; evaluation: boolean } | null {
+  const m = /(?:^|[^0-9])(eval_)?(\d+)\.pt$/.exec(basename(file)) ?? /^(eval_)?(\d+)\.pt$/.exec(basename(file));
+  if (!m) return null;
+  return { id: Number(m[2]), evaluation: m[1] !== undefined };
+}
+
+export interface ReadDumpOptions {
+  /** Display name used in errors instead of the absolute path (a path relative to the run). */
+  name?: string;
+}
+
+export async function readSlimeDump(path: string, opts: ReadDumpOptions = {}): Promise<SlimeDump> {
+  const name = opts.name ?? path;
+  let value: PyValue;
+  let globals: string[];
+  try {
+    const f = await openTorchFile(path, { boxIntegralFloats: true });
+    await f.close();
+    value = f.value;
+    globals = f.globals;
+  } catch (err) {
+    if (err instanceof PickleError || err instanceof TorchFormatError || err instanceof ZipError) {
+      throw new SlimeDumpError(name, `not a readable torch dump: ${stripFile(err.message, path)}`);
+    }
+    if ((err as NodeJS.ErrnoException)?.code === 'ENOENT') throw new SlimeDumpError(name, 'no such file');
+    if ((err as NodeJS.ErrnoException)?.code === 'EISDIR') throw new SlimeDumpError(name, 'is a directory, not a .pt file');
+    throw err;
+  }
+  const foreign = globals.filter((g) => !allowedGlobal(g));
+  if (foreign.length > 0) {
+    throw new SlimeDumpError(
+      name,
+      `the pickle names ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ''}, which a slime rollout dump never holds; refused (nothing was executed)`,
+    );
+  }
+  const warnings: string[] = [];
+  const fromName = rolloutIdFromName(path);
+  let list: PyValue;
+  let rolloutId: number | undefined;
+  if (Array.isArray(value) && !isPyTuple(value)) {
+    // slime's own viewer accepts a bare list of samples; so do we, with the id taken from the name.
+    list = value;
+    warnings.push(`${name}: a bare list of samples, not the {rollout_id, samples} dict slime writes; rollout id taken from the file name`);
+  } else {
+    const top = plainObject(value);
+    if (!top) throw new SlimeDumpError(name, `expected the dict slime writes ({"rollout_id": int, "samples": [...]}), found ${describe(value)}`);
+    if (!('samples' in top)) throw new SlimeDumpError(name, `the dump dict has no "samples" key (keys: ${Object.keys(top).slice(0, 8).join(', ')})`);
+    list = top.samples;
+    rolloutId = typeof top.rollout_id === 'number' && Number.isInteger(top.rollout_id) ? top.rollout_id : undefined;
+  }
+  if (!Array.isArray(list)) throw new SlimeDumpError(name, `"samples" is ${describe(list)}, not a list`);
+  rolloutId ??= fromName?.id;
+  if (rolloutId === undefined) throw new SlimeDumpError(name, 'no rollout_id in the dump and none in the file name');
+  const samples: SlimeSample[] = [];
+  for (let row = 0; row < list.length; row++) {
+    const raw = plainObject(list[row]);
+    if (!raw) throw new SlimeDumpError(name, `samples[${row}] is ${describe(list[row])}, not a Sample.to_dict() dict`);
+    const fields: { [key: string]: SlimeValue } = {};
+    for (const [k, v] of Object.entries(raw)) setField(fields, k, toSlimeValue(v));
+    samples.push({ row, fields, topPOffsets: await offsetsOf(fields.rollout_top_p_token_offsets, name, row) });
+  }
+  return { file: name, rolloutId, evaluation: fromName?.evaluation ?? false, samples, warnings };
+}
+
+async function offsetsOf(v: SlimeValue | undefined, file: string, row: number): Promise<number[] | null> {
+  if (v instanceof Tensor) {
+    try {
+      return Array.from(await readTensorNumbers(v));
+    } catch (err) {
+      throw new SlimeDumpError(file, `samples[${row}].rollout_top_p_token_offsets: ${(err as Error).message}`);
+    }
+  }
+  if (Array.isArray(v)) return v.map((x) => pyNumber(x) ?? 0);
+  return null;
+}
+
+function stripFile(message: string, path: string): string {
+  return message.split(`${path}: `).join('').split(path).join(basename(path));
+}
+
+function plainObject(v: PyValue): { [key: string]: PyValue } | null {
+  if (v instanceof Map) {
+    const o: { [key: string]: PyValue } = {};
+    for (const [k, x] of v) {
+      const key = pyKey(k);
+      if (key === '__proto__') Object.defineProperty(o, key, { value: x, enumerable: true, writable: true, configurable: true });
+      else o[key] = x;
+    }
+    return o;
+  }
+  if (typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype) return v as { [key: string]: PyValue };
+  return null;
+}
+
+function pyKey(k: PyValue): string {
+  if (typeof k === 'string') return k;
+  if (k === null) return 'None';
+  if (typeof k === 'boolean') return k ? 'True' : 'False';
+  if (typeof k === 'number' || typeof k === 'bigint') return String(k);
+  if (k instanceof PyFloat) return `${k.value}.0`;
+  return describe(k);
+}
+
+function toSlimeValue(v: PyValue): SlimeValue {
+  if (v === null || typeof v === 'boolean' || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'string') return v;
+  if (v instanceof PyFloat || v instanceof Tensor) return v;
+  if (Array.isArray(v) || v instanceof PyTuple) return (v as PyValue[]).map(toSlimeValue);
+  if (v instanceof Int32Array || v instanceof Float64Array) return Array.from(v);
+  if (v instanceof Set) return [...v].map(toSlimeValue);
+  if (v instanceof PyEnum) return v.value === undefined ? new Opaque(`${v.name}.${v.member ?? ''}`) : toSlimeValue(v.value as PyValue);
+  if (v instanceof Uint8Array) return new Opaque(`b'<${v.length} bytes>'`);
+  if (v instanceof Storage) return new Opaque(`<storage ${v.dtype}[${v.numel}]>`);
+  if (v instanceof PyObject) return new Opaque(`<${v.module}.${v.name} object>`);
+  const o = plainObject(v);
+  if (o) {
+    const out: { [key: string]: SlimeValue } = {};
+    for (const [k, x] of Object.entries(o)) setField(out, k, toSlimeValue(x));
+    return out;
+  }
+  return new Opaque(String(v));
+}
+
+/** A dumped dict may hold any key, `__proto__` included: set it as data, never as the prototype. */
+function setField(o: { [key: string]: SlimeValue }, k: string, v: SlimeValue): void {
+  if (k === '__proto__') Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else o[k] = v;
+}
+
+function describe(v: PyValue): string {
+  if (v === null) return 'None';
+  if (Array.isArray(v)) return isPyTuple(v) ? `a tuple of ${v.length}` : `a list of ${v.length}`;
+  if (v instanceof PyObject) return `an object of ${v.module}.${v.name}`;
+  if (v instanceof Tensor) return `a ${v.dtype} tensor`;
+  if (v instanceof Map) return 'a dict with non-string keys';
+  if (v instanceof PyFloat) return 'a float';
+  return `a ${typeof v}`;
+}
