@@ -9,6 +9,7 @@ const USAGE = `rlsight — observability for LLM RL post-training runs
 Usage:
   rlsight serve --dump-details DIR [options]   serve a run directory (read-only)
   rlsight demo [--port N] [--out DIR] [--large]  generate a demo run and serve it
+  rlsight trace FILE.pt [--out DIR] [--no-serve]  slime viewer cache + a self-contained trace page
   rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
                                                per-step failure signals; exit 1 when a --fail-on signal fired
   rlsight export metrics --dump-details DIR --format csv|parquet --out FILE   every key, one row per step
@@ -198,7 +199,8 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);
     if (command === 'serve') await serve(parseServeFlags(rest));
     else if (command === 'demo') await demo(rest);
-    else throw new UsageError(`unknown command '${command}' (expected serve, demo, health or export; see --help)`);
+    else if (command === 'trace') return await (await import('./commands/trace.ts')).traceCommand(rest);
+    else throw new UsageError(`unknown command '${command}' (expected serve, demo, trace, health or export; see --help)`);
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as NodeJS.ErrnoException)?.code?.startsWith?.('ERR_PARSE_ARGS')) {

@@ -1,0 +1,107 @@
+// `rlsight trace FILE.pt [--out DIR] [--no-serve]`: slime's viewer cache (compatible) and a
+// self-contained page of ours for one slime rollout dump, optionally served on loopback.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { PACKAGE_ROOT } from '../ownFiles.ts';
+import { timelineCache, timelineCacheJson } from '../queries/slimeTimeline.ts';
+import { traceDetails, traceView } from '../queries/slimeTraceView.ts';
+import { readSlimeDump, SlimeDumpError } from '../run/slime/dump.ts';
+import { sampleTrace } from '../run/slime/sample.ts';
+import type { TraceDetails } from '../wire/trace.ts';
+
+export const TRACE_USAGE = `  rlsight trace FILE.pt [--out DIR] [--no-serve] [--port N]
+                                              slime's trace viewer cache + a self-contained page for one dump`;
+
+/** A problem the user can fix (bad file, bad flag): printed as one line. */
+export class TraceCommandError extends Error {}
+
+export interface TraceOutputs {
+  cache: string;
+  html: string;
+  samples: number;
+}
+
+const STANDALONE_JS = join(PACKAGE_ROOT, 'web', 'dist', 'trace-standalone.js');
+
+/** The page: the explorer's script and the data inlined, so it opens from file:// without a server. */
+export function standalonePage(title: string, data: unknown, script: string): string {
+  // `<` is escaped so neither `</script>` nor `<!--` in any attr can end the data block.
+  const json = JSON.stringify(data).replace(/</g, '\\u003c');
+  const esc = title.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${esc}</title></head>
+<body>
+<script id="rlsight-trace-data" type="application/json">${json}</script>
+<script>${script.replace(/<\/script/gi, '<\\/script')}</script>
+</body></html>
+`;
+}
+
+/** Reads the dump and writes both files into `outDir`; never beside the dump unless `outDir` is its folder. */
+export async function writeTraceOutputs(ptPath: string, outDir: string, now = Date.now() / 1000): Promise<TraceOutputs> {
+  const abs = resolve(ptPath);
+  const dump = await readSlimeDump(abs, { name: ptPath });
+  const traced = dump.samples.filter((s) => sampleTrace(s) !== null).length;
+  if (traced === 0) {
+    throw new SlimeDumpError(ptPath, `none of its ${dump.samples.length} samples carries a trace (slime records one per sample while it generates; dumps made without tracing have none)`);
+  }
+  if (!existsSync(STANDALONE_JS)) throw new TraceCommandError(`the trace page script is not built (${basename(STANDALONE_JS)}); run: npm run build`);
+  const stem = basename(abs).replace(/\.pt$/, '');
+  mkdirSync(outDir, { recursive: true });
+  const cachePath = join(outDir, `${stem}.trace_timeline_cache.json`);
+  const cache = timelineCache(dump.samples, abs, now);
+  writeFileSync(cachePath, timelineCacheJson(cache));
+  const answer = traceView(dump.samples, dump);
+  const details: Record<string, TraceDetails> = {};
+  for (const s of dump.samples) {
+    const d = traceDetails(s);
+    if (d) details[String(s.row)] = d;
+  }
+  const htmlPath = join(outDir, `${stem}.trace.html`);
+  writeFileSync(htmlPath, standalonePage(`${basename(abs)} trace`, { title: `${basename(abs)} trace`, answer, details }, readFileSync(STANDALONE_JS, 'utf8')));
+  return { cache: cachePath, html: htmlPath, samples: cache.sample_count };
+}
+
+export async function traceCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: true,
+    options: { out: { type: 'string' }, 'no-serve': { type: 'boolean' }, serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' } },
+  });
+  if (positionals.length !== 1) throw new TraceCommandError('trace: expected exactly one FILE.pt');
+  const pt = positionals[0];
+  if (!existsSync(pt)) throw new TraceCommandError(`trace: no such file: ${pt}`);
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TraceCommandError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
+  const outDir = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-trace-'));
+  const out = await writeTraceOutputs(pt, outDir);
+  console.log(`pt: ${resolve(pt)} | cache: ${out.cache} | html: ${out.html} | samples: ${out.samples}`);
+  if (values['no-serve']) return 0;
+  // Only the two files are served, on loopback: not the dump's folder.
+  const host = values.host ?? '127.0.0.1';
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const file = path === '/' ? out.html : path === '/cache.json' ? out.cache : null;
+    if (req.method !== 'GET' || !file) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': file.endsWith('.html') ? 'text/html; charset=utf-8' : 'application/json' }).end(readFileSync(file));
+  });
+  await new Promise<void>((ok, fail) => server.once('error', fail).listen(port, host, ok));
+  const addr = server.address();
+  console.log(`serving http://${host}:${typeof addr === 'object' && addr ? addr.port : port}/   (Ctrl+C to stop; the page also opens from file://)`);
+  await new Promise<void>((done) => {
+    const stop = (): void => void server.close(() => done());
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  return 0;
+}
+
+export { SlimeDumpError };

@@ -1,0 +1,415 @@
+// The trace explorer: one canvas row per sample, spans in lanes, point events, [P]/[D] lanes; filter,
+// sort, search, zoom, relative/absolute time and a details panel. Framework-free so the app's Trace view
+// and the self-contained page `rlsight trace` writes share it. Only the rows in view are drawn.
+import type { TraceAnswer, TraceDetails, TraceItem, TraceRow } from '../../../src/wire/trace.ts';
+
+export interface ExplorerHost {
+  loadDetails(row: number): Promise<TraceDetails>;
+  /** Click-through to the sample's conversation and tokens (absent: no button). */
+  openSample?(row: TraceRow): void;
+}
+
+const LANE_H = 16;
+const ROW_PAD = 6;
+const LABEL_W = 190;
+const AXIS_H = 26;
+const PD_COLORS: Record<string, string> = {
+  forward: '#3b7dd8',
+  transfer: '#d99a22',
+  transfer_queue: '#e7b95a',
+  bootstrap_queue: '#b9ad95',
+  bootstrap: '#8f8672',
+  alloc_wait: '#a7a7a7',
+  prealloc: '#c9bfae',
+};
+
+function hue(name: string): number {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
+  return Math.abs(h) % 360;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function fmtRel(s: number): string {
+  const a = Math.abs(s);
+  if (a < 1) return `${(s * 1000).toFixed(a < 0.01 ? 2 : 1)} ms`;
+  if (a < 60) return `${s.toFixed(2)} s`;
+  return `${Math.floor(s / 60)}m ${(s % 60).toFixed(1)}s`;
+}
+
+function fmtAbs(epoch: number): string {
+  return new Date(epoch * 1000).toISOString().slice(11, 23);
+}
+
+function niceStep(range: number, target: number): number {
+  const raw = range / target;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host: ExplorerHost): { destroy(): void } {
+  root.classList.add('trace-explorer');
+  root.replaceChildren();
+  const bar = el('div', { class: 'trace-toolbar' });
+  const search = el('input', { type: 'search', placeholder: 'search sample, status, label, trace id, request id, span name', 'aria-label': 'search', 'data-testid': 'trace-search', size: '42' });
+  const status = el('select', { 'aria-label': 'status filter', 'data-testid': 'trace-status' });
+  const attempt = el('select', { 'aria-label': 'attempt filter', 'data-testid': 'trace-attempt' });
+  const nameSel = el('select', { 'aria-label': 'name filter', 'data-testid': 'trace-name' });
+  const sort = el('select', { 'aria-label': 'sort', 'data-testid': 'trace-sort' });
+  const desc = el('input', { type: 'checkbox', 'aria-label': 'descending', 'data-testid': 'trace-desc' });
+  const timeMode = el('select', { 'aria-label': 'time axis', 'data-testid': 'trace-time' });
+  const fit = el('button', { type: 'button', 'data-testid': 'trace-fit' }, 'fit all');
+  const statuses = [...new Set(answer.rows.map((r) => r.status ?? 'none'))].sort();
+  status.append(el('option', { value: '' }, 'all statuses'), ...statuses.map((s) => el('option', { value: s }, s)));
+  const attempts = [...new Set(answer.rows.flatMap((r) => r.items.map((i) => i.attempt)))].sort((a, b) => a - b);
+  attempt.append(el('option', { value: '' }, 'all attempts'), ...attempts.map((a) => el('option', { value: String(a) }, `attempt ${a}`)));
+  nameSel.append(el('option', { value: '' }, 'all names'), ...answer.names.map((n) => el('option', { value: n }, n)));
+  for (const [v, t] of [['start', 'sort: start'], ['duration', 'sort: duration'], ['reward', 'sort: reward']]) sort.append(el('option', { value: v }, t));
+  for (const [v, t] of [['relative', 'relative time'], ['absolute', 'absolute time (UTC)']]) timeMode.append(el('option', { value: v }, t));
+  const descLabel = el('label', {}, ' desc');
+  descLabel.prepend(desc);
+  bar.append(search, status, attempt, nameSel, sort, descLabel, timeMode, fit);
+  const summary = el('div', { class: 'trace-summary', 'data-testid': 'trace-summary' });
+  const notes = el('div', { class: 'trace-notes' });
+  for (const n of answer.notes) notes.append(el('div', {}, n));
+  const main = el('div', { class: 'trace-main' });
+  const scroller = el('div', { class: 'trace-scroll', 'data-testid': 'trace-scroll' });
+  const spacer = el('div', { class: 'trace-spacer' });
+  const canvas = el('canvas', { 'data-testid': 'trace-canvas' });
+  scroller.append(canvas, spacer);
+  const details = el('aside', { class: 'trace-details', 'data-testid': 'trace-details' });
+  details.append(el('p', { class: 'hint' }, 'click a span or event for its attrs; drag to zoom to a range, double-click to fit'));
+  main.append(scroller, details);
+  root.append(bar, notes, summary, main);
+
+  const all = answer.rows;
+  const globalStart = Math.min(0, ...all.map((r) => r.start));
+  const globalEnd = Math.max(1e-3, ...all.map((r) => r.end));
+  let v0 = globalStart;
+  let v1 = globalEnd;
+  let rows: TraceRow[] = all;
+  let offsets: number[] = [0];
+  let selected: { row: TraceRow; item: TraceItem | null } | null = null;
+  let hits: Array<{ x: number; y: number; w: number; h: number; row: TraceRow; item: TraceItem | null }> = [];
+  let drag: { x0: number; x1: number } | null = null;
+  let frame = 0;
+
+  const rowHeight = (r: TraceRow): number => r.lanes.length * LANE_H + ROW_PAD;
+  const matches = (r: TraceRow, q: string): boolean => {
+    if (!q) return true;
+    const hay = [r.sample_index, r.row, r.status, r.label, r.source, r.trace_id, ...r.request_ids].map((x) => String(x ?? '').toLowerCase());
+    return hay.some((h) => h.includes(q)) || r.items.some((i) => i.name.toLowerCase().includes(q));
+  };
+  const itemVisible = (i: TraceItem): boolean => (attempt.value === '' || i.attempt === Number(attempt.value)) && (nameSel.value === '' || i.name === nameSel.value);
+
+  function refilter(): void {
+    const q = search.value.trim().toLowerCase();
+    rows = all.filter((r) => (status.value === '' || (r.status ?? 'none') === status.value) && matches(r, q) && (attempt.value === '' && nameSel.value === '' ? true : r.items.some(itemVisible)));
+    const key = sort.value;
+    const val = (r: TraceRow): number => (key === 'duration' ? r.end - r.start : key === 'reward' ? (r.reward ?? -Infinity) : r.start);
+    rows = [...rows].sort((a, b) => val(a) - val(b) || a.row - b.row);
+    if (desc.checked) rows.reverse();
+    offsets = [0];
+    for (const r of rows) offsets.push(offsets[offsets.length - 1] + rowHeight(r));
+    summary.textContent = `${rows.length} shown / ${all.length} traced samples${answer.untraced ? ` · ${answer.untraced} without trace` : ''} · rollout ${answer.rollout_id}${answer.evaluation ? ' (eval)' : ''}`;
+    schedule();
+  }
+
+  function schedule(): void {
+    if (!frame) frame = requestAnimationFrame(draw);
+  }
+
+  function draw(): void {
+    frame = 0;
+    const dpr = window.devicePixelRatio || 1;
+    const w = Math.max(320, scroller.clientWidth);
+    const h = Math.max(160, scroller.clientHeight);
+    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+      canvas.style.width = `${w}px`;
+      canvas.style.height = `${h}px`;
+    }
+    const ctx = canvas.getContext('2d');
+    if (!ctx) return;
+    // The canvas stays in view (sticky); the spacer makes the rest of the rows' height scrollable.
+    spacer.style.height = `${Math.max(0, offsets[offsets.length - 1] + AXIS_H - h)}px`;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    ctx.font = '11px system-ui, sans-serif';
+    const plotW = w - LABEL_W;
+    const x = (t: number): number => LABEL_W + ((t - v0) / (v1 - v0)) * plotW;
+    const top = scroller.scrollTop;
+    hits = [];
+    // Binary search the first row in view.
+    let lo = 0;
+    let hi = rows.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (offsets[mid + 1] <= top) lo = mid + 1;
+      else hi = mid;
+    }
+    let drawnRows = 0;
+    let drawnItems = 0;
+    const pdLanes = new Set<string>();
+    for (let i = lo; i < rows.length && offsets[i] - top < h; i++) {
+      const r = rows[i];
+      const y0 = AXIS_H + offsets[i] - top;
+      drawnRows++;
+      ctx.fillStyle = i % 2 ? 'rgba(127,127,127,0.06)' : 'rgba(127,127,127,0.02)';
+      if (selected?.row === r) ctx.fillStyle = 'rgba(181,80,42,0.12)';
+      ctx.fillRect(0, y0, w, rowHeight(r));
+      hits.push({ x: 0, y: y0, w: LABEL_W, h: rowHeight(r), row: r, item: null });
+      ctx.fillStyle = '#444';
+      const label = `#${r.sample_index ?? r.row} ${r.status ?? ''} r=${r.reward ?? '–'}${r.open_spans ? ` ⚠${r.open_spans} open` : ''}${r.orphans ? ` ✗${r.orphans}` : ''}`;
+      ctx.fillText(label, 6, y0 + 12, LABEL_W - 40);
+      r.lanes.forEach((l, li) => {
+        if (!l) return;
+        pdLanes.add(l);
+        ctx.fillStyle = l === '[P]' ? '#2f5f9e' : '#2f7d4f';
+        ctx.fillText(l, LABEL_W - 28, y0 + li * LANE_H + 12);
+      });
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(LABEL_W, y0, plotW, rowHeight(r));
+      ctx.clip();
+      for (const it of r.items) {
+        if (it.end < v0 || it.start > v1) continue;
+        const dim = !itemVisible(it);
+        const ly = y0 + it.lane * LANE_H + 2;
+        const x0 = x(it.start);
+        const xw = Math.max(1, x(it.end) - x0);
+        ctx.globalAlpha = dim ? 0.15 : 1;
+        drawnItems++;
+        if (it.kind === 'point' || it.kind === 'orphan') {
+          const cx = x0;
+          const cy = ly + 6;
+          if (it.kind === 'orphan') {
+            ctx.strokeStyle = '#a12626';
+            ctx.lineWidth = 2;
+            ctx.beginPath();
+            ctx.moveTo(cx - 4, cy - 4);
+            ctx.lineTo(cx + 4, cy + 4);
+            ctx.moveTo(cx + 4, cy - 4);
+            ctx.lineTo(cx - 4, cy + 4);
+            ctx.stroke();
+          } else {
+            ctx.fillStyle = it.orphan_parent ? '#a12626' : `hsl(${hue(it.name)} 70% 28%)`;
+            ctx.beginPath();
+            ctx.moveTo(cx, cy - 5);
+            ctx.lineTo(cx + 4, cy);
+            ctx.lineTo(cx, cy + 5);
+            ctx.lineTo(cx - 4, cy);
+            ctx.closePath();
+            ctx.fill();
+          }
+          hits.push({ x: cx - 5, y: ly, w: 10, h: 12, row: r, item: it });
+        } else if (it.kind === 'pd') {
+          const hh = it.inner ? 6 : 12;
+          const yy = it.inner ? ly + 6 : ly;
+          ctx.fillStyle = PD_COLORS[it.name] ?? '#999';
+          ctx.globalAlpha = (dim ? 0.15 : 1) * (it.inner ? 1 : 0.75);
+          ctx.fillRect(x0, yy, xw, hh);
+          hits.push({ x: x0, y: yy, w: xw, h: hh, row: r, item: it });
+        } else {
+          ctx.fillStyle = `hsl(${hue(it.name)} 55% 50%)`;
+          if (it.kind === 'open') ctx.globalAlpha = dim ? 0.1 : 0.35;
+          ctx.fillRect(x0, ly, xw, 12);
+          if (it.kind === 'open') {
+            ctx.setLineDash([5, 3]);
+            ctx.strokeStyle = '#a64f37';
+            ctx.strokeRect(x0 + 0.5, ly + 0.5, xw - 1, 11);
+            ctx.setLineDash([]);
+          }
+          if (selected?.item === it) {
+            ctx.strokeStyle = '#b5502a';
+            ctx.lineWidth = 2;
+            ctx.strokeRect(x0, ly, xw, 12);
+            ctx.lineWidth = 1;
+          }
+          if (xw > 30) {
+            ctx.globalAlpha = 1;
+            ctx.fillStyle = '#111';
+            const text = it.kind === 'open' ? `${it.name} (open, clipped at ${it.clipped_by})` : it.name;
+            ctx.save();
+            ctx.beginPath();
+            ctx.rect(x0, ly, xw, 12);
+            ctx.clip();
+            ctx.fillText(text, Math.max(x0, LABEL_W) + 3, ly + 10);
+            ctx.restore();
+          }
+          hits.push({ x: x0, y: ly, w: xw, h: 12, row: r, item: it });
+        }
+        ctx.globalAlpha = 1;
+      }
+      ctx.restore();
+    }
+    // Axis.
+    ctx.fillStyle = 'rgba(250,250,248,0.97)';
+    ctx.fillRect(0, 0, w, AXIS_H);
+    ctx.strokeStyle = '#bbb';
+    ctx.beginPath();
+    ctx.moveTo(0, AXIS_H - 0.5);
+    ctx.lineTo(w, AXIS_H - 0.5);
+    ctx.stroke();
+    const step = niceStep(v1 - v0, Math.max(2, plotW / 110));
+    ctx.fillStyle = '#555';
+    for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
+      const tx = x(t);
+      ctx.fillRect(tx, AXIS_H - 6, 1, 6);
+      ctx.fillStyle = 'rgba(0,0,0,0.06)';
+      ctx.fillRect(tx, AXIS_H, 1, h - AXIS_H);
+      ctx.fillStyle = '#555';
+      ctx.fillText(timeMode.value === 'absolute' ? fmtAbs(answer.t0 + t) : fmtRel(t), tx + 2, 14);
+    }
+    ctx.fillText(timeMode.value === 'absolute' ? 'UTC' : `t0 = ${fmtAbs(answer.t0)}`, 6, 14);
+    if (drag) {
+      ctx.fillStyle = 'rgba(59,125,216,0.18)';
+      ctx.fillRect(Math.min(drag.x0, drag.x1), AXIS_H, Math.abs(drag.x1 - drag.x0), h);
+    }
+    canvas.dataset.drawnRows = String(drawnRows);
+    canvas.dataset.drawnItems = String(drawnItems);
+    canvas.dataset.pdLanes = [...pdLanes].sort().join(',');
+    canvas.dataset.view = `${v0.toFixed(6)},${v1.toFixed(6)}`;
+  }
+
+  function timeAt(px: number): number {
+    const plotW = Math.max(1, canvas.clientWidth - LABEL_W);
+    return v0 + ((px - LABEL_W) / plotW) * (v1 - v0);
+  }
+
+  async function showDetails(row: TraceRow, item: TraceItem | null): Promise<void> {
+    selected = { row, item };
+    schedule();
+    details.replaceChildren(el('h3', {}, `sample #${row.sample_index ?? row.row}`));
+    const facts = el('dl');
+    const put = (k: string, v: unknown): void => {
+      facts.append(el('dt', {}, k), el('dd', {}, typeof v === 'string' ? v : JSON.stringify(v)));
+    };
+    put('row', row.row);
+    put('group', row.group_index);
+    put('status', row.status);
+    put('reward', row.reward);
+    put('trace id', row.trace_id);
+    if (row.request_ids.length) put('request ids', row.request_ids.join(', '));
+    details.append(facts);
+    if (host.openSample) {
+      const open = el('button', { type: 'button', 'data-testid': 'trace-open-sample' }, 'open sample conversation and tokens →');
+      open.onclick = () => host.openSample?.(row);
+      details.append(open);
+    }
+    if (!item) return;
+    const d = await host.loadDetails(row.row);
+    const it = d.items[item.id];
+    if (!it || selected?.item !== item) return;
+    details.append(el('h4', {}, `${it.name} (${it.kind})`));
+    const f2 = el('dl', { 'data-testid': 'trace-item-facts' });
+    const add = (k: string, v: unknown): void => {
+      f2.append(el('dt', {}, k), el('dd', {}, typeof v === 'string' ? v : JSON.stringify(v)));
+    };
+    add('start', `${fmtRel(it.start - answer.t0)} (${fmtAbs(it.start)} UTC)`);
+    add('end', it.end === null ? (it.kind === 'open' ? 'never ended' : '—') : `${fmtRel(it.end - answer.t0)} · duration ${fmtRel(it.end - it.start)}`);
+    if (it.clipped_by) add('open span', `no span_end recorded; drawn up to ${it.clipped_by.replace(/_/g, ' ')}`);
+    add('attempt', it.attempt);
+    add('parent', it.parent_name ?? (it.parent_span_id ? `${it.parent_span_id} (not in the trace)` : 'none'));
+    if (it.span_id) add('span id', it.span_id);
+    details.append(f2, el('pre', { class: 'trace-attrs', 'data-testid': 'trace-attrs' }, JSON.stringify(it.attrs, null, 2)));
+  }
+
+  scroller.addEventListener('scroll', schedule);
+  const onResize = (): void => schedule();
+  window.addEventListener('resize', onResize);
+  canvas.addEventListener('mousedown', (e) => {
+    const r = canvas.getBoundingClientRect();
+    const px = e.clientX - r.left;
+    if (px > LABEL_W) drag = { x0: px, x1: px };
+  });
+  window.addEventListener('mousemove', (e) => {
+    if (!drag) return;
+    drag.x1 = Math.max(LABEL_W, e.clientX - canvas.getBoundingClientRect().left);
+    schedule();
+  });
+  const onUp = (e: MouseEvent): void => {
+    if (!drag) return;
+    const d = drag;
+    drag = null;
+    if (Math.abs(d.x1 - d.x0) > 5) {
+      const a = timeAt(Math.min(d.x0, d.x1));
+      const b = timeAt(Math.max(d.x0, d.x1));
+      v0 = a;
+      v1 = Math.max(b, a + 1e-6);
+      schedule();
+      return;
+    }
+    const r = canvas.getBoundingClientRect();
+    clickAt(e.clientX - r.left, e.clientY - r.top);
+  };
+  window.addEventListener('mouseup', onUp);
+  function clickAt(px: number, py: number): void {
+    for (let i = hits.length - 1; i >= 0; i--) {
+      const hb = hits[i];
+      if (px >= hb.x - 1 && px <= hb.x + hb.w + 1 && py >= hb.y && py <= hb.y + hb.h) {
+        void showDetails(hb.row, hb.item);
+        return;
+      }
+    }
+  }
+  canvas.addEventListener('dblclick', () => {
+    v0 = globalStart;
+    v1 = globalEnd;
+    schedule();
+  });
+  canvas.addEventListener(
+    'wheel',
+    (e) => {
+      if (!(e.ctrlKey || e.metaKey || e.altKey)) return;
+      e.preventDefault();
+      const t = timeAt(e.clientX - canvas.getBoundingClientRect().left);
+      const k = e.deltaY < 0 ? 0.8 : 1.25;
+      v0 = t - (t - v0) * k;
+      v1 = t + (v1 - t) * k;
+      schedule();
+    },
+    { passive: false },
+  );
+  fit.onclick = () => {
+    v0 = globalStart;
+    v1 = globalEnd;
+    schedule();
+  };
+  for (const c of [search, status, attempt, nameSel, sort, desc]) c.addEventListener('input', refilter);
+  timeMode.addEventListener('input', schedule);
+  refilter();
+  // Zoom to the first row's extent when a search narrows to one sample is left to the user; fit all here.
+  return {
+    destroy() {
+      window.removeEventListener('resize', onResize);
+      window.removeEventListener('mouseup', onUp);
+      if (frame) cancelAnimationFrame(frame);
+      root.replaceChildren();
+    },
+  };
+}
+
+/** Styles the explorer needs (the standalone page has no app stylesheet). */
+export const EXPLORER_CSS = `
+.trace-explorer{display:flex;flex-direction:column;gap:6px;height:100%;min-height:0;font:13px system-ui,sans-serif}
+.trace-toolbar{display:flex;flex-wrap:wrap;gap:6px;align-items:center}
+.trace-notes{color:#7a5b12;font-size:12px}
+.trace-summary{color:#555;font-size:12px}
+.trace-main{display:flex;gap:8px;flex:1;min-height:0}
+.trace-scroll{position:relative;flex:1;overflow:auto;border:1px solid #ddd;min-height:300px}
+.trace-scroll canvas{position:sticky;top:0;left:0;display:block}
+.trace-spacer{width:1px}
+.trace-details{width:340px;overflow:auto;border:1px solid #ddd;padding:6px 10px;font-size:12px}
+.trace-details dl{display:grid;grid-template-columns:auto 1fr;gap:2px 8px;margin:4px 0}
+.trace-details dt{color:#777}.trace-details dd{margin:0;word-break:break-all}
+.trace-attrs{white-space:pre-wrap;word-break:break-all;background:#f6f6f3;padding:6px;max-height:50vh;overflow:auto}
+`;
