@@ -7,7 +7,8 @@ import { parseArgs } from 'node:util';
 const USAGE = `rlsight — observability for LLM RL post-training runs
 
 Usage:
-  rlsight serve --dump-details DIR [options]   serve a run directory (read-only)
+  rlsight serve --dump-details DIR [options]   serve a run directory (read-only; miles or slime layout)
+  rlsight serve FILE.pt|'GLOB' [options]       serve slime --save-debug-rollout-data files
   rlsight demo [--port N] [--out DIR] [--large]  generate a demo run and serve it
   rlsight trace FILE.pt [--out DIR] [--no-serve]  slime viewer cache + a self-contained trace page
   rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
@@ -197,6 +198,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (command === 'health') return await (await import('./commands/health.ts')).healthCommand(rest);
     if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);
+    if (command === 'serve' && (await import('./commands/serveSlime.ts')).isSlimeServe(rest)) return await (await import('./commands/serveSlime.ts')).serveSlime(rest);
     if (command === 'serve') await serve(parseServeFlags(rest));
     else if (command === 'demo') await demo(rest);
     else if (command === 'trace') return await (await import('./commands/trace.ts')).traceCommand(rest);

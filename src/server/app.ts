@@ -13,6 +13,7 @@ import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
+import { mountTrace } from './trace.ts';
 
 export interface AppOptions {
   /** `--follow`: the app is told to expect growth (`meta.mode`). */
@@ -48,6 +49,7 @@ export function createApp(args: { run: RunSources; options?: AppOptions }): Hono
   mountRollout(app, run);
   const answers = run.answers?.();
   if (answers) mountAnswers(app, answers, { healthSignals: options.healthSignals });
+  mountTrace(app, run);
   mountEvents(app, feed, options.follow ? 'follow' : 'static');
   mountStatic(app, options.staticDir);
   app.notFound((c) => c.json({ detail: 'Not Found' }, 404));

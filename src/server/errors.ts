@@ -1,12 +1,13 @@
 // Maps typed failures to HTTP answers: 503 still writing, 404 missing, 400 bad argument; paths never leak.
 import type { Context } from 'hono';
 import { BadArgument, DumpInconsistent, DumpStillWriting, NotFound } from '../run/errors.ts';
+import { SlimeDumpError } from '../run/slime/dump.ts';
 
 /** Seconds a client should wait before asking again for a dump that is still being written. */
 export const RETRY_AFTER_S = 5;
 
 export interface HttpFailure {
-  status: 400 | 404 | 500 | 503;
+  status: 400 | 404 | 422 | 500 | 503;
   detail: string;
   headers?: Record<string, string>;
 }
@@ -25,6 +26,7 @@ export function scrubPaths(message: string, roots: readonly string[]): string {
 export function classify(err: unknown): HttpFailure | null {
   if (err instanceof BadArgument) return { status: 400, detail: err.message };
   if (err instanceof NotFound) return { status: 404, detail: err.message };
+  if (err instanceof SlimeDumpError) return { status: 422, detail: err.message };
   if (err instanceof DumpStillWriting) {
     return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
   }

@@ -1,0 +1,62 @@
+// `rlsight serve` over a slime run: `--dump-details DIR` with slime's layout, or `FILE.pt|GLOB` for the
+// files a `--save-debug-rollout-data` template wrote.
+import { basename } from 'node:path';
+import { parseArgs } from 'node:util';
+import { looksLikeSlimeDir, SlimeRun } from '../run/slime/run.ts';
+import { OpenSlimeRun } from '../server/slimeRun.ts';
+import { startServer } from '../server/listen.ts';
+
+export const SLIME_SERVE_USAGE = `  rlsight serve FILE.pt|'GLOB' [options]     serve slime rollout dumps (--save-debug-rollout-data files)`;
+
+const OPTIONS = {
+  'dump-details': { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  follow: { type: 'boolean' },
+  'allow-host': { type: 'string', multiple: true },
+  'rollout-num-gpus': { type: 'string' },
+  'eval-datasets': { type: 'string' },
+  'tensor-lru': { type: 'string' },
+  'cache-dir': { type: 'string' },
+  'use-utilization-overview': { type: 'boolean' },
+  'low-mfu-threshold': { type: 'string' },
+} as const;
+
+/** Whether these `serve` arguments name a slime run (a .pt file or glob, or a slime-layout folder). */
+export function isSlimeServe(argv: string[]): boolean {
+  const { values, positionals } = parseArgs({ args: argv, strict: false, allowPositionals: true, options: OPTIONS });
+  if (positionals.length > 0) return true;
+  const dir = values['dump-details'];
+  return typeof dir === 'string' && looksLikeSlimeDir(dir);
+}
+
+export class SlimeServeError extends Error {}
+
+export async function serveSlime(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: OPTIONS });
+  if (positionals.length > 1) throw new SlimeServeError('serve: give one FILE.pt or one quoted GLOB');
+  if (positionals.length === 1 && values['dump-details']) throw new SlimeServeError('serve: give either --dump-details DIR or FILE.pt|GLOB, not both');
+  const spec = positionals[0];
+  const run = spec ? SlimeRun.fromTemplate(spec) : SlimeRun.fromDumpDetails(values['dump-details']!);
+  const ids = await run.rolloutIds();
+  if (ids.train.length + ids.eval.length === 0) throw new SlimeServeError(`serve: no slime rollout dump in ${spec ?? values['dump-details']}${run.warnings().length ? ` (${run.warnings()[0]})` : ''}`);
+  const gpus = values['rollout-num-gpus'] === undefined ? undefined : Number(values['rollout-num-gpus']);
+  if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new SlimeServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
+  const port = values.port === undefined ? 7788 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SlimeServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
+  const name = spec ? basename(spec) : basename(run.root);
+  const sources = new OpenSlimeRun(run, name, {
+    rolloutNumGpus: gpus,
+    evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean),
+  });
+  const host = values.host ?? '127.0.0.1';
+  const server = await startServer(sources, { host, port, follow: values.follow ?? false, allowHosts: (values['allow-host'] as string[] | undefined) ?? [] });
+  console.log(`rlsight serving ${server.url}  (slime run: ${ids.train.length} rollout and ${ids.eval.length} eval dumps)`);
+  for (const w of run.warnings()) console.warn(`warning: ${w}`);
+  await new Promise<void>((done) => {
+    const stop = (): void => void server.close().then(done);
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  return 0;
+}

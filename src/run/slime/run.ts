@@ -1,0 +1,193 @@
+// A slime run: its rollout dumps found on disk (the `--dump-details DIR` layout, or the files a
+// `--save-debug-rollout-data` template wrote), each decoded on demand and kept while unchanged.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { readSlimeDump, rolloutIdFromName, SlimeDumpError, type SlimeDump } from './dump.ts';
+import { isRecord, type SlimeSample } from './sample.ts';
+
+export interface SlimeDumpFile {
+  path: string;
+  /** Shown in answers and errors: relative to the run root. */
+  name: string;
+  /** From the file name; for a template without a placeholder, read from the dump itself. */
+  rolloutId: number | null;
+  evaluation: boolean;
+}
+
+/** `DIR/rollout_data/{id}.pt` and `eval_{id}.pt`: what slime's `--dump-details DIR` writes. */
+export function dumpDetailsFiles(dir: string): SlimeDumpFile[] {
+  const root = resolve(dir);
+  const data = join(root, 'rollout_data');
+  if (!existsSync(data)) return [];
+  const out: SlimeDumpFile[] = [];
+  for (const name of readdirSync(data).sort()) {
+    const m = /^(eval_)?(\d+)\.pt$/.exec(name);
+    if (!m) continue;
+    const path = join(data, name);
+    if (!statSync(path).isFile()) continue;
+    out.push({ path, name: relative(root, path), rolloutId: Number(m[2]), evaluation: m[1] !== undefined });
+  }
+  return out;
+}
+
+function globRegex(pattern: string): RegExp {
+  const esc = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]');
+  return new RegExp(`^${esc}$`);
+}
+
+/**
+ * The files of `rlsight serve FILE.pt|GLOB`: one file (a template without `{rollout_id}` writes only
+ * one), or a glob over one folder (`rollout_*.pt`). Ids come from the names (`rollout_3.pt`,
+ * `rollout_eval_0.pt`); a name without a number is read for its `rollout_id`.
+ */
+export function templateFiles(spec: string): SlimeDumpFile[] {
+  const abs = resolve(spec);
+  const dir = dirname(abs);
+  const pattern = basename(abs);
+  let names: string[];
+  if (/[*?]/.test(pattern)) {
+    if (/[*?]/.test(dir)) throw new SlimeDumpError(spec, 'only the file name may hold * or ?, not the folders');
+    if (!existsSync(dir)) throw new SlimeDumpError(spec, `no such folder: ${dir}`);
+    const re = globRegex(pattern);
+    names = readdirSync(dir).filter((n) => re.test(n)).sort();
+    if (names.length === 0) throw new SlimeDumpError(spec, 'no file matches');
+  } else {
+    if (!existsSync(abs)) throw new SlimeDumpError(spec, 'no such file');
+    names = [pattern];
+  }
+  const out: SlimeDumpFile[] = [];
+  for (const name of names) {
+    const path = join(dir, name);
+    if (!statSync(path).isFile()) continue;
+    const id = rolloutIdFromName(name);
+    out.push({ path, name, rolloutId: id?.id ?? null, evaluation: id?.evaluation ?? false });
+  }
+  return out;
+}
+
+/** Whether a `--dump-details` folder is slime's layout rather than miles' (which adds dashboards and sidecars). */
+export function looksLikeSlimeDir(dir: string): boolean {
+  const root = resolve(dir);
+  if (!existsSync(join(root, 'rollout_data'))) return false;
+  return !['dashboard', 'dashboard_columns', 'trajectory'].some((m) => existsSync(join(root, m)));
+}
+
+interface Cached {
+  stamp: string;
+  dump: SlimeDump;
+}
+
+/** How many decoded dumps stay resident. */
+export const SLIME_DUMPS_KEPT = 8;
+
+export class SlimeRun {
+  private readonly cache = new Map<string, Cached>();
+  private files: SlimeDumpFile[];
+  private readonly problems: string[] = [];
+
+  constructor(
+    /** The run's root folder (answers name files relative to it). */
+    readonly root: string,
+    private readonly discover: () => SlimeDumpFile[],
+  ) {
+    this.files = discover();
+  }
+
+  static fromDumpDetails(dir: string): SlimeRun {
+    const root = resolve(dir);
+    return new SlimeRun(root, () => dumpDetailsFiles(root));
+  }
+
+  static fromTemplate(spec: string): SlimeRun {
+    return new SlimeRun(dirname(resolve(spec)), () => templateFiles(spec));
+  }
+
+  /** Looks for dumps written since the last call. */
+  refresh(): void {
+    this.files = this.discover();
+  }
+
+  warnings(): string[] {
+    return [...this.problems];
+  }
+
+  /** Train and eval rollout ids, ascending. Files named without an id are opened to learn theirs. */
+  async rolloutIds(): Promise<{ train: number[]; eval: number[] }> {
+    const train = new Set<number>();
+    const ev = new Set<number>();
+    for (const f of this.files) {
+      let id = f.rolloutId;
+      if (id === null) {
+        try {
+          id = (await this.read(f)).rolloutId;
+        } catch (err) {
+          this.note(err);
+          continue;
+        }
+      }
+      (f.evaluation ? ev : train).add(id);
+    }
+    const asc = (s: Set<number>): number[] => [...s].sort((a, b) => a - b);
+    return { train: asc(train), eval: asc(ev) };
+  }
+
+  private note(err: unknown): void {
+    const msg = err instanceof Error ? err.message : String(err);
+    if (!this.problems.includes(msg)) this.problems.push(msg);
+  }
+
+  private async read(f: SlimeDumpFile): Promise<SlimeDump> {
+    let st;
+    try {
+      st = statSync(f.path);
+    } catch {
+      throw new SlimeDumpError(f.name, 'no such file (removed since the run was opened)');
+    }
+    const stamp = `${st.size}:${st.mtimeMs}`;
+    const hit = this.cache.get(f.path);
+    if (hit && hit.stamp === stamp) {
+      this.cache.delete(f.path);
+      this.cache.set(f.path, hit);
+      return hit.dump;
+    }
+    const dump = await readSlimeDump(f.path, { name: f.name });
+    if (f.evaluation) dump.evaluation = true;
+    this.cache.set(f.path, { stamp, dump });
+    while (this.cache.size > SLIME_DUMPS_KEPT) this.cache.delete(this.cache.keys().next().value!);
+    return dump;
+  }
+
+  /** The dump of one rollout step, or null when the run has none. */
+  async dump(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
+    for (const f of this.files) {
+      if (f.evaluation !== evaluation) continue;
+      if (f.rolloutId === rolloutId) return this.read(f);
+    }
+    for (const f of this.files) {
+      if (f.evaluation !== evaluation || f.rolloutId !== null) continue;
+      const d = await this.read(f);
+      if (d.rolloutId === rolloutId) return d;
+    }
+    return null;
+  }
+
+  /** Every dump, in id order; unreadable ones are skipped and reported through warnings(). */
+  async allDumps(evaluation: boolean): Promise<SlimeDump[]> {
+    const ids = await this.rolloutIds();
+    const out: SlimeDump[] = [];
+    for (const id of evaluation ? ids.eval : ids.train) {
+      try {
+        const d = await this.dump(id, evaluation);
+        if (d) out.push(d);
+      } catch (err) {
+        this.note(err);
+      }
+    }
+    return out;
+  }
+}
+
+/** A sample by its `Sample.index` (eval indices restart per dataset: the first match wins). */
+export function sampleByIndex(dump: SlimeDump, index: number): SlimeSample | undefined {
+  return dump.samples.find((s) => s.fields.index === index) ?? dump.samples.find((s) => isRecord(s.fields) && Number(s.fields.index) === index);
+}

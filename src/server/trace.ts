@@ -1,0 +1,37 @@
+// `/api/rlsight/trace` (a dump's request traces laid out for the Trace view) and
+// `/api/rlsight/trace/details` (one sample's items with every attr). Runs without traces answer 404.
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import { notFound } from '../queries/errors.ts';
+import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
+import { jsonResponse } from './json.ts';
+import { boolParam, intParam, parseParams } from './params.ts';
+
+/** What a run that holds per-request traces (slime) answers. */
+export interface TraceSources {
+  trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer>;
+  traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails>;
+}
+
+function hasTraces(run: unknown): run is TraceSources {
+  return typeof (run as Partial<TraceSources>).trace === 'function' && typeof (run as Partial<TraceSources>).traceDetails === 'function';
+}
+
+const traceQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false) });
+const detailsQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false), row: intParam });
+
+export function mountTrace(app: Hono, run: unknown): void {
+  const none = (): never => {
+    throw notFound('this run holds no per-request traces (slime rollout dumps carry them)');
+  };
+  app.get('/api/rlsight/trace', async (c) => {
+    const q = parseParams(traceQuery, c.req.query());
+    if (!hasTraces(run)) none();
+    return jsonResponse(c, await (run as TraceSources).trace(q.rollout_id, q.eval));
+  });
+  app.get('/api/rlsight/trace/details', async (c) => {
+    const q = parseParams(detailsQuery, c.req.query());
+    if (!hasTraces(run)) none();
+    return jsonResponse(c, await (run as TraceSources).traceDetails(q.rollout_id, q.eval, q.row));
+  });
+}
