@@ -49,9 +49,10 @@ export function pdSegments(v: Map<string, number>): Segment[] {
   const boot = d('pd_prefill_bootstrap_duration');
   const alloc = d('pd_prefill_alloc_wait_duration');
   const bq = d('pd_prefill_bootstrap_queue_duration') ?? ((boot ?? 0) + (alloc ?? 0) || undefined);
+  const outer = d('pd_prefill_bootstrap_queue_duration') !== undefined;
   put('P', 'pd_prefill_bootstrap_queue_duration', 0, d('pd_prefill_bootstrap_queue_duration'), false);
-  put('P', 'pd_prefill_bootstrap_duration', 0, boot, true);
-  put('P', 'pd_prefill_alloc_wait_duration', boot ?? 0, alloc, true);
+  put('P', 'pd_prefill_bootstrap_duration', 0, boot, outer);
+  put('P', 'pd_prefill_alloc_wait_duration', boot ?? 0, alloc, outer);
   const fwdStart = bq ?? 0;
   const fwd = d('pd_prefill_forward_duration');
   put('P', 'pd_prefill_forward_duration', fwdStart, fwd, false);

@@ -107,8 +107,6 @@ export async function readSlimeDump(path: string, opts: ReadDumpOptions = {}): P
     rolloutId = typeof top.rollout_id === 'number' && Number.isInteger(top.rollout_id) ? top.rollout_id : undefined;
   }
   if (!Array.isArray(list)) throw new SlimeDumpError(name, `"samples" is ${describe(list)}, not a list`);
-  rolloutId ??= fromName?.id;
-  if (rolloutId === undefined) throw new SlimeDumpError(name, 'no rollout_id in the dump and none in the file name');
   const samples: SlimeSample[] = [];
   for (let row = 0; row < list.length; row++) {
     const raw = plainObject(list[row]);
@@ -117,6 +115,8 @@ export async function readSlimeDump(path: string, opts: ReadDumpOptions = {}): P
     for (const [k, v] of Object.entries(raw)) setField(fields, k, toSlimeValue(v));
     samples.push({ row, fields, topPOffsets: await offsetsOf(fields.rollout_top_p_token_offsets, name, row) });
   }
+  rolloutId ??= fromName?.id;
+  if (rolloutId === undefined) throw new SlimeDumpError(name, 'no rollout_id in the dump and none in the file name');
   return { file: name, rolloutId, evaluation: fromName?.evaluation ?? false, samples, warnings };
 }
 
