@@ -1,0 +1,121 @@
+// The server over slime runs: the --dump-details layout and a --save-debug-rollout-data glob.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { SlimeRun } from '../src/run/slime/run.ts';
+import { startServer, type RunningServer } from '../src/server/listen.ts';
+import { OpenSlimeRun } from '../src/server/slimeRun.ts';
+import { fixturePath, readFixtureJson } from './support/fixtures.ts';
+
+const REPO = join(import.meta.dirname, '..');
+
+async function get(server: RunningServer, path: string): Promise<{ status: number; body: any }> {
+  const r = await fetch(new URL(path, server.url));
+  return { status: r.status, body: await r.json() };
+}
+
+describe('serving a slime --dump-details folder', () => {
+  let server: RunningServer;
+  const tmp = mkdtempSync(join(tmpdir(), 'rlsight-slime-serve-'));
+  before(async () => {
+    // A copy, with one more dump that is damaged.
+    mkdirSync(join(tmp, 'rollout_data'), { recursive: true });
+    for (const f of ['0.pt', '1.pt', 'eval_0.pt']) copyFileSync(fixturePath('slime-trace', 'rollout_data', f), join(tmp, 'rollout_data', f));
+    writeFileSync(join(tmp, 'rollout_data', '2.pt'), 'PK\u0003\u0004 truncated');
+    const run = SlimeRun.fromDumpDetails(tmp);
+    server = await startServer(new OpenSlimeRun(run, 'slime-trace', { rolloutNumGpus: 8, evalDatasetNames: ['aime24', 'gsm8k_test'] }), { port: 0 });
+  });
+  after(async () => {
+    await server.close();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('meta lists the steps and slime metric keys; the timeline says slime records none', async () => {
+    const { body } = await get(server, '/api/meta');
+    assert.deepEqual(body.rollout_ids, { train: [0, 1, 2], eval: [0] });
+    assert.ok(body.metric_keys.includes('perf/request/e2e_latency/mean'));
+    assert.ok(body.metric_keys.includes('perf_fixed/request/count'));
+    assert.ok(body.metric_keys.includes('eval/aime24'));
+    assert.equal(body.capabilities.has_timeline, false);
+    const t = await get(server, '/api/timeline/topology');
+    assert.equal(t.status, 404);
+    assert.match(t.body.detail, /slime run records no compute timeline/);
+  });
+
+  it('/api/metrics serves slime perf/ keys with x = rollout id, equal to slime, and the corrected keys', async () => {
+    const keys = ['perf/request/e2e_latency/mean', 'perf/decode/throughput/max', 'rollout/response_len/mean', 'perf_fixed/request/count', 'eval/gsm8k_test'];
+    const { status, body } = await get(server, `/api/metrics?keys=${keys.join(',')}`);
+    assert.equal(status, 200);
+    const g0 = readFixtureJson('slime-trace', 'golden', 'perf_0.json').log_rollout_data.logged;
+    const g1 = readFixtureJson('slime-trace', 'golden', 'perf_1.json').log_rollout_data.logged;
+    for (const k of keys.slice(0, 3)) assert.deepEqual(body[k], { x: [0, 1], y: [g0[k], g1[k]], ts: [] }, k);
+    assert.deepEqual(body['perf_fixed/request/count'].y, [12, 23]);
+    assert.deepEqual(body['eval/gsm8k_test'], { x: [0], y: [0.6666666666666666], ts: [] });
+  });
+
+  it('Rollouts and Sample answers come from the samples', async () => {
+    const s = await get(server, '/api/rollout/0/summary');
+    assert.equal(s.body.rows.length, 12);
+    assert.equal(s.body.rows[0].raw_reward, s.body.rows[0].reward);
+    const g = await get(server, '/api/rollout/0/groups');
+    assert.deepEqual(g.body.rows.map((r: any) => r.group_index), [0, 1, 3]);
+    const m = await get(server, '/api/rollout/0/sample/0/messages');
+    assert.equal(m.body.messages.at(-1).role, 'assistant');
+    const t = await get(server, '/api/rollout/0/sample/0/tokens?start=0&end=10');
+    assert.equal(t.body.token_ids.length, 10);
+    const e = await get(server, '/api/rollout/0/sample/2/messages?eval=1');
+    assert.equal(e.status, 200);
+  });
+
+  it('the trace answers; a damaged dump is a 422 naming the file', async () => {
+    const tr = await get(server, '/api/rlsight/trace?rollout_id=0');
+    assert.equal(tr.status, 200);
+    assert.equal(tr.body.rows.length, 12);
+    const d = await get(server, '/api/rlsight/trace/details?rollout_id=0&row=4');
+    assert.ok(d.body.items.some((i: any) => i.kind === 'pd'));
+    const bad = await get(server, '/api/rlsight/trace?rollout_id=2');
+    assert.equal(bad.status, 422);
+    assert.match(bad.body.detail, /^rollout_data\/2\.pt: not a readable torch dump/);
+    assert.doesNotMatch(bad.body.detail, new RegExp(tmp));
+    const badSummary = await get(server, '/api/rollout/2/summary');
+    assert.equal(badSummary.status, 422);
+    const arg = await get(server, '/api/rlsight/trace?rollout_id=x');
+    assert.equal(arg.status, 400);
+    const missing = await get(server, '/api/rlsight/trace/details?rollout_id=0&row=99');
+    assert.equal(missing.status, 404);
+  });
+});
+
+describe('rlsight serve GLOB (a --save-debug-rollout-data template)', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'rlsight-slime-glob-'));
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('serves rollout_*.pt with the ids and eval flags from the names', async () => {
+    copyFileSync(fixturePath('slime-trace-legacy-pd', 'rollout_data', '0.pt'), join(tmp, 'rollout_0.pt'));
+    copyFileSync(fixturePath('slime-trace-legacy-pd', 'rollout_data', '1.pt'), join(tmp, 'rollout_1.pt'));
+    copyFileSync(fixturePath('slime-trace', 'rollout_data', 'eval_0.pt'), join(tmp, 'rollout_eval_0.pt'));
+    const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src', 'cli.ts'), 'serve', join(tmp, 'rollout_*.pt'), '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((ok, fail) => {
+        let log = '';
+        child.stdout.on('data', (d) => {
+          log += d;
+          const m = /serving (http:\/\/\S+)/.exec(log);
+          if (m) ok(m[1]);
+        });
+        child.stderr.on('data', (d) => (log += d));
+        child.once('exit', (code) => fail(new Error(`exited ${code}: ${log}`)));
+      });
+      const meta = await (await fetch(new URL('/api/meta', url))).json();
+      assert.deepEqual(meta.rollout_ids, { train: [0, 1], eval: [0] });
+      const perf = await (await fetch(new URL('/api/metrics?keys=perf/prefill/forward_duration/mean', url))).json();
+      const g = readFixtureJson('slime-trace-legacy-pd', 'golden', 'perf_0.json').log_rollout_data.logged;
+      assert.equal(perf['perf/prefill/forward_duration/mean'].y[0], g['perf/prefill/forward_duration/mean']);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+});
