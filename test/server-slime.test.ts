@@ -109,9 +109,9 @@ describe('rlsight serve GLOB (a --save-debug-rollout-data template)', () => {
         child.stderr.on('data', (d) => (log += d));
         child.once('exit', (code) => fail(new Error(`exited ${code}: ${log}`)));
       });
-      const meta = await (await fetch(new URL('/api/meta', url))).json();
+      const meta: any = await (await fetch(new URL('/api/meta', url))).json();
       assert.deepEqual(meta.rollout_ids, { train: [0, 1], eval: [0] });
-      const perf = await (await fetch(new URL('/api/metrics?keys=perf/prefill/forward_duration/mean', url))).json();
+      const perf: any = await (await fetch(new URL('/api/metrics?keys=perf/prefill/forward_duration/mean', url))).json();
       const g = readFixtureJson('slime-trace-legacy-pd', 'golden', 'perf_0.json').log_rollout_data.logged;
       assert.equal(perf['perf/prefill/forward_duration/mean'].y[0], g['perf/prefill/forward_duration/mean']);
     } finally {

@@ -11,6 +11,7 @@ import { MetricsView } from './views/metrics/index.tsx';
 import { RolloutsView } from './views/rollouts/index.tsx';
 import { SampleView } from './views/sample/index.tsx';
 import { TimelineView } from './views/timeline/index.tsx';
+import { TraceView } from './views/trace/index.tsx';
 
 export function App() {
   const m = useStore(meta);
@@ -26,7 +27,7 @@ export function App() {
     if (m?.mode === 'follow') startLive();
   }, [m?.mode]);
   useEffect(() => {
-    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample' };
+    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace' };
     document.title = `${names[r.view]} · ${m?.run_name ?? 'rlsight'}`;
   }, [r.view, m?.run_name]);
 
@@ -58,6 +59,9 @@ export function App() {
           </a>
           <a href={sampleHref ?? '#/rollout'} class={r.view === 'sample' ? 'active' : ''}>
             Sample
+          </a>
+          <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : '#/trace'} class={r.view === 'trace' ? 'active' : ''}>
+            Trace
           </a>
         </nav>
         <div class="runinfo">
@@ -110,6 +114,8 @@ export function App() {
           <RolloutsView meta={m} route={r} />
         ) : r.view === 'sample' ? (
           <SampleView meta={m} route={r} />
+        ) : r.view === 'trace' ? (
+          <TraceView meta={m} route={r} />
         ) : (
           <MetricsView meta={m} route={r} />
         )}

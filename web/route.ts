@@ -1,7 +1,7 @@
 // The whole screen state lives in the URL hash: `#/<view path>?<params>`, so every screen is a permalink.
 import { store, useStore } from './store.ts';
 
-export type View = 'metrics' | 'timeline' | 'rollout' | 'sample';
+export type View = 'metrics' | 'timeline' | 'rollout' | 'sample' | 'trace';
 
 export interface Route {
   view: View;
@@ -20,6 +20,11 @@ export function parseHash(hash: string): Route {
   const base = { rolloutId: null, sampleIndex: null, params, invalid: null };
   const int = (s: string | undefined) => (s !== undefined && /^\d+$/.test(s) ? Number(s) : null);
   if (path[0] === 'timeline') return { ...base, view: 'timeline' };
+  if (path[0] === 'trace') {
+    const id = path[1] === undefined ? null : int(path[1]);
+    if (path[1] !== undefined && id === null) return { ...base, view: 'trace', invalid: `“${path[1]}” is not a step number` };
+    return { ...base, view: 'trace', rolloutId: id };
+  }
   if (path[0] === 'rollout') {
     const id = path[1] === undefined ? null : int(path[1]);
     if (path[1] !== undefined && id === null) return { ...base, view: 'rollout', invalid: `“${path[1]}” is not a step number` };

@@ -6,3 +6,4 @@ export type * from './meta.ts';
 export type * from './metrics.ts';
 export type * from './rollout.ts';
 export type * from './timeline.ts';
+export type * from './trace.ts';

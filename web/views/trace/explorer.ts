@@ -38,6 +38,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
 
 function fmtRel(s: number): string {
   const a = Math.abs(s);
+  if (a === 0) return '0';
   if (a < 1) return `${(s * 1000).toFixed(a < 0.01 ? 2 : 1)} ms`;
   if (a < 60) return `${s.toFixed(2)} s`;
   return `${Math.floor(s / 60)}m ${(s % 60).toFixed(1)}s`;
@@ -144,6 +145,10 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, w, h);
     ctx.font = '11px system-ui, sans-serif';
+    // Colours follow the host page (the app is dark, the standalone page light).
+    const ink = getComputedStyle(canvas).color || '#333';
+    const bodyBg = getComputedStyle(document.body).backgroundColor;
+    const paper = !bodyBg || bodyBg === 'rgba(0, 0, 0, 0)' || bodyBg === 'transparent' ? '#fafaf8' : bodyBg;
     const plotW = w - LABEL_W;
     const x = (t: number): number => LABEL_W + ((t - v0) / (v1 - v0)) * plotW;
     const top = scroller.scrollTop;
@@ -167,13 +172,13 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
       if (selected?.row === r) ctx.fillStyle = 'rgba(181,80,42,0.12)';
       ctx.fillRect(0, y0, w, rowHeight(r));
       hits.push({ x: 0, y: y0, w: LABEL_W, h: rowHeight(r), row: r, item: null });
-      ctx.fillStyle = '#444';
+      ctx.fillStyle = ink;
       const label = `#${r.sample_index ?? r.row} ${r.status ?? ''} r=${r.reward ?? '–'}${r.open_spans ? ` ⚠${r.open_spans} open` : ''}${r.orphans ? ` ✗${r.orphans}` : ''}`;
       ctx.fillText(label, 6, y0 + 12, LABEL_W - 40);
       r.lanes.forEach((l, li) => {
         if (!l) return;
         pdLanes.add(l);
-        ctx.fillStyle = l === '[P]' ? '#2f5f9e' : '#2f7d4f';
+        ctx.fillStyle = l === '[P]' ? '#4f8fe0' : '#3fae6f';
         ctx.fillText(l, LABEL_W - 28, y0 + li * LANE_H + 12);
       });
       ctx.save();
@@ -252,7 +257,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
       ctx.restore();
     }
     // Axis.
-    ctx.fillStyle = 'rgba(250,250,248,0.97)';
+    ctx.fillStyle = paper;
     ctx.fillRect(0, 0, w, AXIS_H);
     ctx.strokeStyle = '#bbb';
     ctx.beginPath();
@@ -260,16 +265,16 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     ctx.lineTo(w, AXIS_H - 0.5);
     ctx.stroke();
     const step = niceStep(v1 - v0, Math.max(2, plotW / 110));
-    ctx.fillStyle = '#555';
+    ctx.fillStyle = ink;
     for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
       const tx = x(t);
       ctx.fillRect(tx, AXIS_H - 6, 1, 6);
-      ctx.fillStyle = 'rgba(0,0,0,0.06)';
+      ctx.fillStyle = 'rgba(127,127,127,0.15)';
       ctx.fillRect(tx, AXIS_H, 1, h - AXIS_H);
-      ctx.fillStyle = '#555';
+      ctx.fillStyle = ink;
       ctx.fillText(timeMode.value === 'absolute' ? fmtAbs(answer.t0 + t) : fmtRel(t), tx + 2, 14);
     }
-    ctx.fillText(timeMode.value === 'absolute' ? 'UTC' : `t0 = ${fmtAbs(answer.t0)}`, 6, 14);
+    ctx.fillText(timeMode.value === 'absolute' ? 'UTC time of day' : `0 = ${new Date(answer.t0 * 1000).toISOString().replace('T', ' ').slice(0, 23)} UTC`, 6, 14, LABEL_W - 8);
     if (drag) {
       ctx.fillStyle = 'rgba(59,125,216,0.18)';
       ctx.fillRect(Math.min(drag.x0, drag.x1), AXIS_H, Math.abs(drag.x1 - drag.x0), h);
@@ -405,11 +410,11 @@ export const EXPLORER_CSS = `
 .trace-notes{color:#7a5b12;font-size:12px}
 .trace-summary{color:#555;font-size:12px}
 .trace-main{display:flex;gap:8px;flex:1;min-height:0}
-.trace-scroll{position:relative;flex:1;overflow:auto;border:1px solid #ddd;min-height:300px}
+.trace-scroll{position:relative;flex:1;overflow:auto;border:1px solid rgba(127,127,127,0.35);min-height:300px}
 .trace-scroll canvas{position:sticky;top:0;left:0;display:block}
 .trace-spacer{width:1px}
-.trace-details{width:340px;overflow:auto;border:1px solid #ddd;padding:6px 10px;font-size:12px}
+.trace-details{width:340px;overflow:auto;border:1px solid rgba(127,127,127,0.35);padding:6px 10px;font-size:12px}
 .trace-details dl{display:grid;grid-template-columns:auto 1fr;gap:2px 8px;margin:4px 0}
 .trace-details dt{color:#777}.trace-details dd{margin:0;word-break:break-all}
-.trace-attrs{white-space:pre-wrap;word-break:break-all;background:#f6f6f3;padding:6px;max-height:50vh;overflow:auto}
+.trace-attrs{white-space:pre-wrap;word-break:break-all;background:rgba(127,127,127,0.12);color:inherit;padding:6px;max-height:50vh;overflow:auto}
 `;

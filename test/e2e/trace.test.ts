@@ -1,0 +1,126 @@
+// The Trace view in headless Chromium over both slime fixtures: rows, [P]/[D] lanes, filter, sort,
+// search, zoom, details, the open-span reason and the click-through to the sample.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { fixturePath } from '../support/fixtures.ts';
+import { ensureWebBuilt, hasChromium, hashPath, launch, openPage, REPO, screenshot } from './harness.ts';
+
+declare const document: any;
+
+async function serveSlime(dir: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', dir, '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = await new Promise<string>((ok, fail) => {
+    let log = '';
+    const t = setTimeout(() => fail(new Error(`server did not start: ${log}`)), 60_000);
+    child.stdout!.on('data', (d) => {
+      log += d;
+      const m = /serving (http:\/\/\S+)/.exec(log);
+      if (m) {
+        clearTimeout(t);
+        ok(m[1]);
+      }
+    });
+    child.stderr!.on('data', (d) => (log += d));
+    child.once('exit', (code) => fail(new Error(`server exited ${code}: ${log}`)));
+  });
+  return { url, child };
+}
+
+const LABEL_W = 190;
+const AXIS_H = 26;
+const LANE_H = 16;
+
+async function canvasState(page: import('playwright-core').Page): Promise<Record<string, string>> {
+  return page.evaluate(() => ({ ...document.querySelector('[data-testid=trace-canvas]').dataset }));
+}
+
+describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let browser: Browser;
+  const servers: ChildProcess[] = [];
+  before(async () => {
+    ensureWebBuilt();
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    for (const c of servers) c.kill('SIGTERM');
+  });
+
+  it('current layout: rows, [P]/[D] lanes, filter, sort, search, zoom, details', async () => {
+    const s = await serveSlime(fixturePath('slime-trace'));
+    servers.push(s.child);
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${s.url}#/trace/0`);
+    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    let st = await canvasState(page);
+    assert.equal(st.drawnRows, '12');
+    assert.equal(st.pdLanes, '[D],[P]');
+    await screenshot(page, 'trace-current');
+    // Status filter: one truncated sample.
+    await page.selectOption('[data-testid=trace-status]', 'truncated');
+    await page.waitForFunction(() => document.querySelector('[data-testid=trace-canvas]').dataset.drawnRows === '1');
+    await page.selectOption('[data-testid=trace-status]', '');
+    // Search by SGLang request id: the one sample that made that request.
+    const answer: any = await (await fetch(new URL('/api/rlsight/trace?rollout_id=0', s.url))).json();
+    const target = answer.rows.find((r: any) => r.sample_index === 5);
+    await page.fill('[data-testid=trace-search]', target.request_ids[0]);
+    await page.waitForFunction(() => document.querySelector('[data-testid=trace-canvas]').dataset.drawnRows === '1');
+    assert.match(await page.textContent('[data-testid=trace-summary]') ?? '', /^1 shown \/ 12 traced samples/);
+    await page.fill('[data-testid=trace-search]', '');
+    // Sort by duration, longest first: the first row drawn is the longest sample.
+    await page.selectOption('[data-testid=trace-sort]', 'duration');
+    await page.check('[data-testid=trace-desc]');
+    await page.waitForTimeout(100);
+    // Zoom: drag over the first tenth of the axis.
+    const box = (await page.locator('[data-testid=trace-canvas]').boundingBox())!;
+    const before = (await canvasState(page)).view.split(',').map(Number);
+    await page.mouse.move(box.x + LABEL_W + 10, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + LABEL_W + 10 + (box.width - LABEL_W) / 10, box.y + 60, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForTimeout(100);
+    const zoomed = (await canvasState(page)).view.split(',').map(Number);
+    assert.ok(zoomed[1] - zoomed[0] < (before[1] - before[0]) / 5, `zoomed ${zoomed} from ${before}`);
+    await page.click('[data-testid=trace-fit]');
+    // Details: click the first span of the first row (generate_and_rm_group at lane 0).
+    st = await canvasState(page);
+    await page.mouse.click(box.x + LABEL_W + 4, box.y + AXIS_H + 8);
+    await page.waitForSelector('[data-testid=trace-attrs]');
+    assert.match(await page.textContent('[data-testid=trace-attrs]') ?? '', /start_attrs/);
+    await screenshot(page, 'trace-current-details');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('legacy flat PD: [P]/[D] lanes, the open span and its reason, click-through to the sample', async () => {
+    const s = await serveSlime(fixturePath('slime-trace-legacy-pd'));
+    servers.push(s.child);
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${s.url}#/trace/1`);
+    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    assert.equal((await canvasState(page)).pdLanes, '[D],[P]');
+    // Narrow to sample 14 (the cancelled tool call) and click its open span.
+    await page.fill('[data-testid=trace-search]', 'tool_execution');
+    await page.waitForFunction(() => document.querySelector('[data-testid=trace-canvas]').dataset.drawnRows === '1');
+    const answer: any = await (await fetch(new URL('/api/rlsight/trace?rollout_id=1', s.url))).json();
+    const row = answer.rows.find((r: any) => r.sample_index === 14);
+    const open = row.items.find((i: any) => i.kind === 'open');
+    const [v0, v1] = (await canvasState(page)).view.split(',').map(Number);
+    const box = (await page.locator('[data-testid=trace-canvas]').boundingBox())!;
+    const x = LABEL_W + ((open.start + open.end) / 2 - v0) / (v1 - v0) * (box.width - LABEL_W);
+    await page.mouse.click(box.x + x, box.y + AXIS_H + open.lane * LANE_H + 8);
+    await page.waitForSelector('[data-testid=trace-item-facts]');
+    const facts = (await page.textContent('[data-testid=trace-item-facts]')) ?? '';
+    assert.match(facts, /no span_end recorded; drawn up to ancestor end/);
+    await screenshot(page, 'trace-legacy-open-span');
+    await page.click('[data-testid=trace-open-sample]');
+    await page.waitForFunction(() => location.hash.startsWith('#/rollout/1/sample/14'));
+    assert.equal(hashPath(page), '#/rollout/1/sample/14');
+    await page.waitForSelector('[data-testid=sample-title]');
+    assert.deepEqual(w.problems(), []);
+  });
+});

@@ -1,0 +1,69 @@
+// Trace: one rollout dump's per-request traces (slime), drawn by the shared trace explorer; a sample's
+// row links to its conversation and tokens. Runs without traces say so.
+import { useEffect, useRef } from 'preact/hooks';
+import { ApiError, getJson } from '../../api.ts';
+import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
+import { href, navigate, type Route } from '../../route.ts';
+import type { Meta, TraceAnswer, TraceDetails } from '../../../src/wire/index.ts';
+import { useApi } from '../../useApi.ts';
+import { EXPLORER_CSS, mountTraceExplorer } from './explorer.ts';
+
+let styled = false;
+
+export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
+  const evaluation = route.params.get('eval') === '1';
+  const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
+  const id = route.rolloutId ?? ids.at(-1) ?? null;
+  const answer = useApi<TraceAnswer>(id === null ? null : `${id}|${evaluation}`, (signal) => getJson<TraceAnswer>('rlsight/trace', { rollout_id: id, eval: evaluation }, signal));
+  const host = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!styled) {
+      const s = document.createElement('style');
+      s.textContent = EXPLORER_CSS;
+      document.head.append(s);
+      styled = true;
+    }
+  }, []);
+  useEffect(() => {
+    if (!answer.data || !host.current || id === null) return;
+    const cache = new Map<number, Promise<TraceDetails>>();
+    const mounted = mountTraceExplorer(host.current, answer.data, {
+      loadDetails: (row) => {
+        let p = cache.get(row);
+        if (!p) cache.set(row, (p = getJson<TraceDetails>('rlsight/trace/details', { rollout_id: id, eval: evaluation, row })));
+        return p;
+      },
+      openSample: (row) => {
+        if (row.sample_index !== null) navigate(href(`/rollout/${id}/sample/${row.sample_index}`, { eval: evaluation }));
+      },
+    });
+    return () => mounted.destroy();
+  }, [answer.data, id, evaluation]);
+
+  if (id === null) return <Empty>No rollout dumps in this run, so there are no traces to show.</Empty>;
+  if (answer.error instanceof ApiError && answer.error.status === 404 && /no per-request traces/.test(answer.error.detail)) {
+    return <Empty>This run holds no per-request traces: they come from slime rollout dumps (each sample's trace of spans and events).</Empty>;
+  }
+  return (
+    <div class="trace-view" style={{ display: 'flex', flexDirection: 'column', height: 'calc(100vh - 70px)' }}>
+      <div class="toolbar">
+        <strong>{evaluation ? 'Eval step' : 'Step'}</strong>
+        {ids.map((r) => (
+          <a key={r} href={href(`/trace/${r}`, { eval: evaluation })} class={r === id ? 'active' : ''} style={{ marginLeft: '6px' }}>
+            {r}
+          </a>
+        ))}
+        {meta.rollout_ids.eval.length > 0 && (
+          <a href={href(`/trace${evaluation ? '' : `/${meta.rollout_ids.eval.at(-1)}`}`, { eval: !evaluation })} style={{ marginLeft: '12px' }}>
+            {evaluation ? 'train steps' : 'eval steps'}
+          </a>
+        )}
+        <a href={`./api/rlsight/export/perfetto?rollout_id=${id}${evaluation ? '&eval=1' : ''}`} download style={{ marginLeft: 'auto' }} data-testid="perfetto-download">
+          download Perfetto trace
+        </a>
+      </div>
+      {answer.error ? <ErrorNote error={answer.error} /> : !answer.data ? <Loading what="traces" /> : null}
+      <div ref={host} style={{ flex: 1, minHeight: 0, display: answer.data ? 'flex' : 'none' }} data-testid="trace-view" />
+    </div>
+  );
+}
