@@ -9,6 +9,7 @@ import { fixturePath } from '../support/fixtures.ts';
 import { ensureWebBuilt, hasChromium, hashPath, launch, openPage, REPO, screenshot } from './harness.ts';
 
 declare const document: any;
+declare const location: any;
 
 async function serveSlime(dir: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', dir, '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
