@@ -16,6 +16,7 @@ Usage:
   rlsight export metrics --dump-details DIR --format csv|parquet --out FILE   every key, one row per step
   rlsight export rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE
   rlsight export tensorboard --dump-details DIR --out LOGDIR       events.out.tfevents.* scalars
+  rlsight export perfetto --dump-details DIR [--t0 T --t1 T] --out FILE   Chrome trace-event JSON for ui.perfetto.dev
   rlsight --help
 
 serve options:

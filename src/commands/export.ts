@@ -7,6 +7,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
 import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand } from './common.ts';
+import { perfettoExport } from './exportPerfetto.ts';
 
 export interface ExportKind {
   /** One usage line (after `rlsight export`). */
@@ -99,7 +100,7 @@ const tensorboard: ExportKind = {
   },
 };
 
-export const EXPORTS: Record<string, ExportKind> = { metrics, rollout, tensorboard };
+export const EXPORTS: Record<string, ExportKind> = { metrics, rollout, tensorboard, perfetto: perfettoExport };
 
 export function exportUsage(): string {
   return Object.entries(EXPORTS)

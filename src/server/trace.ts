@@ -5,7 +5,9 @@ import { z } from 'zod';
 import { notFound } from '../queries/errors.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { jsonResponse } from './json.ts';
-import { boolParam, intParam, parseParams } from './params.ts';
+import { boolParam, checkWindow, floatParam, intParam, parseParams } from './params.ts';
+import { perfettoForRun } from './perfetto.ts';
+import type { RunSources } from './sources.ts';
 
 /** What a run that holds per-request traces (slime) answers. */
 export interface TraceSources {
@@ -19,19 +21,29 @@ function hasTraces(run: unknown): run is TraceSources {
 
 const traceQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false) });
 const detailsQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false), row: intParam });
+const perfettoQuery = z.object({ t0: floatParam.optional(), t1: floatParam.optional(), rollout_id: intParam.optional(), eval: boolParam.default(false) });
 
-export function mountTrace(app: Hono, run: unknown): void {
+export function mountTrace(app: Hono, run: RunSources): void {
   const none = (): never => {
     throw notFound('this run holds no per-request traces (slime rollout dumps carry them)');
   };
   app.get('/api/rlsight/trace', async (c) => {
     const q = parseParams(traceQuery, c.req.query());
     if (!hasTraces(run)) none();
-    return jsonResponse(c, await (run as TraceSources).trace(q.rollout_id, q.eval));
+    return jsonResponse(c, await (run as unknown as TraceSources).trace(q.rollout_id, q.eval));
   });
   app.get('/api/rlsight/trace/details', async (c) => {
     const q = parseParams(detailsQuery, c.req.query());
     if (!hasTraces(run)) none();
-    return jsonResponse(c, await (run as TraceSources).traceDetails(q.rollout_id, q.eval, q.row));
+    return jsonResponse(c, await (run as unknown as TraceSources).traceDetails(q.rollout_id, q.eval, q.row));
+  });
+  // The Perfetto download: one window (or one dump's traces) as Chrome trace-event JSON.
+  app.get('/api/rlsight/export/perfetto', async (c) => {
+    const q = parseParams(perfettoQuery, c.req.query());
+    if (q.t0 !== undefined && q.t1 !== undefined) checkWindow(q.t0, q.t1);
+    const trace = await perfettoForRun(run, { t0: q.t0, t1: q.t1, rolloutId: q.rollout_id, evaluation: q.eval });
+    const name = q.rollout_id !== undefined ? `${q.eval ? 'eval_' : ''}${q.rollout_id}.perfetto.json` : 'run.perfetto.json';
+    c.header('Content-Disposition', `attachment; filename="${name}"`);
+    return jsonResponse(c, trace);
   });
 }

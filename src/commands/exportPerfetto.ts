@@ -1,0 +1,66 @@
+// `rlsight export perfetto --dump-details DIR [--t0 T --t1 T] --out FILE`: one window of the run as Chrome
+// trace-event JSON for ui.perfetto.dev.
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { looksLikeSlimeDir, SlimeRun } from '../run/slime/run.ts';
+import { perfettoForRun } from '../server/perfetto.ts';
+import { OpenSlimeRun } from '../server/slimeRun.ts';
+import type { RunSources } from '../server/sources.ts';
+import { CommandUsageError, requireFlag } from './common.ts';
+import type { ExportKind } from './export.ts';
+
+/** Perfetto's UI loads traces up to about this size; a bigger export must be cut into windows. */
+export const PERFETTO_MAX_BYTES = 500 * 2 ** 20;
+
+function floatFlag(raw: string | undefined, flag: string): number | undefined {
+  if (raw === undefined) return undefined;
+  const v = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(v)) throw new CommandUsageError(`--${flag}: expected a number (epoch seconds), got '${raw}'`);
+  return v;
+}
+
+export async function openAnyRun(dir: string): Promise<{ run: RunSources; close(): Promise<void> }> {
+  const abs = resolve(dir);
+  try {
+    if (!statSync(abs).isDirectory()) throw new Error();
+  } catch {
+    throw new CommandUsageError(`--dump-details: no such directory: ${dir}`);
+  }
+  if (looksLikeSlimeDir(abs)) return { run: new OpenSlimeRun(SlimeRun.fromDumpDetails(abs), abs), close: async () => {} };
+  const { openRun } = await import('../server/run.ts');
+  const run = await openRun(abs);
+  return {
+    run,
+    async close() {
+      run.store.close();
+      await run.dumps.close();
+    },
+  };
+}
+
+export const perfettoExport: ExportKind = {
+  usage: 'perfetto --dump-details DIR [--t0 T --t1 T] --out FILE     Chrome trace-event JSON for ui.perfetto.dev',
+  async run(argv) {
+    const { values: v } = parseArgs({ args: argv, strict: true, options: { 'dump-details': { type: 'string' }, t0: { type: 'string' }, t1: { type: 'string' }, out: { type: 'string' } } });
+    const dir = requireFlag(v['dump-details'], 'dump-details');
+    const out = resolve(requireFlag(v.out, 'out'));
+    const t0 = floatFlag(v.t0, 't0');
+    const t1 = floatFlag(v.t1, 't1');
+    if (t0 !== undefined && t1 !== undefined && t1 <= t0) throw new CommandUsageError(`--t1 must be after --t0`);
+    const { writeWhole } = await import('./export.ts');
+    const opened = await openAnyRun(dir);
+    try {
+      const trace = await perfettoForRun(opened.run, { t0, t1 });
+      const bytes = new TextEncoder().encode(JSON.stringify(trace));
+      if (bytes.length > PERFETTO_MAX_BYTES) {
+        throw new CommandUsageError(`the export would be ${(bytes.length / 2 ** 20).toFixed(0)} MB, above the ~500 MB Perfetto loads; give a narrower --t0/--t1 window`);
+      }
+      writeWhole(out, bytes);
+      console.log(`wrote ${trace.traceEvents.length} trace events (${(bytes.length / 2 ** 20).toFixed(2)} MB) to ${out}; open it at https://ui.perfetto.dev`);
+      return 0;
+    } finally {
+      await opened.close();
+    }
+  },
+};

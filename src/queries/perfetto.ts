@@ -1,0 +1,141 @@
+// Chrome trace-event JSON (what ui.perfetto.dev and chrome://tracing open) from a run's answers: request
+// traces as async slices, point events as instants, prefill/decode segments as async slices of their own,
+// compute phases per GPU as complete slices, GPU utilisation and engine series as counter tracks, and
+// process/thread names as metadata. Times are epoch microseconds.
+import type { EngineSeries, Phase, GpuAnswer } from '../wire/timeline.ts';
+import type { TraceAnswer } from '../wire/trace.ts';
+
+export type TraceEventPhase = 'b' | 'e' | 'n' | 'i' | 'X' | 'C' | 'M';
+
+export interface TraceEvent {
+  name: string;
+  ph: TraceEventPhase;
+  /** Microseconds; metadata events carry 0. */
+  ts: number;
+  pid: number;
+  tid: number;
+  cat?: string;
+  /** Async events: begin and end of one slice share it. */
+  id?: string;
+  dur?: number;
+  /** Instants: `t` (thread) scope. */
+  s?: 't' | 'p' | 'g';
+  args?: Record<string, unknown>;
+}
+
+export interface ChromeTrace {
+  traceEvents: TraceEvent[];
+  displayTimeUnit: 'ms';
+  otherData: Record<string, string | number>;
+}
+
+export interface PerfettoInputs {
+  /** Request traces of rollout dumps (slime). */
+  traces?: TraceAnswer[];
+  phases?: Phase[];
+  gpu?: GpuAnswer;
+  /** Engine series by metric name. */
+  engine?: Record<string, EngineSeries[]>;
+  /** Only what overlaps [t0, t1] (epoch seconds) is written. */
+  t0?: number;
+  t1?: number;
+  title?: string;
+}
+
+const us = (s: number): number => Math.round(s * 1e6);
+
+/** The trace for one window. Process ids: 1.. GPU nodes, then the engines, then one per rollout dump. */
+export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
+  const events: TraceEvent[] = [];
+  const t0 = inputs.t0 ?? -Infinity;
+  const t1 = inputs.t1 ?? Infinity;
+  const inWindow = (a: number, b: number): boolean => b >= t0 && a <= t1;
+  let nextPid = 1;
+  const meta = (pid: number, tid: number | null, name: string, sortIndex?: number): void => {
+    if (tid === null) {
+      events.push({ name: 'process_name', ph: 'M', ts: 0, pid, tid: 0, args: { name } });
+      if (sortIndex !== undefined) events.push({ name: 'process_sort_index', ph: 'M', ts: 0, pid, tid: 0, args: { sort_index: sortIndex } });
+    } else events.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid, args: { name } });
+  };
+
+  // Compute timeline: one process per node, one thread per GPU.
+  const nodes = new Map<string, number>();
+  const named = new Set<string>();
+  const nodePid = (node: string): number => {
+    let pid = nodes.get(node);
+    if (pid === undefined) {
+      nodes.set(node, (pid = nextPid++));
+      meta(pid, null, `node ${node}`, pid);
+    }
+    return pid;
+  };
+  const gpuThread = (node: string, gpu: number, rank?: number): [number, number] => {
+    const pid = nodePid(node);
+    const tid = gpu + 1;
+    const key = `${node}:${gpu}`;
+    if (!named.has(key)) {
+      named.add(key);
+      meta(pid, tid, `gpu ${gpu}${rank !== undefined ? ` (rank ${rank})` : ''}`);
+    }
+    return [pid, tid];
+  };
+  for (const p of inputs.phases ?? []) {
+    if (!inWindow(p.t0, p.t1)) continue;
+    const [pid, tid] = gpuThread(p.node, p.gpu, p.rank);
+    events.push({ name: p.name, ph: 'X', ts: us(p.t0), dur: Math.max(0, us(p.t1) - us(p.t0)), pid, tid, cat: 'phase', args: { rank: p.rank, role: p.role } });
+  }
+  for (const [key, series] of Object.entries(inputs.gpu?.lanes ?? {})) {
+    const cut = key.lastIndexOf(':');
+    const node = key.slice(0, cut);
+    const gpu = Number(key.slice(cut + 1));
+    const pid = nodePid(node);
+    for (let i = 0; i < series.ts.length; i++) {
+      const t = series.ts[i];
+      if (t < t0 || t > t1 || !Number.isFinite(series.util[i])) continue;
+      events.push({ name: `gpu ${gpu} util %`, ph: 'C', ts: us(t), pid, tid: 0, args: { util: series.util[i] } });
+    }
+  }
+  const engineEntries = Object.entries(inputs.engine ?? {});
+  if (engineEntries.length) {
+    const pid = nextPid++;
+    meta(pid, null, 'SGLang engines', pid);
+    for (const [metric, list] of engineEntries) {
+      for (const s of list) {
+        for (let i = 0; i < s.ts.length; i++) {
+          const v = s.value[i];
+          if (s.ts[i] < t0 || s.ts[i] > t1 || v === null || !Number.isFinite(v)) continue;
+          events.push({ name: `${metric} ${s.addr}`, ph: 'C', ts: us(s.ts[i]), pid, tid: 0, args: { value: v } });
+        }
+      }
+    }
+  }
+
+  // Request traces: one process per dump, one thread per sample; every span an async slice.
+  let sliceId = 0;
+  for (const tr of inputs.traces ?? []) {
+    const pid = nextPid++;
+    meta(pid, null, `${tr.evaluation ? 'eval ' : ''}rollout ${tr.rollout_id} requests`, pid);
+    for (const row of tr.rows) {
+      if (!inWindow(tr.t0 + row.start, tr.t0 + row.end)) continue;
+      const tid = row.row + 1;
+      meta(pid, tid, `sample #${row.sample_index ?? row.row}${row.group_index !== null ? ` g${row.group_index}` : ''} ${row.status ?? ''}`.trim());
+      for (const it of row.items) {
+        const a = tr.t0 + it.start;
+        const b = tr.t0 + it.end;
+        if (!inWindow(a, b)) continue;
+        if (it.kind === 'point' || it.kind === 'orphan') {
+          events.push({ name: it.kind === 'orphan' ? `${it.name} (end without start)` : it.name, ph: 'i', s: 't', ts: us(a), pid, tid, cat: it.kind, args: { attempt: it.attempt } });
+          continue;
+        }
+        const id = `0x${(++sliceId).toString(16)}`;
+        const name = it.kind === 'pd' ? `[${it.role}] ${it.name}` : it.name;
+        const cat = it.kind === 'pd' ? 'pd' : it.kind === 'open' ? 'open_span' : 'span';
+        const args: Record<string, unknown> = { attempt: it.attempt, sample_index: row.sample_index };
+        if (it.clipped_by) args.clipped_by = it.clipped_by;
+        events.push({ name, ph: 'b', ts: us(a), pid, tid, cat, id, args });
+        events.push({ name, ph: 'e', ts: Math.max(us(a), us(b)), pid, tid, cat, id });
+      }
+    }
+  }
+  return { traceEvents: events, displayTimeUnit: 'ms', otherData: { producer: 'rlsight', ...(inputs.title ? { title: inputs.title } : {}) } };
+}

@@ -1,0 +1,52 @@
+// Gathers what a Perfetto export of one window holds from an open run's answers (the compute timeline of
+// a miles run; the request traces of a slime run), then lays it out as Chrome trace-event JSON.
+import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from '../queries/perfetto.ts';
+import type { EngineSeries } from '../wire/timeline.ts';
+import type { TraceAnswer } from '../wire/trace.ts';
+import type { RunSources } from './sources.ts';
+import type { TraceSources } from './trace.ts';
+
+export interface PerfettoWindow {
+  t0?: number;
+  t1?: number;
+  /** One dump's traces only (the Trace view's download); all dumps when absent. */
+  rolloutId?: number;
+  evaluation?: boolean;
+}
+
+/** Engine series points per series in an export (a window's worth, as the timeline overlays ask). */
+export const PERFETTO_ENGINE_POINTS = 2000;
+/** GPU samples per lane in an export. */
+export const PERFETTO_GPU_POINTS = 20000;
+
+function traceSource(run: RunSources): TraceSources | null {
+  const r = run as Partial<TraceSources>;
+  return typeof r.trace === 'function' && typeof r.traceDetails === 'function' ? (r as TraceSources) : null;
+}
+
+export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): Promise<ChromeTrace> {
+  const meta = await run.meta();
+  const inputs: PerfettoInputs = { t0: w.t0, t1: w.t1, title: meta.run_name ?? undefined };
+  if (meta.has_timeline) {
+    inputs.phases = (await run.phases({ t0: w.t0, t1: w.t1 })).phases;
+    inputs.gpu = await run.gpu({ t0: w.t0, t1: w.t1, maxPoints: PERFETTO_GPU_POINTS });
+  }
+  if (meta.has_engine_series) {
+    const engine: Record<string, EngineSeries[]> = {};
+    for (const metric of meta.engine_metric_keys) {
+      engine[metric] = (await run.engineSeries({ metric, t0: w.t0, t1: w.t1, maxPoints: PERFETTO_ENGINE_POINTS, perDpRank: false })).series;
+    }
+    inputs.engine = engine;
+  }
+  const traces = traceSource(run);
+  if (traces) {
+    const list: TraceAnswer[] = [];
+    const wanted =
+      w.rolloutId !== undefined
+        ? [{ id: w.rolloutId, evaluation: w.evaluation ?? false }]
+        : [...meta.rollout_ids.train.map((id) => ({ id, evaluation: false })), ...meta.rollout_ids.eval.map((id) => ({ id, evaluation: true }))];
+    for (const { id, evaluation } of wanted) list.push(await traces.trace(id, evaluation));
+    inputs.traces = list;
+  }
+  return perfettoTrace(inputs);
+}
