@@ -95,7 +95,7 @@ test('compute timeline: phases as slices, GPU util and engine series as counters
       { name: 'log_probs', t0: 95, t1: 100, node: '10.0.0.1', gpu: 1, rank: 1, role: 'train' },
     ],
     gpu: { lanes: { '10.0.0.1:0': { ts: [100, 101, 102], util: [50, NaN, 70], mem_mb: [1, 1, 1], power_w: [1, 1, 1] } } },
-    engine: { sglang_num_running_reqs: [{ addr: 'http://10.0.0.2:30000', labels: {}, ts: [100, 101], value: [3, null] }] },
+    engine: { sglang_num_running_reqs: [{ addr: 'http://10.0.0.2:30000', labels: {}, ts: [100, 101], value: [3, NaN] }] },
   });
   const counts = checkSchema(trace);
   assert.equal(counts.X, 2);
