@@ -30,6 +30,7 @@ serve options:
   --use-utilization-overview    always show the fleet overview instead of per-GPU lanes
   --low-mfu-threshold X         MFU advisory threshold, 0 disables (default 0.15)
   --allow-host NAME             also answer requests for this Host name (repeatable)
+  --prometheus URL              engine series from this Prometheus when the run scraped none
   --health-config FILE          health-board thresholds (JSON: {"signal": {"warn": x, "fire": y}})
 
 demo options:
@@ -54,6 +55,8 @@ export interface ServeFlags {
   lowMfuThreshold: number;
   allowHosts: string[];
   healthConfig?: string;
+  /** `--prometheus URL`: engine series from Prometheus when the run has none. */
+  prometheus?: string;
 }
 
 function numberFlag(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min?: number; max?: number } = {}): number {
@@ -102,6 +105,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
       'low-mfu-threshold': { type: 'string' },
       'allow-host': { type: 'string', multiple: true },
       'health-config': { type: 'string' },
+      prometheus: { type: 'string' },
     },
   });
   if (!values['dump-details']) throw new UsageError('--dump-details DIR is required');
@@ -117,6 +121,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     lowMfuThreshold: numberFlag('low-mfu-threshold', values['low-mfu-threshold'], 0.15, { min: 0 }),
     allowHosts: values['allow-host'] ?? [],
     healthConfig: values['health-config'],
+    prometheus: values.prometheus,
   };
 }
 
@@ -146,7 +151,8 @@ async function serve(flags: ServeFlags): Promise<void> {
       throw new UsageError((e as Error).message);
     }
   })();
-  const server = await startServer(run, {
+  const served = flags.prometheus ? await (await import('./server/prometheusRun.ts')).prometheusFor(run, flags.prometheus) : run;
+  const server = await startServer(served, {
     healthSignals,
     host: flags.host,
     port: flags.port,

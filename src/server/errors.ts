@@ -2,6 +2,7 @@
 import type { Context } from 'hono';
 import { BadArgument, DumpInconsistent, DumpStillWriting, NotFound } from '../run/errors.ts';
 import { SlimeDumpError } from '../run/slime/dump.ts';
+import { PrometheusUnavailable } from '../run/prometheus/engineSource.ts';
 
 /** Seconds a client should wait before asking again for a dump that is still being written. */
 export const RETRY_AFTER_S = 5;
@@ -27,6 +28,7 @@ export function classify(err: unknown): HttpFailure | null {
   if (err instanceof BadArgument) return { status: 400, detail: err.message };
   if (err instanceof NotFound) return { status: 404, detail: err.message };
   if (err instanceof SlimeDumpError) return { status: 422, detail: err.message };
+  if (err instanceof PrometheusUnavailable) return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
   if (err instanceof DumpStillWriting) {
     return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
   }
