@@ -60,6 +60,9 @@ describe('serving a slime --dump-details folder', () => {
     const s = await get(server, '/api/rollout/0/summary');
     assert.equal(s.body.rows.length, 12);
     assert.equal(s.body.rows[0].raw_reward, s.body.rows[0].reward);
+    const rewards = s.body.rows.map((r: any) => r.reward as number);
+    const agg = await get(server, '/api/metrics?keys=dump/reward_mean');
+    assert.ok(Math.abs(agg.body['dump/reward_mean'].y[0] - rewards.reduce((a: number, b: number) => a + b, 0) / rewards.length) < 1e-12);
     const g = await get(server, '/api/rollout/0/groups');
     assert.deepEqual(g.body.rows.map((r: any) => r.group_index), [0, 1, 3]);
     const m = await get(server, '/api/rollout/0/sample/0/messages');

@@ -5,7 +5,7 @@ import type { SlimeDump } from '../run/slime/dump.ts';
 import { isRecord, pyNumber, responseLength, sampleIndex, type SlimeSample, type SlimeValue } from '../run/slime/sample.ts';
 import type { MetricSeries, MetricsAnswer } from '../wire/metrics.ts';
 import type { Conversation, Message, RolloutTable, TokenView } from '../wire/rollout.ts';
-import { rolloutGroups, rolloutSummary } from './rollouts.ts';
+import { rolloutGroups, rolloutSummary, STEP_AGGREGATE_METRICS, stepAggregate } from './rollouts.ts';
 import { evalDatasets, evalMetrics, rolloutStepMetrics, type RolloutMetricsOptions } from './slimePerf.ts';
 import { tokenView, type TokenWindow } from './tokens.ts';
 
@@ -131,7 +131,15 @@ export interface StepMetricsInputs extends RolloutMetricsOptions {
 export function slimeStepMetrics(train: readonly SlimeDump[], evals: readonly SlimeDump[], inputs: StepMetricsInputs = {}): Array<{ rolloutId: number; metrics: Record<string, number> }> {
   const out: Array<{ rolloutId: number; metrics: Record<string, number> }> = [];
   for (const d of train) {
-    out.push({ rolloutId: d.rolloutId, metrics: rolloutStepMetrics(d.samples, { ...inputs, rolloutTime: inputs.rolloutTimes?.get(d.rolloutId) ?? inputs.rolloutTime }) });
+    const metrics = rolloutStepMetrics(d.samples, { ...inputs, rolloutTime: inputs.rolloutTimes?.get(d.rolloutId) ?? inputs.rolloutTime });
+    // The dump/* step aggregates the Rollouts view summarises (the same as for a miles run).
+    const summary = slimeSummary(d);
+    const agg = stepAggregate(summary, rolloutGroups(summary));
+    for (const name of STEP_AGGREGATE_METRICS) {
+      const v = agg[name];
+      if (v !== null) metrics[`dump/${name}`] = v;
+    }
+    out.push({ rolloutId: d.rolloutId, metrics });
   }
   for (const d of evals) out.push({ rolloutId: d.rolloutId, metrics: evalMetrics(evalDatasets(d.samples, inputs.evalDatasetNames), inputs) });
   return out;

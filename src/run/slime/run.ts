@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { readSlimeDump, rolloutIdFromName, SlimeDumpError, type SlimeDump } from './dump.ts';
-import { isRecord, type SlimeSample } from './sample.ts';
+import { sampleIndex, type SlimeSample } from './sample.ts';
 
 export interface SlimeDumpFile {
   path: string;
@@ -189,5 +189,5 @@ export class SlimeRun {
 
 /** A sample by its `Sample.index` (eval indices restart per dataset: the first match wins). */
 export function sampleByIndex(dump: SlimeDump, index: number): SlimeSample | undefined {
-  return dump.samples.find((s) => s.fields.index === index) ?? dump.samples.find((s) => isRecord(s.fields) && Number(s.fields.index) === index);
+  return dump.samples.find((s) => sampleIndex(s) === index);
 }
