@@ -51,6 +51,9 @@ export function App() {
           <a href="#/timeline" class={r.view === 'timeline' ? 'active' : ''}>
             Compute Utilization
           </a>
+          <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : '#/trace'} class={r.view === 'trace' ? 'active' : ''}>
+            Trace
+          </a>
           <a
             href={stepId !== undefined ? href(`/rollout/${stepId}`, { eval: evalQ }) : '#/rollout'}
             class={r.view === 'rollout' ? 'active' : ''}
@@ -59,9 +62,6 @@ export function App() {
           </a>
           <a href={sampleHref ?? '#/rollout'} class={r.view === 'sample' ? 'active' : ''}>
             Sample
-          </a>
-          <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : '#/trace'} class={r.view === 'trace' ? 'active' : ''}>
-            Trace
           </a>
         </nav>
         <div class="runinfo">

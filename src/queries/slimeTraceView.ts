@@ -291,6 +291,7 @@ export function traceView(samples: readonly SlimeSample[], source: { rolloutId: 
   }
   if (untraced) notes.push(`${untraced} of ${samples.length} samples carry no trace`);
   return {
+    has_traces: true,
     rollout_id: source.rolloutId,
     evaluation: source.evaluation,
     t0,
@@ -299,6 +300,11 @@ export function traceView(samples: readonly SlimeSample[], source: { rolloutId: 
     names: [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([n]) => n),
     notes,
   };
+}
+
+/** The answer for a run whose format carries no per-request traces. */
+export function noTraces(rolloutId: number, evaluation: boolean): TraceAnswer {
+  return { has_traces: false, rollout_id: rolloutId, evaluation, t0: 0, rows: [], untraced: 0, names: [], notes: ['this run holds no per-request traces (slime rollout dumps carry them)'] };
 }
 
 /** Every item of one sample with all its attrs (the view's details panel). */

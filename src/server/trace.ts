@@ -1,8 +1,10 @@
 // `/api/rlsight/trace` (a dump's request traces laid out for the Trace view) and
-// `/api/rlsight/trace/details` (one sample's items with every attr). Runs without traces answer 404.
+// `/api/rlsight/trace/details` (one sample's items with every attr). A run without traces answers
+// `has_traces: false` (and 404 for details).
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import { notFound } from '../queries/errors.ts';
+import { noTraces } from '../queries/slimeTraceView.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, checkWindow, floatParam, intParam, parseParams } from './params.ts';
@@ -29,7 +31,8 @@ export function mountTrace(app: Hono, run: RunSources): void {
   };
   app.get('/api/rlsight/trace', async (c) => {
     const q = parseParams(traceQuery, c.req.query());
-    if (!hasTraces(run)) none();
+    // Not an error: the app asks before it knows the run's format, and says so from the answer.
+    if (!hasTraces(run)) return jsonResponse(c, noTraces(q.rollout_id, q.eval));
     return jsonResponse(c, await (run as unknown as TraceSources).trace(q.rollout_id, q.eval));
   });
   app.get('/api/rlsight/trace/details', async (c) => {

@@ -1,7 +1,7 @@
 // Trace: one rollout dump's per-request traces (slime), drawn by the shared trace explorer; a sample's
 // row links to its conversation and tokens. Runs without traces say so.
 import { useEffect, useRef } from 'preact/hooks';
-import { ApiError, getJson } from '../../api.ts';
+import { getJson } from '../../api.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { href, navigate, type Route } from '../../route.ts';
 import type { Meta, TraceAnswer, TraceDetails } from '../../../src/wire/index.ts';
@@ -41,7 +41,7 @@ export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
   }, [answer.data, id, evaluation]);
 
   if (id === null) return <Empty>No rollout dumps in this run, so there are no traces to show.</Empty>;
-  if (answer.error instanceof ApiError && answer.error.status === 404 && /no per-request traces/.test(answer.error.detail)) {
+  if (answer.data && !answer.data.has_traces) {
     return <Empty>This run holds no per-request traces: they come from slime rollout dumps (each sample's trace of spans and events).</Empty>;
   }
   return (
