@@ -14,7 +14,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'rlsight-bench-perfetto-'));
 async function measure(dir: string, window?: number): Promise<{ events: number; bytes: number; ms: number; window_s: number | null }> {
   const run = await openRun(dir);
   try {
-    const meta = await run.meta();
+    const meta = await run.meta({ follow: false, useUtilizationOverview: false });
     const range = meta.time_range;
     const w = window && range ? { t0: range[1] - window, t1: range[1] } : {};
     const start = performance.now();
@@ -22,8 +22,7 @@ async function measure(dir: string, window?: number): Promise<{ events: number; 
     const bytes = Buffer.byteLength(JSON.stringify(trace));
     return { events: trace.traceEvents.length, bytes, ms: Math.round(performance.now() - start), window_s: window ?? null };
   } finally {
-    run.store.close();
-    await run.dumps.close();
+    await run.close();
   }
 }
 

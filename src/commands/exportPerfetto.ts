@@ -3,10 +3,8 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { looksLikeSlimeDir, SlimeRun } from '../run/slime/run.ts';
 import { perfettoForRun } from '../server/perfetto.ts';
-import { OpenSlimeRun } from '../server/slimeRun.ts';
-import type { RunSources } from '../server/sources.ts';
+import { openRun } from '../server/run.ts';
 import { CommandUsageError, requireFlag } from './common.ts';
 import type { ExportKind } from './export.ts';
 
@@ -20,25 +18,6 @@ function floatFlag(raw: string | undefined, flag: string): number | undefined {
   return v;
 }
 
-export async function openAnyRun(dir: string): Promise<{ run: RunSources; close(): Promise<void> }> {
-  const abs = resolve(dir);
-  try {
-    if (!statSync(abs).isDirectory()) throw new Error();
-  } catch {
-    throw new CommandUsageError(`--dump-details: no such directory: ${dir}`);
-  }
-  if (looksLikeSlimeDir(abs)) return { run: new OpenSlimeRun(SlimeRun.fromDumpDetails(abs), abs), close: async () => {} };
-  const { openRun } = await import('../server/run.ts');
-  const run = await openRun(abs);
-  return {
-    run,
-    async close() {
-      run.store.close();
-      await run.dumps.close();
-    },
-  };
-}
-
 export const perfettoExport: ExportKind = {
   usage: 'perfetto --dump-details DIR [--t0 T --t1 T] --out FILE     Chrome trace-event JSON for ui.perfetto.dev',
   async run(argv) {
@@ -49,9 +28,16 @@ export const perfettoExport: ExportKind = {
     const t1 = floatFlag(v.t1, 't1');
     if (t0 !== undefined && t1 !== undefined && t1 <= t0) throw new CommandUsageError(`--t1 must be after --t0`);
     const { writeWhole } = await import('./export.ts');
-    const opened = await openAnyRun(dir);
+    const abs = resolve(dir);
     try {
-      const trace = await perfettoForRun(opened.run, { t0, t1 });
+      if (!statSync(abs).isDirectory()) throw new Error('not a directory');
+    } catch {
+      throw new CommandUsageError(`--dump-details: no such directory: ${dir}`);
+    }
+    // Any format: a slime run exports its request traces, a miles run its compute timeline.
+    const run = await openRun(abs);
+    try {
+      const trace = await perfettoForRun(run, { t0, t1 });
       const bytes = new TextEncoder().encode(JSON.stringify(trace));
       if (bytes.length > PERFETTO_MAX_BYTES) {
         throw new CommandUsageError(`the export would be ${(bytes.length / 2 ** 20).toFixed(0)} MB, above the ~500 MB Perfetto loads; give a narrower --t0/--t1 window`);
@@ -60,7 +46,7 @@ export const perfettoExport: ExportKind = {
       console.log(`wrote ${trace.traceEvents.length} trace events (${(bytes.length / 2 ** 20).toFixed(2)} MB) to ${out}; open it at https://ui.perfetto.dev`);
       return 0;
     } finally {
-      await opened.close();
+      await run.close();
     }
   },
 };

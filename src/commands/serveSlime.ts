@@ -1,9 +1,9 @@
 // `rlsight serve` over a slime run: `--dump-details DIR` with slime's layout, or `FILE.pt|GLOB` for the
 // files a `--save-debug-rollout-data` template wrote.
-import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
-import { looksLikeSlimeDir, SlimeRun } from '../run/slime/run.ts';
-import { OpenSlimeRun } from '../server/slimeRun.ts';
+import { SlimeAnswers } from '../queries/slimeAnswers.ts';
+import { SlimeRunModel } from '../run/slime/index.ts';
+import { looksLikeSlimeDir } from '../run/slime/run.ts';
 import { startServer } from '../server/listen.ts';
 
 export const SLIME_SERVE_USAGE = `  rlsight serve FILE.pt|'GLOB' [options]     serve slime rollout dumps (--save-debug-rollout-data files)`;
@@ -37,15 +37,15 @@ export async function serveSlime(argv: string[]): Promise<number> {
   if (positionals.length > 1) throw new SlimeServeError('serve: give one FILE.pt or one quoted GLOB');
   if (positionals.length === 1 && values['dump-details']) throw new SlimeServeError('serve: give either --dump-details DIR or FILE.pt|GLOB, not both');
   const spec = positionals[0];
-  const run = spec ? SlimeRun.fromTemplate(spec) : SlimeRun.fromDumpDetails(values['dump-details']!);
+  const model = spec ? SlimeRunModel.fromTemplate(spec) : SlimeRunModel.fromDumpDetails(values['dump-details']!);
+  const run = model.run;
   const ids = await run.rolloutIds();
   if (ids.train.length + ids.eval.length === 0) throw new SlimeServeError(`serve: no slime rollout dump in ${spec ?? values['dump-details']}${run.warnings().length ? ` (${run.warnings()[0]})` : ''}`);
   const gpus = values['rollout-num-gpus'] === undefined ? undefined : Number(values['rollout-num-gpus']);
   if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new SlimeServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
   const port = values.port === undefined ? 7788 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SlimeServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
-  const name = spec ? basename(spec) : basename(run.root);
-  const sources = new OpenSlimeRun(run, name, {
+  const sources = new SlimeAnswers(model, {
     rolloutNumGpus: gpus,
     evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean),
   });

@@ -1,9 +1,10 @@
 // Opens a run directory with the adapter of its format. A new format is one adapter folder and one line here.
 import { milesAdapter } from './miles/index.ts';
+import { slimeAdapter } from './slime/index.ts';
 import type { OpenRunOptions, RunAdapter, RunModel } from './model.ts';
 
 /** Every format rlsight reads, in the order they are tried. */
-export const RUN_ADAPTERS: readonly RunAdapter[] = [milesAdapter];
+export const RUN_ADAPTERS: readonly RunAdapter[] = [slimeAdapter, milesAdapter];
 
 /** The formats whose files `dir` holds. */
 export function runFormats(dir: string): string[] {

@@ -3,7 +3,7 @@
 import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from '../queries/perfetto.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
-import type { RunSources } from './sources.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
 import type { TraceSources } from './trace.ts';
 
 export interface PerfettoWindow {
@@ -25,13 +25,13 @@ function traceSource(run: RunSources): TraceSources | null {
 }
 
 export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): Promise<ChromeTrace> {
-  const meta = await run.meta();
+  const meta = await run.meta({ follow: false, useUtilizationOverview: false });
   const inputs: PerfettoInputs = { t0: w.t0, t1: w.t1, title: meta.run_name ?? undefined };
-  if (meta.has_timeline) {
+  if (meta.capabilities.has_timeline) {
     inputs.phases = (await run.phases({ t0: w.t0, t1: w.t1 })).phases;
     inputs.gpu = await run.gpu({ t0: w.t0, t1: w.t1, maxPoints: PERFETTO_GPU_POINTS });
   }
-  if (meta.has_engine_series) {
+  if (meta.capabilities.has_engine_series) {
     const engine: Record<string, EngineSeries[]> = {};
     for (const metric of meta.engine_metric_keys) {
       engine[metric] = (await run.engineSeries({ metric, t0: w.t0, t1: w.t1, maxPoints: PERFETTO_ENGINE_POINTS, perDpRank: false })).series;
@@ -44,7 +44,7 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
     const wanted =
       w.rolloutId !== undefined
         ? [{ id: w.rolloutId, evaluation: w.evaluation ?? false }]
-        : [...meta.rollout_ids.train.map((id) => ({ id, evaluation: false })), ...meta.rollout_ids.eval.map((id) => ({ id, evaluation: true }))];
+        : [...meta.rollout_ids.train.map((id: number) => ({ id, evaluation: false })), ...meta.rollout_ids.eval.map((id: number) => ({ id, evaluation: true }))];
     for (const { id, evaluation } of wanted) list.push(await traces.trace(id, evaluation));
     inputs.traces = list;
   }

@@ -3,29 +3,31 @@
 // its own engine_series stream keeps it.
 import { PrometheusEngineSource } from '../run/prometheus/engineSource.ts';
 import type { EngineSeriesAnswer } from '../wire/timeline.ts';
-import type { RunMetaAnswer, RunSources, Window } from './sources.ts';
+import type { Presentation, RunSources, Window } from '../queries/runAnswers.ts';
+import type { Meta } from '../wire/meta.ts';
 
 /** Without a window, the last hour is asked for. */
 export const PROMETHEUS_DEFAULT_WINDOW_S = 3600;
 
 export function withPrometheus(run: RunSources, source: PrometheusEngineSource, now: () => number = () => Date.now() / 1000): RunSources {
   let own: boolean | null = null;
-  const hasOwn = async (): Promise<boolean> => (own ??= (await run.meta()).has_engine_series);
+  const plainMeta = (): Promise<Meta> => run.meta({ follow: false, useUtilizationOverview: false });
+  const hasOwn = async (): Promise<boolean> => (own ??= (await plainMeta()).capabilities.has_engine_series);
   const wrapped: RunSources = Object.create(run) as RunSources;
-  wrapped.meta = async (): Promise<RunMetaAnswer> => {
-    const m = await run.meta();
-    if (m.has_engine_series) return m;
+  wrapped.meta = async (p: Presentation): Promise<Meta> => {
+    const m = await run.meta(p);
+    if (m.capabilities.has_engine_series) return m;
     let names: string[] = [];
     try {
       names = await source.metricNames();
     } catch {
       // Prometheus down: the run is still served, without engine series.
     }
-    return { ...m, engine_metric_keys: names, has_engine_series: names.length > 0 };
+    return { ...m, engine_metric_keys: names, capabilities: { ...m.capabilities, has_engine_series: names.length > 0 } };
   };
   wrapped.engineSeries = async (w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer> => {
     if (await hasOwn()) return run.engineSeries(w);
-    const range = (await run.meta()).time_range;
+    const range = (await plainMeta()).time_range;
     const t1 = w.t1 ?? range?.[1] ?? now();
     const t0 = w.t0 ?? Math.max(range?.[0] ?? -Infinity, t1 - PROMETHEUS_DEFAULT_WINDOW_S);
     return { series: await source.series(w.metric, t0, t1, w.maxPoints) };

@@ -1,5 +1,6 @@
 // Opens a run directory for serving: its model, answered through the queries. Nothing under it is ever written.
-import { RunAnswers } from '../queries/runAnswers.ts';
+import type { RunAnswers } from '../queries/runAnswers.ts';
+import { answersFor } from '../queries/slimeAnswers.ts';
 import type { OpenRunOptions } from '../run/model.ts';
 import { openRunModel } from '../run/open.ts';
 
@@ -7,5 +8,5 @@ export type { OpenRunOptions };
 export type OpenRun = RunAnswers;
 
 export async function openRun(runDir: string, opts: OpenRunOptions = {}): Promise<RunAnswers> {
-  return new RunAnswers(await openRunModel(runDir, opts));
+  return answersFor(await openRunModel(runDir, opts));
 }

@@ -3,13 +3,14 @@
 // `has_traces: false` (and 404 for details).
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { notFound } from '../queries/errors.ts';
+import { windowProblem } from '../queries/limits.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
+import { BadArgument, NotFound } from '../run/errors.ts';
 import { noTraces } from '../queries/slimeTraceView.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { jsonResponse } from './json.ts';
-import { boolParam, checkWindow, floatParam, intParam, parseParams } from './params.ts';
+import { boolParam, floatParam, intParam, parseParams } from './params.ts';
 import { perfettoForRun } from './perfetto.ts';
-import type { RunSources } from './sources.ts';
 
 /** What a run that holds per-request traces (slime) answers. */
 export interface TraceSources {
@@ -27,7 +28,7 @@ const perfettoQuery = z.object({ t0: floatParam.optional(), t1: floatParam.optio
 
 export function mountTrace(app: Hono, run: RunSources): void {
   const none = (): never => {
-    throw notFound('this run holds no per-request traces (slime rollout dumps carry them)');
+    throw new NotFound('this run holds no per-request traces (slime rollout dumps carry them)');
   };
   app.get('/api/rlsight/trace', async (c) => {
     const q = parseParams(traceQuery, c.req.query());
@@ -43,7 +44,8 @@ export function mountTrace(app: Hono, run: RunSources): void {
   // The Perfetto download: one window (or one dump's traces) as Chrome trace-event JSON.
   app.get('/api/rlsight/export/perfetto', async (c) => {
     const q = parseParams(perfettoQuery, c.req.query());
-    if (q.t0 !== undefined && q.t1 !== undefined) checkWindow(q.t0, q.t1);
+    const problem = windowProblem(q.t0, q.t1);
+    if (problem !== null) throw new BadArgument('t1', problem);
     const trace = await perfettoForRun(run, { t0: q.t0, t1: q.t1, rolloutId: q.rollout_id, evaluation: q.eval });
     const name = q.rollout_id !== undefined ? `${q.eval ? 'eval_' : ''}${q.rollout_id}.perfetto.json` : 'run.perfetto.json';
     c.header('Content-Disposition', `attachment; filename="${name}"`);

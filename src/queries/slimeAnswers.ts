@@ -1,0 +1,93 @@
+// The answers about a slime run: everything a run answers (Rollouts, Sample, search, exports), plus slime's
+// per-step metrics (perf/, rollout/, eval/ and the corrected perf_fixed/) and the request traces.
+import { NotFound } from '../run/errors.ts';
+import type { RunModel } from '../run/model.ts';
+import { SlimeRunModel } from '../run/slime/index.ts';
+import type { Meta, MetricsAnswer, RolloutTable } from '../wire/index.ts';
+import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
+import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
+import { RunAnswers, type Presentation, type Window } from './runAnswers.ts';
+import { slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
+import { traceDetails, traceView } from './slimeTraceView.ts';
+
+export class SlimeAnswers extends RunAnswers {
+  private memo: { key: string; steps: ReturnType<typeof slimeStepMetrics> } | null = null;
+
+  constructor(
+    readonly slime: SlimeRunModel,
+    private readonly inputs: StepMetricsInputs = {},
+  ) {
+    super(slime);
+  }
+
+  private async steps(): Promise<ReturnType<typeof slimeStepMetrics>> {
+    const train = await this.slime.allDumps(false);
+    const evals = await this.slime.allDumps(true);
+    // Decoded dumps are reused while unchanged; the metrics are recomputed only when the set changes.
+    const key = [...train, ...evals].map((d) => `${d.file}:${d.samples.length}`).join('|');
+    if (this.memo?.key !== key) this.memo = { key, steps: slimeStepMetrics(train, evals, this.inputs) };
+    return this.memo.steps;
+  }
+
+  /**
+   * The step's table with the raw reward filled in: slime dumps samples before reward normalisation, so a
+   * sample's reward is its raw reward (a miles run reads it from the train dumps).
+   */
+  private async tables(rolloutId: number, evaluation: boolean): Promise<{ summary: RolloutTable; groups: RolloutTable }> {
+    const base = stepTables(await this.slime.step(rolloutId, evaluation)).summary;
+    const summary = evaluation ? base : { ...base, rows: base.rows.map((r) => ({ ...r, raw_reward: r.reward })) };
+    return { summary, groups: rolloutGroups(summary) };
+  }
+
+  override async summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
+    return (await this.tables(rolloutId, evaluation)).summary;
+  }
+
+  override async groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
+    return (await this.tables(rolloutId, evaluation)).groups;
+  }
+
+  override async stepAggregates(): Promise<StepAggregate[]> {
+    const out: StepAggregate[] = [];
+    for (const d of await this.slime.allDumps(false)) {
+      const t = await this.tables(d.rolloutId, false);
+      out.push(stepAggregate(t.summary, t.groups));
+    }
+    return out;
+  }
+
+  override async meta(p: Presentation): Promise<Meta> {
+    const m = await super.meta(p);
+    const own = slimeMetricKeys(await this.steps());
+    return { ...m, run_name: m.run_name ?? this.slime.dir.split('/').pop() ?? null, metric_keys: [...own, ...m.metric_keys.filter((k) => !own.includes(k))], capabilities: { ...m.capabilities, has_metrics: true } };
+  }
+
+  override async metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer> {
+    const steps = await this.steps();
+    const own = new Set(slimeMetricKeys(steps));
+    const mine = slimeMetricsAnswer(steps, q.keys.filter((k) => own.has(k)));
+    const rest = q.keys.filter((k) => !own.has(k));
+    const theirs = rest.length ? await super.metrics({ ...q, keys: rest }) : {};
+    const out: MetricsAnswer = {};
+    for (const k of q.keys) out[k] = mine[k] ?? theirs[k];
+    return out;
+  }
+
+  async trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer> {
+    const d = await this.slime.dump(rolloutId, evaluation);
+    return traceView(d.samples, d);
+  }
+
+  async traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails> {
+    const d = await this.slime.dump(rolloutId, evaluation);
+    const s = d.samples[row];
+    const details = s ? traceDetails(s) : null;
+    if (!details) throw new NotFound(`row ${row} of ${d.file} has no trace`);
+    return details;
+  }
+}
+
+/** The answers for an open run: slime runs get their metrics and traces too. */
+export function answersFor(model: RunModel, inputs: StepMetricsInputs = {}): RunAnswers {
+  return model instanceof SlimeRunModel ? new SlimeAnswers(model, inputs) : new RunAnswers(model);
+}

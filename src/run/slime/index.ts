@@ -1,0 +1,211 @@
+// The slime format: debug rollout dumps (`--dump-details DIR` → `DIR/rollout_data/{id}.pt`, or the files a
+// `--save-debug-rollout-data` template wrote) opened as a RunModel. slime writes no telemetry streams, no
+// parquet mirror and no trajectory sidecar: the records come from the samples themselves.
+import { join, resolve } from 'node:path';
+import { NotFound } from '../errors.ts';
+import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import { TelemetryStore } from '../telemetry/store.ts';
+import type { SlimeDump } from './dump.ts';
+import { looksLikeSlimeDir, sampleByIndex, SlimeRun } from './run.ts';
+import { isRecord, pyNumber, responseLength, sampleIndex, sampleTrace, traceEvents, type SlimeSample, type SlimeValue } from './sample.ts';
+
+function numbers(v: SlimeValue | undefined): number[] {
+  return Array.isArray(v) ? v.map((x) => pyNumber(x) ?? (x === true ? 1 : 0)) : [];
+}
+
+function plain(v: SlimeValue | undefined): unknown {
+  if (v === undefined) return null;
+  if (Array.isArray(v)) return v.map(plain);
+  if (isRecord(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
+  const n = pyNumber(v);
+  if (n !== undefined) return n;
+  if (v === null || typeof v === 'boolean' || typeof v === 'string') return v;
+  return String(v);
+}
+
+/** A slime sample as the format-neutral sample record. */
+export function sampleRecord(s: SlimeSample): SampleRecord {
+  const f = s.fields;
+  const spec = isRecord(f.spec_info) ? f.spec_info : {};
+  const cache = isRecord(f.prefix_cache_info) ? f.prefix_cache_info : {};
+  const reward = f.reward === true ? 1 : f.reward === false ? 0 : (pyNumber(f.reward) ?? null);
+  return {
+    position: s.row,
+    index: sampleIndex(s),
+    groupIndex: pyNumber(f.group_index) ?? null,
+    status: typeof f.status === 'string' ? f.status : 'unknown',
+    removeSample: f.remove_sample === true,
+    responseLength: responseLength(s),
+    totalLength: Array.isArray(f.tokens) ? f.tokens.length : 0,
+    reward: reward !== null && Number.isFinite(reward) ? reward : null,
+    weightVersions: Array.isArray(f.weight_versions) ? f.weight_versions.map((v) => (typeof v === 'string' ? v : String(pyNumber(v) ?? v))) : [],
+    promptToolMessages: Array.isArray(f.prompt) ? f.prompt.filter((m) => isRecord(m) && m.role === 'tool').length : null,
+    nonGenerationTime: pyNumber(f.non_generation_time) ?? 0,
+    specAcceptTokens: pyNumber(spec.spec_accept_token_num) ?? null,
+    specDraftTokens: pyNumber(spec.spec_draft_token_num) ?? null,
+    cachedTokens: pyNumber(cache.cached_tokens) ?? null,
+    totalPromptTokens: pyNumber(cache.total_prompt_tokens) ?? null,
+  };
+}
+
+/** The conversation: the chat prompt (or the prompt text as a user turn), then the response. */
+export function conversationRecord(s: SlimeSample): ConversationRecord {
+  const f = s.fields;
+  const messages: unknown[] = [];
+  if (Array.isArray(f.prompt)) {
+    for (const m of f.prompt) if (isRecord(m)) messages.push(plain(m));
+  } else if (typeof f.prompt === 'string') messages.push({ role: 'user', content: f.prompt });
+  if (typeof f.response === 'string') messages.push({ role: 'assistant', content: f.response });
+  const reward = pyNumber(f.reward);
+  return {
+    sample_index: sampleIndex(s) ?? s.row,
+    group_index: pyNumber(f.group_index) ?? null,
+    status: typeof f.status === 'string' ? f.status : null,
+    reward: reward !== undefined && Number.isFinite(reward) ? reward : null,
+    prompt: plain(f.prompt),
+    messages,
+    label: plain(f.label),
+    metadata: plain(f.metadata),
+  };
+}
+
+function text(v: SlimeValue | undefined): string {
+  if (typeof v === 'string') return v;
+  if (v === undefined || v === null) return '';
+  return JSON.stringify(plain(v));
+}
+
+/** The dumps of a slime run as the run model. `traced` gives the queries the samples themselves (traces). */
+export class SlimeRunModel implements RunModel {
+  readonly format = 'slime';
+  readonly roots: readonly string[];
+  readonly cacheDir: string | null = null;
+
+  constructor(
+    readonly run: SlimeRun,
+    readonly telemetry: TelemetryStore,
+  ) {
+    this.roots = [run.root];
+  }
+
+  static fromDumpDetails(dir: string): SlimeRunModel {
+    const run = SlimeRun.fromDumpDetails(dir);
+    return new SlimeRunModel(run, TelemetryStore.open(join(run.root, 'dashboard')));
+  }
+
+  /** `rlsight serve FILE.pt|GLOB`: the files a --save-debug-rollout-data template wrote. */
+  static fromTemplate(spec: string): SlimeRunModel {
+    const run = SlimeRun.fromTemplate(spec);
+    // No telemetry beside loose dump files: a folder that cannot exist keeps the store empty.
+    return new SlimeRunModel(run, TelemetryStore.open(join(run.root, '.rlsight-no-dashboard')));
+  }
+
+  get dir(): string {
+    return this.run.root;
+  }
+
+  rolloutIds(): Promise<RolloutIds> {
+    return this.run.rolloutIds();
+  }
+
+  /** The step's dump with every sample as dumped (fields and trace). */
+  async dump(rolloutId: number, evaluation: boolean): Promise<SlimeDump> {
+    const d = await this.run.dump(rolloutId, evaluation);
+    if (!d) throw new NotFound(`${evaluation ? 'eval ' : ''}rollout ${rolloutId} is not in this run`);
+    return d;
+  }
+
+  /** Every readable dump of one kind, ascending (unreadable ones are reported through warnings()). */
+  allDumps(evaluation: boolean): Promise<SlimeDump[]> {
+    return this.run.allDumps(evaluation);
+  }
+
+  async step(rolloutId: number, evaluation: boolean): Promise<StepRecords> {
+    const d = await this.dump(rolloutId, evaluation);
+    const samples = d.samples.map(sampleRecord);
+    // slime dumps the samples before reward normalisation: their rewards are the raw rewards.
+    return { rolloutId, evaluation, samples, digests: new Map(), rawRewards: evaluation ? null : samples.map((s) => s.reward) };
+  }
+
+  private async sample(rolloutId: number, index: number, evaluation: boolean): Promise<SlimeSample> {
+    const s = sampleByIndex(await this.dump(rolloutId, evaluation), index);
+    if (!s) throw new NotFound(`sample ${index} is not in ${evaluation ? 'eval ' : ''}rollout ${rolloutId}`);
+    return s;
+  }
+
+  async sampleTokens(rolloutId: number, index: number, evaluation: boolean): Promise<SampleTokenRecord> {
+    const s = await this.sample(rolloutId, index, evaluation);
+    const lp = Array.isArray(s.fields.rollout_log_probs) ? numbers(s.fields.rollout_log_probs) : null;
+    const mask = Array.isArray(s.fields.loss_mask) ? Float64Array.from(numbers(s.fields.loss_mask)) : null;
+    return {
+      rolloutId,
+      sampleIndex: index,
+      evaluation,
+      totalLength: Array.isArray(s.fields.tokens) ? s.fields.tokens.length : 0,
+      responseLength: responseLength(s),
+      tokens: numbers(s.fields.tokens),
+      rolloutLogProbs: lp,
+      // slime writes no train side; the loss mask is the sample's own.
+      train: mask ? { lossMask: mask, logProbs: null, rolloutLogProbs: null, refLogProbs: null, entropy: null, refEntropy: null, advantages: null, returns: null } : null,
+      decodeToken: null,
+    };
+  }
+
+  async conversations(rolloutId: number, evaluation: boolean): Promise<ReadonlyMap<number, ConversationRecord>> {
+    const d = await this.dump(rolloutId, evaluation);
+    const out = new Map<number, ConversationRecord>();
+    // Eval indices restart per dataset: the first sample with an index keeps it.
+    for (const s of d.samples) {
+      const c = conversationRecord(s);
+      if (!out.has(c.sample_index)) out.set(c.sample_index, c);
+    }
+    return out;
+  }
+
+  async sampleTexts(rolloutId: number, evaluation: boolean): Promise<SampleTextRecord[]> {
+    const d = await this.dump(rolloutId, evaluation);
+    return d.samples.map((s) => {
+      const r = sampleRecord(s);
+      const ids: string[] = [];
+      const trace = sampleTrace(s);
+      if (typeof trace?.trace_id === 'string') ids.push(trace.trace_id);
+      for (const e of traceEvents(trace)) if (isRecord(e.attrs) && typeof e.attrs.sglang_request_id === 'string') ids.push(e.attrs.sglang_request_id);
+      if (typeof s.fields.session_id === 'string') ids.push(s.fields.session_id);
+      return {
+        sampleIndex: r.index ?? s.row,
+        groupIndex: r.groupIndex,
+        status: r.status,
+        reward: r.reward,
+        fields: { prompt: text(s.fields.prompt), response: text(s.fields.response), label: text(s.fields.label), metadata: text(s.fields.metadata) },
+        ids,
+      };
+    });
+  }
+
+  hasTokenizer(): boolean {
+    return false;
+  }
+
+  async advance(): Promise<void> {
+    this.run.refresh();
+  }
+
+  warnings(): string[] {
+    return this.run.warnings();
+  }
+
+  async close(): Promise<void> {
+    this.telemetry.close();
+  }
+}
+
+export function openSlimeRun(dir: string, _opts: OpenRunOptions = {}): Promise<RunModel> {
+  return Promise.resolve(SlimeRunModel.fromDumpDetails(resolve(dir)));
+}
+
+/** Tried before miles: slime's layout is rollout_data/ without miles' dashboards, mirror or sidecars. */
+export const slimeAdapter: RunAdapter = {
+  format: 'slime',
+  detect: looksLikeSlimeDir,
+  open: openSlimeRun,
+};
