@@ -96,6 +96,10 @@ export const PD_LANE_SPECS: ReadonlyArray<readonly [role: 'prefill' | 'decode', 
 /** Python's `round(x, 6)` (correctly rounded, half to even on the exact binary value). */
 export function round6(x: number): number {
   if (!Number.isFinite(x)) return x;
+  // toFixed rounds the exact binary value too, differing from Python only on an exact tie (it rounds up,
+  // Python to even): only values near a tie take the exact path.
+  const y = x * 1e6;
+  if (Math.abs(y - Math.floor(y) - 0.5) > 1e-3) return Number(x.toFixed(6));
   return Number(pyFixed6(x));
 }
 
