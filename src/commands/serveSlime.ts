@@ -20,6 +20,7 @@ const OPTIONS = {
   'cache-dir': { type: 'string' },
   'use-utilization-overview': { type: 'boolean' },
   'low-mfu-threshold': { type: 'string' },
+  prometheus: { type: 'string' },
 } as const;
 
 /** Whether these `serve` arguments name a slime run (a .pt file or glob, or a slime-layout folder). */
@@ -50,7 +51,9 @@ export async function serveSlime(argv: string[]): Promise<number> {
     evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean),
   });
   const host = values.host ?? '127.0.0.1';
-  const server = await startServer(sources, { host, port, follow: values.follow ?? false, allowHosts: (values['allow-host'] as string[] | undefined) ?? [] });
+  // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
+  const served = values.prometheus ? await (await import('../server/prometheusRun.ts')).prometheusFor(sources, values.prometheus) : sources;
+  const server = await startServer(served, { host, port, follow: values.follow ?? false, allowHosts: (values['allow-host'] as string[] | undefined) ?? [] });
   console.log(`rlsight serving ${server.url}  (slime run: ${ids.train.length} rollout and ${ids.eval.length} eval dumps)`);
   for (const w of run.warnings()) console.warn(`warning: ${w}`);
   await new Promise<void>((done) => {
