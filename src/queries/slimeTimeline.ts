@@ -13,7 +13,8 @@ import {
   type SlimeSample,
   type SlimeValue,
 } from '../run/slime/sample.ts';
-import { pyRepr } from './pythonFormat.ts';
+import { pyRepr } from '../formats/pythonFormat.ts';
+import { pyString } from '../formats/pythonJson.ts';
 
 export const TIMELINE_CACHE_VERSION = 1;
 
@@ -534,7 +535,7 @@ export function timelineCacheJson(cache: TimelineCache): string {
     else if (v instanceof PyFloat) parts.push(pyJsonFloat(v.value));
     else if (typeof v === 'number') parts.push(Number.isInteger(v) ? String(v) : pyJsonFloat(v));
     else if (typeof v === 'boolean') parts.push(v ? 'true' : 'false');
-    else if (typeof v === 'string') parts.push(asciiJsonString(v));
+    else if (typeof v === 'string') parts.push(pyString(v));
     else if (Array.isArray(v)) {
       parts.push('[');
       v.forEach((x, i) => {
@@ -548,7 +549,7 @@ export function timelineCacheJson(cache: TimelineCache): string {
       for (const [k, x] of Object.entries(v as object)) {
         if (!first) parts.push(',');
         first = false;
-        parts.push(asciiJsonString(k), ':');
+        parts.push(pyString(k), ':');
         walk(x);
       }
       parts.push('}');
@@ -575,9 +576,4 @@ export function timelineCacheJson(cache: TimelineCache): string {
 
 function pyJsonFloat(x: number): string {
   return Number.isFinite(x) ? pyRepr(x) : 'null';
-}
-
-/** JSON string with every non-ASCII character escaped, as Python's ensure_ascii does. */
-export function asciiJsonString(s: string): string {
-  return JSON.stringify(s).replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 }
