@@ -17,6 +17,7 @@ Usage:
   rlsight export rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE
   rlsight export tensorboard --dump-details DIR --out LOGDIR       events.out.tfevents.* scalars
   rlsight export perfetto --dump-details DIR [--t0 T --t1 T] --out FILE   Chrome trace-event JSON for ui.perfetto.dev
+  rlsight collect --dump-details DIR [--listen HOST:PORT] [...]    receive live telemetry (see collect options)
   rlsight --help
 
 serve options:
@@ -203,6 +204,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
+    if (command === 'collect') return await (await import('./collect/command.ts')).collectCommand(rest);
     if (command === 'health') return await (await import('./commands/health.ts')).healthCommand(rest);
     if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);
     if (command === 'serve' && (await import('./commands/serveSlime.ts')).isSlimeServe(rest)) return await (await import('./commands/serveSlime.ts')).serveSlime(rest);

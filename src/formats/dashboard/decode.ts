@@ -5,11 +5,11 @@ import { PyFloat, parsePyJson, PyJsonError, type PyJson } from '../pythonJson.ts
 import type { StreamName } from './layout.ts';
 import type { MetricValue, StreamRecord } from './records.ts';
 
-const finite = z.number();
+const finite = z.number({ error: 'expected a finite number' });
 /** A float field that may be NaN or ±Infinity (Python writes them as `NaN`/`Infinity`). */
 const anyFloat = z.custom<number>((v) => typeof v === 'number', { message: 'expected a number' });
-const int = z.int();
-const str = z.string();
+const int = z.int({ error: 'expected an integer' });
+const str = z.string({ error: 'expected a string' });
 
 const engineInfo = z.strictObject({
   addr: str,
@@ -52,7 +52,6 @@ export function decodeValue<S extends StreamName>(stream: S, value: unknown): De
   let message = issue.message;
   if (issue.code === 'unrecognized_keys') message = `unexpected key ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
   else if (issue.code === 'invalid_type' && valueAt(value, issue.path) === undefined) message = 'missing';
-  else if (issue.code === 'invalid_type') message = `expected ${issue.expected === 'int' ? 'an integer' : issue.expected === 'custom' ? 'a number' : `a ${issue.expected}`}`;
   return { ok: false, problem: { field, message } };
 }
 

@@ -1,0 +1,325 @@
+// The collector: the only writer of a run's `dashboard/` directory. Producers push batches of
+// records; they are checked, encoded and held per stream, then appended to the stream files every
+// flush interval. Holding is bounded (oldest dropped, counted); a failed write keeps the records and
+// says so on every attempt; the lane catalog is folded from what arrives and replaced atomically.
+import {
+  flatFile,
+  hourKey,
+  HOUR_SECONDS,
+  isPartitioned,
+  LANE_CATALOG_FILE,
+  LaneCatalogFold,
+  META_FILE,
+  parseLaneCatalogJson,
+  partitionFile,
+  partitionTs,
+  encodeMeta,
+  encodeTopology,
+  STREAMS,
+  type EngineInfo,
+  type EngineSample,
+  type GpuSample,
+  type PhaseEvent,
+  type RunMeta,
+  type StreamName,
+  type StreamRecord,
+  type TopologySnapshot,
+  OPEN_T1,
+} from '../formats/dashboard/index.ts';
+import { DashboardWriter, nodeCollectorFs, type CollectorFs } from './dashboardWriter.ts';
+import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
+import { DEFAULT_BUFFER_CAP, StreamBuffer } from './streamBuffer.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type LogLevel = 'info' | 'warn' | 'error';
+export type Logger = (level: LogLevel, message: string) => void;
+
+export const stderrLogger: Logger = (level, message) => {
+  process.stderr.write(`${new Date().toISOString()} rlsight collect ${level}: ${message}\n`);
+};
+
+export interface CollectorOptions {
+  /** The run's `dashboard/` directory (created if missing). */
+  dashboardDir: string;
+  /** `meta.json` run name; default: the existing header's, else `rlsight-run`. */
+  runName?: string;
+  /** `meta.json` args snapshot. */
+  args?: Record<string, unknown>;
+  bufferCap?: number;
+  log?: Logger;
+  fs?: CollectorFs;
+  /** Epoch seconds (tests pin it). */
+  now?: () => number;
+}
+
+/** Counters a health exposition reads; they only grow (except `buffered`). */
+export interface StreamHealth {
+  received: number;
+  dropped: number;
+  written: number;
+  buffered: number;
+}
+
+export interface CollectorHealth {
+  streams: Record<StreamName, StreamHealth>;
+  flushErrors: number;
+  /** Epoch seconds of the last flush that wrote everything it held (null before the first). */
+  lastFlushOk: number | null;
+  tornTailsCut: number;
+}
+
+export type IngestOutcome = { ok: true; accepted: number } | { ok: false; problem: IngestProblem };
+
+/** The latest values a live exposition shows. */
+export interface LatestValues {
+  /** node → gpu → sample. */
+  gpus: Map<string, Map<number, GpuSample>>;
+  /** engine addr → running requests summed over dp ranks of its latest scrape tick. */
+  runningRequests: Map<string, { ts: number; value: number }>;
+  /** phase name → seconds of its latest closed interval. */
+  phaseSeconds: Map<string, number>;
+}
+
+export class Collector {
+  readonly dir: string;
+  readonly meta: RunMeta;
+  private readonly writer: DashboardWriter;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private readonly buffers: Record<StreamName, StreamBuffer>;
+  private readonly counters: Record<StreamName, { received: number; dropped: number; written: number }>;
+  private readonly catalog = new LaneCatalogFold();
+  private flushErrors = 0;
+  private tornTailsCut = 0;
+  private lastFlushOk: number | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private lastTopology: EngineInfo[] | null = null;
+  /** Engines some producer registered (never synthesized as external). */
+  private readonly actorEngines = new Set<string>();
+  /** Engines the scraper has seen samples of. */
+  readonly scrapedEngines = new Set<string>();
+  readonly latest: LatestValues = { gpus: new Map(), runningRequests: new Map(), phaseSeconds: new Map() };
+
+  constructor(opts: CollectorOptions) {
+    this.dir = opts.dashboardDir;
+    this.log = opts.log ?? stderrLogger;
+    this.now = opts.now ?? (() => Date.now() / 1000);
+    const fs = opts.fs ?? nodeCollectorFs;
+    this.writer = new DashboardWriter(this.dir, fs);
+    const cap = opts.bufferCap ?? DEFAULT_BUFFER_CAP;
+    this.buffers = Object.fromEntries(STREAMS.map((s) => [s, new StreamBuffer(cap, isPartitioned(s))])) as Record<StreamName, StreamBuffer>;
+    this.counters = Object.fromEntries(STREAMS.map((s) => [s, { received: 0, dropped: 0, written: 0 }])) as Record<StreamName, { received: number; dropped: number; written: number }>;
+    fs.mkdirp(this.dir);
+    const previous = this.readMeta();
+    // A restarted collector continues the same run: its start (the `initialize` band) stays put.
+    this.meta = {
+      run_name: opts.runName ?? previous?.run_name ?? 'rlsight-run',
+      start_ts: previous?.start_ts ?? this.now(),
+      args: { ...(previous?.args ?? {}), ...(opts.args ?? {}) },
+      schema_version: 1,
+    };
+    this.writer.replace(META_FILE, encodeMeta(this.meta));
+    this.loadCatalog();
+  }
+
+  private readMeta(): RunMeta | null {
+    try {
+      const o = JSON.parse(readFileSync(join(this.dir, META_FILE), 'utf8')) as Partial<RunMeta>;
+      if (typeof o.run_name === 'string' && typeof o.start_ts === 'number' && Number.isFinite(o.start_ts)) {
+        return { run_name: o.run_name, start_ts: o.start_ts, args: o.args && typeof o.args === 'object' ? o.args : {}, schema_version: 1 };
+      }
+    } catch {
+      // no header yet, or an unreadable one: this collector writes a fresh one
+    }
+    return null;
+  }
+
+  private loadCatalog(): void {
+    let text: string;
+    try {
+      text = readFileSync(join(this.dir, LANE_CATALOG_FILE), 'utf8');
+    } catch {
+      return;
+    }
+    try {
+      this.catalog.load(parseLaneCatalogJson(text));
+    } catch (err) {
+      this.log('warn', `${LANE_CATALOG_FILE} is unreadable (${(err as Error).message}); it is rebuilt from what arrives`);
+    }
+  }
+
+  /** Starts the periodic flush. */
+  start(flushIntervalS: number): void {
+    if (this.timer !== null) return;
+    this.timer = setInterval(() => this.flush(), Math.max(0.01, flushIntervalS) * 1000);
+  }
+
+  /** Stops the timer and writes everything held (the final flush). Returns whether it all went. */
+  close(): boolean {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    return this.flush();
+  }
+
+  // ------------------------------------------------------------------ ingest
+
+  /** One NDJSON batch of `stream`: all lines taken, or none (with the first problem). */
+  ingest(stream: StreamName, body: string): IngestOutcome {
+    const r = ingestBatch(stream, body);
+    if (!r.ok) return r;
+    if (stream === 'topology') {
+      this.counters.topology.received += r.records.length;
+      for (const x of r.records) this.updateTopology(x.record as TopologySnapshot);
+    } else {
+      for (const x of r.records) this.take(stream, x);
+    }
+    return { ok: true, accepted: r.records.length };
+  }
+
+  /** Holds one checked record (the scraper calls this directly). */
+  take<S extends StreamName>(stream: S, x: IngestRecord<S>): void {
+    const buf = this.buffers[stream];
+    const c = this.counters[stream];
+    c.received++;
+    let hour = 0;
+    if (buf.partitioned) hour = Math.floor(partitionTs(stream as never, x.record as never) / HOUR_SECONDS);
+    c.dropped += buf.push(x.line, hour);
+    this.noteLatest(stream, x.record);
+  }
+
+  private noteLatest<S extends StreamName>(stream: S, record: StreamRecord[S]): void {
+    switch (stream) {
+      case 'gpu_util': {
+        const s = record as GpuSample;
+        let node = this.latest.gpus.get(s.node);
+        if (node === undefined) this.latest.gpus.set(s.node, (node = new Map()));
+        if (!node.has(s.gpu)) this.catalog.addGpu(s);
+        node.set(s.gpu, s);
+        break;
+      }
+      case 'engine_series': {
+        const s = record as EngineSample;
+        this.scrapedEngines.add(s.addr);
+        if (s.metric === 'sglang_num_running_reqs') {
+          const prev = this.latest.runningRequests.get(s.addr);
+          // dp ranks of one tick share its timestamp: sum them
+          this.latest.runningRequests.set(s.addr, { ts: s.ts, value: (prev !== undefined && prev.ts === s.ts ? prev.value : 0) + s.value });
+        }
+        break;
+      }
+      case 'phases': {
+        const e = record as PhaseEvent;
+        if (e.t1 !== OPEN_T1) this.latest.phaseSeconds.set(e.name, e.t1 - e.t0);
+        this.catalog.addPhase(e);
+        break;
+      }
+      default:
+    }
+  }
+
+  /**
+   * A topology snapshot: registered engines are remembered, engines only the scraper knows are kept
+   * as `external`, and a snapshot with the same engines as the last one is not written again.
+   */
+  updateTopology(snap: TopologySnapshot): void {
+    for (const e of snap.engines) if (e.worker_type !== 'external') this.actorEngines.add(e.addr);
+    const engines = [...snap.engines];
+    const present = new Set(engines.map((e) => e.addr));
+    for (const addr of [...this.scrapedEngines].sort()) {
+      if (!present.has(addr) && !this.actorEngines.has(addr)) engines.push({ addr, worker_type: 'external', engine_rank: -1, gpus: [], gpu_uuids: [] });
+    }
+    if (this.lastTopology !== null && sameEngines(this.lastTopology, engines)) return;
+    this.lastTopology = engines;
+    const record = { ts: snap.ts, engines };
+    this.buffers.topology.push(encodeTopology(record), 0);
+    this.catalog.addTopology(record);
+  }
+
+  /** Engines scraped but in no snapshot become `external` entries of a new one (each flush tick). */
+  syncExternalEngines(): void {
+    const known = new Set((this.lastTopology ?? []).map((e) => e.addr));
+    const missing = [...this.scrapedEngines].some((a) => !known.has(a) && !this.actorEngines.has(a));
+    if (missing) {
+      this.updateTopology({ ts: this.now(), engines: (this.lastTopology ?? []).filter((e) => e.worker_type !== 'external') });
+    }
+  }
+
+  /** Addresses of the engines in the last snapshot, externals included (what direct scraping polls). */
+  engineAddrs(): string[] {
+    return (this.lastTopology ?? []).map((e) => e.addr);
+  }
+
+  // ------------------------------------------------------------------- flush
+
+  /** Appends everything held; returns true when nothing is left held. Never throws. */
+  flush(): boolean {
+    for (const s of STREAMS) {
+      const buf = this.buffers[s];
+      if (buf.droppedSinceReport > 0) {
+        this.log('error', `dropped ${buf.droppedSinceReport} ${s} records since the last flush: ${buf.cap} were held (buffer cap) — is the disk full or failing?`);
+        buf.droppedSinceReport = 0;
+      }
+    }
+    let ok = true;
+    if (this.catalog.changed) {
+      try {
+        this.writer.replace(LANE_CATALOG_FILE, this.catalog.toJson());
+        this.catalog.changed = false;
+      } catch (err) {
+        ok = false;
+        this.log('error', `writing ${LANE_CATALOG_FILE} in ${this.dir} failed (${describe(err)}); retried next flush`);
+      }
+    }
+    const failed: string[] = [];
+    for (const s of STREAMS) {
+      const buf = this.buffers[s];
+      if (buf.length === 0) continue;
+      const groups = buf.groups();
+      let i = 0;
+      try {
+        for (; i < groups.length; i++) {
+          const g = groups[i];
+          this.writer.appendLines(buf.partitioned ? partitionFile(s as never, hourKey(g.hour * HOUR_SECONDS)) : flatFile(s), g.lines);
+          this.counters[s].written += g.lines.length;
+        }
+        buf.keepOnly([]);
+      } catch (err) {
+        buf.keepOnly(groups.slice(i));
+        failed.push(`${s} (${describe(err)})`);
+      }
+    }
+    for (const t of this.writer.tornTails.splice(0)) {
+      this.tornTailsCut++;
+      this.log('warn', `cut ${t.bytes} bytes of an unfinished last line from ${t.file} (left by a writer that stopped mid-write)`);
+    }
+    if (failed.length > 0) {
+      this.flushErrors++;
+      const held = STREAMS.filter((s) => this.buffers[s].length > 0).map((s) => `${s} ${this.buffers[s].length}`);
+      this.log('error', `flush to ${this.dir} failed for ${failed.join(', ')}; still held: ${held.join(', ')} records (kept for the next flush, up to ${this.buffers.gpu_util.cap} per stream)`);
+      return false;
+    }
+    if (ok) this.lastFlushOk = this.now();
+    return ok;
+  }
+
+  /** An unexpected error in a request or a tick: logged, never fatal. */
+  reportError(err: unknown): void {
+    this.log('error', `unexpected error: ${describe(err)}`);
+  }
+
+  health(): CollectorHealth {
+    const streams = Object.fromEntries(STREAMS.map((s) => [s, { ...this.counters[s], buffered: this.buffers[s].length }])) as Record<StreamName, StreamHealth>;
+    return { streams, flushErrors: this.flushErrors, lastFlushOk: this.lastFlushOk, tornTailsCut: this.tornTailsCut };
+  }
+}
+
+function sameEngines(a: readonly EngineInfo[], b: readonly EngineInfo[]): boolean {
+  if (a.length !== b.length) return false;
+  return a.every((e, i) => JSON.stringify(e) === JSON.stringify(b[i]));
+}
+
+function describe(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  return e?.code ? `${e.code}: ${e.message}` : String(e?.message ?? err);
+}

@@ -1,0 +1,40 @@
+// `dashboard/collector.json`: how a producer on any node that sees the run directory finds the
+// collector — its address and the run's token. Readable by the owner only; the server never serves it.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
+
+export interface CollectorInfo {
+  /** `http://host:port`, as producers should dial it. */
+  address: string;
+  token: string;
+  pid: number;
+  started_ts: number;
+}
+
+const schema = z.strictObject({ address: z.string(), token: z.string().min(16), pid: z.int(), started_ts: z.number() });
+
+/** A fresh random token (256 bits, URL-safe). */
+export function newToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function collectorFileText(info: CollectorInfo): string {
+  return JSON.stringify(info, null, 1) + '\n';
+}
+
+/** Reads a dashboard directory's `collector.json`; throws a message naming the file. */
+export function readCollectorFile(dashboardDir: string): CollectorInfo {
+  const path = join(dashboardDir, COLLECTOR_FILE);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`no collector found: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const r = schema.safeParse(JSON.parse(text));
+  if (!r.success) throw new Error(`${path} is not a collector file: ${r.error.issues[0].path.join('.')} ${r.error.issues[0].message}`);
+  return r.data;
+}

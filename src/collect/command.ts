@@ -1,0 +1,134 @@
+// `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
+import { resolve, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
+import { DEFAULT_BUFFER_CAP } from './streamBuffer.ts';
+import { DEFAULT_MAX_BATCH_BYTES } from './http.ts';
+import { startCollectorService } from './service.ts';
+
+export const COLLECT_USAGE = `  rlsight collect --dump-details DIR [options]   receive live telemetry and write DIR/dashboard/
+collect options:
+  --listen HOST:PORT            where producers connect (default 127.0.0.1:7789; 0.0.0.0:7789 for a cluster)
+  --advertise HOST              the host written to collector.json (default: listen host, or this node's IPv4)
+  --flush-interval S            seconds between disk flushes (default 5)
+  --run-name NAME               meta.json run name (default: the existing one, else rlsight-run)
+  --buffer-cap N                records held per stream while the disk is unavailable (default ${DEFAULT_BUFFER_CAP})
+  --max-batch-bytes N           larger batches are refused with 413 (default ${DEFAULT_MAX_BATCH_BYTES})
+  --sglang-router URL           scrape SGLang engine metrics through this router
+  --sglang-scrape-mode M        auto|router|direct (default auto = each engine's /metrics)
+  --sglang-scrape-interval S    seconds between scrapes (default 2)
+  --sglang-metrics a,b,...      replace the scraped metric whitelist`;
+
+export class CollectUsageError extends Error {}
+
+export interface CollectFlags {
+  dumpDetails: string;
+  host: string;
+  port: number;
+  advertiseHost?: string;
+  flushIntervalS: number;
+  runName?: string;
+  bufferCap: number;
+  maxBatchBytes: number;
+  sglangRouter?: string;
+  scrapeMode: 'auto' | 'router' | 'direct';
+  scrapeIntervalS: number;
+  sglangMetrics?: string[];
+}
+
+function num(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min: number }): number {
+  if (raw === undefined) return fallback;
+  const v = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isSafeInteger(v)) || v < opts.min) {
+    throw new CollectUsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'} >= ${opts.min}, got '${raw}'`);
+  }
+  return v;
+}
+
+/** `HOST:PORT`, `[v6]:PORT` or `:PORT`. */
+export function parseHostPort(flag: string, raw: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(raw);
+  const port = m ? Number(m[3]) : NaN;
+  if (m === null || port > 65535) throw new CollectUsageError(`--${flag}: expected HOST:PORT, got '${raw}'`);
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+export function parseCollectFlags(argv: string[]): CollectFlags {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      'dump-details': { type: 'string' },
+      listen: { type: 'string' },
+      advertise: { type: 'string' },
+      'flush-interval': { type: 'string' },
+      'run-name': { type: 'string' },
+      'buffer-cap': { type: 'string' },
+      'max-batch-bytes': { type: 'string' },
+      'sglang-router': { type: 'string' },
+      'sglang-scrape-mode': { type: 'string' },
+      'sglang-scrape-interval': { type: 'string' },
+      'sglang-metrics': { type: 'string' },
+    },
+  });
+  if (!values['dump-details']) throw new CollectUsageError('--dump-details DIR is required');
+  const listen = parseHostPort('listen', values.listen ?? '127.0.0.1:7789');
+  const mode = values['sglang-scrape-mode'] ?? 'auto';
+  if (mode !== 'auto' && mode !== 'router' && mode !== 'direct') throw new CollectUsageError(`--sglang-scrape-mode: expected auto, router or direct, got '${mode}'`);
+  const router = values['sglang-router'];
+  if (router !== undefined && !/^https?:\/\/[^\s/]+\/?$/.test(router)) throw new CollectUsageError(`--sglang-router: expected http://HOST:PORT, got '${router}'`);
+  const metrics = values['sglang-metrics']?.split(',').map((m) => m.trim()).filter((m) => m !== '');
+  if (metrics !== undefined && metrics.length === 0) throw new CollectUsageError('--sglang-metrics: name at least one metric');
+  return {
+    dumpDetails: resolve(values['dump-details']),
+    host: listen.host,
+    port: listen.port,
+    advertiseHost: values.advertise,
+    flushIntervalS: num('flush-interval', values['flush-interval'], 5, { min: 0.05 }),
+    runName: values['run-name'],
+    bufferCap: num('buffer-cap', values['buffer-cap'], DEFAULT_BUFFER_CAP, { int: true, min: 1 }),
+    maxBatchBytes: num('max-batch-bytes', values['max-batch-bytes'], DEFAULT_MAX_BATCH_BYTES, { int: true, min: 1024 }),
+    sglangRouter: router?.replace(/\/$/, ''),
+    scrapeMode: mode,
+    scrapeIntervalS: num('sglang-scrape-interval', values['sglang-scrape-interval'], 2, { min: 0.1 }),
+    sglangMetrics: metrics,
+  };
+}
+
+/** Runs until SIGINT/SIGTERM; exit code 0 when the final flush wrote everything, 1 otherwise. */
+export async function collectCommand(argv: string[]): Promise<number> {
+  let flags: CollectFlags;
+  try {
+    flags = parseCollectFlags(argv);
+  } catch (err) {
+    if (err instanceof CollectUsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`rlsight collect: ${(err as Error).message}`);
+      return 2;
+    }
+    throw err;
+  }
+  const dashboardDir = join(flags.dumpDetails, DASHBOARD_DIR);
+  const service = await startCollectorService({
+    dashboardDir,
+    host: flags.host,
+    port: flags.port,
+    advertiseHost: flags.advertiseHost,
+    flushIntervalS: flags.flushIntervalS,
+    runName: flags.runName,
+    bufferCap: flags.bufferCap,
+    maxBatchBytes: flags.maxBatchBytes,
+    sglang: { router: flags.sglangRouter, mode: flags.scrapeMode, intervalS: flags.scrapeIntervalS, whitelist: flags.sglangMetrics },
+  });
+  console.log(`rlsight collect: writing ${dashboardDir}`);
+  console.log(`listening on ${service.address} (address and token in ${join(dashboardDir, COLLECTOR_FILE)})`);
+  console.log(`view live: rlsight serve --dump-details ${flags.dumpDetails} --follow`);
+  return await new Promise<number>((done) => {
+    const stop = (signal: string): void => {
+      console.log(`rlsight collect: ${signal}, flushing and stopping`);
+      void service.close().then((ok) => done(ok ? 0 : 1));
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+}

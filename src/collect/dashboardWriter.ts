@@ -1,0 +1,130 @@
+// The collector's file side: appends whole lines to the stream files, replaces the lane catalog and
+// meta.json atomically. A file never ends in half a line for longer than a failed write takes to
+// undo, and a torn tail left by a crash is cut before anything is appended after it.
+import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, readSync, renameSync, ftruncateSync, writeSync, unlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** The file operations the writer needs; tests pass one that fails on purpose. */
+export interface CollectorFs {
+  mkdirp(dir: string): void;
+  /** Opens for appending (creating); returns a handle. */
+  openAppend(path: string): number;
+  size(fd: number): number;
+  readAt(fd: number, buf: Buffer, position: number): number;
+  /** Writes all of `data`, or throws (possibly after writing part of it). */
+  write(fd: number, data: Buffer): void;
+  truncate(fd: number, size: number): void;
+  close(fd: number): void;
+  /** Writes `data` to `path + ".tmp"` (mode) and renames it over `path`. */
+  replace(path: string, tmpPath: string, data: string, mode: number): void;
+  remove(path: string): void;
+}
+
+export const nodeCollectorFs: CollectorFs = {
+  mkdirp: (dir) => void mkdirSync(dir, { recursive: true }),
+  openAppend: (path) => openSync(path, 'a+', 0o644),
+  size: (fd) => fstatSync(fd).size,
+  readAt: (fd, buf, position) => readSync(fd, buf, 0, buf.length, position),
+  write: (fd, data) => {
+    let off = 0;
+    while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+  },
+  truncate: (fd, size) => ftruncateSync(fd, size),
+  close: (fd) => closeSync(fd),
+  replace: (path, tmpPath, data, mode) => {
+    const fd = openSync(tmpPath, 'w', mode);
+    try {
+      fchmodSync(fd, mode); // a leftover tmp file keeps its old mode otherwise
+      writeSync(fd, data);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmpPath, path);
+  },
+  remove: (path) => {
+    try {
+      unlinkSync(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  },
+};
+
+export class DashboardWriter {
+  /** Files whose tail this process has checked (or written cleanly) since it started. */
+  private readonly clean = new Set<string>();
+  /** Bytes cut from torn tails, per file (reported once by the collector). */
+  readonly tornTails: { file: string; bytes: number }[] = [];
+
+  constructor(
+    readonly dir: string,
+    private readonly fs: CollectorFs = nodeCollectorFs,
+  ) {}
+
+  /** Appends complete lines (each without its newline) to `rel` under the dashboard directory. */
+  appendLines(rel: string, lines: readonly string[]): number {
+    if (lines.length === 0) return 0;
+    const path = join(this.dir, rel);
+    this.fs.mkdirp(dirname(path));
+    const data = Buffer.from(lines.join('\n') + '\n', 'utf8');
+    const fd = this.fs.openAppend(path);
+    try {
+      let size = this.fs.size(fd);
+      if (!this.clean.has(rel)) {
+        size = this.cutTornTail(fd, size, rel);
+        this.clean.add(rel);
+      }
+      try {
+        this.fs.write(fd, data);
+      } catch (err) {
+        // Undo a partial append so the file still ends at a line boundary; if even that fails, check again next time.
+        try {
+          this.fs.truncate(fd, size);
+        } catch {
+          this.clean.delete(rel);
+        }
+        throw err;
+      }
+    } finally {
+      this.fs.close(fd);
+    }
+    return data.length;
+  }
+
+  /** Cuts a last line that has no newline (a write the previous writer did not finish); returns the new size. */
+  private cutTornTail(fd: number, size: number, rel: string): number {
+    if (size === 0) return 0;
+    const chunk = Buffer.allocUnsafe(Math.min(size, 64 * 1024));
+    let end = size;
+    for (;;) {
+      const from = Math.max(0, end - chunk.length);
+      const n = this.fs.readAt(fd, chunk.subarray(0, end - from), from);
+      const view = chunk.subarray(0, n);
+      if (end === size && view[n - 1] === 10) return size;
+      const nl = view.lastIndexOf(10);
+      if (nl >= 0) {
+        const keep = from + nl + 1;
+        this.fs.truncate(fd, keep);
+        this.tornTails.push({ file: rel, bytes: size - keep });
+        return keep;
+      }
+      if (from === 0) {
+        this.fs.truncate(fd, 0);
+        this.tornTails.push({ file: rel, bytes: size });
+        return 0;
+      }
+      end = from;
+    }
+  }
+
+  /** Atomically replaces a small document (`lane_catalog.json`, `meta.json`, `collector.json`). */
+  replace(rel: string, text: string, mode = 0o644): void {
+    const path = join(this.dir, rel);
+    this.fs.mkdirp(dirname(path));
+    this.fs.replace(path, `${path}.tmp`, text, mode);
+  }
+
+  remove(rel: string): void {
+    this.fs.remove(join(this.dir, rel));
+  }
+}

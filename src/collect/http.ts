@@ -1,0 +1,90 @@
+// The collector's HTTP surface: `POST /v1/streams/{stream}` (an NDJSON batch), `POST /v1/router`
+// (where the SGLang router is), `GET /metrics` (Prometheus exposition). Every write needs the
+// run's token; a refused batch writes nothing.
+import { timingSafeEqual } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
+import { isStreamName, STREAMS } from '../formats/dashboard/layout.ts';
+import type { Collector } from './collector.ts';
+
+/** A batch above this is refused with 413 (a producer batch is a few KiB). */
+export const DEFAULT_MAX_BATCH_BYTES = 8 << 20;
+
+export interface CollectorAppOptions {
+  token: string;
+  maxBatchBytes?: number;
+  /** The Prometheus exposition (text and content type). */
+  metrics?: () => Promise<{ text: string; contentType: string }>;
+  /** Called when a producer names the SGLang router. */
+  setRouter?: (addr: string) => void;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const routerBody = z.strictObject({ addr: z.string().regex(/^https?:\/\/[^\s/]+$/, 'expected http(s)://host:port') });
+
+function sameToken(given: string, token: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export function createCollectorApp(collector: Collector, opts: CollectorAppOptions): Hono {
+  const app = new Hono();
+  const maxBytes = opts.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+
+  const requireToken = async (c: Context, next: () => Promise<void>): Promise<Response | void> => {
+    const auth = c.req.header('authorization') ?? '';
+    const m = /^Bearer (\S+)$/.exec(auth);
+    if (m === null || !sameToken(m[1], opts.token)) {
+      c.header('WWW-Authenticate', 'Bearer realm="rlsight collector"');
+      return c.json({ error: m === null ? 'missing Authorization: Bearer <token> (the token is in dashboard/collector.json)' : 'wrong token for this run' }, 401);
+    }
+    await next();
+  };
+  const limit = bodyLimit({ maxSize: maxBytes, onError: (c) => c.json({ error: `batch larger than ${maxBytes} bytes; send smaller batches` }, 413) });
+
+  app.post('/v1/streams/:stream', requireToken, limit, async (c) => {
+    const stream = c.req.param('stream');
+    if (!isStreamName(stream)) return c.json({ error: `unknown stream '${stream}' (expected one of ${STREAMS.join(', ')})` }, 404);
+    let body: string;
+    try {
+      body = utf8.decode(await c.req.arrayBuffer());
+    } catch {
+      return c.json({ error: 'batch is not UTF-8 text' }, 400);
+    }
+    const r = collector.ingest(stream, body);
+    if (!r.ok) {
+      const { line, field, message } = r.problem;
+      return c.json({ error: `${stream} line ${line}${field ? `, field ${field}` : ''}: ${message}`, line, field }, 400);
+    }
+    return c.json({ accepted: r.accepted });
+  });
+
+  app.post('/v1/router', requireToken, bodyLimit({ maxSize: 4096 }), async (c) => {
+    let doc: unknown;
+    try {
+      doc = await c.req.json();
+    } catch {
+      return c.json({ error: 'expected a JSON body {"addr": "http://host:port"}' }, 400);
+    }
+    const r = routerBody.safeParse(doc);
+    if (!r.success) return c.json({ error: `${r.error.issues[0].path.join('.') || 'body'}: ${r.error.issues[0].message}`, field: r.error.issues[0].path.join('.') }, 400);
+    if (!opts.setRouter) return c.json({ error: 'this collector does not scrape SGLang' }, 409);
+    opts.setRouter(r.data.addr);
+    return c.json({ router: r.data.addr });
+  });
+
+  app.get('/metrics', async (c) => {
+    if (!opts.metrics) return c.text('', 404);
+    const m = await opts.metrics();
+    return c.body(m.text, 200, { 'Content-Type': m.contentType });
+  });
+
+  app.notFound((c) => c.json({ error: `no such endpoint: ${c.req.method} ${c.req.path}` }, 404));
+  app.onError((err, c) => {
+    collector.reportError(err);
+    return c.json({ error: `collector error: ${err.message}` }, 500);
+  });
+  return app;
+}

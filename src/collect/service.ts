@@ -1,0 +1,82 @@
+// A running collector: the writer, its HTTP listener, the flush timer and `collector.json`.
+import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { serve } from '@hono/node-server';
+import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
+import { Collector, type CollectorOptions } from './collector.ts';
+import { collectorFileText, newToken } from './collectorFile.ts';
+import { DashboardWriter } from './dashboardWriter.ts';
+import { createCollectorApp } from './http.ts';
+
+export interface CollectorServiceOptions extends CollectorOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  flushIntervalS?: number;
+  maxBatchBytes?: number;
+  /** The host producers should dial (default: the listen host, or this machine's first IPv4 when listening on all interfaces). */
+  advertiseHost?: string;
+  /** Fixed token (tests); default a fresh random one. */
+  token?: string;
+  /** SGLang engine scraping (off when absent). */
+  sglang?: ScrapeSettings;
+}
+
+export interface ScrapeSettings {
+  /** Router base URL (`http://host:port`); router mode needs it, a producer may also name it later. */
+  router?: string;
+  mode: 'auto' | 'router' | 'direct';
+  intervalS: number;
+  /** Replaces the default metric whitelist. */
+  whitelist?: string[];
+}
+
+export interface CollectorService {
+  collector: Collector;
+  /** `http://host:port` as written to `collector.json`. */
+  address: string;
+  port: number;
+  token: string;
+  close(): Promise<boolean>;
+}
+
+/** The address other nodes reach this one at: the first non-internal IPv4, else loopback. */
+function routableHost(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+export async function startCollectorService(opts: CollectorServiceOptions): Promise<CollectorService> {
+  const host = opts.host ?? '127.0.0.1';
+  const token = opts.token ?? newToken();
+  const collector = new Collector(opts);
+  const app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 7789 }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = opts.advertiseHost ?? (host === '0.0.0.0' || host === '::' ? routableHost() : host);
+  const address = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
+  const writer = new DashboardWriter(opts.dashboardDir, opts.fs);
+  writer.replace(COLLECTOR_FILE, collectorFileText({ address, token, pid: process.pid, started_ts: Date.now() / 1000 }), 0o600);
+  collector.start(opts.flushIntervalS ?? 5);
+  let closed: Promise<boolean> | null = null;
+  return {
+    collector,
+    address,
+    port,
+    token,
+    close: () =>
+      (closed ??= new Promise<boolean>((resolve) => {
+        (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        server.close(() => {
+          const ok = collector.close();
+          writer.remove(COLLECTOR_FILE);
+          resolve(ok);
+        });
+      })),
+  };
+}
