@@ -3,6 +3,7 @@ import { mkdtempSync, statSync, existsSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { COLLECT_USAGE } from './collect/usage.ts';
 
 const USAGE = `rlsight — observability for LLM RL post-training runs
 
@@ -18,6 +19,7 @@ Usage:
   rlsight export tensorboard --dump-details DIR --out LOGDIR       events.out.tfevents.* scalars
   rlsight export perfetto --dump-details DIR [--t0 T --t1 T] --out FILE   Chrome trace-event JSON for ui.perfetto.dev
   rlsight collect --dump-details DIR [--listen HOST:PORT] [...]    receive live telemetry (see collect options)
+  rlsight prometheus-config --router HOST:PORT [--collector HOST:PORT]   print a prometheus.yml for both
   rlsight --help
 
 serve options:
@@ -33,6 +35,8 @@ serve options:
   --allow-host NAME             also answer requests for this Host name (repeatable)
   --prometheus URL              engine series from this Prometheus when the run scraped none
   --health-config FILE          health-board thresholds (JSON: {"signal": {"warn": x, "fire": y}})
+
+${COLLECT_USAGE}
 
 demo options:
   --port N                      port (default 7788)
@@ -205,13 +209,14 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'collect') return await (await import('./collect/command.ts')).collectCommand(rest);
+    if (command === 'prometheus-config') return await (await import('./collect/prometheusConfig.ts')).prometheusConfigCommand(rest);
     if (command === 'health') return await (await import('./commands/health.ts')).healthCommand(rest);
     if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);
     if (command === 'serve' && (await import('./commands/serveSlime.ts')).isSlimeServe(rest)) return await (await import('./commands/serveSlime.ts')).serveSlime(rest);
     if (command === 'serve') await serve(parseServeFlags(rest));
     else if (command === 'demo') await demo(rest);
     else if (command === 'trace') return await (await import('./commands/trace.ts')).traceCommand(rest);
-    else throw new UsageError(`unknown command '${command}' (expected serve, demo, trace, health or export; see --help)`);
+    else throw new UsageError(`unknown command '${command}' (expected serve, demo, trace, collect, prometheus-config, health or export; see --help)`);
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as NodeJS.ErrnoException)?.code?.startsWith?.('ERR_PARSE_ARGS')) {

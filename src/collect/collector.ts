@@ -28,7 +28,8 @@ import {
 } from '../formats/dashboard/index.ts';
 import { DashboardWriter, nodeCollectorFs, type CollectorFs } from './dashboardWriter.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
-import { DEFAULT_BUFFER_CAP, StreamBuffer } from './streamBuffer.ts';
+import { StreamBuffer } from './streamBuffer.ts';
+import { DEFAULT_BUFFER_CAP } from './usage.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -152,7 +153,10 @@ export class Collector {
   /** Starts the periodic flush. */
   start(flushIntervalS: number): void {
     if (this.timer !== null) return;
-    this.timer = setInterval(() => this.flush(), Math.max(0.01, flushIntervalS) * 1000);
+    this.timer = setInterval(() => {
+      this.syncExternalEngines();
+      this.flush();
+    }, Math.max(0.01, flushIntervalS) * 1000);
   }
 
   /** Stops the timer and writes everything held (the final flush). Returns whether it all went. */

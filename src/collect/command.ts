@@ -2,22 +2,8 @@
 import { resolve, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
-import { DEFAULT_BUFFER_CAP } from './streamBuffer.ts';
-import { DEFAULT_MAX_BATCH_BYTES } from './http.ts';
+import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
 import { startCollectorService } from './service.ts';
-
-export const COLLECT_USAGE = `  rlsight collect --dump-details DIR [options]   receive live telemetry and write DIR/dashboard/
-collect options:
-  --listen HOST:PORT            where producers connect (default 127.0.0.1:7789; 0.0.0.0:7789 for a cluster)
-  --advertise HOST              the host written to collector.json (default: listen host, or this node's IPv4)
-  --flush-interval S            seconds between disk flushes (default 5)
-  --run-name NAME               meta.json run name (default: the existing one, else rlsight-run)
-  --buffer-cap N                records held per stream while the disk is unavailable (default ${DEFAULT_BUFFER_CAP})
-  --max-batch-bytes N           larger batches are refused with 413 (default ${DEFAULT_MAX_BATCH_BYTES})
-  --sglang-router URL           scrape SGLang engine metrics through this router
-  --sglang-scrape-mode M        auto|router|direct (default auto = each engine's /metrics)
-  --sglang-scrape-interval S    seconds between scrapes (default 2)
-  --sglang-metrics a,b,...      replace the scraped metric whitelist`;
 
 export class CollectUsageError extends Error {}
 

@@ -8,8 +8,7 @@ import { z } from 'zod';
 import { isStreamName, STREAMS } from '../formats/dashboard/layout.ts';
 import type { Collector } from './collector.ts';
 
-/** A batch above this is refused with 413 (a producer batch is a few KiB). */
-export const DEFAULT_MAX_BATCH_BYTES = 8 << 20;
+import { DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
 
 export interface CollectorAppOptions {
   token: string;

@@ -3,10 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { serve } from '@hono/node-server';
 import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
-import { Collector, type CollectorOptions } from './collector.ts';
+import { Collector, stderrLogger, type CollectorOptions } from './collector.ts';
 import { collectorFileText, newToken } from './collectorFile.ts';
 import { DashboardWriter } from './dashboardWriter.ts';
+import { collectorRegistry } from './exposition.ts';
 import { createCollectorApp } from './http.ts';
+import { resolveScrapeMode, SglangScraper, type FetchText } from './sglangScraper.ts';
 
 export interface CollectorServiceOptions extends CollectorOptions {
   host?: string;
@@ -22,6 +24,7 @@ export interface CollectorServiceOptions extends CollectorOptions {
   sglang?: ScrapeSettings;
 }
 
+
 export interface ScrapeSettings {
   /** Router base URL (`http://host:port`); router mode needs it, a producer may also name it later. */
   router?: string;
@@ -29,10 +32,13 @@ export interface ScrapeSettings {
   intervalS: number;
   /** Replaces the default metric whitelist. */
   whitelist?: string[];
+  /** HTTP GET used for scraping (tests count calls). */
+  get?: FetchText;
 }
 
 export interface CollectorService {
   collector: Collector;
+  scraper: SglangScraper | null;
   /** `http://host:port` as written to `collector.json`. */
   address: string;
   port: number;
@@ -52,7 +58,29 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
   const host = opts.host ?? '127.0.0.1';
   const token = opts.token ?? newToken();
   const collector = new Collector(opts);
-  const app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes });
+  const log = opts.log ?? stderrLogger;
+  const scraper =
+    opts.sglang === undefined
+      ? null
+      : new SglangScraper({
+          mode: resolveScrapeMode(opts.sglang.mode),
+          routerAddr: opts.sglang.router,
+          engineAddrs: () => collector.engineAddrs(),
+          intervalS: opts.sglang.intervalS,
+          whitelist: opts.sglang.whitelist,
+          sink: (record, line) => collector.take('engine_series', { record, line }),
+          log,
+          now: opts.now,
+          get: opts.sglang.get,
+        });
+  const setRouter = (addr: string): void => {
+    if (scraper === null || scraper.routerAddr === addr) return;
+    scraper.routerAddr = addr;
+    log('info', `sglang router is ${addr}; scraping in ${scraper.mode} mode`);
+  };
+  const registry = collectorRegistry(collector);
+  const metrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
+  const app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 7789 }, () => resolve(s));
     s.once('error', reject);
@@ -63,16 +91,19 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
   const writer = new DashboardWriter(opts.dashboardDir, opts.fs);
   writer.replace(COLLECTOR_FILE, collectorFileText({ address, token, pid: process.pid, started_ts: Date.now() / 1000 }), 0o600);
   collector.start(opts.flushIntervalS ?? 5);
+  scraper?.start();
   let closed: Promise<boolean> | null = null;
   return {
     collector,
+    scraper,
     address,
     port,
     token,
     close: () =>
       (closed ??= new Promise<boolean>((resolve) => {
         (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-        server.close(() => {
+        server.close(async () => {
+          await scraper?.stop();
           const ok = collector.close();
           writer.remove(COLLECTOR_FILE);
           resolve(ok);

@@ -1,8 +1,6 @@
 // What the collector holds of one stream between flushes: encoded lines (with their hour for the
 // partitioned streams), bounded so a stuck disk costs memory up to a cap and never more.
 
-/** miles' collector caps each stream at this many records. */
-export const DEFAULT_BUFFER_CAP = 500_000;
 /** At the cap, the oldest tenth goes (one drop per tenth of the cap, not one per record). */
 export const DROP_FRACTION = 0.1;
 

@@ -1,0 +1,89 @@
+// `GET /metrics` of the collector (prom-client): the latest values of the run as labelled gauges —
+// GPU utilization/memory/power per node and GPU, running requests per engine, the last duration of
+// each phase — and the collector's own health per stream. Values are read from the collector at
+// scrape time, so the exposition costs nothing between scrapes.
+import { Counter, Gauge, Registry } from 'prom-client';
+import { STREAMS } from '../formats/dashboard/layout.ts';
+import type { Collector } from './collector.ts';
+
+export function collectorRegistry(collector: Collector): Registry {
+  const registry = new Registry();
+  const latest = collector.latest;
+  const perGpu = (name: string, help: string, pick: (s: { util: number; mem_mb: number; power_w: number }) => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['node', 'gpu'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [node, gpus] of latest.gpus) for (const [gpu, s] of gpus) this.set({ node, gpu: String(gpu) }, pick(s));
+      },
+    });
+  };
+  perGpu('rlsight_gpu_utilization_percent', 'Latest GPU utilization reported for each GPU (%).', (s) => s.util);
+  perGpu('rlsight_gpu_memory_used_mib', 'Latest used GPU memory reported for each GPU (MiB).', (s) => s.mem_mb);
+  perGpu('rlsight_gpu_power_watts', 'Latest GPU power reported for each GPU (W).', (s) => s.power_w);
+  new Gauge({
+    name: 'rlsight_engine_running_requests',
+    help: 'Running requests of each SGLang engine at its latest scrape (summed over dp ranks).',
+    labelNames: ['engine'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [engine, v] of latest.runningRequests) this.set({ engine }, v.value);
+    },
+  });
+  new Gauge({
+    name: 'rlsight_phase_last_duration_seconds',
+    help: 'Duration of the latest completed interval of each phase (s).',
+    labelNames: ['phase'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [phase, s] of latest.phaseSeconds) this.set({ phase }, s);
+    },
+  });
+
+  const perStream = (name: string, help: string, pick: (h: { received: number; dropped: number; written: number; buffered: number }) => number, counter: boolean): void => {
+    const config = {
+      name,
+      help,
+      labelNames: ['stream'] as const,
+      registers: [registry],
+      collect(this: Counter<'stream'> | Gauge<'stream'>) {
+        const streams = collector.health().streams;
+        this.reset();
+        for (const s of STREAMS) {
+          const v = pick(streams[s]);
+          if (this instanceof Counter) this.inc({ stream: s }, v);
+          else this.set({ stream: s }, v);
+        }
+      },
+    };
+    if (counter) new Counter(config as never);
+    else new Gauge(config as never);
+  };
+  perStream('rlsight_collector_records_received_total', 'Records accepted from producers and the scraper, per stream.', (h) => h.received, true);
+  perStream('rlsight_collector_records_dropped_total', 'Records dropped because a stream held its buffer cap, per stream.', (h) => h.dropped, true);
+  perStream('rlsight_collector_records_written_total', 'Records appended to the run directory, per stream.', (h) => h.written, true);
+  perStream('rlsight_collector_buffered_records', 'Records held in memory awaiting a flush, per stream.', (h) => h.buffered, false);
+  new Counter({
+    name: 'rlsight_collector_flush_errors_total',
+    help: 'Flushes that could not write everything they held.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(collector.health().flushErrors);
+    },
+  });
+  new Gauge({
+    name: 'rlsight_collector_last_flush_success_timestamp_seconds',
+    help: 'When the last flush that wrote everything it held finished (Unix time; 0 before the first).',
+    registers: [registry],
+    collect() {
+      this.set(collector.health().lastFlushOk ?? 0);
+    },
+  });
+  return registry;
+}

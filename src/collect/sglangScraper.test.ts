@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { defaultEngineState, fakeEngine, routerMetricsText, serveText } from '../../test/support/fakeSglang.ts';
+import { decodeLine, type EngineSample } from '../formats/dashboard/index.ts';
+import type { LogLevel } from './collector.ts';
+import { startCollectorService } from './service.ts';
+import { DEFAULT_METRIC_WHITELIST, resolveScrapeMode, SglangScraper } from './sglangScraper.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'rlsight-scrape-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+function collect(): { samples: EngineSample[]; lines: string[]; sink: (s: EngineSample, l: string) => void } {
+  const samples: EngineSample[] = [];
+  const lines: string[] = [];
+  return { samples, lines, sink: (s, l) => (samples.push(s), lines.push(l)) };
+}
+
+function logs(): { lines: string[]; log: (level: LogLevel, m: string) => void } {
+  const lines: string[] = [];
+  return { lines, log: (level, m) => lines.push(`${level}: ${m}`) };
+}
+
+describe('SGLang scraper', () => {
+  it('auto scrapes each engine directly', () => {
+    assert.equal(resolveScrapeMode('auto'), 'direct');
+    assert.equal(resolveScrapeMode('router'), 'router');
+  });
+
+  it('direct: normalizes names, keeps engine_type and dp_rank, one timestamp per tick, skips a failed engine', async () => {
+    const a = await fakeEngine();
+    const b = await fakeEngine({ ...defaultEngineState(), running: [3] });
+    const dead = await fakeEngine();
+    await dead.close();
+    const out = collect();
+    const { lines, log } = logs();
+    const scraper = new SglangScraper({ mode: 'direct', engineAddrs: () => [a.addr, dead.addr, b.addr], sink: out.sink, log });
+    try {
+      const kept = await scraper.scrapeOnce(1000.5);
+      assert.equal(kept, out.samples.length);
+      assert.deepEqual(new Set(out.samples.map((s) => s.ts)), new Set([1000.5]));
+      assert.deepEqual(new Set(out.samples.map((s) => s.addr)), new Set([a.addr, b.addr]));
+      const running = out.samples.filter((s) => s.addr === a.addr && s.metric === 'sglang_num_running_reqs');
+      assert.deepEqual(running.map((s) => [s.labels, s.value]), [
+        [{ dp_rank: '0', engine_type: 'unified' }, 16],
+        [{ dp_rank: '1', engine_type: 'unified' }, 5],
+      ]);
+      const names = new Set(out.samples.map((s) => s.metric));
+      for (const n of names) assert.ok(DEFAULT_METRIC_WHITELIST.includes(n), n);
+      assert.ok(names.has('sglang_time_to_first_token_seconds_sum') && names.has('sglang_time_to_first_token_seconds_count'));
+      assert.ok(!names.has('sglang_uptime_seconds'));
+      const ttft = out.samples.find((s) => s.addr === a.addr && s.metric === 'sglang_time_to_first_token_seconds_sum')!;
+      assert.equal(ttft.value, 2351897.9474117756);
+      assert.deepEqual(ttft.labels, {});
+      for (const l of out.lines) assert.ok(decodeLine('engine_series', l).ok, l);
+      assert.equal(out.lines[0], `{"ts":1000.5,"addr":"${a.addr}","metric":"sglang_num_running_reqs","labels":{"dp_rank":"0","engine_type":"unified"},"value":16.0}`);
+      assert.equal(lines.filter((l) => l.includes(`scrape of engine ${dead.addr} failed`)).length, 1);
+      await scraper.scrapeOnce(1002.5);
+      assert.equal(lines.filter((l) => l.includes(`scrape of engine ${dead.addr} failed`)).length, 1, 'rate-limited');
+      a.failing = true;
+      const before = out.samples.length;
+      await scraper.scrapeOnce(1004.5);
+      assert.ok(out.samples.slice(before).every((s) => s.addr === b.addr), 'a failing engine is skipped, never filled in');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('router: the engine comes from worker_addr, and a sample without it is dropped', async () => {
+    const engines = [
+      { addr: 'http://10.0.0.1:15000', state: defaultEngineState() },
+      { addr: 'http://10.0.0.1:15004', state: { ...defaultEngineState(), running: [7] } },
+    ];
+    const router = await serveText({ '/engine_metrics': () => routerMetricsText(engines) + 'sglang_num_running_reqs{engine_type="unified"} 99.0\n' });
+    const out = collect();
+    const { lines, log } = logs();
+    const scraper = new SglangScraper({ mode: 'router', routerAddr: router.addr, engineAddrs: () => [], sink: out.sink, log, whitelist: ['sglang_num_running_reqs', 'sglang_gen_throughput'] });
+    try {
+      await scraper.scrapeOnce(7);
+      assert.equal(router.hits.get('/engine_metrics'), 1);
+      assert.deepEqual(
+        out.samples.map((s) => [s.addr, s.metric, s.value]),
+        [
+          ['http://10.0.0.1:15000', 'sglang_num_running_reqs', 16],
+          ['http://10.0.0.1:15000', 'sglang_num_running_reqs', 5],
+          ['http://10.0.0.1:15000', 'sglang_gen_throughput', 2100.5],
+          ['http://10.0.0.1:15004', 'sglang_num_running_reqs', 7],
+          ['http://10.0.0.1:15004', 'sglang_gen_throughput', 2100.5],
+        ],
+      );
+      assert.ok(lines.some((l) => /router sample for sglang_num_running_reqs lacks worker_addr; dropping/.test(l)));
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('inside the collector: scrapes the engines of the last topology and writes engine_series', async () => {
+    const engine = await fakeEngine();
+    const dir = join(root, 'run', 'dashboard');
+    let clock = 1_755_800_000;
+    const svc = await startCollectorService({ dashboardDir: dir, port: 0, flushIntervalS: 3600, log: () => {}, now: () => clock, sglang: { mode: 'auto', intervalS: 3600 } });
+    try {
+      // nothing to scrape before a topology names an engine
+      assert.equal(await svc.scraper!.scrapeOnce(clock), 0);
+      const topo = `{"ts":${clock}.0,"engines":[{"addr":"${engine.addr}","worker_type":"regular","engine_rank":0,"gpus":[["127.0.0.1",0]],"gpu_uuids":[null]}]}`;
+      const res = await fetch(`${svc.address}/v1/streams/topology`, { method: 'POST', headers: { Authorization: `Bearer ${svc.token}` }, body: topo });
+      assert.equal(res.status, 200);
+      clock += 2;
+      const kept = await svc.scraper!.scrapeOnce(clock);
+      assert.ok(kept > 5);
+      svc.collector.flush();
+      const files = readdirSync(join(dir, 'engine_series'));
+      assert.equal(files.length, 1);
+      const rows = readFileSync(join(dir, 'engine_series', files[0]), 'utf8').trimEnd().split('\n');
+      assert.equal(rows.length, kept);
+      assert.ok(rows.every((r) => r.startsWith(`{"ts":${clock}.0,"addr":"${engine.addr}"`)));
+      assert.deepEqual(svc.collector.latest.runningRequests.get(engine.addr), { ts: clock, value: 21 });
+    } finally {
+      await svc.close();
+      await engine.close();
+    }
+  });
+});
+
+describe('prometheus-config and the router registration', () => {
+  it('prints a config scraping the router and the collector', async () => {
+    const { prometheusConfig } = await import('./prometheusConfig.ts');
+    const yml = prometheusConfig({ router: '10.0.0.5:30000', collector: '10.0.0.1:7789', scrapeIntervalS: 2 });
+    assert.match(yml, /scrape_interval: 2s/);
+    assert.match(yml, /job_name: sglang-router\n {4}metrics_path: \/engine_metrics\n {4}static_configs:\n {6}- targets: \['10.0.0.5:30000'\]/);
+    assert.match(yml, /job_name: rlsight-collector\n {4}metrics_path: \/metrics\n {4}static_configs:\n {6}- targets: \['10.0.0.1:7789'\]/);
+  });
+
+  it('a producer names the router; a bad address is a 400', async () => {
+    const svc = await startCollectorService({ dashboardDir: join(root, 'run2', 'dashboard'), port: 0, flushIntervalS: 3600, log: () => {}, sglang: { mode: 'router', intervalS: 3600 } });
+    try {
+      const post = (body: string, token = svc.token) => fetch(`${svc.address}/v1/router`, { method: 'POST', headers: { Authorization: `Bearer ${token}` }, body });
+      let res = await post('{"addr":"http://10.0.0.5:30000"}');
+      assert.equal(res.status, 200);
+      assert.equal(svc.scraper!.routerAddr, 'http://10.0.0.5:30000');
+      res = await post('{"addr":"10.0.0.5"}');
+      assert.equal(res.status, 400);
+      assert.match(((await res.json()) as { error: string }).error, /addr: expected http\(s\):\/\/host:port/);
+      res = await post('{"addr":"http://x:1"}', 'wrong-token-wrong-token-wrong-token-xx');
+      assert.equal(res.status, 401);
+      assert.equal(svc.scraper!.routerAddr, 'http://10.0.0.5:30000');
+    } finally {
+      await svc.close();
+    }
+  });
+});

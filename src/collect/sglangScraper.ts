@@ -1,0 +1,204 @@
+// Scrapes SGLang engine metrics into the engine_series stream, as miles' collector does: through the
+// router's aggregated `/engine_metrics` (each sample names its engine in `worker_addr`), or straight
+// from each engine's `/metrics` (the engines of the last topology snapshot). Every sample of one tick
+// carries the tick's start time; an engine that fails is skipped for that tick, never filled in.
+import { engineLabelsJson, engineSampleLine, KEPT_ENGINE_LABELS, type EngineSample } from '../formats/dashboard/index.ts';
+import { parsePromText } from '../formats/prometheus/text.ts';
+import type { Logger } from './collector.ts';
+
+/** Normalized names (`:` → `_`) scraped by default, in miles' order. */
+export const DEFAULT_METRIC_WHITELIST: readonly string[] = [
+  'sglang_num_running_reqs',
+  'sglang_num_queue_reqs',
+  'sglang_gen_throughput',
+  'sglang_token_usage',
+  'sglang_cache_hit_rate',
+  'sglang_num_prefill_prealloc_queue_reqs',
+  'sglang_num_prefill_inflight_queue_reqs',
+  'sglang_num_decode_prealloc_queue_reqs',
+  'sglang_num_decode_transfer_queue_reqs',
+  'sglang_kv_transfer_speed_gb_s',
+  'sglang_kv_transfer_latency_ms',
+  'sglang_prompt_tokens_total',
+  'sglang_generation_tokens_total',
+  'sglang_num_requests_total',
+  'sglang_num_aborted_requests_total',
+  'sglang_time_to_first_token_seconds_sum',
+  'sglang_time_to_first_token_seconds_count',
+  'sglang_inter_token_latency_seconds_sum',
+  'sglang_inter_token_latency_seconds_count',
+  'sglang_time_per_output_token_seconds_sum',
+  'sglang_time_per_output_token_seconds_count',
+  'sglang_e2e_request_latency_seconds_sum',
+  'sglang_e2e_request_latency_seconds_count',
+];
+
+export type ScrapeMode = 'router' | 'direct';
+
+/** `auto` scrapes each engine directly (as miles does). */
+export function resolveScrapeMode(mode: 'auto' | 'router' | 'direct'): ScrapeMode {
+  return mode === 'router' ? 'router' : 'direct';
+}
+
+/** GET returning the body text; throws on a network error, a timeout or a non-2xx status. */
+export type FetchText = (url: string, timeoutMs: number) => Promise<string>;
+
+export const fetchText: FetchText = async (url, timeoutMs) => {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  const body = await res.text();
+  if (!res.ok) throw new Error(`HTTP ${res.status}`);
+  return body;
+};
+
+export interface ScraperOptions {
+  mode: ScrapeMode;
+  routerAddr?: string;
+  /** Direct mode: the engines to poll (the collector's last topology). */
+  engineAddrs: () => readonly string[];
+  intervalS?: number;
+  timeoutS?: number;
+  whitelist?: readonly string[];
+  /** Receives each kept sample with its on-disk line. */
+  sink: (sample: EngineSample, line: string) => void;
+  log: Logger;
+  now?: () => number;
+  get?: FetchText;
+}
+
+/** The same warning at most once per window, so a dead engine does not flood the log. */
+class RateLimitedWarnings {
+  private readonly last = new Map<string, number>();
+  constructor(
+    private readonly log: Logger,
+    private readonly windowS = 300,
+  ) {}
+
+  warn(key: string, message: string, now: number): void {
+    const t = this.last.get(key);
+    if (t !== undefined && now - t < this.windowS) return;
+    this.last.set(key, now);
+    this.log('warn', `${message} (further warnings like this suppressed for ${this.windowS}s)`);
+  }
+}
+
+const MAX_PARALLEL = 8;
+
+export class SglangScraper {
+  mode: ScrapeMode;
+  routerAddr: string | undefined;
+  private readonly whitelist: Set<string>;
+  private readonly warnings: RateLimitedWarnings;
+  private readonly now: () => number;
+  private readonly get: FetchText;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  ticks = 0;
+
+  constructor(private readonly opts: ScraperOptions) {
+    this.mode = opts.mode;
+    this.routerAddr = opts.routerAddr;
+    const list = opts.whitelist ?? DEFAULT_METRIC_WHITELIST;
+    if (list.length === 0) throw new Error('the scraped metric whitelist is empty');
+    this.whitelist = new Set(list);
+    this.warnings = new RateLimitedWarnings(opts.log);
+    this.now = opts.now ?? (() => Date.now() / 1000);
+    this.get = opts.get ?? fetchText;
+  }
+
+  private get timeoutMs(): number {
+    return (this.opts.timeoutS ?? 5) * 1000;
+  }
+
+  /** One tick: fetch, parse, keep whitelisted samples stamped with `tickTs`. Returns the samples kept. */
+  async scrapeOnce(tickTs = this.now()): Promise<number> {
+    let kept = 0;
+    if (this.mode === 'router') {
+      if (this.routerAddr === undefined) {
+        this.warnings.warn('no-router', 'router scrape mode but no router known yet (pass --sglang-router or have a producer register it)', tickTs);
+        return 0;
+      }
+      const url = `${this.routerAddr}/engine_metrics`;
+      let text: string;
+      try {
+        text = await this.get(url, this.timeoutMs);
+      } catch (err) {
+        this.warnings.warn(`router ${url}`, `sglang metrics scrape of ${url} failed (${(err as Error).message}); leaving a gap`, tickTs);
+        return 0;
+      }
+      kept += this.keep(text, null, tickTs, url);
+    } else {
+      const addrs = [...this.opts.engineAddrs()];
+      const texts: (string | null)[] = new Array(addrs.length).fill(null);
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < addrs.length) {
+          const i = next++;
+          try {
+            texts[i] = await this.get(`${addrs[i]}/metrics`, this.timeoutMs);
+          } catch (err) {
+            this.warnings.warn(`engine ${addrs[i]}`, `scrape of engine ${addrs[i]} failed (${(err as Error).message}); skipping this tick`, tickTs);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL, Math.max(1, addrs.length)) }, worker));
+      addrs.forEach((addr, i) => {
+        const t = texts[i];
+        if (t !== null) kept += this.keep(t, addr, tickTs, `${addr}/metrics`);
+      });
+    }
+    this.ticks++;
+    return kept;
+  }
+
+  private keep(text: string, addr: string | null, ts: number, url: string): number {
+    let samples;
+    try {
+      samples = parsePromText(text).samples;
+    } catch (err) {
+      this.warnings.warn(`parse ${url}`, `metrics from ${url} are not Prometheus text (${(err as Error).message}); skipping this tick`, ts);
+      return 0;
+    }
+    // all-or-nothing per source: a half-parsed engine would look like a partial tick
+    const out: EngineSample[] = [];
+    for (const s of samples) {
+      const metric = s.name.replaceAll(':', '_');
+      if (!this.whitelist.has(metric)) continue;
+      const engine = addr ?? s.labels.worker_addr;
+      if (engine === undefined) {
+        this.warnings.warn(`no worker_addr ${metric}`, `router sample for ${metric} lacks worker_addr; dropping`, ts);
+        continue;
+      }
+      const labels: Record<string, string> = {};
+      for (const k in s.labels) if ((KEPT_ENGINE_LABELS as readonly string[]).includes(k)) labels[k] = s.labels[k];
+      out.push({ ts, addr: engine, metric, labels, value: s.value });
+    }
+    for (const r of out) this.opts.sink(r, engineSampleLine(r.ts, r.addr, r.metric, engineLabelsJson(r.labels), r.value));
+    return out.length;
+  }
+
+  /** Ticks every interval (at least 0.5 s apart) until `stop()`. */
+  start(): void {
+    if (this.timer !== null || this.running !== null) return;
+    this.stopped = false;
+    const tick = (): void => {
+      const started = this.now();
+      this.running = this.scrapeOnce(started)
+        .catch((err: Error) => this.warnings.warn('tick', `sglang metrics scrape failed (${err.message}); leaving a gap`, started))
+        .then(() => {
+          this.running = null;
+          if (this.stopped) return;
+          const wait = Math.max(0.5, (this.opts.intervalS ?? 2) - (this.now() - started));
+          this.timer = setTimeout(tick, wait * 1000);
+        });
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}
