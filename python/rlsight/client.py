@@ -1,0 +1,434 @@
+"""The producer client: queues records in the caller's thread (microseconds, never blocking) and
+sends them to the collector from a daemon thread, in batches of 64 records or every 2 seconds."""
+
+import atexit
+import collections
+import functools
+import json
+import logging
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from . import identity
+
+logger = logging.getLogger("rlsight")
+
+BATCH_MAX_EVENTS = 64
+BATCH_MAX_SECONDS = 2.0
+HTTP_TIMEOUT_SECONDS = 2.0
+DEFAULT_QUEUE_SIZE = 100_000
+OPEN_T1 = -1.0
+TRAJECTORY_KINDS = ("attempt_start", "gen_start", "gen_end", "tool_start", "tool_end", "attempt_end")
+COLLECTOR_FILE = "collector.json"
+
+_dumps = functools.partial(json.dumps, separators=(",", ":"))
+
+
+def _scalars_only(metrics):
+    """Keeps int/float/str/bool values; 0-d numpy/torch values become floats; the rest is dropped."""
+    out = {}
+    for k, v in metrics.items():
+        if isinstance(v, (bool, int, float, str)):
+            out[str(k)] = v
+        elif hasattr(v, "__float__"):
+            try:
+                out[str(k)] = float(v)
+            except Exception:  # a tensor with more than one element
+                pass
+    return out
+
+
+class _RateLimited:
+    """One warning per message kind per window, so a dead collector does not flood the log."""
+
+    def __init__(self, window=300.0):
+        self.window = window
+        self.last = {}
+
+    def warn(self, key, message, *args):
+        now = time.monotonic()
+        if now - self.last.get(key, -1e18) >= self.window:
+            self.last[key] = now
+            logger.warning(message + " (further warnings suppressed for %ds)", *args, int(self.window))
+
+
+class _Phase:
+    """`with client.phase(...)` and `@client.phase(...)`: one open marker at entry, the closed interval at exit."""
+
+    __slots__ = ("_client", "_name", "_role", "_rank", "_gpus", "_node", "_t0")
+
+    def __init__(self, client, name, role, rank, gpus, node):
+        self._client = client
+        self._name = name
+        self._role = role
+        self._rank = rank
+        self._gpus = gpus
+        self._node = node
+        self._t0 = None
+
+    def __enter__(self):
+        t0 = time.time()
+        self._t0 = t0
+        self._client._phase_event(self._name, t0, OPEN_T1, self._role, self._rank, self._gpus, self._node)
+        return self
+
+    def __exit__(self, *exc):
+        self._client._phase_event(self._name, self._t0, time.time(), self._role, self._rank, self._gpus, self._node)
+        return False
+
+    def __call__(self, fn):
+        client, name, role, rank, gpus, node = self._client, self._name, self._role, self._rank, self._gpus, self._node
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with _Phase(client, name, role, rank, gpus, node):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class Client:
+    """Sends records to one collector. Use ``connect()`` to build one from a run directory."""
+
+    def __init__(self, address, token, *, dashboard_dir=None, node=None, gpus=None, rank=None,
+                 queue_size=DEFAULT_QUEUE_SIZE, batch_size=BATCH_MAX_EVENTS, batch_seconds=BATCH_MAX_SECONDS,
+                 timeout=HTTP_TIMEOUT_SECONDS, register_atexit=True):
+        self.address = address.rstrip("/")
+        self.token = token
+        self._dashboard_dir = dashboard_dir
+        self._node = node
+        self._gpus = list(gpus) if gpus is not None else None
+        self._rank = rank
+        self._queue = collections.deque()
+        self._queue_size = int(queue_size)
+        self._batch_size = int(batch_size)
+        self._batch_seconds = float(batch_seconds)
+        self._timeout = float(timeout)
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._closed = False
+        self._pending = []  # (stream, [line, ...]) batches that failed, retried first
+        self._warn = _RateLimited()
+        self._close_hooks = []
+        # counters (read them for diagnostics; they only grow)
+        self.queued = 0
+        self.sent = 0
+        self.dropped = 0
+        self.rejected = 0
+        self.send_failures = 0
+        self._thread = threading.Thread(target=self._run, name="rlsight-sender", daemon=True)
+        self._thread.start()
+        if register_atexit:
+            atexit.register(self._at_exit)
+
+    # ----------------------------------------------------------------- identity
+
+    @property
+    def node(self):
+        if self._node is None:
+            self._node = identity.node_ip()
+        return self._node
+
+    @property
+    def gpus(self):
+        if self._gpus is None:
+            self._gpus = identity.visible_gpus()
+        return self._gpus
+
+    def _rank_now(self):
+        if self._rank is None or self._rank < 0:
+            self._rank = identity.rank()
+        return self._rank
+
+    # ------------------------------------------------------------------ records
+
+    def _put(self, stream, record):
+        # record is a tuple in field order; the sender thread encodes it
+        q = self._queue
+        if len(q) >= self._queue_size:
+            try:
+                q.popleft()
+                self.dropped += 1
+            except IndexError:
+                pass
+        q.append((stream, record))
+        self.queued += 1
+        if len(q) >= self._batch_size:
+            self._wake.set()
+
+    def _phase_event(self, name, t0, t1, role, rank, gpus, node):
+        try:
+            self._put("phases", (name, t0, t1,
+                                 node if node is not None else self.node,
+                                 gpus if gpus is not None else self.gpus,
+                                 rank if rank is not None else self._rank_now(),
+                                 role))
+        except Exception:  # never into training
+            self._warn.warn("phase", "rlsight phase event failed; dropping it")
+
+    def phase(self, name, role="train", *, rank=None, gpus=None, node=None):
+        """A timed phase, as a context manager or a decorator. Identity is detected once unless given."""
+        return _Phase(self, str(name), str(role), rank, list(gpus) if gpus is not None else None, node)
+
+    def log(self, metrics, step=None, step_key=None):
+        """One tracking call: scalar metrics against ``step_key`` (e.g. ``"train/step"``)."""
+        try:
+            values = _scalars_only(metrics)
+            if step is None and step_key is not None and isinstance(values.get(step_key), int):
+                step = values[step_key]
+            if step is not None and step_key is not None and step_key not in values:
+                values[step_key] = int(step)
+            self._put("metrics", (time.time(), step_key, None if step is None else int(step), values))
+        except Exception:
+            self._warn.warn("log", "rlsight metric log failed; dropping this call")
+
+    def trajectory(self, kind, sample_index, group_index=-1, turn=-1, weight_version="", detail="", ts=None):
+        """One lifecycle boundary of one sample (kinds: attempt_start, gen_start, gen_end, tool_start, tool_end, attempt_end)."""
+        try:
+            if kind not in TRAJECTORY_KINDS:
+                raise ValueError(kind)
+            self._put("trajectories", (time.time() if ts is None else float(ts), kind, int(sample_index), int(group_index),
+                                       int(turn), str(weight_version), str(detail)))
+        except Exception:
+            self._warn.warn("trajectory", "rlsight trajectory event failed (kind %r); dropping it", kind)
+
+    def attempt_start(self, sample_index, group_index=-1, weight_version="", ts=None):
+        self.trajectory("attempt_start", sample_index, group_index, -1, weight_version, "", ts)
+
+    def attempt_end(self, sample_index, group_index=-1, weight_version="", status="completed", ts=None):
+        self.trajectory("attempt_end", sample_index, group_index, -1, weight_version, status, ts)
+
+    def gen_span(self, sample_index, t0, t1, turn, group_index=-1, weight_version="", detail=""):
+        self.trajectory("gen_start", sample_index, group_index, turn, weight_version, detail, t0)
+        self.trajectory("gen_end", sample_index, group_index, turn, weight_version, detail, t1)
+
+    def tool_span(self, sample_index, t0, t1, turn, group_index=-1, weight_version="", detail=""):
+        self.trajectory("tool_start", sample_index, group_index, turn, weight_version, detail, t0)
+        self.trajectory("tool_end", sample_index, group_index, turn, weight_version, detail, t1)
+
+    def topology(self, engines, ts=None):
+        """The full engine topology: dicts with addr, and optionally worker_type, engine_rank, gpus ([node, gpu] pairs), gpu_uuids."""
+        try:
+            out = []
+            for i, e in enumerate(engines):
+                gpus = [[str(n), int(g)] for n, g in e.get("gpus", [])]
+                uuids = list(e.get("gpu_uuids", [None] * len(gpus)))
+                out.append({"addr": str(e["addr"]), "worker_type": str(e.get("worker_type", "regular")),
+                            "engine_rank": int(e.get("engine_rank", i)), "gpus": gpus, "gpu_uuids": uuids})
+            self._put("topology", (time.time() if ts is None else float(ts), out))
+        except Exception:
+            self._warn.warn("topology", "rlsight topology report failed; topology may be stale")
+
+    def data_buffer(self, length, ts=None):
+        try:
+            if length is not None:
+                self._put("data_buffer", (time.time() if ts is None else float(ts), int(length)))
+        except Exception:
+            self._warn.warn("data_buffer", "rlsight data-buffer report failed")
+
+    def gpu_samples(self, samples):
+        """GPU readings: (ts, node, gpu, util, mem_mb, power_w) tuples (the GPU sampler sends these)."""
+        for s in samples:
+            self._put("gpu_util", tuple(s))
+
+    def gpu_processes(self, samples):
+        """Per-process VRAM: (ts, node, gpu, pid, name, mem_mb) tuples."""
+        for s in samples:
+            self._put("gpu_processes", tuple(s))
+
+    def set_router(self, addr):
+        """Tells the collector where the SGLang router is (router scrape mode)."""
+        threading.Thread(target=self._post_router, args=(addr,), daemon=True).start()
+
+    # ------------------------------------------------------------------ sending
+
+    _FIELDS = {
+        "metrics": ("ts", "step_key", "step", "metrics"),
+        "phases": ("name", "t0", "t1", "node", "gpus", "rank", "role"),
+        "topology": ("ts", "engines"),
+        "data_buffer": ("ts", "length"),
+        "gpu_util": ("ts", "node", "gpu", "util", "mem_mb", "power_w"),
+        "trajectories": ("ts", "kind", "sample_index", "group_index", "turn", "weight_version", "detail"),
+        "gpu_processes": ("ts", "node", "gpu", "pid", "name", "mem_mb"),
+    }
+
+    def _encode(self, stream, record):
+        fields = self._FIELDS[stream]
+        d = dict(zip(fields, record))
+        for k in ("ts", "t0", "t1"):
+            if k in d:
+                d[k] = float(d[k])
+        return _dumps(d)
+
+    def _post(self, path, body, content_type):
+        req = urllib.request.Request(self.address + path, data=body, method="POST",
+                                     headers={"Content-Type": content_type, "Authorization": "Bearer " + self.token})
+        with urllib.request.urlopen(req, timeout=self._timeout) as res:
+            return res.status
+
+    def _post_router(self, addr):
+        try:
+            self._post("/v1/router", _dumps({"addr": addr}).encode(), "application/json")
+        except Exception as err:
+            self._warn.warn("router", "rlsight router registration failed (%s); engine metrics may be missing", err)
+
+    def _rediscover(self):
+        """After a collector restart its address and token change: read collector.json again."""
+        if self._dashboard_dir is None:
+            return
+        try:
+            info = _read_collector_file(self._dashboard_dir)
+            self.address, self.token = info["address"].rstrip("/"), info["token"]
+        except Exception:
+            pass
+
+    def _send(self, stream, lines):
+        """True when the batch is done with (sent, or refused as bad); False to retry later."""
+        body = ("\n".join(lines) + "\n").encode("utf-8")
+        try:
+            self._post("/v1/streams/" + stream, body, "application/x-ndjson")
+            self.sent += len(lines)
+            return True
+        except urllib.error.HTTPError as err:
+            if err.code in (400, 404, 413):
+                self.rejected += len(lines)
+                detail = err.read()[:300].decode("utf-8", "replace")
+                self._warn.warn("rejected " + stream, "rlsight collector refused a %s batch (%d): %s", stream, err.code, detail)
+                return True
+            if err.code == 401:
+                self._rediscover()
+            self.send_failures += 1
+            self._warn.warn("http", "rlsight collector answered %d; records kept for a retry", err.code)
+            return False
+        except Exception as err:
+            self.send_failures += 1
+            self._rediscover()
+            self._warn.warn("down", "rlsight collector at %s unreachable (%s); records kept for a retry", self.address, err)
+            return False
+
+    def _held(self):
+        return len(self._queue) + sum(len(lines) for _, lines in self._pending)
+
+    def _drain_once(self):
+        batches = collections.OrderedDict()
+        q = self._queue
+        while True:
+            try:
+                stream, record = q.popleft()
+            except IndexError:
+                break
+            try:
+                batches.setdefault(stream, []).append(self._encode(stream, record))
+            except Exception:
+                self.rejected += 1
+                self._warn.warn("encode", "rlsight could not encode a %s record; dropping it", stream)
+        for stream, lines in batches.items():
+            for i in range(0, len(lines), 1000):
+                self._pending.append((stream, lines[i:i + 1000]))
+        # the pending list is bounded like the queue: the oldest go first
+        over = sum(len(lines) for _, lines in self._pending) - self._queue_size
+        while over > 0 and self._pending:
+            stream, lines = self._pending[0]
+            cut = min(over, len(lines))
+            self.dropped += cut
+            over -= cut
+            if cut == len(lines):
+                self._pending.pop(0)
+            else:
+                self._pending[0] = (stream, lines[cut:])
+        keep = []
+        failed = False
+        for stream, lines in self._pending:
+            if failed or not self._send(stream, lines):
+                failed = True
+                keep.append((stream, lines))
+        self._pending = keep
+        return not failed
+
+    def _run(self):
+        backoff = self._batch_seconds
+        while True:
+            self._wake.wait(backoff)
+            self._wake.clear()
+            self._idle.clear()
+            ok = True
+            try:
+                ok = self._drain_once()
+            except Exception:
+                self._warn.warn("sender", "rlsight sender failed; will retry")
+                ok = False
+            if not self._queue and not self._pending:
+                self._idle.set()
+            backoff = self._batch_seconds if ok else min(10.0, max(0.5, backoff * 2))
+            if self._closed and (ok or not self._pending) and not self._queue:
+                self._idle.set()
+                return
+
+    def flush(self, timeout=5.0):
+        """Sends what is queued now; True when everything queued was sent (or refused) within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        self._idle.clear()
+        self._wake.set()
+        while time.monotonic() < deadline:
+            if self._idle.wait(min(0.05, max(0.0, deadline - time.monotonic()))) and not self._queue and not self._pending:
+                return True
+            self._wake.set()
+        return not self._queue and not self._pending
+
+    def add_close_hook(self, fn):
+        self._close_hooks.append(fn)
+
+    def close(self, timeout=5.0):
+        """Flushes (at most ``timeout`` seconds) and stops the sender. Returns whether everything went."""
+        for fn in self._close_hooks:
+            try:
+                fn()
+            except Exception:
+                logger.exception("rlsight close hook failed")
+        self._close_hooks = []
+        ok = self.flush(timeout)
+        self._closed = True
+        self._wake.set()
+        try:
+            atexit.unregister(self._at_exit)
+        except Exception:
+            pass
+        return ok
+
+    def _at_exit(self):
+        if not self._closed:
+            self.close(timeout=5.0)
+
+    def stats(self):
+        return {"queued": self.queued, "sent": self.sent, "dropped": self.dropped, "rejected": self.rejected,
+                "send_failures": self.send_failures, "held": self._held()}
+
+
+def _read_collector_file(dashboard_dir):
+    with open(os.path.join(dashboard_dir, COLLECTOR_FILE), "r", encoding="utf-8") as f:
+        info = json.load(f)
+    if not isinstance(info.get("address"), str) or not isinstance(info.get("token"), str):
+        raise ValueError("%s is not a collector file" % os.path.join(dashboard_dir, COLLECTOR_FILE))
+    return info
+
+
+def connect(dump_details=None, *, collector=None, token=None, **kwargs):
+    """A client for the run at ``dump_details`` (its collector found through ``dashboard/collector.json``),
+    or for ``collector=URL`` with ``token``. Keyword arguments override the detected identity (node, gpus, rank)
+    and the batching (queue_size, batch_size, batch_seconds, timeout)."""
+    dashboard_dir = None
+    if collector is None:
+        if dump_details is None:
+            dump_details = os.environ.get("RLSIGHT_DUMP_DETAILS")
+        if dump_details is None:
+            raise ValueError("rlsight.connect needs dump_details=DIR or collector=URL")
+        dashboard_dir = os.path.join(dump_details, "dashboard")
+        info = _read_collector_file(dashboard_dir)
+        collector, token = info["address"], token or info["token"]
+    if token is None:
+        raise ValueError("rlsight.connect(collector=...) needs token=... (from dashboard/collector.json)")
+    return Client(collector, token, dashboard_dir=dashboard_dir, **kwargs)

@@ -1,0 +1,402 @@
+"""GPU sampler: reads every GPU of this node once a second (NVML through ``pynvml``, else an
+``nvidia-smi --query-gpu=... -lms`` child process, else AMD SMI through ``amdsmi``), reads per-process
+GPU memory every 5 seconds, and pushes batches every 5 seconds.
+
+    python -m rlsight.gpu_sampler --dump-details DIR        # or --collector URL --token T
+
+No GPU (or no telemetry library) logs one line and samples nothing; it never crashes.
+"""
+
+import argparse
+import logging
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+logger = logging.getLogger("rlsight.gpu_sampler")
+
+PROCESS_SAMPLE_INTERVAL_SECONDS = 5.0
+FLUSH_INTERVAL_SECONDS = 5.0
+SMI_QUERY = "index,uuid,utilization.gpu,memory.used,power.draw"
+
+
+class Unavailable(Exception):
+    pass
+
+
+def _int(text):
+    """An SMI number (``"45"``, ``"301.52"``); ``[N/A]`` and friends raise ValueError."""
+    return int(float(text))
+
+
+# ---------------------------------------------------------------------------------------- backends
+
+
+class NvmlBackend:
+    name = "NVML"
+
+    def __init__(self, nvml=None):
+        if nvml is None:
+            import pynvml as nvml  # noqa: F811 (optional dependency)
+        self.nvml = nvml
+        nvml.nvmlInit()
+        count = nvml.nvmlDeviceGetCount()
+        if count == 0:
+            raise Unavailable("no NVML devices")
+        self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        self.uuids = []
+        for h in self.handles:
+            u = nvml.nvmlDeviceGetUUID(h)
+            self.uuids.append(u.decode() if isinstance(u, bytes) else u)
+
+    def read(self, i):
+        n, h = self.nvml, self.handles[i]
+        return (int(n.nvmlDeviceGetUtilizationRates(h).gpu), int(n.nvmlDeviceGetMemoryInfo(h).used) >> 20,
+                int(n.nvmlDeviceGetPowerUsage(h)) // 1000)
+
+    def count(self):
+        return len(self.handles)
+
+    def processes(self, i):
+        n = self.nvml
+        out = []
+        for p in n.nvmlDeviceGetComputeRunningProcesses(self.handles[i]):
+            try:
+                name = n.nvmlSystemGetProcessName(p.pid)
+                name = name.decode() if isinstance(name, bytes) else name
+            except Exception:
+                name = "pid %d" % p.pid
+            out.append((int(p.pid), name, int(p.usedGpuMemory or 0) >> 20))
+        return out
+
+    def close(self):
+        try:
+            self.nvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+class NvidiaSmiBackend:
+    """A long-lived ``nvidia-smi --query-gpu=... -lms N`` child; respawned if it dies."""
+
+    name = "nvidia-smi"
+
+    def __init__(self, interval=1.0, smi="nvidia-smi"):
+        self.smi = shutil.which(smi)
+        if self.smi is None:
+            raise Unavailable("nvidia-smi not found on PATH")
+        self.interval_ms = max(100, int(interval * 1000))
+        try:
+            first = subprocess.run([self.smi, "--query-gpu=" + SMI_QUERY, "--format=csv,noheader,nounits"],
+                                   capture_output=True, text=True, timeout=10)
+        except Exception as err:
+            raise Unavailable("nvidia-smi failed: %s" % err)
+        if first.returncode != 0:
+            raise Unavailable("nvidia-smi exited %d: %s" % (first.returncode, first.stderr.strip()[:200]))
+        self.latest = {}
+        self.lock = threading.Lock()
+        for line in first.stdout.splitlines():
+            self._take(line)
+        if not self.latest:
+            raise Unavailable("nvidia-smi lists no GPUs")
+        self.proc = None
+        self.respawns = -1
+        self.closed = False
+        self._spawn()
+
+    def _take(self, line):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 5 or not parts[0].isdigit():
+            return
+        with self.lock:
+            self.latest[int(parts[0])] = parts[1:]
+
+    def _spawn(self):
+        self.respawns += 1
+        self.proc = subprocess.Popen([self.smi, "--query-gpu=" + SMI_QUERY, "--format=csv,noheader,nounits",
+                                      "-lms", str(self.interval_ms)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        proc = self.proc
+        threading.Thread(target=self._pump, args=(proc,), name="rlsight-nvidia-smi", daemon=True).start()
+
+    def _pump(self, proc):
+        try:
+            for line in proc.stdout:
+                self._take(line)
+        except (ValueError, OSError):  # closed by close() or a respawn
+            pass
+
+    def _alive(self):
+        if not self.closed and self.proc.poll() is not None:
+            logger.warning("nvidia-smi exited (%s); starting it again", self.proc.returncode)
+            self.proc.stdout.close()
+            self._spawn()
+
+    @property
+    def uuids(self):
+        with self.lock:
+            return [self.latest[i][0] for i in sorted(self.latest)]
+
+    def count(self):
+        self._alive()
+        with self.lock:
+            return max(self.latest) + 1 if self.latest else 0
+
+    def read(self, i):
+        with self.lock:
+            row = self.latest.get(i)
+        if row is None:
+            raise ValueError("no reading for gpu %d yet" % i)
+        _, util, mem, power = row
+        try:
+            power_w = _int(power)
+        except ValueError:
+            power_w = 0  # some boards report no power draw
+        return _int(util), _int(mem), power_w
+
+    def processes_all(self):
+        r = subprocess.run([self.smi, "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+                            "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5)
+        if r.returncode != 0:
+            raise RuntimeError("nvidia-smi exited %d" % r.returncode)
+        index_of = {u: i for i, u in enumerate(self.uuids)}
+        out = {}
+        for line in r.stdout.splitlines():
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) != 4 or parts[0] not in index_of:
+                continue
+            try:
+                pid, mem = int(parts[1]), _int(parts[3])
+            except ValueError:
+                continue
+            name = parts[2] if parts[2] and parts[2] != "[N/A]" else "pid %d" % pid
+            out.setdefault(index_of[parts[0]], []).append((pid, name, mem))
+        return out
+
+    def close(self):
+        self.closed = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except Exception:
+                self.proc.kill()
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def _amd_socket_power(info):
+    for key in ("socket_power", "current_socket_power", "average_socket_power"):
+        v = info.get(key)
+        if v is None or v == "N/A":
+            continue
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            continue
+        if 0 <= v < 0xFFFF:
+            return v
+    raise ValueError("socket power unavailable")
+
+
+class AmdSmiBackend:
+    name = "AMD SMI"
+
+    def __init__(self, amdsmi=None):
+        if amdsmi is None:
+            import amdsmi  # noqa: F811 (optional dependency)
+        self.amd = amdsmi
+        amdsmi.amdsmi_init()
+        self.handles = list(amdsmi.amdsmi_get_processor_handles())
+        if not self.handles:
+            raise Unavailable("no AMD SMI devices")
+        self.uuids = [amdsmi.amdsmi_get_gpu_device_uuid(h) for h in self.handles]
+
+    def count(self):
+        return len(self.handles)
+
+    def read(self, i):
+        a, h = self.amd, self.handles[i]
+        util = int(a.amdsmi_get_gpu_activity(h)["gfx_activity"])
+        mem = int(a.amdsmi_get_gpu_vram_usage(h)["vram_used"])
+        try:
+            power = _amd_socket_power(a.amdsmi_get_power_info(h))
+        except Exception:
+            power = 0
+        return util, mem, power
+
+    def processes(self, i):
+        out = []
+        for p in self.amd.amdsmi_get_gpu_process_list(self.handles[i]):
+            mem = int((p.get("memory_usage") or {}).get("vram_mem") or 0) >> 20
+            if mem == 0:
+                continue
+            name = p.get("name")
+            out.append((int(p["pid"]), name if name and name != "N/A" else "pid %d" % p["pid"], mem))
+        return out
+
+    def close(self):
+        try:
+            self.amd.amdsmi_shut_down()
+        except Exception:
+            pass
+
+
+def detect_backend(interval=1.0):
+    """The first GPU telemetry source that works here, or (None, reasons)."""
+    reasons = []
+    for make in (NvmlBackend, lambda: NvidiaSmiBackend(interval), AmdSmiBackend):
+        try:
+            return make(), reasons
+        except ImportError as err:
+            reasons.append("%s" % err)
+        except Exception as err:
+            reasons.append("%s" % err)
+    return None, reasons
+
+
+# ----------------------------------------------------------------------------------------- sampler
+
+
+class GpuSampler:
+    """Samples every ``interval`` seconds; pushes ``(ts, node, gpu, util, mem_mb, power_w)`` batches."""
+
+    def __init__(self, push, *, node, interval=1.0, push_processes=None, backend=None,
+                 process_interval=PROCESS_SAMPLE_INTERVAL_SECONDS, flush_interval=FLUSH_INTERVAL_SECONDS):
+        assert interval > 0, "interval must be positive"
+        self.push = push
+        self.push_processes = push_processes
+        self.node = node
+        self.interval = interval
+        self.process_interval = process_interval
+        self.flush_interval = flush_interval
+        if backend is None:
+            backend, reasons = detect_backend(interval)
+            if backend is None:
+                logger.warning("GPU telemetry unavailable on %s (%s); GPU utilization will not be collected",
+                               node, "; ".join(reasons))
+        self.backend = backend
+        self.available = backend is not None
+        self._buf = []
+        self._pbuf = []
+        self._stop = threading.Event()
+        self._thread = None
+        self._warned = set()
+
+    def _warn_once(self, key, message, *args):
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message, *args)
+
+    def sample_once(self, ts):
+        """One reading of every GPU, all stamped ``ts``; a GPU whose read fails is skipped this tick."""
+        out = []
+        for i in range(self.backend.count()):
+            try:
+                util, mem, power = self.backend.read(i)
+            except Exception as err:
+                self._warn_once(("read", i), "%s read failed for gpu %d on %s (%s); skipping this tick",
+                                self.backend.name, i, self.node, err)
+                continue
+            out.append((ts, self.node, i, util, mem, power))
+        self._buf.extend(out)
+        return out
+
+    def sample_processes_once(self, ts):
+        out = []
+        if hasattr(self.backend, "processes_all"):
+            try:
+                per_gpu = self.backend.processes_all()
+            except Exception as err:
+                self._warn_once("procs", "%s process query failed on %s (%s); skipping this tick", self.backend.name, self.node, err)
+                per_gpu = {}
+        else:
+            per_gpu = {}
+            for i in range(self.backend.count()):
+                try:
+                    per_gpu[i] = self.backend.processes(i)
+                except Exception as err:
+                    self._warn_once(("procs", i), "%s process query failed for gpu %d on %s (%s); skipping this tick",
+                                    self.backend.name, i, self.node, err)
+        for gpu in sorted(per_gpu):
+            for pid, name, mem in per_gpu[gpu]:
+                out.append((ts, self.node, gpu, pid, name, mem))
+        self._pbuf.extend(out)
+        return out
+
+    def flush(self):
+        batch, self._buf = self._buf, []
+        pbatch, self._pbuf = self._pbuf, []
+        if batch:
+            self.push(batch)
+        if pbatch and self.push_processes is not None:
+            self.push_processes(pbatch)
+
+    def _loop(self):
+        next_procs = 0.0
+        next_flush = time.monotonic() + self.flush_interval
+        while not self._stop.is_set():
+            try:
+                self.sample_once(time.time())
+                now = time.monotonic()
+                if self.push_processes is not None and now >= next_procs:
+                    self.sample_processes_once(time.time())
+                    next_procs = now + self.process_interval
+                if now >= next_flush:
+                    self.flush()
+                    next_flush = now + self.flush_interval
+            except Exception as err:  # a sampler must outlive its GPU's hiccups
+                self._warn_once("loop", "GPU sampling failed on %s (%s); continuing", self.node, err)
+            self._stop.wait(self.interval)
+
+    def start(self):
+        """Starts the sampling thread; False (and nothing started) when no GPU telemetry is available."""
+        if not self.available:
+            return False
+        self._thread = threading.Thread(target=self._loop, name="rlsight-gpu-sampler", daemon=True)
+        self._thread.start()
+        return True
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.interval + 5)
+        if self.available:
+            try:
+                self.flush()
+            finally:
+                self.backend.close()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m rlsight.gpu_sampler", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dump-details", help="the run directory (the collector is found through dashboard/collector.json)")
+    parser.add_argument("--collector", help="collector URL (instead of --dump-details)")
+    parser.add_argument("--token", help="the run's token (with --collector)")
+    parser.add_argument("--node", help="this node's IP as the lanes name it (default: detected)")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    from . import connect, identity
+
+    node = args.node or identity.node_ip()
+    client = connect(args.dump_details, collector=args.collector, token=args.token, node=node)
+    sampler = GpuSampler(client.gpu_samples, node=node, interval=args.interval, push_processes=client.gpu_processes)
+    if not sampler.start():
+        client.close(timeout=1.0)
+        return 0
+    logger.info("sampling %d GPU(s) on %s through %s every %gs", sampler.backend.count(), node, sampler.backend.name, args.interval)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(1.0):
+        pass
+    sampler.stop()
+    client.close(timeout=5.0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

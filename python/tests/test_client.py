@@ -1,0 +1,155 @@
+import json
+import os
+import socket
+import tempfile
+import time
+import unittest
+
+import rlsight
+from rlsight.client import Client
+
+from .stub_collector import StubCollector
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return "http://127.0.0.1:%d" % port
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.stub = StubCollector()
+        self.client = Client(self.stub.address, self.stub.token, node="10.0.0.1", gpus=[0, 1], rank=3, register_atexit=False)
+
+    def tearDown(self):
+        self.client.close(timeout=2)
+        self.stub.close()
+
+    def test_phase_context_and_decorator_send_open_marker_then_interval(self):
+        with self.client.phase("actor_train"):
+            pass
+
+        @self.client.phase("update_weights", role="train", rank=5, gpus=[2])
+        def update():
+            return 42
+
+        self.assertEqual(update(), 42)
+        self.assertTrue(self.client.flush(5))
+        lines = [json.loads(l) for l in self.stub.lines("phases")]
+        self.assertEqual([(p["name"], p["t1"] == -1.0) for p in lines],
+                         [("actor_train", True), ("actor_train", False), ("update_weights", True), ("update_weights", False)])
+        self.assertEqual(lines[0]["t0"], lines[1]["t0"], "the closing twin repeats t0 exactly")
+        self.assertEqual(list(lines[1].keys()), ["name", "t0", "t1", "node", "gpus", "rank", "role"])
+        self.assertEqual((lines[1]["node"], lines[1]["gpus"], lines[1]["rank"], lines[1]["role"]), ("10.0.0.1", [0, 1], 3, "train"))
+        self.assertEqual((lines[3]["gpus"], lines[3]["rank"]), ([2], 5))
+        self.assertGreaterEqual(lines[1]["t1"], lines[1]["t0"])
+
+    def test_log_keeps_scalars_and_writes_floats_as_python_does(self):
+        class Zero:
+            def __float__(self):
+                return 2.5
+
+        self.client.log({"train/loss": 1.0, "n": 3, "tag": "x", "ok": True, "np": Zero(), "list": [1], "d": {}}, step=7, step_key="train/step")
+        self.assertTrue(self.client.flush(5))
+        (line,) = self.stub.lines("metrics")
+        self.assertRegex(line, r'^\{"ts":\d+\.\d+,"step_key":"train/step","step":7,"metrics":\{"train/loss":1\.0,"n":3,"tag":"x","ok":true,"np":2\.5,"train/step":7\}\}$')
+
+    def test_batches_of_64_go_without_waiting(self):
+        c = Client(self.stub.address, self.stub.token, node="n", gpus=[], rank=0, batch_seconds=60, register_atexit=False)
+        try:
+            for i in range(64):
+                c.trajectory("attempt_start", i, ts=1000.0 + i)
+            deadline = time.time() + 5
+            while len(self.stub.lines("trajectories")) < 64 and time.time() < deadline:
+                time.sleep(0.02)
+            lines = self.stub.lines("trajectories")
+            self.assertEqual(len(lines), 64)
+            self.assertEqual(lines[0], '{"ts":1000.0,"kind":"attempt_start","sample_index":0,"group_index":-1,"turn":-1,"weight_version":"","detail":""}')
+        finally:
+            c.close(timeout=2)
+
+    def test_topology_and_data_buffer_records(self):
+        self.client.topology([{"addr": "http://10.0.0.1:15000", "gpus": [["10.0.0.1", 0], ["10.0.0.1", 1]]}], ts=5.0)
+        self.client.data_buffer(12, ts=6.0)
+        self.client.data_buffer(None)
+        self.assertTrue(self.client.flush(5))
+        self.assertEqual(self.stub.lines("topology"), ['{"ts":5.0,"engines":[{"addr":"http://10.0.0.1:15000","worker_type":"regular","engine_rank":0,"gpus":[["10.0.0.1",0],["10.0.0.1",1]],"gpu_uuids":[null,null]}]}'])
+        self.assertEqual(self.stub.lines("data_buffer"), ['{"ts":6.0,"length":12}'])
+
+    def test_bad_input_never_raises(self):
+        self.client.trajectory("no_such_kind", 1)
+        self.client.topology([{"no_addr": 1}])
+        self.client.log(None)
+        self.client.data_buffer("many")
+        self.assertTrue(self.client.flush(5))
+        self.assertEqual(self.stub.batches, [])
+
+
+class DeadCollectorTest(unittest.TestCase):
+    def test_a_dead_collector_changes_nothing_for_training(self):
+        c = Client(closed_port(), "t" * 43, node="n", gpus=[], rank=0, queue_size=1000, batch_seconds=0.05, timeout=0.2, register_atexit=False)
+        try:
+            worst = 0.0
+            for i in range(5000):
+                t = time.perf_counter()
+                with c.phase("actor_train"):
+                    pass
+                c.log({"x": float(i)}, step=i, step_key="train/step")
+                worst = max(worst, time.perf_counter() - t)
+            self.assertFalse(c.flush(0.5))
+            s = c.stats()
+            self.assertGreater(s["dropped"], 0)
+            self.assertLessEqual(s["held"], 1000)
+            self.assertEqual(s["sent"], 0)
+            print("worst call latency with a dead collector: %.1f us" % (worst * 1e6))
+        finally:
+            self.assertFalse(c.close(timeout=0.2))
+
+    def test_refused_batches_are_counted_not_retried(self):
+        stub = StubCollector(status=400)
+        c = Client(stub.address, stub.token, node="n", gpus=[], rank=0, register_atexit=False)
+        try:
+            c.data_buffer(1, ts=1.0)
+            self.assertTrue(c.flush(5))
+            self.assertEqual(c.stats()["rejected"], 1)
+        finally:
+            c.close(timeout=1)
+            stub.close()
+
+
+class ConnectTest(unittest.TestCase):
+    def test_connect_reads_collector_json_and_follows_a_restart(self):
+        old, new = StubCollector(token="a" * 43), StubCollector(token="b" * 43)
+        with tempfile.TemporaryDirectory() as run:
+            dash = os.path.join(run, "dashboard")
+            os.makedirs(dash)
+            path = os.path.join(dash, "collector.json")
+            with open(path, "w") as f:
+                json.dump({"address": old.address, "token": old.token, "pid": 1, "started_ts": 1.0}, f)
+            c = rlsight.connect(dump_details=run, node="n", gpus=[], rank=0, batch_seconds=0.05, register_atexit=False)
+            try:
+                c.data_buffer(1, ts=1.0)
+                self.assertTrue(c.flush(5))
+                self.assertEqual(len(old.lines("data_buffer")), 1)
+                old.close()
+                with open(path, "w") as f:
+                    json.dump({"address": new.address, "token": new.token, "pid": 2, "started_ts": 2.0}, f)
+                c.data_buffer(2, ts=2.0)
+                self.assertTrue(c.flush(10))
+                self.assertEqual(new.lines("data_buffer"), ['{"ts":2.0,"length":2}'])
+            finally:
+                c.close(timeout=1)
+                new.close()
+
+    def test_connect_without_a_target_says_what_is_missing(self):
+        with self.assertRaisesRegex(ValueError, "dump_details=DIR or collector=URL"):
+            rlsight.connect()
+        with self.assertRaisesRegex(ValueError, "token"):
+            rlsight.connect(collector="http://127.0.0.1:1")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,143 @@
+import os
+import tempfile
+import time
+import types
+import unittest
+from unittest import mock
+
+from rlsight import gpu_sampler
+from rlsight.gpu_sampler import AmdSmiBackend, GpuSampler, NvidiaSmiBackend, NvmlBackend, _amd_socket_power
+
+from . import fake_smi
+
+
+def fake_nvml(count=3, failing=()):
+    n = types.SimpleNamespace()
+    n.nvmlInit = lambda: None
+    n.nvmlShutdown = lambda: None
+    n.nvmlDeviceGetCount = lambda: count
+    n.nvmlDeviceGetHandleByIndex = lambda i: i
+    n.nvmlDeviceGetUUID = lambda h: ("GPU-%d" % h).encode()
+
+    def util(h):
+        if h in failing:
+            raise RuntimeError("GPU is lost")
+        return types.SimpleNamespace(gpu=50 + h)
+
+    n.nvmlDeviceGetUtilizationRates = util
+    n.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=(1000 + h) << 20)
+    n.nvmlDeviceGetPowerUsage = lambda h: 300_500 + h
+    n.nvmlDeviceGetComputeRunningProcesses = lambda h: [types.SimpleNamespace(pid=10 + h, usedGpuMemory=(2000 << 20))]
+    n.nvmlSystemGetProcessName = lambda pid: b"python"
+    return n
+
+
+class NvmlTest(unittest.TestCase):
+    def test_units_and_a_failing_device_skipped(self):
+        pushed = []
+        s = GpuSampler(pushed.append, node="10.0.0.1", backend=NvmlBackend(fake_nvml(failing={1})))
+        with self.assertLogs("rlsight.gpu_sampler", "WARNING") as logs:
+            out = s.sample_once(12.5)
+        self.assertEqual(out, [(12.5, "10.0.0.1", 0, 50, 1000, 300), (12.5, "10.0.0.1", 2, 52, 1002, 300)])
+        self.assertIn("NVML read failed for gpu 1 on 10.0.0.1; skipping this tick", logs.output[0].replace(" (GPU is lost)", ""))
+        self.assertEqual(s.sample_processes_once(13.0), [(13.0, "10.0.0.1", g, 10 + g, "python", 2000) for g in range(3)])
+        self.assertEqual(s.backend.uuids, ["GPU-0", "GPU-1", "GPU-2"])
+        s.flush()
+        self.assertEqual(len(pushed), 1)
+        s.flush()
+        self.assertEqual(len(pushed), 1, "an empty buffer pushes nothing")
+
+    def test_zero_devices_is_no_gpu(self):
+        with self.assertRaises(gpu_sampler.Unavailable):
+            NvmlBackend(fake_nvml(count=0))
+
+
+class NoGpuTest(unittest.TestCase):
+    def test_no_gpu_logs_one_line_and_starts_nothing(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {"PATH": d}), \
+                mock.patch.dict("sys.modules", {"pynvml": None, "amdsmi": None}):
+            with self.assertLogs("rlsight.gpu_sampler", "WARNING") as logs:
+                s = GpuSampler(lambda b: None, node="n1")
+            self.assertFalse(s.available)
+            self.assertFalse(s.start())
+            self.assertEqual(len(logs.output), 1)
+            self.assertIn("GPU telemetry unavailable on n1", logs.output[0])
+            self.assertIn("nvidia-smi not found", logs.output[0])
+            s.stop()
+
+
+class NvidiaSmiTest(unittest.TestCase):
+    def test_reads_the_lms_child_and_processes(self):
+        with tempfile.TemporaryDirectory() as d:
+            env = fake_smi.install(d, gpus=4)
+            with mock.patch.dict(os.environ, env):
+                b = NvidiaSmiBackend(interval=0.1)
+                try:
+                    s = GpuSampler(lambda batch: None, node="10.0.0.7", backend=b)
+                    out = s.sample_once(5.0)
+                    self.assertEqual(out, [(5.0, "10.0.0.7", i, (10 + 20 * i) % 101, 40000 + i, 0 if i == 3 else 300 + i) for i in range(4)])
+                    procs = s.sample_processes_once(6.0)
+                    self.assertIn((6.0, "10.0.0.7", 2, 4002, "sglang::scheduler", 30002), procs)
+                    self.assertIn((6.0, "10.0.0.7", 2, 5002, "pid 5002", 100), procs)
+                finally:
+                    b.close()
+
+    def test_a_dead_child_is_started_again(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "calls.log")
+            env = fake_smi.install(d, gpus=1, die_after=2, log=log)
+            with mock.patch.dict(os.environ, env):
+                b = NvidiaSmiBackend(interval=0.1)
+                try:
+                    deadline = time.time() + 20
+                    while b.respawns < 2 and time.time() < deadline:
+                        b.count()
+                        time.sleep(0.1)
+                    self.assertGreaterEqual(b.respawns, 2)
+                    with open(log) as f:
+                        self.assertGreaterEqual(sum("-lms" in l for l in f), 2)
+                finally:
+                    b.close()
+
+    def test_smi_that_cannot_reach_the_driver_is_no_gpu(self):
+        with tempfile.TemporaryDirectory() as d:
+            with mock.patch.dict(os.environ, fake_smi.install(d, gpus=0)):
+                with self.assertRaisesRegex(gpu_sampler.Unavailable, "exited 9"):
+                    NvidiaSmiBackend()
+
+
+class AmdTest(unittest.TestCase):
+    def test_native_units_socket_power_and_process_filter(self):
+        a = types.SimpleNamespace()
+        a.amdsmi_init = lambda: None
+        a.amdsmi_shut_down = lambda: None
+        a.amdsmi_get_processor_handles = lambda: ["h0", "h1"]
+        a.amdsmi_get_gpu_device_uuid = lambda h: "uuid-" + h
+        a.amdsmi_get_gpu_activity = lambda h: {"gfx_activity": 77}
+        a.amdsmi_get_gpu_vram_usage = lambda h: {"vram_used": 12345}
+        a.amdsmi_get_power_info = lambda h: {"socket_power": "N/A", "current_socket_power": 250} if h == "h0" else {"socket_power": "N/A"}
+        a.amdsmi_get_gpu_process_list = lambda h: [{"pid": 1, "name": "N/A", "memory_usage": {"vram_mem": 3 << 20}}, {"pid": 2, "name": "x", "memory_usage": {"vram_mem": 0}}]
+        s = GpuSampler(lambda b: None, node="n", backend=AmdSmiBackend(a))
+        self.assertEqual(s.sample_once(1.0), [(1.0, "n", 0, 77, 12345, 250), (1.0, "n", 1, 77, 12345, 0)])
+        self.assertEqual(s.sample_processes_once(2.0), [(2.0, "n", 0, 1, "pid 1", 3), (2.0, "n", 1, 1, "pid 1", 3)])
+        with self.assertRaisesRegex(ValueError, "socket power unavailable"):
+            _amd_socket_power({"socket_power": 0xFFFF})
+
+
+class ThreadTest(unittest.TestCase):
+    def test_thread_samples_and_stop_flushes(self):
+        pushed = []
+        s = GpuSampler(pushed.append, node="n", interval=0.02, backend=NvmlBackend(fake_nvml(count=1)))
+        self.assertTrue(s.start())
+        time.sleep(0.2)
+        s.stop()
+        rows = [r for batch in pushed for r in batch]
+        self.assertGreaterEqual(len(rows), 3)
+
+    def test_interval_must_be_positive(self):
+        with self.assertRaises(AssertionError):
+            GpuSampler(lambda b: None, node="n", interval=0, backend=NvmlBackend(fake_nvml()))
+
+
+if __name__ == "__main__":
+    unittest.main()
