@@ -102,6 +102,7 @@ class Client:
         self._node = node
         self._gpus = list(gpus) if gpus is not None else None
         self._rank = rank
+        self._rank_checked = -1e18
         self._queue = collections.deque()
         self._queue_size = int(queue_size)
         self._batch_size = int(batch_size)
@@ -140,9 +141,12 @@ class Client:
         return self._gpus
 
     def _rank_now(self):
-        if self._rank is None or self._rank < 0:
+        # an unknown rank is looked up again (torch.distributed may initialise later), at most once a second
+        now = time.monotonic()
+        if (self._rank is None or self._rank < 0) and now - self._rank_checked >= 1.0:
+            self._rank_checked = now
             self._rank = identity.rank()
-        return self._rank
+        return -1 if self._rank is None else self._rank
 
     # ------------------------------------------------------------------ records
 
@@ -161,12 +165,24 @@ class Client:
             self._wake.set()
 
     def _phase_event(self, name, t0, t1, role, rank, gpus, node):
+        # the hot path of every phase: no property or helper call once the identity is known
         try:
-            self._put("phases", (name, t0, t1,
-                                 node if node is not None else self.node,
-                                 gpus if gpus is not None else self.gpus,
-                                 rank if rank is not None else self._rank_now(),
-                                 role))
+            if node is None:
+                node = self._node if self._node is not None else self.node
+            if gpus is None:
+                gpus = self._gpus if self._gpus is not None else self.gpus
+            if rank is None:
+                rank = self._rank
+                if rank is None or rank < 0:
+                    rank = self._rank_now()
+            q = self._queue
+            if len(q) >= self._queue_size:
+                q.popleft()
+                self.dropped += 1
+            q.append(("phases", (name, t0, t1, node, gpus, rank, role)))
+            self.queued += 1
+            if len(q) >= self._batch_size:
+                self._wake.set()
         except Exception:  # never into training
             self._warn.warn("phase", "rlsight phase event failed; dropping it")
 

@@ -1,11 +1,10 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { CommandUsageError } from '../commands/common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
 import { startCollectorService } from './service.ts';
-
-export class CollectUsageError extends Error {}
 
 export interface CollectFlags {
   dumpDetails: string;
@@ -26,7 +25,7 @@ function num(name: string, raw: string | undefined, fallback: number, opts: { in
   if (raw === undefined) return fallback;
   const v = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isSafeInteger(v)) || v < opts.min) {
-    throw new CollectUsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'} >= ${opts.min}, got '${raw}'`);
+    throw new CommandUsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'} >= ${opts.min}, got '${raw}'`);
   }
   return v;
 }
@@ -35,7 +34,7 @@ function num(name: string, raw: string | undefined, fallback: number, opts: { in
 export function parseHostPort(flag: string, raw: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(raw);
   const port = m ? Number(m[3]) : NaN;
-  if (m === null || port > 65535) throw new CollectUsageError(`--${flag}: expected HOST:PORT, got '${raw}'`);
+  if (m === null || port > 65535) throw new CommandUsageError(`--${flag}: expected HOST:PORT, got '${raw}'`);
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
@@ -58,14 +57,14 @@ export function parseCollectFlags(argv: string[]): CollectFlags {
       'sglang-metrics': { type: 'string' },
     },
   });
-  if (!values['dump-details']) throw new CollectUsageError('--dump-details DIR is required');
+  if (!values['dump-details']) throw new CommandUsageError('--dump-details DIR is required');
   const listen = parseHostPort('listen', values.listen ?? '127.0.0.1:7789');
   const mode = values['sglang-scrape-mode'] ?? 'auto';
-  if (mode !== 'auto' && mode !== 'router' && mode !== 'direct') throw new CollectUsageError(`--sglang-scrape-mode: expected auto, router or direct, got '${mode}'`);
+  if (mode !== 'auto' && mode !== 'router' && mode !== 'direct') throw new CommandUsageError(`--sglang-scrape-mode: expected auto, router or direct, got '${mode}'`);
   const router = values['sglang-router'];
-  if (router !== undefined && !/^https?:\/\/[^\s/]+\/?$/.test(router)) throw new CollectUsageError(`--sglang-router: expected http://HOST:PORT, got '${router}'`);
+  if (router !== undefined && !/^https?:\/\/[^\s/]+\/?$/.test(router)) throw new CommandUsageError(`--sglang-router: expected http://HOST:PORT, got '${router}'`);
   const metrics = values['sglang-metrics']?.split(',').map((m) => m.trim()).filter((m) => m !== '');
-  if (metrics !== undefined && metrics.length === 0) throw new CollectUsageError('--sglang-metrics: name at least one metric');
+  if (metrics !== undefined && metrics.length === 0) throw new CommandUsageError('--sglang-metrics: name at least one metric');
   return {
     dumpDetails: resolve(values['dump-details']),
     host: listen.host,
@@ -88,7 +87,7 @@ export async function collectCommand(argv: string[]): Promise<number> {
   try {
     flags = parseCollectFlags(argv);
   } catch (err) {
-    if (err instanceof CollectUsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof CommandUsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`rlsight collect: ${(err as Error).message}`);
       return 2;
     }

@@ -1,7 +1,8 @@
 // `rlsight prometheus-config --router HOST:PORT [--collector HOST:PORT]`: a prometheus.yml that
 // scrapes the SGLang router's aggregated engine metrics and the collector's own /metrics.
 import { parseArgs } from 'node:util';
-import { CollectUsageError, parseHostPort } from './command.ts';
+import { CommandUsageError } from '../commands/common.ts';
+import { parseHostPort } from './command.ts';
 
 export interface PrometheusTargets {
   router?: string;
@@ -28,15 +29,15 @@ export async function prometheusConfigCommand(argv: string[]): Promise<number> {
       allowPositionals: false,
       options: { router: { type: 'string' }, collector: { type: 'string' }, 'scrape-interval': { type: 'string' } },
     });
-    if (!values.router) throw new CollectUsageError('--router HOST:PORT is required');
+    if (!values.router) throw new CommandUsageError('--router HOST:PORT is required');
     const interval = values['scrape-interval'] === undefined ? 5 : Number(values['scrape-interval']);
-    if (!Number.isFinite(interval) || interval <= 0) throw new CollectUsageError(`--scrape-interval: expected seconds > 0, got '${values['scrape-interval']}'`);
+    if (!Number.isFinite(interval) || interval <= 0) throw new CommandUsageError(`--scrape-interval: expected seconds > 0, got '${values['scrape-interval']}'`);
     const router = hostPort(parseHostPort('router', values.router.replace(/^https?:\/\//, '')));
     const collector = hostPort(parseHostPort('collector', (values.collector ?? '127.0.0.1:7789').replace(/^https?:\/\//, '')));
     process.stdout.write(prometheusConfig({ router, collector, scrapeIntervalS: interval }));
     return 0;
   } catch (err) {
-    if (err instanceof CollectUsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof CommandUsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`rlsight prometheus-config: ${(err as Error).message}`);
       return 2;
     }

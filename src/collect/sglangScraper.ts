@@ -2,36 +2,12 @@
 // router's aggregated `/engine_metrics` (each sample names its engine in `worker_addr`), or straight
 // from each engine's `/metrics` (the engines of the last topology snapshot). Every sample of one tick
 // carries the tick's start time; an engine that fails is skipped for that tick, never filled in.
-import { engineLabelsJson, engineSampleLine, KEPT_ENGINE_LABELS, type EngineSample } from '../formats/dashboard/index.ts';
+import { DEFAULT_ENGINE_METRICS, engineLabelsJson, engineSampleLine, KEPT_ENGINE_LABELS, type EngineSample } from '../formats/dashboard/index.ts';
 import { parsePromText } from '../formats/prometheus/text.ts';
 import type { Logger } from './collector.ts';
 
 /** Normalized names (`:` → `_`) scraped by default, in miles' order. */
-export const DEFAULT_METRIC_WHITELIST: readonly string[] = [
-  'sglang_num_running_reqs',
-  'sglang_num_queue_reqs',
-  'sglang_gen_throughput',
-  'sglang_token_usage',
-  'sglang_cache_hit_rate',
-  'sglang_num_prefill_prealloc_queue_reqs',
-  'sglang_num_prefill_inflight_queue_reqs',
-  'sglang_num_decode_prealloc_queue_reqs',
-  'sglang_num_decode_transfer_queue_reqs',
-  'sglang_kv_transfer_speed_gb_s',
-  'sglang_kv_transfer_latency_ms',
-  'sglang_prompt_tokens_total',
-  'sglang_generation_tokens_total',
-  'sglang_num_requests_total',
-  'sglang_num_aborted_requests_total',
-  'sglang_time_to_first_token_seconds_sum',
-  'sglang_time_to_first_token_seconds_count',
-  'sglang_inter_token_latency_seconds_sum',
-  'sglang_inter_token_latency_seconds_count',
-  'sglang_time_per_output_token_seconds_sum',
-  'sglang_time_per_output_token_seconds_count',
-  'sglang_e2e_request_latency_seconds_sum',
-  'sglang_e2e_request_latency_seconds_count',
-];
+export const DEFAULT_METRIC_WHITELIST: readonly string[] = DEFAULT_ENGINE_METRICS;
 
 export type ScrapeMode = 'router' | 'direct';
 

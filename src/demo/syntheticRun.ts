@@ -12,6 +12,7 @@ import {
   OPEN_T1,
   type EngineInfo,
   type LaneCatalogEntry,
+  DEFAULT_ENGINE_METRICS,
   dataBufferLine,
   engineSamplePrefix,
   engineSampleRest,
@@ -71,31 +72,7 @@ export interface SyntheticRunInfo {
 }
 
 /** The sglang whitelist, in the scraper's order (all 23 names). */
-const ENGINE_METRICS = [
-  'sglang_num_running_reqs',
-  'sglang_num_queue_reqs',
-  'sglang_gen_throughput',
-  'sglang_token_usage',
-  'sglang_cache_hit_rate',
-  'sglang_num_prefill_prealloc_queue_reqs',
-  'sglang_num_prefill_inflight_queue_reqs',
-  'sglang_num_decode_prealloc_queue_reqs',
-  'sglang_num_decode_transfer_queue_reqs',
-  'sglang_kv_transfer_speed_gb_s',
-  'sglang_kv_transfer_latency_ms',
-  'sglang_prompt_tokens_total',
-  'sglang_generation_tokens_total',
-  'sglang_num_requests_total',
-  'sglang_num_aborted_requests_total',
-  'sglang_time_to_first_token_seconds_sum',
-  'sglang_time_to_first_token_seconds_count',
-  'sglang_inter_token_latency_seconds_sum',
-  'sglang_inter_token_latency_seconds_count',
-  'sglang_time_per_output_token_seconds_sum',
-  'sglang_time_per_output_token_seconds_count',
-  'sglang_e2e_request_latency_seconds_sum',
-  'sglang_e2e_request_latency_seconds_count',
-] as const;
+const ENGINE_METRICS = DEFAULT_ENGINE_METRICS;
 
 const INIT_SECONDS = 240;
 const ROLLOUT_FRACTION = 0.55;

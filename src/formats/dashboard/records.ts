@@ -125,3 +125,30 @@ export const ENGINE_INFO_FIELDS = ['addr', 'worker_type', 'engine_rank', 'gpus',
 export const META_FIELDS = ['run_name', 'start_ts', 'args', 'schema_version'] as const;
 /** The only SGLang labels an engine sample keeps. */
 export const KEPT_ENGINE_LABELS = ['engine_type', 'dp_rank'] as const;
+
+/** The SGLang metrics miles scrapes by default, as stored (`:` → `_`), in its order. */
+export const DEFAULT_ENGINE_METRICS: readonly string[] = [
+  'sglang_num_running_reqs',
+  'sglang_num_queue_reqs',
+  'sglang_gen_throughput',
+  'sglang_token_usage',
+  'sglang_cache_hit_rate',
+  'sglang_num_prefill_prealloc_queue_reqs',
+  'sglang_num_prefill_inflight_queue_reqs',
+  'sglang_num_decode_prealloc_queue_reqs',
+  'sglang_num_decode_transfer_queue_reqs',
+  'sglang_kv_transfer_speed_gb_s',
+  'sglang_kv_transfer_latency_ms',
+  'sglang_prompt_tokens_total',
+  'sglang_generation_tokens_total',
+  'sglang_num_requests_total',
+  'sglang_num_aborted_requests_total',
+  'sglang_time_to_first_token_seconds_sum',
+  'sglang_time_to_first_token_seconds_count',
+  'sglang_inter_token_latency_seconds_sum',
+  'sglang_inter_token_latency_seconds_count',
+  'sglang_time_per_output_token_seconds_sum',
+  'sglang_time_per_output_token_seconds_count',
+  'sglang_e2e_request_latency_seconds_sum',
+  'sglang_e2e_request_latency_seconds_count',
+];
