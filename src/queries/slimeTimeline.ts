@@ -230,8 +230,13 @@ function cmp(a: number | CacheValue, b: number | CacheValue): number {
   return sa < sb ? -1 : sa > sb ? 1 : 0;
 }
 
-/** `_build_items_from_trace` for one sample: its items, or null when it has no valid trace events. */
-export function buildTraceItems(trace: { [key: string]: SlimeValue }): CacheItem[] | null {
+/**
+ * `_build_items_from_trace` for one sample: its items, or null when it has no valid trace events. Without
+ * `cacheCompat` (the Trace view's own layout) the legacy [P]/[D] virtual items and the 6-decimal
+ * rounding, which only slime's cache needs, are skipped.
+ */
+export function buildTraceItems(trace: { [key: string]: SlimeValue }, cacheCompat = true): CacheItem[] | null {
+  const round = cacheCompat ? round6 : (x: number): number => x;
   const events = normalizeTraceEvents(trace);
   if (events.length === 0) return null;
   const openStarts = new Map<string, SpanRec>();
@@ -349,9 +354,9 @@ export function buildTraceItems(trace: { [key: string]: SlimeValue }): CacheItem
       type: 'span',
       state: s.state,
       name: s.name,
-      start_ts: round6(s.startTs),
-      end_ts: s.endTs === null ? null : round6(s.endTs),
-      display_end_ts: round6(s.displayEndTs!),
+      start_ts: round(s.startTs),
+      end_ts: s.endTs === null ? null : round(s.endTs),
+      display_end_ts: round(s.displayEndTs!),
       attempt: s.attempt,
       span_id: s.spanId,
       parent_span_id: s.parentSpanId,
@@ -370,7 +375,7 @@ export function buildTraceItems(trace: { [key: string]: SlimeValue }): CacheItem
       type: p.type,
       state: p.type === 'event' ? 'point_event' : 'orphan_end',
       name: p.name,
-      ts: round6(p.ts),
+      ts: round(p.ts),
       attempt: p.attempt,
       span_id: p.spanId,
       parent_span_id: p.parentSpanId,
@@ -384,10 +389,10 @@ export function buildTraceItems(trace: { [key: string]: SlimeValue }): CacheItem
   // The legacy [P]/[D] virtual lanes: closed, non-synthetic spans whose end attrs hold pd_* durations.
   let nextLane = items.length ? Math.max(...items.map((i) => i.lane)) : -1;
   const virtual: CacheSpanItem[] = [];
-  for (const it of items) {
+  for (const it of cacheCompat ? items : []) {
     const raw = rawTimes.get(it);
     if (it.type !== 'span' || it.state !== 'closed_span' || !raw || raw[1] === null) continue;
-    const parentDuration = round6(raw[1] - raw[0]);
+    const parentDuration = round(raw[1] - raw[0]);
     if (typeof it.name === 'string' && it.name.startsWith('sglang_pd_')) continue;
     for (const [role, letter, keys] of PD_LANE_SPECS) {
       const roleAttrs: CacheAttrs = {};

@@ -89,12 +89,12 @@ interface RowLayout {
   details: TraceItemDetails[];
 }
 
-function layoutRow(sample: SlimeSample, t0: number): RowLayout | null {
+function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLayout | null {
   const trace = sampleTrace(sample);
   if (!trace) return null;
-  const compat = buildTraceItems(trace);
-  if (!compat) return null;
-  const items = compat.filter((i) => !(i.type === 'span' && typeof i.parent_span_id === 'string' && /:pd:(prefill|decode)$/.test(String(i.span_id))));
+  // Our own [P]/[D] lanes replace slime's virtual ones, so those are not built.
+  const items = buildTraceItems(trace, false);
+  if (!items) return null;
   const spans = items.filter((i): i is CacheSpanItem => i.type === 'span');
   const byId = new Map<string, CacheSpanItem>();
   for (const s of spans) if (typeof s.span_id === 'string') byId.set(s.span_id, s);
@@ -125,11 +125,16 @@ function layoutRow(sample: SlimeSample, t0: number): RowLayout | null {
   const out: TraceItem[] = [];
   const details: TraceItemDetails[] = [];
   const rel = (x: number): number => Math.round((x - t0) * 1e6) / 1e6;
-  const addDetails = (d: TraceItemDetails): number => details.push(d) - 1;
+  // Details (every attr, copied) are built only when asked for: the row answer needs just the ids.
+  let nextId = 0;
+  const addDetails = (d: () => TraceItemDetails): number => {
+    if (withDetails) details.push(d());
+    return nextId++;
+  };
   for (const it of items) {
     if (it.type === 'span') {
       if (isPdSynthetic(it)) continue;
-      const id = addDetails({
+      const id = addDetails(() => ({
         kind: it.state === 'open_span' ? 'open' : 'span',
         name: str(it.name) ?? '',
         start: it.start_ts,
@@ -140,7 +145,7 @@ function layoutRow(sample: SlimeSample, t0: number): RowLayout | null {
         parent_name: str(it.parent_span_name),
         clipped_by: it.state === 'open_span' ? str(it.attrs.end_attrs.clipped_by) ?? undefined : undefined,
         attrs: { start_attrs: plainJson(it.attrs.start_attrs), end_attrs: plainJson(it.attrs.end_attrs) },
-      });
+      }));
       out.push({
         kind: it.state === 'open_span' ? 'open' : 'span',
         name: str(it.name) ?? '',
@@ -153,7 +158,7 @@ function layoutRow(sample: SlimeSample, t0: number): RowLayout | null {
       });
     } else {
       const parent = typeof it.parent_span_id === 'string' ? byId.get(it.parent_span_id) : undefined;
-      const id = addDetails({
+      const id = addDetails(() => ({
         kind: it.type === 'event' ? 'point' : 'orphan',
         name: str(it.name) ?? '',
         start: it.ts,
@@ -163,7 +168,7 @@ function layoutRow(sample: SlimeSample, t0: number): RowLayout | null {
         parent_span_id: str(it.parent_span_id),
         parent_name: str(it.parent_span_name),
         attrs: plainJson(it.attrs) as Record<string, unknown>,
-      });
+      }));
       out.push({
         kind: it.type === 'event' ? 'point' : 'orphan',
         name: str(it.name) ?? '',
@@ -205,7 +210,7 @@ function layoutRow(sample: SlimeSample, t0: number): RowLayout | null {
       const lane = spanLanes + pair * 2 + (role === 'P' ? 0 : 1);
       pdLaneLabel.set(lane, `[${role}]`);
       for (const s of mine) {
-        const id = addDetails({
+        const id = addDetails(() => ({
           kind: 'pd',
           name: s.key.replace(/^pd_/, '').replace(/_duration$/, ''),
           start: base + s.start,
@@ -215,7 +220,7 @@ function layoutRow(sample: SlimeSample, t0: number): RowLayout | null {
           parent_span_id: str(span.span_id),
           parent_name: str(span.name),
           attrs: { [s.key]: r.values.get(s.key), placed: 'relative to the request start; the dump holds durations, not SGLang time stamps' },
-        });
+        }));
         out.push({ kind: 'pd', name: s.key.replace(/^pd_(prefill|decode)_/, '').replace(/_duration$/, ''), start: rel(base + s.start), end: rel(base + s.end), lane, attempt: span.attempt, id, role, ...(s.inner ? { inner: true } : {}) });
       }
     }
@@ -277,7 +282,7 @@ export function traceView(samples: readonly SlimeSample[], source: { rolloutId: 
   let untraced = 0;
   const counts = new Map<string, number>();
   for (const s of samples) {
-    const l = layoutRow(s, t0);
+    const l = layoutRow(s, t0, false);
     if (!l) {
       untraced++;
       continue;
@@ -309,7 +314,7 @@ export function noTraces(rolloutId: number, evaluation: boolean): TraceAnswer {
 
 /** Every item of one sample with all its attrs (the view's details panel). */
 export function traceDetails(sample: SlimeSample): TraceDetails | null {
-  const l = layoutRow(sample, 0);
+  const l = layoutRow(sample, 0, true);
   if (!l) return null;
   return { row: sample.row, sample_index: l.row.sample_index, trace_id: l.row.trace_id, items: l.details };
 }
