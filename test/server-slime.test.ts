@@ -84,6 +84,14 @@ describe('serving a slime --dump-details folder', () => {
     assert.doesNotMatch(bad.body.detail, new RegExp(tmp));
     const badSummary = await get(server, '/api/rollout/2/summary');
     assert.equal(badSummary.status, 422);
+    // The Trace view's download: that dump's traces as Chrome trace-event JSON.
+    const pf = await fetch(new URL('/api/rlsight/export/perfetto?rollout_id=0', server.url));
+    assert.equal(pf.status, 200);
+    assert.match(pf.headers.get('content-disposition') ?? '', /attachment; filename="0\.perfetto\.json"/);
+    const events = ((await pf.json()) as any).traceEvents;
+    assert.ok(events.filter((e: any) => e.ph === 'b').length === events.filter((e: any) => e.ph === 'e').length && events.length > 100);
+    const badWindow = await get(server, '/api/rlsight/export/perfetto?t0=10&t1=5');
+    assert.equal(badWindow.status, 400);
     const arg = await get(server, '/api/rlsight/trace?rollout_id=x');
     assert.equal(arg.status, 400);
     const missing = await get(server, '/api/rlsight/trace/details?rollout_id=0&row=99');
@@ -118,6 +126,33 @@ describe('rlsight serve GLOB (a --save-debug-rollout-data template)', () => {
       assert.equal(perf['perf/prefill/forward_duration/mean'].y[0], g['perf/prefill/forward_duration/mean']);
     } finally {
       child.kill('SIGTERM');
+    }
+  });
+});
+
+describe('the Perfetto download over a miles run (Compute Utilization)', () => {
+  it('one window of phases and counters', async () => {
+    const { openRun } = await import('../src/server/run.ts');
+    const tmp = mkdtempSync(join(tmpdir(), 'rlsight-miles-perfetto-'));
+    const { cpSync } = await import('node:fs');
+    const { ageTree } = await import('./support/fixtures.ts');
+    cpSync(fixturePath('miles-demo', 'run'), join(tmp, 'run'), { recursive: true });
+    ageTree(join(tmp, 'run'));
+    const run = await openRun(join(tmp, 'run'));
+    const server = await startServer(run, { port: 0 });
+    try {
+      const meta: any = await (await fetch(new URL('/api/meta', server.url))).json();
+      const [t0, t1] = meta.time_range;
+      const r = await fetch(new URL(`/api/rlsight/export/perfetto?t0=${t0}&t1=${Math.min(t1, t0 + 3600)}`, server.url));
+      assert.equal(r.status, 200);
+      const events = ((await r.json()) as any).traceEvents;
+      assert.ok(events.some((e: any) => e.ph === 'X' && e.cat === 'phase'));
+      assert.ok(events.some((e: any) => e.ph === 'C'));
+      assert.ok(events.some((e: any) => e.ph === 'M' && e.name === 'process_name'));
+    } finally {
+      await server.close();
+      await run.close();
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });

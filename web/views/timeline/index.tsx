@@ -206,6 +206,15 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
             {fmtElapsed(vp.t0 - T0)} → {fmtElapsed(vp.t1 - T0)} ({fmtDuration(span)}) · {fmtWall(vp.t0).slice(0, 19)} UTC
           </span>
           {(lanesData.loading || overlayData.loading) && <span class="spinner" title="loading" />}
+          <a
+            href={`./api/rlsight/export/perfetto?t0=${vp.t0.toFixed(3)}&t1=${vp.t1.toFixed(3)}`}
+            download
+            data-testid="perfetto-download"
+            title="this window as Chrome trace-event JSON (open at ui.perfetto.dev)"
+            style={{ marginLeft: 'auto', fontSize: '12.5px' }}
+          >
+            Perfetto ↓
+          </a>
         </div>
         <LaneSelection
           grammar={grammarParam}
