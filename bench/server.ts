@@ -1,7 +1,8 @@
-// Server latency per endpoint family (cold, then warm p50/p99), start-to-first-answer and peak RSS.
-// Usage: node --import tsx bench/server.ts [--run DIR] [--large] [--warm N]
-// Without --run it generates the demo run (`--large`: 128 GPUs) into a temp folder first. Each family is
-// measured on a fresh server process (cold = its first request, warm = the N that follow). Prints one JSON line.
+// Server latency of the reference's request sequence: cold in a fresh process with an empty cache
+// directory, cold in a fresh process with a warm one (every hour persisted by an earlier process), and
+// warm (the same process asked again); start to the first /api/meta and peak RSS over the sequence.
+// Usage: node --import tsx bench/server.ts [--run DIR] [--large] [--warm N] [--port N] [--families a,b]
+// Without --run it generates the demo run (`--large`: 128 GPUs) into a temp folder first. Prints one JSON line.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,129 +12,165 @@ import { parseArgs } from 'node:util';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
-  options: { run: { type: 'string' }, large: { type: 'boolean' }, warm: { type: 'string' }, port: { type: 'string' } },
+  options: { run: { type: 'string' }, large: { type: 'boolean' }, warm: { type: 'string' }, port: { type: 'string' }, families: { type: 'string' } },
 });
-const warmRuns = Number(values.warm ?? 20);
+const warmRuns = Number(values.warm ?? 10);
 const port = Number(values.port ?? 17788);
 
+const scratch = mkdtempSync(join(tmpdir(), 'rlsight-bench-'));
 let runDir = values.run ? resolve(values.run) : '';
-let scratch: string | null = null;
 if (!runDir) {
-  scratch = mkdtempSync(join(tmpdir(), 'rlsight-bench-'));
   runDir = join(scratch, 'run');
   const { generateDemoRun } = await import('../src/demo/index.ts');
   await generateDemoRun(runDir, { large: values.large ?? false });
 }
 
 const base = `http://127.0.0.1:${port}`;
-let peakRssKb = 0;
+const round = (x: number): number => Math.round(x * 10) / 10;
 
-/** A fresh server process over the run: "cold" answers come from a process that has read nothing yet. */
-async function startServer(): Promise<{ child: ChildProcess; firstAnswerMs: number; stop: () => Promise<void> }> {
+interface Server {
+  firstAnswerMs: number;
+  /** Peak RSS so far (VmHWM), MiB. */
+  peakMiB(): number;
+  stop(): Promise<void>;
+}
+
+/** A fresh server process over the run; resolves once /api/meta answers. */
+async function startServer(cacheDir: string): Promise<Server> {
   const started = performance.now();
-  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port)], {
+  const child: ChildProcess = spawn(process.execPath, [join(repoRoot, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (;;) {
     try {
-      const r = await get('/api/meta');
-      if (r.status === 200) break;
+      if ((await get('/api/meta')).status === 200) break;
     } catch {
       /* not listening yet */
     }
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 10));
   }
   const firstAnswerMs = performance.now() - started;
+  const peakMiB = (): number => {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : 0;
+    } catch {
+      return 0;
+    }
+  };
   const stop = async (): Promise<void> => {
-    sampleRss(child);
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
     await exited;
   };
-  return { child, firstAnswerMs, stop };
+  return { firstAnswerMs, peakMiB, stop };
 }
 
-function sampleRss(child: ChildProcess): void {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-    if (m) peakRssKb = Math.max(peakRssKb, Number(m[1]));
-  } catch {
-    /* the process is gone */
-  }
-}
-
-async function get(path: string): Promise<{ ms: number; status: number; bytes: number }> {
+async function get(path: string, accept?: string): Promise<{ ms: number; status: number; bytes: number }> {
   const t = performance.now();
-  const res = await fetch(base + path, { headers: { 'accept-encoding': 'gzip' } });
+  const res = await fetch(base + path, { headers: { 'accept-encoding': 'gzip', ...(accept ? { accept } : {}) } });
   const body = await res.arrayBuffer();
   return { ms: performance.now() - t, status: res.status, bytes: body.byteLength };
 }
 
-const first = await startServer();
-const firstAnswerMs = first.firstAnswerMs;
-const meta: any = await (await fetch(`${base}/api/meta`)).json();
-const laneCount: number = ((await (await fetch(`${base}/api/timeline/topology`)).json()) as any).lanes.length;
+async function json(path: string): Promise<any> {
+  return (await fetch(base + path)).json();
+}
+
+// The request sequence, resolved against the run by a first process.
+const probeCache = mkdtempSync(join(scratch, 'probe-'));
+const probe = await startServer(probeCache);
+const meta = await json('/api/meta');
 const [r0, r1] = meta.time_range ?? [0, 0];
-const hourT0 = Math.max(r0, r1 - 3600);
-const win = `t0=${hourT0}&t1=${r1}`;
+const win = `t0=${Math.max(r0, r1 - 3600)}&t1=${r1}`;
 const rid = meta.rollout_ids.train.at(-1) ?? 0;
-const summary: any = await (await fetch(`${base}/api/rollout/${rid}/summary`)).json();
+const summary = await json(`/api/rollout/${rid}/summary`);
 const longest = [...(summary.rows ?? [])].sort((a: any, b: any) => (b.total_length ?? 0) - (a.total_length ?? 0))[0];
 const sampleIndex = longest?.sample_index ?? 0;
 const engineMetric = meta.engine_metric_keys.includes('sglang_num_running_reqs') ? 'sglang_num_running_reqs' : meta.engine_metric_keys[0];
-const metricKeys = meta.metric_keys.slice(0, 8).join(',');
+await probe.stop();
+rmSync(probeCache, { recursive: true, force: true });
 
-// One representative request per family; the summary is asked first above, so it is measured on a fresh step.
 const families: Record<string, string> = {
-  meta: '/api/meta',
-  topology: '/api/timeline/topology',
-  phases_1h_64: `/api/timeline/phases?${win}&lanes=g:0-63`,
-  gpu_1h_64: `/api/timeline/gpu?${win}&lanes=g:0-63`,
-  gpu_processes: `/api/timeline/gpu_processes?${win}&lanes=g:0-63`,
-  heatmap_util_1h: `/api/timeline/heatmap?metric=util&${win}`,
-  heatmap_phase: `/api/timeline/heatmap?metric=phase&${win}`,
-  fleet_run: '/api/timeline/fleet',
-  outliers: '/api/timeline/outliers?criterion=lowest_util',
-  engine_series_run: `/api/timeline/engine_series?metric=${encodeURIComponent(engineMetric ?? 'none')}`,
-  bubbles: '/api/timeline/bubbles',
-  metrics: `/api/metrics?keys=${encodeURIComponent(metricKeys || 'dump/reward_mean')}`,
   advisory_run: '/api/advisory',
-  advisory_1h: `/api/advisory?${win}`,
+  engine_series_run: `/api/timeline/engine_series?metric=${encodeURIComponent(engineMetric ?? 'none')}`,
+  fleet_run: '/api/timeline/fleet',
+  gpu_1h_64: `/api/timeline/gpu?${win}&lanes=g:0-63`,
   summary: `/api/rollout/${Math.max(0, rid - 1)}/summary`,
-  groups: `/api/rollout/${rid}/groups`,
-  trajectories: `/api/rollout/${rid}/trajectories`,
   tokens: `/api/rollout/${rid}/sample/${sampleIndex}/tokens`,
-  messages: `/api/rollout/${rid}/sample/${sampleIndex}/messages`,
+  gpu_1h_all: `/api/timeline/gpu?${win}`,
+  outliers: '/api/timeline/outliers?criterion=lowest_util',
+  heatmap_util_1h: `/api/timeline/heatmap?metric=util&${win}`,
+  phases_1h_64: `/api/timeline/phases?${win}&lanes=g:0-63`,
 };
+const picked = values.families ? values.families.split(',') : Object.keys(families);
 
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-const round = (x: number): number => Math.round(x * 10) / 10;
-
-await first.stop();
-
-const results: Record<string, unknown> = {};
-for (const [name, path] of Object.entries(families)) {
-  const server = await startServer();
-  const cold = await get(path);
-  const warm: number[] = [];
-  for (let i = 0; i < warmRuns; i++) warm.push((await get(path)).ms);
-  await server.stop();
-  results[name] = { status: cold.status, bytes: cold.bytes, cold_ms: round(cold.ms), warm_p50_ms: round(pct(warm, 50)), warm_p99_ms: round(pct(warm, 99)) };
+/** One process runs the whole sequence in order: its start, each answer cold, and its peak RSS. */
+async function sequence(cacheDir: string): Promise<{ first_answer_ms: number; peak_rss_mib: number; cold_ms: Record<string, number> }> {
+  const s = await startServer(cacheDir);
+  const cold: Record<string, number> = {};
+  for (const name of picked) cold[name] = round((await get(families[name])).ms);
+  const out = { first_answer_ms: round(s.firstAnswerMs), peak_rss_mib: round(s.peakMiB()), cold_ms: cold };
+  await s.stop();
+  return out;
 }
-if (scratch) rmSync(scratch, { recursive: true, force: true });
 
+/** Waits until the server's background warm-up has persisted every hour. */
+async function warmUpDone(): Promise<number> {
+  const t = performance.now();
+  while ((await json('/api/meta')).warmup) await new Promise((r) => setTimeout(r, 500));
+  return performance.now() - t;
+}
+
+// 1. cold, empty cache: each answer in a fresh process with a new cache directory
+const coldEmpty: Record<string, { status: number; bytes: number; ms: number }> = {};
+const startEmpty: number[] = [];
+for (const name of picked) {
+  const dir = mkdtempSync(join(scratch, 'empty-'));
+  const s = await startServer(dir);
+  startEmpty.push(s.firstAnswerMs);
+  const r = await get(families[name]);
+  coldEmpty[name] = { status: r.status, bytes: r.bytes, ms: round(r.ms) };
+  await s.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+// 2. the whole sequence in one process with an empty cache (peak RSS), then let its warm-up finish
+const warmCache = mkdtempSync(join(scratch, 'cache-'));
+const seqEmpty = await sequence(warmCache);
+const warming = await startServer(warmCache);
+const warmUpMs = await warmUpDone();
+for (const name of picked) await get(families[name]); // the dump reader's own summary cache too
+await warming.stop();
+
+// 3. cold with the warm cache: each answer in a fresh process; then warm: the same request again
+const coldCached: Record<string, number> = {};
+const warm: Record<string, number> = {};
+const startCached: number[] = [];
+for (const name of picked) {
+  const s = await startServer(warmCache);
+  startCached.push(s.firstAnswerMs);
+  coldCached[name] = round((await get(families[name])).ms);
+  const times: number[] = [];
+  for (let i = 0; i < warmRuns; i++) times.push((await get(families[name])).ms);
+  times.sort((a, b) => a - b);
+  warm[name] = round(times[Math.floor(times.length / 2)]);
+  await s.stop();
+}
+const seqCached = await sequence(warmCache);
+rmSync(scratch, { recursive: true, force: true });
+
+const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
 console.log(
   JSON.stringify({
     bench: 'server',
     run: values.run ? runDir : `demo${values.large ? ' --large' : ''}`,
-    lanes: laneCount,
-    first_answer_ms: round(firstAnswerMs),
-    peak_rss_mb: round(peakRssKb / 1024),
-    warm_runs: warmRuns,
-    endpoints: results,
+    note: 'cold_empty: fresh process, empty --cache-dir; cold_cached: fresh process, every hour persisted; warm: p50 of the same request again',
+    start_ms: { empty_cache: median(startEmpty), warm_cache: median(startCached) },
+    peak_rss_mib: { empty_cache: seqEmpty.peak_rss_mib, warm_cache: seqCached.peak_rss_mib },
+    warm_up_ms: round(warmUpMs),
+    table: Object.fromEntries(picked.map((n) => [n, { status: coldEmpty[n].status, bytes: coldEmpty[n].bytes, cold_empty_ms: coldEmpty[n].ms, cold_cached_ms: coldCached[n], warm_p50_ms: warm[n] }])),
+    sequence: { empty_cache: seqEmpty, warm_cache: seqCached },
   }),
 );
