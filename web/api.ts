@@ -1,4 +1,5 @@
 // The only door to data: typed fetches of the rlsight HTTP API, with 503 retry and readable errors.
+import { COLUMNS_ACCEPT, decodeColumns, type Frame } from './columns.ts';
 import { store } from './store.ts';
 
 export class ApiError extends Error {
@@ -55,12 +56,12 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', () => (clearTimeout(t), rej(signal.reason)), { once: true });
   });
 
-async function request(path: string, params: Params, signal?: AbortSignal): Promise<Response> {
+async function request(path: string, params: Params, signal?: AbortSignal, accept = 'application/json'): Promise<Response> {
   const url = apiUrl(path, params);
   let marked = false;
   try {
     for (let attempt = 0; ; attempt++) {
-      const res = await fetch(url, { signal, headers: { accept: 'application/json' } });
+      const res = await fetch(url, { signal, headers: { accept } });
       if (res.status === 503 && attempt < MAX_503_RETRIES) {
         if (!marked) stillWriting.set([...stillWriting.get(), url]);
         marked = true;
@@ -84,6 +85,12 @@ async function request(path: string, params: Params, signal?: AbortSignal): Prom
   } finally {
     if (marked) stillWriting.set(stillWriting.get().filter((u) => u !== url));
   }
+}
+
+/** A series answer as a columnar frame (typed arrays over the received bytes; see columns.ts). */
+export async function getColumns<H>(path: string, params: Params = {}, signal?: AbortSignal): Promise<Frame<H>> {
+  const res = await request(path, params, signal, COLUMNS_ACCEPT);
+  return decodeColumns<H>(await res.arrayBuffer());
 }
 
 export async function getJson<T>(path: string, params: Params = {}, signal?: AbortSignal): Promise<T> {

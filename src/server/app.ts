@@ -41,7 +41,7 @@ export function createApp(args: { run: RunSources; options?: AppOptions }): Hono
   app.use(hostGuard(allowedHosts(options.host ?? '127.0.0.1', options.allowHosts ?? [])));
   app.use(readOnlyMethods);
   // Heatmap frames are mostly runs of equal bytes: gzip them too.
-  app.use(compress({ contentTypeFilter: (type) => COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith('application/octet-stream') }));
+  app.use(compress({ contentTypeFilter: (type) => COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith('application/octet-stream') || type.startsWith('application/vnd.rlsight.columns') }));
   app.onError((err, c) => failureResponse(c, err, run.roots));
   mountMeta(app, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
   mountTimeline(app, run);

@@ -3,6 +3,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
+import { columnsResponse, engineSeriesFrame, gpuFrame, phasesFrame, wantsColumns } from './columns.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, limitedInt, parseParams, timelineWindow, windowShape } from './params.ts';
 
@@ -33,12 +34,14 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/phases', async (c) => {
     const q = parseParams(phasesQuery, c.req.query());
-    return jsonResponse(c, await run.phases(q));
+    const answer = await run.phases(q);
+    return wantsColumns(c) ? columnsResponse(c, phasesFrame(answer)) : jsonResponse(c, answer);
   });
 
   app.get('/api/timeline/gpu', async (c) => {
     const q = parseParams(gpuQuery, c.req.query());
-    return jsonResponse(c, await run.gpu({ t0: q.t0, t1: q.t1, lanes: q.lanes, maxPoints: q.max_points }));
+    const answer = await run.gpu({ t0: q.t0, t1: q.t1, lanes: q.lanes, maxPoints: q.max_points });
+    return wantsColumns(c) ? columnsResponse(c, gpuFrame(answer)) : jsonResponse(c, answer);
   });
 
   app.get('/api/timeline/gpu_processes', async (c) => {
@@ -64,10 +67,8 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/engine_series', async (c) => {
     const q = parseParams(engineQuery, c.req.query());
-    return jsonResponse(
-      c,
-      await run.engineSeries({ t0: q.t0, t1: q.t1, metric: q.metric, maxPoints: q.max_points, perDpRank: q.per_dp_rank }),
-    );
+    const answer = await run.engineSeries({ t0: q.t0, t1: q.t1, metric: q.metric, maxPoints: q.max_points, perDpRank: q.per_dp_rank });
+    return wantsColumns(c) ? columnsResponse(c, engineSeriesFrame(answer)) : jsonResponse(c, answer);
   });
 
   app.get('/api/timeline/bubbles', async (c) => jsonResponse(c, await run.bubbles()));

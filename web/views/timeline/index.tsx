@@ -1,6 +1,7 @@
 // Compute Utilization: per-GPU lanes (≤ 64) or the fleet overview, lane grammar, quick picks, advisory — all in the URL.
 import { useMemo } from 'preact/hooks';
-import { ApiError, getJson, getRaster } from '../../api.ts';
+import { ApiError, getColumns, getJson, getRaster } from '../../api.ts';
+import { engineSeriesOf, gpuLanes } from '../../columns.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtDuration, fmtElapsed, fmtWall, laneKey } from '../../format.ts';
 import { useKeys } from '../../keyboard.ts';
@@ -92,7 +93,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
       const q = { t0: vp.t0, t1: vp.t1, lanes: apiLanes };
       const [ph, gpu, selected] = await Promise.all([
         getJson<{ phases: Phase[] }>('timeline/phases', q, signal),
-        getJson<{ lanes: Record<string, GpuSeries> }>('timeline/gpu', { ...q, max_points: GPU_POINTS }, signal),
+        getColumns<{ lanes: string[] }>('timeline/gpu', { ...q, max_points: GPU_POINTS }, signal).then((f) => ({ lanes: gpuLanes(f) })),
         // Phases and GPU series leave out lanes without data; the selection itself names every lane it picks.
         apiLanes ? getJson<{ lanes: Lane[] }>('rlsight/lanes', { lanes: apiLanes }, signal).then((r) => r.lanes) : null,
       ]);
@@ -105,7 +106,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
 
   const overlayData = useApi(
     overlayMetric ? `${overlayMetric}|${winKey}` : null,
-    (signal) => getJson<{ series: EngineSeries[] }>('timeline/engine_series', { metric: overlayMetric!, t0: vp.t0, t1: vp.t1, max_points: GPU_POINTS }, signal).then((r) => r.series),
+    (signal) => getColumns<{ series: { addr: string; labels: Record<string, string> }[] }>('timeline/engine_series', { metric: overlayMetric!, t0: vp.t0, t1: vp.t1, max_points: GPU_POINTS }, signal).then(engineSeriesOf),
     tick,
     true,
   );
