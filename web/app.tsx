@@ -4,6 +4,7 @@ import { stillWriting } from './api.ts';
 import { ErrorNote, Loading } from './components/status.tsx';
 import { Tooltip } from './components/tooltip.tsx';
 import { fmtWall } from './format.ts';
+import { WarmUpBar } from './components/warmUpBar.tsx';
 import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
 import { useStore } from './store.ts';
@@ -87,6 +88,7 @@ export function App() {
                   ◼ static
                 </span>
               )}
+              <WarmUpBar initial={m.warmup} />
               {m.time_range && (
                 <span class="edge" title="newest data written by the run">
                   data → {fmtWall(m.time_range[1])}
