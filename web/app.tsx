@@ -8,6 +8,7 @@ import { WarmUpBar } from './components/warmUpBar.tsx';
 import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
 import { useStore } from './store.ts';
+import { HealthView } from './views/health/index.tsx';
 import { MetricsView } from './views/metrics/index.tsx';
 import { RolloutsView } from './views/rollouts/index.tsx';
 import { SampleView } from './views/sample/index.tsx';
@@ -28,7 +29,7 @@ export function App() {
     if (m?.mode === 'follow') startLive();
   }, [m?.mode]);
   useEffect(() => {
-    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace' };
+    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace', health: 'Health' };
     document.title = `${names[r.view]} · ${m?.run_name ?? 'rlsight'}`;
   }, [r.view, m?.run_name]);
 
@@ -63,6 +64,9 @@ export function App() {
           </a>
           <a href={sampleHref ?? '#/rollout'} class={r.view === 'sample' ? 'active' : ''}>
             Sample
+          </a>
+          <a href="#/health" class={r.view === 'health' ? 'active' : ''}>
+            Health
           </a>
         </nav>
         <div class="runinfo">
@@ -114,6 +118,8 @@ export function App() {
           <TimelineView meta={m} route={r} />
         ) : r.view === 'rollout' ? (
           <RolloutsView meta={m} route={r} />
+        ) : r.view === 'health' ? (
+          <HealthView meta={m} />
         ) : r.view === 'sample' ? (
           <SampleView meta={m} route={r} />
         ) : r.view === 'trace' ? (

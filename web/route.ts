@@ -1,7 +1,7 @@
 // The whole screen state lives in the URL hash: `#/<view path>?<params>`, so every screen is a permalink.
 import { store, useStore } from './store.ts';
 
-export type View = 'metrics' | 'timeline' | 'rollout' | 'sample' | 'trace';
+export type View = 'metrics' | 'timeline' | 'rollout' | 'sample' | 'trace' | 'health';
 
 export interface Route {
   view: View;
@@ -25,6 +25,7 @@ export function parseHash(hash: string): Route {
     if (path[1] !== undefined && id === null) return { ...base, view: 'trace', invalid: `“${path[1]}” is not a step number` };
     return { ...base, view: 'trace', rolloutId: id };
   }
+  if (path[0] === 'health') return { ...base, view: 'health' };
   if (path[0] === 'rollout') {
     const id = path[1] === undefined ? null : int(path[1]);
     if (path[1] !== undefined && id === null) return { ...base, view: 'rollout', invalid: `“${path[1]}” is not a step number` };
@@ -67,6 +68,7 @@ export function href(path: string, params: Record<string, ParamValue> | URLSearc
 
 export function routePath(r: Route): string {
   if (r.view === 'timeline') return '/timeline';
+  if (r.view === 'health') return '/health';
   if (r.view === 'rollout') return `/rollout/${r.rolloutId ?? ''}`;
   if (r.view === 'sample') return `/rollout/${r.rolloutId}/sample/${r.sampleIndex ?? ''}`;
   return '/';

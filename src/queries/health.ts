@@ -51,9 +51,9 @@ export const DEFAULT_SIGNALS: readonly SignalSpec[] = [
   { id: 'staleness', label: 'staleness', warn: 1, fire: 2, doc: 'largest step − oldest weight version over the step’s samples' },
   { id: 'reward_jump', label: 'reward jump', warn: 0.15, fire: 0.3, doc: '|change of the mean reward| from the previous step' },
   { id: 'length_jump', label: 'length jump', warn: 0.25, fire: 0.5, doc: '|relative change of the mean response length| from the previous step' },
-  { id: 'step_time', label: 'step time', warn: 1.5, fire: 2, doc: 'step wall time over the run’s median step time' },
+  { id: 'step_time', label: 'step time ×median', warn: 1.5, fire: 2, doc: 'step wall time over the run’s median step time' },
   { id: 'engine_restart', label: 'engine restarts', warn: 0.5, fire: 0.5, doc: 'rollout engines that came back on a new address during the step' },
-  { id: 'straggler', label: 'straggler', warn: 5, fire: 10, doc: 'seconds the latest train rank started the step after the median rank' },
+  { id: 'straggler', label: 'straggler (s)', warn: 5, fire: 10, doc: 'seconds the latest train rank started the step after the median rank' },
 ];
 
 /** One train step as the board reads it; null tables when its dump could not be read. */
@@ -276,7 +276,7 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
       cells.zero_std = {
         value: zero / st.groups.length,
         detail: `${zero}/${st.groups.length} groups have zero reward std`,
-        evidence: { view: 'rollout', step: st.step, sort: 'zero_std' },
+        evidence: { view: 'rollout', step: st.step, tab: 'groups', sort: 'zero_std' },
       };
     } else cells.zero_std = EMPTY;
 

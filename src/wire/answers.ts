@@ -31,7 +31,7 @@ export type HealthLevel = 'ok' | 'warn' | 'fire' | 'none';
 
 /** Where the evidence for a cell is shown. */
 export type Evidence =
-  | { view: 'rollout'; step: number; sort?: string }
+  | { view: 'rollout'; step: number; tab?: 'groups'; sort?: string }
   | { view: 'sample'; step: number; sample_index: number; color?: string }
   | { view: 'metrics'; keys: string[] }
   | { view: 'timeline'; t0: number; t1: number; lanes?: string };

@@ -1,6 +1,7 @@
 // Metrics view: category sidebar, global search, a grid of synced charts over step or wall time, EMA smoothing.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../../api.ts';
+import { Downloads } from '../../components/downloads.tsx';
 import { ErrorNote, Loading, Empty } from '../../components/status.tsx';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
@@ -96,6 +97,7 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
             </button>
           )}
           <p class="hint">drag = zoom (all charts) · double-click = reset · hover = values</p>
+          <Downloads what="all metrics" path="rlsight/export/metrics" formats={['csv', 'parquet']} />
         </div>
       </aside>
       <div class="chart-area">

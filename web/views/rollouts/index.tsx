@@ -1,6 +1,7 @@
 // Rollouts: one step's samples — dump/* summary, scatter, virtualised sortable table, GRPO groups — every choice in the URL.
 import { useEffect, useMemo } from 'preact/hooks';
 import { getJson } from '../../api.ts';
+import { Downloads } from '../../components/downloads.tsx';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { VirtualTable } from '../../components/virtualTable.tsx';
 import { useKeys } from '../../keyboard.ts';
@@ -91,6 +92,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
       ) : (
         <>
           <DumpSummary id={id} evaluation={evaluation} tick={tick} />
+          <Downloads what={`step ${id} table`} path={`rlsight/export/rollout/${id}`} formats={['csv', 'parquet']} params={{ eval: evaluation || undefined }} />
           <nav class="tabs" aria-label="rollout tabs">
             <a href={tabHref('samples')} class={tab === 'samples' ? 'active' : ''}>
               Samples{summary.data ? ` (${summary.data.rows.length})` : ''}

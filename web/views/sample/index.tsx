@@ -1,6 +1,7 @@
 // Sample view: one trajectory — header with group navigation, its lifecycle, then Conversation and Tokens tabs.
 import { useEffect } from 'preact/hooks';
 import { ApiError, getJson } from '../../api.ts';
+import { Downloads } from '../../components/downloads.tsx';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtNum } from '../../format.ts';
 import { useKeys } from '../../keyboard.ts';
@@ -108,6 +109,7 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
             {row.mean_abs_lp_diff != null && <span class="chip">mean |lp diff| {fmtNum(row.mean_abs_lp_diff)}</span>}
           </>
         )}
+        <Downloads what="sample" path={`rlsight/export/sample/${id}/${idx}`} formats={['json']} params={{ eval: evaluation || undefined }} />
         <span style={{ marginLeft: 'auto' }} class="seg">
           <button disabled={gpos <= 0} onClick={() => go(siblings[gpos - 1]!)}>
             ◀ prev in group

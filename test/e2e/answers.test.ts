@@ -1,0 +1,70 @@
+// The health board, the header search box, the diffs and the download buttons, in headless Chromium over the demo run.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { ensureWebBuilt, hasChromium, hashParams, hashPath, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
+
+describe('answers in the web app (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let served: Served;
+  let browser: Browser;
+
+  before(async () => {
+    ensureWebBuilt();
+    served = await serveDemo({ steps: 4 });
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await served?.stop();
+  });
+
+  async function open(hash: string): Promise<Watched> {
+    const w = await openPage(browser);
+    await w.page.goto(`${served.url}${hash}`);
+    return w;
+  }
+
+  test('the health board lights the demo’s restart and drift, and a cell opens its evidence', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    await page.waitForSelector('table.health-board tbody tr');
+    assert.equal(await page.locator('table.health-board tbody tr').count(), 4);
+    const level = (step: number, signal: string) =>
+      page.locator(`table.health-board tbody tr:nth-child(${step + 1}) td[data-signal="${signal}"]`).getAttribute('class');
+    assert.match((await level(2, 'engine_restart'))!, /\bfire\b/);
+    assert.match((await level(1, 'engine_restart'))!, /\bok\b/);
+    assert.match((await level(3, 'lp_drift'))!, /\bfire\b/);
+    assert.match((await level(0, 'lp_drift'))!, /\bok\b/);
+    await screenshot(page, 'health-board');
+    await page.locator('table.health-board tbody tr:nth-child(4) td[data-signal="lp_drift"] a').click();
+    await page.waitForFunction('location.hash.startsWith("#/rollout/3/sample/")');
+    assert.match(hashPath(page), /^#\/rollout\/3\/sample\/\d+$/);
+    assert.equal(hashParams(page).get('tab'), 'tokens');
+    assert.equal(hashParams(page).get('color'), 'lp_diff');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  test('download buttons save the step table, the metrics and a sample as JSON', async () => {
+    const w = await open('#/rollout/1');
+    const { page } = w;
+    const save = async (selector: string) => {
+      const [download] = await Promise.all([page.waitForEvent('download'), page.locator(selector).first().click()]);
+      const path = await download.path();
+      return { name: download.suggestedFilename(), text: (await import('node:fs')).readFileSync(path, 'utf8') };
+    };
+    const csv = await save('.downloads a[data-download="csv"]');
+    assert.match(csv.name, /\.1\.rollout\.csv$/);
+    assert.equal(csv.text.trimEnd().split('\r\n').length, 1 + 128);
+    assert.match(csv.text, /^sample_index,group_index,status,/);
+    await page.goto(`${served.url}#/rollout/1/sample/${csv.text.split('\r\n')[1].split(',')[0]}`);
+    const json = await save('.downloads a[data-download="json"]');
+    const doc = JSON.parse(json.text);
+    assert.equal(doc.step, 1);
+    assert.ok(doc.tokens.token_ids.length > 0);
+    assert.ok(Array.isArray(doc.conversation?.messages));
+    await page.goto(`${served.url}#/`);
+    const metrics = await save('.downloads a[data-download="parquet"]');
+    assert.match(metrics.name, /\.metrics\.parquet$/);
+    assert.deepEqual(w.problems(), []);
+  });
+});
