@@ -14,6 +14,9 @@ Usage:
   rlsight trace FILE.pt [--out DIR] [--no-serve]  slime viewer cache + a self-contained trace page
   rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
                                                per-step failure signals; exit 1 when a --fail-on signal fired
+  rlsight search --dump-details DIR QUERY [--limit N] [--cache-dir DIR]
+                                               one JSON line per matching sample; QUERY: words, "a phrase",
+                                               /regex/, a request or trace id, a sample index or step:sample
   rlsight export metrics --dump-details DIR --format csv|parquet --out FILE   every key, one row per step
   rlsight export rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE
   rlsight export tensorboard --dump-details DIR --out LOGDIR       events.out.tfevents.* scalars
@@ -211,12 +214,13 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'collect') return await (await import('./collect/command.ts')).collectCommand(rest);
     if (command === 'prometheus-config') return await (await import('./collect/prometheusConfig.ts')).prometheusConfigCommand(rest);
     if (command === 'health') return await (await import('./commands/health.ts')).healthCommand(rest);
+    if (command === 'search') return await (await import('./commands/search.ts')).searchCommand(rest);
     if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);
     if (command === 'serve' && (await import('./commands/serveSlime.ts')).isSlimeServe(rest)) return await (await import('./commands/serveSlime.ts')).serveSlime(rest);
     if (command === 'serve') await serve(parseServeFlags(rest));
     else if (command === 'demo') await demo(rest);
     else if (command === 'trace') return await (await import('./commands/trace.ts')).traceCommand(rest);
-    else throw new UsageError(`unknown command '${command}' (expected serve, demo, trace, collect, prometheus-config, health or export; see --help)`);
+    else throw new UsageError(`unknown command '${command}' (expected serve, demo, trace, collect, prometheus-config, health, search or export; see --help)`);
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (err as NodeJS.ErrnoException)?.code?.startsWith?.('ERR_PARSE_ARGS')) {

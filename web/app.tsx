@@ -9,6 +9,7 @@ import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.t
 import { href, useRoute } from './route.ts';
 import { useStore } from './store.ts';
 import { HealthView } from './views/health/index.tsx';
+import { HeaderSearch } from './views/search/headerSearch.tsx';
 import { MetricsView } from './views/metrics/index.tsx';
 import { RolloutsView } from './views/rollouts/index.tsx';
 import { SampleView } from './views/sample/index.tsx';
@@ -69,6 +70,7 @@ export function App() {
             Health
           </a>
         </nav>
+        <HeaderSearch />
         <div class="runinfo">
           {writing.length > 0 && (
             <span class="writing" role="status" title="the server answered 503: a dump file is still being written">

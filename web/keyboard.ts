@@ -31,7 +31,8 @@ export function installKeyboard(): void {
       return;
     }
     if (e.key === '/') {
-      const search = document.querySelector<HTMLInputElement>('[data-search]');
+      // The header's run-wide search comes first in the page, so `/` focuses it; views' own filters are clicked.
+      const search = document.querySelector<HTMLInputElement>('[data-global-search], [data-search]');
       if (search) {
         e.preventDefault();
         search.focus();

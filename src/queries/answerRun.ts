@@ -2,6 +2,7 @@
 // sample texts, token views, logged metrics and telemetry records. Any run format that yields these works.
 import type { MetricsRecord, PhaseEvent, TopologySnapshot } from '../run/telemetry/records.ts';
 import { basename } from 'node:path';
+import { DerivedCache } from '../run/derivedCache.ts';
 import { DumpStillWriting } from '../run/errors.ts';
 import type { Conversation, RolloutTable, TokenView } from '../wire/index.ts';
 import type { StepAggregate } from './rollouts.ts';
@@ -35,8 +36,12 @@ export interface AnswerRun {
   topologySnapshots(): readonly TopologySnapshot[];
   phaseEvents(): readonly PhaseEvent[];
   startTs(): number | null;
-  /** Where derived caches may be written (never inside the run), or null. */
-  readonly cacheDir: string | null;
+  /** Changes whenever the files a step's answers read change (its search texts are kept until then). */
+  stepStamp(step: number, evaluation: boolean): Promise<string>;
+  /** A derived cache entry (`--cache-dir`), or null when there is none or no cache. */
+  readCache(name: string): Promise<string | null>;
+  /** Stores a derived cache entry (`text` is only called with a cache); a failure to write is ignored. */
+  writeCache(name: string, text: () => string): Promise<void>;
 }
 
 /** Reads one step's table, or null when its dump is still being written (a run-wide answer skips it). */
@@ -56,9 +61,13 @@ export async function readableStep<T>(read: () => Promise<T>, step: number, warn
 export function answerRunOf(run: RunAnswers): AnswerRun {
   const { model } = run;
   const store = model.telemetry;
+  const cache = new DerivedCache(model.cacheDir);
+  let unstamped = 0;
   return {
     name: store.meta()?.run_name ?? basename(model.dir),
-    cacheDir: model.cacheDir,
+    stepStamp: (step, evaluation) => model.stepStamp?.(step, evaluation) ?? Promise.resolve(`unstamped:${unstamped++}`),
+    readCache: (name) => cache.read(name),
+    writeCache: (name, text) => cache.write(name, text),
     rolloutIds: () => model.rolloutIds(),
     summary: (step, evaluation) => run.summary(step, evaluation),
     groups: (step, evaluation) => run.groups(step, evaluation),

@@ -17,6 +17,8 @@ export interface IntLimit {
 export const HEATMAP_X_BUCKETS: IntLimit = { param: 'x_buckets', min: 2, max: 4000, fallback: 1200 };
 export const FLEET_X_BUCKETS: IntLimit = { param: 'x_buckets', min: 2, max: 4000, fallback: 600 };
 export const OUTLIER_TOP_K: IntLimit = { param: 'top_k', min: 1, max: 256, fallback: 16 };
+/** Matches one search answers at most (`limit`). */
+export const SEARCH_RESULTS: IntLimit = { param: 'limit', min: 1, max: 1000, fallback: 200 };
 /** Points per GPU or engine series after downsampling. */
 export const SERIES_MAX_POINTS: IntLimit = { param: 'max_points', min: 2, fallback: 2000 };
 

@@ -132,6 +132,11 @@ export interface RunModel {
   conversations(rolloutId: number, evaluation: boolean): Promise<ReadonlyMap<number, ConversationRecord> | null>;
   /** Every sample's searchable text, in batch order. */
   sampleTexts(rolloutId: number, evaluation: boolean): Promise<SampleTextRecord[]>;
+  /**
+   * Changes whenever the files a step's texts come from change, so derived data (the search index) can be
+   * kept until then. A format without it has its texts re-read by every search.
+   */
+  stepStamp?(rolloutId: number, evaluation: boolean): Promise<string>;
   hasTokenizer(): boolean;
   /** Reads what the run gained since the last call (`--follow`). */
   advance(): Promise<void>;

@@ -1,16 +1,22 @@
 // rlsight's answers no single chart gives: `/api/rlsight/health`, the export downloads
 // (`/api/rlsight/export/{metrics,rollout/{id},sample/{id}/{index}}`), search and the diffs.
 import type { Context, Hono } from 'hono';
+import { stream } from 'hono/streaming';
 import { z } from 'zod';
 import type { AnswerRun } from '../queries/answerRun.ts';
 import { encodeTable, rolloutTable, runMetricsTable, sampleDocument, tableFormat, type TableFormat } from '../queries/exports.ts';
 import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';
+import { SEARCH_RESULTS } from '../queries/limits.ts';
+import { parseQuery, RunSearch, searchRun } from '../queries/search.ts';
+import { classify, scrubPaths } from './errors.ts';
 import { jsonResponse } from './json.ts';
-import { boolParam, intParam, parseParams } from './params.ts';
+import { boolParam, intParam, limitedInt, parseParams } from './params.ts';
 
 export interface AnswerOptions {
   /** Health thresholds (`--health-config`). */
   healthSignals?: readonly SignalSpec[];
+  /** Absolute directories whose paths must never appear in an answer. */
+  roots?: readonly string[];
 }
 
 const formatQuery = z.object({ format: z.string().optional() });
@@ -18,6 +24,7 @@ const rolloutPath = z.object({ rollout_id: intParam });
 const samplePath = z.object({ rollout_id: intParam, sample_index: intParam });
 const rolloutQuery = z.object({ format: z.string().optional(), eval: boolParam.default(false) });
 const evalQuery = z.object({ eval: boolParam.default(false) });
+const searchQuery = z.object({ q: z.string(), limit: limitedInt(SEARCH_RESULTS) });
 
 const CONTENT_TYPES: Record<TableFormat, string> = { csv: 'text/csv; charset=utf-8', parquet: 'application/vnd.apache.parquet' };
 
@@ -34,6 +41,30 @@ function download(c: Context, bytes: Uint8Array, type: string, filename: string)
 
 export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}): void {
   const signals = opts.healthSignals ?? DEFAULT_SIGNALS;
+
+  const search = new RunSearch(run);
+  // Matches stream as newline-delimited JSON while the steps are scanned; closing the request stops the scan.
+  app.get('/api/rlsight/search', async (c) => {
+    const q = parseParams(searchQuery, c.req.query());
+    parseQuery(q.q);
+    c.header('content-type', 'application/x-ndjson; charset=utf-8');
+    c.header('cache-control', 'no-store, no-transform');
+    return stream(c, async (out) => {
+      const ctrl = new AbortController();
+      out.onAbort(() => ctrl.abort());
+      try {
+        for await (const e of searchRun(search, run, q.q, { limit: q.limit, signal: ctrl.signal })) {
+          if (ctrl.signal.aborted) break;
+          await out.write(`${JSON.stringify(e)}\n`);
+        }
+      } catch (err) {
+        // Headers are sent: a failure mid-scan is the stream's last line.
+        const failure = classify(err);
+        if (!failure) console.error('rlsight: search:', err);
+        await out.write(`${JSON.stringify({ type: 'error', detail: scrubPaths(failure?.detail ?? 'internal error', opts.roots ?? []) })}\n`);
+      }
+    });
+  });
 
   app.get('/api/rlsight/health', async (c) => jsonResponse(c, await runHealth(run, signals)));
 

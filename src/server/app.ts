@@ -48,7 +48,7 @@ export function createApp(args: { run: RunSources; options?: AppOptions }): Hono
   mountMetrics(app, run, options.lowMfu ?? DEFAULT_LOW_MFU);
   mountRollout(app, run);
   const answers = run.answers?.();
-  if (answers) mountAnswers(app, answers, { healthSignals: options.healthSignals });
+  if (answers) mountAnswers(app, answers, { healthSignals: options.healthSignals, roots: run.roots });
   mountTrace(app, run);
   mountEvents(app, feed, options.follow ? 'follow' : 'static');
   mountStatic(app, options.staticDir);

@@ -65,3 +65,29 @@ export interface HealthAnswer {
   warnings: string[];
 }
 
+
+/** One sample that matches a search. */
+export interface SearchMatch {
+  /** The run, when a server searches several. */
+  run?: string;
+  step: number;
+  evaluation: boolean;
+  sample_index: number;
+  group_index: number | null;
+  status: string;
+  reward: number | null;
+  /** Where it matched: prompt, response, conversation, label, metadata, id or sample_index. */
+  field: string;
+  snippet: string;
+  /** `[start, end)` character ranges of the hits inside `snippet`. */
+  highlights: [number, number][];
+  /** The text of the first hit, as it appears in the field. */
+  match: string;
+}
+
+/** The streamed search answer: one JSON object per line. */
+export type SearchEvent =
+  | ({ type: 'match' } & SearchMatch)
+  | { type: 'progress'; step: number; evaluation: boolean; steps_scanned: number; steps_total: number }
+  | { type: 'done'; matches: number; truncated: boolean; steps_scanned: number; steps_total: number; elapsed_ms: number; warnings: string[] }
+  | { type: 'error'; detail: string };

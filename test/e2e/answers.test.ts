@@ -67,4 +67,42 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.match(metrics.name, /\.metrics\.parquet$/);
     assert.deepEqual(w.problems(), []);
   });
+
+  test('the header search box: "/" focuses it, results stream in as you type, a result opens its sample', async () => {
+    const w = await open('#/');
+    const { page } = w;
+    await page.waitForSelector('input[data-global-search]');
+    // Click away from where the result list opens, so the pointer does not pick a result.
+    await page.mouse.click(5, 890);
+    await page.keyboard.press('/');
+    assert.equal(await page.evaluate('document.activeElement?.hasAttribute("data-global-search")'), true);
+    await page.keyboard.type('"python tool"', { delay: 20 });
+    await page.waitForSelector(`.search-results[data-query='"python tool"'][data-done] .search-result`);
+    const first = page.locator('.search-result').first();
+    const where = (await first.locator('.where').textContent())!;
+    assert.match(where, /^step \d+ · sample \d+$/);
+    assert.match((await first.locator('.facts').textContent())!, /^reward [\d.-]+ · \w+ · (prompt|response|conversation)$/);
+    assert.equal((await first.locator('mark').first().textContent())!.toLowerCase(), 'python tool');
+    await screenshot(page, 'search-header');
+    const [, step, sample] = /step (\d+) · sample (\d+)/.exec(where)!;
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(`location.hash.startsWith("#/rollout/${step}/sample/${sample}")`);
+    await page.waitForSelector('[data-testid="sample-title"]');
+    assert.equal(await page.locator('[data-testid="sample-title"]').textContent(), `sample ${sample}`);
+    assert.deepEqual(w.problems(), []);
+  });
+
+  test('typing a step:sample opens exactly that sample', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    await page.locator('input[data-global-search]').fill('2:300');
+    await page.waitForSelector('.search-results[data-query="2:300"][data-done]');
+    const results = page.locator('.search-result');
+    const n = await results.count();
+    if (n === 1) {
+      await results.first().click();
+      await page.waitForFunction('location.hash.startsWith("#/rollout/2/sample/300")');
+    } else assert.equal(n, 0, 'sample 300 is in step 2 or in no step');
+    assert.deepEqual(w.problems(), []);
+  });
 });

@@ -1,6 +1,7 @@
 // The miles format: a `--dump-details` directory (rollout_data/, train_data/, dashboard_columns/, trajectory/,
 // tokenizer/) with the `dashboard/` telemetry streams, opened as a RunModel.
 import { existsSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { NotFound } from '../errors.ts';
 import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
@@ -57,6 +58,20 @@ class MilesRun implements RunModel {
       const conv = conversations?.get(t.sampleIndex);
       return conv && Array.isArray(conv.messages) ? { ...t, fields: { ...t.fields, conversation: chatText(conv.messages) } } : t;
     });
+  }
+
+  /** The rollout dump's and the sidecar's mtime and size. */
+  async stepStamp(rolloutId: number, evaluation: boolean): Promise<string> {
+    const stem = `${evaluation ? 'eval_' : ''}${rolloutId}`;
+    const parts = await Promise.all(
+      [`rollout_data/${stem}.pt`, `trajectory/${stem}.jsonl`].map((name) =>
+        stat(join(this.dir, name)).then(
+          (st) => `${st.mtimeMs}:${st.size}`,
+          () => '-',
+        ),
+      ),
+    );
+    return parts.join('|');
   }
 
   hasTokenizer(): boolean {

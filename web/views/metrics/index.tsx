@@ -48,7 +48,7 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
         <input
           type="search"
           data-search
-          placeholder="search all metrics  ( / )"
+          placeholder="filter metric keys"
           value={query}
           aria-label="search metrics"
           onInput={(e) => {

@@ -1,0 +1,48 @@
+// `rlsight search --dump-details DIR QUERY [--limit N] [--cache-dir DIR]`: one JSON line per matching sample
+// (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
+import { parseArgs } from 'node:util';
+import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
+import { parseQuery, RunSearch, searchRun } from '../queries/search.ts';
+import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand } from './common.ts';
+
+export async function searchCommand(argv: string[]): Promise<number> {
+  return runCommand(async () => {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: true,
+      options: { 'dump-details': { type: 'string' }, limit: { type: 'string' }, 'cache-dir': { type: 'string' } },
+    });
+    const dir = requireFlag(values['dump-details'], 'dump-details');
+    if (positionals.length === 0) throw new CommandUsageError('search: a QUERY is required');
+    const query = positionals.join(' ');
+    try {
+      parseQuery(query);
+    } catch (e) {
+      throw new CommandUsageError((e as Error).message);
+    }
+    const limit = intFlag(values.limit, 'limit', 1) ?? SEARCH_RESULTS.fallback;
+    const problem = limitProblem(SEARCH_RESULTS, limit);
+    if (problem) throw new CommandUsageError(`--${problem}`);
+    const run = await openRunDir(dir, values['cache-dir']);
+    const search = new RunSearch(run.answers, values['cache-dir'] !== undefined);
+    try {
+      let matches = 0;
+      for await (const e of searchRun(search, run.answers, query, { limit })) {
+        if (e.type === 'match') {
+          matches++;
+          const { step, evaluation, sample_index, field, snippet } = e;
+          process.stdout.write(`${JSON.stringify({ step, evaluation, sample_index, field, snippet, group_index: e.group_index, reward: e.reward, status: e.status })}\n`);
+        } else if (e.type === 'done') {
+          for (const w of e.warnings) console.error(`warning: ${w}`);
+          if (e.truncated) console.error(`rlsight search: stopped at --limit ${limit} matches`);
+        }
+      }
+      // With a cache, the indexes built by this scan are written before exiting (the next search is warm).
+      if (values['cache-dir']) await search.idle();
+      return matches > 0 ? 0 : 1;
+    } finally {
+      await run.close();
+    }
+  });
+}

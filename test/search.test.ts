@@ -1,0 +1,225 @@
+// Search over the real fixtures and the demo: phrases, regular expressions, request and trace ids, sample
+// indices and step:sample; results stream while later steps are still being read; the cache makes a restart warm.
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Hono } from 'hono';
+import { generateDemoRun } from '../src/demo/index.ts';
+import type { AnswerRun } from '../src/queries/answerRun.ts';
+import { parseQuery, RunSearch, searchRun, type SearchEvent, type SearchMatch } from '../src/queries/search.ts';
+import { mountAnswers } from '../src/server/answers.ts';
+import { failureResponse } from '../src/server/errors.ts';
+import { openRun, type OpenRun } from '../src/server/run.ts';
+import { ageTree, copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
+
+async function all(run: AnswerRun, q: string, search = new RunSearch(run)): Promise<SearchEvent[]> {
+  const out: SearchEvent[] = [];
+  for await (const e of searchRun(search, run, q)) out.push(e);
+  return out;
+}
+const matches = (events: SearchEvent[]) => events.filter((e): e is SearchEvent & SearchMatch & { type: 'match' } => e.type === 'match');
+const where = (events: SearchEvent[]) => matches(events).map((m) => `${m.evaluation ? 'eval_' : ''}${m.step}:${m.sample_index}:${m.field}`);
+
+test('queries parse into their kinds; bad ones are errors on q', () => {
+  assert.deepEqual(parseQuery('3:17'), { kind: 'step_sample', step: 3, sample: 17 });
+  assert.deepEqual(parseQuery(' 17 '), { kind: 'sample', sample: 17 });
+  const t = parseQuery('lookup "the answer is" toO');
+  assert.equal(t.kind, 'text');
+  if (t.kind === 'text') {
+    assert.deepEqual(t.phrases, ['the answer is']);
+    assert.deepEqual(t.words, ['lookup']);
+    assert.equal(t.openWord, 'too');
+  }
+  assert.equal(parseQuery('/a+b/i').kind, 'regex');
+  assert.throws(() => parseQuery('/(/'), /q: not a regular expression/);
+  assert.throws(() => parseQuery('/a/g'), /unsupported regular-expression flag/);
+  assert.throws(() => parseQuery('   '), /the query is empty/);
+});
+
+describe('search over the miles fixture', () => {
+  let copy: RunCopy;
+  let run: OpenRun;
+  before(async () => {
+    copy = copyFixtureRun('miles-demo');
+    run = await openRun(copy.dir);
+  });
+  after(async () => {
+    await run.close();
+    copy.dispose();
+  });
+
+  test('an exact phrase finds the one sample that says it, in its recorded conversation', async () => {
+    const ev = await all(run.answers(), '"answer for sample 33 is"');
+    assert.deepEqual(where(ev), ['1:33:conversation']);
+    const m = matches(ev)[0];
+    assert.equal(m.match, 'answer for sample 33 is');
+    const [a, b] = m.highlights[0];
+    assert.equal(m.snippet.slice(a, b), 'answer for sample 33 is');
+    assert.equal(m.reward, 1);
+    assert.equal(m.status, 'completed');
+  });
+
+  test('a regular expression matches across steps, case as written', async () => {
+    const ev = await all(run.answers(), '/answer for sample 6[4-5]/');
+    assert.deepEqual(where(ev), ['2:64:conversation', '2:65:conversation']);
+    assert.deepEqual(where(await all(run.answers(), '/ANSWER FOR SAMPLE 64/')), []);
+    assert.deepEqual(where(await all(run.answers(), '/ANSWER FOR SAMPLE 64/i')), ['2:64:conversation']);
+  });
+
+  test('words must all occur, whole, anywhere in the sample; the last may be a prefix while typing', async () => {
+    const both = where(await all(run.answers(), 'lookup 42 '));
+    assert.equal(both.length, 6, 'the six samples with a recorded conversation');
+    assert.deepEqual(where(await all(run.answers(), 'looku ')), [], 'a complete word matches whole words only');
+    assert.equal(where(await all(run.answers(), 'looku')).length, 6, 'the word being typed matches as a prefix');
+  });
+
+  test('step:sample and a sample index open that sample', async () => {
+    assert.deepEqual(where(await all(run.answers(), '2:70')), ['2:70:sample_index']);
+    assert.deepEqual(where(await all(run.answers(), '33')), ['1:33:sample_index']);
+    assert.deepEqual(where(await all(run.answers(), '0:70')), [], 'sample 70 is not in step 0');
+  });
+
+  test('progress follows every step and done closes the answer', async () => {
+    const ev = await all(run.answers(), 'nothing-like-this-anywhere');
+    assert.deepEqual(
+      ev.filter((e) => e.type === 'progress').map((e) => (e.type === 'progress' ? `${e.evaluation ? 'eval_' : ''}${e.step}` : '')),
+      ['0', '1', '2', 'eval_0'],
+    );
+    const done = ev.at(-1)!;
+    assert.equal(done.type, 'done');
+    if (done.type === 'done') assert.deepEqual([done.matches, done.truncated, done.steps_scanned, done.steps_total], [0, false, 4, 4]);
+  });
+});
+
+describe('search over the slime trace fixture', () => {
+  let copy: RunCopy;
+  let run: OpenRun;
+  before(async () => {
+    // The slime fixture is the rollout_data folder of a run.
+    const base = mkdtempSync(join(tmpdir(), 'rlsight-slime-'));
+    cpSync(fixturePath('slime-trace', 'rollout_data'), join(base, 'run', 'rollout_data'), { recursive: true });
+    ageTree(join(base, 'run'));
+    copy = { dir: join(base, 'run'), dispose: () => rmSync(base, { recursive: true, force: true }) };
+    run = await openRun(copy.dir);
+  });
+  after(async () => {
+    await run.close();
+    copy.dispose();
+  });
+
+  test('a trace id and an sglang request id name their sample', async () => {
+    assert.deepEqual(where(await all(run.answers(), '3c901ac5299d436fb101f7645d99e078')), ['0:0:id']);
+    assert.deepEqual(where(await all(run.answers(), 'f0bf7edf828c2bdd3e832223d43a0dcd')), ['0:0:id']);
+  });
+
+  test('a prompt phrase finds every sample of its group', async () => {
+    const found = where(await all(run.answers(), '"Natalia sold clips"'));
+    assert.ok(found.length >= 4, found.join(' '));
+    assert.ok(found.every((w) => w.endsWith(':prompt')));
+  });
+});
+
+describe('search over the demo', () => {
+  let base: string;
+  let cache: string;
+  let run: OpenRun;
+  before(async () => {
+    base = mkdtempSync(join(tmpdir(), 'rlsight-search-demo-'));
+    cache = join(base, 'cache');
+    await generateDemoRun(join(base, 'run'), { steps: 3, seed: 3 });
+    run = await openRun(join(base, 'run'), { cacheDir: cache });
+  });
+  after(async () => {
+    await run.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  test('the phrase of one response finds it, and the index built after the scan answers the same', async () => {
+    const search = new RunSearch(run.answers());
+    const texts = await run.answers().sampleTexts(1, false);
+    const target = texts[7];
+    // The tool call the response makes (its code is specific to the prompt).
+    const code = /"code":"([^"]+)"/.exec(target.fields.response!)?.[1];
+    assert.ok(code, 'the sample calls the python tool');
+    const phrase = `"${code}"`;
+    const cold = where(await all(run.answers(), phrase, search));
+    assert.ok(cold.includes(`1:${target.sample_index}:response`), cold.join(' '));
+    assert.ok(matches(await all(run.answers(), phrase, search)).every((m) => m.step !== 1 || m.group_index === target.group_index));
+    await search.idle();
+    assert.ok(readdirSync(cache).some((f) => f.startsWith('search_')), 'the indexed steps are cached');
+    assert.deepEqual(where(await all(run.answers(), phrase, search)), cold, 'warm (indexed) answers equal cold ones');
+    // A new search state over the same run reads the cache: same answer.
+    assert.deepEqual(where(await all(run.answers(), phrase, new RunSearch(run.answers()))), cold);
+  });
+
+  test('limit stops the scan with truncated set', async () => {
+    const out: SearchEvent[] = [];
+    for await (const e of searchRun(new RunSearch(run.answers()), run.answers(), '/a/', { limit: 5 })) out.push(e);
+    assert.equal(matches(out).length, 5);
+    const done = out.at(-1)!;
+    assert.ok(done.type === 'done' && done.truncated);
+  });
+});
+
+describe('GET /api/rlsight/search', () => {
+  let copy: RunCopy;
+  let run: OpenRun;
+  let release!: () => void;
+  let app: Hono;
+  before(async () => {
+    copy = copyFixtureRun('miles-demo');
+    run = await openRun(copy.dir);
+    const gate = new Promise<void>((r) => (release = r));
+    const inner = run.answers();
+    // Step 2's texts are held back until the test has read a match from step 0: the answer streams.
+    const held: AnswerRun = { ...inner, sampleTexts: async (step, evaluation) => (step === 2 && (await gate), inner.sampleTexts(step, evaluation)) };
+    app = new Hono();
+    app.onError((err, c) => failureResponse(c, err, [copy.dir]));
+    mountAnswers(app, held, { roots: [copy.dir] });
+  });
+  after(async () => {
+    release();
+    await run.close();
+    copy.dispose();
+  });
+
+  test('matches arrive while later steps are still being read', async () => {
+    const res = await app.fetch(new Request('http://127.0.0.1/api/rlsight/search?q=lookup'));
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /application\/x-ndjson/);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes('"type":"match"')) {
+      const { value, done } = await reader.read();
+      assert.ok(!done, 'the stream does not end before a match');
+      text += decoder.decode(value, { stream: true });
+    }
+    assert.ok(!text.includes('"type":"done"'), 'a match arrived while step 2 was still held back');
+    release();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const events = text.trim().split('\n').map((l) => JSON.parse(l) as SearchEvent);
+    assert.equal(events.at(-1)!.type, 'done');
+    assert.deepEqual([...new Set(matches(events).map((m) => m.step))], [0, 1, 2]);
+  });
+
+  test('bad queries are 400s naming q or limit', async () => {
+    for (const [url, param] of [
+      ['/api/rlsight/search?q=/(/', 'q'],
+      ['/api/rlsight/search', 'q'],
+      ['/api/rlsight/search?q=x&limit=0', 'limit'],
+      ['/api/rlsight/search?q=x&limit=many', 'limit'],
+    ]) {
+      const res = await app.fetch(new Request(`http://127.0.0.1${url}`));
+      assert.equal(res.status, 400, url);
+      assert.match(((await res.json()) as { detail: string }).detail, new RegExp(`^${param}`), url);
+    }
+  });
+});
+

@@ -1,0 +1,171 @@
+// The header search box: results stream in as the server scans every step; `/` focuses it, ↑/↓ pick, Enter
+// or a click opens the Sample view at the match, Esc closes. Typing again cancels the scan in flight.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { errorText, isAbort } from '../../api.ts';
+import { fmtNum } from '../../format.ts';
+import { href, navigate } from '../../route.ts';
+import type { SearchMatch } from '../../../src/wire/index.ts';
+import { streamSearch } from './stream.ts';
+
+const LIMIT = 50;
+const DEBOUNCE_MS = 160;
+
+interface State {
+  q: string;
+  matches: SearchMatch[];
+  scanned: number;
+  total: number;
+  done: { matches: number; truncated: boolean; ms: number } | null;
+  error: string | null;
+}
+
+const EMPTY: State = { q: '', matches: [], scanned: 0, total: 0, done: null, error: null };
+
+/** Where a match opens: the tokens tab for response text, the conversation for recorded messages. */
+export function matchHref(m: SearchMatch): string {
+  const tab = m.field === 'response' ? 'tokens' : m.field === 'prompt' || m.field === 'conversation' ? 'conversation' : undefined;
+  return href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab, find: m.field === 'id' || m.field === 'sample_index' ? undefined : m.match });
+}
+
+function Snippet({ m }: { m: SearchMatch }) {
+  const parts: preact.JSX.Element[] = [];
+  let at = 0;
+  for (const [a, b] of m.highlights) {
+    if (a < at) continue;
+    parts.push(<>{m.snippet.slice(at, a)}</>, <mark>{m.snippet.slice(a, b)}</mark>);
+    at = b;
+  }
+  parts.push(<>{m.snippet.slice(at)}</>);
+  return <span class="snippet">{parts}</span>;
+}
+
+export function HeaderSearch() {
+  const [text, setText] = useState('');
+  const [open, setOpen] = useState(false);
+  const [state, setState] = useState<State>(EMPTY);
+  const [sel, setSel] = useState(0);
+  const box = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    const q = text.trim();
+    if (!q) {
+      setState(EMPTY);
+      return;
+    }
+    const ctrl = new AbortController();
+    const timer = setTimeout(() => {
+      setState({ ...EMPTY, q });
+      setSel(0);
+      let pending: SearchMatch[] = [];
+      let frame = 0;
+      // Matches arrive in bursts: render them once per frame.
+      const flush = () => {
+        frame = 0;
+        const batch = pending;
+        pending = [];
+        setState((s) => (s.q === q ? { ...s, matches: [...s.matches, ...batch] } : s));
+      };
+      streamSearch(
+        text,
+        LIMIT,
+        (e) => {
+          if (e.type === 'match') {
+            pending.push(e);
+            frame ||= requestAnimationFrame(flush);
+          } else if (e.type === 'progress') setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total }));
+          else if (e.type === 'done') {
+            if (frame) cancelAnimationFrame(frame);
+            flush();
+            setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total, done: { matches: e.matches, truncated: e.truncated, ms: e.elapsed_ms } }));
+          } else if (e.type === 'error') setState((s) => ({ ...s, error: e.detail }));
+        },
+        ctrl.signal,
+      ).catch((err) => {
+        if (!isAbort(err)) setState((s) => ({ ...s, error: errorText(err) }));
+      });
+    }, DEBOUNCE_MS);
+    return () => {
+      clearTimeout(timer);
+      ctrl.abort();
+    };
+  }, [text]);
+
+  useEffect(() => {
+    const away = (e: MouseEvent) => {
+      if (box.current && !box.current.contains(e.target as Node)) setOpen(false);
+    };
+    document.addEventListener('mousedown', away);
+    return () => document.removeEventListener('mousedown', away);
+  }, []);
+
+  const go = (m: SearchMatch | undefined) => {
+    if (!m) return;
+    setOpen(false);
+    (document.activeElement as HTMLElement | null)?.blur();
+    navigate(matchHref(m));
+  };
+
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key === 'ArrowDown') {
+      e.preventDefault();
+      setSel((i) => Math.min(i + 1, state.matches.length - 1));
+    } else if (e.key === 'ArrowUp') {
+      e.preventDefault();
+      setSel((i) => Math.max(i - 1, 0));
+    } else if (e.key === 'Enter') go(state.matches[sel]);
+    else if (e.key === 'Escape') setOpen(false);
+  };
+
+  const busy = state.q !== '' && !state.done && !state.error;
+  return (
+    <div class="header-search" ref={box}>
+      <input
+        type="search"
+        data-global-search
+        placeholder="search all steps  ( / )"
+        aria-label="search every sample of the run"
+        value={text}
+        onInput={(e) => {
+          setText((e.target as HTMLInputElement).value);
+          setOpen(true);
+        }}
+        onFocus={() => setOpen(true)}
+        onKeyDown={onKey}
+      />
+      {open && text.trim() !== '' && (
+        <div class="search-results" role="listbox" aria-label="search results" data-query={state.q} data-done={state.done ? '1' : undefined}>
+          <div class="search-status" role="status">
+            {state.error
+              ? state.error
+              : busy
+                ? `scanning step ${state.scanned}/${state.total || '…'} — ${state.matches.length} match${state.matches.length === 1 ? '' : 'es'} so far`
+                : state.done
+                  ? `${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${state.total} steps (${state.done.ms} ms)`
+                  : ''}
+          </div>
+          {state.matches.map((m, i) => (
+            <a
+              class={`search-result${i === sel ? ' selected' : ''}`}
+              role="option"
+              aria-selected={i === sel}
+              href={matchHref(m)}
+              onClick={(e) => {
+                e.preventDefault();
+                go(m);
+              }}
+              onMouseEnter={() => setSel(i)}
+            >
+              <span class="where">
+                {m.evaluation ? 'eval ' : ''}step {m.step} · sample {m.sample_index}
+              </span>
+              <span class="facts">
+                reward {fmtNum(m.reward)} · {m.status} · {m.field}
+              </span>
+              <Snippet m={m} />
+            </a>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}

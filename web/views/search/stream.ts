@@ -1,0 +1,30 @@
+// Reads the streamed search answer (newline-delimited JSON) as it arrives; aborting the signal cancels the scan.
+import { ApiError, apiUrl } from '../../api.ts';
+import type { SearchEvent } from '../../../src/wire/index.ts';
+
+export async function streamSearch(q: string, limit: number, onEvent: (e: SearchEvent) => void, signal: AbortSignal): Promise<void> {
+  const res = await fetch(apiUrl('rlsight/search', { q, limit }), { signal, headers: { accept: 'application/x-ndjson' } });
+  if (!res.ok) {
+    let detail = res.statusText;
+    try {
+      detail = ((await res.json()) as { detail?: string }).detail ?? detail;
+    } catch {
+      /* not JSON */
+    }
+    throw new ApiError(res.status, detail, 'rlsight/search');
+  }
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += decoder.decode(value, { stream: true });
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (line.trim()) onEvent(JSON.parse(line) as SearchEvent);
+    }
+  }
+}
