@@ -8,6 +8,7 @@ import { WarmUpBar } from './components/warmUpBar.tsx';
 import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
 import { useStore } from './store.ts';
+import { DiffView } from './views/diff/index.tsx';
 import { HealthView } from './views/health/index.tsx';
 import { HeaderSearch } from './views/search/headerSearch.tsx';
 import { MetricsView } from './views/metrics/index.tsx';
@@ -30,7 +31,7 @@ export function App() {
     if (m?.mode === 'follow') startLive();
   }, [m?.mode]);
   useEffect(() => {
-    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace', health: 'Health' };
+    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace', health: 'Health', diff: 'Step diff', 'sample-diff': 'Sample diff' };
     document.title = `${names[r.view]} · ${m?.run_name ?? 'rlsight'}`;
   }, [r.view, m?.run_name]);
 
@@ -68,6 +69,9 @@ export function App() {
           </a>
           <a href="#/health" class={r.view === 'health' ? 'active' : ''}>
             Health
+          </a>
+          <a href="#/diff" class={r.view === 'diff' || r.view === 'sample-diff' ? 'active' : ''}>
+            Diff
           </a>
         </nav>
         <HeaderSearch />
@@ -120,6 +124,8 @@ export function App() {
           <TimelineView meta={m} route={r} />
         ) : r.view === 'rollout' ? (
           <RolloutsView meta={m} route={r} />
+        ) : r.view === 'diff' || r.view === 'sample-diff' ? (
+          <DiffView meta={m} route={r} />
         ) : r.view === 'health' ? (
           <HealthView meta={m} />
         ) : r.view === 'sample' ? (

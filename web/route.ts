@@ -1,7 +1,7 @@
 // The whole screen state lives in the URL hash: `#/<view path>?<params>`, so every screen is a permalink.
 import { store, useStore } from './store.ts';
 
-export type View = 'metrics' | 'timeline' | 'rollout' | 'sample' | 'trace' | 'health';
+export type View = 'metrics' | 'timeline' | 'rollout' | 'sample' | 'trace' | 'health' | 'diff' | 'sample-diff';
 
 export interface Route {
   view: View;
@@ -26,6 +26,7 @@ export function parseHash(hash: string): Route {
     return { ...base, view: 'trace', rolloutId: id };
   }
   if (path[0] === 'health') return { ...base, view: 'health' };
+  if (path[0] === 'diff') return { ...base, view: path[1] === 'sample' ? 'sample-diff' : 'diff' };
   if (path[0] === 'rollout') {
     const id = path[1] === undefined ? null : int(path[1]);
     if (path[1] !== undefined && id === null) return { ...base, view: 'rollout', invalid: `“${path[1]}” is not a step number` };
@@ -69,6 +70,8 @@ export function href(path: string, params: Record<string, ParamValue> | URLSearc
 export function routePath(r: Route): string {
   if (r.view === 'timeline') return '/timeline';
   if (r.view === 'health') return '/health';
+  if (r.view === 'diff') return '/diff';
+  if (r.view === 'sample-diff') return '/diff/sample';
   if (r.view === 'rollout') return `/rollout/${r.rolloutId ?? ''}`;
   if (r.view === 'sample') return `/rollout/${r.rolloutId}/sample/${r.sampleIndex ?? ''}`;
   return '/';

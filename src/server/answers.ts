@@ -8,6 +8,8 @@ import { encodeTable, rolloutTable, runMetricsTable, sampleDocument, tableFormat
 import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';
 import { SEARCH_RESULTS } from '../queries/limits.ts';
 import { parseQuery, RunSearch, searchRun } from '../queries/search.ts';
+import { bestAndWorst, diffSide, sampleDiff, stepDiff } from '../queries/stepDiff.ts';
+import { BadArgument } from '../run/errors.ts';
 import { classify, scrubPaths } from './errors.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams } from './params.ts';
@@ -24,6 +26,18 @@ const rolloutPath = z.object({ rollout_id: intParam });
 const samplePath = z.object({ rollout_id: intParam, sample_index: intParam });
 const rolloutQuery = z.object({ format: z.string().optional(), eval: boolParam.default(false) });
 const evalQuery = z.object({ eval: boolParam.default(false) });
+const stepDiffQuery = z.object({ a: intParam, b: intParam, eval_a: boolParam.default(false), eval_b: boolParam.default(false) });
+const sampleRef = z
+  .string()
+  .regex(/^\d+:\d+$/, 'expected STEP:SAMPLE, e.g. 3:17')
+  .transform((s) => s.split(':').map(Number) as [number, number]);
+const sampleDiffQuery = z.object({
+  a: sampleRef.optional(),
+  b: sampleRef.optional(),
+  step: intParam.optional(),
+  group: intParam.optional(),
+  eval: boolParam.default(false),
+});
 const searchQuery = z.object({ q: z.string(), limit: limitedInt(SEARCH_RESULTS) });
 
 const CONTENT_TYPES: Record<TableFormat, string> = { csv: 'text/csv; charset=utf-8', parquet: 'application/vnd.apache.parquet' };
@@ -64,6 +78,32 @@ export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}
         await out.write(`${JSON.stringify({ type: 'error', detail: scrubPaths(failure?.detail ?? 'internal error', opts.roots ?? []) })}\n`);
       }
     });
+  });
+
+  app.get('/api/rlsight/diff/steps', async (c) => {
+    const q = parseParams(stepDiffQuery, c.req.query());
+    const a = await diffSide(run, q.a, q.eval_a);
+    const b = await diffSide(run, q.b, q.eval_b);
+    return jsonResponse(c, stepDiff(a, b));
+  });
+
+  // Two samples (`a`, `b` as STEP:SAMPLE), or a group's best and worst (`step`, `group`).
+  app.get('/api/rlsight/diff/samples', async (c) => {
+    const q = parseParams(sampleDiffQuery, c.req.query());
+    let a: [number, number];
+    let b: [number, number];
+    if (q.a && q.b) [a, b] = [q.a, q.b];
+    else if (q.step !== undefined && q.group !== undefined) {
+      const [best, worst] = bestAndWorst((await run.summary(q.step, q.eval)).rows, q.group);
+      [a, b] = [
+        [q.step, best],
+        [q.step, worst],
+      ];
+    } else throw new BadArgument(q.a || q.b ? 'b' : 'a', 'give a and b (STEP:SAMPLE each), or step and group');
+    return jsonResponse(
+      c,
+      await sampleDiff({ run, step: a[0], sampleIndex: a[1], evaluation: q.eval }, { run, step: b[0], sampleIndex: b[1], evaluation: q.eval }),
+    );
   });
 
   app.get('/api/rlsight/health', async (c) => jsonResponse(c, await runHealth(run, signals)));

@@ -91,3 +91,102 @@ export type SearchEvent =
   | { type: 'progress'; step: number; evaluation: boolean; steps_scanned: number; steps_total: number }
   | { type: 'done'; matches: number; truncated: boolean; steps_scanned: number; steps_total: number; elapsed_ms: number; warnings: string[] }
   | { type: 'error'; detail: string };
+
+/** One step of one run. */
+export interface StepRef {
+  run: string;
+  step: number;
+  evaluation: boolean;
+}
+
+export interface SummaryStats {
+  n: number;
+  mean: number | null;
+  median: number | null;
+}
+
+/** A per-sample value on both sides: overlaid histograms over shared bins. */
+export interface DistributionDiff {
+  metric: string;
+  label: string;
+  a: SummaryStats;
+  b: SummaryStats;
+  /** b.mean − a.mean. */
+  delta_mean: number | null;
+  /** Bin edges (bins + 1 of them). */
+  edges: number[];
+  counts_a: number[];
+  counts_b: number[];
+}
+
+export type GroupOutcome = 'solved' | 'failed' | 'mixed';
+
+export interface GroupSide {
+  group_index: number | null;
+  n: number;
+  reward_mean: number | null;
+  outcome: GroupOutcome;
+  best_sample: number | null;
+  worst_sample: number | null;
+}
+
+/** A group (matched by prompt) whose outcome differs between the two steps. */
+export interface FlippedGroup {
+  prompt: string;
+  a: GroupSide;
+  b: GroupSide;
+}
+
+export interface MetricPair {
+  key: string;
+  a: number | null;
+  b: number | null;
+  delta: number | null;
+}
+
+export interface MovedSide {
+  sample_index: number;
+  reward: number | null;
+  response_length: number | null;
+}
+
+/** A pair of samples of the same prompt, one per side, and how much they differ. */
+export interface MovedSample {
+  prompt: string;
+  a: MovedSide;
+  b: MovedSide;
+  delta_reward: number | null;
+  delta_length: number | null;
+}
+
+export interface StepDiff {
+  a: StepRef;
+  b: StepRef;
+  distributions: DistributionDiff[];
+  /** Groups present on both sides (by prompt). */
+  groups_matched: number;
+  flipped: FlippedGroup[];
+  metrics: MetricPair[];
+  moved: MovedSample[];
+}
+
+export interface SampleSide extends StepRef {
+  sample_index: number;
+  group_index: number | null;
+  reward: number | null;
+  status: string | null;
+  response_length: number;
+  /** The response as recorded, or null when the dump has none. */
+  text: string | null;
+  /** The response's tokens decoded one by one (null without a tokenizer). */
+  token_text: string[] | null;
+}
+
+export interface SampleDiff {
+  a: SampleSide;
+  b: SampleSide;
+  /** Where the two responses first differ: token position and character offset (null when identical or unknown). */
+  first_divergence: { token: number | null; char: number | null };
+  /** Per-token series over response positions, one array per side. */
+  series: { name: string; a: (number | null)[]; b: (number | null)[] }[];
+}

@@ -105,4 +105,45 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     } else assert.equal(n, 0, 'sample 300 is in step 2 or in no step');
     assert.deepEqual(w.problems(), []);
   });
+
+  test('step diff: distributions overlaid with deltas, moved samples open a sample diff', async () => {
+    // Adjacent steps share the prompts of the group a partial rollout carried over: find such a pair.
+    let pair: [number, number] | null = null;
+    for (const [a, b] of [[0, 1], [1, 2], [2, 3]] as const) {
+      const d = (await (await fetch(`${served.url}api/rlsight/diff/steps?a=${a}&b=${b}`)).json()) as { moved: unknown[] };
+      if (d.moved.length > 0) {
+        pair = [a, b];
+        break;
+      }
+    }
+    assert.ok(pair, 'some adjacent steps share a prompt');
+    const w = await open(`#/diff?a=${pair[0]}&b=${pair[1]}`);
+    const { page } = w;
+    await page.waitForSelector('.diff-dist svg.histogram');
+    assert.equal(await page.locator('.diff-dist').count(), 6);
+    const lp = (await page.locator('.diff-dist[data-metric="mean_abs_lp_diff"] h3 b').textContent())!;
+    // The demo's log-prob drift at step 3 shows as a rise of mean |lp diff| (and a fall after it).
+    if (pair[1] === 3) assert.match(lp, /^\+/);
+    assert.ok((await page.locator('[data-testid="metrics"] tbody tr').count()) > 5);
+    await screenshot(page, 'diff-steps', true);
+    await page.locator('[data-testid="moved"] a', { hasText: 'compare' }).first().click();
+    await page.waitForSelector('.diff-sample[data-side="b"] .diff-text');
+    assert.equal(hashPath(page), '#/diff/sample');
+    assert.match(hashParams(page).get('a')!, new RegExp(`^${pair[0]}:\\d+$`));
+    await page.waitForSelector('svg.token-series path');
+    await screenshot(page, 'diff-samples', true);
+    assert.deepEqual(w.problems(), []);
+  });
+
+  test('sample diff of a group’s best and worst marks where the responses part', async () => {
+    const summary = (await (await fetch(`${served.url}api/rollout/1/summary`)).json()) as { rows: { group_index: number }[] };
+    const group = summary.rows[0].group_index;
+    const w = await open(`#/diff/sample?step=1&group=${group}`);
+    const { page } = w;
+    await page.waitForSelector('.diff-sample[data-side="a"] .diff-text');
+    assert.equal(await page.locator('mark.diverge').count(), 2, 'the first difference is marked on both sides');
+    assert.match((await page.locator('.diff-head .muted').textContent())!, /first different token: \d+/);
+    assert.ok(await page.locator('line[data-divergence]').count());
+    assert.deepEqual(w.problems(), []);
+  });
 });

@@ -82,8 +82,8 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     const resized = await canvasPixels(page, '.chart-panel .uplot canvas', ['#4ea1ff']);
     assert.ok(resized.matches['#4ea1ff']! > 50, 'still drawn after resize');
     await page.setViewportSize({ width: 1440, height: 900 });
-    // `/` focuses search; typing filters across categories and reaches the URL.
-    await page.keyboard.press('/');
+    // The key filter (`/` focuses the header's run-wide search instead); typing filters across categories and reaches the URL.
+    await page.click('input[data-search]');
     await page.keyboard.type('reward');
     await waitHash(page, /q=reward/);
     await page.waitForFunction(() => {
@@ -362,8 +362,12 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
   it('every view is reachable from <nav> by ordinary links', async () => {
     const w = await open('#/');
     const links = await w.page.$$eval('nav[aria-label=views] a', (as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
-    assert.deepEqual(links.map((l) => l[0]), ['Metrics', 'Compute Utilization', 'Trace', 'Rollouts', 'Sample']);
+    assert.deepEqual(links.map((l) => l[0]), ['Metrics', 'Compute Utilization', 'Trace', 'Rollouts', 'Sample', 'Health', 'Diff']);
     for (const [name] of links) {
+      await w.page.click(`nav[aria-label=views] a:has-text("${name}")`);
+      await w.page.waitForSelector(`nav[aria-label=views] a.active:has-text("${name}")`);
+    }
+    for (const name of ['Rollouts', 'Sample']) {
       await w.page.click(`nav[aria-label=views] a:has-text("${name}")`);
       await w.page.waitForSelector(`nav[aria-label=views] a.active:has-text("${name}")`);
     }

@@ -110,6 +110,11 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
           </>
         )}
         <Downloads what="sample" path={`rlsight/export/sample/${id}/${idx}`} formats={['json']} params={{ eval: evaluation || undefined }} />
+        {group !== undefined && group !== null && (
+          <a class="downloads" href={href('/diff/sample', { step: id, group: String(group), eval: evaluation })} title="this group's best and worst samples side by side">
+            ⇄ best vs worst
+          </a>
+        )}
         <span style={{ marginLeft: 'auto' }} class="seg">
           <button disabled={gpos <= 0} onClick={() => go(siblings[gpos - 1]!)}>
             ◀ prev in group

@@ -1,0 +1,86 @@
+// SVG layouts of the diff answers: overlaid histograms (both sides over the server's shared bins) and two
+// per-token series on one response-position axis. Layout only: every number comes from the server.
+import { fmtNum } from '../../format.ts';
+import type { DistributionDiff } from '../../../src/wire/index.ts';
+
+export const SIDE_COLORS = { a: '#4ea1ff', b: '#ff8a3d' } as const;
+
+const W = 320;
+const H = 120;
+const PAD = { l: 6, r: 6, t: 6, b: 18 };
+
+export function Histogram({ d }: { d: DistributionDiff }) {
+  const n = d.counts_a.length;
+  const total = (c: number[]) => Math.max(1, c.reduce((a, b) => a + b, 0));
+  // Shares, so two sides of different sizes compare.
+  const ta = total(d.counts_a);
+  const tb = total(d.counts_b);
+  const top = Math.max(1e-9, ...d.counts_a.map((c) => c / ta), ...d.counts_b.map((c) => c / tb));
+  const bw = (W - PAD.l - PAD.r) / n;
+  const y = (share: number) => PAD.t + (H - PAD.t - PAD.b) * (1 - share / top);
+  const bars = (counts: number[], t: number, color: string) =>
+    counts.map((c, i) => (c > 0 ? <rect x={PAD.l + i * bw + 0.5} width={Math.max(1, bw - 1)} y={y(c / t)} height={H - PAD.b - y(c / t)} fill={color} fill-opacity="0.45" /> : null));
+  const lo = d.edges[0];
+  const hi = d.edges[d.edges.length - 1];
+  const xOf = (v: number) => PAD.l + ((v - lo) / (hi - lo || 1)) * (W - PAD.l - PAD.r);
+  const meanLine = (m: number | null, color: string) => (m === null ? null : <line x1={xOf(m)} x2={xOf(m)} y1={PAD.t} y2={H - PAD.b} stroke={color} stroke-width="1.5" stroke-dasharray="3 2" />);
+  return (
+    <svg class="histogram" viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-label={`${d.label} on both sides`} data-metric={d.metric}>
+      {bars(d.counts_a, ta, SIDE_COLORS.a)}
+      {bars(d.counts_b, tb, SIDE_COLORS.b)}
+      {meanLine(d.a.mean, SIDE_COLORS.a)}
+      {meanLine(d.b.mean, SIDE_COLORS.b)}
+      <line x1={PAD.l} x2={W - PAD.r} y1={H - PAD.b} y2={H - PAD.b} stroke="#55535a" />
+      <text x={PAD.l} y={H - 4} class="axis">
+        {fmtNum(lo)}
+      </text>
+      <text x={W - PAD.r} y={H - 4} class="axis" text-anchor="end">
+        {fmtNum(hi)}
+      </text>
+    </svg>
+  );
+}
+
+/** Two per-token series over response positions, with the first divergence marked. */
+export function TokenSeries({ a, b, divergence, label }: { a: (number | null)[]; b: (number | null)[]; divergence: number | null; label: string }) {
+  const w = 960;
+  const h = 180;
+  const n = Math.max(a.length, b.length, 1);
+  const vals = [...a, ...b].filter((v): v is number => v !== null);
+  const lo = vals.length ? Math.min(...vals) : 0;
+  const hi = vals.length ? Math.max(...vals) : 1;
+  const x = (i: number) => 40 + (i / Math.max(1, n - 1)) * (w - 50);
+  const y = (v: number) => 8 + (h - 26) * (1 - (v - lo) / (hi - lo || 1));
+  const path = (s: (number | null)[]) => {
+    let d = '';
+    let pen = false;
+    s.forEach((v, i) => {
+      if (v === null) {
+        pen = false;
+        return;
+      }
+      d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
+      pen = true;
+    });
+    return d;
+  };
+  return (
+    <svg class="token-series" viewBox={`0 0 ${w} ${h}`} width={w} height={h} role="img" aria-label={`${label} per response token, both samples`}>
+      <text x="2" y="14" class="axis">
+        {fmtNum(hi)}
+      </text>
+      <text x="2" y={h - 20} class="axis">
+        {fmtNum(lo)}
+      </text>
+      <text x="40" y={h - 4} class="axis">
+        0
+      </text>
+      <text x={w - 10} y={h - 4} class="axis" text-anchor="end">
+        token {n - 1}
+      </text>
+      {divergence !== null && <line x1={x(divergence)} x2={x(divergence)} y1="4" y2={h - 18} stroke="#ff6b6b" stroke-width="1.5" data-divergence={divergence} />}
+      <path d={path(a)} fill="none" stroke={SIDE_COLORS.a} stroke-width="1.2" />
+      <path d={path(b)} fill="none" stroke={SIDE_COLORS.b} stroke-width="1.2" />
+    </svg>
+  );
+}
