@@ -6,6 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SeededRandom } from '../src/demo/random.ts';
 import { PyFloat, saveTorch, type Picklable } from '../src/formats/torch/writer.ts';
 import { RunSearch, searchRun } from '../src/queries/search.ts';
 import { openRun } from '../src/server/run.ts';
@@ -14,19 +15,9 @@ const SAMPLES = process.env.RLSIGHT_BENCH_SMALL === '1' ? 256 : 4096;
 const WORDS_PER_RESPONSE = 600;
 const NEEDLE_SAMPLE = Math.floor(SAMPLES * 0.3);
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 async function writeRun(dir: string): Promise<void> {
-  const r = rng(7);
+  const random = new SeededRandom(7);
+  const r = () => random.next();
   const vocab = Array.from({ length: 20000 }, () => Array.from({ length: 3 + Math.floor(r() * 6) }, () => String.fromCharCode(97 + Math.floor(r() * 26))).join(''));
   const word = () => vocab[Math.floor(r() ** 3 * vocab.length)];
   const samples: Record<string, Picklable>[] = [];

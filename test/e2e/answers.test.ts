@@ -146,4 +146,21 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.ok(await page.locator('line[data-divergence]').count());
     assert.deepEqual(w.problems(), []);
   });
+
+  test('a response hit opens the tokens tab scrolled to the token where it starts', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    await page.locator('input[data-global-search]').fill('"the tool returned"');
+    await page.waitForSelector(`.search-results[data-query='"the tool returned"'][data-done] .search-result`);
+    const facts = (await page.locator('.search-result .facts').first().textContent())!;
+    assert.match(facts, / · response$/);
+    await page.locator('input[data-global-search]').press('Enter');
+    await page.waitForFunction('location.hash.includes("tab=tokens") && location.hash.includes("at=")');
+    const at = hashParams(page).get('at')!;
+    await page.waitForSelector(`[data-pos="${at}"].found`);
+    const text = await page.evaluate(`(() => { const els = [...document.querySelectorAll('[data-pos]')]; const i = els.findIndex((e) => e.getAttribute('data-pos') === '${at}'); return els.slice(i, i + 8).map((e) => e.textContent).join(''); })()`);
+    assert.match(String(text).toLowerCase(), /tool/);
+    await screenshot(page, 'search-opens-tokens');
+    assert.deepEqual(w.problems(), []);
+  });
 });

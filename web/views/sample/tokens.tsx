@@ -175,6 +175,15 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
   }, [t, color, extent]);
 
   useEffect(() => markPainted('tokens'), []);
+  // `at=POS` (a search hit) marks that token and scrolls to it (its own class: hovering moves `hot`).
+  const at = numParam(params, 'at');
+  useEffect(() => {
+    const el = at === null ? null : textRef.current?.querySelector<HTMLElement>(`[data-pos="${at}"]`);
+    if (!el) return;
+    el.classList.add('found');
+    el.scrollIntoView({ block: 'center' });
+    return () => el.classList.remove('found');
+  }, [t, at]);
   const end = t.end;
   return (
     <div class="tokens" data-testid="tokens">

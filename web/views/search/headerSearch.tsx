@@ -1,10 +1,10 @@
 // The header search box: results stream in as the server scans every step; `/` focuses it, ↑/↓ pick, Enter
 // or a click opens the Sample view at the match, Esc closes. Typing again cancels the scan in flight.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { errorText, isAbort } from '../../api.ts';
+import { errorText, getJson, isAbort } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
 import { href, navigate } from '../../route.ts';
-import type { SearchMatch } from '../../../src/wire/index.ts';
+import type { SearchMatch, TokenView } from '../../../src/wire/index.ts';
 import { streamSearch } from './stream.ts';
 
 const LIMIT = 50;
@@ -25,6 +25,22 @@ const EMPTY: State = { q: '', matches: [], scanned: 0, total: 0, done: null, err
 export function matchHref(m: SearchMatch): string {
   const tab = m.field === 'response' ? 'tokens' : m.field === 'prompt' || m.field === 'conversation' ? 'conversation' : undefined;
   return href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab, find: m.field === 'id' || m.field === 'sample_index' ? undefined : m.match });
+}
+
+/** The token position where a response hit starts: the first occurrence of its text in the decoded tokens. */
+async function tokenOf(m: SearchMatch): Promise<number | null> {
+  const t = await getJson<TokenView>(`rollout/${m.step}/sample/${m.sample_index}/tokens`, { eval: m.evaluation });
+  if (!t.token_text) return null;
+  const texts = t.token_text.slice(t.response_offset);
+  const joined = texts.join('').toLowerCase();
+  const at = joined.indexOf(m.match.toLowerCase());
+  if (at < 0) return null;
+  let chars = 0;
+  for (let i = 0; i < texts.length; i++) {
+    chars += texts[i].length;
+    if (chars > at) return t.start + t.response_offset + i;
+  }
+  return null;
 }
 
 function Snippet({ m }: { m: SearchMatch }) {
@@ -102,7 +118,12 @@ export function HeaderSearch() {
     if (!m) return;
     setOpen(false);
     (document.activeElement as HTMLElement | null)?.blur();
-    navigate(matchHref(m));
+    if (m.field !== 'response') return navigate(matchHref(m));
+    // A response hit opens the tokens tab at the token where the hit starts.
+    void tokenOf(m).then(
+      (pos) => navigate(pos === null ? matchHref(m) : href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab: 'tokens', start: Math.max(0, pos - 16), at: pos })),
+      () => navigate(matchHref(m)),
+    );
   };
 
   const onKey = (e: KeyboardEvent) => {
