@@ -8,8 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import { Hono } from 'hono';
 import { generateDemoRun } from '../src/demo/index.ts';
 import type { AnswerRun } from '../src/queries/answerRun.ts';
+import type { StepDiff } from '../src/queries/stepDiff.ts';
 import { parseQuery, RunSearch, searchRun, type SearchEvent, type SearchMatch } from '../src/queries/search.ts';
-import { mountAnswers } from '../src/server/answers.ts';
+import { mountAnswers, mountRunsAnswers } from '../src/server/answers.ts';
 import { failureResponse } from '../src/server/errors.ts';
 import { openRun, type OpenRun } from '../src/server/run.ts';
 import { ageTree, copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
@@ -223,3 +224,49 @@ describe('GET /api/rlsight/search', () => {
   });
 });
 
+
+describe('answers across the runs a server holds', () => {
+  let one: RunCopy;
+  let two: RunCopy;
+  let runs: OpenRun[];
+  let app: Hono;
+  before(async () => {
+    one = copyFixtureRun('miles-demo');
+    two = copyFixtureRun('miles-demo');
+    runs = [await openRun(one.dir), await openRun(two.dir)];
+    app = new Hono();
+    app.onError((err, c) => failureResponse(c, err, [one.dir, two.dir]));
+    mountRunsAnswers(app, () => [
+      { id: 'first', answers: runs[0].answers(), roots: [one.dir] },
+      { id: 'second', answers: runs[1].answers(), roots: [two.dir] },
+    ]);
+  });
+  after(async () => {
+    for (const r of runs) await r.close();
+    one.dispose();
+    two.dispose();
+  });
+  const get = async (url: string) => app.fetch(new Request(`http://127.0.0.1${url}`));
+  const events = async (url: string) => (await (await get(url)).text()).trim().split('\n').map((l) => JSON.parse(l) as SearchEvent);
+
+  test('search names each match’s run with runs=all, and stays on the first run without it', async () => {
+    const all = matches(await events('/api/rlsight/search?q=%22sample%2033%20is%22&runs=all'));
+    assert.deepEqual(all.map((m) => `${m.run}:${m.step}:${m.sample_index}`), ['first:1:33', 'second:1:33']);
+    const first = matches(await events('/api/rlsight/search?q=%22sample%2033%20is%22'));
+    assert.deepEqual(first.map((m) => [m.run, m.sample_index]), [[undefined, 33]]);
+    const res = await get('/api/rlsight/search?q=x&runs=first,nope');
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { detail: string }).detail, /^runs: no run named "nope"/);
+  });
+
+  test('a step diff across runs: the same step of two identical runs differs in nothing', async () => {
+    const res = await get('/api/rlsight/diff/steps?a=1&b=1&run_a=first&run_b=second');
+    assert.equal(res.status, 200);
+    const d = (await res.json()) as StepDiff;
+    assert.deepEqual([d.a.run, d.b.run], ['first', 'second']);
+    assert.deepEqual(d.flipped, []);
+    assert.ok(d.distributions.every((x) => x.delta_mean === null || x.delta_mean === 0));
+    assert.ok(d.moved.every((m) => m.a.sample_index === m.b.sample_index && m.delta_reward === 0));
+    assert.equal((await get('/api/rlsight/diff/steps?a=1&b=1&run_b=nope')).status, 400);
+  });
+});

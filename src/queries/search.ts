@@ -334,41 +334,67 @@ export class RunSearch {
 export interface SearchOptions {
   limit?: number;
   signal?: AbortSignal;
-  /** Name matches with the run (searches across runs). */
-  runName?: string;
+}
+
+/** A run to search: its search state and its name (matches carry the name when several runs are searched). */
+export interface SearchTarget {
+  search: RunSearch;
+  run: AnswerRun;
+  /** How matches name the run (default its name). */
+  name?: string;
+}
+
+/** Searches one run; see `searchRuns`. */
+export function searchRun(search: RunSearch, run: AnswerRun, raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
+  return searchRuns([{ search, run }], raw, opts);
 }
 
 /**
- * Searches every visible step (train steps ascending, then eval steps), yielding matches as each step is
- * scanned, a progress event after each step and a final `done`. Stops early at `limit` matches or when
- * `signal` aborts. A step still being written is skipped (and reported).
+ * Searches every visible step of each run in turn (train steps ascending, then eval steps), yielding matches
+ * as each step is scanned, a progress event after each step and a final `done`. Stops early at `limit`
+ * matches or when `signal` aborts. A step still being written is skipped (and reported). With several runs,
+ * each match names its run.
  */
-export async function* searchRun(search: RunSearch, run: AnswerRun, raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
+export async function* searchRuns(targets: readonly SearchTarget[], raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
   const q = parseQuery(raw);
   const limit = checkLimit(SEARCH_RESULTS, opts.limit ?? SEARCH_RESULTS.fallback);
-  const ids = await run.rolloutIds();
-  let steps: [number, boolean][] = [...ids.train.map((s): [number, boolean] => [s, false]), ...ids.eval.map((s): [number, boolean] => [s, true])];
-  if (q.kind === 'step_sample') steps = steps.filter(([s]) => s === q.step);
+  const named = targets.length > 1;
+  const steps: { target: SearchTarget; step: number; evaluation: boolean }[] = [];
+  for (const target of targets) {
+    const ids = await target.run.rolloutIds();
+    for (const step of ids.train) steps.push({ target, step, evaluation: false });
+    for (const step of ids.eval) steps.push({ target, step, evaluation: true });
+  }
+  const scan = q.kind === 'step_sample' ? steps.filter((s) => s.step === q.step) : steps;
   const started = Date.now();
   let found = 0;
   let done = 0;
   const warnings: string[] = [];
-  for (const [step, evaluation] of steps) {
+  const finish = (truncated: boolean): SearchEvent => ({
+    type: 'done',
+    matches: found,
+    truncated,
+    steps_scanned: done,
+    steps_total: scan.length,
+    elapsed_ms: Date.now() - started,
+    warnings,
+  });
+  for (const { target, step, evaluation } of scan) {
     if (opts.signal?.aborted) return;
-    const st = await readableStep(() => search.stepTexts(step, evaluation), step, warnings);
+    const st = await readableStep(() => target.search.stepTexts(step, evaluation), step, warnings);
     done++;
     if (st) {
-      for (const m of searchStep(st, q, opts.runName)) {
+      for (const m of searchStep(st, q, named ? (target.name ?? target.run.name) : undefined)) {
         yield { type: 'match', ...m };
         if (++found >= limit) {
-          yield { type: 'done', matches: found, truncated: true, steps_scanned: done, steps_total: steps.length, elapsed_ms: Date.now() - started, warnings };
+          yield finish(true);
           return;
         }
       }
     }
-    yield { type: 'progress', step, evaluation, steps_scanned: done, steps_total: steps.length };
+    yield { type: 'progress', ...(named ? { run: target.name ?? target.run.name } : {}), step, evaluation, steps_scanned: done, steps_total: scan.length };
     // The index is built once a step has been scanned, so the first answer never waits for it.
-    if (st && !st.index) search.scheduleIndex(st);
+    if (st && !st.index) target.search.scheduleIndex(st);
   }
-  yield { type: 'done', matches: found, truncated: false, steps_scanned: done, steps_total: steps.length, elapsed_ms: Date.now() - started, warnings };
+  yield finish(false);
 }

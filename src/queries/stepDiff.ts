@@ -258,14 +258,14 @@ export function stepMetrics(records: readonly MetricsRecord[], aggregate: StepAg
 }
 
 /** Reads one side of a diff from a run. */
-export async function diffSide(run: AnswerRun, step: number, evaluation: boolean): Promise<DiffSide> {
+export async function diffSide(run: AnswerRun, step: number, evaluation: boolean, name = run.name): Promise<DiffSide> {
   const summary = await run.summary(step, evaluation);
   const texts = await run.sampleTexts(step, evaluation);
   const prompts = new Map<number, string>();
   for (const t of texts) if (t.fields.prompt !== undefined) prompts.set(t.sample_index, t.fields.prompt);
   const aggregate = evaluation ? undefined : (await run.stepAggregates()).find((x) => x.rollout_id === step);
   return {
-    ref: { run: run.name, step, evaluation },
+    ref: { run: name, step, evaluation },
     rows: summary.rows,
     prompts,
     metrics: evaluation ? new Map() : stepMetrics(run.metricsRecords(), aggregate, step),

@@ -7,9 +7,9 @@ import type { AnswerRun } from '../queries/answerRun.ts';
 import { encodeTable, rolloutTable, runMetricsTable, sampleDocument, tableFormat, type TableFormat } from '../queries/exports.ts';
 import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';
 import { SEARCH_RESULTS } from '../queries/limits.ts';
-import { parseQuery, RunSearch, searchRun } from '../queries/search.ts';
+import { parseQuery, RunSearch, searchRuns, type SearchTarget } from '../queries/search.ts';
 import { bestAndWorst, diffSide, sampleDiff, stepDiff } from '../queries/stepDiff.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument, NotFound } from '../run/errors.ts';
 import { classify, scrubPaths } from './errors.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams } from './params.ts';
@@ -53,31 +53,97 @@ function download(c: Context, bytes: Uint8Array, type: string, filename: string)
   });
 }
 
+/** One search state per run, shared by every route that searches it (its texts and indexes are kept there). */
+const searches = new WeakMap<AnswerRun, RunSearch>();
+function searchOf(run: AnswerRun): RunSearch {
+  let s = searches.get(run);
+  if (!s) searches.set(run, (s = new RunSearch(run)));
+  return s;
+}
+
+/** The streamed search answer over some runs. */
+function searchResponse(c: Context, targets: SearchTarget[], query: string, limit: number, roots: readonly string[]): Response {
+  parseQuery(query);
+  c.header('content-type', 'application/x-ndjson; charset=utf-8');
+  c.header('cache-control', 'no-store, no-transform');
+  return stream(c, async (out) => {
+    const ctrl = new AbortController();
+    out.onAbort(() => ctrl.abort());
+    try {
+      for await (const e of searchRuns(targets, query, { limit, signal: ctrl.signal })) {
+        if (ctrl.signal.aborted) break;
+        await out.write(`${JSON.stringify(e)}\n`);
+      }
+    } catch (err) {
+      // Headers are sent: a failure mid-scan is the stream's last line.
+      const failure = classify(err);
+      if (!failure) console.error('rlsight: search:', err);
+      await out.write(`${JSON.stringify({ type: 'error', detail: scrubPaths(failure?.detail ?? 'internal error', roots) })}\n`);
+    }
+  });
+}
+
+/** A run a server holds, as the routes across runs see it. */
+export interface NamedRun {
+  id: string;
+  answers: AnswerRun;
+  roots: readonly string[];
+}
+
+const crossSearchQuery = z.object({ q: z.string(), limit: limitedInt(SEARCH_RESULTS), runs: z.string().optional() });
+const crossStepDiffQuery = z.object({
+  a: intParam,
+  b: intParam,
+  eval_a: boolParam.default(false),
+  eval_b: boolParam.default(false),
+  run_a: z.string().optional(),
+  run_b: z.string().optional(),
+});
+
+/**
+ * The routes that answer across the runs a server holds (mounted on the server app, ahead of the first
+ * run's reference paths): `/api/rlsight/search?runs=all|ID,ID` and `/api/rlsight/diff/steps?run_a&run_b`.
+ * Without those parameters they answer for the first run, like its own routes.
+ */
+export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): void {
+  const pick = (id: string | undefined, param: string): NamedRun => {
+    const all = runs();
+    if (id === undefined) {
+      if (!all[0]) throw new NotFound('no run is being served');
+      return all[0];
+    }
+    const r = all.find((x) => x.id === id);
+    if (!r) throw new BadArgument(param, `${param}: no run named ${JSON.stringify(id)} (see /api/runs)`);
+    return r;
+  };
+  app.get('/api/rlsight/search', (c) => {
+    const q = parseParams(crossSearchQuery, c.req.query());
+    const chosen = q.runs === undefined ? [pick(undefined, 'runs')] : q.runs === 'all' ? [...runs()] : q.runs.split(',').map((id) => pick(id, 'runs'));
+    return searchResponse(
+      c,
+      chosen.map((r) => ({ search: searchOf(r.answers), run: r.answers, name: r.id })),
+      q.q,
+      q.limit,
+      chosen.flatMap((r) => r.roots),
+    );
+  });
+  app.get('/api/rlsight/diff/steps', async (c) => {
+    const q = parseParams(crossStepDiffQuery, c.req.query());
+    const ra = pick(q.run_a, 'run_a');
+    const rb = pick(q.run_b ?? q.run_a, 'run_b');
+    const a = await diffSide(ra.answers, q.a, q.eval_a, ra.id);
+    const b = await diffSide(rb.answers, q.b, q.eval_b, rb.id);
+    return jsonResponse(c, stepDiff(a, b));
+  });
+}
+
 export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}): void {
   const signals = opts.healthSignals ?? DEFAULT_SIGNALS;
 
-  const search = new RunSearch(run);
   // Matches stream as newline-delimited JSON while the steps are scanned; closing the request stops the scan.
-  app.get('/api/rlsight/search', async (c) => {
+  app.get('/api/rlsight/search', (c) => {
     const q = parseParams(searchQuery, c.req.query());
-    parseQuery(q.q);
-    c.header('content-type', 'application/x-ndjson; charset=utf-8');
-    c.header('cache-control', 'no-store, no-transform');
-    return stream(c, async (out) => {
-      const ctrl = new AbortController();
-      out.onAbort(() => ctrl.abort());
-      try {
-        for await (const e of searchRun(search, run, q.q, { limit: q.limit, signal: ctrl.signal })) {
-          if (ctrl.signal.aborted) break;
-          await out.write(`${JSON.stringify(e)}\n`);
-        }
-      } catch (err) {
-        // Headers are sent: a failure mid-scan is the stream's last line.
-        const failure = classify(err);
-        if (!failure) console.error('rlsight: search:', err);
-        await out.write(`${JSON.stringify({ type: 'error', detail: scrubPaths(failure?.detail ?? 'internal error', opts.roots ?? []) })}\n`);
-      }
-    });
+    return searchResponse(c, [{ search: searchOf(run), run }], q.q, q.limit, opts.roots ?? []);
   });
 
   app.get('/api/rlsight/diff/steps', async (c) => {

@@ -88,7 +88,7 @@ export interface SearchMatch {
 /** The streamed search answer: one JSON object per line. */
 export type SearchEvent =
   | ({ type: 'match' } & SearchMatch)
-  | { type: 'progress'; step: number; evaluation: boolean; steps_scanned: number; steps_total: number }
+  | { type: 'progress'; run?: string; step: number; evaluation: boolean; steps_scanned: number; steps_total: number }
   | { type: 'done'; matches: number; truncated: boolean; steps_scanned: number; steps_total: number; elapsed_ms: number; warnings: string[] }
   | { type: 'error'; detail: string };
 
