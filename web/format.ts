@@ -48,6 +48,25 @@ export function laneKey(node: string, gpu: number): string {
   return `${node}:${gpu}`;
 }
 
+/** Ascending integers as ranges: `[0,1,2,3,8]` → `0–3, 8`. */
+export function fmtIntRanges(values: readonly number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < values.length; ) {
+    let j = i;
+    while (j + 1 < values.length && values[j + 1] === values[j]! + 1) j++;
+    out.push(j === i ? String(values[i]) : `${values[i]}–${values[j]}`);
+    i = j + 1;
+  }
+  return out.join(', ');
+}
+
+/** What runs on a lane, for its label: `rank 8 · train+rollout`, `rollout`, or '' when unknown. */
+export function fmtLaneRoles(lane: { ranks?: readonly number[]; roles?: readonly string[] }): string {
+  const ranks = lane.ranks?.length ? `rank${lane.ranks.length > 1 ? 's' : ''} ${fmtIntRanges(lane.ranks)}` : '';
+  const roles = lane.roles?.length ? lane.roles.join('+') : '';
+  return [ranks, roles].filter(Boolean).join(' · ');
+}
+
 /** Time-axis tick step: the first "nice" step giving at most `maxTicks` ticks. */
 export function timeStep(span: number, maxTicks: number): number {
   const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];

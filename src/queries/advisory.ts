@@ -1,7 +1,7 @@
 // Run-health alarms and sglang tuning advice: liveness alarms first, tuning only on a run without alarms.
 // Each advisory also says which time window (and which lanes) it is about, for the app to link to.
 import type { MetricsRecord } from '../run/telemetry/records.ts';
-import { strAsc } from '../run/telemetry/laneCatalog.ts';
+import { compareNodes, strAsc } from '../run/telemetry/laneCatalog.ts';
 import { pyFixed, pyG, pyPercent } from '../formats/pythonFormat.ts';
 import type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory, Mfu } from '../wire/metrics.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
@@ -241,7 +241,7 @@ function stallAlarms({ edge, startTs, phases }: AdvisoryInputs): LocatedAdvisory
     // About the span the oldest marker has been open, on the ranks (else nodes) still inside the phase.
     const markers = openMarkers.get(name)!;
     const lanes =
-      rankLanes(markers.map((e) => e.rank)) ?? ([...new Set(markers.map((e) => `node:${e.node}`))].sort(strAsc).join(',') || null);
+      rankLanes(markers.map((e) => e.rank)) ?? ([...new Set(markers.map((e) => e.node))].sort(compareNodes).map((n) => `node:${n}`).join(',') || null);
     out.push(located('critical', message, { t0: edge - age, t1: edge }, lanes));
   }
   return out;

@@ -43,7 +43,7 @@ test('lanes span blocks, out-of-order rows are sorted stably, spikes survive dow
   const { LaneTable } = await import('../run/telemetry/interning.ts');
   const lanes = new LaneTable();
   const a = lanes.id('10.0.0.2', 0);
-  const b = lanes.id('10.0.0.10', 1); // string order puts 10.0.0.10 first
+  const b = lanes.id('10.0.0.10', 1); // interned second, listed second (cluster order)
   const h0 = new GpuUtilBlock('h0', 0, 3600);
   const h1 = new GpuUtilBlock('h1', 3600, 7200);
   for (let t = 0; t < 100; t++) h0.push(3500 + t, a, t === 42 ? 100 : 10, 1000 + t, 200);
@@ -52,12 +52,12 @@ test('lanes span blocks, out-of-order rows are sorted stably, spikes survive dow
   h1.push(3600, b, 9, 5, 6);
   h1.push(3601, a, 11, 1100, 200);
   const laneIndex = [
-    { node: '10.0.0.10', gpu: 1, ranks: [], engine_addrs: [], roles: [], index: 0 },
-    { node: '10.0.0.2', gpu: 0, ranks: [3], engine_addrs: [], roles: ['train'], index: 1 },
+    { node: '10.0.0.2', gpu: 0, ranks: [3], engine_addrs: [], roles: ['train'], index: 0 },
+    { node: '10.0.0.10', gpu: 1, ranks: [], engine_addrs: [], roles: [], index: 1 },
   ];
   const store = { lanes, laneIndex: () => laneIndex, gpuUtilBlocks: () => [h0, h1] };
   const all = gpuSeries(store, { maxPoints: 10 });
-  assert.deepEqual(Object.keys(all.lanes), ['10.0.0.10:1', '10.0.0.2:0']);
+  assert.deepEqual(Object.keys(all.lanes), ['10.0.0.2:0', '10.0.0.10:1']);
   assert.deepEqual(all.lanes['10.0.0.10:1'], { ts: [3549.5, 3550.5, 3600], util: [8, 7, 9], mem_mb: [3, 1, 5], power_w: [4, 2, 6] });
   const spiky = all.lanes['10.0.0.2:0'];
   assert.ok(spiky.ts.length <= 10);

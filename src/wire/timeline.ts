@@ -1,6 +1,6 @@
 // `/api/timeline/*` and `/api/rlsight/lanes`: lanes, topology, phases, GPU and engine series, heatmap frames, fleet, outliers, bubbles.
 
-/** One GPU lane; `index` is its position in `(node, gpu)` order. */
+/** One GPU lane; `index` is its position in lane order (node in cluster order, then gpu). */
 export interface Lane {
   node: string;
   gpu: number;
@@ -34,8 +34,17 @@ export interface TopologyWindow {
   engines: Engine[];
 }
 
+/** A topology lane with what runs on it, joined by the server once so the app labels lanes without re-deriving it per draw. */
+export interface TopologyLane extends Lane {
+  /** Train ranks placed on this GPU (ascending). */
+  ranks: number[];
+  /** `train`, `rollout` or both (colocated). */
+  roles: string[];
+}
+
 export interface Topology {
-  lanes: Lane[];
+  /** In cluster order (node naturally, then GPU). */
+  lanes: TopologyLane[];
   windows: TopologyWindow[];
 }
 

@@ -47,6 +47,8 @@ export interface Served {
 
 export interface DemoOptions {
   steps?: number;
+  /** The 128-GPU demo (16 nodes) instead of the 16-GPU one. */
+  large?: boolean;
   extraArgs?: string[];
   /** Alters the generated run before it is served (a test's own copy, e.g. to take a lane's data away). */
   prepare?: (runDir: string) => void | Promise<void>;
@@ -65,7 +67,7 @@ export async function serveDemo(opts: DemoOptions = {}): Promise<Served> {
 
 async function startOn(base: string, opts: DemoOptions): Promise<Served> {
   const runDir = join(base, 'run');
-  await generateDemoRun(runDir, { steps: opts.steps ?? 4, seed: 7 });
+  await generateDemoRun(runDir, { steps: opts.steps ?? 4, seed: 7, large: opts.large ?? false });
   await opts.prepare?.(runDir);
   const port = await freePort();
   const child: ChildProcess = spawn(

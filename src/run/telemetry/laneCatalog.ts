@@ -11,10 +11,39 @@ export interface LaneFacts {
   roles: Set<string>;
 }
 
-/** Lane order: `(node, gpu)` with node compared as a plain string (`"10.0.0.10" < "10.0.0.2"`). */
+/**
+ * Node names in cluster order: digit runs compare as numbers, the rest by code units, so IPv4
+ * addresses order by octet (`10.0.1.2` < `10.0.1.10`) and host names by their numbers
+ * (`node-2` < `node-10`). Equal numbers with more leading zeros sort later, so the order is total.
+ */
+export function compareNodes(a: string, b: string): number {
+  if (a === b) return 0;
+  const ta = a.match(NODE_PARTS) ?? [];
+  const tb = b.match(NODE_PARTS) ?? [];
+  for (let i = 0; i < ta.length && i < tb.length; i++) {
+    const x = ta[i]!;
+    const y = tb[i]!;
+    if (x === y) continue;
+    const xd = isDigit(x);
+    const yd = isDigit(y);
+    if (xd && yd) {
+      const nx = x.replace(/^0+(?=\d)/, '');
+      const ny = y.replace(/^0+(?=\d)/, '');
+      // Compare as numbers without overflow: a longer digit run (sans leading zeros) is larger.
+      if (nx.length !== ny.length) return nx.length - ny.length;
+      if (nx !== ny) return nx < ny ? -1 : 1;
+      return x.length - y.length;
+    }
+    return x < y ? -1 : 1;
+  }
+  return ta.length - tb.length;
+}
+const NODE_PARTS = /\d+|\D+/g;
+const isDigit = (part: string): boolean => part.charCodeAt(0) >= 48 && part.charCodeAt(0) <= 57;
+
+/** Lane order, the one used by the lane catalog, the grammar's `g:` indices, every answer and the app: node in cluster order ({@link compareNodes}), then GPU index. */
 export function compareLanes(a: { node: string; gpu: number }, b: { node: string; gpu: number }): number {
-  if (a.node !== b.node) return a.node < b.node ? -1 : 1;
-  return a.gpu - b.gpu;
+  return compareNodes(a.node, b.node) || a.gpu - b.gpu;
 }
 
 const numAsc = (a: number, b: number): number => a - b;

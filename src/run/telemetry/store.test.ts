@@ -413,10 +413,10 @@ describe('TelemetryStore partitions and tailing', () => {
     assert.deepEqual(r.newMetricKeys, ['b/y']);
     assert.deepEqual(r.newStepKeys, []);
     assert.ok(r.lanesChanged);
-    // node ids sort as strings: "10.0.0.10" < "10.0.0.2"
+    // nodes in cluster order: IPv4 by octet, "10.0.0.2" < "10.0.0.10"
     assert.deepEqual(r.newLanes.map((l) => [l.node, l.gpu, l.index]), [
-      ['10.0.0.10', 1, 0],
-      ['10.0.0.2', 0, 1],
+      ['10.0.0.2', 0, 0],
+      ['10.0.0.10', 1, 1],
     ]);
   });
 });

@@ -8,9 +8,9 @@ import { CSS } from '../../theme.ts';
 import type { Fleet } from '../../../src/wire/index.ts';
 import { drawBand } from './layers/fleetBand.ts';
 import { drawComposition } from './layers/fleetComposition.ts';
+import { LEFT } from './laneCanvas.tsx';
 import type { Viewport } from './viewport.ts';
 
-const LEFT = 88;
 const RIGHT = 12;
 const COMP_H = 64;
 const BAND_H = 64;

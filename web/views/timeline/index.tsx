@@ -144,7 +144,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
         .map((k) => {
           const l = byKey.get(k);
           const i = k.lastIndexOf(':');
-          return l ? { ...l, key: k } : { key: k, node: k.slice(0, i), gpu: Number(k.slice(i + 1)), index: -1 };
+          return l ? { ...l, key: k } : { key: k, node: k.slice(0, i), gpu: Number(k.slice(i + 1)), index: -1, ranks: [], roles: [] };
         })
         .sort((a, b) => a.index - b.index);
     }

@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { CanvasBox, type CanvasSize } from '../../components/canvasBox.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
-import { fmtElapsed, fmtNum, fmtWall } from '../../format.ts';
+import { fmtElapsed, fmtIntRanges, fmtLaneRoles, fmtNum, fmtWall } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { href, navigate } from '../../route.ts';
 import { CSS } from '../../theme.ts';
@@ -20,6 +20,8 @@ export interface LaneInfo {
   node: string;
   gpu: number;
   index: number;
+  ranks: number[];
+  roles: string[];
 }
 
 export interface Overlay {
@@ -47,7 +49,8 @@ interface Props {
   onReset: () => void;
 }
 
-const LEFT = 88;
+/** Width of the lane labels; the fleet overview above uses the same so both share one time axis. */
+export const LEFT = 118;
 const RIGHT = 12;
 const STEP_H = 18;
 const AXIS_H = 20;
@@ -121,11 +124,16 @@ export function LaneCanvas(p: Props) {
     ctx.textAlign = 'left';
     p.lanes.forEach((lane, i) => {
       const y = lanesTop + i * LANE_H;
+      // Label: index and train ranks, then node:gpu, then roles (what a user looks a lane up by).
       ctx.fillStyle = CSS.text;
-      ctx.fillText(`g${lane.index}`, 8, y + PHASE_H / 2 + 1);
+      const gLabel = lane.index >= 0 ? `g${lane.index}` : 'g?';
+      ctx.fillText(gLabel, 8, y + PHASE_H / 2 + 1);
+      const gWidth = ctx.measureText(gLabel).width;
       ctx.fillStyle = CSS.muted;
       ctx.font = '10.5px system-ui, sans-serif';
-      ctx.fillText(p.multiNode ? `${lane.node}:${lane.gpu}` : `gpu ${lane.gpu}`, 8, y + PHASE_H + 12);
+      if (lane.ranks.length) ctx.fillText(`rank ${fmtIntRanges(lane.ranks)}`, 8 + gWidth + 6, y + PHASE_H / 2 + 1, LEFT - 20 - gWidth);
+      ctx.fillText(p.multiNode ? `${lane.node}:${lane.gpu}` : `gpu ${lane.gpu}`, 8, y + PHASE_H + 12, LEFT - 12);
+      if (lane.roles.length) ctx.fillText(lane.roles.join('+'), 8, y + PHASE_H + 26, LEFT - 12);
       ctx.font = '11.5px system-ui, sans-serif';
       ctx.fillStyle = 'rgba(255,255,255,0.03)';
       ctx.fillRect(LEFT, y + PHASE_H + 2, f.width, UTIL_H);
@@ -195,7 +203,7 @@ export function LaneCanvas(p: Props) {
     const li = Math.floor((y - lanesTop) / LANE_H);
     if (li >= 0 && li < p.lanes.length) {
       const lane = p.lanes[li]!;
-      const lines = [`g${lane.index}  ${lane.key}   ${time}`];
+      const lines = [`g${lane.index}  ${lane.key}${lane.ranks.length || lane.roles.length ? `  ${fmtLaneRoles(lane)}` : ''}   ${time}`];
       const ph = (p.phasesByLane.get(lane.key) ?? []).filter((q) => q.t0 <= t && q.t1 >= t);
       if (ph.length) for (const q of ph) lines.push(`phase: ${q.name}${q.rank >= 0 ? ` (rank ${q.rank})` : ''}  ${fmtElapsed(q.t0 - p.origin)} → ${fmtElapsed(q.t1 - p.origin)}`);
       else lines.push('phase: —');
@@ -312,6 +320,11 @@ export function LaneCanvas(p: Props) {
         onWheel={wheel}
         onDblClick={() => p.onReset()}
       />
+      <ol class="sr-only" data-testid="lane-labels" aria-label="lanes, top to bottom">
+        {p.lanes.map((l) => (
+          <li key={l.key}>{`g${l.index} ${l.node}:${l.gpu}${l.ranks.length || l.roles.length ? ` ${fmtLaneRoles(l)}` : ''}`}</li>
+        ))}
+      </ol>
       {opening && (
         <p class={opening.failed ? 'error-note' : 'hint'} data-testid="lifecycle-open" style={{ margin: '4px 0 0' }}>
           {opening.failed
