@@ -32,6 +32,8 @@ export const LIFECYCLE_COLORS: Record<string, string> = {
   tool_wait: '#1baf7a',
 };
 
+/** The brand accent (`--accent`): selection and highlight. */
+export const ACCENT = '#ff8a3d';
 export const UTIL_COLOR = '#4ea1ff';
 export const MEM_COLOR = '#2fcf8f';
 export const OVERLAY_COLOR = '#ffb347';

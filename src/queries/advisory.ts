@@ -3,6 +3,7 @@
 import type { MetricsRecord } from '../run/telemetry/records.ts';
 import { compareNodes, strAsc } from '../run/telemetry/laneCatalog.ts';
 import { pyFixed, pyG, pyPercent } from '../formats/pythonFormat.ts';
+import { findStragglers } from './stragglers.ts';
 import type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory, Mfu } from '../wire/metrics.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 export type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory };
@@ -114,7 +115,31 @@ export function computeAdvisories(inputs: AdvisoryInputs): LocatedAdvisory[] {
       ? rolloutAlarms(inputs.rollout, inputs.args, rolloutStepWindow(inputs.metricsRecords ?? [], inputs.rollout.rolloutId, inputs.edge))
       : []),
   ];
-  return alarms.length ? alarms : tuningAdvice(inputs);
+  // Stragglers are rlsight's own finding; they are shown with alarms too, since a late rank slows every step.
+  return [...(alarms.length ? alarms : tuningAdvice(inputs)), ...stragglerAdvice(inputs)];
+}
+
+/** Stragglers named one by one (worst first); beyond that, one line for the rest. */
+export const STRAGGLERS_NAMED = 3;
+
+function stragglerAdvice({ phases, startTs }: AdvisoryInputs): LocatedAdvisory[] {
+  const found = findStragglers(phases, startTs ?? -Infinity);
+  const out = found.slice(0, STRAGGLERS_NAMED).map((s) => {
+    // Zoomed on its worst step, with the peers' median and its own moment both in view.
+    const pad = Math.max(s.worst.at - s.worst.median, 10);
+    return located(
+      'warning',
+      `rank ${s.rank} ${s.verb} ${s.phase} ${pyFixed(s.lag, 1)} s after the median of its peers in ${s.lateSteps} of ${s.steps} steps — ` +
+        `the collectives of every step wait for it; look at its node ${s.node}`,
+      { t0: s.worst.median - pad, t1: s.worst.at + pad },
+      `rank:${s.rank}`,
+    );
+  });
+  const rest = found.slice(STRAGGLERS_NAMED);
+  if (rest.length) {
+    out.push(located('info', `${rest.length} more rank(s) start the train phases late in most steps`, null, rankLanes(rest.map((s) => s.rank))));
+  }
+  return out;
 }
 
 /**

@@ -26,13 +26,20 @@ function pyInt(text: string): number {
   return Number(t.replace(/_/g, ''));
 }
 
-/** `A` or `A-B` (split at the first `-`; an empty `B` means `A`). */
-function pyRange(value: string): [number, number] {
+/**
+ * `A` or `A-B` (split at the first `-`). Unlike the reference, which reads `5-` as `5` and `5-3` as
+ * nothing, a range without an end or running backwards is refused: it cannot mean what was typed.
+ */
+function pyRange(value: string, token: string): [number, number] {
   const at = value.indexOf('-');
   const a = at < 0 ? value : value.slice(0, at);
   const b = at < 0 ? '' : value.slice(at + 1);
   const lo = pyInt(a);
-  return [lo, b ? pyInt(b) : lo];
+  if (at < 0) return [lo, lo];
+  if (b.trim() === '') throw new BadArgument(PARAM, `bad lane selector '${token}': the range has no end (write ${lo} or ${lo}-<last>)`);
+  const hi = pyInt(b);
+  if (hi < lo) throw new BadArgument(PARAM, `bad lane selector '${token}': the range runs backwards (write ${hi}-${lo})`);
+  return [lo, hi];
 }
 
 /**
@@ -55,7 +62,7 @@ export function laneGrammar(text: string | null | undefined): LaneTerm[] | null 
     switch (kind) {
       case 'rank':
       case 'g': {
-        const [lo, hi] = pyRange(value);
+        const [lo, hi] = pyRange(value, token);
         terms.push({ kind, lo, hi });
         break;
       }

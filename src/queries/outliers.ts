@@ -6,6 +6,7 @@ import { phaseRowsOf } from './heatmap.ts';
 import { pyStrRepr } from '../formats/pythonFormat.ts';
 import type { PhaseSource } from './phases.ts';
 import { OUTLIER_TOP_K, checkLimit } from './limits.ts';
+import { laneStartLags } from './stragglers.ts';
 import type { Outlier, OutliersAnswer } from '../wire/timeline.ts';
 
 export interface OutlierSource extends PhaseSource {
@@ -16,7 +17,7 @@ export interface OutlierSource extends PhaseSource {
 }
 
 export interface OutlierQuery {
-  /** `lowest_util` or `slowest_phase:<name>`. */
+  /** `lowest_util`, `slowest_phase:<name>` or (rlsight's) `start_lag`. */
   criterion: string;
   t0?: number | null;
   t1?: number | null;
@@ -27,6 +28,7 @@ export interface OutlierQuery {
 export type { Outlier };
 
 const SLOWEST_PHASE = 'slowest_phase:';
+const START_LAG = 'start_lag';
 
 /** Ascending by `(score, node, gpu)`, node compared as a string. */
 function ascending(a: Outlier, b: Outlier): number {
@@ -93,6 +95,11 @@ export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer 
     }
     const scored = [...acc.values()].map((a) => ({ node: a.node, gpu: a.gpu, score: a.sum / a.n }));
     return { outliers: scored.sort((a, b) => ascending(b, a)).slice(0, topK) };
+  }
+  if (q.criterion === START_LAG) {
+    // Seconds behind the median of the peers entering the train phases, latest first.
+    const scored = laneStartLags(phaseRowsOf(store, t0, t1, null));
+    return { outliers: scored.sort((a, b) => b.score - a.score || compareLanes(a, b)).slice(0, topK) };
   }
   throw new BadArgument('criterion', `unknown outlier criterion ${pyStrRepr(q.criterion)}`);
 }

@@ -2,10 +2,13 @@
 // (headless Chromium against `rlsight serve` on demo data).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { ensureWebBuilt, hasChromium, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
+import type { Browser, Page } from 'playwright-core';
+import { ensureWebBuilt, hashParams, hasChromium, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
 
 declare const document: any;
+declare const location: { hash: string };
+
+const waitHash = (page: Page, re: RegExp) => page.waitForFunction((src) => new RegExp(src).test(location.hash), re.source, { timeout: 15_000 });
 
 const skip = hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium';
 
@@ -45,5 +48,83 @@ describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
     assert.deepEqual(nodes, [...nodes].sort((a, b) => a - b), `default lanes in node order: ${nodes}`);
     assert.deepEqual(w.problems(), []);
     await w.page.close();
+  });
+
+  it('a straggler is an advisory linked to its lanes and window; the default sample shows it, highlighted', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    const item = page.locator('[data-testid=advisory] li', { hasText: 'rank 77' });
+    await item.waitFor({ timeout: 20_000 });
+    assert.match((await item.textContent())!, /rank 77 leaves train_wait \d+\.\d s after the median of its peers in 3 of 3 steps/);
+    // The default lane sample of the 128-GPU run includes the late starter, marked with its score.
+    await page.waitForSelector('[data-testid=lane-labels] li[data-score]');
+    const marked = await page.$$eval('[data-testid=lane-labels] li[data-score]', (els) => els.map((e) => e.textContent ?? ''));
+    assert.equal(marked.length, 1);
+    assert.match(marked[0]!, /rank 77 .*late \d+\.\d s$/);
+    assert.match((await page.textContent('[data-testid=default-lanes]'))!, /8 evenly spaced lanes \+ 1 late starter/);
+    await screenshot(page, 'views-straggler-default');
+    await item.locator('[data-testid=advisory-link]').click();
+    await waitHash(page, /t0=.*lanes=rank/);
+    assert.equal(hashParams(page).get('lanes'), 'rank:77');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=lane-labels] li').length === 1);
+    assert.match((await laneLabels(w))[0]!, /^g77 10\.0\.1\.10:5 rank 77/);
+    await screenshot(page, 'views-straggler-linked');
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
+  it('quick picks rank lanes worst first with score and unit, highlighted; a flat pick says "no outlier"', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=lane-labels] li');
+    await page.click('button:has-text("late start")');
+    await waitHash(page, /lanes=gpu/);
+    const result = (await page.textContent('[data-testid=pick-result]'))!;
+    assert.match(result, /^late start, worst first: g77 \d+\.\d s · g\d+ -?\d\.\d s/);
+    assert.equal(await page.$('[data-testid=no-outlier]'), null);
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=lane-labels] li[data-score]').length === 8);
+    const labels = await laneLabels(w);
+    assert.match(labels[0]!, /^g77 .* · \d+\.\d s$/, 'the worst lane is drawn first');
+    const scores = labels.map((l) => Number(/ · (-?\d+\.\d) s$/.exec(l)![1]));
+    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), `lanes in score order: ${scores}`);
+    await screenshot(page, 'views-quickpick-late');
+    // Lowest util over a window where every lane idles alike: said to be no outlier, ties named.
+    await page.click('button:has-text("lowest util")');
+    await page.waitForFunction(() => /lowest util, worst first/.test(document.querySelector('[data-testid=pick-result]')?.textContent ?? ''));
+    const util = (await page.textContent('[data-testid=pick-result]'))!;
+    assert.match(util, /g\d+ \d+\.\d %/);
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
+  it('the lane grammar refuses what it cannot mean and says when a term matches nothing; the default stays one chip', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=default-lanes]');
+    w.expect(/^http 400: \/api\/rlsight\/lanes/);
+    for (const [term, msg] of [
+      ['g:5-', /the range has no end/],
+      ['g:5-3', /the range runs backwards/],
+      ['g:999', /'g:999' matches no lane of this run \(lanes g0–g127/],
+    ] as const) {
+      await page.fill('[data-testid=lane-grammar]', term);
+      await page.press('[data-testid=lane-grammar]', 'Enter');
+      await page.waitForFunction((t) => document.querySelector('[data-testid=lane-error]') && document.querySelector('[data-testid=lane-grammar]').value === t, term);
+      await page.waitForTimeout(100);
+      assert.match((await page.textContent('[data-testid=lane-error]'))!, msg);
+      assert.ok(!hashParams(page).has('lanes'), `${term} never reaches the URL`);
+    }
+    await screenshot(page, 'views-grammar-error');
+    await page.fill('[data-testid=lane-grammar]', 'g:3');
+    await page.press('[data-testid=lane-grammar]', 'Enter');
+    await waitHash(page, /lanes=/);
+    const chips = await page.$$eval('.lane-selection .chip', (els) => els.map((e) => e.textContent ?? ''));
+    assert.equal(chips.length, 2, `the default is one chip beside the new term: ${chips}`);
+    assert.match(chips[0]!, /evenly spaced lanes/);
+    assert.match(chips[1]!, /^g:3/);
+    const remove = (await page.$('.lane-selection .chip button'))!;
+    const box = (await remove.boundingBox())!;
+    assert.ok(box.width >= 20 && box.height >= 20, `remove target ${box.width}×${box.height}`);
+    await page.close();
   });
 });

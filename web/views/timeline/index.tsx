@@ -1,5 +1,5 @@
 // Compute Utilization: per-GPU lanes (≤ 64) or the fleet overview, lane grammar, quick picks, advisory — all in the URL.
-import { useMemo } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { ApiError, getColumns, getJson, getRaster } from '../../api.ts';
 import { engineSeriesOf, gpuLanes } from '../../columns.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
@@ -8,18 +8,22 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, Meta, Phase, Topology } from '../../../src/wire/index.ts';
+import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, Meta, Outlier, Phase, Topology } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
 import { LaneCanvas, type LaneInfo, type Overlay } from './laneCanvas.tsx';
-import { LaneSelection } from './laneSelection.tsx';
+import { fmtScore, LaneSelection, type QuickPick } from './laneSelection.tsx';
 import { Legend } from './legend.tsx';
 import { clampViewport, pan, zoomAround, type Viewport } from './viewport.ts';
 
 export const OVERLAY_METRICS = ['sglang_num_running_reqs', 'sglang_gen_throughput', 'sglang_token_usage', 'sglang_cache_hit_rate'];
 const LANE_VIEW_MAX = 64;
 const DEFAULT_FLEET_LANES = 8;
+/** Late starters added to the default lane sample of a large cluster, so the worst outliers are on screen. */
+const DEFAULT_LATE_LANES = 2;
+/** Seconds behind its peers at which a lane is a late starter (the server's straggler threshold). */
+const LATE_START_S = 2;
 const GPU_POINTS = 2000;
 const LIFECYCLE_BUCKETS = 1200;
 const FLEET_BUCKETS = 600;
@@ -67,23 +71,34 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   const base = useApi(
     'base',
     async (signal) => {
-      const [topology, bubbles] = await Promise.all([
+      const [topology, bubbles, late] = await Promise.all([
         getJson<Topology>('timeline/topology', {}, signal),
         getJson<{ bubbles: Bubble[] }>('timeline/bubbles', {}, signal).then((b) => b.bubbles),
+        getJson<{ outliers: Outlier[] }>('timeline/outliers', { criterion: 'start_lag', top_k: DEFAULT_LATE_LANES }, signal)
+          .then((r) => r.outliers.filter((o) => o.score >= LATE_START_S))
+          .catch(() => [] as Outlier[]),
       ]);
-      return { topology, bubbles };
+      return { topology, bubbles, late };
     },
     tick,
   );
   const topology = base.data?.topology ?? null;
   const allLanes = topology?.lanes ?? [];
   const fleetMode = meta.capabilities.use_utilization_overview || allLanes.length > LANE_VIEW_MAX;
+  const late = base.data?.late ?? [];
   const defaultGrammar = useMemo(() => {
     if (!fleetMode || allLanes.length <= DEFAULT_FLEET_LANES) return null;
     const n = allLanes.length;
-    return Array.from({ length: DEFAULT_FLEET_LANES }, (_, i) => `g:${allLanes[Math.floor((i * n) / DEFAULT_FLEET_LANES)]!.index}`).join(', ');
-  }, [fleetMode, allLanes]);
+    const spaced = Array.from({ length: DEFAULT_FLEET_LANES }, (_, i) => allLanes[Math.floor((i * n) / DEFAULT_FLEET_LANES)]!.index);
+    // Evenly spaced lanes alone would miss a straggler; the worst late starters join them.
+    const indexOf = new Map(allLanes.map((l) => [laneKey(l.node, l.gpu), l.index]));
+    const lateIdx = late.map((o) => indexOf.get(laneKey(o.node, o.gpu))).filter((i): i is number => i !== undefined && !spaced.includes(i));
+    return [...spaced, ...lateIdx].map((i) => `g:${i}`).join(', ');
+  }, [fleetMode, allLanes, late]);
+  const [pick, setPick] = useState<QuickPick | null>(null);
   const grammar = grammarParam ?? defaultGrammar;
+  // A quick pick holds while the selection is the one it wrote: its lanes stay worst first, scored.
+  const activePick = pick && grammarParam === pick.grammar ? pick : null;
   const apiLanes = grammar && grammar.trim() !== 'all' ? grammar : undefined;
 
   const winKey = `${vp.t0},${vp.t1}`;
@@ -148,10 +163,22 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
         })
         .sort((a, b) => a.index - b.index);
     }
+    if (activePick) {
+      const rank = new Map(activePick.outliers.map((o, i) => [laneKey(o.node, o.gpu), i]));
+      const score = new Map(activePick.outliers.map((o) => [laneKey(o.node, o.gpu), fmtScore(o.score, activePick.unit)]));
+      lanes = lanes
+        .map((l) => ({ ...l, score: score.get(l.key) }))
+        .sort((a, b) => (rank.get(a.key) ?? 1e9) - (rank.get(b.key) ?? 1e9) || a.index - b.index);
+    } else if (!shownGrammar || !grammarParam) {
+      // The default sample marks its late starters.
+      const lateKeys = new Set(late.map((o) => laneKey(o.node, o.gpu)));
+      const score = new Map(late.map((o) => [laneKey(o.node, o.gpu), `late ${fmtScore(o.score, 's')}`]));
+      if (lateKeys.size) lanes = lanes.map((l) => (lateKeys.has(l.key) ? { ...l, score: score.get(l.key) } : l));
+    }
     let memMax = 0;
     for (const g of Object.values(gpu)) for (const v of g.mem_mb) if (v > memMax) memMax = v;
     return { phasesByLane, names: [...names], gpu, lanes, memMax };
-  }, [lanesData.data, allLanes, apiLanes]);
+  }, [lanesData.data, allLanes, apiLanes, activePick, late, grammarParam]);
 
   const overlay = useMemo<Overlay | null>(() => {
     if (!overlayMetric || !overlayData.data) return null;
@@ -225,6 +252,9 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
           lanes={allLanes}
           phaseNames={view.names.filter((n) => n !== 'initialize')}
           onChange={(g, replace) => setParams({ lanes: g }, !!replace)}
+          pick={activePick}
+          onPick={setPick}
+          lateCount={late.length}
         />
         {fleetMode && (fleet.data ? <FleetPanel fleet={fleet.data} origin={T0} onViewport={setVp} /> : fleet.error ? <ErrorNote error={fleet.error} /> : <Loading what="fleet overview" />)}
         <section class="panel" style={{ marginTop: '10px' }}>

@@ -5,7 +5,7 @@ import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { fmtElapsed, fmtIntRanges, fmtLaneRoles, fmtNum, fmtWall } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { href, navigate } from '../../route.ts';
-import { CSS } from '../../theme.ts';
+import { ACCENT, CSS } from '../../theme.ts';
 import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../../src/wire/index.ts';
 import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
 import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
@@ -22,6 +22,8 @@ export interface LaneInfo {
   index: number;
   ranks: number[];
   roles: string[];
+  /** Why this lane was picked (a quick pick's score with its unit); such lanes are highlighted. */
+  score?: string;
 }
 
 export interface Overlay {
@@ -133,7 +135,12 @@ export function LaneCanvas(p: Props) {
       ctx.font = '10.5px system-ui, sans-serif';
       if (lane.ranks.length) ctx.fillText(`rank ${fmtIntRanges(lane.ranks)}`, 8 + gWidth + 6, y + PHASE_H / 2 + 1, LEFT - 20 - gWidth);
       ctx.fillText(p.multiNode ? `${lane.node}:${lane.gpu}` : `gpu ${lane.gpu}`, 8, y + PHASE_H + 12, LEFT - 12);
-      if (lane.roles.length) ctx.fillText(lane.roles.join('+'), 8, y + PHASE_H + 26, LEFT - 12);
+      if (lane.score !== undefined) {
+        ctx.fillStyle = ACCENT;
+        ctx.fillRect(0, y, 3, LANE_H - 8);
+        ctx.font = 'bold 10.5px system-ui, sans-serif';
+        ctx.fillText(lane.score, 8, y + PHASE_H + 26, LEFT - 12);
+      } else if (lane.roles.length) ctx.fillText(lane.roles.join('+'), 8, y + PHASE_H + 26, LEFT - 12);
       ctx.font = '11.5px system-ui, sans-serif';
       ctx.fillStyle = 'rgba(255,255,255,0.03)';
       ctx.fillRect(LEFT, y + PHASE_H + 2, f.width, UTIL_H);
@@ -322,7 +329,7 @@ export function LaneCanvas(p: Props) {
       />
       <ol class="sr-only" data-testid="lane-labels" aria-label="lanes, top to bottom">
         {p.lanes.map((l) => (
-          <li key={l.key}>{`g${l.index} ${l.node}:${l.gpu}${l.ranks.length || l.roles.length ? ` ${fmtLaneRoles(l)}` : ''}`}</li>
+          <li key={l.key} data-score={l.score}>{`g${l.index} ${l.node}:${l.gpu}${l.ranks.length || l.roles.length ? ` ${fmtLaneRoles(l)}` : ''}${l.score ? ` · ${l.score}` : ''}`}</li>
         ))}
       </ol>
       {opening && (

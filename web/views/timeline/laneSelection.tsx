@@ -1,9 +1,37 @@
 // Lane selection: grammar terms as chips, an input the server validates before it reaches the URL, outlier quick picks.
 import { useState } from 'preact/hooks';
 import { ApiError, errorText, getJson } from '../../api.ts';
-import { fmtNum } from '../../format.ts';
 import type { Lane, Outlier } from '../../../src/wire/index.ts';
 import type { Viewport } from './viewport.ts';
+
+/** A quick pick on screen: its lanes worst first, each with its score; the lane view keeps that order. */
+export interface QuickPick {
+  label: string;
+  unit: string;
+  outliers: Outlier[];
+  /** The grammar the pick wrote; the pick holds while the selection is still that. */
+  grammar: string;
+  /** Why no lane stands out, when none does. */
+  noOutlier: string | null;
+}
+
+/** A score as shown beside a picked lane: with its unit, one decimal. */
+export function fmtScore(score: number, unit: string): string {
+  return `${score.toFixed(1)} ${unit}`;
+}
+
+/** The `start_lag` score at which a lane counts as late (the server's straggler threshold). */
+const LATE_S = 2;
+
+/** Why none of the picked lanes is an outlier, or null when the worst stands out. */
+function noOutlierReason(criterion: string, outliers: Outlier[], unit: string): string | null {
+  const scores = outliers.map((o) => o.score);
+  const worst = scores[0]!;
+  if (criterion === 'start_lag') return worst < LATE_S ? `no lane reaches the train phases ${LATE_S} s or more after its peers` : null;
+  const spread = Math.max(...scores) - Math.min(...scores);
+  const flat = criterion === 'lowest_util' ? spread < 2 : spread < 0.05 * Math.max(...scores.map(Math.abs));
+  return flat && outliers.length > 1 ? `the ${outliers.length} picked lanes are within ${fmtScore(spread, unit)} of each other` : null;
+}
 
 interface Props {
   grammar: string | null;
@@ -14,6 +42,10 @@ interface Props {
   lanes: Lane[];
   phaseNames: string[];
   onChange: (grammar: string | null, replace?: boolean) => void;
+  pick: QuickPick | null;
+  onPick: (pick: QuickPick | null) => void;
+  /** How many late starters the default sample adds to its evenly spaced lanes. */
+  lateCount: number;
 }
 
 export function splitTerms(g: string | null): string[] {
@@ -23,13 +55,12 @@ export function splitTerms(g: string | null): string[] {
     .filter((t) => t && t !== 'all');
 }
 
-/** Asks the server whether a selection parses; null when valid, else its message. */
-export async function validateGrammar(grammar: string): Promise<string | null> {
+/** Asks the server whether a selection parses and what it picks: its message when invalid, else the lanes. */
+export async function validateGrammar(grammar: string): Promise<{ error: string } | { lanes: Lane[] }> {
   try {
-    await getJson('rlsight/lanes', { lanes: grammar });
-    return null;
+    return { lanes: (await getJson<{ lanes: Lane[] }>('rlsight/lanes', { lanes: grammar })).lanes };
   } catch (e) {
-    if (e instanceof ApiError && e.status === 400) return e.detail;
+    if (e instanceof ApiError && e.status === 400) return { error: e.detail };
     throw e;
   }
 }
@@ -38,9 +69,17 @@ export function LaneSelection(p: Props) {
   const [text, setText] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const [pick, setPick] = useState<{ label: string; outliers: Outlier[] } | null>(null);
+  const pick = p.pick;
+  const setPick = p.onPick;
+  // The chosen phase stays chosen when a window lacks it (it is then listed as absent here).
   const [phase, setPhase] = useState(p.phaseNames.includes('update_weights') ? 'update_weights' : (p.phaseNames[0] ?? 'update_weights'));
+  // Until the window's phases are known nothing is called absent.
+  const absent = p.phaseNames.length > 0 && !p.phaseNames.includes(phase);
+  const phaseOptions = absent || !p.phaseNames.length ? [...p.phaseNames, phase] : p.phaseNames;
   const terms = splitTerms(p.grammar ?? p.defaultGrammar);
+  // The default sample stays one chip, also with terms added after it.
+  const defaultTerms = splitTerms(p.defaultGrammar);
+  const defaultLead = defaultTerms.length > 0 && (p.grammar === null || defaultTerms.every((t, i) => terms[i] === t)) ? defaultTerms.length : 0;
   const indexOf = new Map(p.lanes.map((l) => [`${l.node}:${l.gpu}`, l.index]));
 
   async function add(e: Event) {
@@ -50,9 +89,15 @@ export function LaneSelection(p: Props) {
     const candidate = [...splitTerms(p.grammar ?? p.defaultGrammar), term].join(', ');
     setBusy(true);
     try {
-      const msg = await validateGrammar(candidate);
-      if (msg) {
-        setError(msg);
+      const checked = await validateGrammar(candidate);
+      if ('error' in checked) {
+        setError(checked.error);
+        return;
+      }
+      // A valid term that picks nothing would silently change nothing: say so instead.
+      const alone = await validateGrammar(term);
+      if ('lanes' in alone && alone.lanes.length === 0) {
+        setError(`'${term}' matches no lane of this run (lanes g0–g${p.lanes.length - 1}${p.lanes.length ? `, nodes ${p.lanes[0]!.node} … ${p.lanes.at(-1)!.node}` : ''})`);
         return;
       }
       setError(null);
@@ -66,13 +111,13 @@ export function LaneSelection(p: Props) {
     }
   }
 
-  function remove(i: number) {
-    const rest = terms.filter((_, j) => j !== i);
+  function remove(i: number, n = 1) {
+    const rest = terms.filter((_, j) => j < i || j >= i + n);
     setPick(null);
     p.onChange(rest.length ? rest.join(', ') : 'all');
   }
 
-  async function quickPick(criterion: string, label: string) {
+  async function quickPick(criterion: string, label: string, unit: string) {
     setBusy(true);
     try {
       const r = await getJson<{ outliers: Outlier[] }>('timeline/outliers', { criterion, t0: p.vp.t0, t1: p.vp.t1, top_k: 8 });
@@ -81,8 +126,9 @@ export function LaneSelection(p: Props) {
         return;
       }
       setError(null);
-      setPick({ label, outliers: r.outliers });
-      p.onChange(r.outliers.map((o) => `gpu:${o.node}:${o.gpu}`).join(', '));
+      const grammar = r.outliers.map((o) => `gpu:${o.node}:${o.gpu}`).join(', ');
+      setPick({ label, unit, outliers: r.outliers, grammar, noOutlier: noOutlierReason(criterion, r.outliers, unit) });
+      p.onChange(grammar);
     } catch (err) {
       setError(errorText(err));
     } finally {
@@ -94,25 +140,23 @@ export function LaneSelection(p: Props) {
     <div class="lane-selection">
       <div class="lane-row">
         <strong style={{ marginRight: '4px' }}>Lanes</strong>
-        {terms.length === 0 ? (
-          <span class="chip">all</span>
-        ) : p.grammar === null ? (
-          <span class="chip" title={terms.join(', ')} data-testid="default-lanes">
-            {terms.length} evenly spaced lanes ({terms[0]} … {terms.at(-1)})
-            <button aria-label="show all lanes instead" onClick={() => p.onChange('all')}>
+        {terms.length === 0 && <span class="chip">all</span>}
+        {defaultLead > 0 && (
+          <span class="chip" title={defaultTerms.join(', ')} data-testid="default-lanes">
+            {defaultTerms.length - p.lateCount} evenly spaced lanes{p.lateCount ? ` + ${p.lateCount} late starter${p.lateCount > 1 ? 's' : ''}` : ''} ({defaultTerms[0]} … {defaultTerms.at(-1)})
+            <button aria-label="remove the default lanes" onClick={() => (p.grammar === null ? p.onChange('all') : remove(0, defaultLead))}>
               ×
             </button>
           </span>
-        ) : (
-          terms.map((t, i) => (
-            <span class="chip" key={`${t}-${i}`} title={p.grammar === null ? 'default selection (evenly spaced)' : t}>
-              {t}
-              <button aria-label={`remove ${t}`} onClick={() => remove(i)}>
-                ×
-              </button>
-            </span>
-          ))
         )}
+        {terms.slice(defaultLead).map((t, k) => (
+          <span class="chip" key={`${t}-${k}`} title={t}>
+            {t}
+            <button aria-label={`remove ${t}`} onClick={() => remove(defaultLead + k)}>
+              ×
+            </button>
+          </span>
+        ))}
         <form onSubmit={add} style={{ display: 'contents' }}>
           <input
             class={`grammar${error ? ' invalid' : ''}`}
@@ -138,22 +182,34 @@ export function LaneSelection(p: Props) {
         <span class="muted" style={{ fontSize: '12px' }}>
           quick picks (this window):
         </span>
-        <button disabled={busy} onClick={() => quickPick('lowest_util', 'lowest util')}>
+        <button disabled={busy} onClick={() => quickPick('start_lag', 'late start', 's')} title="lanes that reach train_wait's end or actor_train latest after their peers (median over steps)">
+          late start
+        </button>
+        <button disabled={busy} onClick={() => quickPick('lowest_util', 'lowest util', '%')}>
           lowest util
         </button>
         <span class="seg">
-          <button disabled={busy} onClick={() => quickPick(`slowest_phase:${phase}`, `slowest ${phase}`)}>
+          <button disabled={busy || absent} onClick={() => quickPick(`slowest_phase:${phase}`, `slowest ${phase}`, 's')}>
             slowest
           </button>
-          <select aria-label="phase for the slowest pick" value={phase} onChange={(e) => setPhase((e.target as HTMLSelectElement).value)}>
-            {(p.phaseNames.length ? p.phaseNames : ['update_weights']).map((n) => (
-              <option key={n}>{n}</option>
+          <select aria-label="phase for the slowest pick" data-testid="slowest-phase" value={phase} onChange={(e) => setPhase((e.target as HTMLSelectElement).value)}>
+            {phaseOptions.map((n) => (
+              <option key={n} value={n}>
+                {n}
+                {absent && n === phase ? ' (absent here)' : ''}
+              </option>
             ))}
           </select>
         </span>
+        {absent && (
+          <span class="muted" style={{ fontSize: '12px' }}>
+            no {phase} in this window
+          </span>
+        )}
         {pick && (
           <span class="muted" style={{ fontSize: '12px' }} data-testid="pick-result">
-            {pick.label}: {pick.outliers.map((o) => `g${indexOf.get(`${o.node}:${o.gpu}`) ?? '?'} ${fmtNum(o.score)}`).join(' · ')}
+            {pick.label}, worst first: {pickSummary(pick, indexOf)}
+            {pick.noOutlier && <strong data-testid="no-outlier"> · no outlier: {pick.noOutlier}</strong>}
           </span>
         )}
         {busy && <span class="spinner" />}
@@ -171,4 +227,15 @@ export function LaneSelection(p: Props) {
       ) : null}
     </div>
   );
+}
+
+/** `g3 12.5 % · g7 12.5 % (tie) · …`: each picked lane with its score, ties named. */
+function pickSummary(pick: QuickPick, indexOf: Map<string, number>): string {
+  const shown = pick.outliers.map((o) => fmtScore(o.score, pick.unit));
+  return pick.outliers
+    .map((o, i) => {
+      const tie = shown[i] === shown[i - 1] || shown[i] === shown[i + 1];
+      return `g${indexOf.get(`${o.node}:${o.gpu}`) ?? '?'} ${shown[i]}${tie ? ' (tie)' : ''}`;
+    })
+    .join(' · ');
 }
