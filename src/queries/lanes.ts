@@ -27,15 +27,17 @@ function pyInt(text: string): number {
 }
 
 /**
- * `A` or `A-B` (split at the first `-`). Unlike the reference, which reads `5-` as `5` and `5-3` as
- * nothing, a range without an end or running backwards is refused: it cannot mean what was typed.
+ * `A` or `A-B` (split at the first `-`). The reference reads `5-` as `5` and `5-3` as nothing; a
+ * strict parse (rlsight's own endpoint, which the app validates with) refuses both, since neither
+ * can mean what was typed.
  */
-function pyRange(value: string, token: string): [number, number] {
+function pyRange(value: string, token: string, strict: boolean): [number, number] {
   const at = value.indexOf('-');
   const a = at < 0 ? value : value.slice(0, at);
   const b = at < 0 ? '' : value.slice(at + 1);
   const lo = pyInt(a);
   if (at < 0) return [lo, lo];
+  if (!strict) return [lo, b ? pyInt(b) : lo];
   if (b.trim() === '') throw new BadArgument(PARAM, `bad lane selector '${token}': the range has no end (write ${lo} or ${lo}-<last>)`);
   const hi = pyInt(b);
   if (hi < lo) throw new BadArgument(PARAM, `bad lane selector '${token}': the range runs backwards (write ${hi}-${lo})`);
@@ -45,9 +47,10 @@ function pyRange(value: string, token: string): [number, number] {
 /**
  * Parses a lane selection. `null`, blank and `all` select every lane (returns null). Otherwise the
  * comma-separated terms (whitespace stripped, empty ones skipped) are each `kind:value`, split at the
- * first colon. Throws a 400 `BadArgument` on `lanes` with the reference's messages.
+ * first colon. Throws a 400 `BadArgument` on `lanes` with the reference's messages; `strict` also
+ * refuses ranges without an end or running backwards.
  */
-export function laneGrammar(text: string | null | undefined): LaneTerm[] | null {
+export function laneGrammar(text: string | null | undefined, strict = false): LaneTerm[] | null {
   if (text == null) return null;
   const whole = text.trim();
   if (whole === '' || whole === 'all') return null;
@@ -62,7 +65,7 @@ export function laneGrammar(text: string | null | undefined): LaneTerm[] | null 
     switch (kind) {
       case 'rank':
       case 'g': {
-        const [lo, hi] = pyRange(value, token);
+        const [lo, hi] = pyRange(value, token, strict);
         terms.push({ kind, lo, hi });
         break;
       }
@@ -100,8 +103,8 @@ export function laneGrammar(text: string | null | undefined): LaneTerm[] | null 
  * The lanes a selection picks out of the lane index: the union of its terms (`null` = all lanes).
  * A valid term matching nothing adds nothing; `gpu:` terms name a lane even if it is unknown.
  */
-export function resolveLanes(text: string | null | undefined, laneIndex: readonly LaneEntry[]): LaneSelection {
-  const terms = laneGrammar(text);
+export function resolveLanes(text: string | null | undefined, laneIndex: readonly LaneEntry[], strict = false): LaneSelection {
+  const terms = laneGrammar(text, strict);
   if (terms === null) return null;
   const out = new Set<string>();
   for (const t of terms) {
@@ -141,8 +144,8 @@ export function selectiveLaneKeys(sel: LaneSelection, laneCount: number): string
   return sel !== null && sel.size * 4 <= laneCount ? [...sel] : null;
 }
 
-/** The lane-index entries a selection picks, in index order (every lane for no selection or `all`). */
+/** The lane-index entries a selection picks, in index order (every lane for no selection or `all`); parsed strictly. */
 export function selectedLanes(text: string | null | undefined, laneIndex: readonly LaneEntry[]): LaneEntry[] {
-  const sel = resolveLanes(text, laneIndex);
+  const sel = resolveLanes(text, laneIndex, true);
   return sel === null ? [...laneIndex] : laneIndex.filter((l) => sel.has(`${l.node}:${l.gpu}`));
 }

@@ -13,16 +13,7 @@ test('topology and bubbles reproduce the demo goldens', () => {
     const store = TelemetryStore.open(join(run.dir, 'dashboard'));
     const goldens = loadGoldens();
     const topo = goldens.find((g) => g.group === 'topology')!;
-    const answer = topology(store);
-    // The reference's lanes are {node, gpu, index}; rlsight adds each lane's ranks and roles.
-    const referenceShape = { ...answer, lanes: answer.lanes.map(({ node, gpu, index }) => ({ node, gpu, index })) };
-    assert.equal(diffJson(referenceShape, topo.body), null);
-    const byKey = new Map(store.laneIndex().map((l) => [`${l.node}:${l.gpu}`, l]));
-    for (const l of answer.lanes) {
-      const entry = byKey.get(`${l.node}:${l.gpu}`)!;
-      assert.deepEqual([l.ranks, l.roles], [entry.ranks, entry.roles]);
-    }
-    assert.ok(answer.lanes.some((l) => l.ranks.length > 0 && l.roles.length > 0), 'the fixture has lanes with ranks and roles');
+    assert.equal(diffJson(topology(store), topo.body), null);
     const bub = goldens.find((g) => g.group === 'bubbles')!;
     assert.equal(diffJson({ bubbles: bubbles(store) }, bub.body), null);
   } finally {

@@ -7,7 +7,7 @@ export interface Lane {
   index: number;
 }
 
-/** A lane with what runs on it (`/api/rlsight/lanes`). */
+/** A lane with what runs on it (`/api/rlsight/lanes`), joined by the server so the app labels lanes without deriving it per draw. */
 export interface LaneDetail extends Lane {
   ranks: number[];
   engine_addrs: string[];
@@ -34,17 +34,9 @@ export interface TopologyWindow {
   engines: Engine[];
 }
 
-/** A topology lane with what runs on it, joined by the server once so the app labels lanes without re-deriving it per draw. */
-export interface TopologyLane extends Lane {
-  /** Train ranks placed on this GPU (ascending). */
-  ranks: number[];
-  /** `train`, `rollout` or both (colocated). */
-  roles: string[];
-}
-
 export interface Topology {
   /** In cluster order (node naturally, then GPU). */
-  lanes: TopologyLane[];
+  lanes: Lane[];
   windows: TopologyWindow[];
 }
 

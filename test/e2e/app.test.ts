@@ -172,7 +172,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     // Quick pick: lowest util lanes replace the selection as editable gpu: terms.
     await page.click('button:has-text("lowest util")');
     await waitHash(page, /lanes=gpu%3A/);
-    assert.match((await page.textContent('[data-testid=pick-result]'))!, /lowest util: g\d+ /);
+    assert.match((await page.textContent('[data-testid=pick-result]'))!, /lowest util, worst first: g\d+ /);
     assertClean(w);
     await page.close();
   });

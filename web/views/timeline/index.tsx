@@ -8,7 +8,7 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, Meta, Outlier, Phase, Topology } from '../../../src/wire/index.ts';
+import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Phase, Topology } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
@@ -71,19 +71,21 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   const base = useApi(
     'base',
     async (signal) => {
-      const [topology, bubbles, late] = await Promise.all([
+      const [topology, lanes, bubbles, late] = await Promise.all([
         getJson<Topology>('timeline/topology', {}, signal),
+        // Every lane with its ranks and roles, joined by the server, for the labels.
+        getJson<LanesAnswer>('rlsight/lanes', { lanes: 'all' }, signal).then((r) => r.lanes),
         getJson<{ bubbles: Bubble[] }>('timeline/bubbles', {}, signal).then((b) => b.bubbles),
         getJson<{ outliers: Outlier[] }>('timeline/outliers', { criterion: 'start_lag', top_k: DEFAULT_LATE_LANES }, signal)
           .then((r) => r.outliers.filter((o) => o.score >= LATE_START_S))
           .catch(() => [] as Outlier[]),
       ]);
-      return { topology, bubbles, late };
+      return { topology, lanes, bubbles, late };
     },
     tick,
   );
   const topology = base.data?.topology ?? null;
-  const allLanes = topology?.lanes ?? [];
+  const allLanes = base.data?.lanes ?? [];
   const fleetMode = meta.capabilities.use_utilization_overview || allLanes.length > LANE_VIEW_MAX;
   const late = base.data?.late ?? [];
   const defaultGrammar = useMemo(() => {
