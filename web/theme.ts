@@ -26,16 +26,18 @@ export function phaseColor(name: string): string {
   return PHASE_COLORS[name] ?? OTHER_PHASE;
 }
 
+/** Request states: hues no phase uses, so a request strip never reads as a phase band. */
 export const LIFECYCLE_COLORS: Record<string, string> = {
-  queue: '#6b6258',
-  generating: '#e06a26',
-  tool_wait: '#1baf7a',
+  queue: '#7d8590',
+  generating: '#22b8cf',
+  tool_wait: '#c0eb75',
 };
 
 /** The brand accent (`--accent`): selection and highlight. */
 export const ACCENT = '#ff8a3d';
 export const UTIL_COLOR = '#4ea1ff';
-export const MEM_COLOR = '#2fcf8f';
+/** Memory: a light dashed line, unlike any phase colour. */
+export const MEM_COLOR = '#d9d4cc';
 export const OVERLAY_COLOR = '#ffb347';
 
 export const SERIES_COLORS = [

@@ -3,12 +3,12 @@ import type { GpuUtilBlock, LaneTable, MetricsRecord, StreamName, TrajectoryEven
 import type { LaneEntry } from '../run/telemetry/records.ts';
 import { BadArgument } from '../run/errors.ts';
 import { encodeHeatmapFrame } from './heatmapFrame.ts';
-import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
+import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, foldLifecycleRows, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
 import { pyRepr, pyStrRepr } from '../formats/pythonFormat.ts';
-import { HEATMAP_X_BUCKETS, checkLimit, checkTimelineWindow } from './limits.ts';
-import { trajectoryLanes } from './trajectoryLanes.ts';
+import { HEATMAP_X_BUCKETS, REQUEST_STRIP_ROWS, checkLimit, checkTimelineWindow } from './limits.ts';
+import { trajectoryLanes, type TrajectoryLane } from './trajectoryLanes.ts';
 import type { HeatmapHeader, HeatmapRow } from '../wire/timeline.ts';
 
 export const HEATMAP_METRICS = ['util', 'mem_mb', 'power_w', 'phase', 'lifecycle'] as const;
@@ -36,6 +36,11 @@ export interface HeatmapQuery {
   xBuckets?: number;
   /** Lane-selection grammar (ignored by `lifecycle`). */
   lanes?: string | null;
+  /**
+   * rlsight's own, `lifecycle` only: every request of the window instead of the reference's first
+   * 1,024, folded into at most this many density rows when there are more (in [1, 4000]).
+   */
+  maxRows?: number | null;
 }
 
 export type { HeatmapHeader, HeatmapRow };
@@ -45,6 +50,20 @@ export interface Heatmap {
   header: HeatmapHeader;
   /** Row-major `uint8[rows × x_buckets]`. */
   values: Uint8Array;
+}
+
+/** Every request of the window: one row each while they fit in `maxRows`, else density rows of `k` requests each. */
+function requestStrip(all: readonly TrajectoryLane[], t0: number, t1: number, xb: number, maxRows: number): Heatmap {
+  const matrix = paintLifecycle(all, t0, t1, xb);
+  const header = (rows: HeatmapRow[]): HeatmapHeader => ({ rows, rows_total: all.length, x_buckets: xb, t0, t1, metric: 'lifecycle', scale: null, palette: [...LIFECYCLE_PALETTE] });
+  if (all.length <= maxRows) return { header: header(all.map((l) => ({ sample_index: l.sample_index, group_index: l.group_index }))), values: matrix };
+  const k = Math.ceil(all.length / maxRows);
+  const rows: HeatmapRow[] = [];
+  for (let i = 0; i < all.length; i += k) {
+    const chunk = all.slice(i, i + k);
+    rows.push({ first_sample: chunk[0]!.sample_index, last_sample: chunk.at(-1)!.sample_index, count: chunk.length, t0: chunk[0]!.first_ts, t1: Math.max(...chunk.map((l) => l.last_ts)) });
+  }
+  return { header: header(rows), values: foldLifecycleRows(matrix, all.length, xb, k) };
 }
 
 /** The validated, defaulted window of a heatmap-like query; null when the run has no data at all. */
@@ -157,6 +176,10 @@ export function heatmap(store: HeatmapSource, q: HeatmapQuery = {}): Heatmap {
   if (w === null) return emptyHeatmap(metric, xb);
   const { t0, t1 } = w;
 
+  if (metric === 'lifecycle' && q.maxRows != null) {
+    checkLimit(REQUEST_STRIP_ROWS, q.maxRows);
+    return requestStrip(trajectoryLanes(store, { t0, t1 }), t0, t1, xb, q.maxRows);
+  }
   if (metric === 'lifecycle') {
     const all = trajectoryLanes(store, { t0, t1 });
     const lanes = all.slice(0, LIFECYCLE_MAX_ROWS);

@@ -119,3 +119,23 @@ export function paintLifecycle(lanes: readonly TrajectoryLane[], t0: number, t1:
 export function codePointCompare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** Which state a density row shows where its requests differ: generating over tool wait over queued. */
+const STATE_WEIGHT = [0, 1, 3, 2];
+
+/**
+ * Folds each `k` consecutive rows of a lifecycle matrix into one density row: per bucket the busiest
+ * state any of them is in, so a row still shows when its requests generate, wait on tools or queue.
+ */
+export function foldLifecycleRows(matrix: Uint8Array, rows: number, xb: number, k: number): Uint8Array {
+  const out = new Uint8Array(Math.ceil(rows / k) * xb);
+  for (let r = 0; r < rows; r++) {
+    const o = Math.floor(r / k) * xb;
+    const src = r * xb;
+    for (let c = 0; c < xb; c++) {
+      const v = matrix[src + c]!;
+      if (STATE_WEIGHT[v]! > STATE_WEIGHT[out[o + c]!]!) out[o + c] = v;
+    }
+  }
+  return out;
+}

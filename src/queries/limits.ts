@@ -16,6 +16,8 @@ export interface IntLimit {
 
 export const HEATMAP_X_BUCKETS: IntLimit = { param: 'x_buckets', min: 2, max: 4000, fallback: 1200 };
 export const FLEET_X_BUCKETS: IntLimit = { param: 'x_buckets', min: 2, max: 4000, fallback: 600 };
+/** rlsight's `max_rows` of the lifecycle heatmap: density rows at most (absent = the reference's first 1,024 requests). */
+export const REQUEST_STRIP_ROWS: IntLimit = { param: 'max_rows', min: 1, max: 4000, fallback: 4000 };
 export const OUTLIER_TOP_K: IntLimit = { param: 'top_k', min: 1, max: 256, fallback: 16 };
 /** Matches one search answers at most (`limit`). */
 export const SEARCH_RESULTS: IntLimit = { param: 'limit', min: 1, max: 1000, fallback: 200 };

@@ -77,7 +77,7 @@ export interface RunSources {
   gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer>;
   gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer>;
   /** The framed heatmap bytes. */
-  heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string }): Promise<Uint8Array>;
+  heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<Uint8Array>;
   fleet(w: Window & { xBuckets: number }): Promise<Fleet>;
   outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer>;
   engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer>;
@@ -202,8 +202,8 @@ export class RunAnswers implements RunSources {
     return gpuProcesses(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes });
   }
 
-  async heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string }): Promise<Uint8Array> {
-    return encodeHeatmap(heatmap(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, xBuckets: w.xBuckets, lanes: w.lanes }));
+  async heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<Uint8Array> {
+    return encodeHeatmap(heatmap(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, xBuckets: w.xBuckets, lanes: w.lanes, maxRows: w.maxRows }));
   }
 
   async fleet(w: Window & { xBuckets: number }): Promise<Fleet> {

@@ -5,12 +5,14 @@ import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } 
 import type { RunSources } from '../queries/runAnswers.ts';
 import { columnsResponse, engineSeriesFrame, gpuFrame, phasesFrame, wantsColumns } from './columns.ts';
 import { jsonResponse } from './json.ts';
-import { boolParam, limitedInt, parseParams, timelineWindow, windowShape } from './params.ts';
+import { boolParam, intParam, limitedInt, parseParams, timelineWindow, windowShape } from './params.ts';
 
 const lanes = z.string().optional();
 const phasesQuery = timelineWindow(z.object({ ...windowShape, lanes }));
 const gpuQuery = timelineWindow(z.object({ ...windowShape, lanes, max_points: limitedInt(SERIES_MAX_POINTS) }));
-const heatmapQuery = timelineWindow(z.object({ ...windowShape, lanes, metric: z.string().default('util'), x_buckets: limitedInt(HEATMAP_X_BUCKETS) }));
+const heatmapQuery = timelineWindow(
+  z.object({ ...windowShape, lanes, metric: z.string().default('util'), x_buckets: limitedInt(HEATMAP_X_BUCKETS), max_rows: intParam.optional() }),
+);
 const fleetQuery = timelineWindow(z.object({ ...windowShape, x_buckets: limitedInt(FLEET_X_BUCKETS) }));
 // No window rule here: the reference answers a reversed window with an empty list.
 const outliersQuery = z.object({ ...windowShape, criterion: z.string(), top_k: limitedInt(OUTLIER_TOP_K) });
@@ -51,7 +53,7 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/heatmap', async (c) => {
     const q = parseParams(heatmapQuery, c.req.query());
-    const frame = await run.heatmap({ t0: q.t0, t1: q.t1, lanes: q.lanes, metric: q.metric, xBuckets: q.x_buckets });
+    const frame = await run.heatmap({ t0: q.t0, t1: q.t1, lanes: q.lanes, metric: q.metric, xBuckets: q.x_buckets, maxRows: q.max_rows });
     return c.body(frame as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': 'application/octet-stream' });
   });
 

@@ -82,7 +82,11 @@ export interface GpuProcessesAnswer {
   processes: GpuProcess[];
 }
 
-export type HeatmapRow = { node: string; gpu: number; index: number; roles: string[] } | { sample_index: number; group_index: number };
+export type HeatmapRow =
+  | { node: string; gpu: number; index: number; roles: string[] }
+  | { sample_index: number; group_index: number }
+  /** A density row (lifecycle with `max_rows`): `count` consecutive requests, by first event time, drawn as one. */
+  | { first_sample: number; last_sample: number; count: number; t0: number; t1: number };
 
 /** The JSON header of a heatmap frame (`[u32 LE header length][header][u8 rows × x_buckets]`), in the reference's key order. */
 export interface HeatmapHeader {

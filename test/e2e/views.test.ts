@@ -7,6 +7,7 @@ import { ensureWebBuilt, hashParams, hasChromium, launch, openPage, screenshot, 
 
 declare const document: any;
 declare const location: { hash: string };
+declare const getComputedStyle: (e: unknown) => { backgroundColor: string };
 
 const waitHash = (page: Page, re: RegExp) => page.waitForFunction((src) => new RegExp(src).test(location.hash), re.source, { timeout: 15_000 });
 
@@ -125,6 +126,81 @@ describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
     const remove = (await page.$('.lane-selection .chip button'))!;
     const box = (await remove.boundingBox())!;
     assert.ok(box.width >= 20 && box.height >= 20, `remove target ${box.width}×${box.height}`);
+    await page.close();
+  });
+});
+
+describe('views on the demo (16 GPUs)', { skip }, () => {
+  let served: Served;
+  let browser: Browser;
+  before(async () => {
+    ensureWebBuilt();
+    served = await serveDemo({ steps: 4 });
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await served?.stop();
+  });
+  async function open(hash: string): Promise<Watched> {
+    const w = await openPage(browser);
+    await w.page.goto(`${served.url}${hash}`);
+    return w;
+  }
+
+  it('the request strip counts every request of the window, and the legend draws what the lanes draw', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=lanes]');
+    await page.waitForFunction(() => Number(document.querySelector('.lane-canvas-wrap')?.getAttribute('data-requests-total')) > 0);
+    const total = Number(await page.getAttribute('.lane-canvas-wrap', 'data-requests-total'));
+    const rows = Number(await page.getAttribute('.lane-canvas-wrap', 'data-request-rows'));
+    // The reference's answer counts every trajectory of the window too (it then draws only 1,024).
+    const range = ((await (await fetch(`${served.url}api/meta`)).json()) as { time_range: [number, number] }).time_range;
+    const ref = await (await fetch(`${served.url}api/timeline/heatmap?metric=lifecycle&x_buckets=10&t0=${range[0]}&t1=${range[1]}`)).arrayBuffer();
+    const header = JSON.parse(Buffer.from(ref).subarray(4, 4 + new DataView(ref).getUint32(0, true)).toString('utf8')) as { rows_total: number };
+    assert.equal(total, header.rows_total, 'every request of the window is in the strip');
+    assert.ok(rows >= 1 && rows <= 90, `drawn in ${rows} rows of at least 4 px`);
+    const stripText = await page.evaluate(() => document.querySelector('[data-testid=lanes]')?.getAttribute('aria-label'));
+    assert.ok(stripText);
+    // Legend: idle phases hatched, request states and the memory line in colours no phase uses.
+    await page.check('text=memory');
+    await page.waitForSelector('[data-testid=legend] .swatch.line.dashed');
+    const legend = await page.$$eval('[data-testid=legend] span', (els) =>
+      els.map((e) => ({ phase: e.getAttribute('data-phase'), state: e.getAttribute('data-request-state'), cls: e.querySelector('i')!.className, colour: getComputedStyle(e.querySelector('i')!).backgroundColor, text: e.textContent })),
+    );
+    const phases = legend.filter((l) => l.phase);
+    assert.ok(phases.find((l) => l.phase === 'train_wait')!.cls.includes('hatched'), 'train_wait hatched as in the lanes');
+    assert.ok(!phases.find((l) => l.phase === 'actor_train')!.cls.includes('hatched'));
+    const states = legend.filter((l) => l.state);
+    assert.equal(states.length, 3);
+    for (const s of states) assert.ok(!phases.some((p) => p.colour === s.colour), `request state ${s.state} (${s.colour}) differs from every phase colour`);
+    assert.ok(legend.some((l) => /memory/.test(l.text ?? '') && l.cls.includes('dashed')));
+    await screenshot(page, 'views-legend-strip', true);
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
+  it('zoom and Esc are history entries: Back returns to the previous window', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=lanes]');
+    await page.mouse.move(5, 5);
+    await page.keyboard.press('w');
+    await waitHash(page, /t0=/);
+    const first = hashParams(page).get('t0');
+    await page.keyboard.press('w');
+    await page.waitForFunction((f) => !location.hash.includes(`t0=${f}`), first);
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !location.hash.includes('t0='));
+    await page.goBack();
+    await waitHash(page, /t0=/);
+    assert.notEqual(hashParams(page).get('t0'), first, 'Back undoes Esc: the second zoom');
+    await page.goBack();
+    await page.waitForFunction((f) => location.hash.includes(`t0=${f}`), first);
+    await page.goBack();
+    await page.waitForFunction(() => location.hash === '#/timeline');
+    assert.deepEqual(w.problems(), []);
     await page.close();
   });
 });

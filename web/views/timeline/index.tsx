@@ -12,7 +12,7 @@ import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, Lanes
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
-import { LaneCanvas, type LaneInfo, type Overlay } from './laneCanvas.tsx';
+import { LaneCanvas, type LaneInfo, type Overlay, REQUEST_STRIP_ROWS } from './laneCanvas.tsx';
 import { fmtScore, LaneSelection, type QuickPick } from './laneSelection.tsx';
 import { Legend } from './legend.tsx';
 import { clampViewport, pan, zoomAround, type Viewport } from './viewport.ts';
@@ -54,11 +54,13 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   const overlayMetric = overlayParam === 'none' ? null : overlayParam ?? (meta.engine_metric_keys.includes(OVERLAY_METRICS[0]!) ? OVERLAY_METRICS[0]! : null);
   const showMem = p.get('mem') === '1';
 
-  const setVp = (v: Viewport | null) => {
-    if (!v) return setParams({ t0: null, t1: null });
+  // Each zoom, pan and reset is a history entry (Back returns to the previous window); only the
+  // continuous wheel zoom replaces the current one.
+  const setVp = (v: Viewport | null, replace = false) => {
+    if (!v) return setParams({ t0: null, t1: null }, replace);
     const c = clampViewport(v, T0, Math.max(T1, T0 + 1), maxW);
     const full = c.t0 <= T0 + 1e-6 && c.t1 >= T1 - 1e-6;
-    setParams(full ? { t0: null, t1: null } : { t0: +c.t0.toFixed(3), t1: +c.t1.toFixed(3) });
+    setParams(full ? { t0: null, t1: null } : { t0: +c.t0.toFixed(3), t1: +c.t1.toFixed(3) }, replace);
   };
   useKeys({
     zoomIn: () => setVp(zoomAround(vp, 0.7, (vp.t0 + vp.t1) / 2)),
@@ -129,7 +131,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   );
   const lifecycle = useApi(
     winKey,
-    (signal) => getRaster<HeatmapHeader>('timeline/heatmap', { metric: 'lifecycle', t0: vp.t0, t1: vp.t1, x_buckets: LIFECYCLE_BUCKETS }, signal).catch(() => null),
+    (signal) => getRaster<HeatmapHeader>('timeline/heatmap', { metric: 'lifecycle', t0: vp.t0, t1: vp.t1, x_buckets: LIFECYCLE_BUCKETS, max_rows: REQUEST_STRIP_ROWS }, signal).catch(() => null),
     tick,
     true,
   );
@@ -293,7 +295,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
                 onReset={() => setVp(null)}
               />
               <Legend phases={view.names} overlay={overlay?.metric ?? null} overlayMax={overlay?.max ?? 0} memMaxMb={view.memMax} showMem={showMem} lifecycle={!!lc} />
-              <p class="hint">drag = zoom to a range · ctrl+wheel = zoom · W/S zoom · A/D pan · Esc or double-click = {T1 - T0 > maxW ? 'latest window' : 'whole run'} · click a step = zoom to it</p>
+              <p class="hint">drag = zoom to a range · ctrl+wheel = zoom · W/S zoom · A/D pan · Esc or double-click = {T1 - T0 > maxW ? 'latest window' : 'whole run'} · click a step = zoom to it · click a lane’s phase band = that step’s Rollouts</p>
             </>
           )}
         </section>

@@ -9,7 +9,7 @@ import { ACCENT, CSS } from '../../theme.ts';
 import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../../src/wire/index.ts';
 import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
 import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
-import { drawPhaseBand } from './layers/phaseBand.ts';
+import { drawPhaseBand, hasOverlap } from './layers/phaseBand.ts';
 import { drawSteps, drawTimeAxis } from './layers/timeAxis.ts';
 import { drawMem, drawUtil } from './layers/utilLine.ts';
 import { findSampleStep, knownSampleStep } from './sampleStep.ts';
@@ -47,7 +47,8 @@ interface Props {
   multiNode: boolean;
   /** Training step ids, to find which step a lifecycle row's sample belongs to. */
   stepIds: readonly number[];
-  onViewport: (vp: Viewport) => void;
+  /** `replace` for continuous changes (wheel zoom); discrete ones push a history entry. */
+  onViewport: (vp: Viewport, replace?: boolean) => void;
   onReset: () => void;
 }
 
@@ -61,8 +62,23 @@ const UTIL_H = 32;
 const LANE_H = PHASE_H + UTIL_H + 10;
 const LC_TITLE = 18;
 
+/** Request rows are at least this tall, so each is a target a pointer can hit. */
+export const MIN_REQUEST_ROW_H = 4;
+const MAX_STRIP_H = 360;
+/** How many rows the strip asks for: beyond this the server folds requests into density rows. */
+export const REQUEST_STRIP_ROWS = Math.floor(MAX_STRIP_H / MIN_REQUEST_ROW_H);
+
 export function lifecycleHeight(rows: number): number {
-  return rows ? Math.min(180, Math.max(24, rows * 2)) : 0;
+  return rows ? Math.max(24, rows * Math.min(10, Math.max(MIN_REQUEST_ROW_H, MAX_STRIP_H / rows))) : 0;
+}
+
+/** A density row: several consecutive requests drawn as one (the window holds more than fit). */
+interface DensityRow {
+  first_sample: number;
+  last_sample: number;
+  count: number;
+  t0: number;
+  t1: number;
 }
 
 export function LaneCanvas(p: Props) {
@@ -96,6 +112,24 @@ export function LaneCanvas(p: Props) {
     const { x_buckets: xb, t0, t1 } = lc.header;
     for (let c = xb - 1; c >= 0; c--) if (lc.values[row * xb + c]) return t0 + ((c + 1) / xb) * (t1 - t0);
     return t1;
+  }
+
+  /** The lifecycle state id painted at time t on a row (0 where the row is idle). */
+  function lifecycleCellAt(row: number, t: number): number {
+    const h = p.lifecycle!.header;
+    const col = Math.floor(((t - h.t0) / (h.t1 - h.t0)) * h.x_buckets);
+    return col >= 0 && col < h.x_buckets ? p.lifecycle!.values[row * h.x_buckets + col]! : 0;
+  }
+
+  /** The training step whose span holds t (from the step bubbles), or null. */
+  function stepAt(t: number): number | null {
+    const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
+    return b && b.step !== null && p.stepIds.includes(b.step) ? b.step : null;
+  }
+
+  function rowDensity(row: number): DensityRow | null {
+    const info = p.lifecycle?.header.rows[row] as Partial<DensityRow> | undefined;
+    return info && typeof info.count === 'number' ? (info as DensityRow) : null;
   }
 
   function rowSample(row: number): { sample: number; group: number } | null {
@@ -165,7 +199,12 @@ export function LaneCanvas(p: Props) {
       ctx.fillText('requests', 8, lcTop + LC_TITLE / 2);
       ctx.fillStyle = CSS.muted;
       const total = p.lifecycle.header.rows_total ?? lcRows;
-      ctx.fillText(`${lcRows}${total > lcRows ? ` of ${total}` : ''} requests · queued / generating / tool`, LEFT, lcTop + LC_TITLE / 2);
+      const perRow = rowDensity(0)?.count ?? 1;
+      ctx.fillText(
+        `${total} request${total === 1 ? '' : 's'}${perRow > 1 ? ` · up to ${perRow} per row (zoom in to see each)` : ''}${total > lcRows && perRow === 1 ? ` · first ${lcRows}` : ''} · queued / generating / tool`,
+        LEFT,
+        lcTop + LC_TITLE / 2,
+      );
       const h = p.lifecycle.header;
       // The strip was fetched for its own window; place it on the shared axis.
       const x0 = LEFT + ((h.t0 - p.vp.t0) / (p.vp.t1 - p.vp.t0)) * f.width;
@@ -211,9 +250,13 @@ export function LaneCanvas(p: Props) {
     if (li >= 0 && li < p.lanes.length) {
       const lane = p.lanes[li]!;
       const lines = [`g${lane.index}  ${lane.key}${lane.ranks.length || lane.roles.length ? `  ${fmtLaneRoles(lane)}` : ''}   ${time}`];
-      const ph = (p.phasesByLane.get(lane.key) ?? []).filter((q) => q.t0 <= t && q.t1 >= t);
+      const lanePhases = p.phasesByLane.get(lane.key) ?? [];
+      const ph = lanePhases.filter((q) => q.t0 <= t && q.t1 >= t);
       if (ph.length) for (const q of ph) lines.push(`phase: ${q.name}${q.rank >= 0 ? ` (rank ${q.rank})` : ''}  ${fmtElapsed(q.t0 - p.origin)} → ${fmtElapsed(q.t1 - p.origin)}`);
       else lines.push('phase: —');
+      if (hasOverlap(lanePhases)) lines.push('half-height bands: this GPU runs trainer and engine phases at once (colocated) — train on top, rollout below');
+      const step = stepAt(t);
+      if (step !== null && y - (lanesTop + li * LANE_H) < PHASE_H) lines.push(`click = open step ${step}'s Rollouts`);
       const note = laneNote(lane.key);
       if (note) lines.push(note);
       const g = p.gpu[lane.key];
@@ -238,7 +281,19 @@ export function LaneCanvas(p: Props) {
       const s = rowSample(row);
       if (!s) return hideTip();
       c.style.cursor = 'pointer';
-      const state = col >= 0 && col < h.x_buckets ? h.palette?.[p.lifecycle!.values[row * h.x_buckets + col]!] || 'idle' : '—';
+      const cell = col >= 0 && col < h.x_buckets ? p.lifecycle!.values[row * h.x_buckets + col]! : 0;
+      // Only a drawn segment is the request: the idle rest of its row opens nothing.
+      if (!cell) return hideTip();
+      const state = h.palette?.[cell] || '—';
+      const dense = rowDensity(row);
+      if (dense) {
+        c.style.cursor = 'zoom-in';
+        return showTip(e.clientX, e.clientY, [
+          `${dense.count} requests (samples ${dense.first_sample} … ${dense.last_sample})   ${time}`,
+          `busiest state here: ${state}`,
+          'click = zoom to these requests (each gets its own row)',
+        ]);
+      }
       const tipLines = () => {
         const known = knownSampleStep(s.sample, p.stepIds);
         return [
@@ -283,10 +338,23 @@ export function LaneCanvas(p: Props) {
     e.preventDefault();
     setDrag({ x0: x, x1: x });
     const pressedRow = lifecycleRowAt(y);
+    const pressedOnRequest = pressedRow !== null && lifecycleCellAt(pressedRow, tOf(f, x)) !== 0;
+    const li = Math.floor((y - lanesTop) / LANE_H);
+    const pressedStep = li >= 0 && li < p.lanes.length && y - (lanesTop + li * LANE_H) < PHASE_H ? stepAt(tOf(f, x)) : null;
     const up = (ev: MouseEvent) => {
       window.removeEventListener('mouseup', up);
       // A click (no drag) on a lifecycle row opens that sample.
-      if (pressedRow !== null && Math.abs(ev.clientX - e.clientX) <= 4 && Math.abs(ev.clientY - e.clientY) <= 4) openRow(pressedRow);
+      const click = Math.abs(ev.clientX - e.clientX) <= 4 && Math.abs(ev.clientY - e.clientY) <= 4;
+      const dense = pressedOnRequest ? rowDensity(pressedRow!) : null;
+      if (click && dense) {
+        const pad = Math.max(1, (dense.t1 - dense.t0) * 0.05);
+        p.onViewport({ t0: dense.t0 - pad, t1: dense.t1 + pad });
+      } else if (click && pressedOnRequest) openRow(pressedRow!);
+      // A click on a lane's phase band opens that step's Rollouts.
+      if (click && pressedStep !== null) {
+        hideTip();
+        navigate(href(`/rollout/${pressedStep}`));
+      }
       setDrag((d) => {
         if (d && Math.abs(d.x1 - d.x0) > 4) {
           const a = tOf(f, Math.min(d.x0, d.x1));
@@ -309,11 +377,16 @@ export function LaneCanvas(p: Props) {
     const r = c.getBoundingClientRect();
     const t = tOf(f, e.clientX - r.left);
     const k = Math.exp(e.deltaY * 0.002);
-    p.onViewport({ t0: t - (t - p.vp.t0) * k, t1: t + (p.vp.t1 - t) * k });
+    p.onViewport({ t0: t - (t - p.vp.t0) * k, t1: t + (p.vp.t1 - t) * k }, true);
   }
 
   return (
-    <div class="lane-canvas-wrap" style={{ position: 'relative' }} data-empty-lanes={p.lanes.filter((l) => empty.has(l.key)).map((l) => `g${l.index}`).join(' ')}>
+    <div
+      class="lane-canvas-wrap"
+      style={{ position: 'relative' }}
+      data-requests-total={p.lifecycle?.header.rows_total ?? 0}
+      data-request-rows={lcRows}
+      data-empty-lanes={p.lanes.filter((l) => empty.has(l.key)).map((l) => `g${l.index}`).join(' ')}>
       <CanvasBox
         height={height}
         draw={draw}

@@ -1,6 +1,6 @@
 // Legend for the lane view: every phase present (fixed colours), the lines, and the overlay's scale.
 import { fmtNum } from '../../format.ts';
-import { LIFECYCLE_COLORS, MEM_COLOR, OVERLAY_COLOR, phaseColor, PHASE_ORDER, UTIL_COLOR } from '../../theme.ts';
+import { IDLE_PHASES, LIFECYCLE_COLORS, MEM_COLOR, OVERLAY_COLOR, phaseColor, PHASE_ORDER, UTIL_COLOR } from '../../theme.ts';
 
 export function Legend({ phases, overlay, overlayMax, memMaxMb, showMem, lifecycle }: { phases: string[]; overlay: string | null; overlayMax: number; memMaxMb: number; showMem: boolean; lifecycle: boolean }) {
   const ordered = [...phases].sort((a, b) => {
@@ -11,8 +11,9 @@ export function Legend({ phases, overlay, overlayMax, memMaxMb, showMem, lifecyc
   return (
     <div class="legend" data-testid="legend">
       {ordered.map((n) => (
-        <span key={n}>
-          <i class="swatch" style={{ background: phaseColor(n) }} />
+        <span key={n} data-phase={n}>
+          {/* Idle phases are hatched in the lanes, so their swatch is too. */}
+          <i class={`swatch${IDLE_PHASES.has(n) ? ' hatched' : ''}`} style={{ backgroundColor: phaseColor(n) }} />
           {n}
         </span>
       ))}
@@ -22,7 +23,7 @@ export function Legend({ phases, overlay, overlayMax, memMaxMb, showMem, lifecyc
       </span>
       {showMem && (
         <span>
-          <i class="swatch" style={{ background: MEM_COLOR, height: '3px' }} />
+          <i class="swatch line dashed" style={{ borderTopColor: MEM_COLOR }} />
           memory (0–{(memMaxMb / 1024).toFixed(0)} GB)
         </span>
       )}
@@ -34,8 +35,8 @@ export function Legend({ phases, overlay, overlayMax, memMaxMb, showMem, lifecyc
       )}
       {lifecycle &&
         Object.entries(LIFECYCLE_COLORS).map(([k, c]) => (
-          <span key={k}>
-            <i class="swatch" style={{ background: c }} />
+          <span key={k} data-request-state={k}>
+            <i class="swatch request" style={{ backgroundColor: c }} />
             request {k.replace('_', ' ')}
           </span>
         ))}

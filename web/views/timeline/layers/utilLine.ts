@@ -68,5 +68,5 @@ export function drawUtil(ctx: CanvasRenderingContext2D, f: Frame, ts: number[], 
 }
 
 export function drawMem(ctx: CanvasRenderingContext2D, f: Frame, ts: number[], mem: number[], memMax: number, y: number, h: number): void {
-  drawSeries(ctx, f, ts, mem, memMax, y, h, { stroke: MEM_COLOR, width: 1.25 });
+  drawSeries(ctx, f, ts, mem, memMax, y, h, { stroke: MEM_COLOR, width: 1.25, dash: [4, 3] });
 }
