@@ -96,7 +96,9 @@ function sampleDict(s: PlannedSample, stats: TokenStats, tokenizer: DemoTokenize
     group_index: s.groupIndex,
     index: s.index,
     rollout_id: s.index,
-    prompt: s.conversation.prompt.map((m) => ({ role: m.role, content: m.content })),
+    // A multi-turn agentic rollout grows the sample's prompt into the whole message list as it runs:
+    // assistant turns and one `tool` message per call, which is what the tool_calls column counts.
+    prompt: generatedMessages(s, tokenizer).map((m) => ({ role: m.role, content: m.content })),
     tokens: Int32Array.from(s.tokens),
     multimodal_inputs: null,
     multimodal_train_inputs: null,

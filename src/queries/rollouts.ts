@@ -232,7 +232,11 @@ function stdDdof1(xs: number[]): number | null {
   return sampleStd(xs);
 }
 
-/** Per-group reward statistics; a group whose rewards do not vary (or that has one sample) is zero-std. */
+/**
+ * Per-group reward statistics; a group of two or more samples whose rewards do not vary is zero-std.
+ * A lone sample (an eval prompt sampled once) has no standard deviation: `zero_std` is null there,
+ * where the reference flags it.
+ */
 export function rolloutGroups(summary: RolloutTable): RolloutTable {
   const rewardColumn = summary.evaluation ? 'reward' : 'raw_reward';
   const byGroup = new Map<number | null, TableRow[]>();
@@ -255,7 +259,7 @@ export function rolloutGroups(summary: RolloutTable): RolloutTable {
       reward_std: finite(rewardStd),
       response_length_mean: finite(mean(numbers(members, 'response_length'))),
       truncated_frac: finite(mean(numbers(members, 'truncated'))),
-      zero_std: rewardMean !== null && (rewardStd ?? 0) <= 1e-12,
+      zero_std: members.length < 2 ? null : rewardMean !== null && (rewardStd ?? 0) <= 1e-12,
     };
   });
   return {

@@ -1,4 +1,5 @@
 // `/api/rollout/{id}/…`: step summary and groups, lifecycle lanes, one sample's conversation and tokens.
+import { NoConversationRecorded, noConversation } from '../queries/messages.ts';
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import { jsonResponse } from './json.ts';
@@ -37,6 +38,18 @@ export function mountRollout(app: Hono, run: RunSources): void {
     const { rollout_id: rid, sample_index: idx } = parseParams(samplePath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
     return jsonResponse(c, await run.messages(rid, idx, q.eval));
+  });
+
+  // rlsight's own: a sample without a recorded conversation is a 200 with the empty shape, not a 404.
+  app.get('/api/rlsight/rollout/:rollout_id/sample/:sample_index/messages', async (c) => {
+    const { rollout_id: rid, sample_index: idx } = parseParams(samplePath, c.req.param());
+    const q = parseParams(evalQuery, c.req.query());
+    try {
+      return jsonResponse(c, await run.messages(rid, idx, q.eval));
+    } catch (e) {
+      if (e instanceof NoConversationRecorded) return jsonResponse(c, noConversation(idx, e.message));
+      throw e;
+    }
   });
 
   app.get('/api/rollout/:rollout_id/sample/:sample_index/tokens', async (c) => {

@@ -203,4 +203,96 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     assert.deepEqual(w.problems(), []);
     await page.close();
   });
+
+  type Rows = { rows: Record<string, unknown>[] };
+  const api = async <T,>(path: string): Promise<T> => (await fetch(`${served.url}api/${path}`)).json() as Promise<T>;
+
+  it('rollouts: eval prompts sampled once are not zero-std groups; a stale step error clears on train ↔ eval', async () => {
+    const meta = await api<{ rollout_ids: { train: number[]; eval: number[] } }>('meta');
+    const ev = meta.rollout_ids.eval[0]!;
+    const groups = await api<Rows>(`rollout/${ev}/groups?eval=1`);
+    assert.ok(groups.rows.every((g) => g.n === 1 && g.zero_std === null), 'a lone sample has no std');
+    const w = await open(`#/rollout/${ev}?eval=1&tab=groups`);
+    const { page } = w;
+    await page.waitForSelector('[data-testid=groups-table]');
+    assert.match((await page.textContent('[data-testid=zero-std-count]'))!, /^0 with zero reward std/);
+    assert.match((await page.textContent('.tabs'))!, /Groups \(0, 0 zero-std\)/);
+    assert.equal(await page.$$eval('[data-testid=groups-table] .flag', (els) => els.length), 0);
+    await screenshot(page, 'views-eval-groups');
+    // A train step still flags its zero-std groups, in the table and as rings in the scatter.
+    const train = meta.rollout_ids.train.at(-1)!;
+    const tg = await api<Rows>(`rollout/${train}/groups`);
+    const zero = tg.rows.filter((g) => g.zero_std === true).length;
+    await page.goto(`${served.url}#/rollout/${train}`);
+    await page.waitForSelector('[data-testid=scatter-legend]');
+    if (zero) assert.match((await page.textContent('[data-testid=scatter-legend]'))!, new RegExp(`zero-std group \\(${zero}\\)`));
+    const swatches = await page.$$eval('[data-testid=scatter-legend] .swatch:not(.ring)', (els) => els.map((e) => (e as any).style.background));
+    assert.equal(new Set(swatches).size, swatches.length, `no colour repeats among ${swatches.length} groups`);
+    await screenshot(page, 'views-rollouts-scatter');
+    // A bad jump in the step box, then train → eval: the error is gone.
+    w.expect(/./);
+    await page.fill('.step-bar input[type=number]', '999');
+    await page.press('.step-bar input[type=number]', 'Enter');
+    await page.waitForSelector('.step-bar .inline-error');
+    await page.click('.step-bar button:has-text("eval")');
+    await waitHash(page, /eval=1/);
+    await page.waitForTimeout(300);
+    assert.equal(await page.$('.step-bar .inline-error'), null, 'no stale error after switching to eval');
+    await page.close();
+  });
+
+  it('tool_calls counts the tool messages the conversation shows', async () => {
+    const meta = await api<{ rollout_ids: { train: number[] } }>('meta');
+    const step = meta.rollout_ids.train[1]!;
+    const table = await api<Rows>(`rollout/${step}/summary`);
+    const withTools = table.rows.filter((r) => typeof r.tool_calls === 'number' && (r.tool_calls as number) > 0);
+    assert.ok(withTools.length > table.rows.length / 4, `agentic samples call tools (${withTools.length} of ${table.rows.length})`);
+    const sample = withTools.find((r) => (r.tool_calls as number) >= 2) ?? withTools[0]!;
+    const w = await open(`#/rollout/${step}/sample/${sample.sample_index}`);
+    await w.page.waitForSelector('[data-testid=conversation]');
+    const shown = await w.page.$$eval('[data-testid=conversation] .tool-result', (els) => els.length);
+    assert.equal(shown, sample.tool_calls, `sample ${sample.sample_index}: tool_calls ${sample.tool_calls} = tool messages shown ${shown}`);
+    assert.deepEqual(w.problems(), []);
+    await w.page.close();
+  });
+
+  it('sample: token colours are calm on a healthy sample and loud on a divergent one (fixed scale, kept by j/k); no 404 without a conversation', async () => {
+    const meta = await api<{ rollout_ids: { train: number[] } }>('meta');
+    const step = 3; // the demo's divergence step
+    assert.ok(meta.rollout_ids.train.includes(step));
+    const table = await api<Rows>(`rollout/${step}/summary`);
+    const scored = table.rows.filter((r) => typeof r.mean_abs_lp_diff === 'number').sort((a, b) => (a.mean_abs_lp_diff as number) - (b.mean_abs_lp_diff as number));
+    const healthy = scored[0]!;
+    const divergent = scored.at(-1)!;
+    const alphas = async (idx: unknown, w: Watched) => {
+      await w.page.goto(`${served.url}#/rollout/${step}/sample/${idx}?tab=tokens&color=lp_diff`);
+      await w.page.waitForSelector('[data-testid=token-text] .tok');
+      await w.page.waitForTimeout(200);
+      return w.page.$$eval('[data-testid=token-text] .tok:not(.prompt):not(.masked)', (els) =>
+        els.map((e) => {
+          const m = /rgba\([^,]+,[^,]+,[^,]+,\s*([\d.]+)\)/.exec((e as any).style.background);
+          return m ? Number(m[1]) : 0;
+        }),
+      );
+    };
+    const w = await openPage(browser);
+    const calm = await alphas(healthy.sample_index, w);
+    const mean = calm.reduce((a, b) => a + b, 0) / calm.length;
+    assert.ok(mean < 0.2, `healthy sample ${healthy.sample_index} is calm: mean alpha ${mean.toFixed(3)}`);
+    assert.equal(await w.page.inputValue('[data-testid=scale-mode]'), 'fixed', 'the fixed scale is the default');
+    await screenshot(w.page, 'views-tokens-healthy');
+    const loud = await alphas(divergent.sample_index, w);
+    assert.ok(Math.max(...loud) > 0.6, `divergent sample ${divergent.sample_index} is loud: max alpha ${Math.max(...loud)}`);
+    await screenshot(w.page, 'views-tokens-divergent');
+    // The stretched scale is one choice away, and j keeps it.
+    await w.page.selectOption('[data-testid=scale-mode]', 'window');
+    await waitHash(w.page, /scale=window/);
+    await w.page.mouse.move(5, 5);
+    await w.page.keyboard.press('j');
+    await w.page.waitForFunction((i) => !location.hash.includes(`/sample/${i}?`), divergent.sample_index);
+    assert.equal(hashParams(w.page).get('scale'), 'window', 'j keeps the chosen scale');
+    // Every sample of the step opened above answered 200 for its conversation, recorded or not.
+    assert.deepEqual(w.problems(), []);
+    await w.page.close();
+  });
 });

@@ -11,7 +11,7 @@ import { useStore } from '../../store.ts';
 import type { Meta, TableRow as Row, RolloutTable as Table } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { DumpSummary } from './dumpSummary.tsx';
-import { type ColorBy, colorOf, Scatter } from './scatter.tsx';
+import { type ColorBy, colorOf, groupPalette, Scatter } from './scatter.tsx';
 import { StepBar, stepHref } from './stepBar.tsx';
 
 const DEFAULT_COLUMNS = [
@@ -98,7 +98,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
               Samples{summary.data ? ` (${summary.data.rows.length})` : ''}
             </a>
             <a href={tabHref('groups')} class={tab === 'groups' ? 'active' : ''}>
-              Groups{groups.data ? ` (${groups.data.rows.length}, ${groups.data.rows.filter((r) => r.zero_std === true).length} zero-std)` : ''}
+              Groups{groups.data ? ` (${realGroups(groups.data).length}, ${realGroups(groups.data).filter((r) => r.zero_std === true).length} zero-std)` : ''}
             </a>
           </nav>
           {tab === 'samples' ? (
@@ -107,7 +107,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
             ) : !summary.data ? (
               <Loading what={`step ${id} samples (the first open of a step reads its whole dump)`} />
             ) : (
-              <SamplesTab table={summary.data} id={id} evaluation={evaluation} params={p} />
+              <SamplesTab table={summary.data} groups={groups.data?.rows ?? []} id={id} evaluation={evaluation} params={p} />
             )
           ) : groups.error ? (
             <ErrorNote error={groups.error} />
@@ -137,7 +137,7 @@ export function sampleHref(id: number, idx: number, evaluation: boolean): string
   return href(`/rollout/${id}/sample/${idx}`, { eval: evaluation });
 }
 
-function SamplesTab({ table, id, evaluation, params }: { table: Table; id: number; evaluation: boolean; params: URLSearchParams }) {
+function SamplesTab({ table, groups, id, evaluation, params }: { table: Table; groups: Row[]; id: number; evaluation: boolean; params: URLSearchParams }) {
   const numeric = useMemo(
     () => table.columns.filter((c) => table.rows.some((r) => typeof r[c] === 'number' || typeof r[c] === 'boolean') && c !== 'sample_index'),
     [table],
@@ -156,14 +156,16 @@ function SamplesTab({ table, id, evaluation, params }: { table: Table; id: numbe
     // One reward column is enough: the trainer's raw_reward when present, else the rollout's.
     return keep.includes('raw_reward') ? keep.filter((c) => c !== 'reward') : keep;
   }, [table, allCols]);
+  const palette = useMemo(() => groupPalette(rows), [rows]);
   const legend = useMemo(() => {
     const m = new Map<string, string>();
     for (const r of rows) {
-      const c = colorOf(r, colorBy);
+      const c = colorOf(r, colorBy, palette);
       if (!m.has(c.key)) m.set(c.key, c.color);
     }
-    return [...m].slice(0, 16);
-  }, [rows, colorBy]);
+    return [...m];
+  }, [rows, colorBy, palette]);
+  const zeroStd = useMemo(() => new Set<number>(groups.filter((g) => g.zero_std === true).map((g) => Number(g.group_index))), [groups]);
   const open = (r: Row) => navigate(sampleHref(id, Number(r.sample_index), evaluation));
   const axisSelect = (k: 'sx' | 'sy', v: string) => (
     <select value={v} aria-label={k === 'sx' ? 'scatter x axis' : 'scatter y axis'} onChange={(e) => setParams({ [k]: (e.target as HTMLSelectElement).value }, false)}>
@@ -194,8 +196,13 @@ function SamplesTab({ table, id, evaluation, params }: { table: Table; id: numbe
             </label>
           </div>
         </header>
-        <Scatter rows={rows} x={sx} y={sy} colorBy={colorBy} onOpen={open} />
-        <div class="scatter-legend">
+        <Scatter rows={rows} x={sx} y={sy} colorBy={colorBy} palette={palette} zeroStd={zeroStd} onOpen={open} />
+        <div class="scatter-legend" data-testid="scatter-legend">
+          {zeroStd.size > 0 && (
+            <span>
+              <i class="swatch ring" /> zero-std group ({zeroStd.size})
+            </span>
+          )}
           {legend.map(([k, c]) => (
             <span key={k}>
               <i class="swatch" style={{ background: c }} /> {k}
@@ -238,13 +245,21 @@ function SamplesTab({ table, id, evaluation, params }: { table: Table; id: numbe
   );
 }
 
+/** Groups of two or more samples: a lone sample has no reward spread, so it is not counted as a group. */
+function realGroups(table: Table): Row[] {
+  return table.rows.filter((r) => typeof r.n === 'number' && r.n >= 2);
+}
+
 function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number; evaluation: boolean; params: URLSearchParams }) {
-  const zero = table.rows.filter((r) => r.zero_std === true).length;
+  const real = realGroups(table);
+  const zero = real.filter((r) => r.zero_std === true).length;
+  const lone = table.rows.length - real.length;
   return (
     <section class="panel">
       <header>
         <h3>
-          GRPO groups · <span style={{ color: 'var(--bad)' }}>{zero} with zero reward std</span>{' '}
+          {real.length} GRPO groups · <span style={{ color: 'var(--bad)' }} data-testid="zero-std-count">{zero} with zero reward std</span>
+          {lone > 0 && <span class="muted" style={{ fontWeight: 400 }}> · {lone} single-sample prompt{lone === 1 ? '' : 's'} (no std)</span>}{' '}
           <span class="muted" style={{ fontWeight: 400 }}>
             (every sample scored the same → no gradient signal) · click a group to see its samples
           </span>
@@ -257,7 +272,7 @@ function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number
         onSort={(c) => toggleSort(params, c, 'group_index')}
         onRowClick={(r) => navigate(href(`/rollout/${id}`, { eval: evaluation, group: String(r.group_index) }))}
         rowClass={(r) => (r.zero_std === true ? 'flag' : '')}
-        cell={(c, v) => (c === 'zero_std' ? (v === true ? '● zero std' : '') : v === null ? '—' : typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(3) : String(v))}
+        cell={(c, v) => (c === 'zero_std' ? (v === true ? '● zero std' : v === null ? 'n/a (1 sample)' : '') : v === null ? '—' : typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(3) : String(v))}
         testId="groups-table"
       />
     </section>

@@ -18,7 +18,16 @@ const STATUS_COLORS: Record<string, string> = {
   pending: '#9b958d',
 };
 
-export function colorOf(row: Row, by: ColorBy): { key: string; color: string } {
+/**
+ * One colour per group on screen, none repeated: hues a golden angle apart, lightness alternating,
+ * assigned in group order (a fixed 10-colour cycle would repeat from the 11th group).
+ */
+export function groupPalette(rows: readonly Row[]): Map<number, string> {
+  const groups = [...new Set(rows.map((r) => Number(r.group_index ?? 0)))].sort((a, b) => a - b);
+  return new Map(groups.map((g, i) => [g, `hsl(${((i * 137.508) % 360).toFixed(1)}, 72%, ${i % 2 ? 50 : 64}%)`]));
+}
+
+export function colorOf(row: Row, by: ColorBy, palette?: Map<number, string>): { key: string; color: string } {
   if (by === 'status') {
     const s = String(row.status ?? 'unknown');
     return { key: s, color: STATUS_COLORS[s] ?? '#9aa5b1' };
@@ -32,7 +41,7 @@ export function colorOf(row: Row, by: ColorBy): { key: string; color: string } {
     return { key: t ? 'truncated' : 'not truncated', color: t ? '#ffb347' : '#4ea1ff' };
   }
   const g = Number(row.group_index ?? 0);
-  return { key: `group ${g}`, color: SERIES_COLORS[((g % SERIES_COLORS.length) + SERIES_COLORS.length) % SERIES_COLORS.length]! };
+  return { key: `group ${g}`, color: palette?.get(g) ?? SERIES_COLORS[((g % SERIES_COLORS.length) + SERIES_COLORS.length) % SERIES_COLORS.length]! };
 }
 
 const M = { left: 54, right: 14, top: 10, bottom: 34 };
@@ -44,10 +53,19 @@ interface Props {
   x: string;
   y: string;
   colorBy: ColorBy;
+  palette: Map<number, string>;
+  /** Groups whose rewards do not vary: their points get a ring. */
+  zeroStd: ReadonlySet<number>;
   onOpen: (row: Row) => void;
 }
 
-export function Scatter({ rows, x, y, colorBy, onOpen }: Props) {
+/** A value in [-1, 1) fixed per sample, so jittered points stay put across redraws. */
+function jitterOf(sampleIndex: number): number {
+  const h = Math.imul(sampleIndex ^ 0x9e3779b9, 0x85ebca6b) >>> 0;
+  return (h % 2000) / 1000 - 1;
+}
+
+export function Scatter({ rows, x, y, colorBy, palette, zeroStd, onOpen }: Props) {
   const pts = useRef<{ px: number; py: number; row: Row }[]>([]);
   const canvas = useRef<HTMLCanvasElement | null>(null);
 
@@ -111,16 +129,29 @@ export function Scatter({ rows, x, y, colorBy, onOpen }: Props) {
     ctx.rotate(-Math.PI / 2);
     ctx.fillText(y, 0, -6);
     ctx.restore();
+    // A discrete y (binary or few-valued rewards) piles points on a line: spread them a little
+    // vertically, never as far as the next value, so overlapping samples stay visible.
+    const levels = [...new Set(valid.map((p) => p.yv))].sort((a, b) => a - b);
+    const gap = levels.length > 1 ? Math.min(...levels.slice(1).map((v, i) => Math.abs(sy(v) - sy(levels[i]!)))) : h;
+    const spread = levels.length <= 6 ? Math.min(9, gap * 0.3) : 0;
     for (const p of valid) {
-      const c = colorOf(p.row, colorBy).color;
+      const c = colorOf(p.row, colorBy, palette).color;
       const X = sx(p.xv);
-      const Y = sy(p.yv);
+      const Y = sy(p.yv) + spread * jitterOf(Number(p.row.sample_index ?? 0));
       ctx.beginPath();
       ctx.arc(X, Y, 4, 0, Math.PI * 2);
-      ctx.fillStyle = `${c}bb`;
+      ctx.globalAlpha = 0.75;
+      ctx.fillStyle = c;
       ctx.fill();
+      ctx.globalAlpha = 1;
       ctx.strokeStyle = c;
       ctx.stroke();
+      if (zeroStd.has(Number(p.row.group_index))) {
+        ctx.beginPath();
+        ctx.arc(X, Y, 7, 0, Math.PI * 2);
+        ctx.strokeStyle = CSS.text;
+        ctx.stroke();
+      }
       pts.current.push({ px: X, py: Y, row: p.row });
     }
     markPainted('rollouts');
@@ -161,6 +192,7 @@ export function Scatter({ rows, x, y, colorBy, onOpen }: Props) {
           `${x} = ${fmtNum(row[x])}`,
           `${y} = ${fmtNum(row[y])}`,
           `status: ${row.status ?? '—'}`,
+          ...(zeroStd.has(Number(row.group_index)) ? ['its group has zero reward std (no gradient signal)'] : []),
           ...(sameXY > 1 ? [`(${sameXY} samples at this point)`] : []),
           'click = open sample',
         ]);

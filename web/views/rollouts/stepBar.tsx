@@ -19,7 +19,8 @@ export function StepBar({ meta, id, evaluation, params }: { meta: Meta; id: numb
   useEffect(() => {
     setText(String(id));
     setErr(null);
-  }, [id]);
+    // Train and eval share step ids: switching between them is a new step too.
+  }, [id, evaluation]);
   const go = (n: number, ev = evaluation) => navigate(stepHref(n, ev, params));
   const nearest = (list: number[]) => list.reduce((best, v) => (Math.abs(v - id) < Math.abs(best - id) ? v : best), list[0]!);
 

@@ -1,6 +1,6 @@
 // Sample view: one trajectory — header with group navigation, its lifecycle, then Conversation and Tokens tabs.
 import { useEffect } from 'preact/hooks';
-import { ApiError, getJson } from '../../api.ts';
+import { getJson } from '../../api.ts';
 import { Downloads } from '../../components/downloads.tsx';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtNum } from '../../format.ts';
@@ -33,11 +33,9 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
   // Ask for a sample's details only once the step's summary confirms it exists (no 404 noise).
   const exists = idx !== null && !!row;
 
+  // rlsight's route answers 200 with `recorded: false` for a sample without a conversation (no 404 in the console).
   const conv = useApi(exists && idx !== null ? `${id}|${idx}|${evaluation}` : null, (signal) =>
-    getJson<Conv>(`rollout/${id}/sample/${idx}/messages`, { eval: evaluation }, signal).catch((e) => {
-      if (e instanceof ApiError && e.status === 404) return null;
-      throw e;
-    }),
+    getJson<Conv>(`rlsight/rollout/${id}/sample/${idx}/messages`, { eval: evaluation }, signal).then((c) => (c.recorded === false ? null : c)),
   );
   const traj = useApi(!evaluation && exists && idx !== null ? `${id}|${idx}` : null, (signal) =>
     getJson<Trajectories>(`rollout/${id}/trajectories`, { sample_index: idx }, signal).catch(() => null),
@@ -45,7 +43,7 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
 
   const keep = (q: URLSearchParams) => {
     const o = new URLSearchParams();
-    for (const k of ['eval', 'tab', 'color', 'chart', 'win']) if (q.get(k)) o.set(k, q.get(k)!);
+    for (const k of ['eval', 'tab', 'color', 'scale', 'chart', 'win']) if (q.get(k)) o.set(k, q.get(k)!);
     return o;
   };
   const go = (n: number) => navigate(href(`/rollout/${id}/sample/${n}`, keep(p)));

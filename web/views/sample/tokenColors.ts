@@ -1,5 +1,7 @@
 // Token colour scales: each series maps through f(v) onto a diverging or sequential ramp whose extent is either
-// fixed per series (comparable across windows and samples) or the current window's extent (shows small effects).
+// fixed per series (comparable across windows and samples; the default) or the current window's extent (shows small effects).
+// Fixed extents: lp_diff ±0.5, imp_ratio 0.5–2 (log scale), advantages and returns ±2, entropies 0–3 nats,
+// log-probs 0 to −5.
 import type { TokenStat } from '../../../src/wire/index.ts';
 
 export type ScaleMode = 'window' | 'fixed';
@@ -16,7 +18,7 @@ const r = (x: number) => +x.toPrecision(2);
 
 export const SCALES: Record<TokenStat, Scale> = {
   lp_diff: { kind: 'diverging', f: (v) => v, fixed: 0.5, describe: (e) => `−${r(e)} … +${r(e)} (train − rollout log-prob)` },
-  imp_ratio: { kind: 'diverging', f: (v) => Math.log(Math.max(v, 1e-6)), fixed: Math.log(1.5), describe: (e) => `÷${r(Math.exp(e))} … ×${r(Math.exp(e))} (1 = no colour)` },
+  imp_ratio: { kind: 'diverging', f: (v) => Math.log(Math.max(v, 1e-6)), fixed: Math.log(2), describe: (e) => `÷${r(Math.exp(e))} … ×${r(Math.exp(e))} (1 = no colour)` },
   advantages: { kind: 'diverging', f: (v) => v, fixed: 2, describe: (e) => `−${r(e)} … +${r(e)}` },
   returns: { kind: 'diverging', f: (v) => v, fixed: 2, describe: (e) => `−${r(e)} … +${r(e)}` },
   entropy: { kind: 'sequential', f: (v) => v, fixed: 3, describe: (e) => `0 … ${r(e)} nats` },

@@ -37,7 +37,8 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
   const chartParam = params.get('chart') as TokenStat | null;
   const chartStat = chartParam && available.includes(chartParam) ? chartParam : color;
   const statBase = Math.max(t.start, t.prompt_len);
-  const scaleMode: ScaleMode = params.get('scale') === 'fixed' ? 'fixed' : 'window';
+  // The fixed, documented scale by default: a healthy sample looks calm, a divergent one loud.
+  const scaleMode: ScaleMode = params.get('scale') === 'window' ? 'window' : 'fixed';
   const extent = color ? extentOf(color, t[color], scaleMode) : 1;
   const textRef = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -233,11 +234,12 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
             <select
               aria-label="colour scale"
               value={scaleMode}
-              title="window: the shown tokens' extent (small effects visible) · fixed: the same range everywhere (comparable)"
-              onChange={(e) => setParams({ scale: (e.target as HTMLSelectElement).value === 'fixed' ? 'fixed' : null })}
+              data-testid="scale-mode"
+              title="fixed: the same documented range for every sample (comparable; calm when healthy) · stretched: the shown tokens' own extent (small effects visible)"
+              onChange={(e) => setParams({ scale: (e.target as HTMLSelectElement).value === 'window' ? 'window' : null })}
             >
-              <option value="window">window scale</option>
               <option value="fixed">fixed scale</option>
+              <option value="window">stretched to this window</option>
             </select>
           </span>
         )}

@@ -1,0 +1,43 @@
+// rlsight's conversation route: a sample without a recorded conversation is a 200 with the empty shape.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { copyFixtureRun, type RunCopy } from '../../test/support/fixtures.ts';
+import { createApp } from './app.ts';
+import { openRun, type OpenRun } from './run.ts';
+
+describe('/api/rlsight/rollout/{id}/sample/{index}/messages', () => {
+  let copy: RunCopy;
+  let run: OpenRun;
+  let app: ReturnType<typeof createApp>;
+  before(async () => {
+    copy = copyFixtureRun();
+    run = await openRun(copy.dir);
+    app = createApp({ run });
+  });
+  after(() => copy.dispose());
+  const get = (path: string) => app.request(path, { headers: { host: '127.0.0.1' } });
+
+  test('a recorded conversation is the same as the reference route answers', async () => {
+    const ours = await get('/api/rlsight/rollout/0/sample/0/messages');
+    const ref = await get('/api/rollout/0/sample/0/messages');
+    assert.equal(ours.status, 200);
+    assert.deepEqual(await ours.json(), await ref.json());
+  });
+
+  test('no conversation recorded: 200, empty messages, recorded false and why (the reference route stays a 404)', async () => {
+    const res = await get('/api/rlsight/rollout/0/sample/2/messages');
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { sample_index: number; messages: unknown[]; recorded: boolean; note: string };
+    assert.deepEqual([body.sample_index, body.messages, body.recorded], [2, [], false]);
+    assert.match(body.note, /^no conversation recorded: sample 2 has no recorded conversation in rollout 0/);
+    assert.equal((await get('/api/rollout/0/sample/2/messages')).status, 404);
+    // An eval step without a sidecar at all answers alike.
+    const evalRes = await get('/api/rlsight/rollout/0/sample/3/messages?eval=1');
+    assert.equal(evalRes.status, 200);
+    assert.equal(((await evalRes.json()) as { recorded: boolean }).recorded, false);
+  });
+
+  test('bad ids are still 400s', async () => {
+    assert.equal((await get('/api/rlsight/rollout/x/sample/2/messages')).status, 400);
+  });
+});
