@@ -79,7 +79,7 @@ describe('rollout summary', () => {
     assert.deepEqual(noList.rows.map((r) => r.raw_reward), [null, null], 'no batch list: no raw reward');
   });
 
-  it('groups: one-sample groups are zero-std, all-null rewards are not', () => {
+  it('groups: one-sample groups have no std (zero_std null, unlike the reference), all-null rewards are not zero-std', () => {
     const samples = [sample(0), sample(1), sample(2, { groupIndex: 7 }), sample(3, { groupIndex: 9, reward: null }), sample(4, { groupIndex: null })];
     const t = rolloutSummary(step(1, true, samples, new Map()));
     const g = rolloutGroups(t);
@@ -87,14 +87,15 @@ describe('rollout summary', () => {
     const by = new Map(g.rows.map((r) => [r.group_index, r]));
     assert.equal(by.get(0)!.zero_std, false);
     assert.equal(by.get(0)!.reward_std, Math.SQRT1_2);
-    assert.equal(by.get(7)!.zero_std, true);
+    assert.equal(by.get(7)!.zero_std, null);
     assert.equal(by.get(7)!.reward_std, null);
-    assert.equal(by.get(9)!.zero_std, false);
+    assert.equal(by.get(9)!.zero_std, null);
+    assert.equal(by.get(null)!.zero_std, null);
     const agg = stepAggregate(rolloutSummary(step(1, false, samples, new Map())), g);
     assert.equal(agg.reward_mean, null, 'reward_mean uses raw_reward only');
-    assert.equal(agg.zero_std_group_frac, 0.5);
+    assert.equal(agg.zero_std_group_frac, 0, 'only real groups count: group 0 varies');
     assert.deepEqual(dumpMetricSeries([agg], ['dump/reward_mean'])['dump/reward_mean'], { x: [], y: [], ts: [] });
-    assert.deepEqual(dumpMetricSeries([agg], ['dump/zero_std_group_frac'])['dump/zero_std_group_frac'], { x: [1], y: [0.5], ts: [] });
+    assert.deepEqual(dumpMetricSeries([agg], ['dump/zero_std_group_frac'])['dump/zero_std_group_frac'], { x: [1], y: [0], ts: [] });
     assert.throws(() => dumpMetricSeries([agg], ['dump/nope']), BadArgument);
   });
 });
