@@ -295,4 +295,53 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     assert.deepEqual(w.problems(), []);
     await w.page.close();
   });
+
+  it('metrics: tick labels never overlap, Esc resets zoom, lines stay inside the plot after zoom, log scale per chart', async () => {
+    const w = await open('#/?cat=sglang');
+    const { page } = w;
+    for (const cat of ['sglang', 'perf']) {
+      await page.goto(`${served.url}#/?cat=${cat}`);
+      await page.waitForFunction(() => document.querySelectorAll('.chart-panel .uplot[data-xticks]').length > 0);
+      await page.waitForTimeout(300);
+      const charts = await page.$$eval('.chart-panel .uplot[data-xticks]', (els) => els.map((e) => JSON.parse(e.getAttribute('data-xticks')!) as [number, number, string][]));
+      for (const ticks of charts) {
+        const sorted = [...ticks].sort((a, b) => a[0] - b[0]);
+        for (let i = 1; i < sorted.length; i++) assert.ok(sorted[i - 1]![1] <= sorted[i]![0], `${cat}: tick labels ${JSON.stringify(sorted[i - 1])} and ${JSON.stringify(sorted[i])} overlap`);
+      }
+      await screenshot(page, `views-metrics-${cat}`);
+    }
+    // Drag-zoom a chart, then check the series stays inside the plot box (none of it over the y axis).
+    await page.goto(`${served.url}#/?cat=perf`);
+    await page.waitForSelector('.chart-panel .u-over');
+    await page.waitForTimeout(300);
+    const over = (await (await page.$('.chart-panel .u-over'))!.boundingBox())!;
+    await page.mouse.move(over.x + over.width * 0.3, over.y + over.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await waitHash(page, /zx=/);
+    await page.waitForTimeout(300);
+    const outside = await page.$eval('.chart-panel .uplot', (root) => {
+      const c = root.querySelector('canvas') as any;
+      const o = root.querySelector('.u-over')!.getBoundingClientRect();
+      const r = c.getBoundingClientRect();
+      const k = c.width / r.width;
+      const { data } = c.getContext('2d').getImageData(0, 0, Math.floor((o.left - r.left) * k) - 2, c.height);
+      let blue = 0;
+      for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - 0x4e) < 20 && Math.abs(data[i + 1] - 0xa1) < 20 && Math.abs(data[i + 2] - 0xff) < 20) blue++;
+      return blue;
+    });
+    assert.equal(outside, 0, 'no series pixels left of the plot after zoom');
+    await screenshot(page, 'views-metrics-zoomed');
+    await page.mouse.move(5, 5);
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !location.hash.includes('zx='));
+    // Log scale: one chart at a time.
+    const toggle = page.locator('.chart-panel [data-testid=log-toggle]:not([disabled])').first();
+    await toggle.click();
+    assert.equal(await toggle.getAttribute('aria-pressed'), 'true');
+    assert.equal(await page.$$eval('.chart-panel [data-testid=log-toggle][aria-pressed=true]', (els) => els.length), 1);
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
 });

@@ -85,3 +85,17 @@ export function describe(key: string): string {
   const tail = key.includes('/') ? key.slice(key.indexOf('/') + 1) : key;
   return DESCRIPTIONS.find(([p]) => tail.includes(p))?.[1] ?? '';
 }
+
+/**
+ * The unit a metric key implies, for its y axis: `*_time` seconds, `*_mfu` percent (a fraction scaled
+ * ×100 on the axis), `*_mb` MiB, throughputs tokens/s, other `*_per_s` rates per second; null when the key implies none.
+ */
+export function unitOf(key: string): { unit: string; scale: number } | null {
+  const k = key.toLowerCase().replace(/^.*\//, '');
+  if (/(^|_)mfu$/.test(k)) return { unit: '%', scale: 100 };
+  if (/throughput|tok(en)?s?_per_s/.test(k)) return { unit: 'tokens/s', scale: 1 };
+  if (/_per_s$/.test(k)) return { unit: 'per s', scale: 1 };
+  if (/_time$|_seconds?$|^time_/.test(k) || /(ttft|latency|_s$)/.test(k)) return { unit: 's', scale: 1 };
+  if (/_mb$/.test(k)) return { unit: 'MiB', scale: 1 };
+  return null;
+}

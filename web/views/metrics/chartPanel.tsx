@@ -1,11 +1,12 @@
 // One metric chart: raw series faint behind its smoothed line, synced cursor and zoom, values at the cursor, CSV export.
 import uPlot from 'uplot';
-import { useMemo } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { UPlotChart } from '../../components/uplotChart.tsx';
 import { markPainted } from '../../paintMarks.ts';
 import { fmtNum } from '../../format.ts';
 import { alpha, CSS, SERIES_COLORS } from '../../theme.ts';
 import { downloadText, toCsv } from './csv.ts';
+import { unitOf } from './catalog.ts';
 import { ema } from './smoothing.ts';
 
 export interface XYTable {
@@ -31,9 +32,12 @@ interface Props {
 const group = new Set<uPlot>();
 let propagating = false;
 
+/** Dash patterns told apart without colour: solid, long, short, dotted. */
+const DASHES: (number[] | undefined)[] = [undefined, [8, 4], [3, 3], [1, 3]];
+
 const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 50000, 100000];
 
-function axis(kind: 'x' | 'y', xKind: XKind): uPlot.Axis {
+function axis(kind: 'x' | 'y', xKind: XKind, unit: { unit: string; scale: number } | null = null): uPlot.Axis {
   const a: uPlot.Axis = {
     stroke: CSS.axis,
     grid: { stroke: CSS.grid, width: 1 },
@@ -41,8 +45,13 @@ function axis(kind: 'x' | 'y', xKind: XKind): uPlot.Axis {
     font: '11px system-ui, sans-serif',
   };
   if (kind === 'y') {
-    a.size = 56;
-    a.values = (_u, splits) => splits.map((v) => fmtTick(v));
+    a.size = unit ? 62 : 56;
+    a.values = (_u, splits) => splits.map((v) => fmtTick(v * (unit?.scale ?? 1)));
+    if (unit) {
+      a.label = unit.unit;
+      a.labelSize = 14;
+      a.labelFont = '11px system-ui, sans-serif';
+    }
   } else if (xKind === 'step') {
     a.incrs = STEP_INCRS;
     a.values = (_u, splits) => splits.map((v) => String(v));
@@ -87,7 +96,34 @@ function fmtTick(v: number): string {
   return String(+v.toFixed(4));
 }
 
+/**
+ * Breaks a time series' line where consecutive points are far further apart than usual (a missed
+ * scrape, an engine restart), instead of bridging the gap; alignment nulls between engines stay spanned.
+ */
+function breakLongGaps(u: uPlot, seriesIdx: number, idx0: number, idx1: number, gaps: uPlot.Series.Gaps): uPlot.Series.Gaps {
+  const xs = u.data[0];
+  const ys = u.data[seriesIdx]!;
+  const at: number[] = [];
+  for (let i = idx0; i <= idx1; i++) if (ys[i] != null) at.push(i);
+  if (at.length < 3) return gaps;
+  const dx = at.slice(1).map((k, j) => xs[k]! - xs[at[j]!]!).sort((a, b) => a - b);
+  const typical = dx[dx.length >> 1]!;
+  for (let j = 1; j < at.length; j++) {
+    const a = xs[at[j - 1]!]!;
+    const b = xs[at[j]!]!;
+    if (b - a > GAP_FACTOR * typical) uPlot.addGap(gaps, Math.round(u.valToPos(a, 'x', true)) + 1, Math.round(u.valToPos(b, 'x', true)));
+  }
+  return gaps;
+}
+/** A spacing this many times the median one is a gap in the record, not a slow stretch. */
+const GAP_FACTOR = 4;
+
 export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden }: Props) {
+  const [logY, setLogY] = useState(false);
+  const unit = unitOf(metric);
+  // A log scale needs positive values throughout.
+  const logAble = tables.some((t) => t.y.some((v) => v != null)) && tables.every((t) => t.y.every((v) => v == null || v > 0));
+  const log = logY && logAble;
   const visible = useMemo(() => (hidden?.size ? tables.filter((t) => !hidden.has(t.label)) : tables), [tables, hidden]);
   const data = useMemo<uPlot.AlignedData>(() => {
     const base: uPlot.AlignedData =
@@ -101,15 +137,18 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   const seriesKey = `${visible.map((t) => t.label).join('|')}#${smoothing > 0}`;
   const options = useMemo<Omit<uPlot.Options, 'width' | 'height'>>(() => {
     const series: uPlot.Series[] = [{ label: xLabel, value: (_u, v) => (v == null ? '—' : xKind === 'time' ? new Date(v * 1000).toISOString().slice(11, 19) : String(v)) }];
+    const gaps = xKind === 'time' ? breakLongGaps : undefined;
     visible.forEach((t, i) => {
       const color = SERIES_COLORS[i % SERIES_COLORS.length]!;
       const many = visible.length > 1 || t.x.length > 80;
       const value = (_u: uPlot, v: number | null) => fmtNum(v);
       if (smoothing > 0) {
-        series.push({ label: `${t.label} (raw)`, stroke: alpha(color, 0.3), width: 1, spanGaps: true, points: { show: false }, value });
-        series.push({ label: t.label, stroke: color, width: 2, spanGaps: true, points: { show: false }, value });
+        series.push({ label: `${t.label} (raw)`, stroke: alpha(color, 0.3), width: 1, spanGaps: true, gaps, points: { show: false }, value });
+        series.push({ label: t.label, stroke: color, width: 2, spanGaps: true, gaps, points: { show: false }, value });
       } else {
-        series.push({ label: t.label, stroke: color, width: 1.75, spanGaps: true, points: { show: !many, size: 5, fill: color }, value });
+        // Several engines on one chart: a dash per series keeps overlapping lines apart.
+        const dash = visible.length > 1 ? DASHES[i % DASHES.length] : undefined;
+        series.push({ label: t.label, stroke: color, width: 1.75, dash, spanGaps: true, gaps, points: { show: !many, size: 5, fill: color }, value });
       }
     });
     return {
@@ -121,9 +160,9 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
           time: xKind === 'time',
           range: xRange,
         },
-        y: { range: yRange },
+        y: log ? { distr: 3 } : { range: yRange },
       },
-      axes: [axis('x', xKind), axis('y', xKind)],
+      axes: [axis('x', xKind), axis('y', xKind, unit)],
       cursor: { sync: { key: 'metrics', setSeries: false }, drag: { x: true, y: false }, points: { size: 6 } },
       legend: { live: true },
       padding: [10, 12, 0, 0],
@@ -135,6 +174,23 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
           },
         ],
         destroy: [(u) => group.delete(u)],
+        // The x tick labels' boxes, for a test (and a reader) to check they never overlap.
+        draw: [
+          (u) => {
+            const ax = u.axes[0] as uPlot.Axis & { _splits?: number[]; _values?: (string | number | null)[] };
+            if (!ax._splits || !ax._values) return;
+            u.ctx.save();
+            u.ctx.font = '11px system-ui, sans-serif';
+            const boxes = ax._splits.map((v, i) => {
+              const text = String(ax._values![i] ?? '');
+              const w = text ? u.ctx.measureText(text).width : 0;
+              const x = u.valToPos(v, 'x');
+              return [Math.round(x - w / 2), Math.round(x + w / 2), text];
+            });
+            u.ctx.restore();
+            u.root.setAttribute('data-xticks', JSON.stringify(boxes.filter((b) => b[2] !== '')));
+          },
+        ],
         setScale: [
           (u, key) => {
             if (key !== 'x' || propagating) return;
@@ -159,7 +215,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         ],
       },
     };
-  }, [seriesKey, xKind, xLabel]);
+  }, [seriesKey, xKind, xLabel, log]);
 
   const onZoomRef = useMemo(() => ({ fn: onZoom }), []);
   onZoomRef.fn = onZoom;
@@ -178,6 +234,16 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
     <section class="panel chart-panel" data-metric={metric}>
       <header>
         <h3 title={description || metric}>{metric}</h3>
+        <button
+          class="icon"
+          aria-pressed={log ? 'true' : 'false'}
+          data-testid="log-toggle"
+          disabled={!logAble}
+          title={logAble ? 'log scale for y' : 'log scale needs positive values only'}
+          onClick={() => setLogY(!logY)}
+        >
+          log
+        </button>
         <button class="icon" title="download this chart's data as CSV" onClick={download} disabled={points === 0}>
           CSV
         </button>

@@ -3,6 +3,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import { Downloads } from '../../components/downloads.tsx';
 import { ErrorNote, Loading, Empty } from '../../components/status.tsx';
+import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
@@ -22,6 +23,8 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const zx = p.get('zx')?.split(',').map(Number);
   const zoom: [number, number] | null = zx && zx.length === 2 && zx.every(Number.isFinite) ? [zx[0]!, zx[1]!] : null;
   const [query, setQuery] = useState(q);
+  // Esc resets the zoom of every chart, as the key map says.
+  useKeys({ reset: () => setParams({ zx: null }) });
   // Back/Forward change the URL under the box; follow it unless the user is typing there.
   useEffect(() => {
     if (!document.activeElement?.hasAttribute('data-search')) setQuery(q);
@@ -79,6 +82,7 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
               <option value="time">wall time</option>
             </select>
           </label>
+          {engine_note(meta)}
           <label title="exponential moving average; the raw series stays faint behind">
             smoothing <output>{smoothing.toFixed(2)}</output>
             <input
@@ -96,7 +100,7 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
               reset zoom
             </button>
           )}
-          <p class="hint">drag = zoom (all charts) · double-click = reset · hover = values</p>
+          <p class="hint">drag = zoom (all charts) · double-click or Esc = reset · hover = values · log = log y scale</p>
           <Downloads what="all metrics" path="rlsight/export/metrics" formats={['csv', 'parquet']} />
         </div>
       </aside>
@@ -283,4 +287,9 @@ function categoryHref(p: URLSearchParams, cat: string): string {
 
 function seriesLabel(e: EngineSeries): string {
   return e.labels?.dp_rank !== undefined ? `${e.addr} dp${e.labels.dp_rank}` : e.addr;
+}
+
+/** Engine (sglang) charts are scraped over wall-clock time whatever the x axis chosen: say so beside the selector. */
+function engine_note(meta: Meta) {
+  return meta.engine_metric_keys.length ? <p class="hint" style={{ margin: '2px 0 6px' }}>sglang charts always run on wall time (they are scraped, not logged per step)</p> : null;
 }
