@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import type { Meta } from '../../../src/wire/index.ts';
 import { axisOf, buildCatalog, categoryOf } from './catalog.ts';
 
-const meta = (keys: string[], engine: string[] = [], steps = ['rollout/step']) =>
-  ({ metric_keys: keys, engine_metric_keys: engine, step_keys: steps }) as unknown as Meta;
+const meta = (keys: string[], engine: string[] = [], steps = ['rollout/step'], train: number[] = []) =>
+  ({ metric_keys: keys, engine_metric_keys: engine, step_keys: steps, rollout_ids: { train, eval: [] } }) as unknown as Meta;
 
 test('categories by prefix, known ones first, then alphabetical, sglang last; step counters skipped', () => {
   const c = buildCatalog(meta(['zeta/a', 'train/loss', 'perf/mfu', 'dump/reward_mean', 'alpha/b', 'rollout/step', 'rollout/x', 'plain'], ['sglang_gen_throughput']));
@@ -13,6 +13,15 @@ test('categories by prefix, known ones first, then alphabetical, sglang last; st
     ['rollout', 'perf', 'train', 'dump', 'alpha', 'plain', 'zeta', 'sglang'],
   );
   assert.deepEqual(c.categories[0]!.keys, ['rollout/x']);
+});
+
+test('dump/* aggregates are listed beside logged metrics whenever the run has dumped steps', () => {
+  const none = buildCatalog(meta(['rollout/x']));
+  assert.equal(none.categories.find((x) => x.name === 'dump'), undefined);
+  const dumped = buildCatalog(meta(['rollout/x', 'dump/reward_mean'], [], ['rollout/step'], [0, 1]));
+  const dump = dumped.categories.find((x) => x.name === 'dump')!;
+  assert.equal(dump.keys.length, 8, 'each aggregate once');
+  assert.ok(dump.keys.includes('dump/mixed_version_frac'));
 });
 
 test('rollout log-prob keys read as training quantities', () => {

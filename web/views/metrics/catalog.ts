@@ -1,5 +1,5 @@
 // How metric keys are grouped (category by key prefix), which step axis each is logged against, and what each means.
-import type { Meta } from '../../../src/wire/index.ts';
+import type { DumpMetricKey, Meta } from '../../../src/wire/index.ts';
 
 export const ENGINE_CATEGORY = 'sglang';
 const FIRST = ['rollout', 'perf', 'train', 'eval', 'dump'];
@@ -16,10 +16,28 @@ export interface Catalog {
   categories: { name: string; keys: string[] }[];
 }
 
+/**
+ * The `dump/*` step aggregates the server derives from the rollout dumps (the wire's DumpMetricKey; a
+ * test checks this list against the server's). The reference lists them only on a run without
+ * metrics; the app also lists them beside the logged keys whenever the run has dumped steps.
+ */
+export const DUMP_KEYS: readonly DumpMetricKey[] = [
+  'dump/reward_mean',
+  'dump/reward_std',
+  'dump/response_length_mean',
+  'dump/truncated_frac',
+  'dump/zero_std_group_frac',
+  'dump/mean_abs_lp_diff',
+  'dump/mean_entropy',
+  'dump/mixed_version_frac',
+];
+
 export function buildCatalog(meta: Meta): Catalog {
   const byCat = new Map<string, string[]>();
   const stepKeys = new Set(meta.step_keys);
-  for (const k of meta.metric_keys) {
+  const listed = new Set(meta.metric_keys);
+  const dumped = meta.rollout_ids.train.length > 0 ? DUMP_KEYS.filter((k) => !listed.has(k)) : [];
+  for (const k of [...meta.metric_keys, ...dumped]) {
     // A step counter plotted against itself says nothing.
     if (stepKeys.has(k)) continue;
     const c = categoryOf(k);

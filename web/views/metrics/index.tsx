@@ -79,7 +79,10 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
             x axis
             <select value={xKind} onChange={(e) => setParams({ x: (e.target as HTMLSelectElement).value === 'time' ? 'time' : null, zx: null })}>
               <option value="step">step</option>
-              <option value="time">wall time</option>
+              {/* A dump-only run has no timestamps to put its steps on. */}
+              <option value="time" disabled={!meta.capabilities.has_metrics} title={meta.capabilities.has_metrics ? '' : 'no metrics.jsonl: the dump aggregates carry no wall time'}>
+                wall time{meta.capabilities.has_metrics ? '' : ' (n/a: dump-only run, no timestamps)'}
+              </option>
             </select>
           </label>
           {engine_note(meta)}
