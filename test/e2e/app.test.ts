@@ -456,16 +456,36 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     const { page } = w;
     await page.waitForSelector('[data-testid=lanes]');
     await page.waitForFunction(() => document.querySelector('[data-testid=legend]')?.textContent?.includes('request queue'));
+    // Zoom to one step, so each request has its own row (a whole run folds them into density rows).
+    await page.waitForSelector('[data-testid=minimap]');
+    const mm = (await (await page.$('[data-testid=minimap]'))!.boundingBox())!;
+    await page.mouse.click(mm.x + mm.width * 0.45, mm.y + 16 + 4 + 9);
+    await waitHash(page, /t0=/);
+    await page.waitForFunction(() => document.querySelector('.lane-canvas-wrap')?.getAttribute('data-request-density') === 'each', undefined, { timeout: 15_000 });
     await page.$eval('[data-testid=lanes]', (c) => (c as unknown as { scrollIntoView(o: unknown): void }).scrollIntoView({ block: 'end' }));
+    await page.waitForTimeout(300);
     const box = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
-    // The strip is the canvas's last band, 2 px a row within [24, 180] px, 4 px margin below; aim at its first quarter,
-    // where the samples the first steps consumed start.
-    const lc = await (await fetch(`${served.url}api/timeline/heatmap?metric=lifecycle&x_buckets=2`)).arrayBuffer();
-    const rows = (JSON.parse(new TextDecoder().decode(new Uint8Array(lc, 4, new DataView(lc).getUint32(0, true)))) as { rows: unknown[] }).rows.length;
+    // Aim at a drawn generating segment of the strip: only drawn segments react.
+    const hit = await page.$eval('.lane-canvas-wrap', (wrap) => {
+      const c = wrap.querySelector('canvas') as any;
+      const top = Number(wrap.getAttribute('data-strip-top'));
+      const h = Number(wrap.getAttribute('data-strip-height'));
+      const k = c.width / c.getBoundingClientRect().width;
+      const { data, width } = c.getContext('2d').getImageData(0, Math.round(top * k), c.width, Math.round(h * k));
+      for (let i = 0; i < data.length; i += 4) {
+        if (Math.abs(data[i] - 0x22) < 16 && Math.abs(data[i + 1] - 0xb8) < 16 && Math.abs(data[i + 2] - 0xcf) < 16) {
+          const px = (i / 4) % width;
+          const py = Math.floor(i / 4 / width);
+          return { x: px / k, y: top + py / k + 0.5 };
+        }
+      }
+      return null;
+    });
+    assert.ok(hit, 'a generating segment is drawn in the strip');
+    const rows = Number(await page.getAttribute('.lane-canvas-wrap', 'data-request-rows'));
     assert.ok(rows > 10, `lifecycle rows (${rows})`);
-    const stripH = Math.min(180, Math.max(24, rows * 2));
-    const x = box.x + box.width * 0.5;
-    const y = box.y + box.height - 4 - stripH * 0.75;
+    const x = box.x + hit.x;
+    const y = box.y + hit.y;
     await page.mouse.move(x, y);
     await page.waitForFunction(() => /status: (?!…)/.test(document.querySelector('[data-testid=tooltip]')?.textContent ?? ''), undefined, { timeout: 15_000 });
     const tip = await page.innerText('[data-testid=tooltip]');

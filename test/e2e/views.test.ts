@@ -160,7 +160,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const ref = await (await fetch(`${served.url}api/timeline/heatmap?metric=lifecycle&x_buckets=10&t0=${range[0]}&t1=${range[1]}`)).arrayBuffer();
     const header = JSON.parse(Buffer.from(ref).subarray(4, 4 + new DataView(ref).getUint32(0, true)).toString('utf8')) as { rows_total: number };
     assert.equal(total, header.rows_total, 'every request of the window is in the strip');
-    assert.ok(rows >= 1 && rows <= 90, `drawn in ${rows} rows of at least 4 px`);
+    assert.ok(rows >= 1 && rows <= 150, `drawn in ${rows} rows of at least 4 px`);
     const stripText = await page.evaluate(() => document.querySelector('[data-testid=lanes]')?.getAttribute('aria-label'));
     assert.ok(stripText);
     // Legend: idle phases hatched, request states and the memory line in colours no phase uses.
@@ -177,6 +177,13 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     for (const s of states) assert.ok(!phases.some((p) => p.colour === s.colour), `request state ${s.state} (${s.colour}) differs from every phase colour`);
     assert.ok(legend.some((l) => /memory/.test(l.text ?? '') && l.cls.includes('dashed')));
     await screenshot(page, 'views-legend-strip', true);
+    // Scrolled down to the strip, the controls, minimap and time axis are still on screen.
+    await page.mouse.wheel(0, 900);
+    await page.waitForTimeout(300);
+    const axis = (await (await page.$('[data-testid=sticky-axis]'))!.boundingBox())!;
+    assert.ok(axis.y >= 40 && axis.y < 300, `sticky axis in view after scrolling (y=${axis.y})`);
+    assert.ok(await page.isVisible('[data-testid=lane-grammar]'));
+    await screenshot(page, 'views-sticky-scrolled');
     assert.deepEqual(w.problems(), []);
     await page.close();
   });
@@ -284,6 +291,9 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const loud = await alphas(divergent.sample_index, w);
     assert.ok(Math.max(...loud) > 0.6, `divergent sample ${divergent.sample_index} is loud: max alpha ${Math.max(...loud)}`);
     await screenshot(w.page, 'views-tokens-divergent');
+    // The lifecycle strip links to its window on Compute Utilization.
+    const link = await w.page.getAttribute('[data-testid=lifecycle-timeline-link]', 'href');
+    assert.match(link!, /^#\/timeline\?t0=\d+(\.\d+)?&t1=\d+/);
     // The stretched scale is one choice away, and j keeps it.
     await w.page.selectOption('[data-testid=scale-mode]', 'window');
     await waitHash(w.page, /scale=window/);

@@ -9,7 +9,7 @@ import { href, navigate, type Route } from '../../route.ts';
 import type { Conversation as Conv, Meta, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { Conversation } from './conversation.tsx';
-import { LifecycleStrip } from './lifecycle.tsx';
+import { LifecycleStrip, lifecycleWindow } from './lifecycle.tsx';
 import { TokensPanel } from './tokens.tsx';
 
 export function SampleView({ meta, route }: { meta: Meta; route: Route }) {
@@ -133,7 +133,10 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
           <header>
             <h3>Lifecycle</h3>
             <span class="muted" style={{ fontSize: '12px' }}>
-              queued · generating (turn · weight version) · tool wait
+              queued · generating (turn · weight version) · tool wait ·{' '}
+              <a href={href('/timeline', lifecycleWindow(lane))} data-testid="lifecycle-timeline-link">
+                see it on Compute Utilization
+              </a>
             </span>
           </header>
           <LifecycleStrip lane={lane} />

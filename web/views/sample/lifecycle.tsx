@@ -2,7 +2,7 @@
 import { useRef } from 'preact/hooks';
 import { CanvasBox } from '../../components/canvasBox.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
-import { fmtDuration } from '../../format.ts';
+import { fmtDuration, fmtWall } from '../../format.ts';
 import { CSS, LIFECYCLE_COLORS } from '../../theme.ts';
 import type { Trajectory } from '../../../src/wire/index.ts';
 
@@ -37,16 +37,19 @@ export function LifecycleStrip({ lane }: { lane: Trajectory }) {
     ctx.fillStyle = CSS.muted;
     ctx.font = '10.5px system-ui, sans-serif';
     ctx.textBaseline = 'top';
-    ctx.fillText(`0 s`, LEFT, BAR_Y + BAR_H + 4);
+    // Absolute wall-clock ends (UTC), with the duration between them.
+    ctx.fillText(`${fmtWall(t0).slice(11)}`, LEFT, BAR_Y + BAR_H + 4);
+    ctx.textAlign = 'center';
+    ctx.fillText(fmtDuration(t1 - t0), LEFT + w / 2, BAR_Y + BAR_H + 4);
     ctx.textAlign = 'right';
-    ctx.fillText(fmtDuration(t1 - t0), LEFT + w, BAR_Y + BAR_H + 4);
+    ctx.fillText(`${fmtWall(t1).slice(11)}`, LEFT + w, BAR_Y + BAR_H + 4);
   }
 
   function hover(e: MouseEvent) {
     const { w } = geo.current;
     const t = t0 + ((e.offsetX - LEFT) / w) * (geo.current.t1 - t0);
     const seg = lane.segments.find((s) => (s.t0 ?? t0) <= t && (s.t1 ?? t1) >= t);
-    const lines = [`sample ${lane.sample_index} · +${fmtDuration(Math.max(0, t - t0))} · ${lane.status ?? 'running'}`];
+    const lines = [`sample ${lane.sample_index} · ${fmtWall(t).slice(11)} (+${fmtDuration(Math.max(0, t - t0))}) · ${lane.status ?? 'running'}`];
     if (seg) lines.push(seg.kind === 'gen' ? `turn ${seg.turn} generating · weight version ${seg.weight_version ?? '?'}` : `turn ${seg.turn} waiting on a tool`);
     else lines.push('queued / between turns');
     if (lane.versions.length > 1) lines.push(`spans weight versions ${lane.versions.join(', ')}`);
@@ -54,4 +57,12 @@ export function LifecycleStrip({ lane }: { lane: Trajectory }) {
   }
 
   return <CanvasBox height={44} draw={draw} label="sample lifecycle" onMouseMove={hover} onMouseLeave={hideTip} data-testid="sample-lifecycle" />;
+}
+
+/** The Compute Utilization window around a request: its lifecycle with a margin each side. */
+export function lifecycleWindow(lane: Trajectory): { t0: number; t1: number } {
+  const t0 = Math.min(lane.first_ts, ...lane.attempts.map((a) => a.t0 ?? lane.first_ts));
+  const t1 = Math.max(lane.last_ts, ...lane.attempts.map((a) => a.t1 ?? lane.last_ts));
+  const pad = Math.max(5, (t1 - t0) * 0.15);
+  return { t0: +(t0 - pad).toFixed(3), t1: +(t1 + pad).toFixed(3) };
 }

@@ -15,6 +15,7 @@ import { FleetPanel } from './fleetPanel.tsx';
 import { LaneCanvas, type LaneInfo, type Overlay, REQUEST_STRIP_ROWS } from './laneCanvas.tsx';
 import { fmtScore, LaneSelection, type QuickPick } from './laneSelection.tsx';
 import { Legend } from './legend.tsx';
+import { StickyAxis } from './stickyAxis.tsx';
 import { clampViewport, pan, zoomAround, type Viewport } from './viewport.ts';
 
 export const OVERLAY_METRICS = ['sglang_num_running_reqs', 'sglang_gen_throughput', 'sglang_token_usage', 'sglang_cache_hit_rate'];
@@ -203,6 +204,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   return (
     <div class="timeline-layout">
       <div class="timeline-main">
+        <div class="timeline-sticky">
         <div class="toolbar">
           <label>
             overlay
@@ -260,6 +262,8 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
           onPick={setPick}
           lateCount={late.length}
         />
+        <StickyAxis range={[T0, Math.max(T1, T0 + 1)]} vp={vp} bubbles={base.data?.bubbles ?? []} origin={T0} onViewport={setVp} />
+        </div>
         {fleetMode && (fleet.data ? <FleetPanel fleet={fleet.data} origin={T0} onViewport={setVp} /> : fleet.error ? <ErrorNote error={fleet.error} /> : <Loading what="fleet overview" />)}
         <section class="panel" style={{ marginTop: '10px' }}>
           {base.error ? (
@@ -293,6 +297,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
                 stepIds={meta.rollout_ids.train}
                 onViewport={setVp}
                 onReset={() => setVp(null)}
+                header={false}
               />
               <Legend phases={view.names} overlay={overlay?.metric ?? null} overlayMax={overlay?.max ?? 0} memMaxMb={view.memMax} showMem={showMem} lifecycle={!!lc} />
               <p class="hint">drag = zoom to a range · ctrl+wheel = zoom · W/S zoom · A/D pan · Esc or double-click = {T1 - T0 > maxW ? 'latest window' : 'whole run'} · click a step = zoom to it · click a lane’s phase band = that step’s Rollouts</p>

@@ -10,7 +10,7 @@ import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../../
 import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
 import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
 import { drawPhaseBand, hasOverlap } from './layers/phaseBand.ts';
-import { drawSteps, drawTimeAxis } from './layers/timeAxis.ts';
+import { drawGrid, drawSteps, drawTimeAxis } from './layers/timeAxis.ts';
 import { drawMem, drawUtil } from './layers/utilLine.ts';
 import { findSampleStep, knownSampleStep } from './sampleStep.ts';
 import { type Frame, lastAtOrBefore, nearestIndex, tOf, type Viewport } from './viewport.ts';
@@ -50,6 +50,8 @@ interface Props {
   /** `replace` for continuous changes (wheel zoom); discrete ones push a history entry. */
   onViewport: (vp: Viewport, replace?: boolean) => void;
   onReset: () => void;
+  /** False when the step bar and time axis are drawn in a sticky header above (only grid lines here). */
+  header?: boolean;
 }
 
 /** Width of the lane labels; the fleet overview above uses the same so both share one time axis. */
@@ -64,7 +66,8 @@ const LC_TITLE = 18;
 
 /** Request rows are at least this tall, so each is a target a pointer can hit. */
 export const MIN_REQUEST_ROW_H = 4;
-const MAX_STRIP_H = 360;
+/** Tall enough for one step's batch (128 requests and the stragglers around it) at one row each. */
+const MAX_STRIP_H = 600;
 /** How many rows the strip asks for: beyond this the server folds requests into density rows. */
 export const REQUEST_STRIP_ROWS = Math.floor(MAX_STRIP_H / MIN_REQUEST_ROW_H);
 
@@ -83,7 +86,9 @@ interface DensityRow {
 
 export function LaneCanvas(p: Props) {
   const lcRows = p.lifecycle?.header.rows.length ?? 0;
-  const lanesTop = STEP_H + AXIS_H;
+  const stepH = p.header === false ? 0 : STEP_H;
+  const axisH = p.header === false ? 4 : AXIS_H;
+  const lanesTop = stepH + axisH;
   const lanesH = p.lanes.length * LANE_H;
   const lcTop = lanesTop + lanesH + 6;
   const lcH = lifecycleHeight(lcRows);
@@ -153,8 +158,9 @@ export function LaneCanvas(p: Props) {
   function draw(ctx: CanvasRenderingContext2D, size: CanvasSize) {
     const f: Frame = { left: LEFT, width: Math.max(10, size.width - LEFT - RIGHT), vp: p.vp };
     frameRef.current = f;
-    drawSteps(ctx, f, p.bubbles, 0, STEP_H);
-    drawTimeAxis(ctx, f, p.origin, STEP_H, size.height - STEP_H, AXIS_H);
+    if (stepH) drawSteps(ctx, f, p.bubbles, 0, stepH);
+    if (p.header === false) drawGrid(ctx, f, p.origin, size.height);
+    else drawTimeAxis(ctx, f, p.origin, stepH, size.height - stepH, axisH);
     ctx.font = '11.5px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     ctx.textAlign = 'left';
@@ -236,7 +242,7 @@ export function LaneCanvas(p: Props) {
     if (x < LEFT || x > LEFT + f.width) return hideTip();
     const t = tOf(f, x);
     const time = `${fmtElapsed(t - p.origin)}  (${fmtWall(t).slice(11)})`;
-    if (y < STEP_H) {
+    if (y < stepH) {
       const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
       if (!b) return hideTip();
       return showTip(e.clientX, e.clientY, [
@@ -329,7 +335,7 @@ export function LaneCanvas(p: Props) {
     const x = e.clientX - r.left;
     const y = e.clientY - r.top;
     if (x < LEFT) return;
-    if (y < STEP_H) {
+    if (y < stepH) {
       const t = tOf(f, x);
       const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
       if (b && b.step_time != null) p.onViewport({ t0: b.ts - b.step_time, t1: b.ts });
@@ -386,6 +392,9 @@ export function LaneCanvas(p: Props) {
       style={{ position: 'relative' }}
       data-requests-total={p.lifecycle?.header.rows_total ?? 0}
       data-request-rows={lcRows}
+      data-request-density={lcRows && rowDensity(0) ? 'folded' : 'each'}
+      data-strip-top={lcTop + LC_TITLE}
+      data-strip-height={lcH}
       data-empty-lanes={p.lanes.filter((l) => empty.has(l.key)).map((l) => `g${l.index}`).join(' ')}>
       <CanvasBox
         height={height}
@@ -417,8 +426,8 @@ export function LaneCanvas(p: Props) {
           class="drag-select"
           style={{
             position: 'absolute',
-            top: `${STEP_H}px`,
-            height: `${height - STEP_H}px`,
+            top: `${stepH}px`,
+            height: `${height - stepH}px`,
             left: `${Math.min(drag.x0, drag.x1)}px`,
             width: `${Math.abs(drag.x1 - drag.x0)}px`,
             background: 'rgba(255,138,61,0.15)',

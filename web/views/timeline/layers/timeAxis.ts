@@ -4,10 +4,27 @@ import { CSS } from '../../../theme.ts';
 import type { Bubble } from '../../../../src/wire/index.ts';
 import { type Frame, xOf } from '../viewport.ts';
 
+/** The axis ticks of a frame: one "nice" step, the first tick at or after the window start. */
+function ticks(f: Frame, origin: number): { first: number; step: number } {
+  const step = timeStep(f.vp.t1 - f.vp.t0, Math.max(2, f.width / 110));
+  return { first: origin + Math.ceil((f.vp.t0 - origin) / step) * step, step };
+}
+
+/** Only the vertical grid lines of the time axis (its labels live in a header elsewhere). */
+export function drawGrid(ctx: CanvasRenderingContext2D, f: Frame, origin: number, height: number): void {
+  const { first, step } = ticks(f, origin);
+  ctx.strokeStyle = CSS.grid;
+  for (let t = first; t <= f.vp.t1 + 1e-9; t += step) {
+    const x = Math.round(xOf(f, t)) + 0.5;
+    ctx.beginPath();
+    ctx.moveTo(x, 0);
+    ctx.lineTo(x, height);
+    ctx.stroke();
+  }
+}
+
 export function drawTimeAxis(ctx: CanvasRenderingContext2D, f: Frame, origin: number, top: number, height: number, axisH: number): void {
-  const span = f.vp.t1 - f.vp.t0;
-  const step = timeStep(span, Math.max(2, f.width / 110));
-  const first = origin + Math.ceil((f.vp.t0 - origin) / step) * step;
+  const { first, step } = ticks(f, origin);
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
   ctx.textAlign = 'center';
@@ -24,7 +41,7 @@ export function drawTimeAxis(ctx: CanvasRenderingContext2D, f: Frame, origin: nu
 }
 
 /** Steps as labelled spans [end − step_time, end] along the top; alternate shading keeps neighbours apart. */
-export function drawSteps(ctx: CanvasRenderingContext2D, f: Frame, bubbles: Bubble[], top: number, h: number): void {
+export function drawSteps(ctx: CanvasRenderingContext2D, f: Frame, bubbles: Bubble[], top: number, h: number, labelled = true): void {
   ctx.font = '10.5px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
   ctx.textAlign = 'left';
@@ -40,6 +57,7 @@ export function drawSteps(ctx: CanvasRenderingContext2D, f: Frame, bubbles: Bubb
     const wr = b.wait_ratio ?? 0;
     ctx.fillStyle = `rgba(255,107,107,${0.08 + Math.min(0.5, Math.max(0, wr)) * 0.5})`;
     ctx.fillRect(x0, top + 1, Math.max(1, x1 - x0 - 1), h - 2);
+    if (!labelled) continue;
     ctx.fillStyle = CSS.text;
     // The longest label that fits the visible span; none when even the step number does not.
     const room = Math.min(x1, f.left + f.width) - Math.max(x0, f.left) - 8;
