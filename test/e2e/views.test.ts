@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { ensureWebBuilt, hashParams, hasChromium, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
+import { canvasPixels, ensureWebBuilt, hashParams, hasChromium, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
 
 declare const document: any;
 declare const location: { hash: string };
@@ -236,6 +236,15 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const swatches = await page.$$eval('[data-testid=scatter-legend] .swatch:not(.ring)', (els) => els.map((e) => (e as any).style.background));
     assert.equal(new Set(swatches).size, swatches.length, `no colour repeats among ${swatches.length} groups`);
     await screenshot(page, 'views-rollouts-scatter');
+    // The batch anatomy: one row per sample of the step, sortable both ways, with the consume line.
+    await page.waitForSelector('[data-testid=batch-anatomy] canvas');
+    assert.match((await page.textContent('[data-testid=batch-anatomy] h3'))!, /Batch anatomy · \d+ samples/);
+    const px = await canvasPixels(page, '[data-testid=batch-anatomy] canvas', ['#22b8cf', '#ff8a3d']);
+    assert.ok(px.matches['#22b8cf']! > 200 && px.matches['#ff8a3d']! > 20, `generation spans and the consume line drawn (${JSON.stringify(px.matches)})`);
+    await page.click('[data-testid=batch-anatomy] button:has-text("duration")');
+    assert.match((await page.textContent('[data-testid=batch-anatomy] [aria-pressed=true]'))!, /duration ▾/);
+    await page.click('[data-testid=batch-anatomy] button:has-text("duration")');
+    assert.match((await page.textContent('[data-testid=batch-anatomy] [aria-pressed=true]'))!, /duration ▴/);
     // A bad jump in the step box, then train → eval: the error is gone.
     w.expect(/./);
     await page.fill('.step-bar input[type=number]', '999');

@@ -8,8 +8,9 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Meta, TableRow as Row, RolloutTable as Table } from '../../../src/wire/index.ts';
+import type { Meta, TableRow as Row, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
+import { BatchAnatomy } from './anatomy.tsx';
 import { DumpSummary } from './dumpSummary.tsx';
 import { type ColorBy, colorOf, groupPalette, Scatter } from './scatter.tsx';
 import { StepBar, stepHref } from './stepBar.tsx';
@@ -167,6 +168,8 @@ function SamplesTab({ table, groups, id, evaluation, params }: { table: Table; g
   }, [rows, colorBy, palette]);
   const zeroStd = useMemo(() => new Set<number>(groups.filter((g) => g.zero_std === true).map((g) => Number(g.group_index))), [groups]);
   const open = (r: Row) => navigate(sampleHref(id, Number(r.sample_index), evaluation));
+  // The batch anatomy: when each sample of a train step generated, against the consume line.
+  const traj = useApi(evaluation ? null : `${id}|anatomy`, (signal) => getJson<Trajectories>(`rollout/${id}/trajectories`, {}, signal).catch(() => null));
   const axisSelect = (k: 'sx' | 'sy', v: string) => (
     <select value={v} aria-label={k === 'sx' ? 'scatter x axis' : 'scatter y axis'} onChange={(e) => setParams({ [k]: (e.target as HTMLSelectElement).value }, false)}>
       {numeric.map((c) => (
@@ -177,6 +180,7 @@ function SamplesTab({ table, groups, id, evaluation, params }: { table: Table; g
 
   return (
     <div class="rollout-grid">
+      {traj.data && traj.data.lanes.length > 0 && <BatchAnatomy traj={traj.data} rows={rows} onOpen={(n) => navigate(sampleHref(id, n, evaluation))} />}
       <section class="panel">
         <header>
           <h3>

@@ -1,0 +1,146 @@
+// Batch anatomy: each sample of the step as a row on the step's timeline — queued, generating turns,
+// tool waits — up to the consume line where training took the batch. Sortable; a row opens its sample.
+import { useMemo, useRef, useState } from 'preact/hooks';
+import { CanvasBox, type CanvasSize } from '../../components/canvasBox.tsx';
+import { hideTip, showTip } from '../../components/tooltip.tsx';
+import { fmtDuration, fmtWall } from '../../format.ts';
+import { ACCENT, CSS, LIFECYCLE_COLORS } from '../../theme.ts';
+import type { TableRow as Row, Trajectories, Trajectory } from '../../../src/wire/index.ts';
+
+type SortKey = 'start' | 'duration' | 'reward' | 'sample';
+const SORTS: { key: SortKey; label: string }[] = [
+  { key: 'start', label: 'start' },
+  { key: 'duration', label: 'duration' },
+  { key: 'reward', label: 'reward' },
+  { key: 'sample', label: 'sample' },
+];
+
+const LEFT = 64;
+const RIGHT = 12;
+const AXIS_H = 18;
+const ROW_H = 6;
+const MAX_H = 520;
+
+const startOf = (l: Trajectory) => Math.min(l.first_ts, ...l.attempts.map((a) => a.t0 ?? l.first_ts));
+const endOf = (l: Trajectory) => Math.max(l.last_ts, ...l.attempts.map((a) => a.t1 ?? l.last_ts));
+
+export function BatchAnatomy({ traj, rows, onOpen }: { traj: Trajectories; rows: Row[]; onOpen: (sample: number) => void }) {
+  const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: 'start', desc: false });
+  const reward = useMemo(() => new Map(rows.map((r) => [Number(r.sample_index), Number(r.raw_reward ?? r.reward ?? NaN)])), [rows]);
+  const lanes = useMemo(() => {
+    const value = (l: Trajectory): number =>
+      sort.key === 'start' ? startOf(l) : sort.key === 'duration' ? endOf(l) - startOf(l) : sort.key === 'reward' ? (reward.get(l.sample_index) ?? NaN) : l.sample_index;
+    const sorted = [...traj.lanes].sort((a, b) => {
+      const va = value(a);
+      const vb = value(b);
+      const d = (Number.isNaN(va) ? Infinity : va) - (Number.isNaN(vb) ? Infinity : vb);
+      return (sort.desc ? -d : d) || a.sample_index - b.sample_index;
+    });
+    return sorted;
+  }, [traj, sort, reward]);
+  const geo = useRef({ t0: 0, t1: 1, w: 1, rowH: ROW_H });
+  if (!lanes.length) return null;
+  const t0 = Math.min(...lanes.map(startOf));
+  const t1 = Math.max(traj.consume_ts ?? -Infinity, ...lanes.map(endOf));
+  const rowH = Math.max(2, Math.min(ROW_H, (MAX_H - AXIS_H) / lanes.length));
+  const height = AXIS_H + lanes.length * rowH + 4;
+
+  function draw(ctx: CanvasRenderingContext2D, size: CanvasSize) {
+    const w = Math.max(10, size.width - LEFT - RIGHT);
+    geo.current = { t0, t1: t1 > t0 ? t1 : t0 + 1, w, rowH };
+    const x = (t: number) => LEFT + ((t - t0) / (geo.current.t1 - t0)) * w;
+    ctx.font = '10.5px system-ui, sans-serif';
+    ctx.fillStyle = CSS.muted;
+    ctx.textBaseline = 'middle';
+    ctx.fillText(`${fmtWall(t0).slice(11)} → +${fmtDuration(t1 - t0)}`, LEFT, AXIS_H / 2);
+    // Bars stay inside the plot, never over the row labels.
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LEFT, AXIS_H, w, lanes.length * rowH);
+    ctx.clip();
+    lanes.forEach((l, i) => {
+      const y = AXIS_H + i * rowH;
+      ctx.fillStyle = LIFECYCLE_COLORS.queue!;
+      for (const a of l.attempts) ctx.fillRect(x(a.t0 ?? t0), y + rowH * 0.3, Math.max(1, x(a.t1 ?? t1) - x(a.t0 ?? t0)), Math.max(1, rowH * 0.4));
+      for (const s of l.segments) {
+        ctx.fillStyle = s.kind === 'tool' ? LIFECYCLE_COLORS.tool_wait! : LIFECYCLE_COLORS.generating!;
+        ctx.fillRect(x(s.t0 ?? t0), y, Math.max(1, x(s.t1 ?? t1) - x(s.t0 ?? t0)), Math.max(1, rowH - 1));
+      }
+    });
+    ctx.restore();
+    if (traj.consume_ts != null) {
+      const cx = Math.round(x(traj.consume_ts)) + 0.5;
+      ctx.strokeStyle = ACCENT;
+      ctx.setLineDash([4, 3]);
+      ctx.beginPath();
+      ctx.moveTo(cx, AXIS_H - 4);
+      ctx.lineTo(cx, height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = ACCENT;
+      ctx.textAlign = 'right';
+      ctx.fillText('consumed', cx - 4, AXIS_H / 2);
+    }
+    if (rowH >= 5) {
+      ctx.textAlign = 'right';
+      ctx.fillStyle = CSS.muted;
+      ctx.font = `${Math.min(10, rowH + 3)}px system-ui, sans-serif`;
+      lanes.forEach((l, i) => ctx.fillText(`s${l.sample_index}`, LEFT - 6, AXIS_H + i * rowH + rowH / 2));
+    }
+  }
+
+  function laneAt(e: MouseEvent): Trajectory | null {
+    const i = Math.floor((e.offsetY - AXIS_H) / geo.current.rowH);
+    return e.offsetY >= AXIS_H && i >= 0 && i < lanes.length ? lanes[i]! : null;
+  }
+
+  function hover(e: MouseEvent) {
+    const l = laneAt(e);
+    if (!l) return hideTip();
+    const t = geo.current.t0 + ((e.offsetX - LEFT) / geo.current.w) * (geo.current.t1 - geo.current.t0);
+    const seg = l.segments.find((s) => (s.t0 ?? t0) <= t && (s.t1 ?? t1) >= t);
+    const r = reward.get(l.sample_index);
+    showTip(e.clientX, e.clientY, [
+      `sample ${l.sample_index} (group ${l.group_index}) · ${l.status ?? 'unfinished'}${r !== undefined && !Number.isNaN(r) ? ` · reward ${r}` : ''}`,
+      `${fmtWall(startOf(l)).slice(11)} → ${fmtWall(endOf(l)).slice(11)} (${fmtDuration(endOf(l) - startOf(l))})`,
+      seg ? (seg.kind === 'gen' ? `turn ${seg.turn} generating · weight version ${seg.weight_version ?? '?'}` : `turn ${seg.turn} waiting on a tool`) : 'queued / between turns',
+      'click = open sample',
+    ]);
+  }
+
+  return (
+    <section class="panel" data-testid="batch-anatomy">
+      <header>
+        <h3>Batch anatomy · {lanes.length} samples</h3>
+        <span class="seg" role="group" aria-label="sort the anatomy">
+          {SORTS.map((s) => (
+            <button
+              key={s.key}
+              aria-pressed={sort.key === s.key ? 'true' : 'false'}
+              title={sort.key === s.key ? 'click again to reverse' : `sort by ${s.label}`}
+              onClick={() => setSort(sort.key === s.key ? { key: s.key, desc: !sort.desc } : { key: s.key, desc: s.key === 'duration' || s.key === 'reward' })}
+            >
+              {s.label}
+              {sort.key === s.key ? (sort.desc ? ' ▾' : ' ▴') : ''}
+            </button>
+          ))}
+        </span>
+      </header>
+      <CanvasBox
+        height={height}
+        draw={draw}
+        label="each sample's generation on the step's timeline, with the consume line"
+        onMouseMove={hover}
+        onMouseLeave={hideTip}
+        onClick={(e) => {
+          const l = laneAt(e);
+          if (l) {
+            hideTip();
+            onOpen(l.sample_index);
+          }
+        }}
+      />
+      <p class="hint">queued · generating · tool wait · dashed line: when training consumed the batch</p>
+    </section>
+  );
+}
