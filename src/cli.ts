@@ -178,6 +178,9 @@ async function serve(flags: ServeFlags): Promise<void> {
   process.once('SIGTERM', stop);
 }
 
+/** Metrics-only steps before the demo's six detailed ones: ~200 steps of metrics, dumps for the last six. */
+const DEMO_HISTORY_STEPS = 194;
+
 async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -193,7 +196,7 @@ async function demo(argv: string[]): Promise<void> {
   const out = values.out ? resolve(values.out) : join(mkdtempSync(join(tmpdir(), 'rlsight-demo-')), 'run');
   const { generateDemoRun } = await import('./demo/index.ts');
   console.log(`generating a ${values.large ? 'large ' : ''}demo run in ${out} …`);
-  await generateDemoRun(out, { large: values.large ?? false });
+  await generateDemoRun(out, { large: values.large ?? false, historySteps: DEMO_HISTORY_STEPS });
   const flags = ['--dump-details', out];
   if (values.host !== undefined) flags.push('--host', values.host);
   if (values.port !== undefined) flags.push('--port', values.port);

@@ -10,6 +10,11 @@ export interface DemoConfig {
   seed: number;
   large: boolean;
   steps: number;
+  /**
+   * The rollout id of the first detailed step: the steps before it have metrics only (an earlier
+   * stretch of the run, before this attempt wrote dumps and telemetry). The story is told from here.
+   */
+  firstStep: number;
   layout: ClusterLayout;
   promptsPerStep: number;
   samplesPerPrompt: number;
@@ -27,7 +32,7 @@ export interface DemoConfig {
   initSeconds: number;
 }
 
-export function demoConfig(opts: { large?: boolean; seed?: number; steps?: number } = {}): DemoConfig {
+export function demoConfig(opts: { large?: boolean; seed?: number; steps?: number; firstStep?: number } = {}): DemoConfig {
   const large = opts.large ?? false;
   const seed = opts.seed ?? 0;
   const layout = large
@@ -37,6 +42,7 @@ export function demoConfig(opts: { large?: boolean; seed?: number; steps?: numbe
     seed,
     large,
     steps: opts.steps ?? 6,
+    firstStep: opts.firstStep ?? 0,
     layout,
     promptsPerStep: large ? 32 : 16,
     samplesPerPrompt: 8,
@@ -118,7 +124,10 @@ export interface EngineRestart {
 }
 
 export interface StepPlan {
+  /** The rollout id (`firstStep + index`). */
   step: number;
+  /** Position among the detailed steps; the story (eval, restart, divergence) is told by index. */
+  index: number;
   start: number;
   evalWindow: [number, number] | null;
   evalSamples: PlannedSample[];
@@ -293,7 +302,7 @@ function planStep(config: DemoConfig, tokenizer: DemoTokenizer, step: number, st
       const [d] = draftGroup(config, tokenizer, step, p, p, 1, { evaluation: true });
       const engine = p % engines;
       const a0 = round3(e0 + rng.uniform(0.05, 1.5));
-      const turns = runTurns(d, a0 + 0.02, step);
+      const turns = runTurns(d, a0 + 0.02, config.firstStep + step);
       const a1 = turns[turns.length - 1].genT1;
       e1 = Math.max(e1, a1);
       evalSamples.push(finish(d, [{ t0: a0, admitted: round3(a0 + 0.02), t1: a1, engine, status: d.status, turns }], 0, false, p % layout.engineDp, true));
@@ -303,7 +312,7 @@ function planStep(config: DemoConfig, tokenizer: DemoTokenizer, step: number, st
   }
 
   const rolloutStart = round3(t + 0.2);
-  const version = step;
+  const version = config.firstStep + step;
   const drafts: { d: Draft; carriedAttempts: Attempt[] | null; resumeFrom: number }[] = [];
   if (state.carried) {
     const c = state.carried;
@@ -384,7 +393,8 @@ function planStep(config: DemoConfig, tokenizer: DemoTokenizer, step: number, st
   state.carried = { drafts: extra, attempts: carriedAttempts, resumeFrom };
   state.enginePorts = enginePorts;
   return {
-    step,
+    step: config.firstStep + step,
+    index: step,
     start,
     evalWindow,
     evalSamples,
@@ -448,7 +458,7 @@ function planTraining(config: DemoConfig, step: number, samples: PlannedSample[]
   return out;
 }
 
-/** Plans steps 0..steps-1 (seconds relative to the run start). */
+/** Plans detailed steps 0..steps-1 by index, ids from `firstStep` (seconds relative to the run start). */
 export function planRun(config: DemoConfig, steps = config.steps): RunPlan {
   const tokenizer = demoTokenizer();
   const state: ChainState = {

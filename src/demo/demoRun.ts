@@ -8,14 +8,20 @@ import { writeStepDumps } from './demoDumps.ts';
 import { DemoTelemetry, initialCarry } from './demoTelemetry.ts';
 import { type PyJson } from '../formats/pythonJson.ts';
 import { metaJson } from '../formats/dashboard/encode.ts';
+import { historyMetricsLines } from './metricHistory.ts';
 import { TelemetryWriter } from './telemetryWriter.ts';
 
 export interface DemoRunOptions {
   /** 128 GPUs (16 nodes) instead of 16, so the fleet overview (> 64 lanes) is exercised. */
   large?: boolean;
   seed?: number;
-  /** Number of train steps (default 6). */
+  /** Number of detailed train steps, with dumps and telemetry (default 6). */
   steps?: number;
+  /**
+   * Metrics-only steps before the detailed ones (default 0): the detailed steps then carry rollout
+   * ids from this number on, and the run's metrics span `historySteps + steps` steps.
+   */
+  historySteps?: number;
   /** Wall-clock "now" in epoch seconds; the run ends a minute before it. */
   now?: number;
   /** Called with one line of progress at a time. */
@@ -79,7 +85,7 @@ function walk(dir: string, visit: (path: string) => void): void {
 /** Generates a demo run into `outDir` (created if missing; must not already hold a run). */
 export async function generateDemoRun(outDir: string, opts: DemoRunOptions = {}): Promise<DemoRunInfo> {
   const progress = opts.onProgress ?? (() => {});
-  const config = demoConfig({ large: opts.large, seed: opts.seed, steps: opts.steps });
+  const config = demoConfig({ large: opts.large, seed: opts.seed, steps: opts.steps, firstStep: opts.historySteps ?? 0 });
   if (existsSync(join(outDir, 'dashboard', 'meta.json')) || existsSync(join(outDir, 'rollout_data'))) {
     throw new Error(`demo output ${outDir} already holds a run; choose an empty folder`);
   }
@@ -95,18 +101,20 @@ export async function generateDemoRun(outDir: string, opts: DemoRunOptions = {})
   writeTokenizer(outDir, plan);
 
   const writer = new TelemetryWriter(dashboard);
+  // The steps before this attempt: metrics only, ending where the detailed steps begin.
+  for (const line of historyMetricsLines(config.seed, config.firstStep, startTs, worldSize(config.layout))) writer.appendSingle('metrics', line);
   const telemetry = new DemoTelemetry(plan, startTs, writer);
   const carry = initialCarry(config.layout);
   telemetry.writeInitialization(carry);
   const dumpTimes = new Map<string, number>();
   for (const step of plan.steps) {
-    telemetry.writeStep(step.step, carry);
+    telemetry.writeStep(step.index, carry);
     const paths = await writeStepDumps(outDir, plan, step);
     // Give each dump the mtime training would have given it.
     dumpTimes.set(paths.rollout, startTs + step.rolloutEnd + 1);
     if (paths.evalRollout && step.evalWindow) dumpTimes.set(paths.evalRollout, startTs + step.evalWindow[1] + 0.5);
     for (const p of paths.train) dumpTimes.set(p, startTs + step.trainEnd - 0.5);
-    progress(`step ${step.step + 1}/${plan.steps.length} written`);
+    progress(`step ${step.index + 1}/${plan.steps.length} written`);
   }
   writer.close();
   writeLaneCatalog(dashboard, telemetry.laneCatalog());
@@ -176,8 +184,11 @@ export async function appendDemoStep(runDir: string): Promise<AppendedStep> {
     .map((f) => /^(\d+)\.pt$/.exec(f))
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => Number(m[1]));
-  const next = ids.length ? Math.max(...ids) + 1 : 0;
-  const config = demoConfig({ large, seed, steps: next + 1 });
+  // The detailed steps start at the smallest dumped id (the metrics-only history lies before it).
+  const firstStep = ids.length ? Math.min(...ids) : 0;
+  const nextId = ids.length ? Math.max(...ids) + 1 : 0;
+  const next = nextId - firstStep;
+  const config = demoConfig({ large, seed, steps: next + 1, firstStep });
   const plan = planRun(config);
   const writer = new TelemetryWriter(join(runDir, 'dashboard'));
   const telemetry = new DemoTelemetry(plan, meta.start_ts, writer);
@@ -188,5 +199,5 @@ export async function appendDemoStep(runDir: string): Promise<AppendedStep> {
   writeLaneCatalog(join(runDir, 'dashboard'), telemetry.laneCatalog());
   await writeStepDumps(runDir, plan, plan.steps[next]);
   const w = telemetry.window(next);
-  return { step: next, t0: meta.start_ts + w.start, t1: meta.start_ts + w.end, rows: writer.rows };
+  return { step: nextId, t0: meta.start_ts + w.start, t1: meta.start_ts + w.end, rows: writer.rows };
 }

@@ -1,5 +1,6 @@
 // Writes the `dashboard/` telemetry of a planned demo run: what the collector, the GPU samplers,
 // the sglang scraper and the phase/trajectory sinks would have appended while it ran.
+import { entropyLossAt, lossAt } from './metricHistory.ts';
 import { type ClusterLayout, engineAddr, rankCoords, worldSize } from './clusterLayout.ts';
 import type { Attempt, PlannedSample, RunPlan, StepPlan } from './demoPlan.ts';
 import { SeededRandom } from './random.ts';
@@ -513,9 +514,9 @@ export class DemoTelemetry {
     this.writer.appendSingle(
       'metrics',
       metricsLine(this.abs(actor.t1 + 0.2), 'train/step', step.step, {
-        'train/loss': r6(rng.normal(0, 0.02) - 0.01 * step.step),
+        'train/loss': r6(lossAt(step.step, rng.normal(0, 0.02))),
         'train/pg_loss': r6(rng.normal(0, 0.03)),
-        'train/entropy_loss': r6(0.42 - 0.025 * step.step + rng.normal(0, 0.01)),
+        'train/entropy_loss': r6(entropyLossAt(step.step, rng.normal(0, 0.01))),
         'train/pg_clipfrac': r6(0.0021 + 0.0009 * rng.next() + 0.02 * divergent),
         'train/ppo_kl': r6(Math.abs(rng.normal(0.0004, 0.0002)) + 0.01 * divergent),
         'train/train_rollout_logprob_abs_diff': r6(0.0061 + 0.002 * rng.next() + 0.19 * divergent),

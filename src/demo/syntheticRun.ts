@@ -494,6 +494,7 @@ async function writeSyntheticDump(outDir: string, shape: DumpShape): Promise<voi
   }
   const step: StepPlan = {
     step: shape.step,
+    index: shape.step,
     start: 0,
     evalWindow: null,
     evalSamples: [],

@@ -49,7 +49,11 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   const urlT0 = numParam(p, 't0');
   const urlT1 = numParam(p, 't1');
   const zoomed = urlT0 !== null && urlT1 !== null;
-  const vp = clampViewport(zoomed ? { t0: urlT0, t1: urlT1 } : { t0: T1 - maxW, t1: T1 }, T0, Math.max(T1, T0 + 1), maxW);
+  // By default the current attempt (a resumed run's metrics reach further back than its telemetry), at most the widest window.
+  const attemptStart = meta.start_ts != null && meta.start_ts > T0 ? meta.start_ts : null;
+  const defaultVp = { t0: Math.max(T1 - maxW, attemptStart ?? -Infinity), t1: T1 };
+  const resetLabel = attemptStart !== null && attemptStart >= T1 - maxW ? 'this attempt' : T1 - T0 > maxW ? 'latest window' : 'whole run';
+  const vp = clampViewport(zoomed ? { t0: urlT0, t1: urlT1 } : defaultVp, T0, Math.max(T1, T0 + 1), maxW);
   const grammarParam = p.get('lanes');
   const overlayParam = p.get('overlay');
   const overlayMetric = overlayParam === 'none' ? null : overlayParam ?? (meta.engine_metric_keys.includes(OVERLAY_METRICS[0]!) ? OVERLAY_METRICS[0]! : null);
@@ -233,7 +237,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
               −
             </button>
             <button title="whole run (Esc)" disabled={!zoomed} onClick={() => setVp(null)}>
-              {T1 - T0 > maxW ? 'latest window' : 'whole run'}
+              {resetLabel}
             </button>
           </span>
           <span class="muted" data-testid="window" style={{ fontSize: '12.5px' }}>
@@ -300,7 +304,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
                 header={false}
               />
               <Legend phases={view.names} overlay={overlay?.metric ?? null} overlayMax={overlay?.max ?? 0} memMaxMb={view.memMax} showMem={showMem} lifecycle={!!lc} />
-              <p class="hint">drag = zoom to a range · ctrl+wheel = zoom · W/S zoom · A/D pan · Esc or double-click = {T1 - T0 > maxW ? 'latest window' : 'whole run'} · click a step = zoom to it · click a lane’s phase band = that step’s Rollouts</p>
+              <p class="hint">drag = zoom to a range · ctrl+wheel = zoom · W/S zoom · A/D pan · Esc or double-click = {resetLabel} · click a step = zoom to it · click a lane’s phase band = that step’s Rollouts</p>
             </>
           )}
         </section>
