@@ -545,10 +545,12 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
       await page.waitForFunction(() => document.querySelector('.lane-canvas-wrap')?.getAttribute('data-empty-lanes'), undefined, { timeout: 15_000 });
       assert.equal(await page.getAttribute('.lane-canvas-wrap', 'data-empty-lanes'), `g${silent.index}`);
       const height = await page.$eval('[data-testid=lanes]', (c) => (c as BrowserCanvas).getBoundingClientRect().height);
-      // Rows: 8 lanes of node 2, then the silent lane (step band 18 px, axis 20 px, 56 px a lane, util band 16–48 px in it).
+      // Rows: 8 lanes of node 2, then the silent lane (the canvas says where lanes start and how tall each is; util band 16–48 px in it).
+      const top = Number(await page.getAttribute('.lane-canvas-wrap', 'data-lanes-top'));
+      const laneH = Number(await page.getAttribute('.lane-canvas-wrap', 'data-lane-height'));
       const tipAt = async (row: number) => {
         const at = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
-        await page.mouse.move(at.x + at.width * 0.5, at.y + 18 + 20 + row * 56 + 30);
+        await page.mouse.move(at.x + at.width * 0.5, at.y + top + row * laneH + 30);
         await page.waitForSelector('[data-testid=tooltip]');
         return (await page.textContent('[data-testid=tooltip]'))!;
       };

@@ -14,8 +14,3 @@ test('y-axis units follow the key', () => {
   assert.equal(unitOf('rollout/raw_reward'), null);
 });
 
-test('the app lists the same dump/* aggregates the server derives', async () => {
-  const { DUMP_KEYS } = await import('./catalog.ts');
-  const { STEP_AGGREGATE_METRICS } = await import('../../../src/queries/rollouts.ts');
-  assert.deepEqual([...DUMP_KEYS].sort(), STEP_AGGREGATE_METRICS.map((c) => `dump/${c}`).sort());
-});

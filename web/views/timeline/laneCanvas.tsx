@@ -394,6 +394,8 @@ export function LaneCanvas(p: Props) {
       data-request-rows={lcRows}
       data-request-density={lcRows && rowDensity(0) ? 'folded' : 'each'}
       data-strip-top={lcTop + LC_TITLE}
+      data-lanes-top={lanesTop}
+      data-lane-height={LANE_H}
       data-strip-height={lcH}
       data-empty-lanes={p.lanes.filter((l) => empty.has(l.key)).map((l) => `g${l.index}`).join(' ')}>
       <CanvasBox
