@@ -329,6 +329,10 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
       }
       await screenshot(page, `views-metrics-${cat}`);
     }
+    // The demo's engine restart is marked on the engine charts: the address lost, and the new one up.
+    await page.goto(`${served.url}#/?cat=sglang`);
+    await page.waitForSelector('.chart-panel[data-markers]');
+    assert.match((await page.getAttribute('.chart-panel[data-markers]', 'data-markers'))!, /lost \| engine up on /);
     // Drag-zoom a chart, then check the series stays inside the plot box (none of it over the y axis).
     await page.goto(`${served.url}#/?cat=perf`);
     await page.waitForSelector('.chart-panel .u-over');

@@ -17,6 +17,14 @@ export interface XYTable {
 
 export type XKind = 'step' | 'time';
 
+/** A moment marked on the chart (an engine restart), drawn as a dashed vertical line. */
+export interface Marker {
+  x: number;
+  label: string;
+  /** Which side of the line the label goes (an end before, a start after). */
+  side?: 'before' | 'after';
+}
+
 interface Props {
   metric: string;
   description: string;
@@ -27,6 +35,7 @@ interface Props {
   zoom: [number, number] | null;
   onZoom: (z: [number, number] | null) => void;
   hidden?: Set<string>;
+  markers?: Marker[];
 }
 
 const group = new Set<uPlot>();
@@ -118,7 +127,37 @@ function breakLongGaps(u: uPlot, seriesIdx: number, idx0: number, idx1: number, 
 /** A spacing this many times the median one is a gap in the record, not a slow stretch. */
 const GAP_FACTOR = 4;
 
-export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden }: Props) {
+/** Dashed vertical lines with a short label at each marker inside the plot. */
+function drawMarkers(u: uPlot, markers: readonly Marker[]): void {
+  if (!markers.length) return;
+  const { ctx } = u;
+  const { left, top, width, height } = u.bbox;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(left, top, width, height);
+  ctx.clip();
+  ctx.strokeStyle = MARKER_COLOR;
+  ctx.fillStyle = MARKER_COLOR;
+  ctx.setLineDash([5, 4]);
+  ctx.lineWidth = 1.5 * devicePixelRatio;
+  ctx.font = `${10.5 * devicePixelRatio}px system-ui, sans-serif`;
+  ctx.textBaseline = 'top';
+  for (const m of markers) {
+    const x = Math.round(u.valToPos(m.x, 'x', true));
+    if (x < left || x > left + width) continue;
+    ctx.beginPath();
+    ctx.moveTo(x, top);
+    ctx.lineTo(x, top + height);
+    ctx.stroke();
+    const before = m.side === 'before';
+    ctx.textAlign = before ? 'right' : 'left';
+    ctx.fillText(m.label, x + (before ? -4 : 4) * devicePixelRatio, top + (before ? 2 : 14) * devicePixelRatio);
+  }
+  ctx.restore();
+}
+const MARKER_COLOR = '#ff6b6b';
+
+export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden, markers }: Props) {
   const [logY, setLogY] = useState(false);
   const unit = unitOf(metric);
   // A log scale needs positive values throughout.
@@ -176,6 +215,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         destroy: [(u) => group.delete(u)],
         // The x tick labels' boxes, for a test (and a reader) to check they never overlap.
         draw: [
+          (u) => drawMarkers(u, markersRef.list),
           (u) => {
             const ax = u.axes[0] as uPlot.Axis & { _splits?: number[]; _values?: (string | number | null)[] };
             if (!ax._splits || !ax._values) return;
@@ -215,8 +255,11 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         ],
       },
     };
-  }, [seriesKey, xKind, xLabel, log]);
+    // A new set of markers (the topology arrives after the series) rebuilds the chart to draw them.
+  }, [seriesKey, xKind, xLabel, log, markers?.length ?? 0]);
 
+  const markersRef = useMemo(() => ({ list: [] as Marker[] }), []);
+  markersRef.list = markers ?? [];
   const onZoomRef = useMemo(() => ({ fn: onZoom }), []);
   onZoomRef.fn = onZoom;
   const zoomRef = useMemo(() => ({ z: zoom }), []);
@@ -231,7 +274,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   }
 
   return (
-    <section class="panel chart-panel" data-metric={metric}>
+    <section class="panel chart-panel" data-metric={metric} data-markers={markers?.map((m) => m.label).join(' | ') || undefined}>
       <header>
         <h3 title={description || metric}>{metric}</h3>
         <button

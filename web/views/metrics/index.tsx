@@ -7,10 +7,10 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { EngineSeries, Meta, MetricSeries as Series } from '../../../src/wire/index.ts';
+import type { EngineSeries, Meta, MetricSeries as Series, Topology } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
-import { ChartPanel, type XKind, type XYTable } from './chartPanel.tsx';
+import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
 import { SERIES_COLORS } from '../../theme.ts';
 
 export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
@@ -193,6 +193,21 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
     }
     return out;
   }, [loggedData.data, xKind]);
+  // Engine restarts, from the topology: an address that leaves the fleet, and one that joins it later.
+  const topology = useApi(engine.length ? 'topology' : null, (signal) => getJson<Topology>('timeline/topology', {}, signal).catch(() => null));
+  const restarts = useMemo<Marker[]>(() => {
+    const out: Marker[] = [];
+    const ws = topology.data?.windows ?? [];
+    const seen = new Set(ws[0]?.engines.map((e) => e.addr) ?? []);
+    const short = (a: string) => a.replace(/^https?:\/\//, '');
+    for (let i = 1; i < ws.length; i++) {
+      const now = new Set(ws[i]!.engines.map((e) => e.addr));
+      for (const e of ws[i - 1]!.engines) if (!now.has(e.addr)) out.push({ x: ws[i]!.t0, label: `${short(e.addr)} lost`, side: 'before' });
+      for (const a of now) if (!seen.has(a)) out.push({ x: ws[i]!.t0, label: `engine up on ${short(a)}`, side: 'after' });
+      for (const a of now) seen.add(a);
+    }
+    return out;
+  }, [topology.data]);
   const engineTables = useMemo(() => {
     const out = new Map<string, XYTable[]>();
     for (const [k, list] of Object.entries(engineData.data ?? {})) out.set(k, list.map((e) => ({ label: seriesLabel(e), x: e.ts, y: e.value })));
@@ -271,6 +286,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
                 zoom={xKind === 'time' ? zoom : null}
                 onZoom={onZoom}
                 hidden={hiddenEngines}
+                markers={restarts}
               />
             );
           })}
