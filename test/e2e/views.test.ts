@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { canvasPixels, ensureWebBuilt, hashParams, hasChromium, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
+import { canvasPixels, ensureWebBuilt, hashParams, hasChromium, launch, openPage, screenshot, serveDemo, type DemoOptions, type Served, type Watched } from './harness.ts';
 
 declare const document: any;
 declare const location: { hash: string };
@@ -13,23 +13,28 @@ const waitHash = (page: Page, re: RegExp) => page.waitForFunction((src) => new R
 
 const skip = hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium';
 
-describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
-  let served: Served;
-  let browser: Browser;
+/** One served demo and browser for a suite: registers the hooks, hands out pages opened at a hash. */
+function demoSuite(opts: DemoOptions) {
+  const ctx = { served: undefined as unknown as Served, browser: undefined as unknown as Browser };
   before(async () => {
     ensureWebBuilt();
-    served = await serveDemo({ steps: 3, large: true });
-    browser = await launch();
+    ctx.served = await serveDemo(opts);
+    ctx.browser = await launch();
   });
   after(async () => {
-    await browser?.close();
-    await served?.stop();
+    await ctx.browser?.close();
+    await ctx.served?.stop();
   });
-  async function open(hash: string): Promise<Watched> {
-    const w = await openPage(browser);
-    await w.page.goto(`${served.url}${hash}`);
+  const open = async (hash: string): Promise<Watched> => {
+    const w = await openPage(ctx.browser);
+    await w.page.goto(`${ctx.served.url}${hash}`);
     return w;
-  }
+  };
+  return { ctx, open };
+}
+
+describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
+  const { ctx, open } = demoSuite({ steps: 3, large: true });
   const laneLabels = (w: Watched) => w.page.$$eval('[data-testid=lane-labels] li', (els) => els.map((e) => e.textContent ?? ''));
 
   it('lanes are in cluster order: g:8 is the second node\'s first GPU, labelled with its rank and roles', async () => {
@@ -43,7 +48,7 @@ describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
     assert.match(labels[1]!, /rank \d+ · rollout\+train|rank \d+ · train\+rollout/);
     await screenshot(w.page, 'views-large-lane-order');
     // The default sample of a large cluster is in the same order.
-    await w.page.goto(`${served.url}#/timeline`);
+    await w.page.goto(`${ctx.served.url}#/timeline`);
     await w.page.waitForFunction(() => document.querySelectorAll('[data-testid=lane-labels] li').length >= 8);
     const nodes = (await laneLabels(w)).map((l) => l.split(' ')[1]!.split(':')[0]!.split('.').map(Number)[3]!);
     assert.deepEqual(nodes, [...nodes].sort((a, b) => a - b), `default lanes in node order: ${nodes}`);
@@ -131,22 +136,7 @@ describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
 });
 
 describe('views on the demo (16 GPUs)', { skip }, () => {
-  let served: Served;
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    served = await serveDemo({ steps: 4 });
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
-  async function open(hash: string): Promise<Watched> {
-    const w = await openPage(browser);
-    await w.page.goto(`${served.url}${hash}`);
-    return w;
-  }
+  const { ctx, open } = demoSuite({ steps: 4 });
 
   it('the request strip counts every request of the window, and the legend draws what the lanes draw', async () => {
     const w = await open('#/timeline');
@@ -156,8 +146,8 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const total = Number(await page.getAttribute('.lane-canvas-wrap', 'data-requests-total'));
     const rows = Number(await page.getAttribute('.lane-canvas-wrap', 'data-request-rows'));
     // The reference's answer counts every trajectory of the window too (it then draws only 1,024).
-    const range = ((await (await fetch(`${served.url}api/meta`)).json()) as { time_range: [number, number] }).time_range;
-    const ref = await (await fetch(`${served.url}api/timeline/heatmap?metric=lifecycle&x_buckets=10&t0=${range[0]}&t1=${range[1]}`)).arrayBuffer();
+    const range = ((await (await fetch(`${ctx.served.url}api/meta`)).json()) as { time_range: [number, number] }).time_range;
+    const ref = await (await fetch(`${ctx.served.url}api/timeline/heatmap?metric=lifecycle&x_buckets=10&t0=${range[0]}&t1=${range[1]}`)).arrayBuffer();
     const header = JSON.parse(Buffer.from(ref).subarray(4, 4 + new DataView(ref).getUint32(0, true)).toString('utf8')) as { rows_total: number };
     assert.equal(total, header.rows_total, 'every request of the window is in the strip');
     assert.ok(rows >= 1 && rows <= 150, `drawn in ${rows} rows of at least 4 px`);
@@ -212,7 +202,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
   });
 
   type Rows = { rows: Record<string, unknown>[] };
-  const api = async <T,>(path: string): Promise<T> => (await fetch(`${served.url}api/${path}`)).json() as Promise<T>;
+  const api = async <T,>(path: string): Promise<T> => (await fetch(`${ctx.served.url}api/${path}`)).json() as Promise<T>;
 
   it('rollouts: eval prompts sampled once are not zero-std groups; a stale step error clears on train ↔ eval', async () => {
     const meta = await api<{ rollout_ids: { train: number[]; eval: number[] } }>('meta');
@@ -230,7 +220,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const train = meta.rollout_ids.train.at(-1)!;
     const tg = await api<Rows>(`rollout/${train}/groups`);
     const zero = tg.rows.filter((g) => g.zero_std === true).length;
-    await page.goto(`${served.url}#/rollout/${train}`);
+    await page.goto(`${ctx.served.url}#/rollout/${train}`);
     await page.waitForSelector('[data-testid=scatter-legend]');
     if (zero) assert.match((await page.textContent('[data-testid=scatter-legend]'))!, new RegExp(`zero-std group \\(${zero}\\)`));
     const swatches = await page.$$eval('[data-testid=scatter-legend] .swatch:not(.ring)', (els) => els.map((e) => (e as any).style.background));
@@ -281,7 +271,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const healthy = scored[0]!;
     const divergent = scored.at(-1)!;
     const alphas = async (idx: unknown, w: Watched) => {
-      await w.page.goto(`${served.url}#/rollout/${step}/sample/${idx}?tab=tokens&color=lp_diff`);
+      await w.page.goto(`${ctx.served.url}#/rollout/${step}/sample/${idx}?tab=tokens&color=lp_diff`);
       await w.page.waitForSelector('[data-testid=token-text] .tok');
       await w.page.waitForTimeout(200);
       return w.page.$$eval('[data-testid=token-text] .tok:not(.prompt):not(.masked)', (els) =>
@@ -291,7 +281,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
         }),
       );
     };
-    const w = await openPage(browser);
+    const w = await openPage(ctx.browser);
     const calm = await alphas(healthy.sample_index, w);
     const mean = calm.reduce((a, b) => a + b, 0) / calm.length;
     assert.ok(mean < 0.2, `healthy sample ${healthy.sample_index} is calm: mean alpha ${mean.toFixed(3)}`);
@@ -319,7 +309,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const w = await open('#/?cat=sglang');
     const { page } = w;
     for (const cat of ['sglang', 'perf']) {
-      await page.goto(`${served.url}#/?cat=${cat}`);
+      await page.goto(`${ctx.served.url}#/?cat=${cat}`);
       await page.waitForFunction(() => document.querySelectorAll('.chart-panel .uplot[data-xticks]').length > 0);
       await page.waitForTimeout(300);
       const charts = await page.$$eval('.chart-panel .uplot[data-xticks]', (els) => els.map((e) => JSON.parse(e.getAttribute('data-xticks')!) as [number, number, string][]));
@@ -330,11 +320,11 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
       await screenshot(page, `views-metrics-${cat}`);
     }
     // The demo's engine restart is marked on the engine charts: the address lost, and the new one up.
-    await page.goto(`${served.url}#/?cat=sglang`);
+    await page.goto(`${ctx.served.url}#/?cat=sglang`);
     await page.waitForSelector('.chart-panel[data-markers]');
     assert.match((await page.getAttribute('.chart-panel[data-markers]', 'data-markers'))!, /lost \| engine up on /);
     // Drag-zoom a chart, then check the series stays inside the plot box (none of it over the y axis).
-    await page.goto(`${served.url}#/?cat=perf`);
+    await page.goto(`${ctx.served.url}#/?cat=perf`);
     await page.waitForSelector('.chart-panel .u-over');
     await page.waitForTimeout(300);
     const over = (await (await page.$('.chart-panel .u-over'))!.boundingBox())!;
