@@ -1,7 +1,7 @@
 // A tensor's elements in row-major order, honouring shape, strides and storage offset.
 import { TorchFormatError } from './errors.ts';
 import { DTYPE_BYTES, type DType, type Tensor, type TensorData } from './value.ts';
-import { halfToFloat } from './unpickle.ts';
+import { halfToFloat, PICKLE_LIMITS } from './unpickle.ts';
 
 /** Plain-number element data: int64 becomes Float64Array (exact up to 2^53), f16/bf16 widen to f32. */
 export type TensorNumbers = Float64Array | Float32Array | Int32Array | Int16Array | Int8Array | Uint8Array;
@@ -70,6 +70,13 @@ function rowMajorBytes(t: Tensor, storageBytes: Uint8Array): Uint8Array {
   }
   if (numel === 0) return new Uint8Array(0);
   const have = Math.floor(storageBytes.byteLength / w);
+  // Checked before the gather allocates: a stride-0 view must not expand a few bytes into gigabytes.
+  if (!Number.isSafeInteger(numel) || (numel > have && numel > PICKLE_LIMITS.maxBroadcastElements)) {
+    throw new TorchFormatError(
+      t.storage.source || `storage ${t.storage.key}`,
+      `tensor view of ${numel} elements (size [${shape}], stride [${stride}]) over storage ${t.storage.key} of ${have} elements exceeds the broadcast limit of ${PICKLE_LIMITS.maxBroadcastElements}`,
+    );
+  }
   if (maxIndex >= have || storageOffset < 0) {
     throw new TorchFormatError(
       t.storage.source || `storage ${t.storage.key}`,

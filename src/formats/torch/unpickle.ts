@@ -323,6 +323,24 @@ const MODULE_ALIASES: Record<string, string> = { __builtin__: 'builtins', copy_r
 
 export const DEFAULT_WINDOW = 16 * 1024 * 1024;
 
+/**
+ * Resource limits, checked before anything is allocated for the value they bound: a small hostile pickle
+ * must not be able to ask for gigabytes. Each is far above what torch.save or Python ever writes.
+ */
+export const PICKLE_LIMITS = {
+  /** Bytes of one LONG1/LONG4 integer (Python ints in dumps are at most 8 bytes; 1 KiB is ~2,500 digits). */
+  maxIntBytes: 1024,
+  /** Digits of one INT/LONG text literal (CPython itself refuses int() of more than 4,300 digits). */
+  maxIntDigits: 4300,
+  /** Containers nested in containers (CPython's pickler stops near its recursion limit of 1,000). */
+  maxNesting: 1000,
+  /**
+   * Elements a tensor view may address beyond those its storage holds (stride-0 broadcasts): a view bigger
+   * than its storage and than this is refused, so a few bytes cannot expand into a huge read.
+   */
+  maxBroadcastElements: 1 << 20,
+};
+
 /** Opcode byte -> its total width for the number opcodes of list fast paths (BININT1/2, BININT, BINFLOAT), else 0. */
 const NUMBER_WIDTH = new Uint8Array(256);
 NUMBER_WIDTH[0x4b] = 2;
@@ -730,6 +748,7 @@ export class Unpickler {
           if (pos + w > end) this.fail('truncated pickle');
           const n = w === 1 ? buf[pos] : dv.getInt32(pos, true);
           if (n < 0) this.fail('negative LONG4 byte count');
+          if (n > PICKLE_LIMITS.maxIntBytes) this.fail(`integer of ${n} bytes exceeds the limit of ${PICKLE_LIMITS.maxIntBytes}`);
           pos += w;
           if (pos + n > end) {
             this.pos = pos;
@@ -757,6 +776,7 @@ export class Unpickler {
         case 0x2e: // STOP
           if (stack.length - 1 < floor || stack.length === 0) this.fail('stack underflow: nothing to return at STOP');
           this.pos = pos;
+          this.checkNesting(stack[stack.length - 1]);
           return { value: stack[stack.length - 1], protocol, globals: [...this.globalsSeen.keys()], opcodes: opcodeList(seen) };
         default:
           this.pos = pos;
@@ -831,6 +851,59 @@ export class Unpickler {
     this.scanned = k;
     this.scannedFloats = floats;
     return k > 0 ? blocksEnd : -1;
+  }
+
+  /**
+   * Fails when containers nest deeper than PICKLE_LIMITS.maxNesting. Every reader of a value walks it
+   * recursively somewhere (String(), JSON, the dump decoders), so a deeper value would overflow the stack
+   * there; heights are computed bottom-up once per container (memo references make a DAG, not a tree).
+   */
+  private checkNesting(root: PyValue): void {
+    const limit = PICKLE_LIMITS.maxNesting;
+    const height = new Map<object, number>();
+    const children = (v: object): unknown[] => {
+      if (Array.isArray(v)) return v;
+      if (v instanceof Map) return [...v.keys(), ...v.values()];
+      if (v instanceof Set) return [...v];
+      if (v instanceof PyObject) return [v.args, v.state, ...(v.items ? [...v.items.keys(), ...v.items.values()] : []), v.listItems];
+      if (v instanceof PyEnum) return [v.value, v.state];
+      if (isStringKeyed(v)) return Object.values(v);
+      return [];
+    };
+    const isNode = (v: unknown): v is object =>
+      typeof v === 'object' && v !== null && !ArrayBuffer.isView(v) && !(v instanceof Tensor) && !(v instanceof Storage);
+    if (!isNode(root)) return;
+    // Iterative post-order: a frame is a node and its children; its height is known once theirs are.
+    const frames: { node: object; kids: unknown[]; next: number; h: number }[] = [{ node: root, kids: children(root), next: 0, h: 0 }];
+    const onPath = new Set<object>([root]);
+    while (frames.length > 0) {
+      const f = frames[frames.length - 1];
+      if (f.next < f.kids.length) {
+        const k = f.kids[f.next++];
+        if (!isNode(k)) continue;
+        const known = height.get(k);
+        if (known !== undefined) {
+          if (known + 1 > f.h) f.h = known + 1;
+          continue;
+        }
+        // A container that holds itself (a list appended to itself) is a cycle, not depth.
+        if (onPath.has(k)) continue;
+        if (frames.length >= limit) this.failAt(`containers nested deeper than ${limit} levels`);
+        onPath.add(k);
+        frames.push({ node: k, kids: children(k), next: 0, h: 0 });
+        continue;
+      }
+      frames.pop();
+      onPath.delete(f.node);
+      height.set(f.node, f.h);
+      const parent = frames[frames.length - 1];
+      if (parent && f.h + 1 > parent.h) parent.h = f.h + 1;
+    }
+  }
+
+  /** A failure about the value as a whole (not one opcode). */
+  private failAt(problem: string): never {
+    throw new PickleError(this.opts.file, problem);
   }
 
   private u64(dv: DataView, at: number): number {
@@ -1077,6 +1150,7 @@ export class Unpickler {
   }
 
   private parseIntLiteral(s: string): number | bigint {
+    if (s.length > PICKLE_LIMITS.maxIntDigits + 1) this.fail(`integer literal of ${s.length} characters exceeds the limit of ${PICKLE_LIMITS.maxIntDigits} digits`);
     if (!/^[+-]?\d+$/.test(s)) this.fail(`bad integer literal ${JSON.stringify(s.slice(0, 40))}`);
     return intValue(BigInt(s));
   }
@@ -1260,6 +1334,12 @@ export class Unpickler {
     for (let i = 0; i < shape.length; i++) {
       numel *= shape[i];
       maxIndex += (shape[i] - 1) * stride[i];
+    }
+    if (!Number.isSafeInteger(numel) || !Number.isSafeInteger(maxIndex)) this.fail(`${fn}: view size [${shape}] has an impossible element count`);
+    if (numel > storage.numel && numel > PICKLE_LIMITS.maxBroadcastElements) {
+      this.fail(
+        `${fn}: view of ${numel} elements (size [${shape}], stride [${stride}]) over storage ${storage.key} of ${storage.numel} elements exceeds the broadcast limit of ${PICKLE_LIMITS.maxBroadcastElements}`,
+      );
     }
     if (numel > 0 && maxIndex >= storage.numel) {
       this.fail(`${fn}: view (offset ${offset}, size [${shape}], stride [${stride}]) exceeds storage ${storage.key} of ${storage.numel} elements`);

@@ -16,6 +16,12 @@ export interface RolloutDump {
   samples: RolloutSample[];
 }
 
+/**
+ * Samples one rollout dump may hold. A step of a real run has thousands (rollout batch x n_samples);
+ * a million is far past any, and bounds what a small hostile file can make the summary allocate.
+ */
+export const MAX_SAMPLES_PER_DUMP = 1 << 20;
+
 /** Turns the decoded pickle of a rollout dump into samples; `file` names it in errors. */
 export function decodeRolloutDump(
   value: PyValue,
@@ -29,6 +35,15 @@ export function decodeRolloutDump(
   }
   const raw = field(value, 'samples');
   if (!isList(raw)) throw new DumpInconsistent(file, "'samples' is not a list");
+  if (raw.length > MAX_SAMPLES_PER_DUMP) throw new DumpInconsistent(file, `${raw.length} samples exceed the limit of ${MAX_SAMPLES_PER_DUMP}`);
+  // Python pickles each sample object once; one record listed at two positions (a memo reference) is forged.
+  const seen = new Map<object, number>();
+  raw.forEach((d, position) => {
+    if (typeof d !== 'object' || d === null) return;
+    const first = seen.get(d);
+    if (first !== undefined) throw new DumpInconsistent(file, `sample at position ${position} is the same record as position ${first}`);
+    seen.set(d, position);
+  });
   const samples = raw.map((d, position) => decodeSample(d, position, file, expect.withTokens ?? false));
   return { rolloutId: rid, evaluation: expect.evaluation, samples };
 }
