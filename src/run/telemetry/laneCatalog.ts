@@ -63,9 +63,20 @@ export function laneEntries(facts: Iterable<LaneFacts>): LaneEntry[] {
   }));
 }
 
+/**
+ * Lanes a catalog may list: 8x the 1,024-GPU runs rlsight is built for. Every per-lane answer (heatmap rows,
+ * fleet bands) grows with this, so a catalog beyond it is refused rather than served.
+ */
+export const MAX_LANES = 8192;
+/** Bytes of `lane_catalog.json` read at most (a catalog of MAX_LANES lanes takes about 1 MiB). */
+export const MAX_LANE_CATALOG_BYTES = 8 * 2 ** 20;
+
 /** Reads the `lane_catalog.json` document; throws a message naming what is wrong. */
 export function parseLaneCatalog(text: string): LaneFacts[] {
-  return [...parseLaneCatalogJson(text)].map(([key, e]) => ({ ...parseLaneKey(key)!, ...e }));
+  if (text.length > MAX_LANE_CATALOG_BYTES) throw new Error(`${text.length} bytes exceed the limit of ${MAX_LANE_CATALOG_BYTES}`);
+  const lanes = parseLaneCatalogJson(text);
+  if (lanes.size > MAX_LANES) throw new Error(`${lanes.size} lanes exceed the limit of ${MAX_LANES}`);
+  return [...lanes].map(([key, e]) => ({ ...parseLaneKey(key)!, ...e }));
 }
 
 /** The legacy fallback: lanes folded from gpu_util rows, phase events (any role) and topology snapshots. */

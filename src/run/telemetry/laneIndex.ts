@@ -6,7 +6,7 @@ import type { LaneTable, StringTable } from './interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { stampOf } from './io.ts';
 import type { LaneFacts } from './laneCatalog.ts';
-import { LaneScan, laneEntries, parseLaneCatalog } from './laneCatalog.ts';
+import { LaneScan, laneEntries, MAX_LANE_CATALOG_BYTES, parseLaneCatalog } from './laneCatalog.ts';
 import type { PartitionFile } from './partitionReader.ts';
 import type { PhaseBlock } from './phaseBlock.ts';
 import type { LaneEntry, TopologySnapshot } from './records.ts';
@@ -51,6 +51,9 @@ export class LaneIndex {
       return;
     }
     try {
+      // The size is checked before the read: a huge catalog is refused without being held in memory.
+      const size = this.io.stat(path)?.size ?? 0;
+      if (size > MAX_LANE_CATALOG_BYTES) throw new Error(`${size} bytes exceed the limit of ${MAX_LANE_CATALOG_BYTES}`);
       this.catalogFacts = parseLaneCatalog(this.io.readText(path));
     } catch (err) {
       this.warn('lane_catalog.json', 1, `unreadable lane catalog, lanes are scanned from the streams instead: ${(err as Error).message}`);
