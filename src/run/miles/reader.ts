@@ -72,6 +72,17 @@ interface MirrorEntry {
   stamp: string;
   file: ParquetFile;
   rowBySample: Map<number, number>;
+  /** Reads in progress: the file is closed only once it is evicted and no read holds it. */
+  users: number;
+  evicted: boolean;
+  closed: boolean;
+}
+
+/** Closes an evicted mirror once its last reader is done (never under a reader). */
+function settleMirror(m: MirrorEntry): void {
+  if (!m.evicted || m.users > 0 || m.closed) return;
+  m.closed = true;
+  void m.file.close().catch(() => {});
 }
 
 function stem(id: number, evaluation: boolean): string {
@@ -95,7 +106,10 @@ export class DumpReader {
   private readonly sampleReads = new Lru<string, SampleRead>(16);
   private listing: { stamp: string; names: string[] } | undefined;
   private readonly stats = new Map<string, { at: number; stat: Promise<Stats> }>();
-  private readonly mirrors = new Lru<string, MirrorEntry>(4, (m) => void m.file.close().catch(() => {}));
+  private readonly mirrors = new Lru<string, MirrorEntry>(4, (m) => {
+    m.evicted = true;
+    settleMirror(m);
+  });
   private readonly rolloutFallbacks = new Lru<string, RolloutDump>(2);
   private readonly conversationFiles = new Lru<string, { stamp: string; rows: Map<number, ConversationRecord> }>(4);
   private tokenizer: Promise<RunTokenizer | null> | undefined;
@@ -613,17 +627,22 @@ export class DumpReader {
   ): Promise<{ totalLength: number; responseLength: number; tokens: ArrayLike<number>; rolloutLogProbs: ArrayLike<number> | null }> {
     const key = stem(rolloutId, evaluation);
     const unknown = () => new NotFound(`unknown sample_index ${sampleIndex} in rollout ${rolloutId}`);
-    const mirror = await this.mirror(key);
+    const mirror = await this.leaseMirror(key);
     if (mirror) {
-      let rowNo = mirror.rowBySample.get(sampleIndex);
-      if (rowNo === undefined) {
-        const rows = await mirror.file.findRows('sample_index', sampleIndex);
-        if (rows.length === 0) throw unknown();
-        rowNo = rows[0];
-        mirror.rowBySample.set(sampleIndex, rowNo);
+      try {
+        let rowNo = mirror.rowBySample.get(sampleIndex);
+        if (rowNo === undefined) {
+          const rows = await mirror.file.findRows('sample_index', sampleIndex);
+          if (rows.length === 0) throw unknown();
+          rowNo = rows[0];
+          mirror.rowBySample.set(sampleIndex, rowNo);
+        }
+        const [row] = await mirror.file.readRows(rowNo, rowNo + 1);
+        return mirrorRow(row);
+      } finally {
+        mirror.users--;
+        settleMirror(mirror);
       }
-      const [row] = await mirror.file.readRows(rowNo, rowNo + 1);
-      return mirrorRow(row);
     }
     // No usable mirror: decode the rollout dump once (kept for the next read of the same step).
     let dump = this.rolloutFallbacks.get(key);
@@ -642,6 +661,18 @@ export class DumpReader {
     };
   }
 
+  /** The open mirror of a step, held for the caller (who must decrement `users` and settle it when done). */
+  private async leaseMirror(key: string): Promise<MirrorEntry | null> {
+    for (;;) {
+      const m = await this.mirror(key);
+      if (!m) return null;
+      // Evicted and closed between its opening and now: the next call opens it again.
+      if (m.closed) continue;
+      m.users++;
+      return m;
+    }
+  }
+
   private async mirror(key: string): Promise<MirrorEntry | null> {
     const name = `dashboard_columns/rollout_${key}.parquet`;
     const path = join(this.runDir, name);
@@ -655,12 +686,17 @@ export class DumpReader {
     const stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
     const cached = this.mirrors.get(key);
     if (cached && cached.stamp === stamp) return cached;
+    // Concurrent first reads share one open (else each would replace, and close, the others' file).
+    return this.once(`mirror:${key}:${stamp}`, () => this.openMirror(key, name, path, stamp, st.mtimeMs));
+  }
+
+  private async openMirror(key: string, name: string, path: string, stamp: string, mtimeMs: number): Promise<MirrorEntry | null> {
     let file: ParquetFile;
     try {
       file = await ParquetFile.open(path, name);
     } catch (e) {
       if (isMissing(e)) return null;
-      if (this.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
+      if (this.now() - mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
       throw e;
     }
     const names = [...file.columnNames].sort().join(',');
@@ -668,7 +704,7 @@ export class DumpReader {
       await file.close();
       return null;
     }
-    const entry: MirrorEntry = { stamp, file, rowBySample: new Map() };
+    const entry: MirrorEntry = { stamp, file, rowBySample: new Map(), users: 0, evicted: false, closed: false };
     this.mirrors.set(key, entry);
     return entry;
   }
