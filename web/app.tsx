@@ -104,7 +104,8 @@ export function App() {
                   data → {fmtWall(m.time_range[1])}
                 </span>
               )}
-              {m.wandb_url && (
+              {m.wandb_url && /^https?:\/\//i.test(m.wandb_url) && (
+                // The server sends only http(s) links; checked here too, as a link from run metadata runs in this origin.
                 <a href={m.wandb_url} target="_blank" rel="noreferrer">
                   wandb ↗
                 </a>

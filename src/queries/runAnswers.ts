@@ -108,12 +108,27 @@ export interface RunSources {
 /** Advisory answers kept (one per viewport the app asks about). */
 const ADVISORY_ANSWERS_KEPT = 16;
 
+/**
+ * The W&B run link, only when it is an absolute http(s) URL: the app renders it as a link, and run
+ * metadata is untrusted (a `javascript:` host would run in the app's origin).
+ */
 function wandbUrl(args: Record<string, unknown> | undefined): string | null {
   if (!args) return null;
   const { wandb_team: team, wandb_project: project, wandb_run_id: runId } = args;
   if (!(team && project && runId)) return null;
   const host = String(args.wandb_host || 'https://wandb.ai').replace(/\/+$/, '');
-  return `${host}/${String(team)}/${String(project)}/runs/${String(runId)}`;
+  const url = `${host}/${String(team)}/${String(project)}/runs/${String(runId)}`;
+  return isHttpUrl(url) ? url : null;
+}
+
+function isHttpUrl(text: string): boolean {
+  if (!/^https?:\/\//i.test(text)) return false;
+  try {
+    const u = new URL(text);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 /** Steps to look in for a sample, likeliest first: those whose batch closed at or after `near`, nearest first, then earlier ones, then steps without a bubble. */

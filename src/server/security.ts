@@ -28,9 +28,25 @@ export function allowedHosts(boundHost: string, extra: readonly string[]): Set<s
   return names;
 }
 
+/**
+ * How many Host headers the request carried. Node keeps only the first in `headers`, so a second one
+ * (`Host: 127.0.0.1` then `Host: evil.example`) is visible only in the raw list.
+ */
+function hostHeaderCount(env: unknown): number | null {
+  const raw = (env as { incoming?: { rawHeaders?: string[] } } | undefined)?.incoming?.rawHeaders;
+  if (!Array.isArray(raw)) return null;
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() === 'host') n++;
+  return n;
+}
+
 export function hostGuard(allowed: ReadonlySet<string>): MiddlewareHandler {
   return async (c, next) => {
+    // Exactly one Host: a proxy and this server could otherwise each read a different one.
+    const count = hostHeaderCount(c.env);
+    if (count !== null && count > 1) return c.json({ detail: `exactly one Host header is accepted, got ${count}` }, 400);
     const header = c.req.header('host');
+    if (header !== undefined && header.includes(',')) return c.json({ detail: 'exactly one Host is accepted, got a list' }, 400);
     if (header === undefined || !allowed.has(hostName(header))) {
       return c.json({ detail: `host not allowed: ${JSON.stringify(header ?? '')}; start the server with --allow-host NAME to accept it` }, 403);
     }
