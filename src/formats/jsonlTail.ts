@@ -1,5 +1,6 @@
 // Byte-offset tail of an append-only JSONL file: reads [offset, EOF) and hands over only complete lines.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import { openRegularSync } from './fileAccess.ts';
 
 /** Default read size; a chunk always ends at a line boundary, a longer line grows the buffer. */
 export const TAIL_CHUNK_BYTES = 8 << 20;
@@ -29,7 +30,7 @@ export interface TailResult {
 export function readCompleteLines(path: string, offset: number, onChunk: (chunk: TailChunk) => void, chunkBytes = TAIL_CHUNK_BYTES): TailResult {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openRegularSync(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { offset, size: 0, bytes: 0 };
     throw err;
@@ -110,7 +111,7 @@ export function readRange(path: string, start: number, length: number): Buffer {
 function withOpenFile<T>(path: string, missing: T, read: (fd: number) => T): T {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openRegularSync(path);
   } catch {
     return missing;
   }

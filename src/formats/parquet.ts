@@ -1,5 +1,6 @@
 // Parquet over a file handle (hyparquet): metadata once, then only the row groups a read touches.
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { openRegular } from './fileAccess.ts';
 import { parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, FileMetaData } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
@@ -35,7 +36,7 @@ export class ParquetFile {
   ) {}
 
   static async open(path: string, name = path): Promise<ParquetFile> {
-    const handle = await open(path, 'r');
+    const handle = await openRegular(path);
     const ranges: [number, number][] = [];
     try {
       const { size } = await handle.stat();

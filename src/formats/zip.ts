@@ -1,6 +1,7 @@
 // Random-access reader for STORED zip archives (the torch container) over a file handle, zip64 included.
-import { open, type FileHandle } from 'node:fs/promises';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import { FileRefused, openRegular, openRegularSync } from './fileAccess.ts';
 
 export class ZipError extends Error {
   constructor(
@@ -74,9 +75,9 @@ export class ZipArchive {
   static async open(path: string, opts: { wholeFileBelow?: number } = {}): Promise<ZipArchive> {
     let fh: FileHandle;
     try {
-      fh = await open(path, 'r');
+      fh = await openRegular(path);
     } catch (err) {
-      throw new ZipError(path, `cannot open: ${(err as Error).message}`);
+      throw openFailure(path, err);
     }
     try {
       const size = (await fh.stat()).size;
@@ -110,9 +111,9 @@ export class ZipArchive {
   static openSync(path: string, opts: { wholeFileBelow?: number } = {}): ZipArchive {
     let fd: number;
     try {
-      fd = openSync(path, 'r');
+      fd = openRegularSync(path);
     } catch (err) {
-      throw new ZipError(path, `cannot open: ${(err as Error).message}`);
+      throw openFailure(path, err);
     }
     try {
       const size = fstatSync(fd).size;
@@ -305,8 +306,9 @@ export class ZipArchive {
   private reopenSync(): number {
     let fd: number;
     try {
-      fd = openSync(this.path, 'r');
+      fd = openRegularSync(this.path);
     } catch (err) {
+      if (err instanceof FileRefused) throw err;
       throw new ZipError(this.path, `cannot reopen for a read: ${(err as Error).message}`);
     }
     try {
@@ -374,8 +376,9 @@ export class ZipArchive {
     let fh = this.handle;
     if (fh === undefined) {
       try {
-        fh = await open(this.path, 'r');
+        fh = await openRegular(this.path);
       } catch (err) {
+        if (err instanceof FileRefused) throw err;
         throw new ZipError(this.path, `cannot reopen for a read after close: ${(err as Error).message}`);
       }
     }
@@ -399,6 +402,15 @@ export class ZipArchive {
       if (reopened) await fh.close();
     }
   }
+}
+
+/** A failed open: a refused file stays a FileRefused, a missing one keeps its code (ENOENT), the rest is a ZipError. */
+function openFailure(path: string, err: unknown): Error {
+  if (err instanceof FileRefused) return err;
+  const e = new ZipError(path, `cannot open: ${(err as Error).message}`);
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code) Object.assign(e, { code });
+  return e;
 }
 
 async function readExact(path: string, fh: FileHandle, position: number, length: number): Promise<DataView> {

@@ -1,5 +1,5 @@
 // The run's own tokenizer (`tokenizer/`, a Hugging Face save_pretrained folder), for per-token text.
-import { readFile } from 'node:fs/promises';
+import { readRegularFile } from '../formats/fileAccess.ts';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 
@@ -13,14 +13,14 @@ export class RunTokenizer {
     const dir = join(runDir, 'tokenizer');
     let json: unknown;
     try {
-      json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+      json = JSON.parse((await readRegularFile(join(dir, 'tokenizer.json'))).toString('utf8'));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
       throw new Error(`tokenizer/tokenizer.json: ${(e as Error).message}`);
     }
     let config: unknown = {};
     try {
-      config = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8'));
+      config = JSON.parse((await readRegularFile(join(dir, 'tokenizer_config.json'))).toString('utf8'));
     } catch {
       config = {};
     }

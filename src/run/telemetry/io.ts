@@ -1,7 +1,8 @@
 // The file operations the telemetry store performs, as one interface: the store's parts take it so a
 // test can hand them a file system it controls (a file replaced under a reader, a partial write, a
 // vanished directory) while the reading algorithm stays the real one.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
+import { readRegularFileSync } from '../../formats/fileAccess.ts';
 import { readCompleteLines, readFirstLine, readLastCompleteLine, readRange } from '../../formats/jsonlTail.ts';
 import type { TailChunk, TailResult } from '../../formats/jsonlTail.ts';
 
@@ -45,7 +46,8 @@ export const nodeIo: TelemetryIo = {
       return [];
     }
   },
-  readText: (path) => readFileSync(path, 'utf8'),
+  // Never a blocking open of a FIFO or device standing in for a file.
+  readText: (path) => readRegularFileSync(path).toString('utf8'),
   readLines: (path, offset, onChunk) => readCompleteLines(path, offset, onChunk),
   readRange,
   firstLine: (path) => readFirstLine(path),

@@ -1,0 +1,106 @@
+// How every reader opens a file of a run: only regular files (a FIFO, device or socket is refused before it
+// is opened, so nothing ever blocks on one), and only inside the folder it belongs to once symlinks resolve.
+import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { sep } from 'node:path';
+
+/** A path that exists but is not read: not a regular file, or a symlink resolving outside its folder. */
+export class FileRefused extends Error {
+  override readonly name = 'FileRefused';
+  /** `ENOTREG` (FIFO, device, socket, directory) or `EOUTSIDE` (resolves outside the folder). */
+  readonly code: 'ENOTREG' | 'EOUTSIDE';
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+    code: 'ENOTREG' | 'EOUTSIDE' = 'ENOTREG',
+  ) {
+    super(`${file}: ${problem}`);
+    this.code = code;
+  }
+}
+
+/** What kind of non-regular file `st` is, in words. */
+export function fileKind(st: Stats): string {
+  if (st.isFile()) return 'a regular file';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  return 'not a regular file';
+}
+
+// O_NONBLOCK: should a FIFO take the place of the file between the check and the open, the open returns
+// at once instead of waiting for a writer (and the fstat below refuses it).
+const READ_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+
+function refuseKind(path: string, st: Stats): void {
+  if (!st.isFile()) throw new FileRefused(path, `${fileKind(st)}, not a regular file: skipped`);
+}
+
+/** Opens a regular file for reading; anything else is a FileRefused (missing files keep their ENOENT). */
+export async function openRegular(path: string): Promise<FileHandle> {
+  refuseKind(path, await stat(path));
+  const fh = await open(path, READ_FLAGS);
+  try {
+    refuseKind(path, await fh.stat());
+    return fh;
+  } catch (e) {
+    await fh.close().catch(() => {});
+    throw e;
+  }
+}
+
+/** The blocking twin of `openRegular`: a file descriptor the caller closes. */
+export function openRegularSync(path: string): number {
+  refuseKind(path, statSync(path));
+  const fd = openSync(path, READ_FLAGS);
+  try {
+    refuseKind(path, fstatSync(fd));
+    return fd;
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
+/** Reads a whole regular file (see `openRegular`). */
+export async function readRegularFile(path: string): Promise<Buffer> {
+  const fh = await openRegular(path);
+  try {
+    return await fh.readFile();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Whether `real` (a resolved path) is `root` or lies below it (`root` resolved too). */
+export function isInside(root: string, real: string): boolean {
+  return real === root || real.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+/**
+ * `path` after resolving every symlink, refused when that leaves `root` (itself resolved by the caller):
+ * a link inside a run may not make the server read, or write next to, a file elsewhere.
+ */
+export async function confinedPath(root: string, path: string, shown = path): Promise<string> {
+  const real = await realpath(path);
+  if (!isInside(root, real)) throw new FileRefused(shown, 'a symlink resolving outside its folder: skipped', 'EOUTSIDE');
+  return real;
+}
+
+export function confinedPathSync(root: string, path: string, shown = path): string {
+  const real = realpathSync(path);
+  if (!isInside(root, real)) throw new FileRefused(shown, 'a symlink resolving outside its folder: skipped', 'EOUTSIDE');
+  return real;
+}
+
+/** The blocking twin of `readRegularFile`. */
+export function readRegularFileSync(path: string): Buffer {
+  const fd = openRegularSync(path);
+  try {
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
