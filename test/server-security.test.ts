@@ -77,7 +77,7 @@ describe('links from run metadata', () => {
           JSON.stringify({ run_name: 'r', start_ts: 1000000, schema_version: 1, args: { wandb_team: 'team', wandb_project: 'proj', wandb_run_id: 'abc', wandb_host: host } }),
         );
         const open = await openRun(run.dir);
-        assert.equal((await open.meta()).wandb_url, expected);
+        assert.equal((await open.meta({ follow: false, useUtilizationOverview: false })).wandb_url, expected);
       } finally {
         run.dispose();
       }
