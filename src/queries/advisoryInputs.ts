@@ -1,6 +1,6 @@
 // What the advisory rules read, gathered from a run: phases, engine gauges and counters, the newest step's
 // tables, MFU. The engine reads are selective (only the metrics and hours the rules use).
-import { DumpStillWriting } from '../run/errors.ts';
+import { damageOf, DumpStillWriting } from '../run/errors.ts';
 import type { RunModel } from '../run/model.ts';
 import type { TelemetryStore } from '../run/telemetry/store.ts';
 import type { LocatedAdvisoryAnswer } from '../wire/metrics.ts';
@@ -89,6 +89,8 @@ async function rolloutVerdictInputs(run: RunModel, rolloutId: number): Promise<A
   } catch (err) {
     // A step still being written has no verdict yet; the other rules still answer (the reference 503s).
     if (err instanceof DumpStillWriting) return 'writing';
+    // A damaged newest step gives no verdict either (the model lists it in the run's warnings).
+    if (damageOf(err) !== null) return null;
     throw err;
   }
   return {

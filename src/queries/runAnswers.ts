@@ -1,6 +1,6 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
-import { DumpStillWriting, NotFound } from '../run/errors.ts';
+import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import type { RunModel } from '../run/model.ts';
 import type {
   BubblesAnswer,
@@ -241,7 +241,7 @@ export class RunAnswers implements RunSources {
     return metricsAnswer(this.store, q.keys, q, () => this.stepAggregates());
   }
 
-  /** The `dump/*` aggregates of every visible train step, ascending; a step still being written is left out. */
+  /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */
   async stepAggregates(): Promise<StepAggregate[]> {
     const out: StepAggregate[] = [];
     for (const id of (await this.model.rolloutIds()).train) {
@@ -249,7 +249,9 @@ export class RunAnswers implements RunSources {
         const t = stepTables(await this.model.step(id, false));
         out.push(stepAggregate(t.summary, t.groups));
       } catch (e) {
-        if (e instanceof DumpStillWriting) continue;
+        // A step still being written has no aggregate yet; a damaged one is left out (and listed in the
+        // run's warnings by the model): the other steps still plot.
+        if (e instanceof DumpStillWriting || damageOf(e) !== null) continue;
         throw e;
       }
     }
@@ -304,8 +306,8 @@ export class RunAnswers implements RunSources {
         try {
           samples = (await this.model.step(id, false)).samples;
         } catch (e) {
-          // A step still being written is looked in again next time.
-          if (e instanceof DumpStillWriting) continue;
+          // A step still being written is looked in again next time; a damaged one is passed over.
+          if (e instanceof DumpStillWriting || damageOf(e) !== null) continue;
           throw e;
         }
         for (const s of samples) if (s.index !== null) this.stepOfSample.set(s.index, id);

@@ -28,7 +28,7 @@ export class DumpStillWriting extends Error {
   }
 }
 
-/** The dump files contradict each other (a train shard naming a sample the rollout lacks, TP peers disagreeing) (HTTP 500). */
+/** The dump files contradict each other or one is malformed (a train shard naming a sample the rollout lacks, TP peers disagreeing) (HTTP 422). */
 export class DumpInconsistent extends Error {
   override readonly name = 'DumpInconsistent';
   constructor(
@@ -37,4 +37,26 @@ export class DumpInconsistent extends Error {
   ) {
     super(`${file}: ${message}`);
   }
+}
+
+/**
+ * Errors that mean "a file of the run is damaged", each naming the file and the problem: the decoders' own
+ * (zip, pickle, torch, parquet), a refused file (not regular, or a symlink out of the run) and inconsistent
+ * dumps. Matched by name too, since an error raised on a decode worker crosses back as a plain Error.
+ */
+const DAMAGE_ERRORS = new Set(['ZipError', 'PickleError', 'TorchFormatError', 'ParquetError', 'FileRefused', 'DumpInconsistent', 'SlimeDumpError']);
+/** File-system failures that come from the run's layout: a directory where a file belongs, a symlink loop, no permission. */
+const DAMAGE_CODES = new Set(['EISDIR', 'ELOOP', 'ENOTREG', 'EOUTSIDE', 'ENXIO', 'EACCES', 'EPERM']);
+
+/** What a thrown error says is damaged (`file: problem`), or null when it is not about a damaged file (HTTP 422 vs the rest). */
+export function damageOf(err: unknown): string | null {
+  if (!(err instanceof Error)) return null;
+  if (err instanceof DumpStillWriting) return null;
+  if (DAMAGE_ERRORS.has(err.name)) return err.message;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code && DAMAGE_CODES.has(code)) {
+    const path = (err as NodeJS.ErrnoException).path;
+    return path && !err.message.includes(path) ? `${path}: ${err.message}` : err.message;
+  }
+  return null;
 }

@@ -1,5 +1,6 @@
 // The run's own tokenizer (`tokenizer/`, a Hugging Face save_pretrained folder), for per-token text.
-import { readRegularFile } from '../formats/fileAccess.ts';
+import { realpath } from 'node:fs/promises';
+import { confinedPath, readRegularFile } from '../formats/fileAccess.ts';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 
@@ -13,7 +14,9 @@ export class RunTokenizer {
     const dir = join(runDir, 'tokenizer');
     let json: unknown;
     try {
-      json = JSON.parse((await readRegularFile(join(dir, 'tokenizer.json'))).toString('utf8'));
+      // Read only inside the run once symlinks resolve (a link out of the run is refused, not followed).
+      const path = await confinedPath(await realpath(runDir), join(dir, 'tokenizer.json'), 'tokenizer/tokenizer.json');
+      json = JSON.parse((await readRegularFile(path)).toString('utf8'));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
       throw new Error(`tokenizer/tokenizer.json: ${(e as Error).message}`);

@@ -1,6 +1,7 @@
-// Maps typed failures to HTTP answers: 503 still writing, 404 missing, 400 bad argument; paths never leak.
+// Maps typed failures to HTTP answers: 503 still writing, 404 missing, 400 bad argument, 422 a damaged file
+// (named relative to the run, with the problem); paths never leak.
 import type { Context } from 'hono';
-import { BadArgument, DumpInconsistent, DumpStillWriting, NotFound } from '../run/errors.ts';
+import { BadArgument, damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import { SlimeDumpError } from '../run/slime/dump.ts';
 import { PrometheusUnavailable } from '../run/prometheus/engineSource.ts';
 
@@ -32,7 +33,8 @@ export function classify(err: unknown): HttpFailure | null {
   if (err instanceof DumpStillWriting) {
     return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
   }
-  if (err instanceof DumpInconsistent) return { status: 500, detail: err.message };
+  const damage = damageOf(err);
+  if (damage !== null) return { status: 422, detail: damage };
   if (isNodeError(err) && (err.code === 'ENOENT' || err.code === 'ENOTDIR')) {
     return { status: 404, detail: 'not found' };
   }

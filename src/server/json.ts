@@ -42,3 +42,17 @@ export function toJsonText(value: unknown): string {
 export function jsonResponse(c: Context, value: unknown, status: 200 | 400 | 404 | 500 | 503 = 200): Response {
   return c.body(toJsonText(value), status, { 'Content-Type': 'application/json' });
 }
+
+/** Warnings listed on one answer at most (the rest are counted in a last line). */
+const WARNINGS_LISTED = 100;
+
+/**
+ * A run-wide answer with the damage the run reported so far (`warnings`, paths relative to the run): present
+ * only when there is some, so a healthy run's answers are exactly the reference's.
+ */
+export function withWarnings<T extends object>(body: T, warnings: readonly string[], scrub: (m: string) => string): T & { warnings?: string[] } {
+  if (warnings.length === 0) return body;
+  const listed = warnings.slice(0, WARNINGS_LISTED).map(scrub);
+  if (warnings.length > WARNINGS_LISTED) listed.push(`… and ${warnings.length - WARNINGS_LISTED} more`);
+  return { ...body, warnings: listed };
+}

@@ -1,8 +1,13 @@
 // `/api/meta`: the run catalog and what the app may show.
 import type { Hono } from 'hono';
 import type { RunSources } from '../queries/runAnswers.ts';
-import { jsonResponse } from './json.ts';
+import { scrubPaths } from './errors.ts';
+import { jsonResponse, withWarnings } from './json.ts';
 
 export function mountMeta(app: Hono, run: RunSources, opts: { follow: boolean; useUtilizationOverview: boolean }): void {
-  app.get('/api/meta', async (c) => jsonResponse(c, await run.meta(opts)));
+  // The damage found so far is listed here too, so the app can show it (a banner) from its first answer.
+  app.get('/api/meta', async (c) => {
+    const meta = await run.meta(opts);
+    return jsonResponse(c, withWarnings(meta, run.warnings(), (m) => scrubPaths(m, run.roots)));
+  });
 }

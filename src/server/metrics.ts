@@ -3,7 +3,8 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import { metricKeyList } from '../queries/metrics.ts';
-import { jsonResponse } from './json.ts';
+import { scrubPaths } from './errors.ts';
+import { jsonResponse, withWarnings } from './json.ts';
 import type { AdvisoryAnswer } from '../wire/index.ts';
 import { parseParams, timelineWindow, windowShape } from './params.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
@@ -17,19 +18,21 @@ export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
     const q = parseParams(metricsQuery, c.req.query());
     const keys = metricKeyList(q.keys);
     // A key listed twice is served twice over, as the reference does (pinned by its answers).
-    return jsonResponse(c, await run.metrics({ keys, x: q.x, t0: q.t0, t1: q.t1 }));
+    const answer = await run.metrics({ keys, x: q.x, t0: q.t0, t1: q.t1 });
+    return jsonResponse(c, withWarnings(answer, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 
   app.get('/api/advisory', async (c) => {
     const q = parseParams(advisoryQuery, c.req.query());
     const { advisories, mfu } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
     const body: AdvisoryAnswer = { advisories: advisories.map(({ level, message }) => ({ level, message })), mfu };
-    return jsonResponse(c, body);
+    return jsonResponse(c, withWarnings(body, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 
   app.get('/api/rlsight/advisory', async (c) => {
     const q = parseParams(advisoryQuery, c.req.query());
     const { advisories, mfu } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
-    return jsonResponse(c, { advisories: advisories.map(({ level, message, window, lanes }) => ({ level, message, window, lanes })), mfu });
+    const body = { advisories: advisories.map(({ level, message, window, lanes }) => ({ level, message, window, lanes })), mfu };
+    return jsonResponse(c, withWarnings(body, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 }

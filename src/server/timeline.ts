@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { columnsResponse, engineSeriesFrame, gpuFrame, phasesFrame, wantsColumns } from './columns.ts';
-import { jsonResponse } from './json.ts';
+import { scrubPaths } from './errors.ts';
+import { jsonResponse, withWarnings } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams, timelineWindow, windowShape } from './params.ts';
 
 const lanes = z.string().optional();
@@ -59,7 +60,8 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/fleet', async (c) => {
     const q = parseParams(fleetQuery, c.req.query());
-    return jsonResponse(c, await run.fleet({ t0: q.t0, t1: q.t1, xBuckets: q.x_buckets }));
+    const answer = await run.fleet({ t0: q.t0, t1: q.t1, xBuckets: q.x_buckets });
+    return jsonResponse(c, withWarnings(answer, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 
   app.get('/api/timeline/outliers', async (c) => {

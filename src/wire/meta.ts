@@ -38,4 +38,6 @@ export interface Meta {
   capabilities: Capabilities;
   /** Present while the background warm-up runs (only with `--cache-dir`; absent once every hour is done). */
   warmup?: WarmUpProgress;
+  /** What was found damaged and skipped (one line per file and problem, relative to the run); absent when nothing is. */
+  warnings?: string[];
 }

@@ -3,11 +3,15 @@
 import { existsSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { NotFound } from '../errors.ts';
+import { damageOf, NotFound } from '../errors.ts';
 import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import { confinedNodeIo } from '../telemetry/io.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
 import { chatText } from './sampleText.ts';
+
+/** Damage reports kept (one per damaged file and problem; a run with more has bigger problems). */
+const MAX_NOTED_DAMAGE = 1000;
 
 /** What a miles run directory holds: any of these marks one. */
 const MARKERS = ['dashboard', 'rollout_data', 'train_data', 'dashboard_columns'];
@@ -24,6 +28,10 @@ class MilesRun implements RunModel {
   readonly format = 'miles';
   readonly roots: readonly string[];
   private readonly tokenizerDir: boolean;
+  /** Damage reports of failed reads, deduplicated. */
+  private readonly damaged = new Set<string>();
+  /** Problems of the run's top-level layout (a `dashboard` that is a file). */
+  private readonly layout: string[] = [];
 
   constructor(
     readonly dir: string,
@@ -33,6 +41,8 @@ class MilesRun implements RunModel {
   ) {
     this.roots = [dir, ...(cacheDir ? [cacheDir] : [])];
     this.tokenizerDir = isDir(join(dir, 'tokenizer'));
+    const dashboard = join(dir, 'dashboard');
+    if (existsSync(dashboard) && !isDir(dashboard)) this.layout.push('dashboard: not a directory: telemetry skipped');
   }
 
   rolloutIds(): Promise<RolloutIds> {
@@ -40,15 +50,15 @@ class MilesRun implements RunModel {
   }
 
   step(rolloutId: number, evaluation: boolean): Promise<StepRecords> {
-    return this.dumps.step(rolloutId, evaluation);
+    return this.noted(this.dumps.step(rolloutId, evaluation));
   }
 
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord> {
-    return this.dumps.sampleTokens(rolloutId, sampleIndex, evaluation);
+    return this.noted(this.dumps.sampleTokens(rolloutId, sampleIndex, evaluation));
   }
 
   conversations(rolloutId: number, evaluation: boolean): Promise<ReadonlyMap<number, ConversationRecord> | null> {
-    return this.dumps.conversations(rolloutId, evaluation);
+    return this.noted(this.dumps.conversations(rolloutId, evaluation));
   }
 
   /** The dump's text fields, with the recorded conversation (when there is one) as `conversation`. */
@@ -106,8 +116,27 @@ class MilesRun implements RunModel {
     this.warmTimer = setTimeout(tick, 0).unref();
   }
 
+  /**
+   * Everything found damaged so far, one line per problem naming the file relative to the run: telemetry
+   * lines and partitions skipped, layout problems met while listing, and each dump a request found damaged.
+   */
   warnings(): string[] {
-    return this.telemetry.warnings().map((w) => `dashboard/${w.file}:${w.line}: ${w.message}`);
+    const scrub = (m: string): string => m.split(`${this.dir}/`).join('');
+    return [
+      ...this.layout,
+      ...this.telemetry.warnings().map((w) => `dashboard/${w.file}${w.line > 0 ? `:${w.line}` : ''}: ${w.message}`),
+      ...this.dumps.warnings().map(scrub),
+      ...[...this.damaged].map(scrub),
+    ];
+  }
+
+  /** Records the damage a failed read reports (and rethrows the failure unchanged). */
+  private noted<T>(p: Promise<T>): Promise<T> {
+    return p.catch((e: unknown) => {
+      const d = damageOf(e);
+      if (d !== null && this.damaged.size < MAX_NOTED_DAMAGE) this.damaged.add(d);
+      throw e;
+    });
   }
 
   async close(): Promise<void> {
@@ -124,7 +153,12 @@ export async function openMilesRun(runDir: string, opts: OpenRunOptions & { read
   const dir = resolve(runDir);
   if (!isDir(dir)) throw new NotFound('the run directory does not exist');
   const dumps = await DumpReader.open(dir, { ...opts.reader, tensorLru: opts.tensorLru ?? opts.reader?.tensorLru, cacheDir: opts.cacheDir ?? opts.reader?.cacheDir });
-  const telemetry = TelemetryStore.open(join(dir, 'dashboard'), { cacheDir: opts.cacheDir ? resolve(opts.cacheDir) : undefined, memoryBudget: opts.memoryBudget });
+  // Telemetry files are read only inside the run once symlinks resolve (a link out of it is skipped, with a warning).
+  const telemetry = TelemetryStore.open(join(dir, 'dashboard'), {
+    cacheDir: opts.cacheDir ? resolve(opts.cacheDir) : undefined,
+    memoryBudget: opts.memoryBudget,
+    io: confinedNodeIo(dir),
+  });
   const run = new MilesRun(dir, telemetry, dumps, opts.cacheDir ? resolve(opts.cacheDir) : null);
   run.startWarmUp();
   return run;

@@ -2,8 +2,9 @@
 // the parquet token mirror, the trajectory sidecar and the tokenizer). It yields records — a step's samples
 // with their train digests, one sample's tokens, a step's conversations — never answers.
 import type { Stats } from 'node:fs';
-import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { confinedPath, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
 import { ParquetFile, type ParquetRow } from '../../formats/parquet.ts';
 import { openTorchFile } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
@@ -114,9 +115,12 @@ export class DumpReader {
   private readonly conversationFiles = new Lru<string, { stamp: string; rows: Map<number, ConversationRecord> }>(4);
   private tokenizer: Promise<RunTokenizer | null> | undefined;
   private readonly pending = new Map<string, Promise<unknown>>();
+  private readonly layoutWarnings = new Map<string, string>();
 
   private constructor(
     readonly runDir: string,
+    /** The run directory with every symlink resolved: no file read may resolve outside it. */
+    private readonly realDir: string,
     private readonly cacheDir: string | null,
     tensorLru: number,
     onDecode: (file: string) => void,
@@ -139,10 +143,11 @@ export class DumpReader {
     }
     if (!st.isDirectory()) throw new BadArgument('runDir', 'the dump path is not a directory');
     let cacheDir: string | null = null;
+    const realDir = await realpath(dir);
     if (options.cacheDir !== undefined) {
       cacheDir = resolve(options.cacheDir);
-      const rel = relative(dir, cacheDir);
-      if (rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))) {
+      // Compared after resolving symlinks: a linked cache folder (or run) must not put a cache file inside the run.
+      if (isInside(realDir, await realpathOfFuture(cacheDir))) {
         throw new BadArgument('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
       }
     }
@@ -150,6 +155,7 @@ export class DumpReader {
     if (!Number.isInteger(lru) || lru < 0) throw new BadArgument('tensorLru', `tensorLru must be a non-negative integer, got ${lru}`);
     return new DumpReader(
       dir,
+      realDir,
       cacheDir,
       lru,
       options.onDecode ?? (() => {}),
@@ -158,9 +164,31 @@ export class DumpReader {
     );
   }
 
+  /** The absolute path of a run file, refused (FileRefused) when a symlink makes it resolve outside the run. */
+  private async runPath(name: string): Promise<string> {
+    const path = join(this.runDir, name);
+    try {
+      await confinedPath(this.realDir, path, name);
+    } catch (e) {
+      // A missing file is the caller's to report (404, or absent); only an escape is refused here.
+      if (isMissing(e)) return path;
+      throw e;
+    }
+    return path;
+  }
+
+  /** Problems with the run's layout met while listing it (names that are not steps, folders that are files). */
+  warnings(): string[] {
+    return [...this.layoutWarnings.values()];
+  }
+
+  private noteLayout(file: string, problem: string): void {
+    this.layoutWarnings.set(file, `${file}: ${problem}`);
+  }
+
   /** Visible train and eval rollout ids (see discovery's freshness rule). */
   rolloutIds(): Promise<RolloutIds> {
-    return discoverRolloutIds(this.runDir, this.now());
+    return discoverRolloutIds(this.runDir, this.now(), (file, problem) => this.noteLayout(file, problem));
   }
 
   /** One step's samples in batch order with, for a train step, their train digests and the raw rewards. */
@@ -216,7 +244,7 @@ export class DumpReader {
   async conversations(rolloutId: number, evaluation = false): Promise<ReadonlyMap<number, ConversationRecord> | null> {
     checkId('rollout_id', rolloutId);
     const name = `trajectory/${stem(rolloutId, evaluation)}.jsonl`;
-    const path = join(this.runDir, name);
+    const path = await this.runPath(name);
     let st;
     try {
       st = await stat(path);
@@ -227,7 +255,7 @@ export class DumpReader {
     const stamp = `${st.mtimeMs}:${st.size}`;
     let cached = this.conversationFiles.get(name);
     if (!cached || cached.stamp !== stamp) {
-      const text = await readFile(path, 'utf8');
+      const text = (await readRegularFile(path)).toString('utf8');
       const rows = new Map<number, ConversationRecord>();
       const lines = text.split('\n');
       lines.forEach((line, i) => {
@@ -361,6 +389,12 @@ export class DumpReader {
     }
     const stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
     if (this.listing && this.listing.stamp === stamp) return this.listing.names;
+    if (!st.isDirectory()) {
+      // The run still answers from its rollout dumps alone.
+      this.noteLayout('train_data', `${fileKind(st)}, not a directory: train dumps skipped`);
+      this.listing = { stamp, names: [] };
+      return [];
+    }
     const names = await readdir(dir);
     this.listing = { stamp, names };
     return names;
@@ -385,6 +419,7 @@ export class DumpReader {
     const stamp = files.map((f) => f.name).join('\n');
     const cached = this.trainSteps.get(rolloutId);
     if (cached && cached.stamp === stamp) return cached;
+    for (const f of files) await this.runPath(f.name);
     const step = new TrainStepFiles(
       this.runDir,
       files,
@@ -409,7 +444,7 @@ export class DumpReader {
   private async rolloutStamp(rolloutId: number, evaluation: boolean): Promise<{ name: string; stamp: string; mtimeMs: number }> {
     const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
     try {
-      const st = await this.recentStat(join(this.runDir, name));
+      const st = await this.recentStat(await this.runPath(name));
       return { name, stamp: `${st.mtimeMs}:${st.size}`, mtimeMs: st.mtimeMs };
     } catch (e) {
       if (isMissing(e)) throw new NotFound(`${name} not found: no ${evaluation ? 'eval ' : ''}rollout ${rolloutId} in this run`);
@@ -675,7 +710,7 @@ export class DumpReader {
 
   private async mirror(key: string): Promise<MirrorEntry | null> {
     const name = `dashboard_columns/rollout_${key}.parquet`;
-    const path = join(this.runDir, name);
+    const path = await this.runPath(name);
     let st;
     try {
       st = await this.recentStat(path);
@@ -724,4 +759,20 @@ function mirrorRow(row: ParquetRow): {
     tokens: Array.from(tokens, (t) => Number(t)),
     rolloutLogProbs: lp ? Array.from(lp, (v) => (v === null ? NaN : v)) : null,
   };
+}
+
+/** `realpath` of a path that may not exist yet: its nearest existing ancestor resolved, the rest appended. */
+async function realpathOfFuture(path: string): Promise<string> {
+  const rest: string[] = [];
+  let p = path;
+  for (;;) {
+    try {
+      return join(await realpath(p), ...rest.reverse());
+    } catch (e) {
+      const parent = dirname(p);
+      if (!isMissing(e) || parent === p) throw e;
+      rest.push(basename(p));
+      p = parent;
+    }
+  }
 }

@@ -109,6 +109,7 @@ export class FlatStreams {
 
   private readMeta(): boolean {
     const path = join(this.dir, 'meta.json');
+    this.noteRefusal(path, 'meta.json');
     const stamp = stampOf(this.io, path);
     if (stamp === this.metaStamp) return false;
     this.metaStamp = stamp;
@@ -131,7 +132,29 @@ export class FlatStreams {
     return true;
   }
 
+  /** Warns (once per file and reason) when a flat file exists but is not read: never an open of a FIFO. */
+  private noteRefusal(path: string, rel: string): boolean {
+    const why = this.io.refusal?.(path) ?? null;
+    if (why !== null) this.warn(rel, 0, why);
+    return why !== null;
+  }
+
   private tail(t: FlatTail, newKeys: string[], newSteps: string[]): number {
+    let added = 0;
+    if (this.noteRefusal(t.path, t.rel)) return 0;
+    let r;
+    try {
+      r = this.readTail(t, newKeys, newSteps, (n) => (added += n));
+    } catch (err) {
+      // Whatever else stops the read (a permission, an I/O error) skips this stream, not the store.
+      this.warn(t.rel, 0, `unreadable: ${(err as Error).message}`);
+      return added;
+    }
+    t.offset = r.offset;
+    return added;
+  }
+
+  private readTail(t: FlatTail, newKeys: string[], newSteps: string[], count: (n: number) => void) {
     let added = 0;
     const r = this.io.readLines(t.path, t.offset, (chunk) => {
       const buf = chunk.buf;
@@ -147,8 +170,8 @@ export class FlatStreams {
         else added++;
       }
     });
-    t.offset = r.offset;
-    return added;
+    count(added);
+    return r;
   }
 
   /** Validates and keeps one decoded record; returns why it is corrupt, or null. */

@@ -10,7 +10,7 @@ import { parsePythonJson } from './lineScan.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { ParsePool } from './parsePool.ts';
 import type { PartitionedStream } from './records.ts';
-import { flatFile, hourStart, partitionFile, partitionKeyOf } from '../../formats/dashboard/layout.ts';
+import { flatFile, hourKey, hourStart, partitionFile, partitionKeyOf } from '../../formats/dashboard/layout.ts';
 import { OPEN_T1, PARTITION_CACHE_BLOCKS } from './records.ts';
 
 /** What every block type offers the reader. */
@@ -128,11 +128,16 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     this.refreshListing();
   }
 
+  /** The clock partition names are checked against (far-future hours are refused). */
+  now: () => number = Date.now;
+
   /** Re-lists the files and their sizes; returns the files not listed before. */
   refreshListing(): PartitionFile[] {
     const before = new Set(this.listing.map((f) => f.key));
     const files: PartitionFile[] = [];
     const legacy = join(this.dir, flatFile(this.stream));
+    const legacyRefused = this.io.refusal?.(legacy) ?? null;
+    if (legacyRefused !== null) this.onBad(flatFile(this.stream), 0, legacyRefused);
     const legacySize = this.io.stat(legacy)?.size ?? null;
     if (legacySize !== null) files.push({ key: 'legacy', path: legacy, rel: flatFile(this.stream), lo: -Infinity, hi: Infinity, size: legacySize });
     const names = this.io.list(join(this.dir, this.stream));
@@ -140,12 +145,23 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     for (const name of names) {
       const key = partitionKeyOf(name);
       if (key === null) continue;
-      const lo = hourStart(key);
-      const path = join(this.dir, partitionFile(this.stream, key));
+      const rel = partitionFile(this.stream, key);
+      const lo = partitionHourStart(key, this.now());
+      // Only a real hour is a partition: a copy under another name (`19700112_99`, a far-future hour) would
+      // be read on top of the real one, doubling its points.
+      if (typeof lo === 'string') {
+        this.onBad(rel, 0, `${lo}: skipped`);
+        continue;
+      }
+      const path = join(this.dir, rel);
+      const refused = this.io.refusal?.(path) ?? null;
+      if (refused !== null) {
+        this.onBad(rel, 0, refused);
+        continue;
+      }
       const size = this.io.stat(path)?.size ?? null;
       if (size === null) continue;
-      // a stem that is not an hour key still reads; it just never skips (like the legacy file)
-      hours.push({ key, path, rel: partitionFile(this.stream, key), lo: lo ?? -Infinity, hi: lo === null ? Infinity : lo + 3600, size });
+      hours.push({ key, path, rel, lo, hi: lo + 3600, size });
     }
     hours.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     files.push(...hours);
@@ -573,4 +589,18 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     }
     return typeof o.ts === 'number' ? [o.ts] : [];
   }
+}
+
+/** How far past the machine's clock an hour partition may be named (clocks of a cluster and a laptop differ). */
+const FUTURE_SLACK_S = 7 * 86400;
+
+/**
+ * Start (epoch seconds) of the hour a partition stem names, or why it names none: `YYYYMMDD_HH` of a real
+ * date and hour, not far in the future.
+ */
+export function partitionHourStart(key: string, nowMs: number): number | string {
+  const lo = hourStart(key);
+  if (lo === null || hourKey(lo) !== key) return 'not an hour partition name (YYYYMMDD_HH of a real hour)';
+  if (lo > nowMs / 1000 + FUTURE_SLACK_S) return 'an hour partition in the future';
+  return lo;
 }
