@@ -650,7 +650,12 @@ export class DumpReader {
   // ---- token reads --------------------------------------------------------------------------------
 
   private runTokenizer(): Promise<RunTokenizer | null> {
-    this.tokenizer ??= RunTokenizer.load(this.runDir).catch(() => null);
+    // A damaged tokenizer costs only the token texts (ids still answer); it is listed in the warnings.
+    this.tokenizer ??= RunTokenizer.load(this.runDir).catch((e: unknown) => {
+      const message = (e as Error).message ?? String(e);
+      this.noteLayout('tokenizer/tokenizer.json', `${message.replace(/^\S*tokenizer\.json: /, '').replace(/: skipped$/, '')}: token texts skipped`);
+      return null;
+    });
     return this.tokenizer;
   }
 

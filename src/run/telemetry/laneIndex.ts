@@ -43,6 +43,9 @@ export class LaneIndex {
   readCatalog(): void {
     this.foldTopology();
     const path = join(this.dir, 'lane_catalog.json');
+    // A catalog that exists but is not read (a FIFO, a directory, a link out of the run) is reported, not opened.
+    const refused = this.io.refusal?.(path) ?? null;
+    if (refused !== null) this.warn('lane_catalog.json', 0, refused);
     const stamp = stampOf(this.io, path);
     if (stamp === this.catalogStamp) return;
     this.catalogStamp = stamp;
