@@ -114,6 +114,7 @@ export function App() {
           )}
         </div>
       </header>
+      {m?.warnings && m.warnings.length > 0 && <DamageBanner warnings={m.warnings} />}
       <main id="view">
         {err && !m ? (
           <ErrorNote error={err}>
@@ -139,5 +140,23 @@ export function App() {
       </main>
       <Tooltip />
     </>
+  );
+}
+
+/** What the server found damaged and skipped: the rest of the run is still shown. */
+function DamageBanner({ warnings }: { warnings: string[] }) {
+  return (
+    <details class="damage-banner" role="status">
+      <summary>
+        ⚠ {warnings.length} problem{warnings.length === 1 ? '' : 's'} reading this run: damaged files are skipped, the rest is shown
+      </summary>
+      <ul>
+        {warnings.map((w) => (
+          <li key={w}>
+            <code>{w}</code>
+          </li>
+        ))}
+      </ul>
+    </details>
   );
 }
