@@ -56,12 +56,14 @@ export class ParquetFile {
         },
       };
       let metadata: FileMetaData;
+      let columnNames: string[];
       try {
         metadata = await parquetMetadataAsync(buffer);
+        // A damaged footer can decode into a schema that is not a tree: that is the file's fault too.
+        columnNames = parquetSchema(metadata).children.map((c) => c.element.name);
       } catch (e) {
-        throw new ParquetError(name, `not a readable parquet file (${(e as Error).message})`, e);
+        throw new ParquetError(name, `not a readable parquet file (${problemOf(e)})`, e);
       }
-      const columnNames = parquetSchema(metadata).children.map((c) => c.element.name);
       let at = 0;
       const rowGroups = metadata.row_groups.map((rg): RowGroupSpan => {
         const n = Number(rg.num_rows);
@@ -81,7 +83,8 @@ export class ParquetFile {
       return new ParquetFile(name, handle, buffer, metadata, columnNames, rowGroups, ranges);
     } catch (e) {
       await handle.close();
-      throw e;
+      // Whatever a damaged footer makes the decoder trip on is the file's fault.
+      throw e instanceof ParquetError ? e : new ParquetError(name, `not a readable parquet file (${problemOf(e)})`, e);
     }
   }
 
@@ -101,7 +104,7 @@ export class ParquetFile {
         compressors,
       })) as ParquetRow[];
     } catch (e) {
-      throw new ParquetError(this.name, `cannot decode rows [${rowStart}, ${rowEnd}) (${(e as Error).message})`, e);
+      throw new ParquetError(this.name, `cannot decode rows [${rowStart}, ${rowEnd}) (${problemOf(e)})`, e);
     }
   }
 
@@ -128,4 +131,9 @@ export class ParquetFile {
   async close(): Promise<void> {
     await this.handle.close();
   }
+}
+
+/** A decoder's complaint in words (some throw plain strings). */
+function problemOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }

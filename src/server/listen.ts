@@ -22,7 +22,22 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+let rejectionsGuarded = false;
+
+/**
+ * A decoder may leave a rejected promise nobody awaits (hyparquet rejects one read of a damaged file and
+ * lets its sibling column reads fail unobserved): logged, never allowed to end the server.
+ */
+function guardUnhandledRejections(): void {
+  if (rejectionsGuarded) return;
+  rejectionsGuarded = true;
+  process.on('unhandledRejection', (reason) => {
+    console.error(`rlsight: an unobserved read failed (the request it belonged to was answered): ${reason instanceof Error ? reason.message : String(reason)}`);
+  });
+}
+
 export async function startServer(run: RunSources, opts: ListenOptions = {}): Promise<RunningServer> {
+  guardUnhandledRejections();
   const host = opts.host ?? '127.0.0.1';
   const feed = opts.feed ?? new EventFeed();
   const app = createApp({ run, options: { ...opts, host, feed } });
