@@ -14,7 +14,7 @@ import { startModuleWorker } from '../../ownFiles.ts';
 import type { ConversationRecord, RolloutIds, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
 import { RunTokenizer } from '../tokenizer.ts';
 import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
-import { BadArgument, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
+import { BadArgument, damageOf, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { decodeRolloutDump, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleTexts, type DumpedSampleText } from './sampleText.ts';
@@ -116,6 +116,7 @@ export class DumpReader {
   private tokenizer: Promise<RunTokenizer | null> | undefined;
   private readonly pending = new Map<string, Promise<unknown>>();
   private readonly layoutWarnings = new Map<string, string>();
+  private readonly failedSteps = new Lru<string, { stamp: string; error: unknown }>(64);
 
   private constructor(
     readonly runDir: string,
@@ -537,11 +538,20 @@ export class DumpReader {
     const stamp = [rollout.stamp, ...trainFiles.map((f) => f.name)].join('\n');
     const cached = this.joinedSteps.get(key);
     if (cached && cached.stamp === stamp) return cached;
+    // A damaged step answers its failure again without another decode until one of its files changes: a
+    // hostile dump asked for repeatedly costs its decode once.
+    const failed = this.failedSteps.get(key);
+    if (failed && failed.stamp === stamp) throw failed.error;
     return this.once(`joined:${key}:${stamp}`, async () => {
-      const fromDisk = await this.readStepCache(key, rollout.name, trainFiles);
-      const step = fromDisk ? { records: fromDisk, stamp } : await this.computeJoined(rolloutId, evaluation, stamp, rollout.name, trainFiles);
-      this.joinedSteps.set(key, step);
-      return step;
+      try {
+        const fromDisk = await this.readStepCache(key, rollout.name, trainFiles);
+        const step = fromDisk ? { records: fromDisk, stamp } : await this.computeJoined(rolloutId, evaluation, stamp, rollout.name, trainFiles);
+        this.joinedSteps.set(key, step);
+        return step;
+      } catch (e) {
+        if (damageOf(e) !== null) this.failedSteps.set(key, { stamp, error: e });
+        throw e;
+      }
     });
   }
 
