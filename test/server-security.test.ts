@@ -84,3 +84,25 @@ describe('links from run metadata', () => {
     });
   }
 });
+
+describe('the app folder', () => {
+  test('a symlink inside the built app that leads out of it is not served', async () => {
+    const { mkdtempSync, mkdirSync, rmSync, symlinkSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { resolveStatic } = await import('../src/server/static.ts');
+    const base = mkdtempSync(join(tmpdir(), 'rlsight-dist-'));
+    try {
+      const dist = join(base, 'dist');
+      mkdirSync(join(dist, 'assets'), { recursive: true });
+      writeFileSync(join(dist, 'assets', 'app.js'), 'ok');
+      writeFileSync(join(base, 'secret.txt'), 'no');
+      symlinkSync(join(base, 'secret.txt'), join(dist, 'assets', 'leak.js'));
+      symlinkSync('app.js', join(dist, 'assets', 'alias.js'));
+      assert.equal(resolveStatic(dist, '/assets/app.js'), join(dist, 'assets', 'app.js'));
+      assert.equal(resolveStatic(dist, '/assets/alias.js'), join(dist, 'assets', 'alias.js'));
+      assert.equal(resolveStatic(dist, '/assets/leak.js'), null);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+});

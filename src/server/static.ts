@@ -1,5 +1,6 @@
 // The web app's built files (`web/dist`): `/` is index.html, assets by relative path; never outside the folder.
-import { createReadStream, existsSync, type Stats, statSync } from 'node:fs';
+import { createReadStream, existsSync, realpathSync, type Stats, statSync } from 'node:fs';
+import { isInside } from '../formats/fileAccess.ts';
 import { extname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Context, Hono } from 'hono';
@@ -46,6 +47,8 @@ export function resolveStatic(root: string, urlPath: string): string | null {
   let st: Stats;
   try {
     st = statSync(file);
+    // Compared once symlinks resolve: a link inside the folder may not serve a file from elsewhere.
+    if (!isInside(realpathSync(root), realpathSync(file))) return null;
   } catch {
     return null;
   }
