@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { readCompleteLines } from '../src/formats/jsonlTail.ts';
 import { ParquetError, ParquetFile } from '../src/formats/parquet.ts';
+import { parsePromText, PromParseError } from '../src/formats/prometheus/text.ts';
 import { PickleError, TorchFormatError } from '../src/formats/torch/errors.ts';
 import { openTorchFile } from '../src/formats/torch/load.ts';
 import { unpickle } from '../src/formats/torch/unpickle.ts';
@@ -110,6 +111,22 @@ describe('decoders never fail with anything but their own error', () => {
         }
       }),
       { numRuns: RUNS },
+    );
+  });
+
+  test('Prometheus text: random and mutated expositions', () => {
+    const real = '# HELP sglang_num_running_reqs Running.\n# TYPE sglang_num_running_reqs gauge\nsglang_num_running_reqs{model_name="m",dp_rank="0"} 3.0\nsglang_token_usage{model_name="m"} 0.25 1700000000000\n';
+    const bytes = fc.oneof(fc.string({ maxLength: 200 }), mutated(Buffer.from(real)).map((b) => Buffer.from(b).toString('latin1')), fc.constantFrom('a{b="\\', 'x 1e309', '{} 1', 'm{a="1",a="2"} NaN', '# TYPE'));
+    fc.assert(
+      fc.property(bytes, (text) => {
+        try {
+          const out = parsePromText(text);
+          for (const s of out.samples) assert.equal(typeof s.value, 'number');
+        } catch (e) {
+          assert.ok(isTyped(e, PromParseError), String(e));
+        }
+      }),
+      { numRuns: RUNS * 2 },
     );
   });
 
