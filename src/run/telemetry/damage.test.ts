@@ -44,3 +44,65 @@ describe('lane catalog limits', () => {
     assert.match(store.warnings().find((x) => x.file === 'lane_catalog.json')!.message, new RegExp(`${MAX_LANES + 1} lanes exceed the limit of ${MAX_LANES}`));
   });
 });
+
+describe('partition names and value domains', () => {
+  const phaseLine = (t0: number, t1: number, gpu: number): string =>
+    `{"name":"train","t0":${t0}.0,"t1":${t1}.0,"node":"a","gpus":[${gpu}],"rank":0,"role":"train"}\n`;
+
+  test('a copy of a partition under a bogus hour name is skipped with a warning, not read twice', () => {
+    const d = fresh();
+    const good = gpuLine(H13 + 1, 'a', 0, 10) + gpuLine(H13 + 2, 'a', 1, 20);
+    writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), good);
+    for (const bogus of ['19700112_99', '99991231_23', '19701301_00', 'notanhour']) writeFileSync(join(d, 'gpu_util', `${bogus}.jsonl`), good);
+    const store = TelemetryStore.open(d);
+    const rows = store.gpuUtilBlocks().reduce((n, b) => n + b.length, 0);
+    assert.equal(rows, 2, 'every point once');
+    const warned = store.warnings().map((w) => `${w.file}: ${w.message}`).join('\n');
+    for (const bogus of ['19700112_99', '99991231_23', '19701301_00', 'notanhour']) assert.match(warned, new RegExp(`gpu_util/${bogus}\\.jsonl: .*skipped`));
+  });
+
+  test('values outside their domain are dropped and reported whenever the partition is parsed', () => {
+    const d = fresh();
+    mkdirSync(join(d, 'phases'));
+    writeFileSync(
+      join(d, 'gpu_util', '19700112_13.jsonl'),
+      gpuLine(H13 + 1, 'a', 0, 10) +
+        gpuLine(H13 + 2, 'a', -1, 10) +
+        gpuLine(H13 + 3, 'a', 2 ** 53 + 7, 10) +
+        '{"ts":1e300,"node":"a","gpu":0,"util":5,"mem_mb":1000,"power_w":100}\n' +
+        '{"ts":-1e300,"node":"a","gpu":0,"util":5,"mem_mb":1000,"power_w":100}\n' +
+        gpuLine(H13 + 4, 'a', 0, 1e308) +
+        gpuLine(H13 + 5, 'a', 0, 55),
+    );
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), phaseLine(H13 + 10, H13 + 20, 0) + phaseLine(H13 + 30, H13 + 25, 0) + phaseLine(H13 + 40, H13 + 50, 5000));
+    const store = TelemetryStore.open(d);
+    // Nothing is parsed at open: the warnings come when a partition is read, however late.
+    assert.equal(store.warnings().filter((w) => w.file.startsWith('gpu_util/')).length, 0);
+    const utils = store.gpuUtilBlocks().flatMap((b) => Array.from(b.util.subarray(0, b.length)));
+    assert.deepEqual(utils, [10, 55]);
+    const phases = store.phaseBlocks().reduce((n, b) => n + b.length, 0);
+    assert.equal(phases, 1);
+    const w = store.warnings().map((x) => `${x.file}:${x.line}: ${x.message}`);
+    for (const [line, re] of [
+      [2, /GPU index -1 is outside/],
+      [3, /GPU index 900719925474\d+ is outside/],
+      [4, /timestamp 1e\+300 is in the future/],
+      [5, /timestamp -1e\+300 is not a time/],
+      [6, /utilisation 1e\+308 is outside 0\.\.100/],
+    ] as const) {
+      assert.ok(w.some((x) => x.startsWith(`gpu_util/19700112_13.jsonl:${line}: `) && re.test(x)), `line ${line}: ${w.join('\n')}`);
+    }
+    assert.ok(w.some((x) => x.startsWith('phases/19700112_13.jsonl:2: ') && /ends .* before it starts/.test(x)), w.join('\n'));
+    assert.ok(w.some((x) => x.startsWith('phases/19700112_13.jsonl:3: ') && /GPU index 5000/.test(x)), w.join('\n'));
+  });
+
+  test('a partition of random bytes is reported', () => {
+    const d = fresh();
+    let s = 7;
+    const bytes = Buffer.alloc(64 * 1024, 0).map(() => (s = (s * 1103515245 + 12345) & 0xff));
+    writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), bytes);
+    const store = TelemetryStore.open(d);
+    assert.equal(store.gpuUtilBlocks().reduce((n, b) => n + b.length, 0), 0);
+    assert.ok(store.warnings().some((x) => x.file === 'gpu_util/19700112_13.jsonl'), 'named in a warning');
+  });
+});

@@ -2,6 +2,7 @@
 import type { EngineSeriesTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
 import type { BadLine } from './lineScan.ts';
+import { tsHorizon, tsProblem } from './valueDomain.ts';
 import { type BlockColumns, ColumnBlock } from './columnBlock.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
@@ -95,6 +96,7 @@ export class EngineSeriesParser {
   }
 
   parse(buf: Uint8Array, start: number, end: number, block: EngineSeriesBlock, firstLine: number, bad: BadLine): number {
+    const horizon = tsHorizon();
     let line = firstLine;
     let p = start;
     const next = this.successor;
@@ -164,7 +166,9 @@ export class EngineSeriesParser {
           if (this.identityBytes[sid] === undefined) this.identityBytes[sid] = Uint8Array.prototype.slice.call(buf, idStart, idEnd) as Uint8Array;
           if (prev >= 0) this.setSuccessor(prev, sid);
         }
-        block.push(ts, sid, value);
+        const why = tsProblem(ts, horizon);
+        if (why !== null) bad(line, why);
+        else block.push(ts, sid, value);
         prev = sid;
         p = i + 2;
         line++;
@@ -239,6 +243,11 @@ export class EngineSeriesParser {
     const lj = labelsJsonOf(o.labels);
     if (!isNum(o.ts) || typeof o.addr !== 'string' || typeof o.metric !== 'string' || lj === null || typeof o.value !== 'number') {
       bad(line, 'engine_series record has a value of the wrong type');
+      return;
+    }
+    const why = tsProblem(o.ts, tsHorizon());
+    if (why !== null) {
+      bad(line, why);
       return;
     }
     block.push(o.ts, this.table.id(o.addr, o.metric, lj), o.value);

@@ -3,6 +3,7 @@ import type { LaneTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
 import { type BlockColumns, type Column, ColumnBlock, type ColumnsOf } from './columnBlock.ts';
 import type { BadLine } from './lineScan.ts';
+import { gpuRowProblem, tsHorizon } from './valueDomain.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const GPU_KEYS = ['ts', 'node', 'gpu', 'util', 'mem_mb', 'power_w'] as const;
@@ -261,6 +262,7 @@ export class GpuUtilParser {
    * `firstLine` is the 1-based number of the first line. Returns the number of lines consumed.
    */
   parse(buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine): number {
+    const horizon = tsHorizon();
     let line = firstLine;
     let p = start;
     this.prevNs = -1;
@@ -273,7 +275,9 @@ export class GpuUtilParser {
         if (!scanPlace(buf, cursor.pos, end)) break fast;
         i = scanReadings(buf, cursor.pos, end);
         if (i < 0) break fast;
-        block.push(ts, this.laneId(this.nodeAt(buf, place.ns, place.ne), place.gpu), readings.util, readings.mem, readings.power);
+        const why = gpuRowProblem(ts, place.gpu, readings.util, horizon);
+        if (why !== null) bad(line, why);
+        else block.push(ts, this.laneId(this.nodeAt(buf, place.ns, place.ne), place.gpu), readings.util, readings.mem, readings.power);
         p = i;
         line++;
         continue;
@@ -315,6 +319,7 @@ export class GpuUtilParser {
    * warnings for lines that are not JSON stay exact).
    */
   parseView(view: string, buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine): number {
+    const horizon = tsHorizon();
     const v = this.viewOf(view);
     let line = firstLine;
     let p = start;
@@ -341,7 +346,9 @@ export class GpuUtilParser {
         if (ts !== ts || !matchBytes(buf, cursor.pos, L_NODE)) break fast;
         i = scanReadings(buf, i, end);
         if (i < 0) break fast;
-        block.push(ts, lane, readings.util, readings.mem, readings.power);
+        const why = gpuRowProblem(ts, place.gpu, readings.util, horizon);
+        if (why !== null) bad(line, why);
+        else block.push(ts, lane, readings.util, readings.mem, readings.power);
         p = i;
         line++;
         continue;
@@ -365,6 +372,11 @@ export class GpuUtilParser {
     }
     if (!isNum(o.ts) || typeof o.node !== 'string' || !isInt(o.gpu) || !isNum(o.util) || !isNum(o.mem_mb) || !isNum(o.power_w)) {
       bad(line, 'gpu_util record has a value of the wrong type');
+      return;
+    }
+    const why = gpuRowProblem(o.ts, o.gpu, o.util, tsHorizon());
+    if (why !== null) {
+      bad(line, why);
       return;
     }
     block.push(o.ts, this.lanes.id(o.node, o.gpu), o.util, o.mem_mb, o.power_w);

@@ -4,6 +4,7 @@ import { ByteSliceMap } from './interning.ts';
 import type { BadLine } from './lineScan.ts';
 import type { PhaseEvent } from './records.ts';
 import { OPEN_T1 } from './records.ts';
+import { gpuProblem, phaseProblem, tsHorizon } from './valueDomain.ts';
 import { type BlockColumns, ColumnBlock, GrowableColumn } from './columnBlock.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
@@ -182,6 +183,7 @@ export class PhaseParser {
   }
 
   parse(buf: Uint8Array, start: number, end: number, block: PhaseBlock, firstLine: number, bad: BadLine): number {
+    const horizon = tsHorizon();
     // remembered slices point into the previous chunk's bytes: forget them
     this.lastStart.fill(-1);
     let line = firstLine;
@@ -231,6 +233,13 @@ export class PhaseParser {
         const roleE = scanPlainString(buf, roleS, end);
         if (roleE < 0) break fast;
         if (buf[roleE + 1] !== 125 || buf[roleE + 2] !== 10 || roleE + 2 >= end) break fast;
+        const why = phaseProblem(t0, t1, OPEN_T1, horizon) ?? this.gpusProblem(buf, gpusAt, end);
+        if (why !== null) {
+          bad(line, why);
+          p = roleE + 3;
+          line++;
+          continue;
+        }
         block.begin(this.intern(0, buf, nameS, nameE), t0, t1, this.intern(1, buf, nodeS, nodeE), rank, this.intern(2, buf, roleS, roleE));
         i = gpusAt;
         if (buf[i] !== 93) {
@@ -254,12 +263,29 @@ export class PhaseParser {
     return line - firstLine;
   }
 
+  /** The first GPU index of a validated `[…]` list at `i` outside its domain, in words, or null. */
+  private gpusProblem(buf: Uint8Array, i: number, end: number): string | null {
+    if (buf[i] === 93) return null;
+    for (;;) {
+      const why = gpuProblem(scanNumber(buf, i, end));
+      if (why !== null) return why;
+      i = cursor.pos;
+      if (buf[i] === 44) i++;
+      else return null;
+    }
+  }
+
   private slowLine(buf: Uint8Array, s: number, e: number, block: PhaseBlock, line: number, bad: BadLine): void {
     const o = decodeLine(buf, s, e, line, bad, parsePythonJson);
     if (o === UNDECODED) return;
     const ev = phaseEventOf(o);
     if (typeof ev === 'string') {
       bad(line, ev);
+      return;
+    }
+    const why = phaseProblem(ev.t0, ev.t1, OPEN_T1, tsHorizon()) ?? ev.gpus.map(gpuProblem).find((x) => x !== null) ?? null;
+    if (why !== null) {
+      bad(line, why);
       return;
     }
     const st = this.strings;
