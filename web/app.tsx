@@ -146,7 +146,7 @@ export function App() {
 /** What the server found damaged and skipped: the rest of the run is still shown. */
 function DamageBanner({ warnings }: { warnings: string[] }) {
   return (
-    <details class="damage-banner" role="status">
+    <details class="damage-banner" aria-live="polite">
       <summary>
         ⚠ {warnings.length} problem{warnings.length === 1 ? '' : 's'} reading this run: damaged files are skipped, the rest is shown
       </summary>
