@@ -49,7 +49,7 @@ const arbitrary: { [S in StreamName]: fc.Arbitrary<StreamRecord[S]> } = {
     ),
   }),
   data_buffer: fc.record({ ts, length: int(0, 1 << 30) }),
-  gpu_util: fc.record({ ts, node: text, gpu: int(0, 1023), util: fc.oneof(int(0, 100), int(0, 100000)), mem_mb: int(0, 5_000_000), power_w: int(0, 70_000) }),
+  gpu_util: fc.record({ ts, node: text, gpu: int(0, 1023), util: int(0, 100), mem_mb: int(0, 5_000_000), power_w: int(0, 70_000) }),
   engine_series: fc.record({
     ts,
     addr: text,
@@ -58,7 +58,10 @@ const arbitrary: { [S in StreamName]: fc.Arbitrary<StreamRecord[S]> } = {
     value: anyDouble,
   }),
   phases: fc.oneof(
-    fc.record({ name: text, t0: ts, t1: ts, node: text, gpus: fc.array(int(0, 15), { maxLength: 8 }), rank: int(-1, 4096), role: fc.constantFrom('train', 'rollout_manager') }),
+    // A closed phase ends at or after its start (the reader drops one that does not).
+    fc
+      .record({ name: text, t0: ts, t1: ts, node: text, gpus: fc.array(int(0, 15), { maxLength: 8 }), rank: int(-1, 4096), role: fc.constantFrom('train', 'rollout_manager') })
+      .map((e) => ({ ...e, t1: Math.max(e.t0, e.t1) })),
     fc.record({ name: text, t0: ts, t1: fc.constant(-1.0), node: text, gpus: fc.array(int(0, 15), { maxLength: 8 }), rank: int(-1, 4096), role: fc.constantFrom('train', 'rollout_manager') }),
   ),
   trajectories: fc.record({
