@@ -2,7 +2,7 @@
 // partition is corrupt, everything flushed before the kill is still there, the run continues.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -63,6 +63,13 @@ describe('rlsight collect after SIGKILL', () => {
     const runDir = join(root, 'run');
     const dash = join(runDir, 'dashboard');
     const first = await startCollect(runDir);
+    // a trainer logging through the Python client the whole time, across the kill and the restart
+    const stopFile = join(root, 'stop');
+    const trainer = spawn('python3', [join(REPO, 'test', 'support', 'crash_client.py'), runDir, stopFile], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    let trainerOut = '';
+    trainer.stdout.on('data', (d) => (trainerOut += d));
+    trainer.stderr.on('data', (d) => (trainerOut += d));
+    const trainerDone = new Promise<number | null>((r) => trainer.once('exit', (code) => r(code)));
     await push(first, 0, 3000);
     for (let i = 0; i < 400 && writtenLines(dash).length < 3000; i++) await new Promise((r) => setTimeout(r, 25));
     assert.equal(writtenLines(dash).length, 3000, 'first batches flushed before the kill');
@@ -75,6 +82,9 @@ describe('rlsight collect after SIGKILL', () => {
 
     const second = await startCollect(runDir, first.child.pid);
     await push(second, 6000, 9000);
+    await new Promise((r) => setTimeout(r, 1000)); // the trainer finds the new collector
+    writeFileSync(stopFile, '');
+    assert.equal(await trainerDone, 0, trainerOut);
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0, second.output());
     assert.match(second.output(), /SIGTERM, flushing and stopping/);
@@ -86,9 +96,16 @@ describe('rlsight collect after SIGKILL', () => {
     assert.equal(all.size, lines.length, 'no record written twice');
     for (let i = 0; i < 3000; i++) assert.ok(all.has(line(i)), `flushed before the kill: ${i}`);
     for (let i = 6000; i < 9000; i++) assert.ok(all.has(line(i)), `sent after the restart: ${i}`);
+    const report = JSON.parse(trainerOut.trim().split('\n').at(-1)!);
+    console.log(`python client across the kill: worst call ${report.worst_call_us.toFixed(1)} us over ${report.steps} steps; ${JSON.stringify(report.stats)}`);
+    assert.equal(report.closed_ok, true, 'the client delivered everything it held once the collector was back');
     const store = TelemetryStore.open(dash, { parseWorkers: 0 });
     try {
       assert.deepEqual(store.warnings(), [], 'every partition reads clean');
+      const steps = store.metricsRecords().map((m) => m.step!);
+      assert.equal(new Set(steps).size, steps.length, 'no metric record written twice');
+      assert.ok(steps.includes(report.steps - 1), 'the last step logged after the restart is there');
+      assert.ok(steps.every((x) => x >= 0 && x < report.steps));
       const rows = store.gpuUtilBlocks().reduce((n, b) => n + b.length, 0);
       assert.equal(rows, lines.length);
     } finally {

@@ -380,7 +380,7 @@ class Client:
             if not self._queue and not self._pending:
                 self._idle.set()
             backoff = self._batch_seconds if ok else min(10.0, max(0.5, backoff * 2))
-            if self._closed and (ok or not self._pending) and not self._queue:
+            if self._closed:  # close() already gave the final flush its time
                 self._idle.set()
                 return
 
@@ -416,8 +416,9 @@ class Client:
         return ok
 
     def _at_exit(self):
+        # at interpreter exit a dead collector may delay the exit by this much, never more
         if not self._closed:
-            self.close(timeout=5.0)
+            self.close(timeout=2.0)
 
     def stats(self):
         return {"queued": self.queued, "sent": self.sent, "dropped": self.dropped, "rejected": self.rejected,
