@@ -1,5 +1,6 @@
 // `rlsight serve` over a slime run: `--dump-details DIR` with slime's layout, or `FILE.pt|GLOB` for the
 // files a `--save-debug-rollout-data` template wrote.
+import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SlimeAnswers } from '../queries/slimeAnswers.ts';
 import { SlimeRunModel } from '../run/slime/index.ts';
@@ -23,10 +24,19 @@ const OPTIONS = {
   prometheus: { type: 'string' },
 } as const;
 
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** Whether these `serve` arguments name a slime run (a .pt file or glob, or a slime-layout folder). */
 export function isSlimeServe(argv: string[]): boolean {
   const { values, positionals } = parseArgs({ args: argv, strict: false, allowPositionals: true, options: OPTIONS });
-  if (positionals.length > 0) return true;
+  // Positional run folders (`serve DIR [DIR...]`) are the generic multi-run serve unless slime laid them out.
+  if (positionals.length > 0) return positionals.some((p) => !isDirectory(p) || looksLikeSlimeDir(p));
   const dir = values['dump-details'];
   return typeof dir === 'string' && looksLikeSlimeDir(dir);
 }

@@ -1,5 +1,6 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
+import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import type { RunModel } from '../run/model.ts';
 import type {
@@ -17,6 +18,7 @@ import type {
   PhasesAnswer,
   RolloutIds,
   RolloutTable,
+  RunListing,
   SampleStep,
   TokenView,
   Topology,
@@ -70,6 +72,8 @@ export interface RunCatalog {
  */
 export interface RunSources {
   meta(p: Presentation): Promise<Meta>;
+  /** The run as `/api/runs` lists it, under the URL name `id`. */
+  listing(id: string, primary: boolean): Promise<RunListing>;
   topology(): Promise<Topology>;
   /** rlsight's own: the lanes a selection picks (`/api/rlsight/lanes`). */
   selectLanes(grammar: string | undefined): Promise<LanesAnswer>;
@@ -194,6 +198,20 @@ export class RunAnswers implements RunSources {
         use_utilization_overview: p.useUtilizationOverview,
       },
       ...warmUpOf(store.warmUpProgress()),
+    };
+  }
+
+  async listing(id: string, primary: boolean): Promise<RunListing> {
+    const store = this.store;
+    const [ids, catalog] = await Promise.all([this.model.rolloutIds(), this.catalog()]);
+    return {
+      id,
+      name: store.meta()?.run_name || basename(this.model.dir),
+      start_ts: store.meta()?.start_ts ?? null,
+      gpus: store.laneIndex().length,
+      steps: Math.max(catalog.steps.length, ids.train.length),
+      formats: [this.model.format],
+      primary,
     };
   }
 

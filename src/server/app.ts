@@ -1,16 +1,22 @@
-// The HTTP app: security gates, gzip, the reference's API, live events and the web app, over one open run.
+// The HTTP app: security gates, gzip, the API of every served run, live events and the web app.
+//
+// Each run has its own API app (`runApi`): every route family is mounted there ONCE, with paths under
+// `/api/…`. The server answers it under `/api/runs/{id}/…` for each run and under the reference paths
+// `/api/…` for the first run, unchanged. A new route family is one `mountX(api, run)` line in `runApi`.
 import { Hono } from 'hono';
 import { COMPRESSIBLE_CONTENT_TYPE_REGEX, compress } from 'hono/compress';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
 import type { SignalSpec } from '../queries/health.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
+import type { RunsAnswer } from '../wire/index.ts';
 import { mountAnswers } from './answers.ts';
-import { EventFeed, mountEvents } from './events.ts';
 import { failureResponse } from './errors.ts';
+import { EventFeed, mountEvents } from './events.ts';
+import { jsonResponse } from './json.ts';
 import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
 import { mountRollout } from './rollout.ts';
 import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
-import type { RunSources } from '../queries/runAnswers.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
 import { mountTrace } from './trace.ts';
@@ -26,32 +32,94 @@ export interface AppOptions {
   allowHosts?: string[];
   /** The built web app (default `web/dist`). */
   staticDir?: string;
-  /** Where follow announcements are published (one feed per server). */
+  /** Where the first run's follow announcements are published. */
   feed?: EventFeed;
   /** Health-board thresholds (`--health-config`). */
   healthSignals?: readonly SignalSpec[];
 }
 
-/** The app over an open run. */
-export function createApp(args: { run: RunSources; options?: AppOptions }): Hono {
-  const { run } = args;
+/** One served run: its URL name, its answers, where its follow announcements go, and its API app. */
+export interface ServedRun {
+  readonly id: string;
+  readonly run: RunSources;
+  readonly feed: EventFeed;
+  readonly api: Hono;
+}
+
+/** The runs a server answers about; the first is the one the reference paths answer for. */
+export interface RunSet {
+  runs(): readonly ServedRun[];
+  get(id: string): ServedRun | undefined;
+}
+
+/** The API of one run: every route family, mounted once. */
+export function runApi(run: RunSources, feed: EventFeed, options: AppOptions = {}): Hono {
+  const api = new Hono();
+  api.onError((err, c) => failureResponse(c, err, run.roots));
+  mountMeta(api, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
+  mountTimeline(api, run);
+  mountMetrics(api, run, options.lowMfu ?? DEFAULT_LOW_MFU);
+  mountRollout(api, run);
+  const answers = run.answers?.();
+  if (answers) mountAnswers(api, answers, { healthSignals: options.healthSignals, roots: run.roots });
+  mountTrace(api, run);
+  mountEvents(api, feed, options.follow ? 'follow' : 'static');
+  api.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+  return api;
+}
+
+/** A fixed set of runs, named and each given its API. */
+export function fixedRunSet(entries: readonly { id: string; run: RunSources; feed?: EventFeed }[], options: AppOptions = {}): RunSet {
+  const served = entries.map((e): ServedRun => {
+    const feed = e.feed ?? new EventFeed();
+    return { id: e.id, run: e.run, feed, api: runApi(e.run, feed, options) };
+  });
+  const byId = new Map(served.map((s) => [s.id, s]));
+  return { runs: () => served, get: (id) => byId.get(id) };
+}
+
+/** `/api/runs/{id}/rest` → `/api/rest` of the same request (the run's API knows only the reference paths). */
+function forRunApi(req: Request, rest: string): Request {
+  const url = new URL(req.url);
+  url.pathname = `/api/${rest}`;
+  return new Request(url, req);
+}
+
+/** The app over several runs. */
+export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Hono {
+  const { runs } = args;
   const options = args.options ?? {};
   const app = new Hono();
-  const feed = options.feed ?? new EventFeed();
   app.use(hostGuard(allowedHosts(options.host ?? '127.0.0.1', options.allowHosts ?? [])));
   app.use(readOnlyMethods);
   // Heatmap frames are mostly runs of equal bytes: gzip them too.
   app.use(compress({ contentTypeFilter: (type) => COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith('application/octet-stream') || type.startsWith('application/vnd.rlsight.columns') }));
-  app.onError((err, c) => failureResponse(c, err, run.roots));
-  mountMeta(app, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
-  mountTimeline(app, run);
-  mountMetrics(app, run, options.lowMfu ?? DEFAULT_LOW_MFU);
-  mountRollout(app, run);
-  const answers = run.answers?.();
-  if (answers) mountAnswers(app, answers, { healthSignals: options.healthSignals, roots: run.roots });
-  mountTrace(app, run);
-  mountEvents(app, feed, options.follow ? 'follow' : 'static');
+  app.onError((err, c) => failureResponse(c, err, runs.runs().flatMap((r) => r.run.roots)));
+
+  app.get('/api/runs', async (c) => {
+    const listed = runs.runs();
+    const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0))) };
+    return jsonResponse(c, body);
+  });
+  app.all('/api/runs/:run/*', (c) => {
+    const served = runs.get(c.req.param('run'));
+    if (!served) return c.json({ detail: `no run named ${JSON.stringify(c.req.param('run'))} (see /api/runs)` }, 404);
+    const prefix = `/api/runs/${encodeURIComponent(served.id)}/`;
+    const path = new URL(c.req.url).pathname;
+    return served.api.fetch(forRunApi(c.req.raw, path.startsWith(prefix) ? path.slice(prefix.length) : ''), c.env);
+  });
+  app.all('/api/*', (c) => {
+    const first = runs.runs()[0];
+    if (!first) return c.json({ detail: 'no run is being served' }, 404);
+    return first.api.fetch(c.req.raw, c.env);
+  });
   mountStatic(app, options.staticDir);
   app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
   return app;
+}
+
+/** The app over one open run (its URL name `run`). */
+export function createApp(args: { run: RunSources; options?: AppOptions }): Hono {
+  const options = args.options ?? {};
+  return createMultiApp({ runs: fixedRunSet([{ id: 'run', run: args.run, feed: options.feed }], options), options });
 }

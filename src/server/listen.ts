@@ -1,9 +1,10 @@
-// Starts the HTTP server over an open run (and the follow loop when asked).
+// Starts the HTTP server over one or several open runs (and their follow loops when asked).
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { type AppOptions, createApp } from './app.ts';
-import { EventFeed, type Follower, startFollow } from './events.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
+import { type AppOptions, createMultiApp } from './app.ts';
+import { EventFeed, type Follower } from './events.ts';
+import { ServedRuns } from './runSet.ts';
 
 export interface ListenOptions extends AppOptions {
   host?: string;
@@ -17,8 +18,11 @@ export interface RunningServer {
   url: string;
   port: number;
   host: string;
+  /** The first run's follow loop. */
   follower: Follower | null;
+  /** The first run's announcements. */
   feed: EventFeed;
+  runs: ServedRuns;
   close(): Promise<void>;
 }
 
@@ -36,29 +40,34 @@ function guardUnhandledRejections(): void {
   });
 }
 
-export async function startServer(run: RunSources, opts: ListenOptions = {}): Promise<RunningServer> {
+/** Serves one open run. */
+export function startServer(run: RunSources, opts: ListenOptions = {}): Promise<RunningServer> {
+  const runs = new ServedRuns({ ...opts, feed: opts.feed ?? new EventFeed() }, () => Promise.reject(new Error('no run discovery')));
+  runs.add(run.roots[0] ?? 'run', run);
+  return startRunsServer(runs, opts);
+}
+
+/** Serves the runs of `runs` (more may join it while serving). */
+export async function startRunsServer(runs: ServedRuns, opts: ListenOptions = {}): Promise<RunningServer> {
   guardUnhandledRejections();
   const host = opts.host ?? '127.0.0.1';
-  const feed = opts.feed ?? new EventFeed();
-  const app = createApp({ run, options: { ...opts, host, feed } });
+  const app = createMultiApp({ runs, options: { ...opts, host } });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 7788 }, () => resolve(s));
     s.once('error', reject);
   });
   const port = (server.address() as AddressInfo).port;
-  const follower = opts.follow
-    ? startFollow({ advance: () => run.advance(), catalog: () => run.catalog(), feed, timer: opts.followTimer ?? true })
-    : null;
   const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   return {
     url: `http://${shown}:${port}/`,
     port,
     host,
-    follower,
-    feed,
+    follower: runs.firstFollower(),
+    feed: runs.runs()[0]?.feed ?? new EventFeed(),
+    runs,
     close: () =>
       new Promise<void>((resolve) => {
-        follower?.stop();
+        runs.stop();
         // SSE clients hold connections open; drop them so close() returns.
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         server.close(() => resolve());

@@ -5,5 +5,6 @@ export type * from './events.ts';
 export type * from './meta.ts';
 export type * from './metrics.ts';
 export type * from './rollout.ts';
+export type * from './runs.ts';
 export type * from './timeline.ts';
 export type * from './trace.ts';

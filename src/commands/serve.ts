@@ -1,0 +1,182 @@
+// `rlsight serve`: parse flags, open the runs, start the read-only server.
+import { existsSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { RunSources } from '../queries/runAnswers.ts';
+import { CommandUsageError as UsageError } from './common.ts';
+
+export interface ServeFlags {
+  /** Run directories to serve, in order (the first answers the reference paths). */
+  runDirs: string[];
+  /** `--runs ROOT`: serve every run directory found under it (searched again with --follow). */
+  runsRoot?: string;
+  host: string;
+  port: number;
+  follow: boolean;
+  tensorLru: number;
+  cacheDir?: string;
+  /** MiB each run's resident telemetry columns may hold. */
+  memoryBudgetMiB: number;
+  useUtilizationOverview: boolean;
+  lowMfuThreshold: number;
+  allowHosts: string[];
+  healthConfig?: string;
+  /** `--prometheus URL`: engine series from Prometheus for a run that scraped none. */
+  prometheus?: string;
+}
+
+function numberFlag(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min?: number; max?: number } = {}): number {
+  if (raw === undefined) return fallback;
+  const v = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isInteger(v))) {
+    throw new UsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'}, got '${raw}'`);
+  }
+  if ((opts.min !== undefined && v < opts.min) || (opts.max !== undefined && v > opts.max)) {
+    throw new UsageError(`--${name}: ${v} is out of range [${opts.min ?? '-inf'}, ${opts.max ?? 'inf'}]`);
+  }
+  return v;
+}
+
+/** A directory rlsight can serve: it exists and holds dumps or telemetry. `flag` names where it was given. */
+export function checkRunDir(dir: string, flag = '--dump-details'): string {
+  const abs = resolve(dir);
+  let isDir = false;
+  try {
+    isDir = statSync(abs).isDirectory();
+  } catch {
+    throw new UsageError(`${flag}: no such directory: ${dir}`);
+  }
+  if (!isDir) throw new UsageError(`${flag}: not a directory: ${dir}`);
+  const markers = ['dashboard', 'rollout_data', 'train_data', 'dashboard_columns'];
+  if (!markers.some((m) => existsSync(join(abs, m)))) {
+    throw new UsageError(`${flag}: ${dir} is not a run directory (no ${markers.join('/, ')}/ inside)`);
+  }
+  return abs;
+}
+
+function checkRoot(dir: string): string {
+  const abs = resolve(dir);
+  let isDir = false;
+  try {
+    isDir = statSync(abs).isDirectory();
+  } catch {
+    throw new UsageError(`--runs: no such directory: ${dir}`);
+  }
+  if (!isDir) throw new UsageError(`--runs: not a directory: ${dir}`);
+  return abs;
+}
+
+export function parseServeFlags(argv: string[]): ServeFlags {
+  const { values, tokens } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: true,
+    tokens: true,
+    options: {
+      'dump-details': { type: 'string', multiple: true },
+      runs: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      follow: { type: 'boolean' },
+      'tensor-lru': { type: 'string' },
+      'cache-dir': { type: 'string' },
+      'memory-budget': { type: 'string' },
+      'use-utilization-overview': { type: 'boolean' },
+      'low-mfu-threshold': { type: 'string' },
+      'allow-host': { type: 'string', multiple: true },
+      'health-config': { type: 'string' },
+      prometheus: { type: 'string' },
+    },
+  });
+  // Runs are served in command-line order, whichever way each was given.
+  const runDirs = tokens.flatMap((t) =>
+    t.kind === 'positional' ? [checkRunDir(t.value, 'serve')] : t.kind === 'option' && t.name === 'dump-details' && t.value !== undefined ? [checkRunDir(t.value)] : [],
+  );
+  const runsRoot = values.runs === undefined ? undefined : checkRoot(values.runs);
+  if (runDirs.length === 0 && runsRoot === undefined) throw new UsageError('a run directory is required: serve DIR [DIR...], --runs ROOT or --dump-details DIR');
+  return {
+    runDirs,
+    runsRoot,
+    host: values.host ?? '127.0.0.1',
+    port: numberFlag('port', values.port, 7788, { int: true, min: 0, max: 65535 }),
+    follow: values.follow ?? false,
+    tensorLru: numberFlag('tensor-lru', values['tensor-lru'], 2, { int: true, min: 0 }),
+    cacheDir: values['cache-dir'] ? resolve(values['cache-dir']) : undefined,
+    memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], 192, { min: 16 }),
+    useUtilizationOverview: values['use-utilization-overview'] ?? false,
+    lowMfuThreshold: numberFlag('low-mfu-threshold', values['low-mfu-threshold'], 0.15, { min: 0 }),
+    allowHosts: values['allow-host'] ?? [],
+    healthConfig: values['health-config'],
+    prometheus: values.prometheus,
+  };
+}
+
+function banner(url: string, host: string, port: number, runs: readonly { id: string }[]): string {
+  const local = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const lines = [
+    `rlsight serving ${url}`,
+    `from a laptop: ssh -N -L ${port}:${local}:${port} ${hostname()}   then open http://127.0.0.1:${port}/`,
+  ];
+  if (runs.length > 1) lines.push(`runs: ${runs.map((r) => r.id).join(', ')}`);
+  if (local !== host) lines.push(`listening on all interfaces: requests must name localhost or an --allow-host NAME in their Host header`);
+  return lines.join('\n');
+}
+
+/** Each run's derived caches get their own folder under --cache-dir (runs never share one). */
+function cacheFor(flags: ServeFlags, index: number, count: number): string | undefined {
+  if (!flags.cacheDir || count <= 1) return flags.cacheDir;
+  return join(flags.cacheDir, `run-${index}`);
+}
+
+export async function serve(flags: ServeFlags): Promise<void> {
+  const { openRun } = await import('../server/run.ts');
+  const { ServedRuns } = await import('../server/runSet.ts');
+  const { startRunsServer } = await import('../server/listen.ts');
+  const { loadHealthConfig } = await import('./health.ts');
+  const healthSignals = flags.healthConfig === undefined ? undefined : (() => {
+    try {
+      return loadHealthConfig(flags.healthConfig);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  })();
+  let opened = 0;
+  // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
+  const withEngines = async (run: RunSources): Promise<RunSources> =>
+    flags.prometheus ? (await import('../server/prometheusRun.ts')).prometheusFor(run, flags.prometheus) : run;
+  const open = (dir: string): Promise<RunSources> =>
+    openRun(dir, {
+      tensorLru: flags.tensorLru,
+      cacheDir: cacheFor(flags, opened++, flags.runsRoot ? 2 : flags.runDirs.length),
+      memoryBudget: flags.memoryBudgetMiB * 2 ** 20,
+    }).catch((err: Error) => {
+      // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
+      const param = (err as { param?: string }).param;
+      throw param ? new UsageError(`--${param === 'cacheDir' ? 'cache-dir' : param}: ${err.message}`) : err;
+    }).then(withEngines);
+  const options = {
+    healthSignals,
+    host: flags.host,
+    port: flags.port,
+    follow: flags.follow,
+    useUtilizationOverview: flags.useUtilizationOverview,
+    lowMfu: flags.lowMfuThreshold,
+    allowHosts: flags.allowHosts,
+  };
+  const runs = new ServedRuns(options, open);
+  for (const dir of flags.runDirs) runs.add(dir, await open(dir));
+  if (flags.runsRoot) {
+    await runs.discover(flags.runsRoot);
+    if (flags.follow) runs.watch(flags.runsRoot);
+    else if (runs.runs().length === 0) throw new UsageError(`--runs: no run directory under ${flags.runsRoot}`);
+  }
+  const server = await startRunsServer(runs, options);
+  console.log(banner(server.url, flags.host, server.port, runs.runs()));
+  for (const r of runs.runs()) for (const w of r.run.warnings()) console.warn(`warning: ${runs.runs().length > 1 ? `${r.id}: ` : ''}${w}`);
+  const stop = (): void => {
+    void server.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}

@@ -1,0 +1,89 @@
+// The runs one server answers about: named once, each with its API and (with --follow) its own tail loop;
+// with `--runs ROOT` the root is searched again on every follow tick and new runs join the list.
+import { basename, resolve } from 'node:path';
+import type { RunSources } from '../queries/runAnswers.ts';
+import { discoverRunDirs } from '../run/discover.ts';
+import { type AppOptions, type RunSet, type ServedRun, runApi } from './app.ts';
+import { EventFeed, FOLLOW_INTERVAL_MS, type Follower, startFollow } from './events.ts';
+
+/** A URL-safe run name from a folder name, unique among `taken`. */
+export function runId(dir: string, taken: ReadonlySet<string>): string {
+  const base = basename(dir).replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[.-]+/, '') || 'run';
+  let id = base;
+  for (let n = 2; taken.has(id); n++) id = `${base}-${n}`;
+  return id;
+}
+
+export interface ServedRunsOptions extends AppOptions {
+  /** Run each run's follow timer (tests pass false and call `tick()`). */
+  followTimer?: boolean;
+}
+
+export class ServedRuns implements RunSet {
+  private readonly list: (ServedRun & { dir: string; follower: Follower | null })[] = [];
+  private readonly byId = new Map<string, ServedRun>();
+  private watcher: ReturnType<typeof setInterval> | null = null;
+
+  constructor(
+    private readonly options: ServedRunsOptions,
+    private readonly open: (dir: string) => Promise<RunSources>,
+  ) {}
+
+  runs(): readonly ServedRun[] {
+    return this.list;
+  }
+
+  get(id: string): ServedRun | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The follower of the first run (what a one-run server exposes). */
+  firstFollower(): Follower | null {
+    return this.list[0]?.follower ?? null;
+  }
+
+  /** Serves an open run (the first added answers the reference paths). */
+  add(dir: string, run: RunSources, feed?: EventFeed): ServedRun {
+    const abs = resolve(dir);
+    const id = runId(abs, new Set(this.byId.keys()));
+    const f = feed ?? (this.list.length === 0 ? this.options.feed : undefined) ?? new EventFeed();
+    const follower = this.options.follow
+      ? startFollow({ advance: () => run.advance(), catalog: () => run.catalog(), feed: f, timer: this.options.followTimer ?? true })
+      : null;
+    const served = { id, run, feed: f, api: runApi(run, f, this.options), dir: abs, follower };
+    this.list.push(served);
+    this.byId.set(id, served);
+    return served;
+  }
+
+  /** Opens and serves every run directory under `root` not served yet; returns the ones added. */
+  async discover(root: string): Promise<ServedRun[]> {
+    const known = new Set(this.list.map((r) => r.dir));
+    const added: ServedRun[] = [];
+    for (const dir of discoverRunDirs(resolve(root))) {
+      if (known.has(dir)) continue;
+      added.push(this.add(dir, await this.open(dir)));
+    }
+    return added;
+  }
+
+  /** Searches `root` again every follow interval, so runs started later are served too. */
+  watch(root: string, intervalMs = FOLLOW_INTERVAL_MS): void {
+    if (this.watcher) return;
+    let busy = false;
+    this.watcher = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      this.discover(root)
+        .catch((err) => console.error('rlsight: --runs:', err instanceof Error ? err.message : err))
+        .finally(() => (busy = false));
+    }, intervalMs);
+    this.watcher.unref();
+  }
+
+  stop(): void {
+    if (this.watcher) clearInterval(this.watcher);
+    this.watcher = null;
+    for (const r of this.list) r.follower?.stop();
+  }
+}

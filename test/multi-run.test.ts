@@ -1,0 +1,127 @@
+// Several runs in one server: `/api/runs`, every endpoint under `/api/runs/{run}/…` answering exactly what the
+// reference path answers for the first run, `--runs ROOT` discovery, and `rlsight serve DIR DIR`.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { type RunningServer, startRunsServer } from '../src/server/listen.ts';
+import { openRun } from '../src/server/run.ts';
+import { ServedRuns } from '../src/server/runSet.ts';
+import { ageTree, fixturePath, loadGoldens } from './support/fixtures.ts';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Copies the fixture run to `root/name`, its meta.json naming it `runName` (or removed when null). */
+function placeRun(root: string, name: string, runName: string | null): string {
+  const dir = join(root, name);
+  cpSync(fixturePath('miles-demo', 'run'), dir, { recursive: true });
+  const meta = join(dir, 'dashboard', 'meta.json');
+  if (runName === null) rmSync(meta);
+  else writeFileSync(meta, JSON.stringify({ run_name: runName, start_ts: 1000000.0, args: { colocate: true }, schema_version: 1 }));
+  ageTree(dir);
+  return dir;
+}
+
+async function body(res: Response): Promise<{ status: number; type: string | null; bytes: string }> {
+  return { status: res.status, type: res.headers.get('content-type'), bytes: Buffer.from(await res.arrayBuffer()).toString('base64') };
+}
+
+describe('several runs in one server', () => {
+  let root: string;
+  let server: RunningServer;
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), 'rlsight-runs-'));
+    const a = placeRun(root, 'healthy', 'grpo-healthy');
+    const b = placeRun(root, 'collapse', 'grpo-collapse');
+    const runs = new ServedRuns({}, (dir) => openRun(dir));
+    runs.add(a, await openRun(a));
+    runs.add(b, await openRun(b));
+    server = await startRunsServer(runs, { port: 0 });
+  });
+  after(async () => {
+    await server?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const get = (path: string) => fetch(new URL(path, server.url));
+
+  test('/api/runs lists each run with its name, start, GPUs, steps and formats', async () => {
+    const listed = (await (await get('/api/runs')).json()) as any;
+    assert.deepEqual(
+      listed.runs.map((r: any) => [r.id, r.name, r.start_ts, r.gpus, r.steps, r.formats, r.primary]),
+      [
+        ['healthy', 'grpo-healthy', 1000000, 4, 3, ['miles'], true],
+        ['collapse', 'grpo-collapse', 1000000, 4, 3, ['miles'], false],
+      ],
+    );
+  });
+
+  test('every golden request answers the same bytes under /api/runs/{first}/ as under the reference path', async () => {
+    const requests = [...new Set(loadGoldens().map((g) => g.request))].filter((r) => r.startsWith('/api/'));
+    assert.ok(requests.length > 250, `${requests.length} requests`);
+    for (const request of requests) {
+      const reference = await body(await get(request));
+      const prefixed = await body(await get(request.replace(/^\/api\//, '/api/runs/healthy/')));
+      assert.deepEqual(prefixed, reference, request);
+    }
+  });
+
+  test('the second run answers under its own prefix; an unknown run is a 404 naming it', async () => {
+    const meta = (await (await get('/api/runs/collapse/meta')).json()) as any;
+    assert.equal(meta.run_name, 'grpo-collapse');
+    assert.equal(((await (await get('/api/meta')).json()) as any).run_name, 'grpo-healthy');
+    const missing = await get('/api/runs/nope/meta');
+    assert.equal(missing.status, 404);
+    assert.match(((await missing.json()) as any).detail, /no run named "nope"/);
+  });
+});
+
+describe('--runs ROOT', () => {
+  test('finds every run directory below the root, names them uniquely, and finds a run started later', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-root-'));
+    try {
+      placeRun(join(root, 'team-a'), 'run', null);
+      placeRun(join(root, 'team-b'), 'run', 'b-run');
+      mkdirSync(join(root, 'notes'));
+      const runs = new ServedRuns({}, (dir) => openRun(dir));
+      const first = await runs.discover(root);
+      assert.deepEqual(first.map((r) => r.id), ['run', 'run-2']);
+      assert.deepEqual(await Promise.all(runs.runs().map(async (r) => (await r.run.listing(r.id, false)).name)), ['run', 'b-run']);
+      assert.deepEqual(await runs.discover(root), [], 'a known run is not added twice');
+      placeRun(root, 'late', null);
+      assert.deepEqual((await runs.discover(root)).map((r) => r.id), ['late']);
+      runs.stop();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('rlsight serve DIR DIR', () => {
+  test('serves both runs, the first at the reference paths', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-serve2-'));
+    const a = placeRun(root, 'a', 'first');
+    const b = placeRun(root, 'b', 'second');
+    const child = spawn(process.execPath, [join(repo, 'bin', 'rlsight.mjs'), 'serve', a, '--dump-details', b, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((ok, fail) => {
+        let out = '';
+        child.stdout!.on('data', (d) => {
+          out += d;
+          const m = /serving (http:\/\/\S+)/.exec(out);
+          if (m) ok(m[1]);
+        });
+        child.once('exit', (code) => fail(new Error(`exited with ${code}: ${out}`)));
+      });
+      const listed = (await (await fetch(new URL('/api/runs', url))).json()) as any;
+      assert.deepEqual(listed.runs.map((r: any) => [r.id, r.name]), [['a', 'first'], ['b', 'second']], 'in command-line order');
+      assert.equal(((await (await fetch(new URL('/api/meta', url))).json()) as any).run_name, 'first');
+    } finally {
+      child.kill();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
