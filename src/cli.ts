@@ -9,7 +9,7 @@ Usage:
   rlsight serve --runs ROOT [options]          serve every run directory under ROOT (searched again with --follow)
   rlsight serve --dump-details DIR [options]   serve one run directory, as miles spells it
   rlsight serve FILE.pt|'GLOB' [options]       serve slime --save-debug-rollout-data files
-  rlsight demo [--port N] [--out DIR] [--large]  generate a demo run and serve it
+  rlsight demo [--port N] [--out DIR] [--large]  generate two demo runs (healthy, collapse) and serve both
   rlsight trace FILE.pt [--out DIR] [--no-serve]  slime viewer cache + a self-contained trace page
   rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
                                                per-step failure signals; exit 1 when a --fail-on signal fired
@@ -44,7 +44,7 @@ ${COLLECT_USAGE}
 demo options:
   --port N                      port (default 7788)
   --host HOST                   bind address (default 127.0.0.1)
-  --out DIR                     where to write the run (default: a new temp folder)
+  --out DIR                     where to write the runs (DIR/healthy, DIR/collapse; default: a new temp folder)
   --large                       128 GPUs, so the fleet overview is exercised
 `;
 

@@ -1,4 +1,5 @@
-// `rlsight demo`: generate a demo run and serve it.
+// `rlsight demo`: generate two runs of the same recipe — one healthy, one whose zero-std group share climbs —
+// and serve them side by side (the healthy one at the reference paths).
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,6 +8,12 @@ import { parseServeFlags, serve } from './serve.ts';
 
 /** Metrics-only steps before the demo's six detailed ones: ~200 steps of metrics, dumps for the last six. */
 const DEMO_HISTORY_STEPS = 194;
+
+/** The demo's runs: folder name and whether the run collapses. */
+export const DEMO_RUNS = [
+  { folder: 'healthy', collapse: false },
+  { folder: 'collapse', collapse: true },
+] as const;
 
 export async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -20,13 +27,17 @@ export async function demo(argv: string[]): Promise<void> {
       large: { type: 'boolean' },
     },
   });
-  const out = values.out ? resolve(values.out) : join(mkdtempSync(join(tmpdir(), 'rlsight-demo-')), 'run');
+  const out = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-demo-'));
   const { generateDemoRun } = await import('../demo/index.ts');
-  console.log(`generating a ${values.large ? 'large ' : ''}demo run in ${out} …`);
-  await generateDemoRun(out, { large: values.large ?? false, historySteps: DEMO_HISTORY_STEPS });
-  const flags = ['--dump-details', out];
+  const dirs: string[] = [];
+  for (const run of DEMO_RUNS) {
+    const dir = join(out, run.folder);
+    console.log(`generating a ${values.large ? 'large ' : ''}demo run in ${dir} …`);
+    await generateDemoRun(dir, { large: values.large ?? false, collapse: run.collapse, historySteps: DEMO_HISTORY_STEPS });
+    dirs.push(dir);
+  }
+  const flags = [...dirs];
   if (values.host !== undefined) flags.push('--host', values.host);
   if (values.port !== undefined) flags.push('--port', values.port);
   await serve(parseServeFlags(flags));
 }
-

@@ -30,9 +30,11 @@ export interface DemoConfig {
   imbalancedEngine: number;
   runName: string;
   initSeconds: number;
+  /** The run collapses: ever more groups are solved by every sample, so the zero-std share climbs. */
+  collapse: boolean;
 }
 
-export function demoConfig(opts: { large?: boolean; seed?: number; steps?: number; firstStep?: number } = {}): DemoConfig {
+export function demoConfig(opts: { large?: boolean; seed?: number; steps?: number; firstStep?: number; collapse?: boolean } = {}): DemoConfig {
   const large = opts.large ?? false;
   const seed = opts.seed ?? 0;
   const layout = large
@@ -53,8 +55,9 @@ export function demoConfig(opts: { large?: boolean; seed?: number; steps?: numbe
     divergenceStep: 3,
     stragglerRank: large ? 77 : 11,
     imbalancedEngine: 0,
-    runName: large ? 'qwen3-32b-grpo-agentic-128gpu' : 'qwen3-8b-grpo-agentic',
+    runName: `${large ? 'qwen3-32b-grpo-agentic-128gpu' : 'qwen3-8b-grpo-agentic'}${opts.collapse ? '-collapse' : ''}`,
     initSeconds: 95,
+    collapse: opts.collapse ?? false,
   };
 }
 
@@ -222,7 +225,9 @@ function draftGroup(config: DemoConfig, tokenizer: DemoTokenizer, step: number, 
   // Difficulty spread so some groups are trivially solved and some never: zero reward variance.
   const kind = rng.next();
   const progress = Math.min(1, step / 8);
-  const pCorrect = kind < 0.16 ? 0.99 : kind < 0.26 ? 0.01 : Math.min(0.8, 0.25 + 0.25 * progress + rng.uniform(0, 0.35));
+  // A collapsing run solves ever more groups outright (the same draw decides, so the runs differ only there).
+  const solved = 0.16 + (config.collapse ? 0.7 * progress : 0);
+  const pCorrect = kind < solved ? 0.99 : kind < solved + 0.1 ? 0.01 : Math.min(0.8, 0.25 + 0.25 * progress + rng.uniform(0, 0.35));
   const problem = makeProblem(rng, rng.next());
   const out: Draft[] = [];
   for (let i = 0; i < n; i++) {

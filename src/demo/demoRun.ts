@@ -22,6 +22,8 @@ export interface DemoRunOptions {
    * ids from this number on, and the run's metrics span `historySteps + steps` steps.
    */
   historySteps?: number;
+  /** The same recipe with a collapsing outcome (the zero-std group share climbs step after step). */
+  collapse?: boolean;
   /** Wall-clock "now" in epoch seconds; the run ends a minute before it. */
   now?: number;
   /** Called with one line of progress at a time. */
@@ -85,7 +87,7 @@ function walk(dir: string, visit: (path: string) => void): void {
 /** Generates a demo run into `outDir` (created if missing; must not already hold a run). */
 export async function generateDemoRun(outDir: string, opts: DemoRunOptions = {}): Promise<DemoRunInfo> {
   const progress = opts.onProgress ?? (() => {});
-  const config = demoConfig({ large: opts.large, seed: opts.seed, steps: opts.steps, firstStep: opts.historySteps ?? 0 });
+  const config = demoConfig({ large: opts.large, seed: opts.seed, steps: opts.steps, firstStep: opts.historySteps ?? 0, collapse: opts.collapse });
   if (existsSync(join(outDir, 'dashboard', 'meta.json')) || existsSync(join(outDir, 'rollout_data'))) {
     throw new Error(`demo output ${outDir} already holds a run; choose an empty folder`);
   }

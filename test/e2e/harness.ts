@@ -52,6 +52,8 @@ export interface DemoOptions {
   extraArgs?: string[];
   /** Alters the generated run before it is served (a test's own copy, e.g. to take a lane's data away). */
   prepare?: (runDir: string) => void | Promise<void>;
+  /** Also serve, second, a run of the same recipe that collapses (its zero-std share climbs). */
+  compare?: boolean;
 }
 
 /** Generates a demo run and serves it with `rlsight serve --follow` on a free port. */
@@ -69,10 +71,15 @@ async function startOn(base: string, opts: DemoOptions): Promise<Served> {
   const runDir = join(base, 'run');
   await generateDemoRun(runDir, { steps: opts.steps ?? 4, seed: 7, large: opts.large ?? false });
   await opts.prepare?.(runDir);
+  const others: string[] = [];
+  if (opts.compare) {
+    others.push(join(base, 'collapse'));
+    await generateDemoRun(others[0]!, { steps: opts.steps ?? 4, seed: 7, collapse: true });
+  }
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), '--follow', ...(opts.extraArgs ?? [])],
+    [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, ...others, '--port', String(port), '--follow', ...(opts.extraArgs ?? [])],
     { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let log = '';

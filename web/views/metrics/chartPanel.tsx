@@ -13,6 +13,8 @@ export interface XYTable {
   label: string;
   x: number[];
   y: (number | null)[];
+  /** A colour of its own (a run's); else the next series colour. */
+  color?: string;
 }
 
 export type XKind = 'step' | 'time';
@@ -173,12 +175,12 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
     return out as uPlot.AlignedData;
   }, [visible, smoothing]);
 
-  const seriesKey = `${visible.map((t) => t.label).join('|')}#${smoothing > 0}`;
+  const seriesKey = `${visible.map((t) => `${t.label}:${t.color ?? ''}`).join('|')}#${smoothing > 0}`;
   const options = useMemo<Omit<uPlot.Options, 'width' | 'height'>>(() => {
     const series: uPlot.Series[] = [{ label: xLabel, value: (_u, v) => (v == null ? '—' : xKind === 'time' ? new Date(v * 1000).toISOString().slice(11, 19) : String(v)) }];
     const gaps = xKind === 'time' ? breakLongGaps : undefined;
     visible.forEach((t, i) => {
-      const color = SERIES_COLORS[i % SERIES_COLORS.length]!;
+      const color = t.color ?? SERIES_COLORS[i % SERIES_COLORS.length]!;
       const many = visible.length > 1 || t.x.length > 80;
       const value = (_u: uPlot, v: number | null) => fmtNum(v);
       if (smoothing > 0) {

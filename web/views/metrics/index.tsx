@@ -7,18 +7,26 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { EngineSeries, Meta, MetricSeries as Series, Topology } from '../../../src/wire/index.ts';
+import type { EngineSeries, Meta, MetricSeries as Series, RunListing, Topology } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
 import { SERIES_COLORS } from '../../theme.ts';
+import { chosenRuns, loadRuns, runColor, runList, runPath } from '../../runs.ts';
+import { RunPicker } from './runPicker.tsx';
+
+/** The x axis: a step key, wall time, or time since each run's start (to line runs up). */
+type AxisKind = 'step' | 'time' | 'rel';
 
 export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const p = route.params;
   const catalog = useMemo(() => buildCatalog(meta), [meta]);
   const q = p.get('q') ?? '';
   const cat = p.get('cat') ?? catalog.categories[0]?.name ?? '';
-  const xKind: XKind = p.get('x') === 'time' ? 'time' : 'step';
+  const xKind: AxisKind = p.get('x') === 'time' ? 'time' : p.get('x') === 'rel' ? 'rel' : 'step';
+  const allRuns = useStore(runList);
+  useEffect(() => void loadRuns(), []);
+  const runs = useMemo(() => chosenRuns(allRuns ?? [], p.get('runs')), [allRuns, p.get('runs')]);
   const smoothing = Math.min(0.99, Math.max(0, numParam(p, 'smooth') ?? 0));
   const zx = p.get('zx')?.split(',').map(Number);
   const zoom: [number, number] | null = zx && zx.length === 2 && zx.every(Number.isFinite) ? [zx[0]!, zx[1]!] : null;
@@ -74,14 +82,24 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
             </li>
           ))}
         </ul>
+        {allRuns && allRuns.length > 1 && <RunPicker runs={allRuns} chosen={runs} />}
         <div class="controls-col">
           <label>
             x axis
-            <select value={xKind} onChange={(e) => setParams({ x: (e.target as HTMLSelectElement).value === 'time' ? 'time' : null, zx: null })}>
+            <select
+              value={xKind}
+              onChange={(e) => {
+                const v = (e.target as HTMLSelectElement).value;
+                setParams({ x: v === 'time' || v === 'rel' ? v : null, zx: null });
+              }}
+            >
               <option value="step">step</option>
               {/* A dump-only run has no timestamps to put its steps on. */}
               <option value="time" disabled={!meta.capabilities.has_metrics} title={meta.capabilities.has_metrics ? '' : 'no metrics.jsonl: the dump aggregates carry no wall time'}>
                 wall time{meta.capabilities.has_metrics ? '' : ' (n/a: dump-only run, no timestamps)'}
+              </option>
+              <option value="rel" disabled={!meta.capabilities.has_metrics} title={meta.capabilities.has_metrics ? '' : 'no metrics.jsonl: the dump aggregates carry no wall time'}>
+                time since start{meta.capabilities.has_metrics ? '' : ' (n/a)'}
               </option>
             </select>
           </label>
@@ -112,7 +130,7 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
         {keys.length === 0 ? (
           <Empty>{q ? 'No metric key contains that text.' : 'No metrics in this category.'}</Empty>
         ) : (
-          <MetricGrid meta={meta} keys={keys} xKind={xKind} smoothing={smoothing} zoom={zoom} />
+          <MetricGrid meta={meta} keys={keys} xKind={xKind} smoothing={smoothing} zoom={zoom} runs={runs} allRuns={allRuns ?? []} />
         )}
       </div>
     </div>
@@ -122,12 +140,23 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
 interface GridProps {
   meta: Meta;
   keys: { key: string; cat: string }[];
-  xKind: XKind;
+  xKind: AxisKind;
+  /** The chosen runs (one series each per chart); empty when the server lists none. */
+  runs: readonly RunListing[];
+  allRuns: readonly RunListing[];
   smoothing: number;
   zoom: [number, number] | null;
 }
 
-function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
+/** Where one run's answers are asked: its own prefix when the server lists runs, else the reference paths. */
+function pathFor(run: RunListing | null, path: string): string {
+  return run ? runPath(run, path) : path;
+}
+
+function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridProps) {
+  const targets: (RunListing | null)[] = runs.length ? [...runs] : [null];
+  const overlay = targets.length > 1;
+  const runKey = targets.map((r) => r?.id ?? '').join(',');
   const tick = useStore(liveTick);
   const logged = keys.filter((k) => k.cat !== ENGINE_CATEGORY).map((k) => k.key);
   const engine = keys.filter((k) => k.cat === ENGINE_CATEGORY).map((k) => k.key);
@@ -135,7 +164,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
   const [hiddenEngines, setHidden] = useState<Set<string>>(new Set());
 
   const loggedData = useApi(
-    logged.length ? `${logged.join(',')}` : null,
+    logged.length ? `${logged.join(',')}|${runKey}` : null,
     async (signal) => {
       const groups = new Map<string, string[]>();
       for (const k of logged) {
@@ -143,30 +172,40 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
         if (!groups.has(ax)) groups.set(ax, []);
         groups.get(ax)!.push(k);
       }
-      const out: Record<string, Series & { axis: string }> = {};
-      const fetchAxis = async (ax: string, ks: string[]) => {
-        const r = await getJson<Record<string, Series>>('metrics', { keys: ks.join(','), x: ax }, signal);
-        for (const k of ks) if (r[k] && (r[k]!.x.length || !out[k])) out[k] = { ...r[k]!, axis: ax };
+      const ofRun = async (run: RunListing | null) => {
+        const out: Record<string, Series & { axis: string }> = {};
+        const fetchAxis = async (ax: string, ks: string[]) => {
+          const r = await getJson<Record<string, Series>>(pathFor(run, 'metrics'), { keys: ks.join(','), x: ax }, signal);
+          for (const k of ks) if (r[k] && (r[k]!.x.length || !out[k])) out[k] = { ...r[k]!, axis: ax };
+        };
+        await Promise.all([...groups].map(([ax, ks]) => fetchAxis(ax, ks)));
+        // A key logged against another step key than its prefix suggests: try the run's other step keys.
+        const missing = logged.filter((k) => !k.startsWith('dump/') && !out[k]?.x.length);
+        for (const ax of meta.step_keys) {
+          const ks = missing.filter((k) => out[k]?.axis !== ax && !out[k]?.x.length);
+          if (ks.length) await fetchAxis(ax, ks);
+        }
+        return out;
       };
-      await Promise.all([...groups].map(([ax, ks]) => fetchAxis(ax, ks)));
-      // A key logged against another step key than its prefix suggests: try the run's other step keys.
-      const missing = logged.filter((k) => !k.startsWith('dump/') && !out[k]?.x.length);
-      for (const ax of meta.step_keys) {
-        const ks = missing.filter((k) => out[k]?.axis !== ax && !out[k]?.x.length);
-        if (ks.length) await fetchAxis(ax, ks);
-      }
-      return out;
+      return Promise.all(targets.map(ofRun));
     },
     tick,
   );
 
   const engineData = useApi(
-    engine.length ? `${engine.join(',')}|${perDp}` : null,
+    engine.length ? `${engine.join(',')}|${perDp}|${runKey}` : null,
     async (signal) => {
-      const out: Record<string, EngineSeries[]> = {};
+      const out: Record<string, (EngineSeries & { run?: RunListing })[]> = {};
       await Promise.all(
         engine.map(async (k) => {
-          out[k] = (await getJson<{ series: EngineSeries[] }>('timeline/engine_series', { metric: k, max_points: 1000, per_dp_rank: perDp }, signal)).series;
+          const perRun = await Promise.all(
+            targets.map(async (run) => {
+              const series = (await getJson<{ series: EngineSeries[] }>(pathFor(run, 'timeline/engine_series'), { metric: k, max_points: 1000, per_dp_rank: perDp }, signal)).series;
+              // Several runs: each series is named after its run too, and drawn in the run's colour.
+              return overlay ? series.map((e) => ({ ...e, run: run! })) : series;
+            }),
+          );
+          out[k] = perRun.flat();
         }),
       );
       return out;
@@ -184,15 +223,26 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
   const loggedTables = useMemo(() => {
     const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string }>();
     for (const k of logged) {
-      const s = loggedData.data?.[k];
-      if (!s) continue;
-      const useTime = xKind === 'time' && s.ts.length === s.y.length;
-      // A key logged as text has no line to draw: its points are gaps.
-      const y = s.y.map((v) => (typeof v === 'number' ? v : null));
-      out.set(k, { tables: [{ label: k, x: useTime ? s.ts : s.x, y }], kind: useTime ? 'time' : 'step', xLabel: useTime ? 'time (UTC)' : s.axis });
+      const tables: XYTable[] = [];
+      let kind: XKind = 'step';
+      let xLabel = '';
+      targets.forEach((run, i) => {
+        const s = loggedData.data?.[i]?.[k];
+        if (!s) return;
+        const timed = xKind !== 'step' && s.ts.length === s.y.length;
+        // A key logged as text has no line to draw: its points are gaps.
+        const y = s.y.map((v) => (typeof v === 'number' ? v : null));
+        // Time since start lines runs up: each run's clock starts at its own start (else its first point).
+        const start = run?.start_ts ?? s.ts[0] ?? 0;
+        const x = !timed ? s.x : xKind === 'rel' ? s.ts.map((t) => t - start) : s.ts;
+        kind = timed && xKind === 'time' ? 'time' : 'step';
+        xLabel = !timed ? s.axis : xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
+        tables.push({ label: overlay ? run!.name : k, x, y, color: overlay ? runColor(allRuns, run!.id) : undefined });
+      });
+      if (tables.length) out.set(k, { tables, kind, xLabel });
     }
     return out;
-  }, [loggedData.data, xKind]);
+  }, [loggedData.data, xKind, runKey]);
   // Engine restarts, from the topology: an address that leaves the fleet, and one that joins it later.
   const topology = useApi(engine.length ? 'topology' : null, (signal) => getJson<Topology>('timeline/topology', {}, signal).catch(() => null));
   const restarts = useMemo<Marker[]>(() => {
@@ -210,7 +260,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom }: GridProps) {
   }, [topology.data]);
   const engineTables = useMemo(() => {
     const out = new Map<string, XYTable[]>();
-    for (const [k, list] of Object.entries(engineData.data ?? {})) out.set(k, list.map((e) => ({ label: seriesLabel(e), x: e.ts, y: e.value })));
+    for (const [k, list] of Object.entries(engineData.data ?? {})) out.set(k, list.map((e) => ({ label: seriesLabel(e), x: e.ts, y: e.value, color: e.run ? runColor(allRuns, e.run.id) : undefined })));
     return out;
   }, [engineData.data]);
 
@@ -304,8 +354,9 @@ function categoryHref(p: URLSearchParams, cat: string): string {
   return href('/', q);
 }
 
-function seriesLabel(e: EngineSeries): string {
-  return e.labels?.dp_rank !== undefined ? `${e.addr} dp${e.labels.dp_rank}` : e.addr;
+function seriesLabel(e: EngineSeries & { run?: RunListing }): string {
+  const own = e.labels?.dp_rank !== undefined ? `${e.addr} dp${e.labels.dp_rank}` : e.addr;
+  return e.run ? `${e.run.name} ${own}` : own;
 }
 
 /** Engine (sglang) charts are scraped over wall-clock time whatever the x axis chosen: say so beside the selector. */

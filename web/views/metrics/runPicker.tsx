@@ -1,0 +1,29 @@
+// The run picker: one checkbox per served run, in its colour; the choice is kept in the URL (`runs=`).
+import type { RunListing } from '../../../src/wire/index.ts';
+import { fmtWall } from '../../format.ts';
+import { setParams } from '../../route.ts';
+import { runColor } from '../../runs.ts';
+
+export function RunPicker({ runs, chosen }: { runs: readonly RunListing[]; chosen: readonly RunListing[] }) {
+  const ids = new Set(chosen.map((r) => r.id));
+  const toggle = (id: string) => {
+    const next = new Set(ids);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    // At least one run is always shown; the list order is kept in the URL.
+    if (next.size === 0) return;
+    setParams({ runs: runs.filter((r) => next.has(r.id)).map((r) => r.id).join(','), zx: null });
+  };
+  return (
+    <fieldset class="run-picker" data-testid="run-picker">
+      <legend>runs</legend>
+      {runs.map((r) => (
+        <label key={r.id} title={`${r.gpus} GPUs · ${r.steps} steps${r.start_ts !== null ? ` · started ${fmtWall(r.start_ts)}` : ''}`}>
+          <input type="checkbox" checked={ids.has(r.id)} onChange={() => toggle(r.id)} data-run={r.id} />
+          <span class="swatch" style={{ background: runColor(runs, r.id) }} />
+          {r.name}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
