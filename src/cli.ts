@@ -20,6 +20,7 @@ Usage:
   rlsight export rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE
   rlsight export tensorboard --dump-details DIR --out LOGDIR       events.out.tfevents.* scalars
   rlsight export perfetto --dump-details DIR [--t0 T --t1 T] --out FILE   Chrome trace-event JSON for ui.perfetto.dev
+  rlsight export telemetry --dump-details DIR --format parquet --out DIR2   telemetry as Hive-partitioned Parquet (zstd)
   rlsight collect --dump-details DIR [--listen HOST:PORT] [...]    receive live telemetry (see collect options)
   rlsight prometheus-config --router HOST:PORT [--collector HOST:PORT]   print a prometheus.yml for both
   rlsight --help

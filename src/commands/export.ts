@@ -8,6 +8,7 @@ import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
 import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
+import { telemetryExport } from './exportTelemetry.ts';
 
 export interface ExportKind {
   /** One usage line (after `rlsight export`). */
@@ -100,7 +101,7 @@ const tensorboard: ExportKind = {
   },
 };
 
-export const EXPORTS: Record<string, ExportKind> = { metrics, rollout, tensorboard, perfetto: perfettoExport };
+export const EXPORTS: Record<string, ExportKind> = { metrics, rollout, tensorboard, perfetto: perfettoExport, telemetry: telemetryExport };
 
 export function exportUsage(): string {
   return Object.entries(EXPORTS)
