@@ -77,6 +77,21 @@ describe('several runs in one server', () => {
     assert.equal(missing.status, 404);
     assert.match(((await missing.json()) as any).detail, /no run named "nope"/);
   });
+
+  test('search and step diff answer across the runs held, each match naming its run', async () => {
+    const lines = async (path: string) => (await (await get(path)).text()).trim().split('\n').map((l) => JSON.parse(l));
+    const all = (await lines('/api/rlsight/search?q=1:33&runs=all')).filter((e) => e.type === 'match');
+    assert.deepEqual(all.map((m) => [m.run, m.step, m.sample_index]).sort(), [['collapse', 1, 33], ['healthy', 1, 33]]);
+    const one = (await lines('/api/rlsight/search?q=1:33&runs=collapse')).filter((e) => e.type === 'match');
+    assert.deepEqual(one.map((m) => m.run), ['collapse']);
+    const unknown = await get('/api/rlsight/search?q=1:33&runs=nope');
+    assert.equal(unknown.status, 400);
+    assert.match(((await unknown.json()) as any).detail, /runs: no run named "nope"/);
+    const diff = await get('/api/rlsight/diff/steps?a=0&b=1&run_a=healthy&run_b=collapse');
+    assert.equal(diff.status, 200);
+    const bad = await get('/api/rlsight/diff/steps?a=0&b=1&run_a=nope');
+    assert.equal(bad.status, 400);
+  });
 });
 
 describe('--runs ROOT', () => {

@@ -334,6 +334,8 @@ export class RunSearch {
 export interface SearchOptions {
   limit?: number;
   signal?: AbortSignal;
+  /** Name each match's run (default: when several runs are searched; a caller that chose runs by name asks always). */
+  nameRuns?: boolean;
 }
 
 /** A run to search: its search state and its name (matches carry the name when several runs are searched). */
@@ -358,7 +360,7 @@ export function searchRun(search: RunSearch, run: AnswerRun, raw: string, opts: 
 export async function* searchRuns(targets: readonly SearchTarget[], raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
   const q = parseQuery(raw);
   const limit = checkLimit(SEARCH_RESULTS, opts.limit ?? SEARCH_RESULTS.fallback);
-  const named = targets.length > 1;
+  const named = opts.nameRuns ?? targets.length > 1;
   const steps: { target: SearchTarget; step: number; evaluation: boolean }[] = [];
   for (const target of targets) {
     const ids = await target.run.rolloutIds();

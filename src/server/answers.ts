@@ -62,7 +62,7 @@ function searchOf(run: AnswerRun): RunSearch {
 }
 
 /** The streamed search answer over some runs. */
-function searchResponse(c: Context, targets: SearchTarget[], query: string, limit: number, roots: readonly string[]): Response {
+function searchResponse(c: Context, targets: SearchTarget[], query: string, limit: number, roots: readonly string[], nameRuns?: boolean): Response {
   parseQuery(query);
   c.header('content-type', 'application/x-ndjson; charset=utf-8');
   c.header('cache-control', 'no-store, no-transform');
@@ -70,7 +70,7 @@ function searchResponse(c: Context, targets: SearchTarget[], query: string, limi
     const ctrl = new AbortController();
     out.onAbort(() => ctrl.abort());
     try {
-      for await (const e of searchRuns(targets, query, { limit, signal: ctrl.signal })) {
+      for await (const e of searchRuns(targets, query, { limit, signal: ctrl.signal, nameRuns })) {
         if (ctrl.signal.aborted) break;
         await out.write(`${JSON.stringify(e)}\n`);
       }
@@ -125,6 +125,7 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): vo
       q.q,
       q.limit,
       chosen.flatMap((r) => r.roots),
+      q.runs !== undefined,
     );
   });
   app.get('/api/rlsight/diff/steps', async (c) => {

@@ -9,7 +9,7 @@ import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
 import type { SignalSpec } from '../queries/health.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { RunsAnswer } from '../wire/index.ts';
-import { mountAnswers } from './answers.ts';
+import { mountAnswers, mountRunsAnswers } from './answers.ts';
 import { failureResponse } from './errors.ts';
 import { EventFeed, mountEvents } from './events.ts';
 import { jsonResponse } from './json.ts';
@@ -108,6 +108,13 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     const path = new URL(c.req.url).pathname;
     return served.api.fetch(forRunApi(c.req.raw, path.startsWith(prefix) ? path.slice(prefix.length) : ''), c.env);
   });
+  // Search and step diff across the runs held (`?runs=`, `?run_a&run_b`), ahead of the first run's own routes.
+  mountRunsAnswers(app, () =>
+    runs.runs().flatMap((r) => {
+      const answers = r.run.answers?.();
+      return answers ? [{ id: r.id, answers, roots: r.run.roots }] : [];
+    }),
+  );
   app.all('/api/*', (c) => {
     const first = runs.runs()[0];
     if (!first) return c.json({ detail: 'no run is being served' }, 404);
