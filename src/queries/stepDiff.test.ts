@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TableRow } from '../wire/index.ts';
-import { bestAndWorst, distribution, firstDivergence, flippedGroups, metricPairs, movedSamples, outcomeOf, stepDiff, type DiffSide } from './stepDiff.ts';
+import { bestAndWorst, distribution, initialPrompt, firstDivergence, flippedGroups, metricPairs, movedSamples, outcomeOf, stepDiff, type DiffSide } from './stepDiff.ts';
 
 /** A side from `[sample, group, prompt, reward, length]` rows. */
 function side(step: number, rows: [number, number, string, number, number][]): DiffSide {
@@ -122,4 +122,10 @@ test('first divergence and a group’s best and worst', () => {
   assert.equal(firstDivergence([1, 2], [1, 2]), null);
   assert.deepEqual(bestAndWorst(B.rows, 7), [10, 11]);
   assert.throws(() => bestAndWorst(B.rows, 99), /group 99 has no samples/);
+});
+
+test('a multi-turn prompt is matched by the turns before its first assistant turn', () => {
+  assert.equal(initialPrompt('system: be brief\nuser: add 2 and 3\nassistant: 5\ntool: ok'), 'system: be brief\nuser: add 2 and 3');
+  assert.equal(initialPrompt('user: add 2 and 3'), 'user: add 2 and 3');
+  assert.equal(initialPrompt('plain text prompt'), 'plain text prompt');
 });

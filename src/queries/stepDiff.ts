@@ -258,11 +258,21 @@ export function stepMetrics(records: readonly MetricsRecord[], aggregate: StepAg
 }
 
 /** Reads one side of a diff from a run. */
+/**
+ * The part of a prompt that names its group across steps: the turns before the first assistant turn. A
+ * multi-turn sample's dumped prompt also holds the turns it has already taken, and a group carried over to
+ * the next step has taken more of them there. Sample texts write a message list one `role: …` line per turn.
+ */
+export function initialPrompt(prompt: string): string {
+  const cut = prompt.startsWith('assistant: ') ? 0 : prompt.indexOf('\nassistant: ');
+  return cut < 0 ? prompt : prompt.slice(0, cut);
+}
+
 export async function diffSide(run: AnswerRun, step: number, evaluation: boolean, name = run.name): Promise<DiffSide> {
   const summary = await run.summary(step, evaluation);
   const texts = await run.sampleTexts(step, evaluation);
   const prompts = new Map<number, string>();
-  for (const t of texts) if (t.fields.prompt !== undefined) prompts.set(t.sample_index, t.fields.prompt);
+  for (const t of texts) if (t.fields.prompt !== undefined) prompts.set(t.sample_index, initialPrompt(t.fields.prompt));
   const aggregate = evaluation ? undefined : (await run.stepAggregates()).find((x) => x.rollout_id === step);
   return {
     ref: { run: name, step, evaluation },
