@@ -64,7 +64,7 @@ describe('comparing runs (headless Chromium)', { skip: hasChromium ? false : 'De
 
     const [download] = await Promise.all([
       page.waitForEvent('download'),
-      page.click('.chart-panel[data-metric="rollout/zero_std_group_ratio"] button.icon'),
+      page.click('.chart-panel[data-metric="rollout/zero_std_group_ratio"] [data-testid=csv-download]'),
     ]);
     const csv = readFileSync((await download.path())!, 'utf8');
     assert.deepEqual(csv.split('\n')[0]!.split(',').slice(1), names, 'the CSV columns are named after the runs');

@@ -289,7 +289,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         >
           log
         </button>
-        <button class="icon" title="download this chart's data as CSV" onClick={download} disabled={points === 0}>
+        <button class="icon" data-testid="csv-download" title="download this chart's data as CSV" onClick={download} disabled={points === 0}>
           CSV
         </button>
       </header>
