@@ -383,7 +383,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     const w = await open(`#/rollout/${ids.at(-1)}`);
     const { page } = w;
     await page.waitForSelector('[data-testid=samples-table] tbody tr td');
-    assert.ok(await page.isVisible('.badge.live'));
+    await page.waitForSelector('.badge.live'); // the event stream connects after the first answers
     await page.fill('[data-testid=step-input]', '12');
     // A second page on the timeline: its window follows the data edge, and typed lane text survives refreshes.
     const tl = await open('#/timeline');
