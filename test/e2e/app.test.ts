@@ -72,7 +72,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     assert.equal(hashParams(page).get('zx'), zx, 'zoom restored from the URL');
     assert.ok(await page.isVisible('text=reset zoom'));
     // Double-click resets the zoom everywhere.
-    const over2 = (await (await page.$('.chart-panel .u-over'))!.boundingBox())!;
+    const over2 = (await page.locator('.chart-panel .u-over').first().boundingBox())!; // a locator waits out a redraw
     await page.mouse.dblclick(over2.x + over2.width / 2, over2.y + over2.height / 2);
     await page.waitForFunction(() => !location.hash.includes('zx='));
     // Resizing the window redraws at the new size (no stretched bitmaps).
@@ -127,7 +127,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     const heightAll = (await page.$eval('[data-testid=lanes]', (c) => (c as BrowserCanvas).getBoundingClientRect().height));
 
     // Hover names the lane, phase and values.
-    const box = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
+    const box = (await page.locator('[data-testid=lanes]').first().boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.5, box.y + 50);
     await page.waitForSelector('[data-testid=tooltip]');
     assert.match((await page.textContent('[data-testid=tooltip]'))!, /g0 .*\n?[\s\S]*phase: [\s\S]*util: \d+%/);
@@ -436,7 +436,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     assert.ok(edges.lo >= edges.plotLeft + 3 * edges.k, `first point clear of the left edge: ${JSON.stringify(edges)}`);
     assert.ok(edges.hi <= edges.plotRight - 3 * edges.k, `last point clear of the right edge: ${JSON.stringify(edges)}`);
     // The x axis still starts and ends at the data: hovering the plot's ends reads the first and last steps.
-    const over = (await (await page.$('.chart-panel .u-over'))!.boundingBox())!;
+    const over = (await page.locator('.chart-panel .u-over').first().boundingBox())!;
     const xAt = async (fx: number) => {
       await page.mouse.move(over.x + over.width * fx, over.y + over.height / 2);
       await page.waitForTimeout(100);
@@ -458,13 +458,13 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     await page.waitForFunction(() => document.querySelector('[data-testid=legend]')?.textContent?.includes('request queue'));
     // Zoom to one step, so each request has its own row (a whole run folds them into density rows).
     await page.waitForSelector('[data-testid=minimap]');
-    const mm = (await (await page.$('[data-testid=minimap]'))!.boundingBox())!;
+    const mm = (await page.locator('[data-testid=minimap]').first().boundingBox())!;
     await page.mouse.click(mm.x + mm.width * 0.45, mm.y + 16 + 4 + 9);
     await waitHash(page, /t0=/);
     await page.waitForFunction(() => document.querySelector('.lane-canvas-wrap')?.getAttribute('data-request-density') === 'each', undefined, { timeout: 15_000 });
     await page.$eval('[data-testid=lanes]', (c) => (c as unknown as { scrollIntoView(o: unknown): void }).scrollIntoView({ block: 'end' }));
     await page.waitForTimeout(300);
-    const box = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
+    const box = (await page.locator('[data-testid=lanes]').first().boundingBox())!;
     // Aim at a drawn generating segment of the strip: only drawn segments react.
     const hit = await page.$eval('.lane-canvas-wrap', (wrap) => {
       const c = wrap.querySelector('canvas') as any;
@@ -549,7 +549,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
       const top = Number(await page.getAttribute('.lane-canvas-wrap', 'data-lanes-top'));
       const laneH = Number(await page.getAttribute('.lane-canvas-wrap', 'data-lane-height'));
       const tipAt = async (row: number) => {
-        const at = (await (await page.$('[data-testid=lanes]'))!.boundingBox())!;
+        const at = (await page.locator('[data-testid=lanes]').first().boundingBox())!;
         await page.mouse.move(at.x + at.width * 0.5, at.y + top + row * laneH + 30);
         await page.waitForSelector('[data-testid=tooltip]');
         return (await page.textContent('[data-testid=tooltip]'))!;

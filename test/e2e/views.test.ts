@@ -170,7 +170,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     // Scrolled down to the strip, the controls, minimap and time axis are still on screen.
     await page.mouse.wheel(0, 900);
     await page.waitForTimeout(300);
-    const axis = (await (await page.$('[data-testid=sticky-axis]'))!.boundingBox())!;
+    const axis = (await page.locator('[data-testid=sticky-axis]').first().boundingBox())!;
     assert.ok(axis.y >= 40 && axis.y < 300, `sticky axis in view after scrolling (y=${axis.y})`);
     assert.ok(await page.isVisible('[data-testid=lane-grammar]'));
     await screenshot(page, 'views-sticky-scrolled');
@@ -327,7 +327,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     await page.goto(`${ctx.served.url}#/?cat=perf`);
     await page.waitForSelector('.chart-panel .u-over');
     await page.waitForTimeout(300);
-    const over = (await (await page.$('.chart-panel .u-over'))!.boundingBox())!;
+    const over = (await page.locator('.chart-panel .u-over').first().boundingBox())!;
     await page.mouse.move(over.x + over.width * 0.3, over.y + over.height / 2);
     await page.mouse.down();
     await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2, { steps: 5 });
