@@ -9,11 +9,10 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startServer } from '../src/server/listen.ts';
 import { openRun } from '../src/server/run.ts';
-import { everyEndpoint } from './support/endpoints.ts';
+import { askEndpoint, everyEndpoint } from './support/endpoints.ts';
 import { copyFixtureRun } from './support/fixtures.ts';
 
 /** A request unanswered after this long is a hang (generous: CI machines are shared; bench/fuzz.ts times the real answers). */
-const HANG_MS = 30_000;
 const OLD = Date.now() / 1000 - 86_400;
 
 /** Two groups of files, damaged together: no file of a group hides another's damage (a step's rollout dump and its rank file would). */
@@ -112,19 +111,6 @@ function require_lstat(p: string): string {
   return `${st.isDirectory() ? 'd' : st.isFIFO() ? 'p' : 'f'}:${st.size}:${st.mtimeMs}`;
 }
 
-async function ask(base: string, path: string): Promise<{ path: string; status: number; body: any }> {
-  try {
-    const res = await fetch(new URL(path, base), { signal: AbortSignal.timeout(HANG_MS) });
-    const text = await res.text();
-    let body: any = text;
-    try {
-      body = JSON.parse(text);
-    } catch {}
-    return { path, status: res.status, body };
-  } catch {
-    return { path, status: 0, body: null };
-  }
-}
 
 describe('damage matrix over every file kind of a run', () => {
   for (const damage of DAMAGES) {
@@ -142,8 +128,8 @@ describe('damage matrix over every file kind of a run', () => {
           let answers;
           try {
             // Two rounds: cold, then again with whatever the first round cached or found damaged.
-            answers = await Promise.all(everyEndpoint().map((p) => ask(server.url, p)));
-            answers.push(...(await Promise.all(everyEndpoint().map((p) => ask(server.url, p)))));
+            answers = await Promise.all(everyEndpoint().map((p) => askEndpoint(server.url, p)));
+            answers.push(...(await Promise.all(everyEndpoint().map((p) => askEndpoint(server.url, p)))));
           } finally {
             await server.close();
           }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
 import { openRun } from '../src/server/run.ts';
-import { everyEndpoint } from './support/endpoints.ts';
+import { askEndpoint, everyEndpoint, HANG_MS } from './support/endpoints.ts';
 import { copyFixtureRun } from './support/fixtures.ts';
 
 const OLD = Date.now() / 1000 - 86_400;
@@ -15,7 +15,6 @@ const OLD = Date.now() / 1000 - 86_400;
  * A request unanswered after this long counts as hung (a FIFO wedge never answers at all). Generous, since
  * the test machine may be shared by many jobs; bench/fuzz.ts measures the real latencies.
  */
-const HANG_MS = 30_000;
 
 function mkfifo(path: string): void {
   rmSync(path, { recursive: true, force: true });
@@ -24,22 +23,8 @@ function mkfifo(path: string): void {
 }
 
 /** Status of each request, each given at most `ms` (a hang is status 0). */
-async function ask(base: string, paths: string[], ms = HANG_MS): Promise<{ path: string; status: number; body: any }[]> {
-  return Promise.all(
-    paths.map(async (path) => {
-      try {
-        const res = await fetch(new URL(path, base), { signal: AbortSignal.timeout(ms) });
-        const text = await res.text();
-        let body: any = text;
-        try {
-          body = JSON.parse(text);
-        } catch {}
-        return { path, status: res.status, body };
-      } catch {
-        return { path, status: 0, body: null };
-      }
-    }),
-  );
+function ask(base: string, paths: string[], ms = HANG_MS): Promise<{ path: string; status: number; body: any }[]> {
+  return Promise.all(paths.map((path) => askEndpoint(base, path, ms)));
 }
 
 async function withServer<T>(dir: string, fn: (s: RunningServer) => Promise<T>, cacheDir?: string): Promise<T> {

@@ -52,3 +52,21 @@ export const STEPS = [
 export function everyEndpoint(): string[] {
   return [...RUN_WIDE, ...TIMELINE, ...STEPS.flatMap((s) => stepRequests(s.step, s.firstSample, s.evaluation)), '/', '/index.html'];
 }
+
+/** A test's wait before an unanswered request counts as a hang. */
+export const HANG_MS = 30_000;
+
+/** One GET, its body parsed as JSON when it is JSON; a hang past `ms` or a refused connection is status 0. */
+export async function askEndpoint(base: string, path: string, ms = HANG_MS): Promise<{ path: string; status: number; body: any }> {
+  try {
+    const res = await fetch(new URL(path, base), { signal: AbortSignal.timeout(ms) });
+    const text = await res.text();
+    let body: any = text;
+    try {
+      body = JSON.parse(text);
+    } catch {}
+    return { path, status: res.status, body };
+  } catch {
+    return { path, status: 0, body: null };
+  }
+}
