@@ -7,6 +7,7 @@ import type { AnswerRun } from './answerRun.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate } from './rollouts.ts';
 import { NotFound } from '../run/errors.ts';
+import { alignSeries, alignTokens } from './tokenAlignment.ts';
 
 export type { StepDiff, SampleDiff } from '../wire/index.ts';
 
@@ -336,15 +337,19 @@ async function sampleSide(ref: SampleRef) {
   };
 }
 
-/** Two samples side by side: texts, the first divergence (character and token), per-token series aligned by response position. */
+/**
+ * Two samples side by side: texts, the first divergence (character and token), the edit alignment of their
+ * response tokens and the per-token series laid over it.
+ */
 export async function sampleDiff(a: SampleRef, b: SampleRef): Promise<SampleDiff> {
   // One after the other: both may read the same step's files.
   const x = await sampleSide(a);
   const y = await sampleSide(b);
+  const alignment = alignTokens(x.ids, y.ids);
   const series = SERIES.flatMap((name) => {
     const sa = x.tokens[name];
     const sb = y.tokens[name];
-    return sa || sb ? [{ name, a: sa ?? [], b: sb ?? [] }] : [];
+    return sa || sb ? [{ name, ...alignSeries(alignment, sa ?? [], sb ?? []) }] : [];
   });
   return {
     a: x.side,
@@ -353,6 +358,7 @@ export async function sampleDiff(a: SampleRef, b: SampleRef): Promise<SampleDiff
       token: firstDivergence(x.ids, y.ids),
       char: x.side.text !== null && y.side.text !== null ? firstDivergence(x.side.text, y.side.text) : null,
     },
+    alignment,
     series,
   };
 }

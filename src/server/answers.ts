@@ -37,6 +37,8 @@ const sampleDiffQuery = z.object({
   step: intParam.optional(),
   group: intParam.optional(),
   eval: boolParam.default(false),
+  eval_a: boolParam.optional(),
+  eval_b: boolParam.optional(),
 });
 const searchQuery = z.object({ q: z.string(), limit: limitedInt(SEARCH_RESULTS) });
 
@@ -83,6 +85,30 @@ function searchResponse(c: Context, targets: SearchTarget[], query: string, limi
   });
 }
 
+/**
+ * Two samples (`a`, `b` as STEP:SAMPLE, `a` of run A and `b` of run B), or a group's best and worst (`step`,
+ * `group`, of run A). `eval` applies to both sides unless `eval_a` / `eval_b` say otherwise.
+ */
+async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: AnswerRun, runB: AnswerRun, names?: [string, string]) {
+  const evalA = q.eval_a ?? q.eval;
+  const evalB = q.eval_b ?? q.eval;
+  let a: [number, number];
+  let b: [number, number];
+  if (q.a && q.b) [a, b] = [q.a, q.b];
+  else if (q.step !== undefined && q.group !== undefined) {
+    const [best, worst] = bestAndWorst((await runA.summary(q.step, evalA)).rows, q.group);
+    [a, b] = [
+      [q.step, best],
+      [q.step, worst],
+    ];
+    runB = runA;
+    names = names && [names[0], names[0]];
+  } else throw new BadArgument(q.a || q.b ? 'b' : 'a', 'give a and b (STEP:SAMPLE each), or step and group');
+  const d = await sampleDiff({ run: runA, step: a[0], sampleIndex: a[1], evaluation: evalA }, { run: runB, step: b[0], sampleIndex: b[1], evaluation: evalB });
+  if (names) [d.a.run, d.b.run] = names;
+  return d;
+}
+
 /** A run a server holds, as the routes across runs see it. */
 export interface NamedRun {
   id: string;
@@ -91,18 +117,20 @@ export interface NamedRun {
 }
 
 const crossSearchQuery = z.object({ q: z.string(), limit: limitedInt(SEARCH_RESULTS), runs: z.string().optional() });
+const runPair = { run_a: z.string().optional(), run_b: z.string().optional() };
+const crossSampleDiffQuery = sampleDiffQuery.extend(runPair);
 const crossStepDiffQuery = z.object({
   a: intParam,
   b: intParam,
   eval_a: boolParam.default(false),
   eval_b: boolParam.default(false),
-  run_a: z.string().optional(),
-  run_b: z.string().optional(),
+  ...runPair,
 });
 
 /**
  * The routes that answer across the runs a server holds (mounted on the server app, ahead of the first
- * run's reference paths): `/api/rlsight/search?runs=all|ID,ID` and `/api/rlsight/diff/steps?run_a&run_b`.
+ * run's reference paths): `/api/rlsight/search?runs=all|ID,ID` and `/api/rlsight/diff/{steps,samples}?run_a&run_b`
+ * (run B defaults to run A).
  * Without those parameters they answer for the first run, like its own routes.
  */
 export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): void {
@@ -136,6 +164,12 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): vo
     const b = await diffSide(rb.answers, q.b, q.eval_b, rb.id);
     return jsonResponse(c, stepDiff(a, b));
   });
+  app.get('/api/rlsight/diff/samples', async (c) => {
+    const q = parseParams(crossSampleDiffQuery, c.req.query());
+    const ra = pick(q.run_a, 'run_a');
+    const rb = pick(q.run_b ?? q.run_a, 'run_b');
+    return jsonResponse(c, await sampleDiffAnswer(q, ra.answers, rb.answers, [ra.id, rb.id]));
+  });
 }
 
 export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}): void {
@@ -154,24 +188,7 @@ export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}
     return jsonResponse(c, stepDiff(a, b));
   });
 
-  // Two samples (`a`, `b` as STEP:SAMPLE), or a group's best and worst (`step`, `group`).
-  app.get('/api/rlsight/diff/samples', async (c) => {
-    const q = parseParams(sampleDiffQuery, c.req.query());
-    let a: [number, number];
-    let b: [number, number];
-    if (q.a && q.b) [a, b] = [q.a, q.b];
-    else if (q.step !== undefined && q.group !== undefined) {
-      const [best, worst] = bestAndWorst((await run.summary(q.step, q.eval)).rows, q.group);
-      [a, b] = [
-        [q.step, best],
-        [q.step, worst],
-      ];
-    } else throw new BadArgument(q.a || q.b ? 'b' : 'a', 'give a and b (STEP:SAMPLE each), or step and group');
-    return jsonResponse(
-      c,
-      await sampleDiff({ run, step: a[0], sampleIndex: a[1], evaluation: q.eval }, { run, step: b[0], sampleIndex: b[1], evaluation: q.eval }),
-    );
-  });
+  app.get('/api/rlsight/diff/samples', async (c) => jsonResponse(c, await sampleDiffAnswer(parseParams(sampleDiffQuery, c.req.query()), run, run)));
 
   app.get('/api/rlsight/health', async (c) => jsonResponse(c, await runHealth(run, signals)));
 

@@ -182,11 +182,41 @@ export interface SampleSide extends StepRef {
   token_text: string[] | null;
 }
 
+/** `same`: tokens both responses have; `deleted`: only A's; `inserted`: only B's. */
+export type StretchKind = 'same' | 'deleted' | 'inserted';
+
+/** A run of aligned columns of one kind; positions are response token positions, ends exclusive. */
+export interface AlignedStretch {
+  kind: StretchKind;
+  /** Its first column on the aligned axis. */
+  column: number;
+  a_start: number;
+  a_end: number;
+  b_start: number;
+  b_end: number;
+}
+
+/** The edit alignment of the two responses' token ids. */
+export interface TokenAlignment {
+  /** `edit`: a shortest edit script; `prefix_suffix`: the edit cap was reached and only the common prefix and suffix are matched. */
+  method: 'edit' | 'prefix_suffix';
+  fell_back: boolean;
+  /** Edits (inserted plus deleted tokens) searched at most. */
+  edit_cap: number;
+  /** Columns of the aligned axis (matched + deleted + inserted). */
+  columns: number;
+  matched: number;
+  deleted: number;
+  inserted: number;
+  stretches: AlignedStretch[];
+}
+
 export interface SampleDiff {
   a: SampleSide;
   b: SampleSide;
   /** Where the two responses first differ: token position and character offset (null when identical or unknown). */
   first_divergence: { token: number | null; char: number | null };
-  /** Per-token series over response positions, one array per side. */
+  alignment: TokenAlignment;
+  /** Per-token series over the alignment's columns, one array per side (null where that side has no token). */
   series: { name: string; a: (number | null)[]; b: (number | null)[] }[];
 }

@@ -1,0 +1,111 @@
+// Step and sample diffs across the demo's two runs (same recipe and seed; one collapses), served by one server.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { generateDemoRun } from '../src/demo/index.ts';
+import { type RunningServer, startRunsServer } from '../src/server/listen.ts';
+import { openRun } from '../src/server/run.ts';
+import { ServedRuns } from '../src/server/runSet.ts';
+import type { SampleDiff, StepDiff, TokenView } from '../src/wire/index.ts';
+
+describe('diffs across two runs', () => {
+  let base: string;
+  let server: RunningServer;
+  before(async () => {
+    base = mkdtempSync(join(tmpdir(), 'rlsight-diff-runs-'));
+    const runs = new ServedRuns({}, (dir) => openRun(dir));
+    for (const collapse of [false, true]) {
+      const dir = join(base, collapse ? 'collapse' : 'healthy');
+      await generateDemoRun(dir, { steps: 3, seed: 7, collapse });
+      runs.add(dir, await openRun(dir));
+    }
+    server = await startRunsServer(runs, { port: 0 });
+  });
+  after(async () => {
+    await server?.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  async function json<T>(path: string): Promise<T> {
+    const res = await fetch(new URL(path, server.url));
+    assert.equal(res.status, 200, `${path}: ${await res.clone().text()}`);
+    return (await res.json()) as T;
+  }
+
+  test('step 0 is the same draw in both runs: every delta is zero, no group flipped, pairs by sample index', async () => {
+    const d = await json<StepDiff>('/api/rlsight/diff/steps?a=0&b=0&run_a=healthy&run_b=collapse');
+    assert.deepEqual([d.a.run, d.b.run], ['healthy', 'collapse']);
+    for (const x of d.distributions) {
+      assert.deepEqual(x.counts_a, x.counts_b, x.metric);
+      if (x.delta_mean !== null) assert.equal(x.delta_mean, 0, x.metric);
+    }
+    assert.ok(d.groups_matched > 0);
+    assert.deepEqual(d.flipped, []);
+    assert.ok(d.moved.length > 0);
+    for (const m of d.moved) assert.deepEqual([m.a.sample_index, m.delta_reward, m.delta_length], [m.b.sample_index, 0, 0]);
+  });
+
+  test('a later step: the collapsing run solves more, its groups matched by prompt across the runs', async () => {
+    const d = await json<StepDiff>('/api/rlsight/diff/steps?a=2&b=2&run_a=healthy&run_b=collapse');
+    const reward = d.distributions.find((x) => x.metric === 'reward')!;
+    assert.ok(reward.delta_mean! > 0, `reward ${reward.a.mean} → ${reward.b.mean}`);
+    assert.ok(d.groups_matched > 0);
+    // Every flip is towards more solved samples in the collapsing run.
+    for (const f of d.flipped) assert.ok(f.b.reward_mean! > f.a.reward_mean!, JSON.stringify(f));
+    // Run B defaults to run A: the healthy run against itself.
+    const self = await json<StepDiff>('/api/rlsight/diff/steps?a=2&b=2&run_a=healthy');
+    assert.deepEqual([self.b.run, self.flipped.length], ['healthy', 0]);
+  });
+
+  test('a sample against itself in the other run aligns as one matched stretch', async () => {
+    const d = await json<SampleDiff>('/api/rlsight/diff/samples?a=0:3&b=0:3&run_a=healthy&run_b=collapse');
+    assert.deepEqual([d.a.run, d.b.run], ['healthy', 'collapse']);
+    assert.equal(d.first_divergence.token, null);
+    assert.deepEqual(d.alignment.stretches, [{ kind: 'same', column: 0, a_start: 0, a_end: d.a.response_length, b_start: 0, b_end: d.a.response_length }]);
+  });
+
+  test('a moved pair aligns by content: the stretches cover both responses and the series keep every token', async () => {
+    const step = await json<StepDiff>('/api/rlsight/diff/steps?a=2&b=2&run_a=healthy&run_b=collapse');
+    const m = step.moved.find((x) => x.delta_length !== 0)!;
+    const d = await json<SampleDiff>(`/api/rlsight/diff/samples?a=2:${m.a.sample_index}&b=2:${m.b.sample_index}&run_a=healthy&run_b=collapse`);
+    const al = d.alignment;
+    assert.equal(al.fell_back, false);
+    assert.equal(al.matched + al.deleted, d.a.response_length);
+    assert.equal(al.matched + al.inserted, d.b.response_length);
+    assert.equal(al.columns, al.matched + al.deleted + al.inserted);
+    // Stretches tile the aligned axis and both responses in order.
+    let [col, ia, ib] = [0, 0, 0];
+    for (const s of al.stretches) {
+      assert.deepEqual([s.column, s.a_start, s.b_start], [col, ia, ib]);
+      col += Math.max(s.a_end - s.a_start, s.b_end - s.b_start);
+      [ia, ib] = [s.a_end, s.b_end];
+    }
+    assert.deepEqual([col, ia, ib], [al.columns, d.a.response_length, d.b.response_length]);
+    // Matched columns hold equal tokens; the series, gaps removed, are each side's own series.
+    const tokens = async (run: string, i: number) => json<TokenView>(`/api/runs/${run}/rollout/2/sample/${i}/tokens`);
+    const [ta, tb] = [await tokens('healthy', m.a.sample_index), await tokens('collapse', m.b.sample_index)];
+    const idsA = ta.token_ids.slice(ta.response_offset);
+    const idsB = tb.token_ids.slice(tb.response_offset);
+    for (const s of al.stretches.filter((x) => x.kind === 'same')) assert.deepEqual(idsA.slice(s.a_start, s.a_end), idsB.slice(s.b_start, s.b_end));
+    assert.ok(al.stretches.some((s) => s.kind !== 'same'));
+    const lp = d.series.find((s) => s.name === 'lp_diff')!;
+    assert.equal(lp.a.length, al.columns);
+    const gapless = (xs: (number | null)[], cols: number[]) => cols.map((c) => xs[c]);
+    const colsOf = (side: 'a' | 'b') =>
+      al.stretches.flatMap((s) => (s.kind === (side === 'a' ? 'inserted' : 'deleted') ? [] : Array.from({ length: Math.max(s.a_end - s.a_start, s.b_end - s.b_start) }, (_, k) => s.column + k)));
+    assert.deepEqual(gapless(lp.a, colsOf('a')), ta.lp_diff);
+    assert.deepEqual(gapless(lp.b, colsOf('b')), tb.lp_diff);
+  });
+
+  test('bad run names are a 400 naming the parameter; a group’s best and worst stay in run A', async () => {
+    const bad = await fetch(new URL('/api/rlsight/diff/samples?a=0:3&b=0:3&run_b=nope', server.url));
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { detail: string }).detail, /run_b: no run named "nope"/);
+    const summary = await json<{ rows: { group_index: number }[] }>('/api/runs/collapse/rollout/1/summary');
+    const g = summary.rows[0]!.group_index;
+    const d = await json<SampleDiff>(`/api/rlsight/diff/samples?step=1&group=${g}&run_a=collapse&run_b=healthy`);
+    assert.deepEqual([d.a.run, d.b.run, d.a.group_index, d.b.group_index], ['collapse', 'collapse', g, g]);
+  });
+});
