@@ -121,6 +121,7 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     const { page } = w;
     await page.waitForSelector('.diff-dist svg.histogram');
     assert.equal(await page.locator('.diff-dist').count(), 6);
+    assert.equal(await page.locator('[data-testid="run-a"]').count(), 0, 'a server of one run shows no run picker');
     const lp = (await page.locator('.diff-dist[data-metric="mean_abs_lp_diff"] h3 b').textContent())!;
     // The demo's log-prob drift at step 3 shows as a rise of mean |lp diff| (and a fall after it).
     if (pair[1] === 3) assert.match(lp, /^\+/);
@@ -130,7 +131,9 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     await page.waitForSelector('.diff-sample[data-side="b"] .diff-text');
     assert.equal(hashPath(page), '#/diff/sample');
     assert.match(hashParams(page).get('a')!, new RegExp(`^${pair[0]}:\\d+$`));
+    assert.equal(hashParams(page).get('run_a'), null, 'a server of one run names no run in links');
     await page.waitForSelector('svg.token-series path');
+    assert.match((await page.locator('[data-testid="alignment"]').textContent())!, /\d+ matched · \d+ only in A · \d+ only in B/);
     await screenshot(page, 'diff-samples', true);
     assert.deepEqual(w.problems(), []);
   });

@@ -1,7 +1,7 @@
 // SVG layouts of the diff answers: overlaid histograms (both sides over the server's shared bins) and two
 // per-token series on one response-position axis. Layout only: every number comes from the server.
 import { fmtNum } from '../../format.ts';
-import type { DistributionDiff } from '../../../src/wire/index.ts';
+import type { AlignedStretch, DistributionDiff } from '../../../src/wire/index.ts';
 
 export const SIDE_COLORS = { a: '#4ea1ff', b: '#ff8a3d' } as const;
 
@@ -41,16 +41,23 @@ export function Histogram({ d }: { d: DistributionDiff }) {
   );
 }
 
-/** Two per-token series over response positions, with the first divergence marked. */
-export function TokenSeries({ a, b, divergence, label }: { a: (number | null)[]; b: (number | null)[]; divergence: number | null; label: string }) {
+/**
+ * Two per-token series over the alignment's columns: shaded where only one side has tokens (deleted: A's
+ * colour, inserted: B's), a strip below naming each stretch, the first divergence marked.
+ */
+export function TokenSeries(props: { a: (number | null)[]; b: (number | null)[]; divergence: number | null; stretches: readonly AlignedStretch[]; label: string }) {
+  const { a, b, divergence, stretches, label } = props;
   const w = 960;
-  const h = 180;
+  const h = 196;
+  const plotBottom = h - 34;
   const n = Math.max(a.length, b.length, 1);
   const vals = [...a, ...b].filter((v): v is number => v !== null);
   const lo = vals.length ? Math.min(...vals) : 0;
   const hi = vals.length ? Math.max(...vals) : 1;
-  const x = (i: number) => 40 + (i / Math.max(1, n - 1)) * (w - 50);
-  const y = (v: number) => 8 + (h - 26) * (1 - (v - lo) / (hi - lo || 1));
+  // Column i spans [x(i), x(i + 1)): a stretch of k columns is k units wide.
+  const x = (i: number) => 40 + (i / n) * (w - 50);
+  const mid = (i: number) => x(i + 0.5);
+  const y = (v: number) => 8 + (plotBottom - 8) * (1 - (v - lo) / (hi - lo || 1));
   const path = (s: (number | null)[]) => {
     let d = '';
     let pen = false;
@@ -59,28 +66,47 @@ export function TokenSeries({ a, b, divergence, label }: { a: (number | null)[];
         pen = false;
         return;
       }
-      d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
+      d += `${pen ? 'L' : 'M'}${mid(i).toFixed(1)},${y(v).toFixed(1)}`;
       pen = true;
     });
     return d;
   };
+  const width = (s: AlignedStretch) => Math.max(s.a_end - s.a_start, s.b_end - s.b_start);
+  const fill = (s: AlignedStretch) => (s.kind === 'deleted' ? SIDE_COLORS.a : s.kind === 'inserted' ? SIDE_COLORS.b : '#55535a');
   return (
-    <svg class="token-series" viewBox={`0 0 ${w} ${h}`} width={w} height={h} role="img" aria-label={`${label} per response token, both samples`}>
+    <svg class="token-series" viewBox={`0 0 ${w} ${h}`} width={w} height={h} role="img" aria-label={`${label} per aligned response token, both samples`}>
+      {stretches
+        .filter((s) => s.kind !== 'same')
+        .map((s) => (
+          <rect x={x(s.column)} width={Math.max(0.5, x(s.column + width(s)) - x(s.column))} y="4" height={plotBottom - 4} fill={fill(s)} fill-opacity="0.12" />
+        ))}
       <text x="2" y="14" class="axis">
         {fmtNum(hi)}
       </text>
-      <text x="2" y={h - 20} class="axis">
+      <text x="2" y={plotBottom} class="axis">
         {fmtNum(lo)}
       </text>
+      {divergence !== null && <line x1={x(divergence)} x2={x(divergence)} y1="4" y2={plotBottom + 10} stroke="#ff6b6b" stroke-width="1.5" data-divergence={divergence} />}
+      <path d={path(a)} fill="none" stroke={SIDE_COLORS.a} stroke-width="1.2" />
+      <path d={path(b)} fill="none" stroke={SIDE_COLORS.b} stroke-width="1.2" />
+      <g class="stretch-strip">
+        {stretches.map((s) => (
+          <rect x={x(s.column)} width={Math.max(0.5, x(s.column + width(s)) - x(s.column))} y={plotBottom + 4} height="6" fill={fill(s)} fill-opacity={s.kind === 'same' ? 0.6 : 0.9} data-kind={s.kind}>
+            <title>
+              {s.kind === 'same' ? `matched: A ${s.a_start}–${s.a_end - 1}, B ${s.b_start}–${s.b_end - 1}` : s.kind === 'deleted' ? `only in A: ${s.a_start}–${s.a_end - 1}` : `only in B: ${s.b_start}–${s.b_end - 1}`}
+            </title>
+          </rect>
+        ))}
+      </g>
       <text x="40" y={h - 4} class="axis">
         0
       </text>
-      <text x={w - 10} y={h - 4} class="axis" text-anchor="end">
-        token {n - 1}
+      <text x={w / 2} y={h - 4} class="axis" text-anchor="middle">
+        aligned response tokens (grey: both · blue: only A · orange: only B)
       </text>
-      {divergence !== null && <line x1={x(divergence)} x2={x(divergence)} y1="4" y2={h - 18} stroke="#ff6b6b" stroke-width="1.5" data-divergence={divergence} />}
-      <path d={path(a)} fill="none" stroke={SIDE_COLORS.a} stroke-width="1.2" />
-      <path d={path(b)} fill="none" stroke={SIDE_COLORS.b} stroke-width="1.2" />
+      <text x={w - 10} y={h - 4} class="axis" text-anchor="end">
+        {n} columns
+      </text>
     </svg>
   );
 }

@@ -12,21 +12,28 @@ import { Conversation } from './conversation.tsx';
 import { LifecycleStrip, lifecycleWindow } from './lifecycle.tsx';
 import { TokensPanel } from './tokens.tsx';
 
-export function SampleView({ meta, route }: { meta: Meta; route: Route }) {
+export function SampleView({ meta: primaryMeta, route }: { meta: Meta; route: Route }) {
+  // `run=ID`: a sample of another run the server holds (linked from the diffs); its answers come from /api/runs/ID/.
+  const runId = route.params.get('run');
+  const other = useApi(runId ? `meta|${runId}` : null, (signal) => getJson<Meta>(`runs/${encodeURIComponent(runId!)}/meta`, {}, signal));
+  if (runId && other.error) return <ErrorNote error={other.error} />;
+  if (runId && !other.data) return <Loading what={`run ${runId}`} />;
+  const meta = runId ? other.data! : primaryMeta;
   const evaluation = route.params.get('eval') === '1';
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const id = route.rolloutId ?? ids.at(-1) ?? null;
   if (route.invalid) return <ErrorNote error={new Error(route.invalid)} />;
   if (id === null) return <Empty>No rollout dumps in this run yet, so there is no sample to show.</Empty>;
-  return <Sample meta={meta} route={route} id={id} evaluation={evaluation} />;
+  return <Sample meta={meta} route={route} id={id} evaluation={evaluation} runId={runId} />;
 }
 
-function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id: number; evaluation: boolean }) {
+function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Route; id: number; evaluation: boolean; runId: string | null }) {
   const p = route.params;
+  const api = (path: string) => (runId ? `runs/${encodeURIComponent(runId)}/${path}` : path);
   const idx = route.sampleIndex;
   const tab = p.get('tab') === 'tokens' ? 'tokens' : 'conversation';
   const known = (evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train).includes(id);
-  const summary = useApi(known ? `${id}|${evaluation}` : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
+  const summary = useApi(known ? `${runId}|${id}|${evaluation}` : null, (signal) => getJson<Table>(api(`rollout/${id}/summary`), { eval: evaluation }, signal));
   const rows = summary.data?.rows ?? [];
   const order = rows.map((r) => Number(r.sample_index));
   const row = rows.find((r) => Number(r.sample_index) === idx);
@@ -34,16 +41,16 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
   const exists = idx !== null && !!row;
 
   // rlsight's route answers 200 with `recorded: false` for a sample without a conversation (no 404 in the console).
-  const conv = useApi(exists && idx !== null ? `${id}|${idx}|${evaluation}` : null, (signal) =>
-    getJson<Conv>(`rlsight/rollout/${id}/sample/${idx}/messages`, { eval: evaluation }, signal).then((c) => (c.recorded === false ? null : c)),
+  const conv = useApi(exists && idx !== null ? `${runId}|${id}|${idx}|${evaluation}` : null, (signal) =>
+    getJson<Conv>(api(`rlsight/rollout/${id}/sample/${idx}/messages`), { eval: evaluation }, signal).then((c) => (c.recorded === false ? null : c)),
   );
-  const traj = useApi(!evaluation && exists && idx !== null ? `${id}|${idx}` : null, (signal) =>
-    getJson<Trajectories>(`rollout/${id}/trajectories`, { sample_index: idx }, signal).catch(() => null),
+  const traj = useApi(!evaluation && exists && idx !== null ? `${runId}|${id}|${idx}` : null, (signal) =>
+    getJson<Trajectories>(api(`rollout/${id}/trajectories`), { sample_index: idx }, signal).catch(() => null),
   );
 
   const keep = (q: URLSearchParams) => {
     const o = new URLSearchParams();
-    for (const k of ['eval', 'tab', 'color', 'scale', 'chart', 'win']) if (q.get(k)) o.set(k, q.get(k)!);
+    for (const k of ['run', 'eval', 'tab', 'color', 'scale', 'chart', 'win']) if (q.get(k)) o.set(k, q.get(k)!);
     return o;
   };
   const go = (n: number) => navigate(href(`/rollout/${id}/sample/${n}`, keep(p)));
@@ -95,7 +102,13 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
   return (
     <div class="sample">
       <div class="sample-head panel">
-        <a href={href(`/rollout/${id}`, { eval: evaluation })}>← {evaluation ? 'eval ' : ''}step {id}</a>
+        {runId ? (
+          <span class="chip" data-testid="sample-run" title="a sample of another run this server holds">
+            run {runId} · {evaluation ? 'eval ' : ''}step {id}
+          </span>
+        ) : (
+          <a href={href(`/rollout/${id}`, { eval: evaluation })}>← {evaluation ? 'eval ' : ''}step {id}</a>
+        )}
         <h2 data-testid="sample-title">sample {idx}</h2>
         {row && (
           <>
@@ -107,9 +120,9 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
             {row.mean_abs_lp_diff != null && <span class="chip">mean |lp diff| {fmtNum(row.mean_abs_lp_diff)}</span>}
           </>
         )}
-        <Downloads what="sample" path={`rlsight/export/sample/${id}/${idx}`} formats={['json']} params={{ eval: evaluation || undefined }} />
+        <Downloads what="sample" path={api(`rlsight/export/sample/${id}/${idx}`)} formats={['json']} params={{ eval: evaluation || undefined }} />
         {group !== undefined && group !== null && (
-          <a class="downloads" href={href('/diff/sample', { step: id, group: String(group), eval: evaluation })} title="this group's best and worst samples side by side">
+          <a class="downloads" href={href('/diff/sample', { step: id, group: String(group), eval: evaluation, run_a: runId })} title="this group's best and worst samples side by side">
             ⇄ best vs worst
           </a>
         )}
@@ -128,7 +141,7 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
           j / k: next / previous sample
         </span>
       </div>
-      {lane && (
+      {lane && !runId && (
         <section class="panel" style={{ marginTop: '10px' }}>
           <header>
             <h3>Lifecycle</h3>
@@ -164,7 +177,7 @@ function Sample({ meta, route, id, evaluation }: { meta: Meta; route: Route; id:
           <Conversation messages={conv.data.messages} />
         )
       ) : (
-        <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} />
+        <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} api={api} />
       )}
     </div>
   );

@@ -1,0 +1,22 @@
+// Links out of the diffs to one run's views: the primary run's at the reference paths, another run's with `run=`.
+import { href } from '../../route.ts';
+
+export interface SideRun {
+  /** The run's id when the server holds several, else null. */
+  run: string | null;
+  primary: boolean;
+}
+
+export function sampleHref(side: SideRun, step: number, sample: number, evaluation = false): string {
+  return href(`/rollout/${step}/sample/${sample}`, { eval: evaluation, run: side.primary ? null : side.run });
+}
+
+/** A step's group in the Rollouts view (the primary run only: that view reads one run), else null. */
+export function groupHref(side: SideRun, step: number, group: number | null): string | null {
+  return side.primary ? href(`/rollout/${step}`, { group }) : null;
+}
+
+/** The sample diff of `a` (of run A) against `b` (of run B). */
+export function sampleDiffHref(runA: string | null, runB: string | null, a: [number, number], b: [number, number]): string {
+  return href('/diff/sample', { a: a.join(':'), b: b.join(':'), run_a: runA, run_b: runB !== runA ? runB : null });
+}

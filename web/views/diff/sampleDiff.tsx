@@ -1,0 +1,157 @@
+// The sample diff: two responses (of one step, two steps or two runs) side by side, their tokens aligned by
+// content — stretches both share, stretches only A has (deleted), only B has (inserted) — the first
+// divergence marked, and a per-token series of both over the aligned columns.
+import { getJson } from '../../api.ts';
+import { ErrorNote, Loading } from '../../components/status.tsx';
+import { fmtNum } from '../../format.ts';
+import { setParams, type Route } from '../../route.ts';
+import type { AlignedStretch, SampleDiff, SampleSide } from '../../../src/wire/index.ts';
+import { useApi } from '../../useApi.ts';
+import { SIDE_COLORS, TokenSeries } from './charts.tsx';
+import { sampleHref } from './links.ts';
+import { useServedRuns } from './servedRuns.ts';
+
+const PASSED = ['a', 'b', 'step', 'group', 'eval', 'eval_a', 'eval_b', 'run_a', 'run_b'] as const;
+
+type Which = 'a' | 'b';
+
+/** One side's own stretches (a side has no tokens in the other side's insertions). */
+function ownStretches(stretches: readonly AlignedStretch[], which: Which): { kind: AlignedStretch['kind']; start: number; end: number }[] {
+  return stretches
+    .map((s) => ({ kind: s.kind, start: which === 'a' ? s.a_start : s.b_start, end: which === 'a' ? s.a_end : s.b_end }))
+    .filter((s) => s.end > s.start);
+}
+
+/** The response as its tokens, each stretch shaded by kind, the first differing token marked. */
+function AlignedText({ tokens, stretches, which, divergence }: { tokens: string[]; stretches: readonly AlignedStretch[]; which: Which; divergence: number | null }) {
+  const parts = ownStretches(stretches, which).flatMap((s) => {
+    const text = (from: number, to: number) => tokens.slice(from, to).join('');
+    if (divergence === null || divergence < s.start || divergence >= s.end)
+      return [
+        <span class={`st-${s.kind}`} data-kind={s.kind}>
+          {text(s.start, s.end)}
+        </span>,
+      ];
+    return [
+      divergence > s.start && <span class={`st-${s.kind}`} data-kind={s.kind}>{text(s.start, divergence)}</span>,
+      <mark class="diverge" title="first different token">
+        {text(divergence, divergence + 1) || '∅'}
+      </mark>,
+      divergence + 1 < s.end && <span class={`st-${s.kind}`} data-kind={s.kind}>{text(divergence + 1, s.end)}</span>,
+    ];
+  });
+  // The shorter response ends where the other goes on: mark its end.
+  const ended = divergence !== null && divergence >= tokens.length;
+  return (
+    <pre class="diff-text aligned">
+      {parts}
+      {ended && (
+        <mark class="diverge" title="this response ends here; the other goes on">
+          ∅
+        </mark>
+      )}
+    </pre>
+  );
+}
+
+/** The recorded text with the first differing character marked (when the tokens were not decoded). */
+function PlainText({ text, cut }: { text: string; cut: number | null }) {
+  return (
+    <pre class="diff-text">
+      {cut === null ? (
+        <span class="same">{text}</span>
+      ) : (
+        <>
+          <span class="same">{text.slice(0, cut)}</span>
+          <mark class="diverge" title="first difference">
+            {text.slice(cut, cut + 1) || '∅'}
+          </mark>
+          {text.slice(cut + 1)}
+        </>
+      )}
+    </pre>
+  );
+}
+
+export function SampleDiffView({ route }: { route: Route }) {
+  const served = useServedRuns();
+  const p = route.params;
+  const params = Object.fromEntries(PASSED.map((k) => [k, p.get(k)]));
+  const key = JSON.stringify(params);
+  const diff = useApi(key, (signal) => getJson<SampleDiff>('rlsight/diff/samples', params, signal));
+  const seriesName = p.get('series') ?? 'lp_diff';
+  if (diff.error) return <ErrorNote error={diff.error} />;
+  const d = diff.data;
+  if (!d) return <Loading what="samples" />;
+  const series = d.series.find((s) => s.name === seriesName) ?? d.series[0];
+  const al = d.alignment;
+  const primary = served?.find((r) => r.primary)?.id ?? null;
+  const runOf = (which: Which) => (served ? (which === 'a' ? p.get('run_a') ?? primary : p.get('run_b') ?? p.get('run_a') ?? primary) : null);
+  const across = served !== null && runOf('a') !== runOf('b');
+
+  const side = (s: SampleSide, which: Which) => {
+    const run = runOf(which);
+    const name = served?.find((r) => r.id === run)?.name ?? run;
+    return (
+      <div class="panel diff-sample" data-side={which}>
+        <h3>
+          <span class="swatch" style={{ background: SIDE_COLORS[which] }} />{' '}
+          <a href={sampleHref({ run, primary: run === null || run === primary }, s.step, s.sample_index, s.evaluation)} data-testid={`open-${which}`}>
+            {served ? `${name} · ` : ''}
+            {s.evaluation ? 'eval ' : ''}step {s.step} · sample {s.sample_index}
+          </a>{' '}
+          <span class="muted">
+            reward {fmtNum(s.reward)} · {s.status ?? '—'} · {s.response_length} tokens
+          </span>
+        </h3>
+        {s.token_text ? (
+          <AlignedText tokens={s.token_text} stretches={al.stretches} which={which} divergence={d.first_divergence.token} />
+        ) : s.text === null ? (
+          <p class="muted">no response text recorded</p>
+        ) : (
+          <PlainText text={s.text} cut={d.first_divergence.char} />
+        )}
+      </div>
+    );
+  };
+  return (
+    <section class="diff">
+      <div class="diff-head panel">
+        <h2 class="view-title">Sample diff{across ? ' across runs' : ''}</h2>
+        <span class="muted">
+          {d.first_divergence.token === null ? 'the responses are token-for-token identical' : `first different token: ${d.first_divergence.token}`}
+          {d.first_divergence.char !== null ? ` · first different character: ${d.first_divergence.char}` : ''}
+        </span>
+        <span class="alignment" data-testid="alignment" data-method={al.method}>
+          {al.fell_back ? (
+            <b class="fell-back" title="past the edit cap the alignment keeps only what both responses begin and end with">
+              more than {al.edit_cap.toLocaleString()} edits apart: only the common prefix and suffix are aligned
+            </b>
+          ) : (
+            'aligned by token ids:'
+          )}{' '}
+          <span class="st-same">{al.matched} matched</span> · <span class="st-deleted">{al.deleted} only in A</span> · <span class="st-inserted">{al.inserted} only in B</span>
+        </span>
+        {d.series.length > 0 && (
+          <label>
+            series{' '}
+            <select value={series?.name} aria-label="per-token series" onChange={(e) => setParams({ series: (e.target as HTMLSelectElement).value })}>
+              {d.series.map((s) => (
+                <option value={s.name}>{s.name}</option>
+              ))}
+            </select>
+          </label>
+        )}
+      </div>
+      {series && (
+        <div class="panel">
+          <TokenSeries a={series.a} b={series.b} divergence={d.first_divergence.token} stretches={al.stretches} label={series.name} />
+        </div>
+      )}
+      <div class="diff-two">
+        {side(d.a, 'a')}
+        {side(d.b, 'b')}
+      </div>
+    </section>
+  );
+}

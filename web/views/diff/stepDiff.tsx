@@ -1,0 +1,239 @@
+// The step diff: a run and a step per side (run pickers only on a server holding several runs), the
+// distributions overlaid, the groups that flipped, the samples that moved most and the metrics side by side.
+import { getJson } from '../../api.ts';
+import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
+import { fmtNum } from '../../format.ts';
+import { numParam, setParams, type Route } from '../../route.ts';
+import { runPath } from '../../runs.ts';
+import type { Meta, RunListing, StepDiff } from '../../../src/wire/index.ts';
+import { useApi } from '../../useApi.ts';
+import { Histogram, SIDE_COLORS } from './charts.tsx';
+import { useServedRuns } from './servedRuns.ts';
+import { groupHref, sampleDiffHref, sampleHref, type SideRun } from './links.ts';
+import { diffRuns, diffSteps } from './sides.ts';
+
+export const delta = (d: number | null) => (d === null ? '' : `${d > 0 ? '+' : ''}${fmtNum(d)}`);
+
+type Which = 'a' | 'b';
+
+function SidePicker(props: { which: Which; runs: RunListing[] | null; run: string | null; steps: number[]; step: number | undefined; choose: (patch: { run?: string; step?: number }) => void }) {
+  const { which, runs, run, steps, step, choose } = props;
+  const label = which.toUpperCase();
+  return (
+    <span class="diff-pick" data-side={which}>
+      <span class="swatch" style={{ background: SIDE_COLORS[which] }} /> {label}:{' '}
+      {runs && (
+        <>
+          run{' '}
+          <select value={run ?? ''} aria-label={`run ${label}`} data-testid={`run-${which}`} onChange={(e) => choose({ run: (e.target as HTMLSelectElement).value })}>
+            {runs.map((r) => (
+              <option value={r.id}>{r.name}</option>
+            ))}
+          </select>{' '}
+        </>
+      )}
+      step{' '}
+      <select value={step ?? ''} aria-label={`step ${label}`} data-testid={`step-${which}`} onChange={(e) => choose({ step: Number((e.target as HTMLSelectElement).value) })}>
+        {steps.map((s) => (
+          <option value={s}>{s}</option>
+        ))}
+      </select>
+    </span>
+  );
+}
+
+/** A run's train steps: the primary run's from the app's meta (kept fresh when following), another's fetched. */
+function useSteps(runs: RunListing[] | null, run: string | null, meta: Meta): { steps: number[] | null; error: unknown } {
+  const listing = runs?.find((r) => r.id === run);
+  const other = listing && !listing.primary ? listing : null;
+  const m = useApi(other ? `meta|${other.id}` : null, (signal) => getJson<Meta>(runPath(other!, 'meta'), {}, signal));
+  if (!other) return { steps: meta.rollout_ids.train, error: null };
+  return { steps: m.data?.rollout_ids.train ?? null, error: m.error };
+}
+
+export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
+  const served = useServedRuns();
+  const p = route.params;
+  const primary = served?.find((r) => r.primary)?.id ?? served?.[0]?.id ?? null;
+  const runs = diffRuns(served?.map((r) => r.id) ?? [], primary, p.get('run_a'), p.get('run_b'));
+  const sa = useSteps(served, runs.a, meta);
+  const sb = useSteps(served, runs.b, meta);
+  const ready = sa.steps !== null && sb.steps !== null;
+  const steps = ready ? diffSteps(sa.steps!, sb.steps!, runs.a === runs.b, numParam(p, 'a'), numParam(p, 'b')) : { a: undefined, b: undefined };
+  const { a, b } = steps;
+  const query = { a, b, run_a: runs.a, run_b: runs.b };
+  const diff = useApi(a !== undefined && b !== undefined ? JSON.stringify(query) : null, (signal) => getJson<StepDiff>('rlsight/diff/steps', query, signal));
+
+  // Every pick writes the whole choice, so the link reproduces it even after the run grows.
+  const choose = (which: Which) => (patch: { run?: string; step?: number }) => {
+    const next = { run_a: runs.a, run_b: runs.b, a: a ?? null, b: b ?? null };
+    if (patch.run !== undefined) {
+      next[which === 'a' ? 'run_a' : 'run_b'] = patch.run;
+      // Across runs the picked side takes the other side's step number; back in one run, the defaults (a
+      // step the new run lacks falls back to them too).
+      next[which] = next.run_a !== next.run_b ? (which === 'a' ? b : a) ?? null : null;
+    }
+    if (patch.step !== undefined) next[which] = patch.step;
+    setParams(next, false);
+  };
+
+  const side = (run: string | null): SideRun => ({ run, primary: run === null || run === primary });
+  const [ra, rb] = [side(runs.a), side(runs.b)];
+  const name = (run: string | null) => served?.find((r) => r.id === run)?.name ?? run ?? '';
+  const across = runs.a !== runs.b;
+
+  const head = (
+    <div class="diff-head panel">
+      <h2 class="view-title">Step diff</h2>
+      <SidePicker which="a" runs={served} run={runs.a} steps={sa.steps ?? []} step={a} choose={choose('a')} />
+      <SidePicker which="b" runs={served} run={runs.b} steps={sb.steps ?? []} step={b} choose={choose('b')} />
+      <span class="muted">histograms show each side’s share of samples per bin; dashed lines are the means</span>
+    </div>
+  );
+  if (sa.error || sb.error) return <ErrorNote error={sa.error ?? sb.error} />;
+  if (!ready) return <Loading what="the runs' steps" />;
+  if (a === undefined || b === undefined)
+    return (
+      <section class="diff">
+        {head}
+        <Empty>No train steps to compare yet{across ? ` in ${a === undefined ? name(runs.a) : name(runs.b)}` : ''}.</Empty>
+      </section>
+    );
+  const d = diff.data;
+  const where = (run: string | null, step: number) => (across ? `${name(run)} step ${step}` : `step ${step}`);
+  return (
+    <section class="diff">
+      {head}
+      {diff.error ? (
+        <ErrorNote error={diff.error} />
+      ) : !d ? (
+        <Loading what={`${where(runs.a, a)} and ${where(runs.b, b)}`} />
+      ) : (
+        <>
+          <div class="diff-grid">
+            {d.distributions.map((x) => (
+              <div class="panel diff-dist" data-metric={x.metric}>
+                <h3>
+                  {x.label}{' '}
+                  <span class="muted">
+                    {fmtNum(x.a.mean)} → {fmtNum(x.b.mean)} <b class={x.delta_mean ? (x.delta_mean > 0 ? 'up' : 'down') : ''}>{delta(x.delta_mean)}</b>
+                  </span>
+                </h3>
+                {x.a.n + x.b.n === 0 ? <p class="muted">no values on either side</p> : <Histogram d={x} />}
+              </div>
+            ))}
+          </div>
+          <div class="panel">
+            <h3>
+              Groups that flipped{' '}
+              <span class="muted">
+                ({d.flipped.length} of {d.groups_matched} groups present on both sides, matched by prompt)
+              </span>
+            </h3>
+            {d.flipped.length === 0 ? (
+              <p class="muted">No group present on both sides changed outcome (solved: every reward above 0; failed: none; else mixed).</p>
+            ) : (
+              <table class="diff-table" data-testid="flipped">
+                <thead>
+                  <tr>
+                    <th>prompt</th>
+                    <th>A</th>
+                    <th>B</th>
+                    <th />
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.flipped.map((f) => {
+                    const group = (s: SideRun, step: number, g: typeof f.a) => {
+                      const link = groupHref(s, step, g.group_index);
+                      return (
+                        <>
+                          {link ? <a href={link}>group {g.group_index}</a> : `group ${g.group_index}`} {g.outcome} ({fmtNum(g.reward_mean)})
+                        </>
+                      );
+                    };
+                    return (
+                      <tr>
+                        <td class="prompt">{f.prompt}</td>
+                        <td>{group(ra, a, f.a)}</td>
+                        <td>{group(rb, b, f.b)}</td>
+                        <td>
+                          {f.a.best_sample !== null && f.b.worst_sample !== null && (
+                            <a href={sampleDiffHref(runs.a, runs.b, [a, f.a.best_sample], [b, f.b.worst_sample])}>compare samples</a>
+                          )}
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            )}
+          </div>
+          <div class="diff-two">
+            <div class="panel">
+              <h3>Samples that moved most</h3>
+              {d.moved.length === 0 && (
+                <p class="muted">No prompt appears on both sides, so no sample has a counterpart (pick steps or runs over the same prompts).</p>
+              )}
+              <table class="diff-table" data-testid="moved" hidden={d.moved.length === 0}>
+                <thead>
+                  <tr>
+                    <th>A sample</th>
+                    <th>B sample</th>
+                    <th>Δ reward</th>
+                    <th>Δ length</th>
+                    <th />
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.moved.map((m) => (
+                    <tr title={m.prompt}>
+                      <td>
+                        <a href={sampleHref(ra, a, m.a.sample_index)} data-side="a">
+                          {m.a.sample_index}
+                        </a>
+                      </td>
+                      <td>
+                        <a href={sampleHref(rb, b, m.b.sample_index)} data-side="b">
+                          {m.b.sample_index}
+                        </a>
+                      </td>
+                      <td>{delta(m.delta_reward)}</td>
+                      <td>{delta(m.delta_length)}</td>
+                      <td>
+                        <a href={sampleDiffHref(runs.a, runs.b, [a, m.a.sample_index], [b, m.b.sample_index])}>compare</a>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <div class="panel">
+              <h3>Metrics side by side</h3>
+              <table class="diff-table" data-testid="metrics">
+                <thead>
+                  <tr>
+                    <th>key</th>
+                    <th>A</th>
+                    <th>B</th>
+                    <th>Δ</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.metrics.map((m) => (
+                    <tr>
+                      <td class="key">{m.key}</td>
+                      <td>{fmtNum(m.a)}</td>
+                      <td>{fmtNum(m.b)}</td>
+                      <td>{delta(m.delta)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
