@@ -2,7 +2,7 @@
 // "RLC1", u32 LE header length, header JSON, then each column's little-endian values 8-byte aligned.
 // Columns become typed-array views over the received bytes, never copied; series i of a per-series
 // answer is `[offsets[i], offsets[i+1])` of every column.
-import type { EngineSeries, GpuSeries } from '../src/wire/index.ts';
+import type { GpuSeries } from '../src/wire/index.ts';
 
 const TYPES = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u32: Uint32Array, i16: Int16Array, u16: Uint16Array, i8: Int8Array, u8: Uint8Array } as const;
 type Column = InstanceType<(typeof TYPES)[keyof typeof TYPES]>;
@@ -47,7 +47,69 @@ export function gpuLanes(f: Frame<{ lanes: string[] }>): Record<string, GpuSerie
   return out;
 }
 
-export function engineSeriesOf(f: Frame<{ series: { addr: string; labels: Record<string, string> }[] }>): EngineSeries[] {
+/** The engine_series frame's header: each series' address and labels, in answer order. */
+export interface EngineSeriesHeader {
+  series: { addr: string; labels: Record<string, string> }[];
+}
+
+/** One engine series over the frame's columns: `ts` and `value` are views (a JSON null is NaN). */
+export interface EngineSeriesView {
+  addr: string;
+  labels: Record<string, string>;
+  ts: Float64Array;
+  value: Float64Array;
+}
+
+/** An engine_series answer's series, in answer order, over the frame's columns. */
+export function engineSeriesOf(f: Frame<EngineSeriesHeader>): EngineSeriesView[] {
   const { offsets, ts, value } = f.columns;
-  return f.header.series.map((s, i) => ({ addr: s.addr, labels: s.labels, ts: slice(ts, offsets, i), value: slice(value, offsets, i) }) as unknown as EngineSeries);
+  return f.header.series.map((s, i) => ({ addr: s.addr, labels: s.labels, ts: slice(ts, offsets, i), value: slice(value, offsets, i) }));
+}
+
+/** The phases frame's header: the string table that the name, node and role columns index. */
+export interface PhasesHeader {
+  strings: string[];
+}
+
+/**
+ * One lane's phase intervals as columns: rows `[0, length)` of views over the frame (no copies). Row i
+ * is the phase `strings[name[i]]` on `[t0[i], t1[i]]`, of trainer rank `rank[i]` (-1: none) and role
+ * `strings[role[i]]`; rows are sorted by t0.
+ */
+export interface LanePhases {
+  readonly length: number;
+  readonly t0: Float64Array;
+  readonly t1: Float64Array;
+  readonly name: Uint32Array;
+  readonly role: Uint32Array;
+  readonly rank: Int32Array;
+  readonly strings: readonly string[];
+}
+
+/**
+ * A phases answer by lane (`node:gpu`), each lane a slice of the frame's columns: the answer is sorted
+ * by (node, gpu, t0), so a lane's rows are contiguous. `names` lists the phase names in order of first
+ * appearance.
+ */
+export function phaseLanes(f: Frame<PhasesHeader>): { byLane: Map<string, LanePhases>; names: string[] } {
+  const strings = f.header.strings;
+  const { name, node, role, t0, t1, gpu, rank } = f.columns as { name: Uint32Array; node: Uint32Array; role: Uint32Array; t0: Float64Array; t1: Float64Array; gpu: Int32Array; rank: Int32Array };
+  const byLane = new Map<string, LanePhases>();
+  const seen = new Set<number>();
+  const names: string[] = [];
+  const n = name.length;
+  let start = 0;
+  for (let i = 1; i <= n; i++) {
+    if (i < n && node[i] === node[start] && gpu[i] === gpu[start]) continue;
+    const key = `${strings[node[start]!]}:${gpu[start]}`;
+    if (byLane.has(key)) throw new Error(`phases frame: the rows of lane ${key} are not contiguous`);
+    byLane.set(key, { length: i - start, t0: t0.subarray(start, i), t1: t1.subarray(start, i), name: name.subarray(start, i), role: role.subarray(start, i), rank: rank.subarray(start, i), strings });
+    start = i;
+  }
+  for (let i = 0; i < n; i++) {
+    if (seen.has(name[i]!)) continue;
+    seen.add(name[i]!);
+    names.push(strings[name[i]!]!);
+  }
+  return { byLane, names };
 }

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { copyFixtureRun, type RunCopy } from '../../test/support/fixtures.ts';
 import { decodeFrame, encodeFrame } from '../formats/columnFrame.ts';
-import { decodeColumns, engineSeriesOf, gpuLanes } from '../../web/columns.ts';
+import { decodeColumns, engineSeriesOf, gpuLanes, phaseLanes } from '../../web/columns.ts';
 import { createApp } from './app.ts';
-import { gpuFrame } from './columns.ts';
+import { engineSeriesFrame, gpuFrame, phasesFrame } from './columns.ts';
 import { openRun, type OpenRun } from './run.ts';
 
 /** JSON's view of a float column: NaN and ±Infinity are null. */
@@ -43,11 +43,12 @@ describe('columnar answers', () => {
     }
   });
 
-  test('engine_series: every series with its labels', async () => {
+  test('engine_series: every series with its labels, as the timeline and the Metrics view ask', async () => {
     const meta = (await (await app.request('/api/meta', { headers: { host: '127.0.0.1' } })).json()) as { engine_metric_keys: string[] };
     assert.ok(meta.engine_metric_keys.length > 0);
-    for (const metric of meta.engine_metric_keys) {
-      const { json, frame } = await both(`/api/timeline/engine_series?metric=${encodeURIComponent(metric)}`);
+    const asks = meta.engine_metric_keys.flatMap((m) => [`metric=${encodeURIComponent(m)}`, `metric=${encodeURIComponent(m)}&max_points=1000&per_dp_rank=true`, `metric=${encodeURIComponent(m)}&max_points=7`]);
+    for (const metric of asks) {
+      const { json, frame } = await both(`/api/timeline/engine_series?${metric}`);
       const series = engineSeriesOf(decodeColumns(frame));
       assert.equal(series.length, json.series.length);
       series.forEach((s, i) => {
@@ -73,6 +74,59 @@ describe('columnar answers', () => {
     }));
     assert.ok(rows.length > 0);
     assert.deepEqual(rows, json.phases);
+  });
+
+  test('phases by lane, as the app reads them: each lane a slice of the frame, rows in answer order', async () => {
+    for (const lanes of ['g:0-7', 'all', 'g:3']) {
+      const { json, frame } = await both(`/api/timeline/phases?lanes=${lanes}`);
+      const { byLane, names } = phaseLanes(decodeColumns(frame));
+      const rows = [...byLane].flatMap(([key, p]) =>
+        Array.from({ length: p.length }, (_, i) => ({ name: p.strings[p.name[i]!], t0: p.t0[i], t1: p.t1[i], key, rank: p.rank[i], role: p.strings[p.role[i]!] })),
+      );
+      assert.ok(rows.length > 0, lanes);
+      assert.deepEqual(rows, json.phases.map((q: any) => ({ name: q.name, t0: q.t0, t1: q.t1, key: `${q.node}:${q.gpu}`, rank: q.rank, role: q.role })), lanes);
+      assert.deepEqual(names, [...new Set(json.phases.map((q: any) => q.name))], lanes);
+      const t0 = [...byLane.values()][0]!.t0;
+      assert.equal(t0.buffer, frame, 'a lane\'s columns are views over the received bytes');
+    }
+  });
+
+  test('phases: non-finite bounds, odd strings, empty answers survive the frame', () => {
+    const phases = [
+      { name: 'rollout', t0: 1.5, t1: Infinity, node: 'nöde-α', gpu: 0, rank: -1, role: 'rollout_manager' },
+      { name: 'train "x"\n', t0: -Infinity, t1: null, node: 'nöde-α', gpu: 0, rank: 2 ** 31 - 1, role: 'train' },
+      { name: 'rollout', t0: NaN, t1: -0, node: 'n2', gpu: 7, rank: 0, role: '' },
+    ] as never[];
+    const frame = decodeColumns<{ strings: string[] }>(phasesFrame({ phases }).buffer as ArrayBuffer);
+    const { byLane, names } = phaseLanes(frame);
+    assert.deepEqual([...byLane.keys()], ['nöde-α:0', 'n2:7']);
+    assert.deepEqual(names, ['rollout', 'train "x"\n']);
+    const a = byLane.get('nöde-α:0')!;
+    assert.deepEqual([Array.from(a.t0), Array.from(a.t1)], [[1.5, -Infinity], [Infinity, NaN]]);
+    assert.deepEqual(Array.from(a.rank), [-1, 2 ** 31 - 1]);
+    assert.deepEqual([a.strings[a.role[0]!], a.strings[a.role[1]!]], ['rollout_manager', 'train']);
+    const b = byLane.get('n2:7')!;
+    assert.ok(Number.isNaN(b.t0[0]) && Object.is(b.t1[0], -0) && b.strings[b.role[0]!] === '');
+    assert.equal(phaseLanes(decodeColumns(phasesFrame({ phases: [] }).buffer as ArrayBuffer)).byLane.size, 0);
+    // The server's own decoder reads the same frame.
+    assert.deepEqual(Array.from(decodeFrame(phasesFrame({ phases })).columns.gpu), [0, 0, 7]);
+  });
+
+  test('engine_series: NaN, null, infinities, empty series and unicode labels survive the frame', () => {
+    const series = [
+      { addr: 'http://10.0.0.1:15000', labels: { model: 'qwen-α', dp_rank: '0' }, ts: [1, 2, 3, 4], value: [null, NaN, Infinity, -Infinity] },
+      { addr: 'http://10.0.0.2:15000', labels: {}, ts: [], value: [] },
+      { addr: 'h', labels: { q: '"\n' }, ts: [2 ** 53, -0], value: [5e-324, 1.7976931348623157e308] },
+    ] as never[];
+    const bytes = engineSeriesFrame({ series });
+    const got = engineSeriesOf(decodeColumns(bytes.buffer as ArrayBuffer));
+    assert.deepEqual(got.map((s) => [s.addr, s.labels]), (series as any[]).map((s) => [s.addr, s.labels]));
+    const show = (xs: Float64Array) => Array.from(xs, (x) => (Number.isNaN(x) ? 'NaN' : x));
+    assert.deepEqual(show(got[0]!.value), ['NaN', 'NaN', Infinity, -Infinity]);
+    assert.deepEqual([got[1]!.ts.length, got[1]!.value.length], [0, 0]);
+    assert.deepEqual([show(got[2]!.ts), show(got[2]!.value)], [[2 ** 53, -0], [5e-324, 1.7976931348623157e308]]);
+    assert.ok(Object.is(got[2]!.ts[1], -0));
+    assert.equal(got[0]!.value.buffer, bytes.buffer, 'views over the received bytes');
   });
 
   test('NaN, infinities and nulls survive the frame as NaN; the views share the received bytes', () => {

@@ -11,8 +11,10 @@ import { ema } from './smoothing.ts';
 
 export interface XYTable {
   label: string;
-  x: number[];
-  y: (number | null)[];
+  /** Plain arrays (a JSON answer) or views over a columnar frame, drawn as they are. */
+  x: number[] | Float64Array;
+  /** A null, or a frame's non-finite value (NaN for a JSON null), is a gap. */
+  y: (number | null)[] | Float64Array;
   /** A colour of its own (a run's); else the next series colour. */
   color?: string;
 }
@@ -159,16 +161,38 @@ function drawMarkers(u: uPlot, markers: readonly Marker[]): void {
 }
 const MARKER_COLOR = '#ff6b6b';
 
+const isValue = (v: number | null | undefined): boolean => v != null && Number.isFinite(v);
+
+function countGaps(ys: ArrayLike<number | null | undefined>): number {
+  let n = 0;
+  for (let i = 0; i < ys.length; i++) if (!isValue(ys[i])) n++;
+  return n;
+}
+
+/**
+ * uPlot draws a gap where a value is null (a NaN would poison its scale): a column holding non-finite
+ * values, which only a columnar frame's views carry, gets them as nulls. Every other column, typed views
+ * included, is drawn as it is.
+ */
+function gapsAsNull(ys: uPlot.AlignedData[number]): uPlot.AlignedData[number] {
+  const col = ys as ArrayLike<number | null | undefined>;
+  let i = 0;
+  while (i < col.length && (col[i] == null || Number.isFinite(col[i]))) i++;
+  if (i === col.length) return ys;
+  return Array.from(col, (v) => (v != null && Number.isFinite(v) ? v : null));
+}
+
 export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden, markers }: Props) {
   const [logY, setLogY] = useState(false);
   const unit = unitOf(metric);
   // A log scale needs positive values throughout.
-  const logAble = tables.some((t) => t.y.some((v) => v != null)) && tables.every((t) => t.y.every((v) => v == null || v > 0));
+  const logAble = tables.some((t) => t.y.some(isValue)) && tables.every((t) => t.y.every((v) => !isValue(v) || v! > 0));
   const log = logY && logAble;
   const visible = useMemo(() => (hidden?.size ? tables.filter((t) => !hidden.has(t.label)) : tables), [tables, hidden]);
   const data = useMemo<uPlot.AlignedData>(() => {
-    const base: uPlot.AlignedData =
+    const joined: uPlot.AlignedData =
       visible.length === 1 ? [visible[0]!.x, visible[0]!.y as number[]] : uPlot.join(visible.map((t) => [t.x, t.y as number[]]));
+    const base = [joined[0], ...joined.slice(1).map(gapsAsNull)] as uPlot.AlignedData;
     if (smoothing <= 0) return base;
     const out: (ArrayLike<number | null> | number[])[] = [base[0]];
     for (let i = 1; i < base.length; i++) out.push(base[i]! as number[], ema(Array.from(base[i]! as ArrayLike<number | null>), smoothing));
@@ -267,7 +291,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   const zoomRef = useMemo(() => ({ z: zoom }), []);
   zoomRef.z = zoom;
 
-  const points = visible.reduce((n, t) => n + t.y.filter((v) => v !== null).length, 0);
+  const points = visible.reduce((n, t) => n + (t.y as ArrayLike<number | null>).length - countGaps(t.y), 0);
 
   function download() {
     const header = [xLabel, ...visible.map((t) => t.label)];

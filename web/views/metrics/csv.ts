@@ -2,7 +2,8 @@
 export function toCsv(header: string[], columns: ArrayLike<unknown>[]): string {
   const n = columns[0]?.length ?? 0;
   const esc = (v: unknown) => {
-    if (v === null || v === undefined) return '';
+    // A gap: null in a JSON answer, a non-finite value in a columnar frame's views.
+    if (v === null || v === undefined || (typeof v === 'number' && !Number.isFinite(v))) return '';
     const s = String(v);
     return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };

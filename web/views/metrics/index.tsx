@@ -1,13 +1,14 @@
 // Metrics view: category sidebar, global search, a grid of synced charts over step or wall time, EMA smoothing.
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { getJson } from '../../api.ts';
+import { getColumns, getJson } from '../../api.ts';
+import { type EngineSeriesHeader, type EngineSeriesView, engineSeriesOf } from '../../columns.ts';
 import { Downloads } from '../../components/downloads.tsx';
 import { ErrorNote, Loading, Empty } from '../../components/status.tsx';
 import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { EngineSeries, Meta, MetricSeries as Series, RunListing, Topology } from '../../../src/wire/index.ts';
+import type { Meta, MetricSeries as Series, RunListing, Topology } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
@@ -195,12 +196,13 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
   const engineData = useApi(
     engine.length ? `${engine.join(',')}|${perDp}|${runKey}` : null,
     async (signal) => {
-      const out: Record<string, (EngineSeries & { run?: RunListing })[]> = {};
+      const out: Record<string, (EngineSeriesView & { run?: RunListing })[]> = {};
       await Promise.all(
         engine.map(async (k) => {
           const perRun = await Promise.all(
             targets.map(async (run) => {
-              const series = (await getJson<{ series: EngineSeries[] }>(pathFor(run, 'timeline/engine_series'), { metric: k, max_points: 1000, per_dp_rank: perDp }, signal)).series;
+              // The columnar frame: each series' ts and value are views over the received bytes, drawn as they are.
+              const series = engineSeriesOf(await getColumns<EngineSeriesHeader>(pathFor(run, 'timeline/engine_series'), { metric: k, max_points: 1000, per_dp_rank: perDp }, signal));
               // Several runs: each series is named after its run too, and drawn in the run's colour.
               return overlay ? series.map((e) => ({ ...e, run: run! })) : series;
             }),
@@ -354,7 +356,7 @@ function categoryHref(p: URLSearchParams, cat: string): string {
   return href('/', q);
 }
 
-function seriesLabel(e: EngineSeries & { run?: RunListing }): string {
+function seriesLabel(e: EngineSeriesView & { run?: RunListing }): string {
   const own = e.labels?.dp_rank !== undefined ? `${e.addr} dp${e.labels.dp_rank}` : e.addr;
   return e.run ? `${e.run.name} ${own}` : own;
 }

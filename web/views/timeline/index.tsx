@@ -1,14 +1,14 @@
 // Compute Utilization: per-GPU lanes (≤ 64) or the fleet overview, lane grammar, quick picks, advisory — all in the URL.
 import { useMemo, useState } from 'preact/hooks';
 import { ApiError, getColumns, getJson, getRaster } from '../../api.ts';
-import { engineSeriesOf, gpuLanes } from '../../columns.ts';
+import { type EngineSeriesHeader, type EngineSeriesView, engineSeriesOf, gpuLanes, type LanePhases, type PhasesHeader, phaseLanes } from '../../columns.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtDuration, fmtElapsed, fmtWall, laneKey } from '../../format.ts';
 import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Bubble, EngineSeries, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Phase, Topology } from '../../../src/wire/index.ts';
+import type { Bubble, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Topology } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
@@ -116,12 +116,12 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     async (signal) => {
       const q = { t0: vp.t0, t1: vp.t1, lanes: apiLanes };
       const [ph, gpu, selected] = await Promise.all([
-        getJson<{ phases: Phase[] }>('timeline/phases', q, signal),
+        getColumns<PhasesHeader>('timeline/phases', q, signal).then(phaseLanes),
         getColumns<{ lanes: string[] }>('timeline/gpu', { ...q, max_points: GPU_POINTS }, signal).then((f) => ({ lanes: gpuLanes(f) })),
         // Phases and GPU series leave out lanes without data; the selection itself names every lane it picks.
         apiLanes ? getJson<{ lanes: Lane[] }>('rlsight/lanes', { lanes: apiLanes }, signal).then((r) => r.lanes) : null,
       ]);
-      return { phases: ph.phases, gpu: gpu.lanes, selected, grammar: apiLanes };
+      return { phases: ph, gpu: gpu.lanes, selected, grammar: apiLanes };
     },
     tick,
     true,
@@ -130,7 +130,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
 
   const overlayData = useApi(
     overlayMetric ? `${overlayMetric}|${winKey}` : null,
-    (signal) => getColumns<{ series: { addr: string; labels: Record<string, string> }[] }>('timeline/engine_series', { metric: overlayMetric!, t0: vp.t0, t1: vp.t1, max_points: GPU_POINTS }, signal).then(engineSeriesOf),
+    (signal) => getColumns<EngineSeriesHeader>('timeline/engine_series', { metric: overlayMetric!, t0: vp.t0, t1: vp.t1, max_points: GPU_POINTS }, signal).then(engineSeriesOf),
     tick,
     true,
   );
@@ -148,14 +148,8 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   );
 
   const view = useMemo(() => {
-    const phasesByLane = new Map<string, Phase[]>();
-    const names = new Set<string>();
-    for (const ph of lanesData.data?.phases ?? []) {
-      const k = laneKey(ph.node, ph.gpu);
-      if (!phasesByLane.has(k)) phasesByLane.set(k, []);
-      phasesByLane.get(k)!.push(ph);
-      names.add(ph.name);
-    }
+    const phasesByLane = lanesData.data?.phases.byLane ?? new Map<string, LanePhases>();
+    const names = lanesData.data?.phases.names ?? [];
     const gpu = lanesData.data?.gpu ?? {};
     // The lanes the answer on screen was asked for: while a new selection loads, the old answer stays whole.
     const shownGrammar = lanesData.data ? lanesData.data.grammar : apiLanes;
@@ -186,12 +180,12 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     }
     let memMax = 0;
     for (const g of Object.values(gpu)) for (const v of g.mem_mb) if (v > memMax) memMax = v;
-    return { phasesByLane, names: [...names], gpu, lanes, memMax };
+    return { phasesByLane, names, gpu, lanes, memMax };
   }, [lanesData.data, allLanes, apiLanes, activePick, late, grammarParam]);
 
   const overlay = useMemo<Overlay | null>(() => {
     if (!overlayMetric || !overlayData.data) return null;
-    const byAddr = new Map<string, EngineSeries>();
+    const byAddr = new Map<string, EngineSeriesView>();
     let max = 0;
     for (const s of overlayData.data) {
       if (!byAddr.has(s.addr)) byAddr.set(s.addr, s);

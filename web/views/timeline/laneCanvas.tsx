@@ -6,7 +6,8 @@ import { fmtElapsed, fmtIntRanges, fmtLaneRoles, fmtNum, fmtWall } from '../../f
 import { markPainted } from '../../paintMarks.ts';
 import { href, navigate } from '../../route.ts';
 import { ACCENT, CSS } from '../../theme.ts';
-import type { Bubble, EngineSeries, GpuSeries, Phase, Topology } from '../../../src/wire/index.ts';
+import type { Bubble, GpuSeries, Topology } from '../../../src/wire/index.ts';
+import type { EngineSeriesView, LanePhases } from '../../columns.ts';
 import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
 import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
 import { drawPhaseBand, hasOverlap } from './layers/phaseBand.ts';
@@ -28,13 +29,13 @@ export interface LaneInfo {
 
 export interface Overlay {
   metric: string;
-  byAddr: Map<string, EngineSeries>;
+  byAddr: Map<string, EngineSeriesView>;
   max: number;
 }
 
 interface Props {
   lanes: LaneInfo[];
-  phasesByLane: Map<string, Phase[]>;
+  phasesByLane: Map<string, LanePhases>;
   gpu: Record<string, GpuSeries>;
   overlay: Overlay | null;
   topology: Topology | null;
@@ -184,7 +185,7 @@ export function LaneCanvas(p: Props) {
       ctx.font = '11.5px system-ui, sans-serif';
       ctx.fillStyle = 'rgba(255,255,255,0.03)';
       ctx.fillRect(LEFT, y + PHASE_H + 2, f.width, UTIL_H);
-      drawPhaseBand(ctx, f, p.phasesByLane.get(lane.key) ?? [], y, PHASE_H);
+      drawPhaseBand(ctx, f, p.phasesByLane.get(lane.key), y, PHASE_H);
       const g = p.gpu[lane.key];
       const note = laneNote(lane.key);
       if (note) {
@@ -256,10 +257,15 @@ export function LaneCanvas(p: Props) {
     if (li >= 0 && li < p.lanes.length) {
       const lane = p.lanes[li]!;
       const lines = [`g${lane.index}  ${lane.key}${lane.ranks.length || lane.roles.length ? `  ${fmtLaneRoles(lane)}` : ''}   ${time}`];
-      const lanePhases = p.phasesByLane.get(lane.key) ?? [];
-      const ph = lanePhases.filter((q) => q.t0 <= t && q.t1 >= t);
-      if (ph.length) for (const q of ph) lines.push(`phase: ${q.name}${q.rank >= 0 ? ` (rank ${q.rank})` : ''}  ${fmtElapsed(q.t0 - p.origin)} → ${fmtElapsed(q.t1 - p.origin)}`);
-      else lines.push('phase: —');
+      const lanePhases = p.phasesByLane.get(lane.key);
+      let shown = 0;
+      for (let i = 0; i < (lanePhases?.length ?? 0); i++) {
+        const q = lanePhases!;
+        if (!(q.t0[i]! <= t && q.t1[i]! >= t)) continue;
+        lines.push(`phase: ${q.strings[q.name[i]!]}${q.rank[i]! >= 0 ? ` (rank ${q.rank[i]})` : ''}  ${fmtElapsed(q.t0[i]! - p.origin)} → ${fmtElapsed(q.t1[i]! - p.origin)}`);
+        shown++;
+      }
+      if (!shown) lines.push('phase: —');
       if (hasOverlap(lanePhases)) lines.push('half-height bands: this GPU runs trainer and engine phases at once (colocated) — train on top, rollout below');
       const step = stepAt(t);
       if (step !== null && y - (lanesTop + li * LANE_H) < PHASE_H) lines.push(`click = open step ${step}'s Rollouts`);

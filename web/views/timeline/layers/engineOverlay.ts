@@ -1,6 +1,7 @@
 // Layer: the SGLang engine series of whichever engine served this GPU at each moment (topology windows).
 import { OVERLAY_COLOR } from '../../../theme.ts';
-import type { EngineSeries, Topology } from '../../../../src/wire/index.ts';
+import type { Topology } from '../../../../src/wire/index.ts';
+import type { EngineSeriesView } from '../../../columns.ts';
 import type { Frame } from '../viewport.ts';
 import { drawSeries } from './utilLine.ts';
 
@@ -31,7 +32,7 @@ export function drawEngineOverlay(
   ctx: CanvasRenderingContext2D,
   f: Frame,
   spans: { addr: string; t0: number; t1: number }[],
-  byAddr: Map<string, EngineSeries>,
+  byAddr: Map<string, EngineSeriesView>,
   max: number,
   y: number,
   h: number,

@@ -1,37 +1,45 @@
 // Layer: one lane's phase band, coloured per phase; idle phases hatched so idleness does not rely on hue.
 // When phases of different roles overlap (colocated trainer and engine), the band splits: train on top, rollout below.
 import { IDLE_PHASES, phaseColor } from '../../../theme.ts';
-import type { Phase } from '../../../../src/wire/index.ts';
+import type { LanePhases } from '../../../columns.ts';
 import { type Frame, xOf } from '../viewport.ts';
 
 /** True when two phases of the lane overlap in time (phases come sorted by t0). */
-export function hasOverlap(phases: readonly Phase[]): boolean {
+export function hasOverlap(phases: LanePhases | undefined): boolean {
+  if (!phases) return false;
+  const { t0, t1 } = phases;
   let end = -Infinity;
-  for (const p of phases) {
-    if (p.t0 < end - 1e-6) return true;
-    if (p.t1 > end) end = p.t1;
+  for (let i = 0; i < phases.length; i++) {
+    if (t0[i]! < end - 1e-6) return true;
+    if (t1[i]! > end) end = t1[i]!;
   }
   return false;
 }
 
-export function drawPhaseBand(ctx: CanvasRenderingContext2D, f: Frame, phases: Phase[], y: number, h: number): void {
+/** Draws a lane's phases straight from the frame's columns. */
+export function drawPhaseBand(ctx: CanvasRenderingContext2D, f: Frame, phases: LanePhases | undefined, y: number, h: number): void {
+  if (!phases) return;
   const split = hasOverlap(phases);
   const half = Math.floor(h / 2);
-  for (const p of phases) {
-    if (!split) drawInterval(ctx, f, p, y, h);
-    else if (p.role === 'train') drawInterval(ctx, f, p, y, half);
-    else drawInterval(ctx, f, p, y + half, h - half);
+  const train = phases.strings.indexOf('train');
+  for (let i = 0; i < phases.length; i++) {
+    if (!split) drawInterval(ctx, f, phases, i, y, h);
+    else if (phases.role[i] === train) drawInterval(ctx, f, phases, i, y, half);
+    else drawInterval(ctx, f, phases, i, y + half, h - half);
   }
 }
 
-function drawInterval(ctx: CanvasRenderingContext2D, f: Frame, p: Phase, y: number, h: number): void {
-  if (p.t1 < f.vp.t0 || p.t0 > f.vp.t1) return;
-  const x0 = Math.max(f.left, xOf(f, p.t0));
-  const x1 = Math.min(f.left + f.width, xOf(f, p.t1));
+function drawInterval(ctx: CanvasRenderingContext2D, f: Frame, phases: LanePhases, i: number, y: number, h: number): void {
+  const t0 = phases.t0[i]!;
+  const t1 = phases.t1[i]!;
+  if (t1 < f.vp.t0 || t0 > f.vp.t1) return;
+  const x0 = Math.max(f.left, xOf(f, t0));
+  const x1 = Math.min(f.left + f.width, xOf(f, t1));
   const w = Math.max(1, x1 - x0);
-  ctx.fillStyle = phaseColor(p.name);
+  const name = phases.strings[phases.name[i]!]!;
+  ctx.fillStyle = phaseColor(name);
   ctx.fillRect(x0, y, w, h);
-  if (IDLE_PHASES.has(p.name) && w > 3) hatch(ctx, x0, y, w, h);
+  if (IDLE_PHASES.has(name) && w > 3) hatch(ctx, x0, y, w, h);
 }
 
 function hatch(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number): void {
