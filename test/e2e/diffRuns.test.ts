@@ -78,6 +78,24 @@ describe('diffs across runs (headless Chromium)', { skip: hasChromium ? false : 
     await page.locator('nav.tabs a', { hasText: 'Tokens' }).click();
     await page.waitForSelector('[data-pos]');
     await screenshot(page, 'diff-runs-other-sample');
+
+    // Back in the sample diff, side A picks the collapsing run too: the same sample of the same step, identical.
+    await page.goBack();
+    await page.goBack();
+    await page.waitForSelector('[data-testid="alignment"]');
+    assert.equal(await page.locator('.diff-pick[data-side="b"] [data-testid="run-b"]').inputValue(), 'collapse');
+    await page.locator('[data-testid="run-a"]').selectOption('collapse');
+    await page.waitForFunction('location.hash.includes("run_a=collapse")');
+    await page.waitForSelector('text=the responses are token-for-token identical');
+    assert.match((await page.locator('[data-testid="alignment"]').textContent())!, / 0 only in A · 0 only in B/);
+    assert.equal(hashParams(page).get('run_b'), null, 'one run on both sides: run B follows run A');
+    // And a sample index typed on side B.
+    const other = Number(sq.get('b')!.split(':')[1]) + 1;
+    await page.locator('[data-testid="sample-b"]').fill(String(other));
+    await page.locator('[data-testid="sample-b"]').press('Enter');
+    await page.waitForFunction(`location.hash.includes("b=2%3A${other}") || location.hash.includes("b=2:${other}")`);
+    await page.waitForSelector(`.diff-sample[data-side="b"] h3 a:has-text("sample ${other}")`);
+    await screenshot(page, 'diff-runs-picked-samples');
     assert.deepEqual(w.problems(), []);
   });
 });

@@ -8,5 +8,5 @@ import { SampleDiffView } from './sampleDiff.tsx';
 import { StepDiffView } from './stepDiff.tsx';
 
 export function DiffView({ meta, route }: { meta: Meta; route: Route }) {
-  return route.view === 'sample-diff' ? <SampleDiffView route={route} /> : <StepDiffView meta={meta} route={route} />;
+  return route.view === 'sample-diff' ? <SampleDiffView meta={meta} route={route} /> : <StepDiffView meta={meta} route={route} />;
 }

@@ -5,11 +5,11 @@ import { getJson } from '../../api.ts';
 import { ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtNum } from '../../format.ts';
 import { setParams, type Route } from '../../route.ts';
-import type { AlignedStretch, SampleDiff, SampleSide } from '../../../src/wire/index.ts';
+import type { AlignedStretch, Meta, RunListing, SampleDiff, SampleSide } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { SIDE_COLORS, TokenSeries } from './charts.tsx';
 import { sampleHref } from './links.ts';
-import { useServedRuns } from './servedRuns.ts';
+import { useServedRuns, useSteps } from './servedRuns.ts';
 
 const PASSED = ['a', 'b', 'step', 'group', 'eval', 'eval_a', 'eval_b', 'run_a', 'run_b'] as const;
 
@@ -73,21 +73,114 @@ function PlainText({ text, cut }: { text: string; cut: number | null }) {
   );
 }
 
-export function SampleDiffView({ route }: { route: Route }) {
+/** STEP:SAMPLE from the URL, or null. */
+function sampleParam(v: string | null): [number, number] | null {
+  return v !== null && /^\d+:\d+$/.test(v) ? (v.split(':').map(Number) as [number, number]) : null;
+}
+
+interface SideChoice {
+  run: string | null;
+  step: number;
+  sample: number;
+  evaluation: boolean;
+}
+
+/** One side's run (on a server holding several), step and sample index. */
+function SamplePicker(props: { which: Which; served: RunListing[] | null; meta: Meta; side: SideChoice; choose: (patch: Partial<SideChoice>) => void }) {
+  const { which, served, meta, side, choose } = props;
+  const label = which.toUpperCase();
+  const listed = useSteps(served, side.run, meta, side.evaluation).steps ?? [];
+  const steps = listed.includes(side.step) ? listed : [...listed, side.step].sort((x, y) => x - y);
+  return (
+    <span class="diff-pick" data-side={which}>
+      <span class="swatch" style={{ background: SIDE_COLORS[which] }} /> {label}:{' '}
+      {served && (
+        <>
+          run{' '}
+          <select value={side.run ?? ''} aria-label={`run ${label}`} data-testid={`run-${which}`} onChange={(e) => choose({ run: (e.target as HTMLSelectElement).value })}>
+            {served.map((r) => (
+              <option value={r.id}>{r.name}</option>
+            ))}
+          </select>{' '}
+        </>
+      )}
+      {side.evaluation ? 'eval step' : 'step'}{' '}
+      <select value={side.step} aria-label={`step ${label}`} data-testid={`step-${which}`} onChange={(e) => choose({ step: Number((e.target as HTMLSelectElement).value) })}>
+        {steps.map((s) => (
+          <option value={s}>{s}</option>
+        ))}
+      </select>{' '}
+      sample{' '}
+      <input
+        type="number"
+        min={0}
+        class="diff-sample-index"
+        value={side.sample}
+        aria-label={`sample ${label}`}
+        data-testid={`sample-${which}`}
+        onChange={(e) => {
+          const v = (e.target as HTMLInputElement).value;
+          if (/^\d+$/.test(v)) choose({ sample: Number(v) });
+        }}
+      />
+    </span>
+  );
+}
+
+export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
   const served = useServedRuns();
   const p = route.params;
   const params = Object.fromEntries(PASSED.map((k) => [k, p.get(k)]));
   const key = JSON.stringify(params);
   const diff = useApi(key, (signal) => getJson<SampleDiff>('rlsight/diff/samples', params, signal));
   const seriesName = p.get('series') ?? 'lp_diff';
-  if (diff.error) return <ErrorNote error={diff.error} />;
   const d = diff.data;
-  if (!d) return <Loading what="samples" />;
-  const series = d.series.find((s) => s.name === seriesName) ?? d.series[0];
-  const al = d.alignment;
   const primary = served?.find((r) => r.primary)?.id ?? null;
   const runOf = (which: Which) => (served ? (which === 'a' ? p.get('run_a') ?? primary : p.get('run_b') ?? p.get('run_a') ?? primary) : null);
   const across = served !== null && runOf('a') !== runOf('b');
+
+  // The sides as chosen: the URL's STEP:SAMPLE, else (a group's best and worst) the answer's.
+  const evalOf = (which: Which) => (p.get(`eval_${which}`) ?? p.get('eval')) === '1' || p.get(`eval_${which}`) === 'true';
+  const chosen = (which: Which): SideChoice | null => {
+    const at = sampleParam(p.get(which)) ?? (d ? [d[which].step, d[which].sample_index] : null);
+    return at && { run: runOf(which), step: at[0], sample: at[1], evaluation: evalOf(which) };
+  };
+  const sides = { a: chosen('a'), b: chosen('b') };
+  const choose = (which: Which) => (patch: Partial<SideChoice>) => {
+    const next = { ...sides, [which]: { ...sides[which]!, ...patch } };
+    setParams(
+      {
+        a: `${next.a!.step}:${next.a!.sample}`,
+        b: `${next.b!.step}:${next.b!.sample}`,
+        run_a: next.a!.run,
+        run_b: next.b!.run !== next.a!.run ? next.b!.run : null,
+        eval: null,
+        eval_a: next.a!.evaluation,
+        eval_b: next.b!.evaluation,
+        step: null,
+        group: null,
+      },
+      false,
+    );
+  };
+  const pickers = sides.a && sides.b && (
+    <div class="diff-pickers">
+      <SamplePicker which="a" served={served} meta={meta} side={sides.a} choose={choose('a')} />
+      <SamplePicker which="b" served={served} meta={meta} side={sides.b} choose={choose('b')} />
+    </div>
+  );
+  if (!d)
+    return (
+      <section class="diff">
+        <div class="diff-head panel">
+          <h2 class="view-title">Sample diff</h2>
+          {pickers}
+        </div>
+        {diff.error ? <ErrorNote error={diff.error} /> : <Loading what="samples" />}
+      </section>
+    );
+  const series = d.series.find((s) => s.name === seriesName) ?? d.series[0];
+  const al = d.alignment;
 
   const side = (s: SampleSide, which: Which) => {
     const run = runOf(which);
@@ -118,6 +211,7 @@ export function SampleDiffView({ route }: { route: Route }) {
     <section class="diff">
       <div class="diff-head panel">
         <h2 class="view-title">Sample diff{across ? ' across runs' : ''}</h2>
+        {pickers}
         <span class="muted">
           {d.first_divergence.token === null ? 'the responses are token-for-token identical' : `first different token: ${d.first_divergence.token}`}
           {d.first_divergence.char !== null ? ` · first different character: ${d.first_divergence.char}` : ''}

@@ -4,11 +4,10 @@ import { getJson } from '../../api.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtNum } from '../../format.ts';
 import { numParam, setParams, type Route } from '../../route.ts';
-import { runPath } from '../../runs.ts';
 import type { Meta, RunListing, StepDiff } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { Histogram, SIDE_COLORS } from './charts.tsx';
-import { useServedRuns } from './servedRuns.ts';
+import { useServedRuns, useSteps } from './servedRuns.ts';
 import { groupHref, sampleDiffHref, sampleHref, type SideRun } from './links.ts';
 import { diffRuns, diffSteps } from './sides.ts';
 
@@ -42,22 +41,13 @@ function SidePicker(props: { which: Which; runs: RunListing[] | null; run: strin
   );
 }
 
-/** A run's train steps: the primary run's from the app's meta (kept fresh when following), another's fetched. */
-function useSteps(runs: RunListing[] | null, run: string | null, meta: Meta): { steps: number[] | null; error: unknown } {
-  const listing = runs?.find((r) => r.id === run);
-  const other = listing && !listing.primary ? listing : null;
-  const m = useApi(other ? `meta|${other.id}` : null, (signal) => getJson<Meta>(runPath(other!, 'meta'), {}, signal));
-  if (!other) return { steps: meta.rollout_ids.train, error: null };
-  return { steps: m.data?.rollout_ids.train ?? null, error: m.error };
-}
-
 export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
   const served = useServedRuns();
   const p = route.params;
   const primary = served?.find((r) => r.primary)?.id ?? served?.[0]?.id ?? null;
   const runs = diffRuns(served?.map((r) => r.id) ?? [], primary, p.get('run_a'), p.get('run_b'));
-  const sa = useSteps(served, runs.a, meta);
-  const sb = useSteps(served, runs.b, meta);
+  const sa = useSteps(served, runs.a, meta, false);
+  const sb = useSteps(served, runs.b, meta, false);
   const ready = sa.steps !== null && sb.steps !== null;
   const steps = ready ? diffSteps(sa.steps!, sb.steps!, runs.a === runs.b, numParam(p, 'a'), numParam(p, 'b')) : { a: undefined, b: undefined };
   const { a, b } = steps;
