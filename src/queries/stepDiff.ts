@@ -312,8 +312,12 @@ export interface SampleRef {
   evaluation: boolean;
 }
 
-async function sampleSide(ref: SampleRef) {
-  const tokens = await ref.run.tokens(ref.step, ref.sampleIndex, ref.evaluation);
+async function sampleSide(ref: SampleRef, label: string) {
+  // A missing step or sample says which side named it.
+  const named = (e: unknown) => {
+    throw e instanceof NotFound ? new NotFound(`sample ${label} (${ref.run.name}): ${e.message}`) : e;
+  };
+  const tokens = await ref.run.tokens(ref.step, ref.sampleIndex, ref.evaluation).catch(named);
   const summary = await ref.run.summary(ref.step, ref.evaluation);
   const texts = await ref.run.sampleTexts(ref.step, ref.evaluation);
   const row = summary.rows.find((r) => r.sample_index === ref.sampleIndex) ?? null;
@@ -343,8 +347,8 @@ async function sampleSide(ref: SampleRef) {
  */
 export async function sampleDiff(a: SampleRef, b: SampleRef): Promise<SampleDiff> {
   // One after the other: both may read the same step's files.
-  const x = await sampleSide(a);
-  const y = await sampleSide(b);
+  const x = await sampleSide(a, 'A');
+  const y = await sampleSide(b, 'B');
   const alignment = alignTokens(x.ids, y.ids);
   const series = SERIES.flatMap((name) => {
     const sa = x.tokens[name];

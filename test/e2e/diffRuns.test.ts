@@ -96,6 +96,14 @@ describe('diffs across runs (headless Chromium)', { skip: hasChromium ? false : 
     await page.waitForFunction(`location.hash.includes("b=2%3A${other}") || location.hash.includes("b=2:${other}")`);
     await page.waitForSelector(`.diff-sample[data-side="b"] h3 a:has-text("sample ${other}")`);
     await screenshot(page, 'diff-runs-picked-samples');
+    // A sample the step lacks is an error under the pickers, which stay to mend it.
+    w.expect(/^http 404: \/api\/rlsight\/diff\/samples\?.*b=2%3A99999/);
+    await page.locator('[data-testid="sample-b"]').fill('99999');
+    await page.locator('[data-testid="sample-b"]').press('Enter');
+    await page.waitForSelector('.diff .error-note');
+    assert.equal(await page.locator('[data-testid="sample-b"]').inputValue(), '99999');
+    assert.match((await page.locator('.diff').textContent())!, /99999/);
+    await screenshot(page, 'diff-runs-missing-sample');
     assert.deepEqual(w.problems(), []);
   });
 });
