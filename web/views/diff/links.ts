@@ -11,9 +11,13 @@ export function sampleHref(side: SideRun, step: number, sample: number, evaluati
   return href(`/rollout/${step}/sample/${sample}`, { eval: evaluation, run: side.primary ? null : side.run });
 }
 
-/** A step's group in the Rollouts view (the primary run only: that view reads one run), else null. */
-export function groupHref(side: SideRun, step: number, group: number | null): string | null {
-  return side.primary ? href(`/rollout/${step}`, { group }) : null;
+/**
+ * A step's group: in the Rollouts view for the primary run (that view reads one run), else the group's best
+ * sample in the Sample view (which steps through the group).
+ */
+export function groupHref(side: SideRun, step: number, group: number | null, bestSample: number | null): string | null {
+  if (side.primary) return href(`/rollout/${step}`, { group });
+  return bestSample === null ? null : sampleHref(side, step, bestSample);
 }
 
 /** The sample diff of `a` (of run A) against `b` (of run B). */

@@ -135,7 +135,7 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
                 <tbody>
                   {d.flipped.map((f) => {
                     const group = (s: SideRun, step: number, g: typeof f.a) => {
-                      const link = groupHref(s, step, g.group_index);
+                      const link = groupHref(s, step, g.group_index, g.best_sample);
                       return (
                         <>
                           {link ? <a href={link}>group {g.group_index}</a> : `group ${g.group_index}`} {g.outcome} ({fmtNum(g.reward_mean)})
