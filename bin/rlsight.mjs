@@ -1,13 +1,10 @@
 #!/usr/bin/env node
-// Runs the bundle in dist/ (made by `npm run build`, which `npm ci` runs) when it is newer than every
-// source file; otherwise runs the TypeScript sources through tsx, so an edited checkout never runs stale code.
-import { fileURLToPath } from 'node:url';
-import { isFresh } from './freshness.mjs';
+// Runs the bundle in dist/ (made by `npm run build`, which `npm ci` runs), loaded directly: nothing else
+// sits between process start and the command. A checkout that was never built runs the TypeScript sources
+// through tsx instead. After editing sources, `npm run build:cli` (the tests rebuild a stale bundle).
+import { existsSync } from 'node:fs';
 
-const bundle = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-const sources = fileURLToPath(new URL('../src', import.meta.url));
-
-if (isFresh(bundle, sources)) {
+if (existsSync(new URL('../dist/cli.js', import.meta.url))) {
   await import('../dist/cli.js');
 } else {
   const { register } = await import('tsx/esm/api');

@@ -12,11 +12,15 @@ import { generateDemoRun } from '../src/demo/index.ts';
 import { runHealth } from '../src/queries/health.ts';
 import { openRun } from '../src/server/run.ts';
 import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+
+// bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
+ensureCliBuilt();
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 function cli(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), ...args], { cwd: REPO, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [RLSIGHT_BIN, ...args], { cwd: REPO, encoding: 'utf8' });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

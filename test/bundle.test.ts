@@ -1,10 +1,10 @@
 // The dist/ bundle that `npm ci` builds (and `bin/rlsight.mjs` prefers) serves the same answers as the sources.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { isFresh } from '../bin/freshness.mjs';
+import { ensureCliBuilt } from './support/cli.ts';
 import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from './support/fixtures.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -16,7 +16,7 @@ describe('the dist bundle', () => {
   let url: string;
   before(async () => {
     // Test the bundle of these sources: rebuild it when it is missing or older than them.
-    if (!isFresh(bundle, join(repo, 'src'))) execFileSync('npm', ['run', '--silent', 'build:cli'], { cwd: repo, stdio: 'inherit' });
+    ensureCliBuilt();
     run = copyFixtureRun();
     child = spawn(process.execPath, [bundle, 'serve', '--dump-details', run.dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     url = await new Promise<string>((ok, fail) => {

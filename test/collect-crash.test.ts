@@ -9,6 +9,10 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pyFloat } from '../src/formats/pythonJson.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+
+// bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
+ensureCliBuilt();
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const root = mkdtempSync(join(tmpdir(), 'rlsight-crash-'));
@@ -23,7 +27,7 @@ interface Running {
 }
 
 async function startCollect(runDir: string, previousPid?: number): Promise<Running> {
-  const child = spawn(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), 'collect', '--dump-details', runDir, '--listen', '127.0.0.1:0', '--flush-interval', '0.1'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', runDir, '--listen', '127.0.0.1:0', '--flush-interval', '0.1'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

@@ -11,6 +11,10 @@ import { type RunningServer, startRunsServer } from '../src/server/listen.ts';
 import { openRun } from '../src/server/run.ts';
 import { ServedRuns } from '../src/server/runSet.ts';
 import { ageTree, fixturePath, loadGoldens } from './support/fixtures.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+
+// bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
+ensureCliBuilt();
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -120,7 +124,7 @@ describe('rlsight serve DIR DIR', () => {
     const root = mkdtempSync(join(tmpdir(), 'rlsight-serve2-'));
     const a = placeRun(root, 'a', 'first');
     const b = placeRun(root, 'b', 'second');
-    const child = spawn(process.execPath, [join(repo, 'bin', 'rlsight.mjs'), 'serve', a, '--dump-details', b, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [RLSIGHT_BIN, 'serve', a, '--dump-details', b, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       const url = await new Promise<string>((ok, fail) => {
         let out = '';

@@ -9,6 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { openRun } from '../src/server/run.ts';
 import { startServer } from '../src/server/listen.ts';
 import { copyFixtureRun, diffJson, readFixtureJson } from './support/fixtures.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+
+// bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
+ensureCliBuilt();
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -166,7 +170,7 @@ describe('--follow', () => {
 
 describe('the CLI', () => {
   const cli = (...args: string[]) =>
-    spawnSync(process.execPath, [join(repoRoot, 'bin', 'rlsight.mjs'), ...args], { encoding: 'utf8', timeout: 180_000 });
+    spawnSync(process.execPath, [RLSIGHT_BIN, ...args], { encoding: 'utf8', timeout: 180_000 });
   const empty = mkdtempSync(join(tmpdir(), 'rlsight-notarun-'));
   const run = copyFixtureRun();
   const copyRunDir = (): string => run.dir;

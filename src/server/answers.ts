@@ -4,11 +4,10 @@ import type { Context, Hono } from 'hono';
 import { stream } from 'hono/streaming';
 import { z } from 'zod';
 import type { AnswerRun } from '../queries/answerRun.ts';
-import { encodeTable, rolloutTable, runMetricsTable, sampleDocument, tableFormat, type TableFormat } from '../queries/exports.ts';
+import type { TableFormat } from '../queries/exports.ts';
 import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';
 import { SEARCH_RESULTS } from '../queries/limits.ts';
-import { parseQuery, RunSearch, searchRuns, type SearchTarget } from '../queries/search.ts';
-import { bestAndWorst, diffSide, sampleDiff, stepDiff } from '../queries/stepDiff.ts';
+import type { RunSearch, SearchTarget } from '../queries/search.ts';
 import { BadArgument, NotFound } from '../run/errors.ts';
 import { classify, scrubPaths } from './errors.ts';
 import { jsonResponse } from './json.ts';
@@ -55,16 +54,28 @@ function download(c: Context, bytes: Uint8Array, type: string, filename: string)
   });
 }
 
+// Search (its full-text index library), the diffs (the text-diff library) and the table exports (the
+// Parquet writer) load with their first request: nothing on the way to a server's first answer needs them.
+type SearchModule = typeof import('../queries/search.ts');
+let searchModule: Promise<SearchModule> | undefined;
+const loadSearch = (): Promise<SearchModule> => (searchModule ??= import('../queries/search.ts'));
+let stepDiffModule: Promise<typeof import('../queries/stepDiff.ts')> | undefined;
+const loadStepDiff = (): Promise<typeof import('../queries/stepDiff.ts')> => (stepDiffModule ??= import('../queries/stepDiff.ts'));
+let exportsModule: Promise<typeof import('../queries/exports.ts')> | undefined;
+const loadExports = (): Promise<typeof import('../queries/exports.ts')> => (exportsModule ??= import('../queries/exports.ts'));
+
 /** One search state per run, shared by every route that searches it (its texts and indexes are kept there). */
 const searches = new WeakMap<AnswerRun, RunSearch>();
-function searchOf(run: AnswerRun): RunSearch {
+function searchOf(search: SearchModule, run: AnswerRun): RunSearch {
   let s = searches.get(run);
-  if (!s) searches.set(run, (s = new RunSearch(run)));
+  if (!s) searches.set(run, (s = new search.RunSearch(run)));
   return s;
 }
 
 /** The streamed search answer over some runs. */
-function searchResponse(c: Context, targets: SearchTarget[], query: string, limit: number, roots: readonly string[], nameRuns?: boolean): Response {
+async function searchResponse(c: Context, targets: (search: SearchModule) => SearchTarget[], query: string, limit: number, roots: readonly string[], nameRuns?: boolean): Promise<Response> {
+  const search = await loadSearch();
+  const { parseQuery, searchRuns } = search;
   parseQuery(query);
   c.header('content-type', 'application/x-ndjson; charset=utf-8');
   c.header('cache-control', 'no-store, no-transform');
@@ -72,7 +83,7 @@ function searchResponse(c: Context, targets: SearchTarget[], query: string, limi
     const ctrl = new AbortController();
     out.onAbort(() => ctrl.abort());
     try {
-      for await (const e of searchRuns(targets, query, { limit, signal: ctrl.signal, nameRuns })) {
+      for await (const e of searchRuns(targets(search), query, { limit, signal: ctrl.signal, nameRuns })) {
         if (ctrl.signal.aborted) break;
         await out.write(`${JSON.stringify(e)}\n`);
       }
@@ -90,6 +101,7 @@ function searchResponse(c: Context, targets: SearchTarget[], query: string, limi
  * `group`, of run A). `eval` applies to both sides unless `eval_a` / `eval_b` say otherwise.
  */
 async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: AnswerRun, runB: AnswerRun, names?: [string, string]) {
+  const { bestAndWorst, sampleDiff } = await loadStepDiff();
   const evalA = q.eval_a ?? q.eval;
   const evalB = q.eval_b ?? q.eval;
   let a: [number, number];
@@ -149,7 +161,7 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): vo
     const chosen = q.runs === undefined ? [pick(undefined, 'runs')] : q.runs === 'all' ? [...runs()] : q.runs.split(',').map((id) => pick(id, 'runs'));
     return searchResponse(
       c,
-      chosen.map((r) => ({ search: searchOf(r.answers), run: r.answers, name: r.id })),
+      (search) => chosen.map((r) => ({ search: searchOf(search, r.answers), run: r.answers, name: r.id })),
       q.q,
       q.limit,
       chosen.flatMap((r) => r.roots),
@@ -160,6 +172,7 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): vo
     const q = parseParams(crossStepDiffQuery, c.req.query());
     const ra = pick(q.run_a, 'run_a');
     const rb = pick(q.run_b ?? q.run_a, 'run_b');
+    const { diffSide, stepDiff } = await loadStepDiff();
     const a = await diffSide(ra.answers, q.a, q.eval_a, ra.id);
     const b = await diffSide(rb.answers, q.b, q.eval_b, rb.id);
     return jsonResponse(c, stepDiff(a, b));
@@ -178,11 +191,12 @@ export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}
   // Matches stream as newline-delimited JSON while the steps are scanned; closing the request stops the scan.
   app.get('/api/rlsight/search', (c) => {
     const q = parseParams(searchQuery, c.req.query());
-    return searchResponse(c, [{ search: searchOf(run), run }], q.q, q.limit, opts.roots ?? []);
+    return searchResponse(c, (search) => [{ search: searchOf(search, run), run }], q.q, q.limit, opts.roots ?? []);
   });
 
   app.get('/api/rlsight/diff/steps', async (c) => {
     const q = parseParams(stepDiffQuery, c.req.query());
+    const { diffSide, stepDiff } = await loadStepDiff();
     const a = await diffSide(run, q.a, q.eval_a);
     const b = await diffSide(run, q.b, q.eval_b);
     return jsonResponse(c, stepDiff(a, b));
@@ -193,6 +207,7 @@ export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}
   app.get('/api/rlsight/health', async (c) => jsonResponse(c, await runHealth(run, signals)));
 
   app.get('/api/rlsight/export/metrics', async (c) => {
+    const { encodeTable, runMetricsTable, tableFormat } = await loadExports();
     const format = tableFormat(parseParams(formatQuery, c.req.query()).format);
     const bytes = encodeTable(await runMetricsTable(run), format);
     return download(c, bytes, CONTENT_TYPES[format], `${safeName(run.name)}.metrics.${format}`);
@@ -201,6 +216,7 @@ export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}
   app.get('/api/rlsight/export/rollout/:rollout_id', async (c) => {
     const { rollout_id: step } = parseParams(rolloutPath, c.req.param());
     const q = parseParams(rolloutQuery, c.req.query());
+    const { encodeTable, rolloutTable, tableFormat } = await loadExports();
     const format = tableFormat(q.format);
     const bytes = encodeTable(await rolloutTable(run, step, q.eval), format);
     return download(c, bytes, CONTENT_TYPES[format], `${safeName(run.name)}.${q.eval ? 'eval_' : ''}${step}.rollout.${format}`);
@@ -209,7 +225,7 @@ export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}
   app.get('/api/rlsight/export/sample/:rollout_id/:sample_index', async (c) => {
     const { rollout_id: step, sample_index: idx } = parseParams(samplePath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
-    const doc = await sampleDocument(run, step, idx, q.eval);
+    const doc = await (await loadExports()).sampleDocument(run, step, idx, q.eval);
     c.header('content-disposition', `attachment; filename="${safeName(run.name)}.${q.eval ? 'eval_' : ''}${step}.sample_${idx}.json"`);
     return jsonResponse(c, doc);
   });

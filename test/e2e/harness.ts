@@ -8,6 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { isFresh } from '../../bin/freshness.mjs';
 import { generateDemoRun } from '../../src/demo/index.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from '../support/cli.ts';
+
+// bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
+ensureCliBuilt();
 
 // Code passed to page.evaluate runs in the browser; these names exist there, not in Node.
 declare const document: any;
@@ -79,7 +83,7 @@ async function startOn(base: string, opts: DemoOptions): Promise<Served> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, ...others, '--port', String(port), '--follow', ...(opts.extraArgs ?? [])],
+    [RLSIGHT_BIN, 'serve', '--dump-details', runDir, ...others, '--port', String(port), '--follow', ...(opts.extraArgs ?? [])],
     { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let log = '';

@@ -7,12 +7,16 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { fixturePath } from '../support/fixtures.ts';
 import { ensureWebBuilt, hasChromium, hashPath, launch, openPage, REPO, screenshot } from './harness.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from '../support/cli.ts';
+
+// bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
+ensureCliBuilt();
 
 declare const document: any;
 declare const location: any;
 
 async function serveSlime(dir: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', dir, '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [RLSIGHT_BIN, 'serve', '--dump-details', dir, '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   const url = await new Promise<string>((ok, fail) => {
     let log = '';
     const t = setTimeout(() => fail(new Error(`server did not start: ${log}`)), 60_000);

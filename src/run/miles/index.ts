@@ -10,6 +10,12 @@ import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
 import { chatText } from './sampleText.ts';
 
+/**
+ * How long after opening the warm-up's first step waits: a server's start and its first answers (the
+ * app's first requests) get the CPU to themselves, which on a small machine the warm-up's parses would take.
+ */
+const WARM_UP_DELAY_MS = 1000;
+
 /** Damage reports kept (one per damaged file and problem; a run with more has bigger problems). */
 const MAX_NOTED_DAMAGE = 1000;
 
@@ -101,7 +107,7 @@ class MilesRun implements RunModel {
    * between requests (the parsing runs on the parse threads when the run is big). Restarted by
    * `advance()` when a live run grows; nothing to do without a cache directory.
    */
-  startWarmUp(): void {
+  startWarmUp(delayMs = 0): void {
     if (this.warmTimer !== null || this.cacheDir === null || this.closed) return;
     const tick = (): void => {
       if (this.closed) return;
@@ -113,7 +119,7 @@ class MilesRun implements RunModel {
       }
       this.warmTimer = more ? setTimeout(tick, 25).unref() : null;
     };
-    this.warmTimer = setTimeout(tick, 0).unref();
+    this.warmTimer = setTimeout(tick, delayMs).unref();
   }
 
   /**
@@ -160,7 +166,7 @@ export async function openMilesRun(runDir: string, opts: OpenRunOptions & { read
     io: confinedNodeIo(dir),
   });
   const run = new MilesRun(dir, telemetry, dumps, opts.cacheDir ? resolve(opts.cacheDir) : null);
-  run.startWarmUp();
+  run.startWarmUp(WARM_UP_DELAY_MS);
   return run;
 }
 

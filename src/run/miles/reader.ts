@@ -5,14 +5,14 @@ import type { Stats } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { confinedPath, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
-import { ParquetFile, type ParquetRow } from '../../formats/parquet.ts';
+import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
 import { openTorchFile } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
 import { Tensor } from '../../formats/torch/value.ts';
 import { ZipArchive } from '../../formats/zip.ts';
 import { startModuleWorker } from '../../ownFiles.ts';
 import type { ConversationRecord, RolloutIds, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
-import { RunTokenizer } from '../tokenizer.ts';
+import type { RunTokenizer } from '../tokenizer.ts';
 import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
 import { BadArgument, damageOf, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
@@ -661,7 +661,8 @@ export class DumpReader {
 
   private runTokenizer(): Promise<RunTokenizer | null> {
     // A damaged tokenizer costs only the token texts (ids still answer); it is listed in the warnings.
-    this.tokenizer ??= RunTokenizer.load(this.runDir).catch((e: unknown) => {
+    // Loaded with the first token read (the tokenizer library is not needed before one).
+    this.tokenizer ??= import('../tokenizer.ts').then(({ RunTokenizer }) => RunTokenizer.load(this.runDir)).catch((e: unknown) => {
       const message = (e as Error).message ?? String(e);
       this.noteLayout('tokenizer/tokenizer.json', `${message.replace(/^\S*tokenizer\.json: /, '').replace(/: skipped$/, '')}: token texts skipped`);
       return null;
@@ -743,7 +744,8 @@ export class DumpReader {
   private async openMirror(key: string, name: string, path: string, stamp: string, mtimeMs: number): Promise<MirrorEntry | null> {
     let file: ParquetFile;
     try {
-      file = await ParquetFile.open(path, name);
+      // The Parquet reader loads with the first mirror read, not at start.
+      file = await (await import('../../formats/parquet.ts')).ParquetFile.open(path, name);
     } catch (e) {
       if (isMissing(e)) return null;
       if (this.now() - mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);

@@ -1,0 +1,16 @@
+// The command line the tests spawn. bin/rlsight.mjs runs the dist/ bundle directly (no freshness check on
+// the start path), so a test that spawns it first rebuilds a bundle older than the sources.
+import { execFileSync } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isFresh } from '../../bin/freshness.mjs';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** bin/rlsight.mjs, to spawn with process.execPath. */
+export const RLSIGHT_BIN = join(REPO, 'bin', 'rlsight.mjs');
+
+/** Rebuilds dist/ when it is missing or older than any file under src/. */
+export function ensureCliBuilt(): void {
+  if (!isFresh(join(REPO, 'dist', 'cli.js'), join(REPO, 'src'))) execFileSync('npm', ['run', '--silent', 'build:cli'], { cwd: REPO, stdio: 'inherit' });
+}
