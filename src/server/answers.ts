@@ -98,12 +98,12 @@ async function searchResponse(c: Context, targets: (search: SearchModule) => Sea
 
 /**
  * Two samples (`a`, `b` as STEP:SAMPLE, `a` of run A and `b` of run B), or a group's best and worst (`step`,
- * `group`, of run A). `eval` applies to both sides unless `eval_a` / `eval_b` say otherwise.
+ * `group`, both of run A's step). `eval` applies to both sides unless `eval_a` / `eval_b` say otherwise.
  */
 async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: AnswerRun, runB: AnswerRun, names?: [string, string]) {
   const { bestAndWorst, sampleDiff } = await loadStepDiff();
   const evalA = q.eval_a ?? q.eval;
-  const evalB = q.eval_b ?? q.eval;
+  let evalB = q.eval_b ?? q.eval;
   let a: [number, number];
   let b: [number, number];
   if (q.a && q.b) [a, b] = [q.a, q.b];
@@ -113,7 +113,8 @@ async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: Answer
       [q.step, best],
       [q.step, worst],
     ];
-    runB = runA;
+    // Both from one step of run A.
+    [runB, evalB] = [runA, evalA];
     names = names && [names[0], names[0]];
   } else throw new BadArgument(q.a || q.b ? 'b' : 'a', 'give a and b (STEP:SAMPLE each), or step and group');
   const d = await sampleDiff({ run: runA, step: a[0], sampleIndex: a[1], evaluation: evalA }, { run: runB, step: b[0], sampleIndex: b[1], evaluation: evalB });

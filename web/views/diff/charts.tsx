@@ -1,5 +1,5 @@
 // SVG layouts of the diff answers: overlaid histograms (both sides over the server's shared bins) and two
-// per-token series on one response-position axis. Layout only: every number comes from the server.
+// per-token series over the token alignment's columns. Layout only: every number comes from the server.
 import { fmtNum } from '../../format.ts';
 import type { AlignedStretch, DistributionDiff } from '../../../src/wire/index.ts';
 
