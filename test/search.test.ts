@@ -1,12 +1,13 @@
 // Search over the real fixtures and the demo: phrases, regular expressions, request and trace ids, sample
 // indices and step:sample; results stream while later steps are still being read; the cache makes a restart warm.
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Hono } from 'hono';
 import { generateDemoRun } from '../src/demo/index.ts';
+import { PyFloat, saveTorch } from '../src/formats/torch/writer.ts';
 import type { AnswerRun } from '../src/queries/answerRun.ts';
 import type { StepDiff } from '../src/queries/stepDiff.ts';
 import { parseQuery, RunSearch, searchRun, type SearchEvent, type SearchMatch } from '../src/queries/search.ts';
@@ -113,6 +114,24 @@ describe('search over the slime trace fixture', () => {
   test('a trace id and an sglang request id name their sample', async () => {
     assert.deepEqual(where(await all(run.answers(), '3c901ac5299d436fb101f7645d99e078')), ['0:0:id']);
     assert.deepEqual(where(await all(run.answers(), 'f0bf7edf828c2bdd3e832223d43a0dcd')), ['0:0:id']);
+  });
+
+  test('a step is read once per search state, and again once its dump changes', async () => {
+    const inner = run.answers();
+    const reads: string[] = [];
+    const counted: AnswerRun = { ...inner, sampleTexts: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTexts(step, evaluation)) };
+    const search = new RunSearch(counted, false);
+    const first = where(await all(counted, '"Natalia sold clips"', search));
+    assert.deepEqual(reads, ['0', '1', 'eval_0']);
+    assert.deepEqual(where(await all(counted, '"Natalia sold clips"', search)), first);
+    assert.deepEqual(reads, ['0', '1', 'eval_0'], 'a second search reads nothing again');
+    // Step 1's dump is replaced (same name, other content): only it is read again, and its new text is found.
+    const dump = join(copy.dir, 'rollout_data', '1.pt');
+    await saveTorch({ rollout_id: 1, samples: [{ index: 0, group_index: 0, prompt: 'a replaced dump', response: 'zebra crossing', status: 'completed', reward: new PyFloat(1) }] }, dump);
+    const old = Date.now() / 1000 - 7200;
+    utimesSync(dump, old, old);
+    assert.deepEqual(where(await all(counted, 'zebra crossing ', search)), ['1:0:response']);
+    assert.deepEqual(reads, ['0', '1', 'eval_0', '1']);
   });
 
   test('a prompt phrase finds every sample of its group', async () => {

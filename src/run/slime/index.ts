@@ -2,7 +2,8 @@
 // `--save-debug-rollout-data` template wrote) opened as a RunModel. slime writes no telemetry streams, no
 // parquet mirror and no trajectory sidecar: the records come from the samples themselves.
 import { join, resolve } from 'node:path';
-import { NotFound } from '../errors.ts';
+import { isInside } from '../../formats/fileAccess.ts';
+import { BadArgument, NotFound } from '../errors.ts';
 import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import type { SlimeDump } from './dump.ts';
@@ -79,18 +80,19 @@ function text(v: SlimeValue | undefined): string {
 export class SlimeRunModel implements RunModel {
   readonly format = 'slime';
   readonly roots: readonly string[];
-  readonly cacheDir: string | null = null;
 
   constructor(
     readonly run: SlimeRun,
     readonly telemetry: TelemetryStore,
+    /** Where derived data (search texts and indexes) may be kept; never inside the run. */
+    readonly cacheDir: string | null = null,
   ) {
-    this.roots = [run.root];
+    this.roots = [run.root, ...(cacheDir ? [cacheDir] : [])];
   }
 
-  static fromDumpDetails(dir: string): SlimeRunModel {
+  static fromDumpDetails(dir: string, cacheDir: string | null = null): SlimeRunModel {
     const run = SlimeRun.fromDumpDetails(dir);
-    return new SlimeRunModel(run, TelemetryStore.open(join(run.root, 'dashboard')));
+    return new SlimeRunModel(run, TelemetryStore.open(join(run.root, 'dashboard')), cacheDir);
   }
 
   /** `rlsight serve FILE.pt|GLOB`: the files a --save-debug-rollout-data template wrote. */
@@ -182,6 +184,11 @@ export class SlimeRunModel implements RunModel {
     });
   }
 
+  /** The step's dump file identity, size and mtime (see SlimeRun.stamp). */
+  stepStamp(rolloutId: number, evaluation: boolean): Promise<string> {
+    return this.run.stamp(rolloutId, evaluation);
+  }
+
   hasTokenizer(): boolean {
     return false;
   }
@@ -199,8 +206,14 @@ export class SlimeRunModel implements RunModel {
   }
 }
 
-export function openSlimeRun(dir: string, _opts: OpenRunOptions = {}): Promise<RunModel> {
-  return Promise.resolve(SlimeRunModel.fromDumpDetails(resolve(dir)));
+export async function openSlimeRun(dir: string, opts: OpenRunOptions = {}): Promise<RunModel> {
+  const root = resolve(dir);
+  let cacheDir: string | null = null;
+  if (opts.cacheDir !== undefined) {
+    cacheDir = resolve(opts.cacheDir);
+    if (isInside(root, cacheDir)) throw new BadArgument('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
+  }
+  return SlimeRunModel.fromDumpDetails(root, cacheDir);
 }
 
 /** Tried before miles: slime's layout is rollout_data/ without miles' dashboards, mirror or sidecars. */

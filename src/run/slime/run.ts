@@ -1,6 +1,7 @@
 // A slime run: its rollout dumps found on disk (the `--dump-details DIR` layout, or the files a
 // `--save-debug-rollout-data` template wrote), each decoded on demand and kept while unchanged.
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { readSlimeDump, rolloutIdFromName, SlimeDumpError, type SlimeDump } from './dump.ts';
 import { sampleIndex, type SlimeSample } from './sample.ts';
@@ -155,6 +156,23 @@ export class SlimeRun {
     this.cache.set(f.path, { stamp, dump });
     while (this.cache.size > SLIME_DUMPS_KEPT) this.cache.delete(this.cache.keys().next().value!);
     return dump;
+  }
+
+  /**
+   * Changes whenever a file the step's dump may come from changes: the device, inode, size and mtime of its
+   * file (and of any file named without an id, which may turn out to hold it).
+   */
+  async stamp(rolloutId: number, evaluation: boolean): Promise<string> {
+    const files = this.files.filter((f) => f.evaluation === evaluation && (f.rolloutId === rolloutId || f.rolloutId === null));
+    const parts = await Promise.all(
+      files.map((f) =>
+        stat(f.path).then(
+          (st) => `${f.name}:${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`,
+          () => `${f.name}:-`,
+        ),
+      ),
+    );
+    return parts.join('|');
   }
 
   /** The dump of one rollout step, or null when the run has none. */
