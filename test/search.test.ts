@@ -119,7 +119,10 @@ describe('search over the slime trace fixture', () => {
   test('a step is read once per search state, and again once its dump changes', async () => {
     const inner = run.answers();
     const reads: string[] = [];
-    const counted: AnswerRun = { ...inner, sampleTexts: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTexts(step, evaluation)) };
+    const counted: AnswerRun = {
+      ...inner,
+      sampleTextBatches: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTextBatches(step, evaluation)),
+    };
     const search = new RunSearch(counted, false);
     const first = where(await all(counted, '"Natalia sold clips"', search));
     assert.deepEqual(reads, ['0', '1', 'eval_0']);
@@ -194,7 +197,13 @@ describe('GET /api/rlsight/search', () => {
     const gate = new Promise<void>((r) => (release = r));
     const inner = run.answers();
     // Step 2's texts are held back until the test has read a match from step 0: the answer streams.
-    const held: AnswerRun = { ...inner, sampleTexts: async (step, evaluation) => (step === 2 && (await gate), inner.sampleTexts(step, evaluation)) };
+    const held: AnswerRun = {
+      ...inner,
+      async *sampleTextBatches(step, evaluation) {
+        if (step === 2) await gate;
+        yield* inner.sampleTextBatches(step, evaluation);
+      },
+    };
     app = new Hono();
     app.onError((err, c) => failureResponse(c, err, [copy.dir]));
     mountAnswers(app, held, { roots: [copy.dir] });

@@ -7,6 +7,7 @@ import { DumpStillWriting } from '../run/errors.ts';
 import type { Conversation, RolloutTable, TokenView } from '../wire/index.ts';
 import type { StepAggregate } from './rollouts.ts';
 import type { RunAnswers } from './runAnswers.ts';
+import type { SampleTextRecord } from '../run/model.ts';
 
 /** The searchable text of one sample. */
 export interface SampleText {
@@ -30,6 +31,8 @@ export interface AnswerRun {
   groups(step: number, evaluation: boolean): Promise<RolloutTable>;
   stepAggregates(): Promise<StepAggregate[]>;
   sampleTexts(step: number, evaluation: boolean): Promise<SampleText[]>;
+  /** The same texts in order, in batches handed out while the step is still being read. */
+  sampleTextBatches(step: number, evaluation: boolean): AsyncIterable<SampleText[]>;
   tokens(step: number, sampleIndex: number, evaluation: boolean): Promise<TokenView>;
   messages(step: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
   metricsRecords(): readonly MetricsRecord[];
@@ -57,6 +60,10 @@ export async function readableStep<T>(read: () => Promise<T>, step: number, warn
   }
 }
 
+function sampleText(t: SampleTextRecord, step: number, evaluation: boolean): SampleText {
+  return { step, evaluation, sample_index: t.sampleIndex, group_index: t.groupIndex, status: t.status, reward: t.reward, fields: t.fields, ids: t.ids };
+}
+
 /** An open run seen through the AnswerRun interface the health board, search, diffs and exports read. */
 export function answerRunOf(run: RunAnswers): AnswerRun {
   const { model } = run;
@@ -75,16 +82,14 @@ export function answerRunOf(run: RunAnswers): AnswerRun {
     tokens: (step, sampleIndex, evaluation) => run.tokens(step, sampleIndex, { start: 0, evaluation }),
     messages: (step, sampleIndex, evaluation) => run.messages(step, sampleIndex, evaluation),
     async sampleTexts(step, evaluation): Promise<SampleText[]> {
-      return (await model.sampleTexts(step, evaluation)).map((t) => ({
-        step,
-        evaluation,
-        sample_index: t.sampleIndex,
-        group_index: t.groupIndex,
-        status: t.status,
-        reward: t.reward,
-        fields: t.fields,
-        ids: t.ids,
-      }));
+      return (await model.sampleTexts(step, evaluation)).map((t) => sampleText(t, step, evaluation));
+    },
+    async *sampleTextBatches(step, evaluation): AsyncGenerator<SampleText[]> {
+      if (!model.sampleTextBatches) {
+        yield (await model.sampleTexts(step, evaluation)).map((t) => sampleText(t, step, evaluation));
+        return;
+      }
+      for await (const batch of model.sampleTextBatches(step, evaluation)) yield batch.map((t) => sampleText(t, step, evaluation));
     },
     metricsRecords: () => store.metricsRecords(),
     topologySnapshots: () => store.topologySnapshots(),

@@ -3,8 +3,8 @@
 // given) with a full-text index (flexsearch) built after its first scan; matches stream out step by step.
 import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
 import type { SearchEvent, SearchMatch } from '../wire/index.ts';
-import { readableStep, type AnswerRun, type SampleText } from './answerRun.ts';
-import { BadArgument } from '../run/errors.ts';
+import type { AnswerRun, SampleText } from './answerRun.ts';
+import { BadArgument, DumpStillWriting } from '../run/errors.ts';
 import { checkLimit, SEARCH_RESULTS } from './limits.ts';
 
 export type { SearchEvent, SearchMatch } from '../wire/index.ts';
@@ -16,6 +16,8 @@ const SNIPPET_CONTEXT = 60;
 /** Steps whose texts and index stay in memory. */
 const STEPS_KEPT = 16;
 const CACHE_VERSION = 1;
+
+type TextQuery = Extract<ParsedQuery, { kind: 'text' }>;
 
 export type ParsedQuery =
   | { kind: 'regex'; regex: RegExp; source: string }
@@ -76,11 +78,24 @@ interface StepTexts {
 }
 
 function wordIndex(): FlexIndex {
-  // Positions are not scored (resolution 1): the index only narrows which samples a scan verifies.
-  return new FlexSearch.Index({ tokenize: 'strict', resolution: 1 });
+  // Positions are not scored (resolution 1): the index only narrows which samples a scan verifies. Entries
+  // and lookups are words already split and folded here, so flexsearch's own encoder is skipped.
+  return new FlexSearch.Index({ tokenize: 'strict', resolution: 1, encode: (text: string) => text.split(' ') });
 }
 
 const NON_WORD = /[^\p{L}\p{N}]+/u;
+const NOT_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * A lower-case word as the index holds it: letters that differ only in case-insensitive matching (ſ and s,
+ * ς and σ) made equal, so a word the verifying scan would accept is never missing from the candidates.
+ */
+function foldWord(w: string): string {
+  return NOT_ASCII.test(w) ? w.toUpperCase().toLowerCase() : w;
+}
+
+/** Samples added to an index between two yields to the event loop. */
+const INDEX_SLICE_MS = 10;
 
 function prepare(key: string, stamp: string, texts: SampleText[]): StepTexts {
   const ids = new Map<string, number[]>();
@@ -91,16 +106,81 @@ function prepare(key: string, stamp: string, texts: SampleText[]): StepTexts {
   return { key, stamp, texts, lower, index: null, ids };
 }
 
-function buildIndex(st: StepTexts): FlexIndex {
+/** Builds a step's index a slice at a time (the event loop is served between slices). */
+async function buildIndex(st: StepTexts): Promise<FlexIndex> {
   const index = wordIndex();
+  let until = performance.now() + INDEX_SLICE_MS;
   // One entry per sample holding each distinct word of all its fields once: what a lookup needs, at a
   // fraction of the cost of indexing every occurrence.
-  st.lower.forEach((fields, i) => {
+  for (let i = 0; i < st.lower.length; i++) {
     const words = new Set<string>();
-    for (const text of Object.values(fields)) for (const w of text.split(NON_WORD)) if (w) words.add(w);
+    for (const text of Object.values(st.lower[i])) for (const w of text.split(NON_WORD)) if (w) words.add(foldWord(w));
     index.add(i, [...words].join(' '));
-  });
+    if (performance.now() >= until) {
+      await new Promise((r) => setImmediate(r));
+      until = performance.now() + INDEX_SLICE_MS;
+    }
+  }
   return index;
+}
+
+/** The batches of one step as one. */
+function joinBatches(key: string, stamp: string, parts: readonly StepTexts[]): StepTexts {
+  if (parts.length === 1) return parts[0];
+  const texts: SampleText[] = [];
+  const lower: Record<string, string>[] = [];
+  const ids = new Map<string, number[]>();
+  for (const part of parts) {
+    const at = texts.length;
+    for (const t of part.texts) texts.push(t);
+    for (const l of part.lower) lower.push(l);
+    for (const [id, positions] of part.ids) ids.set(id, [...(ids.get(id) ?? []), ...positions.map((i) => i + at)]);
+  }
+  return { key, stamp, texts, lower, index: null, ids };
+}
+
+/** A step read for the first time: its batches so far, shared by every search that asks while it is read. */
+class StepRead {
+  readonly batches: StepTexts[] = [];
+  private finished = false;
+  private error: { cause: unknown } | null = null;
+  private wake!: () => void;
+  private changed = this.nextChange();
+
+  private nextChange(): Promise<void> {
+    return new Promise<void>((r) => (this.wake = r));
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.changed = this.nextChange();
+    wake();
+  }
+
+  push(batch: StepTexts): void {
+    this.batches.push(batch);
+    this.notify();
+  }
+
+  finish(): void {
+    this.finished = true;
+    this.notify();
+  }
+
+  fail(cause: unknown): void {
+    this.error = { cause };
+    this.notify();
+  }
+
+  /** Every batch, those read already at once and the rest as they come; the read's failure is rethrown. */
+  async *read(): AsyncGenerator<StepTexts> {
+    for (let i = 0; ; ) {
+      while (i < this.batches.length) yield this.batches[i++];
+      if (this.error) throw this.error.cause;
+      if (this.finished) return;
+      await this.changed;
+    }
+  }
 }
 
 function snippetAround(text: string, start: number, end: number, ranges: [number, number][]): { snippet: string; highlights: [number, number][] } {
@@ -144,11 +224,13 @@ function wholeParts(term: string, cutStart: boolean, cutEnd: boolean): string[] 
 /** The sample positions that may match a text query (each whole word of it indexed), or null for "all". */
 function candidates(st: StepTexts, q: Extract<ParsedQuery, { kind: 'text' }>): Set<number> | null {
   if (!st.index) return null;
-  const lookups = new Set([
-    ...q.words.flatMap((w) => wholeParts(w, false, false)),
-    ...q.phrases.flatMap((p) => wholeParts(p, true, true)),
-    ...(q.openWord ? wholeParts(q.openWord, false, true) : []),
-  ]);
+  const lookups = new Set(
+    [
+      ...q.words.flatMap((w) => wholeParts(w, false, false)),
+      ...q.phrases.flatMap((p) => wholeParts(p, true, true)),
+      ...(q.openWord ? wholeParts(q.openWord, false, true) : []),
+    ].map(foldWord),
+  );
   let out: Set<number> | null = null;
   for (const w of lookups) {
     const hits = new Set((st.index.search(w, { limit: st.texts.length }) as (number | string)[]).map(Number));
@@ -218,9 +300,23 @@ export function searchStep(st: StepTexts, q: ParsedQuery, run?: string): SearchM
     for (const t of st.texts) if (t.sample_index === q.sample && (q.kind === 'sample' || t.step === q.step)) out.push(idMatch(t, 'sample_index', String(t.sample_index), run));
     return out;
   }
-  // A query that is a recorded id (request, trace, session) names its samples directly.
-  const named = st.ids.get(q.raw);
-  if (named) return named.map((i) => idMatch(st.texts[i], 'id', q.raw, run));
+  return idMatches(st, q, run) ?? textMatches(st, q, run);
+}
+
+/** Whether a query may be a recorded id: one token without quotes (ids hold no spaces). */
+function mayBeId(q: ParsedQuery): q is TextQuery {
+  return q.kind === 'text' && q.phrases.length === 0 && !/[\s"]/.test(q.raw);
+}
+
+/** A query that is a recorded id (request, trace, session) names its samples directly: those, or null. */
+function idMatches(st: StepTexts, q: TextQuery, run: string | undefined): SearchMatch[] | null {
+  const named = mayBeId(q) ? st.ids.get(q.raw) : undefined;
+  return named ? named.map((i) => idMatch(st.texts[i], 'id', q.raw, run)) : null;
+}
+
+/** The samples holding every word and phrase of a text query. */
+function textMatches(st: StepTexts, q: TextQuery, run: string | undefined): SearchMatch[] {
+  const out: SearchMatch[] = [];
   const res = [...q.words.map((w) => wordRegex(w, false)), ...(q.openWord ? [wordRegex(q.openWord, true)] : [])];
   const cand = candidates(st, q);
   const positions = cand ? [...cand].sort((a, b) => a - b) : st.texts.map((_, i) => i);
@@ -244,7 +340,7 @@ function idMatch(t: SampleText, field: string, text: string, run: string | undef
  */
 export class RunSearch {
   private readonly steps = new Map<string, StepTexts>();
-  private readonly building = new Map<string, Promise<StepTexts>>();
+  private readonly reading = new Map<string, StepRead>();
 
   constructor(
     private readonly run: AnswerRun,
@@ -252,8 +348,12 @@ export class RunSearch {
     private readonly indexing = true,
   ) {}
 
-  /** One step's texts (memory, the cache, or the dump), with its index when built. */
-  async stepTexts(step: number, evaluation: boolean): Promise<StepTexts> {
+  /**
+   * One step's texts in batches: at once when known (memory or the cache), else as the step's dump is read.
+   * That read is shared by the searches asking meanwhile and goes on to the end when they stop listening
+   * (a query typed further finds the step whole).
+   */
+  async *stepBatches(step: number, evaluation: boolean): AsyncGenerator<StepTexts> {
     const key = `${evaluation ? 'eval_' : ''}${step}`;
     const stamp = await this.run.stepStamp(step, evaluation);
     const known = this.steps.get(key);
@@ -261,18 +361,33 @@ export class RunSearch {
       // Most recently used last.
       this.steps.delete(key);
       this.steps.set(key, known);
-      return known;
+      yield known;
+      return;
     }
-    const running = this.building.get(`${key}\n${stamp}`);
-    if (running) return running;
-    const p = (async () => {
-      const st = (await this.fromCache(key, stamp)) ?? prepare(key, stamp, await this.run.sampleTexts(step, evaluation));
+    const id = `${key}\n${stamp}`;
+    let read = this.reading.get(id);
+    if (!read) {
+      read = new StepRead();
+      this.reading.set(id, read);
+      void this.readStep(read, key, stamp, step, evaluation).finally(() => this.reading.delete(id));
+    }
+    yield* read.read();
+  }
+
+  private async readStep(read: StepRead, key: string, stamp: string, step: number, evaluation: boolean): Promise<void> {
+    try {
+      const cached = await this.fromCache(key, stamp);
+      if (cached) read.push(cached);
+      else for await (const batch of this.run.sampleTextBatches(step, evaluation)) read.push(prepare(key, stamp, batch));
+      const st = joinBatches(key, stamp, read.batches.length ? read.batches : [prepare(key, stamp, [])]);
       this.steps.set(key, st);
       while (this.steps.size > STEPS_KEPT) this.steps.delete(this.steps.keys().next().value as string);
-      return st;
-    })().finally(() => this.building.delete(`${key}\n${stamp}`));
-    this.building.set(`${key}\n${stamp}`, p);
-    return p;
+      read.finish();
+      // The index is built once the step has been read, behind the scans, so no answer waits for it.
+      this.scheduleIndex(st);
+    } catch (e) {
+      read.fail(e);
+    }
   }
 
   private queue: Promise<void> = Promise.resolve();
@@ -287,7 +402,7 @@ export class RunSearch {
     this.queue = this.queue
       .then(() => new Promise<void>((r) => setImmediate(r)))
       .then(async () => {
-        if (!st.index) st.index = buildIndex(st);
+        if (!st.index) st.index = await buildIndex(st);
         await this.toCache(st);
       })
       .catch(() => {})
@@ -372,31 +487,55 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
   let found = 0;
   let done = 0;
   const warnings: string[] = [];
-  const finish = (truncated: boolean): SearchEvent => ({
+  // `reading` counts a step whose matches are still coming in as scanned.
+  const finish = (truncated: boolean, reading = 0): SearchEvent => ({
     type: 'done',
     matches: found,
     truncated,
-    steps_scanned: done,
+    steps_scanned: done + reading,
     steps_total: scan.length,
     elapsed_ms: Date.now() - started,
     warnings,
   });
   for (const { target, step, evaluation } of scan) {
     if (opts.signal?.aborted) return;
-    const st = await readableStep(() => target.search.stepTexts(step, evaluation), step, warnings);
-    done++;
-    if (st) {
-      for (const m of searchStep(st, q, named ? (target.name ?? target.run.name) : undefined)) {
-        yield { type: 'match', ...m };
-        if (++found >= limit) {
-          yield finish(true);
-          return;
+    const run = named ? (target.name ?? target.run.name) : undefined;
+    // A query that may be a recorded id answers the step's id matches when it has any: its text matches
+    // are held back until the whole step is read. Any other query's matches go out batch by batch.
+    const held = mayBeId(q) ? { ids: [] as SearchMatch[], texts: [] as SearchMatch[] } : null;
+    const out: SearchMatch[] = [];
+    try {
+      for await (const batch of target.search.stepBatches(step, evaluation)) {
+        if (opts.signal?.aborted) return;
+        if (held && mayBeId(q)) {
+          const ids = idMatches(batch, q, run);
+          if (ids) held.ids.push(...ids);
+          else if (held.ids.length === 0) held.texts.push(...textMatches(batch, q, run));
+          continue;
         }
+        for (const m of searchStep(batch, q, run)) {
+          yield { type: 'match', ...m };
+          if (++found >= limit) {
+            yield finish(true, 1);
+            return;
+          }
+        }
+      }
+      if (held) out.push(...(held.ids.length ? held.ids : held.texts));
+    } catch (e) {
+      // A step still being written is skipped (and reported); the matches it gave before are kept.
+      if (!(e instanceof DumpStillWriting)) throw e;
+      warnings.push(`step ${step}: ${e.message}`);
+    }
+    done++;
+    for (const m of out) {
+      yield { type: 'match', ...m };
+      if (++found >= limit) {
+        yield finish(true);
+        return;
       }
     }
     yield { type: 'progress', ...(named ? { run: target.name ?? target.run.name } : {}), step, evaluation, steps_scanned: done, steps_total: scan.length };
-    // The index is built once a step has been scanned, so the first answer never waits for it.
-    if (st && !st.index) target.search.scheduleIndex(st);
   }
   yield finish(false);
 }

@@ -133,6 +133,11 @@ export interface RunModel {
   /** Every sample's searchable text, in batch order. */
   sampleTexts(rolloutId: number, evaluation: boolean): Promise<SampleTextRecord[]>;
   /**
+   * The same texts in order, in batches handed out while the step is still being read (the first long before
+   * its dump is decoded). A format without it hands out `sampleTexts` as one batch.
+   */
+  sampleTextBatches?(rolloutId: number, evaluation: boolean): AsyncIterable<SampleTextRecord[]>;
+  /**
    * Changes whenever the files a step's texts come from change, so derived data (the search index) can be
    * kept until then. A format without it has its texts re-read by every search.
    */

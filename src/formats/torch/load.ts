@@ -1,7 +1,7 @@
 // Opens a torch.save archive: decodes `<root>/data.pkl` and wires storages to lazy zip reads.
 import { ZipArchive, type ZipEntry } from '../zip.ts';
 import { TorchFormatError } from './errors.ts';
-import { storageDType, unpickle, unpickleSource, type PickleResult } from './unpickle.ts';
+import { storageDType, Unpickler, type PendingPickle } from './unpickle.ts';
 import { DTYPE_BYTES, PyTuple, Storage, type DType, type PyValue } from './value.ts';
 
 /** data.pkl entries up to this size are read in one buffer; bigger ones stream through a window (less peak memory). */
@@ -57,6 +57,45 @@ export async function openTorchFile(path: string, opts: OpenTorchOptions = {}): 
  * memory is copied out, so a kept tensor never pins the whole file.
  */
 export async function openTorchArchive(archive: ZipArchive, opts: Omit<OpenTorchOptions, 'wholeFileBelow'> = {}): Promise<TorchFile> {
+  const decoding = await startTorchArchiveDecode(archive, opts);
+  try {
+    return decoding.advance(Infinity)!;
+  } catch (err) {
+    await archive.close();
+    throw err;
+  }
+}
+
+/** A torch file whose pickle is decoded a slice at a time (what is built so far can be looked at between slices). */
+export interface TorchDecode {
+  readonly path: string;
+  /** Decodes at most `budget` more opcodes: the finished file, or null while more remains. */
+  advance(budget: number): TorchFile | null;
+  /** The unfinished pickle (see Unpickler.pending). */
+  pending(): PendingPickle;
+  /** `module.name` of every global the pickle named so far. */
+  globalsSoFar(): string[];
+  close(): Promise<void>;
+}
+
+/** Opcodes decoded between two looks at the clock in `advanceFor`. */
+const OPCODES_PER_CLOCK_READ = 4096;
+
+/** Advances a decode by about `ms` of work: the finished file, or null while more remains. */
+export function advanceFor(decode: TorchDecode, ms: number): TorchFile | null {
+  const until = performance.now() + ms;
+  for (;;) {
+    const file = decode.advance(OPCODES_PER_CLOCK_READ);
+    if (file || performance.now() >= until) return file;
+  }
+}
+
+/** Opens a `.pt` for a decode in slices (`advance`); the caller closes it (also when it stops early). */
+export async function startTorchDecode(path: string, opts: OpenTorchOptions = {}): Promise<TorchDecode> {
+  return startTorchArchiveDecode(await ZipArchive.open(path, { wholeFileBelow: opts.wholeFileBelow }), opts);
+}
+
+async function startTorchArchiveDecode(archive: ZipArchive, opts: Omit<OpenTorchOptions, 'wholeFileBelow'>): Promise<TorchDecode> {
   const path = archive.path;
   try {
     const pkl = findDataPkl(archive.entries);
@@ -99,29 +138,40 @@ export async function openTorchArchive(archive: ZipArchive, opts: Omit<OpenTorch
       return s;
     };
 
-    let result: PickleResult;
+    const unpickleOpts = { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats };
+    let unpickler: Unpickler;
     const limit = opts.wholePickleLimit ?? WHOLE_PICKLE_LIMIT;
     if (pkl.size <= limit) {
-      result = unpickle(await archive.read(pkl), { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats });
+      unpickler = new Unpickler(await archive.read(pkl), unpickleOpts);
     } else {
       if (pkl.method !== 0) await archive.read(pkl); // raises the clear "compressed entry" error
       const start = await archive.dataStart(pkl);
-      result = unpickleSource(
+      unpickler = new Unpickler(
         { size: pkl.size, read: (position, into, offset, length) => archive.readSyncAt(start + position, into, offset, length) },
-        { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats },
+        unpickleOpts,
         opts.pickleWindowBytes,
       );
     }
     return {
       path,
-      value: result.value,
-      protocol: result.protocol,
-      root,
-      entries: archive.entries,
-      byteorder,
-      globals: result.globals,
-      opcodes: result.opcodes,
-      storages,
+      advance(budget: number): TorchFile | null {
+        const result = unpickler.advance(budget);
+        if (!result) return null;
+        return {
+          path,
+          value: result.value,
+          protocol: result.protocol,
+          root,
+          entries: archive.entries,
+          byteorder,
+          globals: result.globals,
+          opcodes: result.opcodes,
+          storages,
+          close: () => archive.close(),
+        };
+      },
+      pending: () => unpickler.pending(),
+      globalsSoFar: () => unpickler.globalsSoFar(),
       close: () => archive.close(),
     };
   } catch (err) {

@@ -31,6 +31,25 @@ export interface PickleResult {
   opcodes: string[];
 }
 
+/** The stack of an unfinished decode and the stack positions its open MARKs recorded. */
+export interface PendingPickle {
+  readonly stack: readonly PyValue[];
+  readonly marks: readonly number[];
+}
+
+/**
+ * The items of a list being decoded that are certainly complete: those appended already, and those pushed
+ * above its open MARK except the last (it may still be filling). `listAt` is the list's stack position.
+ */
+export function completedListItems(p: PendingPickle, listAt: number): PyValue[] {
+  const list = p.stack[listAt];
+  if (!Array.isArray(list)) return [];
+  const k = p.marks.indexOf(listAt + 1);
+  if (k < 0) return list;
+  const frameEnd = k + 1 < p.marks.length ? p.marks[k + 1] : p.stack.length;
+  return [...list, ...p.stack.slice(listAt + 1, Math.max(listAt + 1, frameEnd - 1))];
+}
+
 /** A synchronous random-access byte source, for pickles too large for one buffer. */
 export interface PickleSource {
   size: number;
@@ -399,6 +418,19 @@ export class Unpickler {
     return this.opts.file;
   }
 
+  /**
+   * What an unfinished decode has built: the stack and the positions of its open MARKs (read only; valid
+   * until the next `advance`).
+   */
+  pending(): PendingPickle {
+    return { stack: this.stack, marks: this.marks };
+  }
+
+  /** `module.name` of every global named so far. */
+  globalsSoFar(): string[] {
+    return [...this.globalsSeen.keys()];
+  }
+
   fail(problem: string): never {
     throw new PickleError(this.opts.file, problem, this.opAt, opcodeName(this.op));
   }
@@ -441,19 +473,42 @@ export class Unpickler {
     return line;
   }
 
+  // The machine's state, kept between `advance` calls.
+  private readonly stack: PyValue[] = [];
+  private readonly marks: number[] = [];
+  private readonly memo: PyValue[] = [];
+  private floor = 0;
+  private protocol = 0;
+  private readonly seen = new Uint8Array(256);
+  private result: PickleResult | null = null;
+
+  /** Decodes the whole pickle. */
   run(): PickleResult {
-    const stack: PyValue[] = [];
-    const marks: number[] = [];
-    const memo: PyValue[] = [];
-    let floor = 0;
-    let protocol = 0;
-    const seen = new Uint8Array(256);
+    return this.advance(Infinity)!;
+  }
+
+  /**
+   * Decodes at most `budget` more opcodes: the value once STOP is reached, or null when the budget ran out
+   * first (the next call goes on where this one stopped; `pending()` shows what is built so far).
+   */
+  advance(budget: number): PickleResult | null {
+    if (this.result) return this.result;
+    const { stack, marks, memo, seen } = this;
+    let floor = this.floor;
+    let protocol = this.protocol;
     let buf = this.buf;
     let dv = this.dv;
     let pos = this.pos;
     let end = this.end;
+    let left = budget;
 
     for (;;) {
+      if (--left < 0) {
+        this.pos = pos;
+        this.floor = floor;
+        this.protocol = protocol;
+        return null;
+      }
       if (pos + 16 > end) {
         this.pos = pos;
         if (pos >= end) {
@@ -777,7 +832,8 @@ export class Unpickler {
           if (stack.length - 1 < floor || stack.length === 0) this.fail('stack underflow: nothing to return at STOP');
           this.pos = pos;
           this.checkNesting(stack[stack.length - 1]);
-          return { value: stack[stack.length - 1], protocol, globals: [...this.globalsSeen.keys()], opcodes: opcodeList(seen) };
+          this.result = { value: stack[stack.length - 1], protocol, globals: [...this.globalsSeen.keys()], opcodes: opcodeList(seen) };
+          return this.result;
         default:
           this.pos = pos;
           this.other(op, stack, marks, memo);

@@ -69,11 +69,20 @@ class MilesRun implements RunModel {
 
   /** The dump's text fields, with the recorded conversation (when there is one) as `conversation`. */
   async sampleTexts(rolloutId: number, evaluation: boolean): Promise<SampleTextRecord[]> {
-    const [texts, conversations] = await Promise.all([this.dumps.sampleTexts(rolloutId, evaluation), this.dumps.conversations(rolloutId, evaluation)]);
-    return texts.map((t) => {
-      const conv = conversations?.get(t.sampleIndex);
-      return conv && Array.isArray(conv.messages) ? { ...t, fields: { ...t.fields, conversation: chatText(conv.messages) } } : t;
-    });
+    const out: SampleTextRecord[] = [];
+    for await (const batch of this.sampleTextBatches(rolloutId, evaluation)) for (const t of batch) out.push(t);
+    return out;
+  }
+
+  /** `sampleTexts` in batches handed out while the rollout dump is decoded (the sidecar is read first). */
+  async *sampleTextBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SampleTextRecord[]> {
+    const conversations = await this.dumps.conversations(rolloutId, evaluation);
+    for await (const batch of this.dumps.sampleTextBatches(rolloutId, evaluation)) {
+      yield batch.map((t) => {
+        const conv = conversations?.get(t.sampleIndex);
+        return conv && Array.isArray(conv.messages) ? { ...t, fields: { ...t.fields, conversation: chatText(conv.messages) } } : t;
+      });
+    }
   }
 
   /** The rollout dump's and the sidecar's mtime and size. */

@@ -6,9 +6,9 @@ import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'nod
 import { basename, dirname, join, resolve } from 'node:path';
 import { confinedPath, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
 import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
-import { openTorchFile } from '../../formats/torch/load.ts';
+import { advanceFor, openTorchFile, startTorchDecode } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
-import { Tensor } from '../../formats/torch/value.ts';
+import { Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { ZipArchive } from '../../formats/zip.ts';
 import { startModuleWorker } from '../../ownFiles.ts';
 import type { ConversationRecord, RolloutIds, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
@@ -17,7 +17,7 @@ import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
 import { BadArgument, damageOf, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { decodeRolloutDump, type RolloutDump } from './rolloutDump.ts';
-import { dumpSampleTexts, type DumpedSampleText } from './sampleText.ts';
+import { dumpSampleText, dumpSamples, pendingSamples, type DumpedSampleText } from './sampleText.ts';
 import {
   batchRawRewards,
   buildTrainRow,
@@ -38,6 +38,8 @@ export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length
 const STEP_CACHE_VERSION = 2;
 /** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
 const WHOLE_RANK_FILE_BELOW = 64 * 2 ** 20;
+/** Work done on a streamed rollout decode between two hand-outs of its finished samples (ms). */
+const TEXT_SLICE_MS = 8;
 /** How long a file's stat answer is trusted before a warm read re-checks it. */
 const STAT_REUSE_MS = 1000;
 
@@ -281,16 +283,49 @@ export class DumpReader {
 
   /** Every sample's searchable text (prompt, response, label, metadata, ids), in batch order. */
   async sampleTexts(rolloutId: number, evaluation = false): Promise<DumpedSampleText[]> {
+    const out: DumpedSampleText[] = [];
+    for await (const batch of this.sampleTextBatches(rolloutId, evaluation)) for (const t of batch) out.push(t);
+    return out;
+  }
+
+  /**
+   * The same texts in batch order, handed out in batches while the dump is still being decoded (a slice of
+   * decoding at a time, the event loop served between slices): the first samples are searched long before
+   * the last ones are read.
+   */
+  async *sampleTextBatches(rolloutId: number, evaluation = false): AsyncGenerator<DumpedSampleText[]> {
     checkId('rollout_id', rolloutId);
     const { name } = await this.rolloutStamp(rolloutId, evaluation);
-    const doc = await this.openRolloutDocument(name);
-    try {
-      return dumpSampleTexts(doc.value, name);
-    } catch (e) {
-      if (e instanceof DumpInconsistent) throw e;
+    this.onDecode(name);
+    const decode = await startTorchDecode(join(this.runDir, name), { typedLists: true }).catch(async (e: unknown) => {
       throw await this.loadFailure(name, e);
+    });
+    // The samples handed out so far: the finished list must begin with them.
+    const streamed: PyValue[] = [];
+    try {
+      for (;;) {
+        const batch: DumpedSampleText[] = [];
+        let finished = false;
+        try {
+          const file = advanceFor(decode, TEXT_SLICE_MS);
+          finished = file !== null;
+          const samples = file ? dumpSamples(file.value, name) : pendingSamples(decode.pending());
+          if (file && streamed.some((s, i) => samples[i] !== s)) throw new DumpInconsistent(name, 'the samples list changed while it was decoded');
+          for (let i = streamed.length; i < samples.length; i++) {
+            streamed.push(samples[i]);
+            const text = dumpSampleText(samples[i], i, name);
+            if (text) batch.push(text);
+          }
+        } catch (e) {
+          if (e instanceof DumpInconsistent) throw e;
+          throw await this.loadFailure(name, e);
+        }
+        if (batch.length > 0) yield batch;
+        if (finished) return;
+        await new Promise((r) => setImmediate(r));
+      }
     } finally {
-      await doc.close();
+      await decode.close();
     }
   }
 

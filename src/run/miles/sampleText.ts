@@ -1,5 +1,6 @@
 // The searchable text of a rollout dump's samples (`Sample.to_dict()`: prompt, response, label, metadata,
 // session and trace identifiers), as plain strings. Shared by every format that dumps samples this way.
+import { completedListItems, type PendingPickle } from '../../formats/torch/unpickle.ts';
 import { PyEnum, PyObject, Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { asInt, asNumber, enumText, field, isDict, isList } from './pyFields.ts';
@@ -60,38 +61,61 @@ function collectIds(v: unknown, out: Set<string>, depth = 0): void {
   }
 }
 
-/** The texts of a decoded rollout dump, in batch order; `file` names it in errors. */
-export function dumpSampleTexts(value: PyValue, file: string): DumpedSampleText[] {
+/** The samples list of a decoded rollout dump; `file` names it in errors. */
+export function dumpSamples(value: PyValue, file: string): PyValue[] {
   const samples = field(value, 'samples');
   if (!isList(samples)) throw new DumpInconsistent(file, "'samples' is not a list");
-  const out: DumpedSampleText[] = [];
-  samples.forEach((d, position) => {
-    if (!isDict(d)) throw new DumpInconsistent(file, `sample at position ${position} is not a dict`);
-    const index = asInt(field(d, 'index'));
-    if (index === null) return;
-    const fields: Record<string, string> = {};
-    const prompt = chatText(field(d, 'prompt'));
-    if (prompt) fields.prompt = prompt;
-    const response = field(d, 'response');
-    if (typeof response === 'string' && response) fields.response = response;
-    const label = plainText(field(d, 'label'));
-    if (label) fields.label = label;
-    const metadata = plainText(field(d, 'metadata'));
-    if (metadata) fields.metadata = metadata;
-    const ids = new Set<string>();
-    const session = field(d, 'session_id');
-    if (typeof session === 'string' && session) ids.add(session);
-    collectIds(field(d, 'metadata'), ids);
-    collectIds(field(d, 'trace'), ids);
-    const reward = field(d, 'reward');
-    out.push({
-      sampleIndex: index,
-      groupIndex: asInt(field(d, 'group_index')),
-      status: enumText(field(d, 'status')) ?? 'pending',
-      reward: typeof reward === 'number' || typeof reward === 'boolean' || typeof reward === 'bigint' ? asNumber(reward) : null,
-      fields,
-      ids: [...ids],
-    });
-  });
-  return out;
+  return samples;
+}
+
+/**
+ * The samples of a dump still being decoded that are complete so far: the head of the `samples` list of its
+ * top dict (or of a bare list). Empty when the pickle is not laid out as torch.save writes such a dict.
+ */
+export function pendingSamples(p: PendingPickle): PyValue[] {
+  const { stack, marks } = p;
+  if (stack.length === 0) return [];
+  if (Array.isArray(stack[0])) return completedListItems(p, 0);
+  if (marks[0] !== 1 || typeof stack[0] !== 'object' || stack[0] === null) return [];
+  // The top dict's SETITEMS frame: key, value, key, value, ...
+  const frameEnd = marks.length > 1 ? marks[1] : stack.length;
+  for (let i = 1; i + 1 < frameEnd; i += 2) {
+    if (stack[i] === 'samples' && Array.isArray(stack[i + 1])) return completedListItems(p, i + 1);
+  }
+  return [];
+}
+
+/** The text of the sample at `position` of a dump's list, or null when it has no index; `file` names it in errors. */
+export function dumpSampleText(d: PyValue, position: number, file: string): DumpedSampleText | null {
+  if (!isDict(d)) throw new DumpInconsistent(file, `sample at position ${position} is not a dict`);
+  const index = asInt(field(d, 'index'));
+  if (index === null) return null;
+  const fields: Record<string, string> = {};
+  const prompt = chatText(field(d, 'prompt'));
+  if (prompt) fields.prompt = prompt;
+  const response = field(d, 'response');
+  if (typeof response === 'string' && response) fields.response = response;
+  const label = plainText(field(d, 'label'));
+  if (label) fields.label = label;
+  const metadata = plainText(field(d, 'metadata'));
+  if (metadata) fields.metadata = metadata;
+  const ids = new Set<string>();
+  const session = field(d, 'session_id');
+  if (typeof session === 'string' && session) ids.add(session);
+  collectIds(field(d, 'metadata'), ids);
+  collectIds(field(d, 'trace'), ids);
+  const reward = field(d, 'reward');
+  return {
+    sampleIndex: index,
+    groupIndex: asInt(field(d, 'group_index')),
+    status: enumText(field(d, 'status')) ?? 'pending',
+    reward: typeof reward === 'number' || typeof reward === 'boolean' || typeof reward === 'bigint' ? asNumber(reward) : null,
+    fields,
+    ids: [...ids],
+  };
+}
+
+/** The texts of a decoded rollout dump, in batch order; `file` names it in errors. */
+export function dumpSampleTexts(value: PyValue, file: string): DumpedSampleText[] {
+  return dumpSamples(value, file).flatMap((d, position) => dumpSampleText(d, position, file) ?? []);
 }

@@ -3,10 +3,11 @@
 // SlimeDumpError naming the file.
 import { basename } from 'node:path';
 import { PickleError, TorchFormatError } from '../../formats/torch/errors.ts';
-import { openTorchFile } from '../../formats/torch/load.ts';
+import { advanceFor, startTorchDecode, type TorchDecode, type TorchFile } from '../../formats/torch/load.ts';
 import { readTensorNumbers } from '../../formats/torch/tensorData.ts';
 import { isPyTuple, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { ZipError } from '../../formats/zip.ts';
+import { pendingSamples } from '../miles/sampleText.ts';
 import { Opaque, pyNumber, type SlimeSample, type SlimeValue } from './sample.ts';
 
 /** A file that is not a readable slime rollout dump (HTTP 422; the CLI prints it and exits non-zero). */
@@ -68,22 +69,82 @@ export interface ReadDumpOptions {
 }
 
 export async function readSlimeDump(path: string, opts: ReadDumpOptions = {}): Promise<SlimeDump> {
+  for await (const part of streamSlimeDump(path, opts)) if (part.dump) return part.dump;
+  throw new SlimeDumpError(opts.name ?? path, 'the dump ended without its samples');
+}
+
+/** A hand-out of a dump read in slices: samples that follow the ones handed out before; the last carries the dump. */
+export interface SlimeDumpPart {
+  samples: SlimeSample[];
+  dump?: SlimeDump;
+}
+
+/** Decoding done between two hand-outs of a streamed dump's finished samples (ms). */
+const DUMP_SLICE_MS = 8;
+
+/**
+ * Reads a dump a slice of decoding at a time (the event loop is served between slices), handing out its
+ * samples as soon as they are decoded, in order; the last part carries the whole dump. A pickle naming a
+ * global a slime dump never holds is refused before any sample built after it is handed out.
+ */
+export async function* streamSlimeDump(path: string, opts: ReadDumpOptions = {}): AsyncGenerator<SlimeDumpPart> {
   const name = opts.name ?? path;
-  let value: PyValue;
-  let globals: string[];
+  let decode: TorchDecode;
   try {
-    const f = await openTorchFile(path, { boxIntegralFloats: true });
-    await f.close();
-    value = f.value;
-    globals = f.globals;
+    decode = await startTorchDecode(path, { boxIntegralFloats: true });
   } catch (err) {
-    if (err instanceof PickleError || err instanceof TorchFormatError || err instanceof ZipError) {
-      throw new SlimeDumpError(name, `not a readable torch dump: ${stripFile(err.message, path)}`);
-    }
-    if ((err as NodeJS.ErrnoException)?.code === 'ENOENT') throw new SlimeDumpError(name, 'no such file');
-    if ((err as NodeJS.ErrnoException)?.code === 'EISDIR') throw new SlimeDumpError(name, 'is a directory, not a .pt file');
-    throw err;
+    throw dumpFailure(err, name, path);
   }
+  // The samples handed out so far (as decoded, and as converted).
+  const raw: PyValue[] = [];
+  const samples: SlimeSample[] = [];
+  const convert = async (list: readonly PyValue[]): Promise<SlimeSample[]> => {
+    const fresh: SlimeSample[] = [];
+    for (let row = raw.length; row < list.length; row++) {
+      raw.push(list[row]);
+      const sample = await slimeSample(list[row], row, name);
+      samples.push(sample);
+      fresh.push(sample);
+    }
+    return fresh;
+  };
+  try {
+    for (;;) {
+      let file: TorchFile | null;
+      try {
+        file = advanceFor(decode, DUMP_SLICE_MS);
+      } catch (err) {
+        throw dumpFailure(err, name, path);
+      }
+      refuseForeign(file ? file.globals : decode.globalsSoFar(), name);
+      if (!file) {
+        const fresh = await convert(pendingSamples(decode.pending()));
+        if (fresh.length > 0) yield { samples: fresh };
+        await new Promise((r) => setImmediate(r));
+        continue;
+      }
+      const { list, rolloutId, warnings } = dumpList(file.value, name, path);
+      if (raw.some((v, i) => list[i] !== v)) throw new SlimeDumpError(name, 'the samples list changed while it was decoded');
+      const fresh = await convert(list);
+      if (rolloutId === undefined) throw new SlimeDumpError(name, 'no rollout_id in the dump and none in the file name');
+      yield { samples: fresh, dump: { file: name, rolloutId, evaluation: rolloutIdFromName(path)?.evaluation ?? false, samples, warnings } };
+      return;
+    }
+  } finally {
+    await decode.close();
+  }
+}
+
+function dumpFailure(err: unknown, name: string, path: string): unknown {
+  if (err instanceof PickleError || err instanceof TorchFormatError || err instanceof ZipError) {
+    return new SlimeDumpError(name, `not a readable torch dump: ${stripFile(err.message, path)}`);
+  }
+  if ((err as NodeJS.ErrnoException)?.code === 'ENOENT') return new SlimeDumpError(name, 'no such file');
+  if ((err as NodeJS.ErrnoException)?.code === 'EISDIR') return new SlimeDumpError(name, 'is a directory, not a .pt file');
+  return err;
+}
+
+function refuseForeign(globals: string[], name: string): void {
   const foreign = globals.filter((g) => !allowedGlobal(g));
   if (foreign.length > 0) {
     throw new SlimeDumpError(
@@ -91,6 +152,10 @@ export async function readSlimeDump(path: string, opts: ReadDumpOptions = {}): P
       `the pickle names ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ''}, which a slime rollout dump never holds; refused (nothing was executed)`,
     );
   }
+}
+
+/** The samples list of a decoded dump, its rollout id (if it or the file name has one) and what a reader should know about its layout. */
+function dumpList(value: PyValue, name: string, path: string): { list: PyValue[]; rolloutId: number | undefined; warnings: string[] } {
   const warnings: string[] = [];
   const fromName = rolloutIdFromName(path);
   let list: PyValue;
@@ -107,17 +172,16 @@ export async function readSlimeDump(path: string, opts: ReadDumpOptions = {}): P
     rolloutId = typeof top.rollout_id === 'number' && Number.isInteger(top.rollout_id) ? top.rollout_id : undefined;
   }
   if (!Array.isArray(list)) throw new SlimeDumpError(name, `"samples" is ${describe(list)}, not a list`);
-  const samples: SlimeSample[] = [];
-  for (let row = 0; row < list.length; row++) {
-    const raw = plainObject(list[row]);
-    if (!raw) throw new SlimeDumpError(name, `samples[${row}] is ${describe(list[row])}, not a Sample.to_dict() dict`);
-    const fields: { [key: string]: SlimeValue } = {};
-    for (const [k, v] of Object.entries(raw)) setField(fields, k, toSlimeValue(v));
-    samples.push({ row, fields, topPOffsets: await offsetsOf(fields.rollout_top_p_token_offsets, name, row) });
-  }
-  rolloutId ??= fromName?.id;
-  if (rolloutId === undefined) throw new SlimeDumpError(name, 'no rollout_id in the dump and none in the file name');
-  return { file: name, rolloutId, evaluation: fromName?.evaluation ?? false, samples, warnings };
+  return { list, rolloutId: rolloutId ?? fromName?.id, warnings };
+}
+
+/** One `Sample.to_dict()` of the list, at `row`. */
+async function slimeSample(v: PyValue, row: number, name: string): Promise<SlimeSample> {
+  const raw = plainObject(v);
+  if (!raw) throw new SlimeDumpError(name, `samples[${row}] is ${describe(v)}, not a Sample.to_dict() dict`);
+  const fields: { [key: string]: SlimeValue } = {};
+  for (const [k, x] of Object.entries(raw)) setField(fields, k, toSlimeValue(x));
+  return { row, fields, topPOffsets: await offsetsOf(fields.rollout_top_p_token_offsets, name, row) };
 }
 
 async function offsetsOf(v: SlimeValue | undefined, file: string, row: number): Promise<number[] | null> {

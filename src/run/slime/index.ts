@@ -76,6 +76,24 @@ function text(v: SlimeValue | undefined): string {
   return JSON.stringify(plain(v));
 }
 
+/** The searchable text of a slime sample. */
+function sampleTextRecord(s: SlimeSample): SampleTextRecord {
+  const r = sampleRecord(s);
+  const ids: string[] = [];
+  const trace = sampleTrace(s);
+  if (typeof trace?.trace_id === 'string') ids.push(trace.trace_id);
+  for (const e of traceEvents(trace)) if (isRecord(e.attrs) && typeof e.attrs.sglang_request_id === 'string') ids.push(e.attrs.sglang_request_id);
+  if (typeof s.fields.session_id === 'string') ids.push(s.fields.session_id);
+  return {
+    sampleIndex: r.index ?? s.row,
+    groupIndex: r.groupIndex,
+    status: r.status,
+    reward: r.reward,
+    fields: { prompt: text(s.fields.prompt), response: text(s.fields.response), label: text(s.fields.label), metadata: text(s.fields.metadata) },
+    ids,
+  };
+}
+
 /** The dumps of a slime run as the run model. `traced` gives the queries the samples themselves (traces). */
 export class SlimeRunModel implements RunModel {
   readonly format = 'slime';
@@ -165,23 +183,18 @@ export class SlimeRunModel implements RunModel {
   }
 
   async sampleTexts(rolloutId: number, evaluation: boolean): Promise<SampleTextRecord[]> {
-    const d = await this.dump(rolloutId, evaluation);
-    return d.samples.map((s) => {
-      const r = sampleRecord(s);
-      const ids: string[] = [];
-      const trace = sampleTrace(s);
-      if (typeof trace?.trace_id === 'string') ids.push(trace.trace_id);
-      for (const e of traceEvents(trace)) if (isRecord(e.attrs) && typeof e.attrs.sglang_request_id === 'string') ids.push(e.attrs.sglang_request_id);
-      if (typeof s.fields.session_id === 'string') ids.push(s.fields.session_id);
-      return {
-        sampleIndex: r.index ?? s.row,
-        groupIndex: r.groupIndex,
-        status: r.status,
-        reward: r.reward,
-        fields: { prompt: text(s.fields.prompt), response: text(s.fields.response), label: text(s.fields.label), metadata: text(s.fields.metadata) },
-        ids,
-      };
-    });
+    return (await this.dump(rolloutId, evaluation)).samples.map(sampleTextRecord);
+  }
+
+  /** `sampleTexts` in batches handed out while the step's dump is decoded. */
+  async *sampleTextBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SampleTextRecord[]> {
+    let any = false;
+    for await (const batch of this.run.sampleBatches(rolloutId, evaluation)) {
+      any = true;
+      yield batch.map(sampleTextRecord);
+    }
+    // An empty step hands out nothing; a missing one is NotFound, as `sampleTexts` says.
+    if (!any) await this.dump(rolloutId, evaluation);
   }
 
   /** The step's dump file identity, size and mtime (see SlimeRun.stamp). */

@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
-import { readSlimeDump, rolloutIdFromName, SlimeDumpError, type SlimeDump } from './dump.ts';
+import { readSlimeDump, rolloutIdFromName, SlimeDumpError, streamSlimeDump, type SlimeDump } from './dump.ts';
 import { sampleIndex, type SlimeSample } from './sample.ts';
 
 export interface SlimeDumpFile {
@@ -138,6 +138,13 @@ export class SlimeRun {
   }
 
   private async read(f: SlimeDumpFile): Promise<SlimeDump> {
+    const { stamp, hit } = this.cached(f);
+    if (hit) return hit;
+    return this.keep(f, stamp, await readSlimeDump(f.path, { name: f.name }));
+  }
+
+  /** A dump kept from before, if its file is unchanged, with the file's stamp. */
+  private cached(f: SlimeDumpFile): { stamp: string; hit: SlimeDump | null } {
     let st;
     try {
       st = statSync(f.path);
@@ -146,16 +153,40 @@ export class SlimeRun {
     }
     const stamp = `${st.size}:${st.mtimeMs}`;
     const hit = this.cache.get(f.path);
-    if (hit && hit.stamp === stamp) {
-      this.cache.delete(f.path);
-      this.cache.set(f.path, hit);
-      return hit.dump;
-    }
-    const dump = await readSlimeDump(f.path, { name: f.name });
+    if (!hit || hit.stamp !== stamp) return { stamp, hit: null };
+    this.cache.delete(f.path);
+    this.cache.set(f.path, hit);
+    return { stamp, hit: hit.dump };
+  }
+
+  private keep(f: SlimeDumpFile, stamp: string, dump: SlimeDump): SlimeDump {
     if (f.evaluation) dump.evaluation = true;
     this.cache.set(f.path, { stamp, dump });
     while (this.cache.size > SLIME_DUMPS_KEPT) this.cache.delete(this.cache.keys().next().value!);
     return dump;
+  }
+
+  /**
+   * The samples of one rollout step in order, handed out while its dump is still being decoded (at once
+   * when it is kept already); the finished dump is kept as `dump` keeps it. Nothing for a step the run lacks.
+   */
+  async *sampleBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SlimeSample[]> {
+    const f = this.files.find((x) => x.evaluation === evaluation && x.rolloutId === rolloutId);
+    if (!f) {
+      // Files named without an id are opened whole to learn theirs.
+      const d = await this.dump(rolloutId, evaluation);
+      if (d) yield d.samples;
+      return;
+    }
+    const { stamp, hit } = this.cached(f);
+    if (hit) {
+      yield hit.samples;
+      return;
+    }
+    for await (const part of streamSlimeDump(f.path, { name: f.name })) {
+      if (part.samples.length > 0) yield part.samples;
+      if (part.dump) this.keep(f, stamp, part.dump);
+    }
   }
 
   /**
