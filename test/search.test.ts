@@ -238,6 +238,19 @@ describe('GET /api/rlsight/search', () => {
     assert.deepEqual([...new Set(matches(events).map((m) => m.step))], [0, 1, 2]);
   });
 
+  test('a regular expression that backtracks without bound is stopped, and the server answers the next search', { timeout: 60_000 }, async () => {
+    release();
+    // (.+)+# tries every split of a text without '#': 2^n steps for n characters.
+    const res = await app.fetch(new Request(`http://127.0.0.1/api/rlsight/search?q=${encodeURIComponent('/(.+)+#/')}`));
+    assert.equal(res.status, 200);
+    const events = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; detail?: string });
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'error');
+    assert.match(last.detail!, /^q: the regular expression took over 2 s on one step and was stopped/);
+    const next = await app.fetch(new Request('http://127.0.0.1/api/rlsight/search?q=%2Fanswer%20for%20sample%2033%2F'));
+    assert.deepEqual(matches((await next.text()).trim().split('\n').map((l) => JSON.parse(l) as SearchEvent)).map((m) => m.sample_index), [33]);
+  });
+
   test('bad queries are 400s naming q or limit', async () => {
     for (const [url, param] of [
       ['/api/rlsight/search?q=/(/', 'q'],

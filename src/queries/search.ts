@@ -5,6 +5,7 @@ import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
 import type { SearchEvent, SearchMatch } from '../wire/index.ts';
 import type { AnswerRun, SampleText } from './answerRun.ts';
 import { BadArgument, DumpStillWriting } from '../run/errors.ts';
+import { regexHits } from './boundedRegex.ts';
 import { checkLimit, SEARCH_RESULTS } from './limits.ts';
 
 export type { SearchEvent, SearchMatch } from '../wire/index.ts';
@@ -277,23 +278,11 @@ function textHits(lower: Record<string, string>, q: Extract<ParsedQuery, { kind:
 export function searchStep(st: StepTexts, q: ParsedQuery, run?: string): SearchMatch[] {
   const out: SearchMatch[] = [];
   if (q.kind === 'regex') {
-    st.texts.forEach((t) => {
-      for (const f of SEARCH_FIELDS) {
-        const text = t.fields[f];
-        if (!text) continue;
-        q.regex.lastIndex = 0;
-        const ranges: [number, number][] = [];
-        for (const m of text.matchAll(q.regex)) {
-          if (m[0].length === 0) break;
-          ranges.push([m.index, m.index + m[0].length]);
-          if (ranges.length >= 8) break;
-        }
-        if (ranges.length) {
-          out.push(matchOf(t, f, text, ranges, run));
-          return;
-        }
-      }
-    });
+    const fields = st.texts.map((t) => t.fields);
+    for (const hit of regexHits(fields, SEARCH_FIELDS, q.regex)) {
+      const t = st.texts[hit.position];
+      out.push(matchOf(t, hit.field, t.fields[hit.field], hit.ranges, run));
+    }
     return out;
   }
   if (q.kind === 'step_sample' || q.kind === 'sample') {
