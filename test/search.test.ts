@@ -1,7 +1,7 @@
 // Search over the real fixtures and the demo: phrases, regular expressions, request and trace ids, sample
 // indices and step:sample; results stream while later steps are still being read; the cache makes a restart warm.
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -14,6 +14,8 @@ import { parseQuery, RunSearch, searchRun, type SearchEvent, type SearchMatch } 
 import { mountAnswers, mountRunsAnswers } from '../src/server/answers.ts';
 import { failureResponse } from '../src/server/errors.ts';
 import { openRun, type OpenRun } from '../src/server/run.ts';
+import { openMilesRun } from '../src/run/miles/index.ts';
+import { RunAnswers } from '../src/queries/runAnswers.ts';
 import { ageTree, copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
 
 async function all(run: AnswerRun, q: string, search = new RunSearch(run)): Promise<SearchEvent[]> {
@@ -177,12 +179,98 @@ describe('search over the demo', () => {
     assert.deepEqual(where(await all(run.answers(), phrase, new RunSearch(run.answers()))), cold);
   });
 
+  test('cached steps are read from the cache until their dump changes', async () => {
+    const inner = run.answers();
+    const reads: string[] = [];
+    const counted: AnswerRun = {
+      ...inner,
+      sampleTextBatches: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTextBatches(step, evaluation)),
+    };
+    const first = new RunSearch(counted);
+    const before = where(await all(counted, '/a/', first));
+    await first.idle();
+    reads.length = 0;
+    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted))), before);
+    assert.deepEqual(reads, [], 'every step came from the cache');
+    const dump = join(base, 'run', 'rollout_data', '1.pt');
+    const old = Date.now() / 1000 - 7200;
+    utimesSync(dump, old, old);
+    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted))), before);
+    assert.deepEqual(reads, ['1'], 'only the changed step is read again');
+  });
+
   test('limit stops the scan with truncated set', async () => {
     const out: SearchEvent[] = [];
     for await (const e of searchRun(new RunSearch(run.answers()), run.answers(), '/a/', { limit: 5 })) out.push(e);
     assert.equal(matches(out).length, 5);
     const done = out.at(-1)!;
     assert.ok(done.type === 'done' && done.truncated);
+  });
+});
+
+describe('a cold step is searched while its dump is decoded', () => {
+  let base: string;
+  let run: OpenRun;
+  before(async () => {
+    base = mkdtempSync(join(tmpdir(), 'rlsight-search-stream-'));
+    const dir = join(base, 'run');
+    mkdirSync(join(dir, 'rollout_data'), { recursive: true });
+    mkdirSync(join(dir, 'dashboard'));
+    const samples = Array.from({ length: 600 }, (_, i) => ({
+      index: i,
+      group_index: i >> 3,
+      prompt: [{ role: 'user', content: `Problem ${i >> 3}: add ${i} and ${i + 1}` }],
+      response: `${i === 3 || i === 450 ? 'a zebra crossing here, ' : ''}${'some words of the answer '.repeat(12)}${i}`,
+      reward: new PyFloat(i % 2),
+      status: 'completed',
+      metadata: { sglang_request_id: `req-${String(i).padStart(8, '0')}` },
+    }));
+    await saveTorch({ rollout_id: 0, metadata: {}, samples }, join(dir, 'rollout_data', '0.pt'));
+    ageTree(dir);
+    // Small slices of decoding, so the step is handed out in many batches.
+    run = new RunAnswers(await openMilesRun(dir, { reader: { textSliceOpcodes: 200 } }));
+  });
+  after(async () => {
+    await run.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  test('its first match arrives before the rest of the dump is read, and every answer equals the whole step’s', async () => {
+    const inner = run.answers();
+    let finished = false;
+    let batches = 0;
+    const watched: AnswerRun = {
+      ...inner,
+      async *sampleTextBatches(step, evaluation) {
+        for await (const batch of inner.sampleTextBatches(step, evaluation)) {
+          batches++;
+          yield batch;
+        }
+        finished = true;
+      },
+    };
+    // The same run with each step handed out whole.
+    const whole: AnswerRun = {
+      ...inner,
+      async *sampleTextBatches(step, evaluation) {
+        yield await inner.sampleTexts(step, evaluation);
+      },
+    };
+    let finishedAtFirstMatch: boolean | null = null;
+    const streamed: SearchEvent[] = [];
+    for await (const e of searchRun(new RunSearch(watched, false), watched, '"zebra crossing"')) {
+      if (e.type === 'match') finishedAtFirstMatch ??= finished;
+      streamed.push(e);
+    }
+    assert.equal(finishedAtFirstMatch, false, 'the first match came while the dump was still being decoded');
+    assert.ok(batches > 10, `${batches} batches`);
+    const answer = (events: SearchEvent[]) => events.map((e) => (e.type === 'done' ? { ...e, elapsed_ms: 0 } : e));
+    assert.deepEqual(where(streamed), ['0:3:response', '0:450:response']);
+    assert.deepEqual(answer(streamed), answer(await all(whole, '"zebra crossing"')));
+    for (const q of ['zebra', 'zebra cross', 'req-00000450', '/zebra\\s+cr/', '0:450', '7', 'answer 599 ']) {
+      assert.deepEqual(answer(await all(inner, q)), answer(await all(whole, q)), q);
+    }
+    assert.deepEqual(where(await all(inner, 'req-00000450')), ['0:450:id']);
   });
 });
 

@@ -54,6 +54,8 @@ export interface DumpReaderOptions {
   now?: () => number;
   /** Rollout dumps bigger than this many bytes decode on a worker thread (default 16 MiB). */
   decodeOffThreadAbove?: number;
+  /** Opcodes per slice of a streamed text decode instead of a slice of time (tests: small, certain slices). */
+  textSliceOpcodes?: number;
 }
 
 /** One joined step as kept resident: its records (the per-token data is not kept). */
@@ -129,6 +131,7 @@ export class DumpReader {
     onDecode: (file: string) => void,
     now: () => number,
     private readonly offThreadAbove: number,
+    private readonly textSliceOpcodes: number | undefined,
   ) {
     this.joinedSteps = new Lru(tensorLru);
     this.onDecode = onDecode;
@@ -164,6 +167,7 @@ export class DumpReader {
       options.onDecode ?? (() => {}),
       options.now ?? Date.now,
       options.decodeOffThreadAbove ?? 16 * 2 ** 20,
+      options.textSliceOpcodes,
     );
   }
 
@@ -307,7 +311,7 @@ export class DumpReader {
         const batch: DumpedSampleText[] = [];
         let finished = false;
         try {
-          const file = advanceFor(decode, TEXT_SLICE_MS);
+          const file = this.textSliceOpcodes ? decode.advance(this.textSliceOpcodes) : advanceFor(decode, TEXT_SLICE_MS);
           finished = file !== null;
           const samples = file ? dumpSamples(file.value, name) : pendingSamples(decode.pending());
           if (file && streamed.some((s, i) => samples[i] !== s)) throw new DumpInconsistent(name, 'the samples list changed while it was decoded');

@@ -76,6 +76,11 @@ export function pendingSamples(p: PendingPickle): PyValue[] {
   const { stack, marks } = p;
   if (stack.length === 0) return [];
   if (Array.isArray(stack[0])) return completedListItems(p, 0);
+  if (marks.length === 0) {
+    // Nothing open: the top value is complete (only STOP is left).
+    const samples = field(stack[0], 'samples');
+    return isList(samples) ? samples : [];
+  }
   if (marks[0] !== 1 || typeof stack[0] !== 'object' || stack[0] === null) return [];
   // The top dict's SETITEMS frame: key, value, key, value, ...
   const frameEnd = marks.length > 1 ? marks[1] : stack.length;
