@@ -73,6 +73,8 @@ interface StepTexts {
   stamp: string;
   texts: SampleText[];
   lower: Record<string, string>[];
+  /** Per sample, bit k set when its SEARCH_FIELDS[k] text is plain ASCII (or absent). */
+  ascii: Uint8Array;
   index: FlexIndex | null;
   /** Sample positions by recorded id. */
   ids: Map<string, number[]>;
@@ -104,7 +106,8 @@ function prepare(key: string, stamp: string, texts: SampleText[]): StepTexts {
     for (const id of t.ids) ids.set(id, [...(ids.get(id) ?? []), i]);
   });
   const lower = texts.map((t) => Object.fromEntries(Object.entries(t.fields).map(([k, v]) => [k, v.toLowerCase()])));
-  return { key, stamp, texts, lower, index: null, ids };
+  const ascii = Uint8Array.from(lower, (fields) => SEARCH_FIELDS.reduce((bits, f, k) => (fields[f] && NOT_ASCII.test(fields[f]) ? bits : bits | (1 << k)), 0));
+  return { key, stamp, texts, lower, ascii, index: null, ids };
 }
 
 /** Builds a step's index a slice at a time (the event loop is served between slices). */
@@ -130,14 +133,16 @@ function joinBatches(key: string, stamp: string, parts: readonly StepTexts[]): S
   if (parts.length === 1) return parts[0];
   const texts: SampleText[] = [];
   const lower: Record<string, string>[] = [];
+  const ascii = new Uint8Array(parts.reduce((n, p) => n + p.texts.length, 0));
   const ids = new Map<string, number[]>();
   for (const part of parts) {
     const at = texts.length;
     for (const t of part.texts) texts.push(t);
     for (const l of part.lower) lower.push(l);
+    ascii.set(part.ascii, at);
     for (const [id, positions] of part.ids) ids.set(id, [...(ids.get(id) ?? []), ...positions.map((i) => i + at)]);
   }
-  return { key, stamp, texts, lower, index: null, ids };
+  return { key, stamp, texts, lower, ascii, index: null, ids };
 }
 
 /** A step read for the first time: its batches so far, shared by every search that asks while it is read. */
@@ -243,7 +248,17 @@ function candidates(st: StepTexts, q: Extract<ParsedQuery, { kind: 'text' }>): S
 }
 
 /** Every hit of a text query in one sample: null unless each word and phrase occurs somewhere in it. */
-function textHits(lower: Record<string, string>, q: Extract<ParsedQuery, { kind: 'text' }>, res: RegExp[]): Map<string, [number, number][]> | null {
+/** A word of a query as a regex, with the word itself when it is ASCII (see `textHits`). */
+interface WordMatcher {
+  re: RegExp;
+  ascii: string | null;
+}
+
+function wordMatcher(word: string, prefix: boolean): WordMatcher {
+  return { re: wordRegex(word, prefix), ascii: NOT_ASCII.test(word) ? null : word };
+}
+
+function textHits(lower: Record<string, string>, asciiFields: number, q: Extract<ParsedQuery, { kind: 'text' }>, words: WordMatcher[]): Map<string, [number, number][]> | null {
   const hits = new Map<string, [number, number][]>();
   const add = (field: string, a: number, b: number) => hits.set(field, [...(hits.get(field) ?? []), [a, b]]);
   for (const p of q.phrases) {
@@ -258,11 +273,15 @@ function textHits(lower: Record<string, string>, q: Extract<ParsedQuery, { kind:
     }
     if (!found) return null;
   }
-  for (const re of res) {
+  for (const { re, ascii } of words) {
     let found = false;
-    for (const f of SEARCH_FIELDS) {
+    for (let k = 0; k < SEARCH_FIELDS.length; k++) {
+      const f = SEARCH_FIELDS[k];
       const text = lower[f];
       if (!text) continue;
+      // An ASCII word can only match (case-insensitively) a lower-case ASCII text where it occurs as is: a
+      // text without it needs no regex run.
+      if (ascii !== null && asciiFields & (1 << k) && !text.includes(ascii)) continue;
       re.lastIndex = 0;
       for (const m of text.matchAll(re)) {
         add(f, m.index, m.index + m[0].length);
@@ -306,11 +325,11 @@ function idMatches(st: StepTexts, q: TextQuery, run: string | undefined): Search
 /** The samples holding every word and phrase of a text query. */
 function textMatches(st: StepTexts, q: TextQuery, run: string | undefined): SearchMatch[] {
   const out: SearchMatch[] = [];
-  const res = [...q.words.map((w) => wordRegex(w, false)), ...(q.openWord ? [wordRegex(q.openWord, true)] : [])];
+  const words = [...q.words.map((w) => wordMatcher(w, false)), ...(q.openWord ? [wordMatcher(q.openWord, true)] : [])];
   const cand = candidates(st, q);
   const positions = cand ? [...cand].sort((a, b) => a - b) : st.texts.map((_, i) => i);
   for (const i of positions) {
-    const hits = textHits(st.lower[i], q, res);
+    const hits = textHits(st.lower[i], st.ascii[i], q, words);
     if (!hits || hits.size === 0) continue;
     const field = SEARCH_FIELDS.find((f) => hits.has(f))!;
     const ranges = hits.get(field)!.sort((a, b) => a[0] - b[0]);
