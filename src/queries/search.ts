@@ -247,7 +247,6 @@ function candidates(st: StepTexts, q: Extract<ParsedQuery, { kind: 'text' }>): S
   return out;
 }
 
-/** Every hit of a text query in one sample: null unless each word and phrase occurs somewhere in it. */
 /** A word of a query as a regex, with the word itself when it is ASCII (see `textHits`). */
 interface WordMatcher {
   re: RegExp;
@@ -258,6 +257,7 @@ function wordMatcher(word: string, prefix: boolean): WordMatcher {
   return { re: wordRegex(word, prefix), ascii: NOT_ASCII.test(word) ? null : word };
 }
 
+/** Every hit of a text query in one sample: null unless each word and phrase occurs somewhere in it. */
 function textHits(lower: Record<string, string>, asciiFields: number, q: Extract<ParsedQuery, { kind: 'text' }>, words: WordMatcher[]): Map<string, [number, number][]> | null {
   const hits = new Map<string, [number, number][]>();
   const add = (field: string, a: number, b: number) => hits.set(field, [...(hits.get(field) ?? []), [a, b]]);
