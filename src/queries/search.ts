@@ -1,6 +1,6 @@
 // Search across every step of a run: words, "exact phrases", /regular expressions/, request or trace ids,
-// a sample index or `step:sample`. Each step's texts are read once, kept (memory, and `--cache-dir` when
-// given) with a full-text index (flexsearch) built after its first scan; matches stream out step by step.
+// a sample index or `step:sample`. A step is scanned batch by batch while its dump is decoded, its texts then
+// kept (memory, and `--cache-dir` when given) with a full-text index (flexsearch) built behind the scans.
 import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
 import type { SearchEvent, SearchMatch } from '../wire/index.ts';
 import type { AnswerRun, SampleText } from './answerRun.ts';
@@ -16,7 +16,8 @@ export const SEARCH_FIELDS = ['prompt', 'response', 'conversation', 'label', 'me
 const SNIPPET_CONTEXT = 60;
 /** Steps whose texts and index stay in memory. */
 const STEPS_KEPT = 16;
-const CACHE_VERSION = 1;
+// 2: the index holds words split and folded here (flexsearch encoder skipped).
+const CACHE_VERSION = 2;
 
 type TextQuery = Extract<ParsedQuery, { kind: 'text' }>;
 
