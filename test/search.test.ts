@@ -23,6 +23,15 @@ async function all(run: AnswerRun, q: string, search = new RunSearch(run)): Prom
   for await (const e of searchRun(search, run, q)) out.push(e);
   return out;
 }
+/** A run that lists the steps whose texts are read (`eval_N` for eval steps). */
+function countingReads(inner: AnswerRun): { counted: AnswerRun; reads: string[] } {
+  const reads: string[] = [];
+  const counted: AnswerRun = {
+    ...inner,
+    sampleTextBatches: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTextBatches(step, evaluation)),
+  };
+  return { counted, reads };
+}
 const matches = (events: SearchEvent[]) => events.filter((e): e is SearchEvent & SearchMatch & { type: 'match' } => e.type === 'match');
 const where = (events: SearchEvent[]) => matches(events).map((m) => `${m.evaluation ? 'eval_' : ''}${m.step}:${m.sample_index}:${m.field}`);
 
@@ -119,12 +128,7 @@ describe('search over the slime trace fixture', () => {
   });
 
   test('a step is read once per search state, and again once its dump changes', async () => {
-    const inner = run.answers();
-    const reads: string[] = [];
-    const counted: AnswerRun = {
-      ...inner,
-      sampleTextBatches: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTextBatches(step, evaluation)),
-    };
+    const { counted, reads } = countingReads(run.answers());
     const search = new RunSearch(counted, false);
     const first = where(await all(counted, '"Natalia sold clips"', search));
     assert.deepEqual(reads, ['0', '1', 'eval_0']);
@@ -180,12 +184,7 @@ describe('search over the demo', () => {
   });
 
   test('cached steps are read from the cache until their dump changes', async () => {
-    const inner = run.answers();
-    const reads: string[] = [];
-    const counted: AnswerRun = {
-      ...inner,
-      sampleTextBatches: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTextBatches(step, evaluation)),
-    };
+    const { counted, reads } = countingReads(run.answers());
     const first = new RunSearch(counted);
     const before = where(await all(counted, '/a/', first));
     await first.idle();
