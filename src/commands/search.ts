@@ -42,6 +42,8 @@ export async function searchCommand(argv: string[]): Promise<number> {
       if (values['cache-dir']) await search.idle();
       return matches > 0 ? 0 : 1;
     } finally {
+      // A step still being read when --limit stopped the scan need not finish before the process exits.
+      search.stop();
       await run.close();
     }
   });

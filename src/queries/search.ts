@@ -387,7 +387,11 @@ export class RunSearch {
     try {
       const cached = await this.fromCache(key, stamp);
       if (cached) read.push(cached);
-      else for await (const batch of this.run.sampleTextBatches(step, evaluation)) read.push(prepare(key, stamp, batch));
+      else
+        for await (const batch of this.run.sampleTextBatches(step, evaluation)) {
+          if (this.stopped) throw new Error('the search state was stopped');
+          read.push(prepare(key, stamp, batch));
+        }
       const st = joinBatches(key, stamp, read.batches.length ? read.batches : [prepare(key, stamp, [])]);
       this.steps.set(key, st);
       while (this.steps.size > STEPS_KEPT) this.steps.delete(this.steps.keys().next().value as string);
@@ -397,6 +401,13 @@ export class RunSearch {
     } catch (e) {
       read.fail(e);
     }
+  }
+
+  private stopped = false;
+
+  /** Ends the reads still going on (their steps are not kept): for a process about to exit. */
+  stop(): void {
+    this.stopped = true;
   }
 
   private queue: Promise<void> = Promise.resolve();
