@@ -1,9 +1,11 @@
 // Search over the real fixtures and the demo: phrases, regular expressions, request and trace ids, sample
 // indices and step:sample; results stream while later steps are still being read; the cache makes a restart warm.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { Hono } from 'hono';
 import { generateDemoRun } from '../src/demo/index.ts';
@@ -270,6 +272,36 @@ describe('a cold step is searched while its dump is decoded', () => {
       assert.deepEqual(answer(await all(inner, q)), answer(await all(whole, q)), q);
     }
     assert.deepEqual(where(await all(inner, 'req-00000450')), ['0:450:id']);
+  });
+});
+
+describe('rlsight search', () => {
+  let copy: RunCopy;
+  before(() => {
+    copy = copyFixtureRun('miles-demo');
+  });
+  after(() => copy.dispose());
+  const cli = (...args: string[]) => {
+    const r = spawnSync(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'rlsight.mjs'), 'search', '--dump-details', copy.dir, ...args], { encoding: 'utf8' });
+    return { code: r.status, lines: r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>), stderr: r.stderr };
+  };
+
+  test('prints one JSON line per match, stops at --limit, exits 1 without a match and 2 on a bad query', () => {
+    const phrase = cli('"answer for sample 33 is"');
+    assert.equal(phrase.code, 0, phrase.stderr);
+    assert.deepEqual(
+      phrase.lines.map((l) => [l.step, l.evaluation, l.sample_index, l.field]),
+      [[1, false, 33, 'conversation']],
+    );
+    assert.match(String(phrase.lines[0].snippet), /answer for sample 33 is/);
+    const limited = cli('/a/', '--limit', '3');
+    assert.equal(limited.code, 0);
+    assert.equal(limited.lines.length, 3);
+    assert.match(limited.stderr, /stopped at --limit 3 matches/);
+    assert.equal(cli('nothing-like-this-anywhere').code, 1);
+    const bad = cli('/(/');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /q: not a regular expression/);
   });
 });
 
