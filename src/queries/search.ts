@@ -98,8 +98,10 @@ function foldWord(w: string): string {
   return NOT_ASCII.test(w) ? w.toUpperCase().toLowerCase() : w;
 }
 
-/** Samples added to an index between two yields to the event loop. */
+/** Work on an index between two yields to the event loop (ms). */
 const INDEX_SLICE_MS = 10;
+/** How often a paused index build looks whether the reads it waits for are done (ms). */
+const READ_WAIT_MS = 20;
 
 function prepare(key: string, stamp: string, texts: SampleText[]): StepTexts {
   const ids = new Map<string, number[]>();
@@ -111,8 +113,8 @@ function prepare(key: string, stamp: string, texts: SampleText[]): StepTexts {
   return { key, stamp, texts, lower, ascii, index: null, ids };
 }
 
-/** Builds a step's index a slice at a time (the event loop is served between slices). */
-async function buildIndex(st: StepTexts): Promise<FlexIndex> {
+/** Builds a step's index a slice at a time, calling `between` (served by the event loop) between slices. */
+async function buildIndex(st: StepTexts, between: () => Promise<void>): Promise<FlexIndex> {
   const index = wordIndex();
   let until = performance.now() + INDEX_SLICE_MS;
   // One entry per sample holding each distinct word of all its fields once: what a lookup needs, at a
@@ -122,7 +124,7 @@ async function buildIndex(st: StepTexts): Promise<FlexIndex> {
     for (const text of Object.values(st.lower[i])) for (const w of text.split(NON_WORD)) if (w) words.add(foldWord(w));
     index.add(i, [...words].join(' '));
     if (performance.now() >= until) {
-      await new Promise((r) => setImmediate(r));
+      await between();
       until = performance.now() + INDEX_SLICE_MS;
     }
   }
@@ -422,7 +424,7 @@ export class RunSearch {
     this.queue = this.queue
       .then(() => new Promise<void>((r) => setImmediate(r)))
       .then(async () => {
-        if (!st.index) st.index = await buildIndex(st);
+        if (!st.index) st.index = await buildIndex(st, () => this.noReads());
         await this.toCache(st);
       })
       .catch(() => {})
@@ -430,6 +432,15 @@ export class RunSearch {
   }
 
   private readonly queued = new Set<StepTexts>();
+
+  /**
+   * Resolves on the next turn of the event loop once no step is being read: an index is built in the time
+   * the reads leave (a cold scan of the next steps goes first).
+   */
+  private async noReads(): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    while (this.reading.size > 0 && !this.stopped) await new Promise((r) => setTimeout(r, READ_WAIT_MS));
+  }
 
   /** Resolves once every scheduled index is built (and cached). */
   idle(): Promise<void> {
