@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { fixturePath } from '../../../test/support/fixtures.ts';
 import { ZipArchive } from '../zip.ts';
 import { PickleError, TorchFormatError } from './errors.ts';
-import { decodeLong, unpickle, unpickleSource } from './unpickle.ts';
+import { decodeLong, unpickle, Unpickler, unpickleSource } from './unpickle.ts';
 import { tensorDataFromBytes } from './tensorData.ts';
 import { pickleBytes } from './writer.ts';
 import { PyEnum, PyObject, PyTuple, Tensor, type PyValue } from './value.ts';
@@ -81,6 +81,29 @@ describe('CPython pickles, protocols 0–5', () => {
       const windowed = unpickleSource({ size: b.length, read: (pos, into, off, len) => (into.set(b.subarray(pos, pos + len), off), Math.min(len, b.length - pos)) }, { file: 'w' }, 16);
       assert.deepEqual(JSON.stringify(windowed.value, replacer), JSON.stringify(whole.value, replacer));
       assert.deepEqual(windowed.opcodes, whole.opcodes);
+    }
+  });
+
+  it('decodes identically when advanced a few opcodes at a time, in memory and through a window', () => {
+    for (const proto of ['2', '4', '5']) {
+      const b = hex(data.pickles[proto]);
+      const source = { size: b.length, read: (pos: number, into: Uint8Array, off: number, len: number) => (into.set(b.subarray(pos, pos + len), off), Math.min(len, b.length - pos)) };
+      for (const budget of [1, 3]) {
+        // (A window too small for a whole number list decodes it as a plain list: compared with its own kind.)
+        for (const [input, whole] of [
+          [b, unpickle(b, { file: 'w', typedLists: true })],
+          [source, unpickleSource(source, { file: 'w', typedLists: true }, 16)],
+        ] as const) {
+          const u = new Unpickler(input, { file: 'w', typedLists: true }, 16);
+          let steps = 0;
+          let r = u.advance(budget);
+          for (; r === null; r = u.advance(budget)) steps++;
+          assert.ok(steps > 3, `proto ${proto}: ${steps} pauses`);
+          assert.equal(JSON.stringify(r.value, replacer), JSON.stringify(whole.value, replacer));
+          assert.deepEqual([r.protocol, r.opcodes, r.globals], [whole.protocol, whole.opcodes, whole.globals]);
+          assert.equal(u.advance(budget), r, 'a finished decode answers its value again');
+        }
+      }
     }
   });
 });

@@ -119,8 +119,3 @@ export function dumpSampleText(d: PyValue, position: number, file: string): Dump
     ids: [...ids],
   };
 }
-
-/** The texts of a decoded rollout dump, in batch order; `file` names it in errors. */
-export function dumpSampleTexts(value: PyValue, file: string): DumpedSampleText[] {
-  return dumpSamples(value, file).flatMap((d, position) => dumpSampleText(d, position, file) ?? []);
-}
