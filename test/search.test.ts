@@ -4,8 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Hono } from 'hono';
 import { generateDemoRun } from '../src/demo/index.ts';
@@ -18,6 +17,7 @@ import { failureResponse } from '../src/server/errors.ts';
 import { openRun, type OpenRun } from '../src/server/run.ts';
 import { openMilesRun } from '../src/run/miles/index.ts';
 import { RunAnswers } from '../src/queries/runAnswers.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 import { ageTree, copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
 
 async function all(run: AnswerRun, q: string, search = new RunSearch(run)): Promise<SearchEvent[]> {
@@ -278,11 +278,12 @@ describe('a cold step is searched while its dump is decoded', () => {
 describe('rlsight search', () => {
   let copy: RunCopy;
   before(() => {
+    ensureCliBuilt();
     copy = copyFixtureRun('miles-demo');
   });
   after(() => copy.dispose());
   const cli = (...args: string[]) => {
-    const r = spawnSync(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'rlsight.mjs'), 'search', '--dump-details', copy.dir, ...args], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [RLSIGHT_BIN, 'search', '--dump-details', copy.dir, ...args], { encoding: 'utf8' });
     return { code: r.status, lines: r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>), stderr: r.stderr };
   };
 
