@@ -1,10 +1,11 @@
 // Fleet overview: per time bucket, the phase mix across all lanes and the util quantile band — O(buckets), never O(lanes).
-import type { GpuUtilBlock } from '../run/telemetry/store.ts';
+import type { GpuUtilHour } from '../run/telemetry/store.ts';
+import { UTIL_CELL_S } from '../run/telemetry/store.ts';
+import { windowPass } from './gpuWindowPass.ts';
 import { PARTITIONED_STREAMS, FLAT_STREAMS } from '../run/telemetry/records.ts';
 import { phaseComposition, utilBand, type FleetBand } from './fleetBand.ts';
 import { heatmapLaneRows, phaseHeatmapMatrix, resolveHeatmapWindow, type HeatmapSource } from './heatmap.ts';
 import { FLEET_X_BUCKETS, checkLimit } from './limits.ts';
-import { UTIL_CELL_S, utilCellsOf } from './utilCells.ts';
 import type { Fleet } from '../wire/timeline.ts';
 
 export type FleetSource = HeatmapSource;
@@ -24,13 +25,11 @@ const ANSWERS_KEPT = 8;
 
 /**
  * Per-lane max util per bucket over rows in `[t0, t1]`, bucket-major `[xb × laneCount]` (NaN = no sample):
- * `bucket = clip(floor((ts - t0)/span*xb), 0, xb-1)`. When buckets are at least 10 s wide, a block's
- * 10-s cells stand in for its rows wherever a whole column falls in one bucket (bucketing is monotone
- * in ts, so both column ends agreeing proves it); only columns cut by a bucket edge or the window
- * re-read raw rows. The answer is identical to a pass over every row.
+ * `bucket = clip(floor((ts - t0)/span*xb), 0, xb-1)`. Whole rollup cells stand in for their rows where a
+ * column falls in one bucket (see `windowPass`); the answer is identical to a pass over every row.
  */
-export function laneBucketMax(blocks: Iterable<GpuUtilBlock>, lanes: { readonly size: number }, t0: number, t1: number, xb: number): { max: Float64Array; laneCount: number } {
-  // lane ids are interned as blocks are parsed: the matrix widens when a block brings new ones
+export function laneBucketMax(hours: Iterable<GpuUtilHour>, lanes: { readonly size: number }, t0: number, t1: number, xb: number): { max: Float64Array; laneCount: number } {
+  // lane ids are interned as hours are read: the matrix widens when an hour brings new ones
   let laneCount = lanes.size;
   let out = new Float64Array(xb * laneCount).fill(NaN);
   const widen = (): void => {
@@ -40,64 +39,21 @@ export function laneBucketMax(blocks: Iterable<GpuUtilBlock>, lanes: { readonly 
     out = next;
     laneCount = wider;
   };
-  const span = t1 - t0;
-  const bucket = (t: number): number => {
-    const x = Math.floor(((t - t0) / span) * xb);
-    return x >= xb ? xb - 1 : x < 0 ? 0 : x;
-  };
-  const raw = (b: GpuUtilBlock, from: number, to: number): void => {
-    const ts = b.ts;
-    const lane = b.lane;
-    const util = b.util;
-    // Samplers stamp a node's GPUs with one ts: reuse the bucket while ts repeats.
-    let lastT = NaN;
-    let x = 0;
-    for (let i = from; i < to; i++) {
-      const t = ts[i];
-      if (t !== lastT) {
-        if (!(t >= t0 && t <= t1)) {
-          lastT = NaN;
-          continue;
-        }
-        x = bucket(t);
-        lastT = t;
-      }
-      const c = x * laneCount + lane[i];
-      const v = util[i];
+  windowPass(hours, t0, t1, xb, {
+    hour: () => {
+      if (lanes.size > laneCount) widen();
+    },
+    cell: (x, lane, cells, k) => {
+      const c = x * laneCount + lane;
+      const v = cells.maxUtil[k];
       if (!(out[c] >= v)) out[c] = v;
-    }
-  };
-  for (const b of blocks) {
-    if (b.length === 0 || b.tsMax < t0 || b.tsMin > t1) continue;
-    if (lanes.size > laneCount) widen();
-    const cells = span / xb >= UTIL_CELL_S ? utilCellsOf(b, laneCount) : null;
-    if (cells === null) {
-      raw(b, 0, b.length);
-      continue;
-    }
-    const L = cells.laneCount;
-    for (let c = 0; c < cells.columns; c++) {
-      const from = cells.colStart[c];
-      const to = cells.colStart[c + 1];
-      if (from === to) continue;
-      const cs = cells.lo + c * UTIL_CELL_S;
-      const ce = cs + UTIL_CELL_S; // samples of the column are < ce
-      if (ce <= t0 || cs > t1) continue;
-      if (cs >= t0 && ce <= t1) {
-        const x = bucket(cs);
-        if (x === bucket(ce)) {
-          const base = c * L;
-          const o = x * laneCount;
-          for (let l = 0; l < L; l++) {
-            const v = cells.max[base + l];
-            if (v === v && !(out[o + l] >= v)) out[o + l] = v;
-          }
-          continue;
-        }
-      }
-      raw(b, from, to);
-    }
-  }
+    },
+    row: (x, lane, rows, i) => {
+      const c = x * laneCount + lane;
+      const v = rows.util[i];
+      if (!(out[c] >= v)) out[c] = v;
+    },
+  }, { minBucketS: UTIL_CELL_S });
   return { max: out, laneCount };
 }
 
@@ -132,7 +88,7 @@ export function fleet(store: FleetSource, q: FleetQuery = {}): Fleet {
   } else {
     const rows = heatmapLaneRows(store.laneIndex(), null);
     const { palette, matrix } = phaseHeatmapMatrix(store, rows, null, t0, t1, xb);
-    const { max, laneCount } = laneBucketMax(store.gpuUtilPass(t0, t1), store.lanes, t0, t1, xb);
+    const { max, laneCount } = laneBucketMax(store.gpuUtilHours(t0, t1), store.lanes, t0, t1, xb);
     const band = utilBand(max, laneCount, xb);
     answer = { t0, t1, x_buckets: xb, lanes: rows.length, palette, composition: phaseComposition(matrix, rows.length, xb, palette), band };
   }

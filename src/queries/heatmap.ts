@@ -1,8 +1,10 @@
 // Heatmaps: lanes × time buckets of util / mem / power maxima, phase ids, or trajectory lifecycle states.
-import type { GpuUtilBlock, LaneTable, MetricsRecord, StreamName, TrajectoryEvent } from '../run/telemetry/store.ts';
+import type { GpuUtilBlock, GpuUtilHour, LaneTable, MetricsRecord, StreamName, TrajectoryEvent } from '../run/telemetry/store.ts';
 import type { LaneEntry } from '../run/telemetry/records.ts';
 import { BadArgument } from '../run/errors.ts';
 import { encodeHeatmapFrame } from './heatmapFrame.ts';
+import { UTIL_CELL_S } from '../run/telemetry/store.ts';
+import { blockHours, rowMem, rowPower, windowPass } from './gpuWindowPass.ts';
 import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, foldLifecycleRows, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { phasesByLane, type PhaseRow, type PhaseSource } from './phases.ts';
@@ -21,6 +23,8 @@ export interface HeatmapSource extends PhaseSource {
   gpuUtilBlocks(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): GpuUtilBlock[];
   /** The same blocks one at a time for a single pass (a long window stays within the memory budget). */
   gpuUtilPass(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Iterable<GpuUtilBlock>;
+  /** The hours one at a time with their rollup cells (whole-window answers). */
+  gpuUtilHours(t0?: number | null, t1?: number | null): Iterable<GpuUtilHour>;
   readonly lanes: LaneTable;
   trajectoryEvents(t0?: number | null, t1?: number | null): TrajectoryEvent[];
   metricsRecords(): readonly MetricsRecord[];
@@ -114,7 +118,7 @@ export class LaneRows {
 
 /** Per-cell maxima (NaN = no sample) of util, mem_mb or power_w over rows in `[t0, t1]`. */
 export function magnitudeCells(
-  blocks: Iterable<GpuUtilBlock>,
+  hours: Iterable<GpuUtilHour>,
   laneRows: LaneRows,
   rows: number,
   metric: string,
@@ -123,38 +127,26 @@ export function magnitudeCells(
   xb: number,
 ): Float64Array {
   const cells = new Float64Array(rows * xb).fill(NaN);
-  const span = t1 - t0;
   const kind = metric === 'util' ? 0 : metric === 'mem_mb' ? 1 : 2;
-  for (const b of blocks) {
-    if (b.length === 0 || b.tsMax < t0 || b.tsMin > t1) continue;
-    const rowOfLane = laneRows.current();
-    const ts = b.ts;
-    const lane = b.lane;
-    const util = b.util;
-    const n = b.length;
-    // Samplers stamp a node's GPUs with one ts: reuse the bucket while ts repeats.
-    let lastT = NaN;
-    let x = 0;
-    for (let i = 0; i < n; i++) {
-      const t = ts[i];
-      if (t !== lastT) {
-        if (!(t >= t0 && t <= t1)) {
-          lastT = NaN;
-          continue;
-        }
-        x = bucketOf(t, t0, span, xb);
-        lastT = t;
-      }
-      const l = lane[i];
-      const r = l < rowOfLane.length ? rowOfLane[l] : -1;
-      if (r < 0) continue;
-      const v = kind === 0 ? util[i] : kind === 1 ? b.memMb(i) : b.powerW(i);
-      const c = r * xb + x;
-      if (!(cells[c] >= v)) cells[c] = v;
-    }
-  }
+  let rowOfLane = laneRows.current();
+  const put = (x: number, lane: number, v: number): void => {
+    const r = lane < rowOfLane.length ? rowOfLane[lane] : -1;
+    if (r < 0) return;
+    const c = r * xb + x;
+    if (!(cells[c] >= v)) cells[c] = v;
+  };
+  windowPass(hours, t0, t1, xb, {
+    hour: () => {
+      rowOfLane = laneRows.current();
+    },
+    cell: (x, lane, c, k) => put(x, lane, kind === 0 ? c.maxUtil[k] : kind === 1 ? c.maxMem[k] : c.maxPower[k]),
+    row: (x, lane, r, i) => put(x, lane, kind === 0 ? r.util[i] : kind === 1 ? rowMem(r, i) : rowPower(r, i)),
+  });
   return cells;
 }
+
+/** Bucket width from which a magnitude heatmap reads rollup cells rather than (possibly selective) raw rows. */
+const HEATMAP_CELLS_FROM_S = UTIL_CELL_S;
 
 function emptyHeatmap(metric: string, xb: number): Heatmap {
   return { header: { rows: [], x_buckets: xb, t0: 0.0, t1: 0.0, metric, scale: null, palette: null }, values: new Uint8Array(0) };
@@ -200,8 +192,9 @@ export function heatmap(store: HeatmapSource, q: HeatmapQuery = {}): Heatmap {
 
   const rows = heatmapLaneRows(store.laneIndex(), sel);
   if (MAGNITUDES.has(metric)) {
-    const blocks = store.gpuUtilPass(t0, t1, selectiveLaneKeys(sel, store.laneIndex().length));
-    const cells = magnitudeCells(blocks, new LaneRows(store.lanes, rows), rows.length, metric, t0, t1, xb);
+    const hours =
+      (t1 - t0) / xb >= HEATMAP_CELLS_FROM_S ? store.gpuUtilHours(t0, t1) : blockHours(store.gpuUtilPass(t0, t1, selectiveLaneKeys(sel, store.laneIndex().length)));
+    const cells = magnitudeCells(hours, new LaneRows(store.lanes, rows), rows.length, metric, t0, t1, xb);
     const scaleMax = metric === 'util' ? 100.0 : peakOf(cells);
     return { header: { rows, x_buckets: xb, t0, t1, metric, scale: { max: scaleMax }, palette: null }, values: magnitudeBytes(cells, scaleMax) };
   }

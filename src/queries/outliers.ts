@@ -1,5 +1,6 @@
 // Outlier lanes: the lowest mean util, or the slowest mean duration of a named phase.
-import type { GpuUtilBlock, LaneTable, StreamName } from '../run/telemetry/store.ts';
+import type { GpuUtilHour, LaneTable, StreamName } from '../run/telemetry/store.ts';
+import { windowPass } from './gpuWindowPass.ts';
 import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import { BadArgument } from '../run/errors.ts';
 import { phaseRowsOf } from './heatmap.ts';
@@ -10,8 +11,8 @@ import { laneStartLags } from './stragglers.ts';
 import type { Outlier, OutliersAnswer } from '../wire/timeline.ts';
 
 export interface OutlierSource extends PhaseSource {
-  /** gpu_util blocks one at a time for a single pass over the window. */
-  gpuUtilPass(t0?: number | null, t1?: number | null): Iterable<GpuUtilBlock>;
+  /** gpu_util hours one at a time, with their rollup cells, for a single pass over the window. */
+  gpuUtilHours(t0?: number | null, t1?: number | null): Iterable<GpuUtilHour>;
   readonly lanes: LaneTable;
   streamVersion(stream: StreamName): number;
 }
@@ -36,32 +37,37 @@ function ascending(a: Outlier, b: Outlier): number {
 }
 
 /** Mean util per lane over rows with `t0 <= ts <= t1` (lanes without rows are absent). */
-export function meanUtilByLane(blocks: Iterable<GpuUtilBlock>, lanes: LaneTable, t0: number | null, t1: number | null): Outlier[] {
-  const lo = t0 ?? -Infinity;
-  const hi = t1 ?? Infinity;
+export function meanUtilByLane(hours: Iterable<GpuUtilHour>, lanes: LaneTable, t0: number | null, t1: number | null): Outlier[] {
   let sum = new Float64Array(lanes.size);
   let count = new Float64Array(lanes.size);
-  for (const b of blocks) {
-    if (b.length === 0 || b.tsMax < lo || b.tsMin > hi) continue;
-    if (lanes.size > sum.length) {
-      // parsing this block interned new lane ids
-      const s = new Float64Array(lanes.size);
-      const c = new Float64Array(lanes.size);
-      s.set(sum);
-      c.set(count);
-      sum = s;
-      count = c;
-    }
-    const ts = b.ts;
-    const lane = b.lane;
-    const util = b.util;
-    for (let i = 0; i < b.length; i++) {
-      const t = ts[i];
-      if (!(t >= lo && t <= hi)) continue;
-      sum[lane[i]] += util[i];
-      count[lane[i]]++;
-    }
-  }
+  windowPass(
+    hours,
+    t0,
+    t1,
+    1,
+    {
+      hour: () => {
+        if (lanes.size <= sum.length) return;
+        // reading this hour interned new lane ids
+        const s = new Float64Array(lanes.size);
+        const c = new Float64Array(lanes.size);
+        s.set(sum);
+        c.set(count);
+        sum = s;
+        count = c;
+      },
+      cell: (_x, lane, cells, k) => {
+        sum[lane] += cells.sumUtil![k];
+        count[lane] += cells.count[k];
+      },
+      row: (_x, lane, rows, i) => {
+        sum[lane] += rows.util[i];
+        count[lane]++;
+      },
+    },
+    // integer sums are exact in any order; a wide hour (fractional util) is summed row by row
+    { usable: (cells) => cells.sumUtil !== null },
+  );
   const out: Outlier[] = [];
   for (let id = 0; id < lanes.size; id++) {
     if (count[id] > 0) out.push({ node: lanes.node(id), gpu: lanes.gpu(id), score: sum[id] / count[id] });
@@ -80,7 +86,7 @@ export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer 
   const t0 = q.t0 ?? null;
   const t1 = q.t1 ?? null;
   if (q.criterion === 'lowest_util') {
-    return { outliers: meanUtilByLane(store.gpuUtilPass(t0, t1), store.lanes, t0, t1).sort(ascending).slice(0, topK) };
+    return { outliers: meanUtilByLane(store.gpuUtilHours(t0, t1), store.lanes, t0, t1).sort(ascending).slice(0, topK) };
   }
   if (q.criterion.startsWith(SLOWEST_PHASE)) {
     const name = q.criterion.slice(SLOWEST_PHASE.length);

@@ -7,8 +7,9 @@ import { gpuRowProblem, tsHorizon } from './valueDomain.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const GPU_KEYS = ['ts', 'node', 'gpu', 'util', 'mem_mb', 'power_w'] as const;
-const MEM_BITS = 20;
-const MEM_MASK = (1 << MEM_BITS) - 1;
+/** Compact blocks pack mem_mb and power_w in one u32: mem in the low `MEM_BITS` bits, power above. */
+export const MEM_BITS = 20;
+export const MEM_MASK = (1 << MEM_BITS) - 1;
 const POWER_MAX = (1 << (32 - MEM_BITS)) - 1;
 
 const COMPACT = { ts: Float64Array, lane: Uint16Array, util: Uint8Array, memPower: Uint32Array } as const;

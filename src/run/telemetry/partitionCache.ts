@@ -3,10 +3,13 @@
 // identity (inode) and the byte offset parsed to. A file that grew since is extended from that offset,
 // a replaced or shortened one is parsed again; the cache is never trusted past what it recorded.
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { columnArrayType, decodeFrame, encodeFrame, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
 import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
+import type { GpuUtilColumns } from './gpuUtilBlock.ts';
+import { hourStart } from '../../formats/dashboard/layout.ts';
+import { extendable, foldGpuUtilRows, rollupFromFrame, rollupToFrame, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
 import type { FileStat } from './io.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { PartitionedStream } from './records.ts';
@@ -43,6 +46,9 @@ export class PartitionCache {
   /** Loads served and files written (diagnostics and tests). */
   hits = 0;
   writes = 0;
+  /** gpu_util rollups written, and rows folded into them (a grown hour folds only its new rows). */
+  rollupWrites = 0;
+  rollupRowsFolded = 0;
 
   /** `cacheDir` may hold caches of several runs: each run's sit under a digest of its `dashboard/` path. */
   constructor(cacheDir: string, dashboardDir: string) {
@@ -109,6 +115,20 @@ export class PartitionCache {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** Header layouts of persisted gpu_util parses read by `gpuRows`, while their cache file is unchanged (a pass reads many slices of one file). */
+  private readonly layouts = new Map<string, { file: string; srcIno: number; layout: NonNullable<ReturnType<PartitionCache['headerOf']>> }>();
+
+  private layoutOf(key: string, st: FileStat, fd: number): ReturnType<PartitionCache['headerOf']> {
+    const f = fstatSync(fd);
+    const file = `${f.ino}:${f.size}:${f.mtimeMs}`;
+    const memo = this.layouts.get(key);
+    if (memo !== undefined && memo.file === file && memo.srcIno === st.ino && memo.layout.header.offset <= st.size) return memo.layout;
+    const layout = this.headerOf('gpu_util', key, st, fd);
+    if (layout === null) this.layouts.delete(key);
+    else this.layouts.set(key, { file, srcIno: st.ino, layout });
+    return layout;
   }
 
   /** Whether a valid persisted parse of `key` exists (reads its header only). */
@@ -192,6 +212,96 @@ export class PartitionCache {
     } catch {
       rmSync(tmp, { force: true });
     }
+    if (r.data.stream === 'gpu_util') this.saveRollup(key, ino, r.offset, r.data.columns, r.data.lanes, r.data.columns.length);
+  }
+
+  private rollupPath(key: string): string {
+    return join(this.root, 'gpu_util', `${key}.cells.rlc`);
+  }
+
+  /**
+   * The persisted rollup of gpu_util hour `key` as of `offset` source bytes (any offset when null), or
+   * null when there is none for the file's inode. A damaged rollup reads as absent.
+   */
+  loadRollup(key: string, ino: number, offset: number | null): { cells: GpuUtilCells; offset: number } | null {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(this.rollupPath(key));
+    } catch {
+      return null;
+    }
+    try {
+      const { header, columns } = decodeFrame<GpuRollupHeader & { key: string; ino: number; offset: number }>(bytes);
+      if (header.key !== key || header.ino !== ino || (offset !== null && header.offset !== offset)) return null;
+      const cells = rollupFromFrame(header, columns);
+      return cells === null ? null : { cells, offset: header.offset };
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Persists the rollup of hour `key` (parsed up to `offset`, `rows` rows). When a rollup of the same
+   * file exists for a prefix of these rows, only the rows after it are folded in (a grown hour is
+   * extended, not redone); a replaced file's rollup is rebuilt. `hi` is the hour's end.
+   */
+  saveRollup(key: string, ino: number, offset: number, columns: GpuUtilColumns, lanes: readonly (readonly [string, number])[], rows: number, prev?: GpuUtilCells | null): GpuUtilCells | null {
+    const rowsIn = { ...rowsOfColumns(columns), length: rows };
+    const lo = hourStart(key);
+    if (lo === null) return null;
+    let base = prev ?? this.loadRollup(key, ino, null)?.cells ?? null;
+    if (base !== null && !extendable(base, rowsIn, lo, lo + 3600)) base = null;
+    const from = base?.rows ?? 0;
+    const cells = foldGpuUtilRows(base, rowsIn, lanes, lo, lo + 3600, from);
+    if (cells !== null) this.rollupRowsFolded += cells.rows - from;
+    if (cells === null) {
+      rmSync(this.rollupPath(key), { force: true });
+      return null;
+    }
+    const { header, columns: cols } = rollupToFrame(cells);
+    const path = this.rollupPath(key);
+    const tmp = `${path}.${process.pid}.tmp`;
+    try {
+      mkdirSync(join(this.root, 'gpu_util'), { recursive: true });
+      writeFileSync(tmp, encodeFrame({ ...header, key, ino, offset }, cols));
+      renameSync(tmp, path);
+      this.rollupWrites++;
+    } catch {
+      rmSync(tmp, { force: true });
+    }
+    return cells;
+  }
+
+  /**
+   * Rows `[from, to)` of the persisted gpu_util parse of `key` (read as slices of its columns), lane
+   * ids indexing the returned `lanes`; null when no persisted parse of the file as it is holds them.
+   */
+  gpuRows(key: string, st: FileStat, from: number, to: number): { rows: GpuUtilRowsIn; lanes: [string, number][] } | null {
+    return this.withFile('gpu_util', key, (fd) => {
+      const layout = this.layoutOf(key, st, fd);
+      if (layout === null || !(to <= layout.header.length) || !(from <= to)) return null;
+      const n = to - from;
+      const read = (name: string): FrameColumn | undefined => {
+        const info = layout.header.columns.find((c) => c.name === name);
+        if (info === undefined) return undefined;
+        const T = columnArrayType(info.type);
+        const out = new T(n);
+        const bytes = new Uint8Array(out.buffer);
+        const len = n * T.BYTES_PER_ELEMENT;
+        if (len > 0 && readSync(fd, bytes, 0, len, layout.offsets[name] + from * T.BYTES_PER_ELEMENT) !== len) throw new Error('short read');
+        return out;
+      };
+      const rows: GpuUtilRowsIn = {
+        length: n,
+        ts: read('ts') as Float64Array,
+        lane: read('lane') as Uint16Array,
+        util: read('util') as Uint8Array | Float64Array,
+        memPower: read('memPower') as Uint32Array | undefined,
+        mem: read('mem') as Float64Array | undefined,
+        power: read('power') as Float64Array | undefined,
+      };
+      return { rows, lanes: layout.header.extra.lanes as [string, number][] };
+    });
   }
 }
 

@@ -207,6 +207,21 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     }
   }
 
+  /** The files overlapping `[t0, t1]` (legacy always), legacy first then hours ascending. */
+  overlappingFiles(t0?: number | null, t1?: number | null): PartitionFile[] {
+    return this.overlapping(t0, t1);
+  }
+
+  /** The whole block of `key` if it is resident (no read, no LRU change), else null. */
+  residentBlock(key: string): B | null {
+    return this.cache.get(key)?.block ?? null;
+  }
+
+  /** Bytes of the file the resident whole block of `key` was parsed to, or null when it is not resident. */
+  parsedOffset(key: string): number | null {
+    return this.cache.get(key)?.offset ?? null;
+  }
+
   /** The files overlapping `[t0, t1]` (legacy always). */
   private overlapping(t0?: number | null, t1?: number | null): PartitionFile[] {
     return this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));

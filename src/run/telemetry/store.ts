@@ -38,6 +38,8 @@ import { join } from 'node:path';
 import type { EngineSeriesBlock } from './engineSeriesBlock.ts';
 import { FlatStreams } from './flatStreams.ts';
 import type { GpuUtilBlock } from './gpuUtilBlock.ts';
+import { GpuUtilHours, type GpuUtilHour } from './gpuUtilHours.ts';
+export { rowsOfBlock } from './gpuUtilHours.ts';
 import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { nodeIo } from './io.ts';
@@ -68,6 +70,9 @@ import type {
 import { PARTITION_CACHE_BLOCKS, PHASE_LOOKAHEAD_S } from './records.ts';
 
 export type { PartitionFile } from './partitionReader.ts';
+export type { GpuUtilHour, GpuUtilRows } from './gpuUtilHours.ts';
+export type { GpuUtilCells } from './gpuUtilRollup.ts';
+export { UTIL_CELL_S, rowMem, rowPower } from './gpuUtilRollup.ts';
 export { GpuUtilBlock } from './gpuUtilBlock.ts';
 export { EngineSeriesBlock } from './engineSeriesBlock.ts';
 export { PhaseBlock } from './phaseBlock.ts';
@@ -135,6 +140,7 @@ export class TelemetryStore {
   private readonly warm: WarmUp | null;
   private readonly laneIdx: LaneIndex;
   private readonly metricPresence: EngineMetricPresence;
+  private readonly gpuHours: GpuUtilHours;
   private range: [number, number] | null = null;
   private readonly warningList: TelemetryWarning[] = [];
   private readonly warningSeen = new Set<string>();
@@ -171,6 +177,7 @@ export class TelemetryStore {
       phaseBlock: (f) => p.phases.block(f),
     });
     this.metricPresence = new EngineMetricPresence(p.engine_series, this.engineSeries, io);
+    this.gpuHours = new GpuUtilHours(p.gpu_util, this.lanes, io, disk, budget);
   }
 
   /**
@@ -420,6 +427,21 @@ export class TelemetryStore {
    */
   gpuUtilPass(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Iterable<GpuUtilBlock> {
     return this.partitions.gpu_util.pass(t0, t1, lanes == null ? null : [...new Set(lanes)].sort().join('\n'));
+  }
+
+  /**
+   * The gpu_util hours overlapping `[t0, t1]`, one at a time, each with its rollup (10-s cells per lane:
+   * count, util/mem/power maxima, util sums, each column's row range) when it has one, so a whole-window
+   * answer reads cells and only the rows of the columns it cannot take whole. Hours without a rollup
+   * (the legacy flat file, rows outside their hour) offer their raw block. Do not keep hours past the pass.
+   */
+  gpuUtilHours(t0?: number | null, t1?: number | null): Iterable<GpuUtilHour> {
+    return this.gpuHours.pass(t0, t1);
+  }
+
+  /** Rollups built from rows and loaded from the cache by this store so far (diagnostics, tests). */
+  gpuRollupStats(): { built: number; loaded: number } {
+    return { built: this.gpuHours.built, loaded: this.gpuHours.loaded };
   }
 
   /**
