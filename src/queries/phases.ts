@@ -140,31 +140,47 @@ function liveOpenMarkers(store: object, blocks: readonly PhaseBlock[]): Int32Arr
   if (memo === undefined) resolved.set(store, (memo = []));
   const hit = memo.find((m) => m.sig === sig);
   if (hit !== undefined) return hit.live;
-  // open markers by t0 (numbers, no string keys): [block, row] pairs
-  const byT0 = new Map<number, number[]>();
-  let anyOpen = false;
+  // open markers sorted by t0 (a typed sort and binary searches: no map keyed on floats)
+  let opens = 0;
+  for (const b of blocks) opens += b.openCount;
+  const openT0 = new Float64Array(opens);
+  const openBlock = new Int32Array(opens);
+  const openRow = new Int32Array(opens);
+  let n = 0;
   for (let bi = 0; bi < blocks.length; bi++) {
     const b = blocks[bi];
     if (b.openCount === 0) continue;
-    anyOpen = true;
-    for (let i = 0; i < b.length; i++) {
+    for (let i = 0; i < b.length && n < opens; i++) {
       if (b.t1[i] !== OPEN_T1) continue;
-      const list = byT0.get(b.t0[i]);
-      if (list === undefined) byT0.set(b.t0[i], [bi, i]);
-      else list.push(bi, i);
+      openT0[n] = b.t0[i];
+      openBlock[n] = bi;
+      openRow[n++] = i;
     }
   }
+  const order = Array.from({ length: n }, (_, k) => k).sort((x, y) => openT0[x] - openT0[y]);
+  const sortedT0 = Float64Array.from(order, (k) => openT0[k]);
   const cancelled: (Uint8Array | null)[] = blocks.map((b) => (b.openCount === 0 ? null : new Uint8Array(b.length)));
-  if (anyOpen) {
+  if (n > 0) {
     for (const b of blocks) {
+      const t0 = b.t0;
+      const t1 = b.t1;
       for (let i = 0; i < b.length; i++) {
-        if (b.t1[i] === OPEN_T1) continue;
-        const list = byT0.get(b.t0[i]);
-        if (list === undefined) continue;
-        for (let k = 0; k < list.length; k += 2) {
-          const ob = blocks[list[k]];
-          const oi = list[k + 1];
-          if (ob.node[oi] === b.node[i] && ob.rank[oi] === b.rank[i] && ob.name[oi] === b.name[i]) cancelled[list[k]]![oi] = 1;
+        if (t1[i] === OPEN_T1) continue;
+        const t = t0[i];
+        if (!(t >= sortedT0[0] && t <= sortedT0[n - 1])) continue;
+        // first marker with t0 >= t
+        let lo = 0;
+        let hi = n;
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if (sortedT0[mid] < t) lo = mid + 1;
+          else hi = mid;
+        }
+        // a marker's closed twin starts when it did, on the same node and rank, with the same name
+        for (let k = lo; k < n && sortedT0[k] === t; k++) {
+          const ob = blocks[openBlock[order[k]]];
+          const oi = openRow[order[k]];
+          if (ob.node[oi] === b.node[i] && ob.rank[oi] === b.rank[i] && ob.name[oi] === b.name[i]) cancelled[openBlock[order[k]]]![oi] = 1;
         }
       }
     }
