@@ -139,3 +139,22 @@ describe('gpu_util rollups', () => {
     }
   });
 });
+
+test('the background warm-up rolls up hours whose columns were persisted without a rollup', () => {
+  const r = makeRun();
+  try {
+    const want = answers(open(r.dir, r.cache));
+    const rollups = readdirSync(r.cache, { recursive: true }).map(String).filter((p) => p.endsWith('.cells.rlc'));
+    assert.equal(rollups.length, 3);
+    for (const f of rollups) rmSync(join(r.cache, f));
+    const s = open(r.dir, r.cache);
+    assert.equal(s.warmUpProgress()?.running, true);
+    while (s.warmUpStep());
+    assert.equal(readdirSync(r.cache, { recursive: true }).map(String).filter((p) => p.endsWith('.cells.rlc')).length, 3);
+    const after = open(r.dir, r.cache);
+    assert.deepEqual(answers(after), want);
+    assert.deepEqual(after.gpuRollupStats(), { built: 0, loaded: 3 });
+  } finally {
+    r.dispose();
+  }
+});

@@ -74,6 +74,11 @@ export class GpuUtilHours implements BudgetOwner {
     }
   }
 
+  /** Makes sure hour `f` has an up-to-date rollup (a warm-up step). */
+  rollUp(f: PartitionFile): void {
+    if (f.key !== 'legacy') this.rollupOf(f);
+  }
+
   /** The up-to-date rollup of `f`, building it when missing; null when the hour cannot be rolled up. */
   private rollupOf(f: PartitionFile): Resident | null {
     const st = this.io.stat(f.path);

@@ -9,7 +9,7 @@ import { columnArrayType, decodeFrame, encodeFrame, frameHeaderLength, frameLayo
 import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
 import type { GpuUtilColumns } from './gpuUtilBlock.ts';
 import { hourStart } from '../../formats/dashboard/layout.ts';
-import { extendable, foldGpuUtilRows, rollupFromFrame, rollupToFrame, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
+import { GPU_ROLLUP_VERSION, extendable, foldGpuUtilRows, rollupFromFrame, rollupToFrame, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
 import type { FileStat } from './io.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { PartitionedStream } from './records.ts';
@@ -237,6 +237,28 @@ export class PartitionCache {
       return cells === null ? null : { cells, offset: header.offset };
     } catch {
       return null;
+    }
+  }
+
+  /** Whether a persisted rollup of `key` exists for the file with inode `ino` as it is now (`size` bytes parsed); reads its header only. */
+  hasRollup(key: string, st: FileStat): boolean {
+    let fd: number;
+    try {
+      fd = openSync(this.rollupPath(key), 'r');
+    } catch {
+      return false;
+    }
+    try {
+      const first = Buffer.alloc(8);
+      if (readSync(fd, first, 0, 8, 0) !== 8) return false;
+      const head = Buffer.alloc(8 + frameHeaderLength(first));
+      if (readSync(fd, head, 0, head.length, 0) !== head.length) return false;
+      const h = frameLayout<GpuRollupHeader & { key: string; ino: number; offset: number }>(head).header;
+      return h.key === key && h.ino === st.ino && h.offset <= st.size && h.version === GPU_ROLLUP_VERSION;
+    } catch {
+      return false;
+    } finally {
+      closeSync(fd);
     }
   }
 

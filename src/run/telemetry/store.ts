@@ -164,7 +164,10 @@ export class TelemetryStore {
       r.diskCache = disk;
     }
     this.budget = budget;
-    this.warm = disk === null ? null : new WarmUp(this.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>, disk, io, () => this.pool);
+    this.warm =
+      disk === null
+        ? null
+        : new WarmUp(this.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>, disk, io, () => this.pool, (f) => this.gpuHours.rollUp(f));
     this.flat = new FlatStreams(dashboardDir, io, warn);
     const p = this.partitions;
     this.laneIdx = new LaneIndex(dashboardDir, io, warn, {

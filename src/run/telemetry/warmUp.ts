@@ -21,6 +21,8 @@ interface Task {
   stream: PartitionedStream;
   file: PartitionFile;
   ino: number;
+  /** Only the rollup is missing (the columns are persisted): it is folded from them, nothing is parsed. */
+  rollupOnly?: boolean;
 }
 
 /** Streams worth persisting ahead, in the order a task list takes them within an hour. */
@@ -36,6 +38,8 @@ export class WarmUp {
     private readonly cache: PartitionCache,
     private readonly io: TelemetryIo,
     private readonly pool: () => ParsePool | null,
+    /** Rolls up one gpu_util hour from its persisted columns. */
+    private readonly rollUp: (file: PartitionFile) => void = () => {},
   ) {}
 
   /** What remains, newest hour first; files already persisted (or resident whole) are skipped. */
@@ -45,7 +49,11 @@ export class WarmUp {
       for (const file of this.readers[stream].files()) {
         if (file.size === 0 || this.failed.has(`${stream}/${file.key}`)) continue;
         const st = this.io.stat(file.path);
-        if (st === null || this.cache.has(stream, file.key, st)) continue;
+        if (st === null) continue;
+        if (this.cache.has(stream, file.key, st)) {
+          if (stream === 'gpu_util' && file.key !== 'legacy' && !this.cache.hasRollup(file.key, st)) tasks.push({ stream, file, ino: st.ino, rollupOnly: true });
+          continue;
+        }
         tasks.push({ stream, file, ino: st.ino });
       }
     }
@@ -82,6 +90,10 @@ export class WarmUp {
       }
       for (let slot = pool.idle(); slot >= 0 && this.queue.length > 0; slot = pool.idle()) {
         const task = this.queue.shift()!;
+        if (task.rollupOnly) {
+          this.rollUp(task.file);
+          break; // one fold per step keeps the step bounded
+        }
         if (this.readers[task.stream].isCached(task.file.key)) {
           // resident whole: persisting it costs no parse
           this.readers[task.stream].persistResident(task.file);
@@ -93,7 +105,8 @@ export class WarmUp {
       return this.queue.length > 0 || this.pending.length > 0;
     }
     const task = this.queue.shift();
-    if (task !== undefined) this.readers[task.stream].warm(task.file);
+    if (task?.rollupOnly) this.rollUp(task.file);
+    else if (task !== undefined) this.readers[task.stream].warm(task.file);
     return this.queue.length > 0;
   }
 
