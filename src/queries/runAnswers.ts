@@ -1,5 +1,6 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
+import { FLAT_STREAMS, PARTITIONED_STREAMS } from '../run/telemetry/records.ts';
 import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import type { RunModel } from '../run/model.ts';
@@ -99,6 +100,11 @@ export interface RunSources {
   /** The run as the health board, search, diffs and exports read it (`/api/rlsight/…`). */
   answers?(): AnswerRun;
 
+  /**
+   * A token that changes whenever a telemetry answer (`/api/timeline/*`) may change: every stream's
+   * version, the lane index and the time range. Answers may be kept while it stays the same.
+   */
+  telemetryVersion?(): string;
   /** Reads what the run gained since the last call (`--follow`). */
   advance(): Promise<void>;
   /** What `--follow` diffs between ticks. */
@@ -170,6 +176,12 @@ export class RunAnswers implements RunSources {
 
   private get store() {
     return this.model.telemetry;
+  }
+
+  telemetryVersion(): string {
+    const store = this.store;
+    const streams = [...PARTITIONED_STREAMS, ...FLAT_STREAMS].map((st) => store.streamVersion(st)).join(',');
+    return `${streams}|${store.laneIndexVersion}|${JSON.stringify(store.timeRange())}|${store.meta()?.start_ts ?? ''}`;
   }
 
   async meta(p: Presentation): Promise<Meta> {

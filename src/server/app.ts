@@ -5,6 +5,7 @@
 // `/api/…` for the first run, unchanged. A new route family is one `mountX(api, run)` line in `runApi`.
 import { Hono } from 'hono';
 import { COMPRESSIBLE_CONTENT_TYPE_REGEX, compress } from 'hono/compress';
+import { answerCache } from './answerCache.ts';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
 import type { SignalSpec } from '../queries/health.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
@@ -57,6 +58,8 @@ export function runApi(run: RunSources, feed: EventFeed, options: AppOptions = {
   const api = new Hono();
   api.onError((err, c) => failureResponse(c, err, run.roots));
   mountMeta(api, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
+  // telemetry answers are kept while the run's telemetry is unchanged
+  api.use('/api/timeline/*', answerCache(() => run.telemetryVersion?.() ?? null));
   mountTimeline(api, run);
   mountMetrics(api, run, options.lowMfu ?? DEFAULT_LOW_MFU);
   mountRollout(api, run);
