@@ -12,6 +12,7 @@ import {
   META_FILE,
   parseLaneCatalogJson,
   partitionFile,
+  partitionKeyOf,
   partitionTs,
   encodeMeta,
   encodeTopology,
@@ -27,6 +28,7 @@ import {
   OPEN_T1,
 } from '../formats/dashboard/index.ts';
 import { DashboardWriter, nodeCollectorFs, type CollectorFs } from './dashboardWriter.ts';
+import { CollectorGpuRollups } from './gpuRollups.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
 import { DEFAULT_BUFFER_CAP } from './usage.ts';
@@ -86,6 +88,8 @@ export class Collector {
   readonly dir: string;
   readonly meta: RunMeta;
   private readonly writer: DashboardWriter;
+  /** gpu_util rollups written beside the hours this collector writes. */
+  private readonly rollups: CollectorGpuRollups;
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly buffers: Record<StreamName, StreamBuffer>;
@@ -108,6 +112,11 @@ export class Collector {
     this.now = opts.now ?? (() => Date.now() / 1000);
     const fs = opts.fs ?? nodeCollectorFs;
     this.writer = new DashboardWriter(this.dir, fs);
+    this.rollups = new CollectorGpuRollups({ replace: (rel, data) => this.writer.replace(rel, data), remove: (rel) => this.writer.remove(rel) }, this.now);
+    this.writer.onAppended = (rel, start, data, file) => {
+      const key = rel.startsWith('gpu_util/') ? partitionKeyOf(rel.slice('gpu_util/'.length)) : null;
+      if (key !== null) this.rollups.appended(key, start, data, file);
+    };
     const cap = opts.bufferCap ?? DEFAULT_BUFFER_CAP;
     this.buffers = Object.fromEntries(STREAMS.map((s) => [s, new StreamBuffer(cap, isPartitioned(s))])) as Record<StreamName, StreamBuffer>;
     this.counters = Object.fromEntries(STREAMS.map((s) => [s, { received: 0, dropped: 0, written: 0 }])) as Record<StreamName, { received: number; dropped: number; written: number }>;
@@ -163,7 +172,9 @@ export class Collector {
   close(): boolean {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
-    return this.flush();
+    const ok = this.flush();
+    this.rollups.write(true);
+    return ok;
   }
 
   // ------------------------------------------------------------------ ingest
@@ -303,6 +314,7 @@ export class Collector {
       this.log('error', `flush to ${this.dir} failed for ${failed.join(', ')}; still held: ${held.join(', ')} records (kept for the next flush, up to ${this.buffers.gpu_util.cap} per stream)`);
       return false;
     }
+    this.rollups.write();
     if (ok) this.lastFlushOk = this.now();
     return ok;
   }

@@ -16,7 +16,9 @@ export interface CollectorFs {
   truncate(fd: number, size: number): void;
   close(fd: number): void;
   /** Writes `data` to `path + ".tmp"` (mode) and renames it over `path`. */
-  replace(path: string, tmpPath: string, data: string, mode: number): void;
+  replace(path: string, tmpPath: string, data: string | Uint8Array, mode: number): void;
+  /** An open file's inode and creation time (what a rollup names its partition by); absent: no rollups. */
+  identity?(fd: number): { ino: number; born: number };
   remove(path: string): void;
 }
 
@@ -24,6 +26,10 @@ export const nodeCollectorFs: CollectorFs = {
   mkdirp: (dir) => void mkdirSync(dir, { recursive: true }),
   openAppend: (path) => openSync(path, 'a+', 0o644),
   size: (fd) => fstatSync(fd).size,
+  identity: (fd) => {
+    const st = fstatSync(fd);
+    return { ino: st.ino, born: st.birthtimeMs };
+  },
   readAt: (fd, buf, position) => readSync(fd, buf, 0, buf.length, position),
   write: (fd, data) => {
     let off = 0;
@@ -35,7 +41,8 @@ export const nodeCollectorFs: CollectorFs = {
     const fd = openSync(tmpPath, 'w', mode);
     try {
       fchmodSync(fd, mode); // a leftover tmp file keeps its old mode otherwise
-      writeSync(fd, data);
+      if (typeof data === 'string') writeSync(fd, data);
+      else for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
     } finally {
       closeSync(fd);
     }
@@ -55,6 +62,9 @@ export class DashboardWriter {
   private readonly clean = new Set<string>();
   /** Bytes cut from torn tails, per file (reported once by the collector). */
   readonly tornTails: { file: string; bytes: number }[] = [];
+
+  /** Told of every append that succeeded: the file, where the new bytes start, the bytes and the file's inode. */
+  onAppended: ((rel: string, start: number, data: Buffer, file: { ino: number; born: number } | null) => void) | null = null;
 
   constructor(
     readonly dir: string,
@@ -85,6 +95,7 @@ export class DashboardWriter {
         }
         throw err;
       }
+      this.onAppended?.(rel, size, data, this.fs.identity?.(fd) ?? null);
     } finally {
       this.fs.close(fd);
     }
@@ -118,7 +129,7 @@ export class DashboardWriter {
   }
 
   /** Atomically replaces a small document (`lane_catalog.json`, `meta.json`, `collector.json`). */
-  replace(rel: string, text: string, mode = 0o644): void {
+  replace(rel: string, text: string | Uint8Array, mode = 0o644): void {
     const path = join(this.dir, rel);
     this.fs.mkdirp(dirname(path));
     this.fs.replace(path, `${path}.tmp`, text, mode);

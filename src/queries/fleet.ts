@@ -1,6 +1,5 @@
 // Fleet overview: per time bucket, the phase mix across all lanes and the util quantile band — O(buckets), never O(lanes).
 import type { GpuUtilHour } from '../run/telemetry/store.ts';
-import { UTIL_CELL_S } from '../run/telemetry/store.ts';
 import { windowPass } from './gpuWindowPass.ts';
 import { PARTITIONED_STREAMS, FLAT_STREAMS } from '../run/telemetry/records.ts';
 import { phaseComposition, utilBand, type FleetBand } from './fleetBand.ts';
@@ -53,7 +52,7 @@ export function laneBucketMax(hours: Iterable<GpuUtilHour>, lanes: { readonly si
       const v = rows.util[i];
       if (!(out[c] >= v)) out[c] = v;
     },
-  }, { minBucketS: UTIL_CELL_S });
+  });
   return { max: out, laneCount };
 }
 

@@ -46,7 +46,7 @@ function rolledUp(b: GpuUtilBlock, lanes: LaneTable): GpuUtilHour {
   const cells = foldGpuUtilRows(null, rowsOfBlock(b, 0, b.length), keys, b.lo, b.hi);
   assert.ok(cells !== null);
   const laneIds = Uint16Array.from(cells.laneKeys, ([n, g]) => lanes.find(n, g));
-  return { key: b.key, lo: b.lo, hi: b.hi, cells, laneIds, rows: (from, to) => rowsOfBlock(b, from, to), block: () => b };
+  return { key: b.key, lo: b.lo, hi: b.hi, cells, laneIds, column: (c) => rowsOfBlock(b, cells.rowLo[c], cells.rowHi[c]), block: () => b };
 }
 
 const row = fc.record({

@@ -19,7 +19,7 @@ export interface WindowVisitor {
 }
 
 export interface WindowPassOptions {
-  /** Cells are used only when a bucket is at least this many seconds wide (default two columns). */
+  /** Cells are used only when a bucket is at least this many seconds wide (default one column). */
   minBucketS?: number;
   /** Whether an hour's cells can serve (e.g. sums need a compact hour); default any hour with cells. */
   usable?: (cells: GpuUtilCells) => boolean;
@@ -40,7 +40,7 @@ export function windowPass(hours: Iterable<GpuUtilHour>, t0: number | null, t1: 
     const x = Math.floor(((t - lo) / span) * xb);
     return x >= xb ? xb - 1 : x < 0 ? 0 : x;
   };
-  const cellsFit = single || span / xb >= (opts.minBucketS ?? 2 * UTIL_CELL_S);
+  const cellsFit = single || span / xb >= (opts.minBucketS ?? UTIL_CELL_S);
   const rows = (r: GpuUtilRows, column: number, hourLo: number): void => {
     const ts = r.ts;
     const lane = r.lane;
@@ -67,7 +67,7 @@ export function windowPass(hours: Iterable<GpuUtilHour>, t0: number | null, t1: 
       const b = h.block();
       v.hour?.();
       if (b.length === 0 || b.tsMax < lo || b.tsMin > hi) continue;
-      rows(h.rows(0, b.length), -1, 0);
+      rows(rowsOfBlock(b, 0, b.length), -1, 0);
       continue;
     }
     v.hour?.();
@@ -89,7 +89,7 @@ export function windowPass(hours: Iterable<GpuUtilHour>, t0: number | null, t1: 
           continue;
         }
       }
-      rows(h.rows(from, to), c, cells.lo);
+      rows(h.column(c), c, cells.lo);
     }
   }
 }
@@ -98,6 +98,6 @@ export function windowPass(hours: Iterable<GpuUtilHour>, t0: number | null, t1: 
 /** Raw blocks (e.g. a selective read of a few lanes) as hours without cells, for `windowPass`. */
 export function* blockHours(blocks: Iterable<GpuUtilBlock>): Generator<GpuUtilHour> {
   for (const b of blocks) {
-    yield { key: b.key, lo: b.lo, hi: b.hi, cells: null, laneIds: new Uint16Array(0), rows: (from, to) => rowsOfBlock(b, from, to), block: () => b };
+    yield { key: b.key, lo: b.lo, hi: b.hi, cells: null, laneIds: new Uint16Array(0), column: () => rowsOfBlock(b, 0, b.length), block: () => b };
   }
 }

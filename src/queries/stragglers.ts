@@ -46,13 +46,22 @@ interface MarkLags {
   times: number[];
 }
 
+type PhasesByName<E> = Map<string, E[]>;
+
+/** The events of the phases the marks read, grouped by name in one pass (file order kept). */
+function byMarkedPhase<E extends StragglerPhase>(events: readonly E[]): PhasesByName<E> {
+  const out: PhasesByName<E> = new Map(STRAGGLER_MARKS.map((m) => [m.phase, []]));
+  for (const e of events) out.get(e.name)?.push(e);
+  return out;
+}
+
 /**
  * Lags at one mark for every party (`keyOf`: a rank, or a lane); the n-th event of a party is its n-th
  * step, and each step's moment is compared with the median over the parties that have that step.
  */
-function markLags<E extends StragglerPhase>(events: readonly E[], mark: (typeof STRAGGLER_MARKS)[number], keyOf: (e: E) => string | null, since: number): Map<string, MarkLags> {
+function markLags<E extends StragglerPhase>(events: PhasesByName<E>, mark: (typeof STRAGGLER_MARKS)[number], keyOf: (e: E) => string | null, since: number): Map<string, MarkLags> {
   const byKey = new Map<string, { node: string; times: number[] }>();
-  const sorted = events.filter((e) => e.name === mark.phase && e.t0 >= since && e.t1 !== -1 && Number.isFinite(e[mark.edge])).sort((a, b) => a.t0 - b.t0);
+  const sorted = (events.get(mark.phase) ?? []).filter((e) => e.t0 >= since && e.t1 !== -1 && Number.isFinite(e[mark.edge])).sort((a, b) => a.t0 - b.t0);
   for (const e of sorted) {
     const k = keyOf(e);
     if (k === null) continue;
@@ -82,8 +91,9 @@ function markLags<E extends StragglerPhase>(events: readonly E[], mark: (typeof 
  */
 export function findStragglers(events: readonly StragglerPhase[], since = -Infinity): Straggler[] {
   const best = new Map<number, Straggler>();
+  const marked = byMarkedPhase(events);
   for (const mark of STRAGGLER_MARKS) {
-    for (const [key, r] of markLags(events, mark, (e) => (e.rank >= 0 ? String(e.rank) : null), since)) {
+    for (const [key, r] of markLags(marked, mark, (e) => (e.rank >= 0 ? String(e.rank) : null), since)) {
       const rank = Number(key);
       const late: number[] = [];
       let measured = 0;
@@ -109,8 +119,9 @@ export function findStragglers(events: readonly StragglerPhase[], since = -Infin
  */
 export function laneStartLags<E extends StragglerPhase & { gpu: number }>(rows: readonly E[]): { node: string; gpu: number; score: number }[] {
   const score = new Map<string, { node: string; gpu: number; score: number }>();
+  const marked = byMarkedPhase(rows);
   for (const mark of STRAGGLER_MARKS) {
-    for (const [key, r] of markLags(rows, mark, (e) => `${e.node}:${e.gpu}`, -Infinity)) {
+    for (const [key, r] of markLags(marked, mark, (e) => `${e.node}:${e.gpu}`, -Infinity)) {
       const lags = r.lags.filter(Number.isFinite);
       if (!lags.length) continue;
       const m = median(lags);

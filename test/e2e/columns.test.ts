@@ -84,6 +84,8 @@ describe('views over columnar answers (headless Chromium)', { skip: hasChromium 
     const { seen, refused } = await framesOnly(w.page);
     await w.page.goto(`${served.url}#/?cat=sglang`);
     await w.page.waitForFunction(() => document.querySelectorAll('.chart-panel .uplot canvas').length > 0);
+    // the charts are made again once the run list arrives: wait for the engine panels themselves
+    await w.page.waitForFunction(() => document.querySelectorAll('.chart-panel[data-metric^="sglang"] .uplot canvas').length > 0);
     await w.page.waitForTimeout(500);
     assert.deepEqual(refused, [], 'no JSON request for an engine series');
     const charts = await w.page.$$eval('.chart-panel[data-metric]', (els) => els.map((e) => e.getAttribute('data-metric')!));

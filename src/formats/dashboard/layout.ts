@@ -43,6 +43,14 @@ export function partitionFile(stream: PartitionedStream, key: string): string {
   return `${stream}/${key}${JSONL}`;
 }
 
+/**
+ * `gpu_util/{key}.cells.rlc`: rlsight's rollup of a gpu_util hour, written by its collector beside the
+ * partition (a columnar frame; the reference reads only `*.jsonl` and ignores it).
+ */
+export function gpuRollupFile(key: string): string {
+  return `gpu_util/${key}.cells.rlc`;
+}
+
 /** The partition key of a file name in a stream's directory (`20250821_18.jsonl` → `20250821_18`), or null. */
 export function partitionKeyOf(fileName: string): string | null {
   return fileName.endsWith(JSONL) && fileName.length > JSONL.length ? fileName.slice(0, -JSONL.length) : null;

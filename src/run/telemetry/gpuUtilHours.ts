@@ -4,9 +4,11 @@
 // Rollups stay resident within the store's memory budget; raw rows are read only for the columns an
 // answer cannot take whole, as slices of the persisted columns when the hour is not resident.
 import type { GpuUtilBlock } from './gpuUtilBlock.ts';
-import { foldGpuUtilRows, cellsBytes, extendable, rowsOfColumns, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
+import { join } from 'node:path';
+import { gpuRollupFile } from '../../formats/dashboard/layout.ts';
+import { decodeGpuRollup, describesFile, foldGpuUtilRows, cellsBytes, extendable, rowsOfColumns, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
 import type { LaneTable } from './interning.ts';
-import type { TelemetryIo } from './io.ts';
+import type { FileStat, TelemetryIo } from './io.ts';
 import type { BudgetOwner, MemoryBudget } from './memoryBudget.ts';
 import type { PartitionCache } from './partitionCache.ts';
 import type { PartitionFile, PartitionReader } from './partitionReader.ts';
@@ -23,8 +25,8 @@ export interface GpuUtilHour {
   readonly cells: GpuUtilCells | null;
   /** Store lane id of each rollup lane (`cells.laneKeys`). */
   readonly laneIds: Uint16Array;
-  /** Rows `[from, to)` of the hour in file order (a column's `rowLo`/`rowHi`). */
-  rows(from: number, to: number): GpuUtilRows;
+  /** The rows of rollup column `c` (and possibly rows of other columns written among them), in file order. */
+  column(c: number): GpuUtilRows;
   /** The hour's whole raw block (parsed or loaded when not resident). */
   block(): GpuUtilBlock;
 }
@@ -48,6 +50,7 @@ export class GpuUtilHours implements BudgetOwner {
   loaded = 0;
 
   constructor(
+    private readonly dashboardDir: string,
     private readonly reader: PartitionReader<GpuUtilBlock>,
     private readonly lanes: LaneTable,
     private readonly io: TelemetryIo,
@@ -67,10 +70,10 @@ export class GpuUtilHours implements BudgetOwner {
       const reader = this.reader;
       const block = (): GpuUtilBlock => reader.block(f);
       if (r === null) {
-        yield { key: f.key, lo: f.lo, hi: f.hi, cells: null, laneIds: new Uint16Array(0), rows: (a, b) => rowsOfBlock(block(), a, b), block };
+        yield { key: f.key, lo: f.lo, hi: f.hi, cells: null, laneIds: new Uint16Array(0), column: () => rowsOfBlock(block(), 0, block().length), block };
         continue;
       }
-      yield { key: f.key, lo: f.lo, hi: f.hi, cells: r.cells, laneIds: r.laneIds, rows: (a, b) => this.rowsOf(f, r, a, b), block };
+      yield { key: f.key, lo: f.lo, hi: f.hi, cells: r.cells, laneIds: r.laneIds, column: (c) => this.columnOf(f, r, c), block };
     }
   }
 
@@ -85,7 +88,9 @@ export class GpuUtilHours implements BudgetOwner {
     if (st === null) return null;
     const mem = this.resident.get(f.key);
     if (mem !== undefined && mem.ino === st.ino && this.current(f, mem.offset, st.size)) return this.use(f.key, mem);
-    const disk = this.disk?.loadRollup(f.key, st.ino, null) ?? null;
+    const written = this.collectorRollup(f, st, mem);
+    if (written !== null) return written;
+    const disk = this.disk?.loadRollup(f.key, st, null) ?? null;
     if (disk !== null && this.current(f, disk.offset, st.size)) {
       this.loaded++;
       return this.use(f.key, this.resident_(st.ino, disk.offset, disk.cells));
@@ -93,7 +98,7 @@ export class GpuUtilHours implements BudgetOwner {
     // read the hour (a grown one is extended from its persisted columns); its save folds the new rows in
     const b = this.reader.block(f);
     const offset = this.reader.parsedOffset(f.key) ?? st.size;
-    const saved = this.disk?.loadRollup(f.key, st.ino, offset) ?? null;
+    const saved = this.disk?.loadRollup(f.key, st, offset) ?? null;
     if (saved !== null) {
       this.loaded++;
       return this.use(f.key, this.resident_(st.ino, offset, saved.cells));
@@ -111,6 +116,31 @@ export class GpuUtilHours implements BudgetOwner {
     if (cells === null) return null;
     this.built++;
     return this.use(f.key, this.resident_(st.ino, offset, cells));
+  }
+
+  /**
+   * The rollup the collector wrote beside the partition, when it describes this file (same inode), brought
+   * up to date by folding in the lines appended since it was written (only the tail is parsed).
+   */
+  private collectorRollup(f: PartitionFile, st: FileStat, mem: Resident | undefined): Resident | null {
+    let base: { cells: GpuUtilCells; offset: number };
+    if (mem !== undefined && mem.ino === st.ino && mem.cells.byteLo !== null && mem.offset <= st.size) {
+      base = { cells: mem.cells, offset: mem.offset };
+    } else {
+      const path = join(this.dashboardDir, gpuRollupFile(f.key));
+      const rst = this.io.stat(path);
+      if (rst === null) return null;
+      const r = decodeGpuRollup(this.io.readRange(path, 0, rst.size), f.key);
+      if (r === null || !describesFile(r.source, st) || r.source.offset > st.size || r.cells.byteLo === null) return null;
+      base = { cells: r.cells, offset: r.source.offset };
+      this.loaded++;
+    }
+    if (base.offset === st.size) return this.use(f.key, this.resident_(st.ino, base.offset, base.cells));
+    const tail = this.reader.parseTail(f, base.offset);
+    const laneKeys = Array.from({ length: this.lanes.size }, (_, i) => [this.lanes.node(i), this.lanes.gpu(i)] as [string, number]);
+    const cells = foldGpuUtilRows(base.cells, rowsOfBlock(tail.block, 0, tail.block.length), laneKeys, f.lo, f.hi, 0, { rowBase: base.cells.rows, bytes: tail.lines });
+    if (cells === null) return null;
+    return this.use(f.key, this.resident_(st.ino, tail.end, cells));
   }
 
   /** Whether a rollup parsed to `offset` covers the file of `size` bytes: nothing after it but a partial line. */
@@ -132,18 +162,28 @@ export class GpuUtilHours implements BudgetOwner {
     return r;
   }
 
-  /** Rows `[from, to)` of `f`: from its resident block, else from its persisted columns, else its parsed block. */
-  private rowsOf(f: PartitionFile, r: Resident, from: number, to: number): GpuUtilRows {
+  /** The rows of column `c` of `f`: from its resident block, else its persisted columns, else the column's bytes of the file, else its parsed block. */
+  private columnOf(f: PartitionFile, r: Resident, c: number): GpuUtilRows {
+    const cells = r.cells;
+    const from = cells.rowLo[c];
+    const to = cells.rowHi[c];
     const resident = this.reader.residentBlock(f.key);
     if (resident !== null && resident.length >= to) return rowsOfBlock(resident, from, to);
     const st = this.io.stat(f.path);
-    const persisted = st !== null && st.ino === r.ino ? (this.disk?.gpuRows(f.key, st, from, to) ?? null) : null;
-    if (persisted === null) return rowsOfBlock(this.reader.block(f), from, to);
-    let ids = this.laneMaps.get(persisted.lanes);
-    if (ids === undefined) this.laneMaps.set(persisted.lanes, (ids = persisted.lanes.map(([node, gpu]) => this.lanes.id(node, gpu))));
-    const lane = persisted.rows.lane;
-    for (let i = 0; i < lane.length; i++) lane[i] = ids[lane[i]];
-    return persisted.rows;
+    if (st === null || st.ino !== r.ino) return rowsOfBlock(this.reader.block(f), from, to);
+    const persisted = this.disk?.gpuRows(f.key, st, from, to) ?? null;
+    if (persisted !== null) {
+      let ids = this.laneMaps.get(persisted.lanes);
+      if (ids === undefined) this.laneMaps.set(persisted.lanes, (ids = persisted.lanes.map(([node, gpu]) => this.lanes.id(node, gpu))));
+      const lane = persisted.rows.lane;
+      for (let i = 0; i < lane.length; i++) lane[i] = ids[lane[i]];
+      return persisted.rows;
+    }
+    if (cells.byteLo !== null && cells.byteHi![c] <= st.size) {
+      const b = this.reader.parseRange(f, cells.byteLo[c], cells.byteHi![c]);
+      return rowsOfBlock(b, 0, b.length);
+    }
+    return rowsOfBlock(this.reader.block(f), from, to);
   }
 }
 

@@ -4,7 +4,7 @@
 // edge or the window cuts needs its rows, and the row range says which to read. Maxima and integer sums
 // do not depend on row order, so a cell equals a pass over its rows exactly, and a grown hour extends
 // its cells by folding in the new rows only.
-import type { FrameColumn } from '../../formats/columnFrame.ts';
+import { decodeFrame, encodeFrame, type FrameColumn } from '../../formats/columnFrame.ts';
 import { MEM_BITS, MEM_MASK, type GpuUtilColumns } from './gpuUtilBlock.ts';
 
 /** Width of a rollup column, seconds. */
@@ -39,6 +39,20 @@ export interface GpuUtilCells {
   /** Rows of column `c` lie within file rows `[rowLo[c], rowHi[c])` (mixed with other columns' rows when the file is not in time order); empty when `rowLo >= rowHi`. */
   rowLo: Uint32Array;
   rowHi: Uint32Array;
+  /**
+   * Where each column's rows lie in the partition file, bytes `[byteLo[c], byteHi[c])` (whole lines), when
+   * the writer of the rollup knew it (the collector does); null otherwise.
+   */
+  byteLo: Float64Array | null;
+  byteHi: Float64Array | null;
+}
+
+/** How the rows handed to `foldGpuUtilRows` sit in the file, when they are not the file's rows from 0. */
+export interface FoldPlace {
+  /** File row number of the first folded row (default: its index, i.e. rows are the file's from 0). */
+  rowBase?: number;
+  /** Byte span of each handed row in the file (tracked as the columns' byte ranges). */
+  bytes?: { start: Float64Array; end: Float64Array };
 }
 
 /** The columns of an hour's rows the rollup reads (lane ids index `laneKeys`). */
@@ -89,10 +103,23 @@ export function foldGpuUtilRows(
   lo: number,
   hi: number,
   from = 0,
+  place: FoldPlace = {},
 ): GpuUtilCells | null {
   if (!Number.isFinite(lo) || !Number.isFinite(hi) || hi <= lo) return null;
-  const compact = isCompact(rows);
-  if (prev !== null && !extendable(prev, rows, lo, hi)) return foldGpuUtilRows(null, rows, rowLanes, lo, hi, 0);
+  // rows are either the file's from row 0 (extended from `from`) or a batch whose first row is file row `rowBase`
+  const batch = place.rowBase !== undefined;
+  const bytes = place.bytes ?? null;
+  // the cells must end where these rows start, in the same hour, tracking bytes alike; else start over
+  if (prev !== null && (!sameHour(prev, lo, hi) || prev.rows !== (batch ? place.rowBase : from) || (prev.byteLo === null) !== (bytes === null))) prev = null;
+  if (prev === null) {
+    if (batch && place.rowBase! > 0) return null; // the earlier rows are not at hand
+    from = 0;
+  }
+  const rowBase = batch ? place.rowBase! : from;
+  let compact = isCompact(rows);
+  // a compact rollup taking wide rows becomes wide; a wide one takes compact rows as they are
+  if (prev !== null && prev.compact && !compact) prev = widened(prev);
+  else if (prev !== null && !prev.compact) compact = false;
   // lanes the rows use, local to the rollup (the previous cells' lanes keep their places)
   const keys: [string, number][] = prev ? [...prev.laneKeys] : [];
   const localOf = new Map<string, number>(keys.map(([n, g], i) => [`${n}:${g}`, i]));
@@ -118,11 +145,11 @@ export function foldGpuUtilRows(
   if (prev !== null && prev.lanes === L) {
     cells = prev;
   } else {
-    cells = emptyCells(lo, columns, L, keys, compact);
+    cells = emptyCells(lo, columns, L, keys, compact, bytes !== null);
     if (prev !== null) copyCells(prev, cells);
   }
   cells.laneKeys = keys;
-  const { count, maxUtil, maxMem, maxPower, sumUtil, rowLo, rowHi } = cells;
+  const { count, maxUtil, maxMem, maxPower, sumUtil, rowLo, rowHi, byteLo, byteHi } = cells;
   const ts = rows.ts;
   const util = rows.util;
   const memPower = rows.memPower;
@@ -155,15 +182,24 @@ export function foldGpuUtilRows(
       if (p > maxPower[k]) maxPower[k] = p;
     }
     if (sumUtil !== null) sumUtil[k] += u;
+    const r = rowBase + (i - from);
     if (rowLo[c] >= rowHi[c]) {
-      rowLo[c] = i;
-      rowHi[c] = i + 1;
+      rowLo[c] = r;
+      rowHi[c] = r + 1;
+      if (byteLo !== null) {
+        byteLo[c] = bytes!.start[i];
+        byteHi![c] = bytes!.end[i];
+      }
     } else {
-      if (i < rowLo[c]) rowLo[c] = i;
-      if (i + 1 > rowHi[c]) rowHi[c] = i + 1;
+      if (r < rowLo[c]) rowLo[c] = r;
+      if (r + 1 > rowHi[c]) rowHi[c] = r + 1;
+      if (byteLo !== null) {
+        if (bytes!.start[i] < byteLo[c]) byteLo[c] = bytes!.start[i];
+        if (bytes!.end[i] > byteHi![c]) byteHi![c] = bytes!.end[i];
+      }
     }
   }
-  cells.rows = n;
+  cells.rows = rowBase + (n - from);
   return cells;
 }
 
@@ -171,12 +207,21 @@ function isCompact(rows: GpuUtilRowsIn): boolean {
   return rows.memPower !== undefined && !(rows.util instanceof Float64Array);
 }
 
-/** Whether `prev` can take the rows after its own: same hour layout and schema, and no more rows than there are. */
-export function extendable(prev: GpuUtilCells, rows: GpuUtilRowsIn, lo: number, hi: number): boolean {
-  return prev.lo === lo && prev.columns === Math.ceil((hi - lo) / UTIL_CELL_S) && prev.compact === isCompact(rows) && prev.rows <= rows.length;
+function sameHour(prev: GpuUtilCells, lo: number, hi: number): boolean {
+  return prev.lo === lo && prev.columns === Math.ceil((hi - lo) / UTIL_CELL_S);
 }
 
-function emptyCells(lo: number, columns: number, lanes: number, laneKeys: [string, number][], compact: boolean): GpuUtilCells {
+/** Whether `prev` can take the rows after its own (same hour layout, no more rows than there are). */
+export function extendable(prev: GpuUtilCells, rows: GpuUtilRowsIn, lo: number, hi: number): boolean {
+  return sameHour(prev, lo, hi) && prev.rows <= rows.length;
+}
+
+/** A compact rollup as a wide one (its values as floats, no sums). */
+function widened(c: GpuUtilCells): GpuUtilCells {
+  return { ...c, compact: false, maxUtil: Float64Array.from(c.maxUtil), maxMem: Float64Array.from(c.maxMem), maxPower: Float64Array.from(c.maxPower), sumUtil: null };
+}
+
+function emptyCells(lo: number, columns: number, lanes: number, laneKeys: [string, number][], compact: boolean, withBytes = false): GpuUtilCells {
   const size = columns * lanes;
   return {
     lo,
@@ -192,6 +237,8 @@ function emptyCells(lo: number, columns: number, lanes: number, laneKeys: [strin
     sumUtil: compact ? new Uint32Array(size) : null,
     rowLo: new Uint32Array(columns),
     rowHi: new Uint32Array(columns),
+    byteLo: withBytes ? new Float64Array(columns) : null,
+    byteHi: withBytes ? new Float64Array(columns) : null,
   };
 }
 
@@ -212,6 +259,10 @@ function copyCells(from: GpuUtilCells, to: GpuUtilCells): void {
   }
   to.rowLo.set(from.rowLo);
   to.rowHi.set(from.rowHi);
+  if (to.byteLo !== null && from.byteLo !== null) {
+    to.byteLo.set(from.byteLo);
+    to.byteHi!.set(from.byteHi!);
+  }
 }
 
 /** Resident bytes of the cells. */
@@ -244,6 +295,7 @@ export function rollupToFrame(c: GpuUtilCells): { header: GpuRollupHeader; colum
     ['rowHi', c.rowHi],
   ];
   if (c.sumUtil !== null) columns.push(['sumUtil', c.sumUtil]);
+  if (c.byteLo !== null) columns.push(['byteLo', c.byteLo], ['byteHi', c.byteHi!]);
   return {
     header: { rollup: 'gpu_util', version: GPU_ROLLUP_VERSION, lo: c.lo, cellColumns: c.columns, lanes: c.lanes, laneKeys: c.laneKeys, compact: c.compact, rows: c.rows },
     columns,
@@ -260,6 +312,8 @@ export function rollupFromFrame(h: GpuRollupHeader, cols: Record<string, FrameCo
   if (!ok('count', Uint16Array, size) || !ok('maxUtil', T.maxUtil, size) || !ok('maxMem', T.maxMem, size) || !ok('maxPower', T.maxPower, size)) return null;
   if (!ok('rowLo', Uint32Array, h.cellColumns) || !ok('rowHi', Uint32Array, h.cellColumns)) return null;
   if (h.compact && !ok('sumUtil', Uint32Array, size)) return null;
+  const withBytes = cols.byteLo !== undefined;
+  if (withBytes && (!ok('byteLo', Float64Array, h.cellColumns) || !ok('byteHi', Float64Array, h.cellColumns))) return null;
   // copies, so cells can be extended in place (frame columns are views over the file's bytes)
   const copy = <A extends FrameColumn>(a: A): A => a.slice() as A;
   return {
@@ -276,5 +330,39 @@ export function rollupFromFrame(h: GpuRollupHeader, cols: Record<string, FrameCo
     sumUtil: h.compact ? copy(cols.sumUtil as Uint32Array) : null,
     rowLo: copy(cols.rowLo as Uint32Array),
     rowHi: copy(cols.rowHi as Uint32Array),
+    byteLo: withBytes ? copy(cols.byteLo as Float64Array) : null,
+    byteHi: withBytes ? copy(cols.byteHi as Float64Array) : null,
   };
+}
+
+/** Which file a persisted rollup describes: the hour, the file's inode and the bytes it covers. */
+export interface RollupSource {
+  key: string;
+  ino: number;
+  /** The file's creation time (0 when unknown): an inode reused by a new file is not the file described. */
+  born: number;
+  offset: number;
+}
+
+/** Whether a rollup's source is the file with stat `st` (same inode and, where both are known, creation time). */
+export function describesFile(source: RollupSource, st: { ino: number; bornMs?: number }): boolean {
+  return source.ino === st.ino && (source.born === 0 || !st.bornMs || source.born === st.bornMs);
+}
+
+/** A rollup as the bytes of one frame (written by the partition cache and by the collector). */
+export function encodeGpuRollup(c: GpuUtilCells, source: RollupSource): Uint8Array {
+  const { header, columns } = rollupToFrame(c);
+  return encodeFrame({ ...header, ...source }, columns);
+}
+
+/** The cells and source of a rollup frame, or null when the bytes are not a valid rollup of hour `key` this version wrote. */
+export function decodeGpuRollup(bytes: Uint8Array, key: string): { cells: GpuUtilCells; source: RollupSource } | null {
+  try {
+    const { header, columns } = decodeFrame<GpuRollupHeader & RollupSource>(bytes);
+    if (header.key !== key || !Number.isInteger(header.ino) || !(header.offset >= 0)) return null;
+    const cells = rollupFromFrame(header, columns);
+    return cells === null ? null : { cells, source: { key: header.key, ino: header.ino, born: Number(header.born) || 0, offset: header.offset } };
+  } catch {
+    return null;
+  }
 }

@@ -10,6 +10,8 @@ export interface FileStat {
   size: number;
   ino: number;
   mtimeMs: number;
+  /** Creation time where the file system keeps one (an inode reused by a new file has a new one); 0 when unknown. */
+  bornMs?: number;
 }
 
 export interface TelemetryIo {
@@ -39,7 +41,7 @@ export const nodeIo: TelemetryIo = {
   stat(path) {
     try {
       const st = statSync(path);
-      return st.isFile() ? { size: st.size, ino: st.ino, mtimeMs: st.mtimeMs } : null;
+      return st.isFile() ? { size: st.size, ino: st.ino, mtimeMs: st.mtimeMs, bornMs: st.birthtimeMs } : null;
     } catch {
       return null;
     }

@@ -3,13 +3,13 @@
 // identity (inode) and the byte offset parsed to. A file that grew since is extended from that offset,
 // a replaced or shortened one is parsed again; the cache is never trusted past what it recorded.
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, statSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { columnArrayType, decodeFrame, encodeFrame, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
 import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
 import type { GpuUtilColumns } from './gpuUtilBlock.ts';
-import { hourStart } from '../../formats/dashboard/layout.ts';
-import { GPU_ROLLUP_VERSION, extendable, foldGpuUtilRows, rollupFromFrame, rollupToFrame, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
+import { hourStart, partitionFile } from '../../formats/dashboard/layout.ts';
+import { GPU_ROLLUP_VERSION, decodeGpuRollup, describesFile, encodeGpuRollup, extendable, foldGpuUtilRows, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
 import type { FileStat } from './io.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { PartitionedStream } from './records.ts';
@@ -25,6 +25,8 @@ interface CacheHeader {
   stream: PartitionedStream;
   key: string;
   ino: number;
+  /** The source file's creation time (0 when unknown), so a new file on a reused inode is not taken for it. */
+  born?: number;
   /** Bytes of the source file parsed (complete lines), and lines consumed. */
   offset: number;
   lines: number;
@@ -51,7 +53,10 @@ export class PartitionCache {
   rollupRowsFolded = 0;
 
   /** `cacheDir` may hold caches of several runs: each run's sit under a digest of its `dashboard/` path. */
-  constructor(cacheDir: string, dashboardDir: string) {
+  constructor(
+    cacheDir: string,
+    private readonly dashboardDir: string,
+  ) {
     const digest = createHash('sha256').update(dashboardDir).digest('hex').slice(0, 16);
     this.root = join(cacheDir, 'telemetry', digest);
   }
@@ -79,7 +84,7 @@ export class PartitionCache {
     try {
       const { header, columns } = decodeFrame<CacheHeader>(bytes);
       if (header.version !== PARTITION_CACHE_VERSION || header.stream !== stream || header.key !== key) return null;
-      if (header.ino !== st.ino || header.offset > st.size) return null;
+      if (!sameFile(header, st) || header.offset > st.size) return null;
       const data = unpack(stream, header, columns);
       this.hits++;
       return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view: null, warnings: header.warnings } };
@@ -96,7 +101,7 @@ export class PartitionCache {
     if (readSync(fd, head, 0, head.length, 0) !== head.length) return null;
     const layout = frameLayout<CacheHeader>(head);
     const h = layout.header;
-    return h.version === PARTITION_CACHE_VERSION && h.stream === stream && h.key === key && h.ino === st.ino && h.offset <= st.size ? layout : null;
+    return h.version === PARTITION_CACHE_VERSION && h.stream === stream && h.key === key && sameFile(h, st) && h.offset <= st.size ? layout : null;
   }
 
   /** `read` over the open cache file of `key`; null when it is missing or unreadable. */
@@ -174,7 +179,7 @@ export class PartitionCache {
         return out;
       };
       const picked = { ts: read('ts') as Float64Array, series: read('series') as Uint32Array, value: read('value') as Float64Array, row: read('row') as Uint32Array };
-      const data: ParsedColumns = { stream, columns: inFileOrder(picked, total, ranges.length), series: header.extra.series as [string, string, string][] };
+      const data: ParsedColumns = { stream, columns: inFileOrder(picked, total, ranges.map(([a, b]) => b - a)), series: header.extra.series as [string, string, string][] };
       this.hits++;
       return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view, warnings: [] } };
     });
@@ -189,6 +194,7 @@ export class PartitionCache {
       stream,
       key,
       ino,
+      born: this.bornOf(stream, key, ino),
       offset: r.offset,
       lines: r.lines,
       warnings: r.warnings,
@@ -215,6 +221,16 @@ export class PartitionCache {
     if (r.data.stream === 'gpu_util') this.saveRollup(key, ino, r.offset, r.data.columns, r.data.lanes, r.data.columns.length);
   }
 
+  /** Creation time of hour `key`'s file of `stream` if it is still the file with inode `ino` (0 when unknown). */
+  private bornOf(stream: PartitionedStream, key: string, ino: number): number {
+    try {
+      const st = statSync(join(this.dashboardDir, partitionFile(stream, key)));
+      return st.ino === ino ? st.birthtimeMs : 0;
+    } catch {
+      return 0;
+    }
+  }
+
   private rollupPath(key: string): string {
     return join(this.root, 'gpu_util', `${key}.cells.rlc`);
   }
@@ -223,21 +239,16 @@ export class PartitionCache {
    * The persisted rollup of gpu_util hour `key` as of `offset` source bytes (any offset when null), or
    * null when there is none for the file's inode. A damaged rollup reads as absent.
    */
-  loadRollup(key: string, ino: number, offset: number | null): { cells: GpuUtilCells; offset: number } | null {
+  loadRollup(key: string, st: { ino: number; bornMs?: number }, offset: number | null): { cells: GpuUtilCells; offset: number } | null {
     let bytes: Buffer;
     try {
       bytes = readFileSync(this.rollupPath(key));
     } catch {
       return null;
     }
-    try {
-      const { header, columns } = decodeFrame<GpuRollupHeader & { key: string; ino: number; offset: number }>(bytes);
-      if (header.key !== key || header.ino !== ino || (offset !== null && header.offset !== offset)) return null;
-      const cells = rollupFromFrame(header, columns);
-      return cells === null ? null : { cells, offset: header.offset };
-    } catch {
-      return null;
-    }
+    const r = decodeGpuRollup(bytes, key);
+    if (r === null || !describesFile(r.source, st) || (offset !== null && r.source.offset !== offset)) return null;
+    return { cells: r.cells, offset: r.source.offset };
   }
 
   /** Whether a persisted rollup of `key` exists for the file with inode `ino` as it is now (`size` bytes parsed); reads its header only. */
@@ -253,8 +264,8 @@ export class PartitionCache {
       if (readSync(fd, first, 0, 8, 0) !== 8) return false;
       const head = Buffer.alloc(8 + frameHeaderLength(first));
       if (readSync(fd, head, 0, head.length, 0) !== head.length) return false;
-      const h = frameLayout<GpuRollupHeader & { key: string; ino: number; offset: number }>(head).header;
-      return h.key === key && h.ino === st.ino && h.offset <= st.size && h.version === GPU_ROLLUP_VERSION;
+      const h = frameLayout<GpuRollupHeader & { key: string; ino: number; born?: number; offset: number }>(head).header;
+      return h.key === key && describesFile({ ...h, born: Number(h.born) || 0 }, st) && h.offset <= st.size && h.version === GPU_ROLLUP_VERSION;
     } catch {
       return false;
     } finally {
@@ -271,7 +282,8 @@ export class PartitionCache {
     const rowsIn = { ...rowsOfColumns(columns), length: rows };
     const lo = hourStart(key);
     if (lo === null) return null;
-    let base = prev ?? this.loadRollup(key, ino, null)?.cells ?? null;
+    const born = this.bornOf('gpu_util', key, ino);
+    let base = prev ?? this.loadRollup(key, { ino, bornMs: born }, null)?.cells ?? null;
     if (base !== null && !extendable(base, rowsIn, lo, lo + 3600)) base = null;
     const from = base?.rows ?? 0;
     const cells = foldGpuUtilRows(base, rowsIn, lanes, lo, lo + 3600, from);
@@ -280,12 +292,11 @@ export class PartitionCache {
       rmSync(this.rollupPath(key), { force: true });
       return null;
     }
-    const { header, columns: cols } = rollupToFrame(cells);
     const path = this.rollupPath(key);
     const tmp = `${path}.${process.pid}.tmp`;
     try {
       mkdirSync(join(this.root, 'gpu_util'), { recursive: true });
-      writeFileSync(tmp, encodeFrame({ ...header, key, ino, offset }, cols));
+      writeFileSync(tmp, encodeGpuRollup(cells, { key, ino, born, offset }));
       renameSync(tmp, path);
       this.rollupWrites++;
     } catch {
@@ -327,6 +338,11 @@ export class PartitionCache {
   }
 }
 
+/** Whether a persisted parse is of the file with stat `st` (its inode, and its creation time where both are known). */
+function sameFile(h: { ino: number; born?: number }, st: FileStat): boolean {
+  return describesFile({ key: '', offset: 0, ino: h.ino, born: Number(h.born) || 0 }, st);
+}
+
 /** Engine rows regrouped by metric (stable), each row keeping its file position in `row`. */
 function byMetric(c: EngineSeriesColumns, series: readonly [string, string, string][]): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
   const n = c.length;
@@ -358,17 +374,28 @@ function byMetric(c: EngineSeriesColumns, series: readonly [string, string, stri
   return { extra: { series, segments }, columns: [['ts', ts], ['series', out], ['value', value], ['row', row]] };
 }
 
-/** Rows picked from metric groups back in file order (by their `row`). */
-function inFileOrder(p: { ts: Float64Array; series: Uint32Array; value: Float64Array; row: Uint32Array }, n: number, groups: number): EngineSeriesColumns {
-  // one metric group is in file order already
-  const order = groups <= 1 ? null : Array.from({ length: n }, (_, i) => i).sort((a, b) => p.row[a] - p.row[b]);
+/**
+ * Rows picked from metric groups back in file order (by their `row`): each group (`sizes[g]` rows, one
+ * after another) is in file order already, so a k-way merge of the groups restores it.
+ */
+function inFileOrder(p: { ts: Float64Array; series: Uint32Array; value: Float64Array; row: Uint32Array }, n: number, sizes: readonly number[]): EngineSeriesColumns {
   const ts = new Float64Array(n);
   const series = new Uint32Array(n);
   const value = new Float64Array(n);
+  const at = new Int32Array(sizes.length);
+  const end = new Int32Array(sizes.length);
+  let start = 0;
+  sizes.forEach((size, g) => {
+    at[g] = start;
+    end[g] = start += size;
+  });
   let tsMin = NaN;
   let tsMax = NaN;
   for (let k = 0; k < n; k++) {
-    const i = order === null ? k : order[k];
+    // the group whose next row comes first in the file (few groups: a linear pick is cheapest)
+    let best = -1;
+    for (let g = 0; g < sizes.length; g++) if (at[g] < end[g] && (best < 0 || p.row[at[g]] < p.row[at[best]])) best = g;
+    const i = at[best]++;
     ts[k] = p.ts[i];
     series[k] = p.series[i];
     value[k] = p.value[i];

@@ -212,6 +212,41 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     return this.overlapping(t0, t1);
   }
 
+  /**
+   * The complete lines of `f` from byte `offset` parsed into a new block that is not kept, with the byte
+   * span of each row's line and where the lines end (a rollup brought up to date folds them in).
+   * Lines that do not parse are left out; their warnings come from the file's own read.
+   */
+  parseTail(f: PartitionFile, offset: number): { block: B; lines: { start: Float64Array; end: Float64Array }; end: number } {
+    const block = this.kind.create(f.key, f.lo, f.hi, 1024);
+    const start: number[] = [];
+    const end: number[] = [];
+    const r = this.io.readLines(f.path, offset, (chunk) => {
+      for (let p = 0; p < chunk.end; ) {
+        const nl = chunk.buf.indexOf(10, p);
+        const before = block.length;
+        this.kind.parse(chunk.buf, p, nl + 1, block, 0, () => {});
+        if (block.length > before) {
+          start.push(chunk.offset + p);
+          end.push(chunk.offset + nl + 1);
+        }
+        p = nl + 1;
+      }
+    });
+    block.trim();
+    return { block, lines: { start: Float64Array.from(start), end: Float64Array.from(end) }, end: r.offset };
+  }
+
+  /** Bytes `[start, end)` of `f` (whole lines) parsed into a new block that is not kept. */
+  parseRange(f: PartitionFile, start: number, end: number): B {
+    const buf = this.io.readRange(f.path, start, end - start);
+    const block = this.kind.create(f.key, f.lo, f.hi, Math.ceil(buf.length / this.kind.bytesPerRow));
+    const last = buf.lastIndexOf(10);
+    if (last >= 0) this.kind.parse(buf, 0, last + 1, block, 0, () => {});
+    block.trim();
+    return block;
+  }
+
   /** The whole block of `key` if it is resident (no read, no LRU change), else null. */
   residentBlock(key: string): B | null {
     return this.cache.get(key)?.block ?? null;

@@ -180,7 +180,7 @@ export class TelemetryStore {
       phaseBlock: (f) => p.phases.block(f),
     });
     this.metricPresence = new EngineMetricPresence(p.engine_series, this.engineSeries, io);
-    this.gpuHours = new GpuUtilHours(p.gpu_util, this.lanes, io, disk, budget);
+    this.gpuHours = new GpuUtilHours(dashboardDir, p.gpu_util, this.lanes, io, disk, budget);
   }
 
   /**
