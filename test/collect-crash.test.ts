@@ -56,10 +56,13 @@ async function push(c: Running, from: number, to: number): Promise<void> {
   }
 }
 
+const partitions = (dir: string): string[] => readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort();
+
 function writtenLines(dash: string): string[] {
   const dir = join(dash, 'gpu_util');
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).sort().flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l !== ''));
+  // the partitions only (the collector also keeps rlsight's rollups beside them)
+  return partitions(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l !== ''));
 }
 
 describe('rlsight collect after SIGKILL', () => {
@@ -81,7 +84,7 @@ describe('rlsight collect after SIGKILL', () => {
     first.child.kill('SIGKILL');
     assert.equal(await first.exited, null);
     // a write the kill interrupted leaves half a line behind
-    const hours = readdirSync(join(dash, 'gpu_util')).sort();
+    const hours = partitions(join(dash, 'gpu_util'));
     appendFileSync(join(dash, 'gpu_util', hours.at(-1)!), line(99999).slice(0, 37));
 
     const second = await startCollect(runDir, first.child.pid);
