@@ -1,11 +1,10 @@
 // Finished telemetry answers kept while the run's telemetry is unchanged: asking again for the same
 // window (a reload, a second viewer, the app returning to a view) costs a lookup, not a rebuild and a
 // re-compression. Bodies are kept gzipped when the client takes gzip, within a byte budget (LRU).
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
+import { once } from 'node:events';
+import { createGzip } from 'node:zlib';
 import type { MiddlewareHandler } from 'hono';
 
-const gzipAsync = promisify(gzip);
 
 /** Bytes the kept bodies of one run may hold together; a body over half of it is never kept. */
 export const ANSWER_CACHE_BYTES = 48 * 2 ** 20;
@@ -39,11 +38,10 @@ export function answerCache(version: () => string | null, budget = ANSWER_CACHE_
     }
     await next();
     const res = c.res;
-    if (res.status !== 200 || res.headers.has('content-encoding')) return;
-    let body: Uint8Array = new Uint8Array(await res.arrayBuffer());
+    if (res.status !== 200 || res.headers.has('content-encoding') || res.body === null) return;
     const headers = new Headers(res.headers);
-    if (takesGzip && body.byteLength >= GZIP_FROM_BYTES) {
-      body = await gzipAsync(body, { level: 4 });
+    const { body, gzipped } = await collect(res.body, takesGzip);
+    if (gzipped) {
       headers.set('content-encoding', 'gzip');
       headers.set('vary', 'Accept-Encoding');
       headers.delete('content-length');
@@ -64,4 +62,36 @@ export function answerCache(version: () => string | null, budget = ANSWER_CACHE_
       total -= v.body.byteLength;
     }
   };
+}
+
+/**
+ * The body's bytes, gzipped as they stream in when `gzip` (and the body is not tiny), so a large answer
+ * is held compressed only.
+ */
+async function collect(stream: ReadableStream<Uint8Array>, gzip: boolean): Promise<{ body: Uint8Array; gzipped: boolean }> {
+  const reader = stream.getReader();
+  const raw: Uint8Array[] = [];
+  let rawBytes = 0;
+  let gz: ReturnType<typeof createGzip> | null = null;
+  const packed: Buffer[] = [];
+  let finished: Promise<unknown> | null = null;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (gz === null) {
+      raw.push(value);
+      rawBytes += value.byteLength;
+      if (!gzip || rawBytes < GZIP_FROM_BYTES) continue;
+      gz = createGzip({ level: 4 });
+      gz.on('data', (chunk: Buffer) => packed.push(chunk));
+      finished = once(gz, 'end');
+      for (const part of raw.splice(0)) if (!gz.write(part)) await once(gz, 'drain');
+      continue;
+    }
+    if (!gz.write(value)) await once(gz, 'drain');
+  }
+  if (gz === null) return { body: raw.length === 1 ? raw[0] : Buffer.concat(raw), gzipped: false };
+  gz.end();
+  await finished;
+  return { body: Buffer.concat(packed), gzipped: true };
 }

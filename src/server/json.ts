@@ -39,8 +39,102 @@ export function toJsonText(value: unknown): string {
   return JSON.stringify(wireValue(value)) ?? 'null';
 }
 
+/** Arrays longer than this, and typed arrays, are written piece by piece. */
+const LONG_ARRAY = 1024;
+/** Numbers of a typed array turned into text at a time. */
+const NUMBERS_PER_PIECE = 8192;
+/** Bytes of text handed to the response at a time. */
+const STREAM_CHUNK = 1 << 16;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || ArrayBuffer.isView(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return (proto === Object.prototype || proto === null) && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
+};
+
+/** Whether `v` holds a typed array or a long array within a few levels (only such answers are worth streaming). */
+function heavy(v: unknown, depth = 3): boolean {
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return true;
+  if (Array.isArray(v)) return v.length > LONG_ARRAY;
+  if (depth === 0 || !isPlainObject(v)) return false;
+  for (const key of Object.keys(v)) if (heavy(v[key], depth - 1)) return true;
+  return false;
+}
+
+/** What JSON.stringify leaves out of an object (and writes as null in an array). */
+const unwritable = (v: unknown): boolean => v === undefined || typeof v === 'function' || typeof v === 'symbol';
+
+/**
+ * The JSON text of `value` in pieces, exactly as `toJsonText` writes it: typed arrays a few thousand
+ * numbers at a time and long arrays element by element, so a large answer is never one string (or
+ * one array of numbers) in memory.
+ */
+export function* jsonPieces(value: unknown): Generator<string> {
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+    const n = (value as unknown as ArrayLike<unknown>).length;
+    const big = value instanceof BigInt64Array || value instanceof BigUint64Array;
+    yield '[';
+    for (let i = 0; i < n; i += NUMBERS_PER_PIECE) {
+      const part = (value as unknown as { subarray(a: number, b: number): ArrayLike<number | bigint> }).subarray(i, Math.min(n, i + NUMBERS_PER_PIECE));
+      const text = JSON.stringify(big ? Array.from(part, Number) : Array.from(part as ArrayLike<number>));
+      yield (i > 0 ? ',' : '') + text.slice(1, -1);
+    }
+    yield ']';
+    return;
+  }
+  if (Array.isArray(value) && value.length > LONG_ARRAY) {
+    yield '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) yield ',';
+      const v = value[i];
+      if (unwritable(v)) yield 'null';
+      else yield* heavy(v) ? jsonPieces(v) : [toJsonText(v)];
+    }
+    yield ']';
+    return;
+  }
+  if (isPlainObject(value) && heavy(value)) {
+    yield '{';
+    let first = true;
+    for (const key of Object.keys(value)) {
+      const v = value[key];
+      if (unwritable(v)) continue;
+      yield `${first ? '' : ','}${JSON.stringify(key)}:`;
+      first = false;
+      yield* heavy(v) ? jsonPieces(v) : [toJsonText(v)];
+    }
+    yield '}';
+    return;
+  }
+  yield toJsonText(value);
+}
+
+/** The JSON body of `value`: one string for ordinary answers, a stream of pieces for large ones. */
+export function jsonBody(value: unknown): string | ReadableStream<Uint8Array> {
+  if (!heavy(value)) return toJsonText(value);
+  const pieces = jsonPieces(value);
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      let text = '';
+      while (text.length < STREAM_CHUNK) {
+        const next = pieces.next();
+        if (next.done) {
+          if (text) controller.enqueue(Buffer.from(text, 'utf8'));
+          controller.close();
+          return;
+        }
+        text += next.value;
+      }
+      controller.enqueue(Buffer.from(text, 'utf8'));
+    },
+  });
+}
+
 export function jsonResponse(c: Context, value: unknown, status: 200 | 400 | 404 | 500 | 503 = 200): Response {
-  return c.body(toJsonText(value), status, { 'Content-Type': 'application/json' });
+  const body = jsonBody(value);
+  c.status(status);
+  c.header('Content-Type', 'application/json');
+  return typeof body === 'string' ? c.body(body) : c.body(body);
 }
 
 /** Warnings listed on one answer at most (the rest are counted in a last line). */

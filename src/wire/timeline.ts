@@ -57,11 +57,14 @@ export interface PhasesAnswer {
 }
 
 /** One lane's NVML samples as parallel columns. */
+/** Arrays of numbers on the wire (JSON arrays; typed arrays where the answer is built or decoded). */
+export type NumberColumn = ArrayLike<number>;
+
 export interface GpuSeries {
-  ts: number[];
-  util: number[];
-  mem_mb: number[];
-  power_w: number[];
+  ts: NumberColumn;
+  util: NumberColumn;
+  mem_mb: NumberColumn;
+  power_w: NumberColumn;
 }
 
 /** Keyed by `"<node>:<gpu>"`. */

@@ -1,0 +1,39 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { jsonBody, jsonPieces, toJsonText } from './json.ts';
+
+const number = fc.oneof(fc.double(), fc.integer(), fc.constantFrom(NaN, Infinity, -Infinity, -0, 1e21, 5e-324));
+const leaf = fc.oneof(number, fc.string(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constant(() => 1));
+const typed = fc.oneof(
+  fc.array(number, { maxLength: 9000 }).map((xs) => Float64Array.from(xs)),
+  fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 9000 }).map((xs) => Uint8Array.from(xs)),
+  fc.array(fc.bigInt({ min: -(2n ** 60n), max: 2n ** 60n }), { maxLength: 50 }).map((xs) => BigInt64Array.from(xs)),
+);
+const small = fc.dictionary(fc.string({ maxLength: 3 }), leaf, { maxKeys: 3 });
+const long = fc.array(fc.oneof(leaf, small, typed.map((t) => t.subarray(0, 3))), { minLength: 1000, maxLength: 1100 });
+const value = fc.letrec((tie) => ({
+  node: fc.oneof({ depthSize: 'small', maxDepth: 3 }, leaf, typed, long, tie('array'), tie('object')),
+  array: fc.array(tie('node'), { maxLength: 3 }),
+  object: fc.dictionary(fc.string({ maxLength: 5 }), tie('node'), { maxKeys: 4 }),
+})).node;
+
+test('property: the streamed JSON of an answer is byte for byte the JSON written at once', () => {
+  fc.assert(
+    fc.property(value, (v) => {
+      assert.equal([...jsonPieces(v)].join(''), toJsonText(v));
+    }),
+    { numRuns: 150 },
+  );
+});
+
+test('a large answer streams in chunks that decode to the same text', async () => {
+  const lanes: Record<string, unknown> = {};
+  for (let l = 0; l < 64; l++) lanes[`10.0.0.${l}:0`] = { ts: Float64Array.from({ length: 3600 }, (_, i) => 1e9 + i + 0.25), util: new Float64Array(3600).fill(l), mem_mb: new Float64Array(3600), power_w: new Float64Array(3600).fill(NaN) };
+  const answer = { lanes };
+  const body = jsonBody(answer);
+  assert.ok(body instanceof ReadableStream);
+  const text = await new Response(body).text();
+  assert.equal(text, toJsonText(answer));
+  assert.equal(typeof jsonBody({ small: [1, 2, 3] }), 'string');
+});
