@@ -179,7 +179,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
       if (lateKeys.size) lanes = lanes.map((l) => (lateKeys.has(l.key) ? { ...l, score: score.get(l.key) } : l));
     }
     let memMax = 0;
-    for (const g of Object.values(gpu)) for (const v of g.mem_mb) if (v > memMax) memMax = v;
+    for (const g of Object.values(gpu)) for (let i = 0; i < g.mem_mb.length; i++) if (g.mem_mb[i] > memMax) memMax = g.mem_mb[i];
     return { phasesByLane, names, gpu, lanes, memMax };
   }, [lanesData.data, allLanes, apiLanes, activePick, late, grammarParam]);
 

@@ -63,10 +63,10 @@ export function drawSeries(
   ctx.restore();
 }
 
-export function drawUtil(ctx: CanvasRenderingContext2D, f: Frame, ts: number[], util: number[], y: number, h: number): void {
+export function drawUtil(ctx: CanvasRenderingContext2D, f: Frame, ts: ArrayLike<number>, util: ArrayLike<number>, y: number, h: number): void {
   drawSeries(ctx, f, ts, util, 100, y, h, { stroke: alpha(UTIL_COLOR, 0.95), fill: alpha(UTIL_COLOR, 0.16) });
 }
 
-export function drawMem(ctx: CanvasRenderingContext2D, f: Frame, ts: number[], mem: number[], memMax: number, y: number, h: number): void {
+export function drawMem(ctx: CanvasRenderingContext2D, f: Frame, ts: ArrayLike<number>, mem: ArrayLike<number>, memMax: number, y: number, h: number): void {
   drawSeries(ctx, f, ts, mem, memMax, y, h, { stroke: MEM_COLOR, width: 1.25, dash: [4, 3] });
 }
