@@ -95,11 +95,20 @@ export class PartitionCache {
 
   /** The header of a valid persisted parse of `key` (read alone), or null. */
   private headerOf(stream: PartitionedStream, key: string, st: FileStat, fd: number): ReturnType<typeof frameLayout<CacheHeader>> | null {
-    const first = Buffer.alloc(8);
-    if (readSync(fd, first, 0, 8, 0) !== 8) return null;
-    const head = Buffer.alloc(8 + frameHeaderLength(first));
-    if (readSync(fd, head, 0, head.length, 0) !== head.length) return null;
-    const layout = frameLayout<CacheHeader>(head);
+    // headers are parsed once per cache file as it is (an engine hour's series table is ~200 KB of JSON,
+    // and /api/meta and the warm-up plan ask for every hour's)
+    const f = fstatSync(fd);
+    const file = `${f.ino}:${f.size}:${f.mtimeMs}`;
+    const id = `${stream}/${key}`;
+    let layout = this.headers.get(id)?.file === file ? this.headers.get(id)!.layout : null;
+    if (layout === null) {
+      const first = Buffer.alloc(8);
+      if (readSync(fd, first, 0, 8, 0) !== 8) return null;
+      const head = Buffer.alloc(8 + frameHeaderLength(first));
+      if (readSync(fd, head, 0, head.length, 0) !== head.length) return null;
+      layout = frameLayout<CacheHeader>(head);
+      this.headers.set(id, { file, layout });
+    }
     const h = layout.header;
     return h.version === PARTITION_CACHE_VERSION && h.stream === stream && h.key === key && sameFile(h, st) && h.offset <= st.size ? layout : null;
   }
@@ -122,19 +131,8 @@ export class PartitionCache {
     }
   }
 
-  /** Header layouts of persisted gpu_util parses read by `gpuRows`, while their cache file is unchanged (a pass reads many slices of one file). */
-  private readonly layouts = new Map<string, { file: string; srcIno: number; layout: NonNullable<ReturnType<PartitionCache['headerOf']>> }>();
-
-  private layoutOf(key: string, st: FileStat, fd: number): ReturnType<PartitionCache['headerOf']> {
-    const f = fstatSync(fd);
-    const file = `${f.ino}:${f.size}:${f.mtimeMs}`;
-    const memo = this.layouts.get(key);
-    if (memo !== undefined && memo.file === file && memo.srcIno === st.ino && memo.layout.header.offset <= st.size) return memo.layout;
-    const layout = this.headerOf('gpu_util', key, st, fd);
-    if (layout === null) this.layouts.delete(key);
-    else this.layouts.set(key, { file, srcIno: st.ino, layout });
-    return layout;
-  }
+  /** Parsed headers by `stream/key`, while their cache file is unchanged (its inode, size and mtime). */
+  private readonly headers = new Map<string, { file: string; layout: ReturnType<typeof frameLayout<CacheHeader>> }>();
 
   /** Whether a valid persisted parse of `key` exists (reads its header only). */
   has(stream: PartitionedStream, key: string, st: FileStat): boolean {
@@ -311,7 +309,7 @@ export class PartitionCache {
    */
   gpuRows(key: string, st: FileStat, from: number, to: number): { rows: GpuUtilRowsIn; lanes: [string, number][] } | null {
     return this.withFile('gpu_util', key, (fd) => {
-      const layout = this.layoutOf(key, st, fd);
+      const layout = this.headerOf('gpu_util', key, st, fd);
       if (layout === null || !(to <= layout.header.length) || !(from <= to)) return null;
       const n = to - from;
       const read = (name: string): FrameColumn | undefined => {

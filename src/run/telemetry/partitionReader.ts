@@ -95,8 +95,12 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   fills = 0;
   /** Cold files parsed by worker threads so far. */
   workerFills = 0;
-  /** Worker threads that take a share of cold multi-file reads (null: the main thread reads alone). */
-  pool: ParsePool | null = null;
+  /** Where the worker threads that take a share of cold multi-file reads come from (started on first use); null: the main thread reads alone. */
+  poolSource: (() => ParsePool | null) | null = null;
+
+  get pool(): ParsePool | null {
+    return this.poolSource?.() ?? null;
+  }
   /** Where whole parses persist across processes (null: parse every cold file). */
   diskCache: PartitionCache | null = null;
   /** The byte budget shared with the store's other streams (null: only the block count limits). */

@@ -147,6 +147,8 @@ export class TelemetryStore {
   private pendingWarnings: TelemetryWarning[] = [];
   private versions = new Map<StreamName, number>();
   private pool: ParsePool | null = null;
+  /** The partitions are big enough for parse threads to pay (they start on first use). */
+  private poolWanted = false;
   private readonly parseWorkers: number;
   private readonly parallelFromBytes: number;
 
@@ -167,7 +169,7 @@ export class TelemetryStore {
     this.warm =
       disk === null
         ? null
-        : new WarmUp(this.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>, disk, io, () => this.pool, (f) => this.gpuHours.rollUp(f));
+        : new WarmUp(this.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>, disk, io, () => this.ensurePool(), (f) => this.gpuHours.rollUp(f));
     this.flat = new FlatStreams(dashboardDir, io, warn);
     const p = this.partitions;
     this.laneIdx = new LaneIndex(dashboardDir, io, warn, {
@@ -259,14 +261,20 @@ export class TelemetryStore {
     return report;
   }
 
-  /** Starts the parse workers once the partitions are big enough for parallel cold reads to pay. */
+  /** Wants the parse workers (started on first use) once the partitions are big enough for parallel cold reads to pay. */
   private startPoolIfBig(): void {
-    if (this.pool !== null || this.parseWorkers <= 0) return;
+    if (this.poolWanted || this.parseWorkers <= 0) return;
     let bytes = 0;
     for (const r of Object.values(this.partitions) as PartitionReader<any>[]) for (const f of r.files()) bytes += f.size;
     if (bytes < this.parallelFromBytes) return;
-    this.pool = new ParsePool(this.parseWorkers);
-    for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.pool = this.pool;
+    // the threads start with the first read that can use them, not while the server answers its first requests
+    this.poolWanted = true;
+    for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.poolSource = () => this.ensurePool();
+  }
+
+  private ensurePool(): ParsePool | null {
+    if (this.pool === null && this.poolWanted) this.pool = new ParsePool(this.parseWorkers);
+    return this.pool;
   }
 
   /**
@@ -284,14 +292,15 @@ export class TelemetryStore {
 
   /** Waits (at most `timeoutMs`) for the parse workers to start; returns how many are ready (0 without a pool). */
   parseWorkersReady(timeoutMs = 30_000): number {
-    return this.pool?.waitReady(timeoutMs) ?? 0;
+    return this.ensurePool()?.waitReady(timeoutMs) ?? 0;
   }
 
   /** Stops the parse workers (they never keep the process alive; this frees them early). */
   close(): void {
     this.pool?.close();
     this.pool = null;
-    for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.pool = null;
+    this.poolWanted = false;
+    for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.poolSource = null;
   }
 
   private bump(stream: StreamName): void {
