@@ -113,7 +113,7 @@ export class GpuUtilHours implements BudgetOwner {
       const prev = mem !== undefined && mem.ino === st.ino && extendable(mem.cells, rows, f.lo, f.hi) ? mem.cells : null;
       cells = foldGpuUtilRows(prev, rows, laneKeys, f.lo, f.hi, prev?.rows ?? 0);
     }
-    if (cells === null) return null;
+    if (cells === null) return this.forget(f.key);
     this.built++;
     return this.use(f.key, this.resident_(st.ino, offset, cells));
   }
@@ -139,7 +139,7 @@ export class GpuUtilHours implements BudgetOwner {
     const tail = this.reader.parseTail(f, base.offset);
     const laneKeys = Array.from({ length: this.lanes.size }, (_, i) => [this.lanes.node(i), this.lanes.gpu(i)] as [string, number]);
     const cells = foldGpuUtilRows(base.cells, rowsOfBlock(tail.block, 0, tail.block.length), laneKeys, f.lo, f.hi, 0, { rowBase: base.cells.rows, bytes: tail.lines });
-    if (cells === null) return null;
+    if (cells === null) return this.forget(f.key);
     return this.use(f.key, this.resident_(st.ino, tail.end, cells));
   }
 
@@ -154,6 +154,13 @@ export class GpuUtilHours implements BudgetOwner {
     const laneIds = new Uint16Array(cells.lanes);
     cells.laneKeys.forEach(([node, gpu], l) => (laneIds[l] = this.lanes.id(node, gpu)));
     return { ino, offset, cells, laneIds };
+  }
+
+  /** Drops a resident rollup a failed fold may have changed part of (it is built again from the rows). */
+  private forget(key: string): null {
+    this.resident.delete(key);
+    this.budget?.forget(this, key);
+    return null;
   }
 
   private use(key: string, r: Resident): Resident {
