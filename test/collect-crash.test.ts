@@ -16,7 +16,12 @@ ensureCliBuilt();
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const root = mkdtempSync(join(tmpdir(), 'rlsight-crash-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+/** Every process the test starts: none outlives it, whether it passes or fails. */
+const started: ChildProcess[] = [];
+after(() => {
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  rmSync(root, { recursive: true, force: true });
+});
 
 interface Running {
   child: ChildProcess;
@@ -28,6 +33,7 @@ interface Running {
 
 async function startCollect(runDir: string, previousPid?: number): Promise<Running> {
   const child = spawn(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', runDir, '--listen', '127.0.0.1:0', '--flush-interval', '0.1'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
@@ -73,6 +79,7 @@ describe('rlsight collect after SIGKILL', () => {
     // a trainer logging through the Python client the whole time, across the kill and the restart
     const stopFile = join(root, 'stop');
     const trainer = spawn('python3', [join(REPO, 'test', 'support', 'crash_client.py'), runDir, stopFile], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    started.push(trainer);
     let trainerOut = '';
     trainer.stdout.on('data', (d) => (trainerOut += d));
     trainer.stderr.on('data', (d) => (trainerOut += d));
