@@ -3,7 +3,9 @@
 // Each run has its own API app (`runApi`): every route family is mounted there ONCE, with paths under
 // `/api/…`. The server answers it under `/api/runs/{id}/…` for each run and under the reference paths
 // `/api/…` for the first run, unchanged. A new route family is one `mountX(api, run)` line in `runApi`.
-import { Hono } from 'hono';
+// The quick preset (LinearRouter): registering routes costs nothing and no matcher is compiled on the
+// first request, which is on the way to a server's first answer; a few dozen routes match as fast.
+import { Hono } from 'hono/quick';
 import { COMPRESSIBLE_CONTENT_TYPE_REGEX, compress } from 'hono/compress';
 import { answerCache } from './answerCache.ts';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
