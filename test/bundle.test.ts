@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { ensureCliBuilt } from './support/cli.ts';
+import { ensureCliBuilt, servingUrl } from './support/cli.ts';
 import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from './support/fixtures.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -19,15 +19,7 @@ describe('the dist bundle', () => {
     ensureCliBuilt();
     run = copyFixtureRun();
     child = spawn(process.execPath, [bundle, 'serve', '--dump-details', run.dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    url = await new Promise<string>((ok, fail) => {
-      let out = '';
-      child.stdout!.on('data', (d) => {
-        out += d;
-        const m = /serving (http:\/\/\S+)/.exec(out);
-        if (m) ok(m[1]);
-      });
-      child.once('exit', (code) => fail(new Error(`bundle exited with ${code}: ${out}`)));
-    });
+    url = await servingUrl(child);
   });
   after(() => {
     child?.kill();

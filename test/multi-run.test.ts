@@ -11,7 +11,7 @@ import { type RunningServer, startRunsServer } from '../src/server/listen.ts';
 import { openRun } from '../src/server/run.ts';
 import { ServedRuns } from '../src/server/runSet.ts';
 import { ageTree, fixturePath, loadGoldens } from './support/fixtures.ts';
-import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+import { ensureCliBuilt, RLSIGHT_BIN, servingUrl } from './support/cli.ts';
 
 // bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
 ensureCliBuilt();
@@ -126,15 +126,7 @@ describe('rlsight serve DIR DIR', () => {
     const b = placeRun(root, 'b', 'second');
     const child = spawn(process.execPath, [RLSIGHT_BIN, 'serve', a, '--dump-details', b, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     try {
-      const url = await new Promise<string>((ok, fail) => {
-        let out = '';
-        child.stdout!.on('data', (d) => {
-          out += d;
-          const m = /serving (http:\/\/\S+)/.exec(out);
-          if (m) ok(m[1]);
-        });
-        child.once('exit', (code) => fail(new Error(`exited with ${code}: ${out}`)));
-      });
+      const url = await servingUrl(child);
       const listed = (await (await fetch(new URL('/api/runs', url))).json()) as any;
       assert.deepEqual(listed.runs.map((r: any) => [r.id, r.name]), [['a', 'first'], ['b', 'second']], 'in command-line order');
       assert.equal(((await (await fetch(new URL('/api/meta', url))).json()) as any).run_name, 'first');

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+import { ensureCliBuilt, RLSIGHT_BIN, servingUrl } from './support/cli.ts';
 import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
 
 /** Packages that must never load on the way to the first /api/meta answer. */
@@ -43,15 +43,7 @@ describe('the start path of rlsight serve', () => {
       env: { ...process.env, RLSIGHT_LOAD_LOG: log },
     });
     try {
-      const url = await new Promise<string>((ok, fail) => {
-        let out = '';
-        child.stdout!.on('data', (d) => {
-          out += d;
-          const m = /serving (http:\/\/\S+)/.exec(out);
-          if (m) ok(m[1]!);
-        });
-        child.once('exit', (code) => fail(new Error(`serve exited with ${code}: ${out}`)));
-      });
+      const url = await servingUrl(child);
       const res = await fetch(new URL('/api/meta', url));
       assert.equal(res.status, 200);
       await res.arrayBuffer();

@@ -1,6 +1,6 @@
 // The command line the tests spawn. bin/rlsight.mjs runs the dist/ bundle directly (no freshness check on
 // the start path), so a test that spawns it first rebuilds a bundle older than the sources.
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isFresh } from '../../bin/freshness.mjs';
@@ -13,4 +13,17 @@ export const RLSIGHT_BIN = join(REPO, 'bin', 'rlsight.mjs');
 /** Rebuilds dist/ when it is missing or older than any file under src/. */
 export function ensureCliBuilt(): void {
   if (!isFresh(join(REPO, 'dist', 'cli.js'), join(REPO, 'src'))) execFileSync('npm', ['run', '--silent', 'build:cli'], { cwd: REPO, stdio: 'inherit' });
+}
+
+/** The URL a spawned `rlsight serve` prints once it listens; rejects when it exits first. */
+export function servingUrl(child: ChildProcess): Promise<string> {
+  return new Promise<string>((ok, fail) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /serving (http:\/\/\S+)/.exec(out);
+      if (m) ok(m[1]!);
+    });
+    child.once('exit', (code) => fail(new Error(`rlsight serve exited with ${code}: ${out}`)));
+  });
 }
