@@ -53,6 +53,36 @@ test('queries parse into their kinds; bad ones are errors on q', () => {
   assert.throws(() => parseQuery('   '), /the query is empty/);
 });
 
+test('a word matches its case-insensitive variants (ſun for sun) the same before and after the index is built', async () => {
+  const texts = ['the ſun rose', 'the sun rose', 'a SUNNY day', 'ſunny ſide'].map((response, i) => ({
+    step: 0,
+    evaluation: false,
+    sample_index: i,
+    group_index: 0,
+    status: 'completed',
+    reward: 1,
+    fields: { response },
+    ids: [],
+  }));
+  // Only what search reads of a run.
+  const run = {
+    name: 'tiny',
+    rolloutIds: async () => ({ train: [0], eval: [] }),
+    stepStamp: async () => 'fixed',
+    async *sampleTextBatches() {
+      yield texts;
+    },
+    readCache: async () => null,
+    writeCache: async () => {},
+  } as unknown as AnswerRun;
+  const search = new RunSearch(run);
+  const cold = { whole: where(await all(run, 'sun ', search)), prefix: where(await all(run, 'sun', search)) };
+  assert.deepEqual(cold.whole, ['0:0:response', '0:1:response']);
+  assert.deepEqual(cold.prefix, ['0:0:response', '0:1:response', '0:2:response', '0:3:response']);
+  await search.idle();
+  assert.deepEqual({ whole: where(await all(run, 'sun ', search)), prefix: where(await all(run, 'sun', search)) }, cold);
+});
+
 describe('search over the miles fixture', () => {
   let copy: RunCopy;
   let run: OpenRun;

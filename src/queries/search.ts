@@ -74,8 +74,8 @@ interface StepTexts {
   stamp: string;
   texts: SampleText[];
   lower: Record<string, string>[];
-  /** Per sample, bit k set when its SEARCH_FIELDS[k] text is plain ASCII (or absent). */
-  ascii: Uint8Array;
+  /** Per sample, bit k set once its SEARCH_FIELDS[k] text was looked at, bit 8 + k when it is plain ASCII. */
+  ascii: Uint16Array;
   index: FlexIndex | null;
   /** Sample positions by recorded id. */
   ids: Map<string, number[]>;
@@ -109,8 +109,7 @@ function prepare(key: string, stamp: string, texts: SampleText[]): StepTexts {
     for (const id of t.ids) ids.set(id, [...(ids.get(id) ?? []), i]);
   });
   const lower = texts.map((t) => Object.fromEntries(Object.entries(t.fields).map(([k, v]) => [k, v.toLowerCase()])));
-  const ascii = Uint8Array.from(lower, (fields) => SEARCH_FIELDS.reduce((bits, f, k) => (fields[f] && NOT_ASCII.test(fields[f]) ? bits : bits | (1 << k)), 0));
-  return { key, stamp, texts, lower, ascii, index: null, ids };
+  return { key, stamp, texts, lower, ascii: new Uint16Array(texts.length), index: null, ids };
 }
 
 /** Builds a step's index a slice at a time, calling `between` (served by the event loop) between slices. */
@@ -136,7 +135,7 @@ function joinBatches(key: string, stamp: string, parts: readonly StepTexts[]): S
   if (parts.length === 1) return parts[0];
   const texts: SampleText[] = [];
   const lower: Record<string, string>[] = [];
-  const ascii = new Uint8Array(parts.reduce((n, p) => n + p.texts.length, 0));
+  const ascii = new Uint16Array(parts.reduce((n, p) => n + p.texts.length, 0));
   const ids = new Map<string, number[]>();
   for (const part of parts) {
     const at = texts.length;
@@ -260,8 +259,18 @@ function wordMatcher(word: string, prefix: boolean): WordMatcher {
   return { re: wordRegex(word, prefix), ascii: NOT_ASCII.test(word) ? null : word };
 }
 
-/** Every hit of a text query in one sample: null unless each word and phrase occurs somewhere in it. */
-function textHits(lower: Record<string, string>, asciiFields: number, q: Extract<ParsedQuery, { kind: 'text' }>, words: WordMatcher[]): Map<string, [number, number][]> | null {
+/** Whether field k (of SEARCH_FIELDS) of the sample at `i` is plain ASCII, looked at once, when first asked. */
+function asciiField(st: StepTexts, i: number, k: number, text: string): boolean {
+  const bits = st.ascii[i];
+  if (bits & (1 << k)) return (bits & (256 << k)) !== 0;
+  const plain = !NOT_ASCII.test(text);
+  st.ascii[i] = bits | (1 << k) | (plain ? 256 << k : 0);
+  return plain;
+}
+
+/** Every hit of a text query in the sample at `i`: null unless each word and phrase occurs somewhere in it. */
+function textHits(st: StepTexts, i: number, q: Extract<ParsedQuery, { kind: 'text' }>, words: WordMatcher[]): Map<string, [number, number][]> | null {
+  const lower = st.lower[i];
   const hits = new Map<string, [number, number][]>();
   const add = (field: string, a: number, b: number) => hits.set(field, [...(hits.get(field) ?? []), [a, b]]);
   for (const p of q.phrases) {
@@ -284,7 +293,7 @@ function textHits(lower: Record<string, string>, asciiFields: number, q: Extract
       if (!text) continue;
       // An ASCII word can only match (case-insensitively) a lower-case ASCII text where it occurs as is: a
       // text without it needs no regex run.
-      if (ascii !== null && asciiFields & (1 << k) && !text.includes(ascii)) continue;
+      if (ascii !== null && !text.includes(ascii) && asciiField(st, i, k, text)) continue;
       re.lastIndex = 0;
       for (const m of text.matchAll(re)) {
         add(f, m.index, m.index + m[0].length);
@@ -332,7 +341,7 @@ function textMatches(st: StepTexts, q: TextQuery, run: string | undefined): Sear
   const cand = candidates(st, q);
   const positions = cand ? [...cand].sort((a, b) => a - b) : st.texts.map((_, i) => i);
   for (const i of positions) {
-    const hits = textHits(st.lower[i], st.ascii[i], q, words);
+    const hits = textHits(st, i, q, words);
     if (!hits || hits.size === 0) continue;
     const field = SEARCH_FIELDS.find((f) => hits.has(f))!;
     const ranges = hits.get(field)!.sort((a, b) => a[0] - b[0]);

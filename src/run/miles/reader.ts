@@ -38,8 +38,11 @@ export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length
 const STEP_CACHE_VERSION = 2;
 /** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
 const WHOLE_RANK_FILE_BELOW = 64 * 2 ** 20;
-/** Work done on a streamed rollout decode between two hand-outs of its finished samples (ms). */
-const TEXT_SLICE_MS = 8;
+/**
+ * Work done on a streamed rollout decode between two hand-outs of its finished samples (ms): short at first
+ * (the first samples are searched soon), doubling up to the longest (fewer hand-outs for the rest).
+ */
+const TEXT_SLICE_MS = { first: 8, longest: 64 };
 /** How long a file's stat answer is trusted before a warm read re-checks it. */
 const STAT_REUSE_MS = 1000;
 
@@ -306,12 +309,14 @@ export class DumpReader {
     });
     // The samples handed out so far: the finished list must begin with them.
     const streamed: PyValue[] = [];
+    let sliceMs = TEXT_SLICE_MS.first;
     try {
       for (;;) {
         const batch: DumpedSampleText[] = [];
         let finished = false;
         try {
-          const file = this.textSliceOpcodes ? decode.advance(this.textSliceOpcodes) : advanceFor(decode, TEXT_SLICE_MS);
+          const file = this.textSliceOpcodes ? decode.advance(this.textSliceOpcodes) : advanceFor(decode, sliceMs);
+          sliceMs = Math.min(2 * sliceMs, TEXT_SLICE_MS.longest);
           finished = file !== null;
           const samples = file ? dumpSamples(file.value, name) : pendingSamples(decode.pending());
           if (file && streamed.some((s, i) => samples[i] !== s)) throw new DumpInconsistent(name, 'the samples list changed while it was decoded');

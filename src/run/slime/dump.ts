@@ -79,8 +79,8 @@ export interface SlimeDumpPart {
   dump?: SlimeDump;
 }
 
-/** Decoding done between two hand-outs of a streamed dump's finished samples (ms). */
-const DUMP_SLICE_MS = 8;
+/** Decoding done between two hand-outs of a streamed dump's finished samples (ms): short first, doubling to the longest. */
+const DUMP_SLICE_MS = { first: 8, longest: 64 };
 
 /**
  * Reads a dump a slice of decoding at a time (the event loop is served between slices), handing out its
@@ -108,11 +108,13 @@ export async function* streamSlimeDump(path: string, opts: ReadDumpOptions = {})
     }
     return fresh;
   };
+  let sliceMs = DUMP_SLICE_MS.first;
   try {
     for (;;) {
       let file: TorchFile | null;
       try {
-        file = advanceFor(decode, DUMP_SLICE_MS);
+        file = advanceFor(decode, sliceMs);
+        sliceMs = Math.min(2 * sliceMs, DUMP_SLICE_MS.longest);
       } catch (err) {
         throw dumpFailure(err, name, path);
       }
