@@ -100,7 +100,11 @@ export class GpuUtilBlock extends ColumnBlock<GpuSchema> {
     if (n === this.cap) this.reserve(1);
     if (
       this.schema === COMPACT &&
-      !(util >= 0 && util <= 255 && (util | 0) === util && mem >= 0 && mem <= MEM_MASK && (mem | 0) === mem && power >= 0 && power <= POWER_MAX && (power | 0) === power)
+      // -0 passes the integer tests but an unsigned column would store it as 0
+      !(util >= 0 && util <= 255 && (util | 0) === util && mem >= 0 && mem <= MEM_MASK && (mem | 0) === mem && power >= 0 && power <= POWER_MAX && (power | 0) === power) ||
+      Object.is(util, -0) ||
+      Object.is(mem, -0) ||
+      Object.is(power, -0)
     ) {
       this.widen();
     }

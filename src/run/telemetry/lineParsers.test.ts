@@ -199,3 +199,12 @@ test('phases: the fast path and JSON.parse give the same events', () => {
     { numRuns: 300 },
   );
 });
+
+test('a gpu_util value of -0 is kept as -0 (the compact unsigned columns would store 0)', () => {
+  const b = new GpuUtilBlock('x', 0, 3600);
+  b.push(1, 0, 5, 10, 20);
+  b.push(2, 0, -0, 10, 20);
+  assert.equal(b.wide, true);
+  assert.ok(Object.is(b.util[1], -0));
+  assert.equal(b.util[0], 5);
+});
