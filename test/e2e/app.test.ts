@@ -100,10 +100,15 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
   it('metrics: the sglang category plots one line per engine', async () => {
     const w = await open('#/?cat=sglang');
     await w.page.waitForSelector('.chart-panel .uplot canvas');
-    await w.page.waitForTimeout(300);
+    // the charts are made again when the run list arrives, and lines come with their engine series: wait for them
+    await w.page.waitForFunction(() => document.querySelectorAll('.engine-legend label').length >= 2).catch(() => {});
     const engines = await w.page.$$eval('.engine-legend label', (els) => els.length);
     assert.ok(engines >= 2, 'engine legend lists engines');
-    const px = await canvasPixels(w.page, '.chart-panel .uplot canvas');
+    let px = await canvasPixels(w.page, '.chart-panel .uplot canvas');
+    for (let i = 0; i < 40 && px.colours < 4; i++) {
+      await w.page.waitForTimeout(250);
+      px = await canvasPixels(w.page, '.chart-panel .uplot canvas');
+    }
     assert.ok(px.colours >= 4, `multi-colour engine lines (${px.colours} colours)`);
     await screenshot(w.page, 'metrics-sglang');
     assertClean(w);
