@@ -1,32 +1,22 @@
 // The columnar frame answers what JSON answers, value for value (a JSON null is NaN), for every series endpoint.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { copyFixtureRun, type RunCopy } from '../../test/support/fixtures.ts';
+import { describe, test } from 'node:test';
+import { servedFixture } from '../../test/support/servedFixture.ts';
 import { decodeFrame, encodeFrame } from '../formats/columnFrame.ts';
 import { decodeColumns, engineSeriesOf, gpuLanes, phaseLanes } from '../../web/columns.ts';
-import { createApp } from './app.ts';
 import { engineSeriesFrame, gpuFrame, phasesFrame } from './columns.ts';
-import { openRun, type OpenRun } from './run.ts';
 
 /** JSON's view of a float column: NaN and ±Infinity are null. */
 const asJson = (xs: ArrayLike<number>): (number | null)[] => Array.from(xs, (x) => (Number.isFinite(x) ? x : null));
 
 describe('columnar answers', () => {
-  let copy: RunCopy;
-  let run: OpenRun;
-  let app: ReturnType<typeof createApp>;
-  before(async () => {
-    copy = copyFixtureRun();
-    run = await openRun(copy.dir);
-    app = createApp({ run });
-  });
-  after(() => copy.dispose());
+  const served = servedFixture();
 
   const both = async (path: string): Promise<{ json: any; frame: ArrayBuffer; type: string | null }> => {
-    const json = await (await app.request(path, { headers: { host: '127.0.0.1' } })).json();
-    const res = await app.request(path, { headers: { host: '127.0.0.1', accept: 'application/vnd.rlsight.columns' } });
+    const json = await (await served.get(path)).json();
+    const res = await served.get(path, { accept: 'application/vnd.rlsight.columns' });
     assert.equal(res.status, 200);
-    const viaQuery = await (await app.request(`${path}&format=columns`, { headers: { host: '127.0.0.1' } })).arrayBuffer();
+    const viaQuery = await (await served.get(`${path}&format=columns`)).arrayBuffer();
     const frame = await res.arrayBuffer();
     assert.deepEqual(new Uint8Array(viaQuery), new Uint8Array(frame));
     return { json, frame, type: res.headers.get('content-type') };
@@ -44,7 +34,7 @@ describe('columnar answers', () => {
   });
 
   test('engine_series: every series with its labels, as the timeline and the Metrics view ask', async () => {
-    const meta = (await (await app.request('/api/meta', { headers: { host: '127.0.0.1' } })).json()) as { engine_metric_keys: string[] };
+    const meta = (await (await served.get('/api/meta')).json()) as { engine_metric_keys: string[] };
     assert.ok(meta.engine_metric_keys.length > 0);
     const asks = meta.engine_metric_keys.flatMap((m) => [`metric=${encodeURIComponent(m)}`, `metric=${encodeURIComponent(m)}&max_points=1000&per_dp_rank=true`, `metric=${encodeURIComponent(m)}&max_points=7`]);
     for (const metric of asks) {

@@ -1,21 +1,11 @@
 // rlsight's conversation route: a sample without a recorded conversation is a 200 with the empty shape.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { copyFixtureRun, type RunCopy } from '../../test/support/fixtures.ts';
-import { createApp } from './app.ts';
-import { openRun, type OpenRun } from './run.ts';
+import { describe, test } from 'node:test';
+import { servedFixture } from '../../test/support/servedFixture.ts';
 
 describe('/api/rlsight/rollout/{id}/sample/{index}/messages', () => {
-  let copy: RunCopy;
-  let run: OpenRun;
-  let app: ReturnType<typeof createApp>;
-  before(async () => {
-    copy = copyFixtureRun();
-    run = await openRun(copy.dir);
-    app = createApp({ run });
-  });
-  after(() => copy.dispose());
-  const get = (path: string) => app.request(path, { headers: { host: '127.0.0.1' } });
+  const served = servedFixture();
+  const get = (path: string) => served.get(path);
 
   test('a recorded conversation is the same as the reference route answers', async () => {
     const ours = await get('/api/rlsight/rollout/0/sample/0/messages');

@@ -1,22 +1,13 @@
 // rlsight's lane-selection endpoint over the fixture run: the lanes a grammar picks, and the reference's errors.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { copyFixtureRun, readFixtureJson, type RunCopy } from '../../test/support/fixtures.ts';
-import { createApp } from './app.ts';
-import { openRun, type OpenRun } from './run.ts';
+import { describe, test } from 'node:test';
+import { readFixtureJson } from '../../test/support/fixtures.ts';
+import { servedFixture } from '../../test/support/servedFixture.ts';
 
 describe('/api/rlsight/lanes', () => {
-  let copy: RunCopy;
-  let run: OpenRun;
-  let app: ReturnType<typeof createApp>;
-  before(async () => {
-    copy = copyFixtureRun();
-    run = await openRun(copy.dir);
-    app = createApp({ run });
-  });
-  after(() => copy.dispose());
+  const served = servedFixture();
 
-  const get = (q: string) => app.request(`/api/rlsight/lanes${q}`, { headers: { host: '127.0.0.1' } });
+  const get = (q: string) => served.get(`/api/rlsight/lanes${q}`);
 
   test('answers the lane-index entries a selection picks, in index order', async () => {
     const all = (await (await get('')).json()) as { lanes: { node: string; gpu: number; index: number; roles: string[] }[] };
