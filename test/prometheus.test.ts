@@ -104,6 +104,12 @@ describe('engine series from a real Prometheus', { skip }, () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
+  it('answers from Prometheus are never kept (its series change with time, not with the run)', async () => {
+    const run = await openRun(fixturePath('miles-demo', 'run'));
+    assert.equal(typeof run.telemetryVersion, 'function');
+    assert.equal(withPrometheus(run, new PrometheusEngineSource('http://127.0.0.1:9')).telemetryVersion, undefined);
+  });
+
   it('meta advertises the SGLang series under rlsight names', async () => {
     const meta: any = await (await fetch(new URL('/api/meta', server.url))).json();
     assert.equal(meta.capabilities.has_engine_series, true);

@@ -14,6 +14,8 @@ export function withPrometheus(run: RunSources, source: PrometheusEngineSource, 
   const plainMeta = (): Promise<Meta> => run.meta({ follow: false, useUtilizationOverview: false });
   const hasOwn = async (): Promise<boolean> => (own ??= (await plainMeta()).capabilities.has_engine_series);
   const wrapped: RunSources = Object.create(run) as RunSources;
+  // Prometheus answers change with time, not with the run's files: none of this run's telemetry answers is kept
+  wrapped.telemetryVersion = undefined;
   wrapped.meta = async (p: Presentation): Promise<Meta> => {
     const m = await run.meta(p);
     if (m.capabilities.has_engine_series) return m;
