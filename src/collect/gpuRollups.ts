@@ -74,8 +74,7 @@ export class CollectorGpuRollups {
     }
     if (row !== n) return this.drop(key, h);
     const rows = rowsOfColumns(block.columns());
-    const laneKeys = Array.from({ length: this.lanes.size }, (_, i) => [this.lanes.node(i), this.lanes.gpu(i)] as [string, number]);
-    const cells = foldRows(h.cells, rows, laneKeys, lo, { start: lineStart, end: lineEnd });
+    const cells = foldRows(h.cells, rows, this.lanes.places(), lo, { start: lineStart, end: lineEnd });
     if (cells === null) return this.drop(key, h);
     h.cells = cells;
     h.bytes = start + data.length;

@@ -42,7 +42,7 @@ function hourBlock(hour: number, rows: Row[], swaps: number, wide: boolean): Gpu
 
 /** The block as an hour with its rollup, as the store hands it out. */
 function rolledUp(b: GpuUtilBlock, lanes: LaneTable): GpuUtilHour {
-  const keys = Array.from({ length: lanes.size }, (_, i) => [lanes.node(i), lanes.gpu(i)] as [string, number]);
+  const keys = lanes.places();
   const cells = foldGpuUtilRows(null, rowsOfBlock(b, 0, b.length), keys, b.lo, b.hi);
   assert.ok(cells !== null);
   const laneIds = Uint16Array.from(cells.laneKeys, ([n, g]) => lanes.find(n, g));

@@ -105,7 +105,7 @@ export class GpuUtilHours implements BudgetOwner {
     }
     const columns = b.columns();
     const rows = rowsOfColumns(columns);
-    const laneKeys = Array.from({ length: this.lanes.size }, (_, i) => [this.lanes.node(i), this.lanes.gpu(i)] as [string, number]);
+    const laneKeys = this.lanes.places();
     let cells: GpuUtilCells | null;
     if (this.disk !== null) {
       cells = this.disk.saveRollup(f.key, st.ino, offset, columns, laneKeys, b.length, mem?.ino === st.ino ? mem.cells : null);
@@ -137,7 +137,7 @@ export class GpuUtilHours implements BudgetOwner {
     }
     if (base.offset === st.size) return this.use(f.key, this.resident_(st.ino, base.offset, base.cells));
     const tail = this.reader.parseTail(f, base.offset);
-    const laneKeys = Array.from({ length: this.lanes.size }, (_, i) => [this.lanes.node(i), this.lanes.gpu(i)] as [string, number]);
+    const laneKeys = this.lanes.places();
     const cells = foldGpuUtilRows(base.cells, rowsOfBlock(tail.block, 0, tail.block.length), laneKeys, f.lo, f.hi, 0, { rowBase: base.cells.rows, bytes: tail.lines });
     if (cells === null) return this.forget(f.key);
     return this.use(f.key, this.resident_(st.ino, tail.end, cells));

@@ -70,6 +70,11 @@ export class LaneTable {
     return this.keys[id];
   }
 
+  /** `[node, gpu]` of every lane id, in id order (the lane table a persisted parse or rollup carries). */
+  places(): [string, number][] {
+    return Array.from({ length: this.size }, (_, id) => [this.node(id), this.gpu(id)]);
+  }
+
   get size(): number {
     return this.keys.length;
   }

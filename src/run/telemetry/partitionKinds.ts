@@ -59,7 +59,7 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
         parse: (b, s, e, blk, l, bad) => gpuParser.parse(b, s, e, blk, l, bad),
         parseView: (view, b, s, e, blk, l, bad) => gpuParser.parseView(view, b, s, e, blk, l, bad),
         adopt: (k, lo, hi, d) => GpuUtilBlock.adopt(k, lo, hi, as(d, 'gpu_util').columns, as(d, 'gpu_util').lanes.map(([n, g]) => tables.lanes.id(n, g))),
-        export: (b) => ({ stream: 'gpu_util', columns: b.columns(), lanes: Array.from({ length: tables.lanes.size }, (_, i) => [tables.lanes.node(i), tables.lanes.gpu(i)] as [string, number]) }),
+        export: (b) => ({ stream: 'gpu_util', columns: b.columns(), lanes: tables.lanes.places() }),
       },
       warn,
       capacity,
