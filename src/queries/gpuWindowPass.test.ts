@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { GpuUtilBlock } from '../run/telemetry/gpuUtilBlock.ts';
-import { foldGpuUtilRows, UTIL_CELL_S } from '../run/telemetry/gpuUtilRollup.ts';
+import { decodeGpuRollup, encodeGpuRollup, foldGpuUtilRows, UTIL_CELL_S } from '../run/telemetry/gpuUtilRollup.ts';
 import { LaneTable, rowsOfBlock, type GpuUtilHour } from '../run/telemetry/store.ts';
 import { laneBucketMax } from './fleet.ts';
 import { blockHours } from './gpuWindowPass.ts';
@@ -28,7 +28,8 @@ interface Row {
 }
 
 /** One hour's block, rows in time order except that `swaps` pairs of neighbours trade places (samplers posting late). */
-function hourBlock(hour: number, rows: Row[], swaps: number, wide: boolean): GpuUtilBlock {
+/** `wide`: fractional util (no exact util sums), or `'power'`: fractional power only (the block is wide, util stays integer). */
+function hourBlock(hour: number, rows: Row[], swaps: number, wide: boolean | 'power'): GpuUtilBlock {
   const lo = HOUR0 + hour * 3600;
   const b = new GpuUtilBlock(String(hour), lo, lo + 3600);
   const sorted = [...rows].sort((a, b) => a.s + a.frac - (b.s + b.frac));
@@ -36,7 +37,7 @@ function hourBlock(hour: number, rows: Row[], swaps: number, wide: boolean): Gpu
     const i = (k * 7919) % (sorted.length - 1);
     [sorted[i], sorted[i + 1]] = [sorted[i + 1], sorted[i]];
   }
-  for (const r of sorted) b.push(lo + r.s + r.frac, r.lane, wide ? r.util + 0.5 : r.util, r.mem, r.power);
+  for (const r of sorted) b.push(lo + r.s + r.frac, r.lane, wide === true ? r.util + 0.5 : r.util, r.mem, wide === 'power' ? r.power + 0.25 : r.power);
   return b;
 }
 
@@ -64,7 +65,7 @@ const windows = fc.record({
   xb: fc.integer({ min: 1, max: 400 }),
   offset: fc.constantFrom(0, 0.25, 0.5),
   swaps: fc.integer({ min: 0, max: 20 }),
-  wide: fc.boolean(),
+  wide: fc.constantFrom(false, true, 'power' as const),
 });
 
 test('property: fleet lane maxima, heatmap maxima and outlier means from rollup cells equal a pass over every row', () => {
@@ -116,6 +117,28 @@ test('rollup cells: per 10-s column and lane the count, maxima and util sum, and
   stray.push(HOUR0 + 3601, 0, 1, 1, 1);
   assert.equal(foldGpuUtilRows(null, rowsOfBlock(stray, 0, 1), [['10.0.0.1', 0]], HOUR0, HOUR0 + 3600), null);
   assert.equal(foldGpuUtilRows(null, rowsOfBlock(stray, 0, 1), [['10.0.0.1', 0]], -Infinity, Infinity), null);
+});
+
+test('rollup cells: a wide hour keeps its util sums while every util is an integer, and drops them at a fractional one', () => {
+  const lanes = laneTable();
+  const keys = lanes.places();
+  const rows: Row[] = Array.from({ length: 40 }, (_, i) => ({ s: i * 20, frac: 0, lane: i % 2, util: i, mem: 100 + i, power: 300 }));
+  // fractional power makes the block wide; the util sums stay (and outliers read them)
+  const b = hourBlock(0, rows, 0, 'power');
+  assert.equal(b.wide, true);
+  const c = foldGpuUtilRows(null, rowsOfBlock(b, 0, b.length), keys, b.lo, b.hi)!;
+  assert.equal(c.compact, false);
+  // row i lies in column 2i on lane i % 2: its cell holds util i alone
+  assert.deepEqual(Array.from({ length: 40 }, (_, i) => c.sumUtil![2 * i * c.lanes + (i % 2)]), Array.from({ length: 40 }, (_, i) => i));
+  // persisted and read back, a wide rollup keeps its sums too
+  const back = decodeGpuRollup(encodeGpuRollup(c, { key: '0', ino: 1, born: 0, offset: 10 }), '0');
+  assert.deepEqual([...back!.cells.sumUtil!], [...c.sumUtil!]);
+  // a later fractional util drops the sums of the grown cells (extended in place), and they stay dropped
+  b.push(b.lo + 900.5, 0, 12.5, 1, 1);
+  const grown = foldGpuUtilRows(c, rowsOfBlock(b, 0, b.length), keys, b.lo, b.hi, c.rows)!;
+  assert.equal(grown.sumUtil, null);
+  b.push(b.lo + 901, 1, 7, 1, 1);
+  assert.equal(foldGpuUtilRows(grown, rowsOfBlock(b, 0, b.length), keys, b.lo, b.hi, grown.rows)!.sumUtil, null);
 });
 
 test('rollup cells: folding rows in two parts equals folding them at once, new lanes included', () => {

@@ -19,8 +19,9 @@ const MAX_COUNT = 0xffff;
 /**
  * Cells of one hour, column-major `[columns × lanes]` (`cell = column * lanes + lane`, lanes local to
  * the rollup: `laneKeys[l]` = `[node, gpu]`). A cell with `count` 0 has no sample (its maxima are 0).
- * `compact`: every value is a small integer (util ≤ 255, mem < 2^20, power < 4096), so the util sums are
- * exact whatever the order they were added in; a wide hour's sums are not kept (`sumUtil` null).
+ * `compact`: every value is a small integer (util ≤ 255, mem < 2^20, power < 4096). The util sums are kept
+ * while every util folded in is an integer in [0, 255] (a wide hour's fractional power or negative mem does
+ * not matter to them), so they are exact whatever the order they were added in; else `sumUtil` is null.
  */
 export interface GpuUtilCells {
   /** Hour start (column 0 starts here). */
@@ -149,7 +150,10 @@ export function foldGpuUtilRows(
     if (prev !== null) copyCells(prev, cells);
   }
   cells.laneKeys = keys;
-  const { count, maxUtil, maxMem, maxPower, sumUtil, rowLo, rowHi, byteLo, byteHi } = cells;
+  // cells extended from ones without sums (a fractional util seen before) stay without
+  if (prev !== null && prev.sumUtil === null) cells.sumUtil = null;
+  const { count, maxUtil, maxMem, maxPower, rowLo, rowHi, byteLo, byteHi } = cells;
+  let sumUtil = cells.sumUtil;
   const ts = rows.ts;
   const util = rows.util;
   const memPower = rows.memPower;
@@ -181,7 +185,10 @@ export function foldGpuUtilRows(
       if (m > maxMem[k]) maxMem[k] = m;
       if (p > maxPower[k]) maxPower[k] = p;
     }
-    if (sumUtil !== null) sumUtil[k] += u;
+    if (sumUtil !== null) {
+      if (u >= 0 && u <= 255 && Math.floor(u) === u) sumUtil[k] += u;
+      else sumUtil = cells.sumUtil = null; // a fractional util: sums would depend on the order of addition
+    }
     const r = rowBase + (i - from);
     if (rowLo[c] >= rowHi[c]) {
       rowLo[c] = r;
@@ -216,9 +223,9 @@ export function extendable(prev: GpuUtilCells, rows: GpuUtilRowsIn, lo: number, 
   return sameHour(prev, lo, hi) && prev.rows <= rows.length;
 }
 
-/** A compact rollup as a wide one (its values as floats, no sums). */
+/** A compact rollup as a wide one (its maxima as floats; the integer util sums stay). */
 function widened(c: GpuUtilCells): GpuUtilCells {
-  return { ...c, compact: false, maxUtil: Float64Array.from(c.maxUtil), maxMem: Float64Array.from(c.maxMem), maxPower: Float64Array.from(c.maxPower), sumUtil: null };
+  return { ...c, compact: false, maxUtil: Float64Array.from(c.maxUtil), maxMem: Float64Array.from(c.maxMem), maxPower: Float64Array.from(c.maxPower) };
 }
 
 function emptyCells(lo: number, columns: number, lanes: number, laneKeys: [string, number][], compact: boolean, withBytes = false): GpuUtilCells {
@@ -234,7 +241,7 @@ function emptyCells(lo: number, columns: number, lanes: number, laneKeys: [strin
     maxUtil: compact ? new Uint8Array(size) : new Float64Array(size),
     maxMem: compact ? new Uint32Array(size) : new Float64Array(size),
     maxPower: compact ? new Uint16Array(size) : new Float64Array(size),
-    sumUtil: compact ? new Uint32Array(size) : null,
+    sumUtil: new Uint32Array(size),
     rowLo: new Uint32Array(columns),
     rowHi: new Uint32Array(columns),
     byteLo: withBytes ? new Float64Array(columns) : null,
@@ -311,7 +318,9 @@ export function rollupFromFrame(h: GpuRollupHeader, cols: Record<string, FrameCo
   if (!Array.isArray(h.laneKeys) || h.laneKeys.length !== h.lanes || !Number.isFinite(h.lo) || !(h.rows >= 0)) return null;
   if (!ok('count', Uint16Array, size) || !ok('maxUtil', T.maxUtil, size) || !ok('maxMem', T.maxMem, size) || !ok('maxPower', T.maxPower, size)) return null;
   if (!ok('rowLo', Uint32Array, h.cellColumns) || !ok('rowHi', Uint32Array, h.cellColumns)) return null;
-  if (h.compact && !ok('sumUtil', Uint32Array, size)) return null;
+  // a compact rollup always has its sums; a wide one has them while every util was an integer
+  const withSums = cols.sumUtil !== undefined;
+  if ((h.compact || withSums) && !ok('sumUtil', Uint32Array, size)) return null;
   const withBytes = cols.byteLo !== undefined;
   if (withBytes && (!ok('byteLo', Float64Array, h.cellColumns) || !ok('byteHi', Float64Array, h.cellColumns))) return null;
   // copies, so cells can be extended in place (frame columns are views over the file's bytes)
@@ -327,7 +336,7 @@ export function rollupFromFrame(h: GpuRollupHeader, cols: Record<string, FrameCo
     maxUtil: copy(cols.maxUtil as Uint8Array | Float64Array),
     maxMem: copy(cols.maxMem as Uint32Array | Float64Array),
     maxPower: copy(cols.maxPower as Uint16Array | Float64Array),
-    sumUtil: h.compact ? copy(cols.sumUtil as Uint32Array) : null,
+    sumUtil: withSums ? copy(cols.sumUtil as Uint32Array) : null,
     rowLo: copy(cols.rowLo as Uint32Array),
     rowHi: copy(cols.rowHi as Uint32Array),
     byteLo: withBytes ? copy(cols.byteLo as Float64Array) : null,
