@@ -29,14 +29,14 @@ export function decodeColumns<H>(buf: ArrayBuffer): Frame<H> {
   return { header, columns };
 }
 
-/** Series `i`'s slice of a column. */
+/** Series `i`'s slice of a column (typed as f64: a narrower column's values read alike by index). */
 function slice(col: Column, offsets: Column, i: number): Float64Array {
-  return (col as Float64Array).subarray(offsets[i], offsets[i + 1]);
+  return col.subarray(offsets[i], offsets[i + 1]) as Float64Array;
 }
 
 /**
  * A gpu answer's lanes over the frame's columns. The views are typed arrays, read by index like the
- * JSON arrays they stand for (a JSON null is NaN here).
+ * JSON arrays they stand for (a JSON null is NaN here); util, mem_mb and power_w may be integer columns.
  */
 export function gpuLanes(f: Frame<{ lanes: string[] }>): Record<string, GpuSeries> {
   const { offsets, ts, util, mem_mb, power_w } = f.columns;

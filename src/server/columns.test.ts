@@ -4,7 +4,8 @@ import { describe, test } from 'node:test';
 import { servedFixture } from '../../test/support/servedFixture.ts';
 import { decodeFrame, encodeFrame } from '../formats/columnFrame.ts';
 import { decodeColumns, engineSeriesOf, gpuLanes, phaseLanes } from '../../web/columns.ts';
-import { engineSeriesFrame, gpuFrame, phasesFrame } from './columns.ts';
+import fc from 'fast-check';
+import { engineSeriesFrame, gpuFrame, narrowestType, phasesFrame } from './columns.ts';
 
 /** JSON's view of a float column: NaN and ±Infinity are null. */
 const asJson = (xs: ArrayLike<number>): (number | null)[] => Array.from(xs, (x) => (Number.isFinite(x) ? x : null));
@@ -130,6 +131,48 @@ describe('columnar answers', () => {
     assert.deepEqual(Array.from(lanes['n:0'].power_w as unknown as Float64Array).map((x) => (Number.isNaN(x) ? 'NaN' : x)), [1.5, 'NaN', 2 ** 60]);
     assert.equal((lanes['n:1'].ts as unknown as Float64Array).length, 0);
     assert.equal(u.buffer, bytes.buffer);
+  });
+
+  test('gpu: util, mem_mb and power_w take the narrowest type that holds every value exactly', () => {
+    const lane = (util: (number | null)[], mem: (number | null)[], power: (number | null)[]) => ({ ts: util.map((_, i) => 1_700_000_000.25 + i), util, mem_mb: mem, power_w: power });
+    const types = (answer: unknown) => {
+      const { columns } = decodeFrame(gpuFrame(answer as never));
+      return ['ts', 'util', 'mem_mb', 'power_w'].map((k) => columns[k]!.constructor.name);
+    };
+    // integers: u8 for util, i32 for MiB past 65,535, u16 for watts; the timestamps stay f64
+    assert.deepEqual(types({ lanes: { 'n:0': lane([0, 100], [0, 81_559], [88, 700]), 'n:1': lane([5], [7], [9]) } }), ['Float64Array', 'Uint8Array', 'Int32Array', 'Uint16Array']);
+    // a half watt fits f32 exactly, a tenth does not; a gap (null) or -0 needs a float column
+    assert.deepEqual(types({ lanes: { 'n:0': lane([1, null], [-0, 3], [312.5, 312.1]) } }), ['Float64Array', 'Float32Array', 'Float32Array', 'Float64Array']);
+    assert.deepEqual(types({ lanes: { 'n:0': lane([-1, 2 ** 31], [2 ** 32 - 1, 0], [2 ** 32, 1]) } }), ['Float64Array', 'Float32Array', 'Uint32Array', 'Float32Array']);
+    assert.equal(narrowestType([[2 ** 32 + 1]]), Float64Array);
+    assert.equal(narrowestType([]), Uint8Array);
+  });
+
+  test('property: any gpu answer round-trips the frame exactly (null as NaN, -0 kept)', () => {
+    const value = fc.oneof(
+      fc.integer({ min: 0, max: 255 }),
+      fc.integer({ min: -(2 ** 31), max: 2 ** 32 }),
+      fc.double(),
+      fc.constant(null),
+      fc.constantFrom(0.5, -0, 2 ** 31 - 1, 2 ** 31, -(2 ** 31) - 1),
+    );
+    const lanes = fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }), fc.array(fc.tuple(fc.double({ noNaN: true }), value, value, value), { maxLength: 20 }), { maxKeys: 4 });
+    const same = (a: number | null, b: number) => (a === null ? Number.isNaN(b) : Object.is(a, b));
+    fc.assert(
+      fc.property(lanes, (spec) => {
+        const answer = { lanes: Object.fromEntries(Object.entries(spec).map(([k, rows]) => [k, { ts: rows.map((r) => r[0]), util: rows.map((r) => r[1]), mem_mb: rows.map((r) => r[2]), power_w: rows.map((r) => r[3]) }])) };
+        const got = gpuLanes(decodeColumns(gpuFrame(answer as never).slice().buffer as ArrayBuffer));
+        assert.deepEqual(Object.keys(got), Object.keys(answer.lanes));
+        for (const [k, s] of Object.entries(answer.lanes)) {
+          for (const f of ['ts', 'util', 'mem_mb', 'power_w'] as const) {
+            const col = got[k]![f] as unknown as ArrayLike<number>;
+            assert.equal(col.length, s[f].length);
+            s[f].forEach((v, i) => assert.ok(same(v, col[i]!), `${k} ${f}[${i}]: ${v} became ${col[i]}`));
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   test('a damaged frame is refused with a message', () => {

@@ -4,7 +4,9 @@
 // `offsets` (u32, series + 1 entries) marking where series i lies: `[offsets[i], offsets[i+1])`.
 // A JSON null (a non-finite float) is NaN in the frame.
 //
-//   gpu            header {kind: "gpu", lanes: ["<node>:<gpu>", …]}; columns offsets, ts, util, mem_mb, power_w (f64)
+//   gpu            header {kind: "gpu", lanes: ["<node>:<gpu>", …]}; columns offsets, ts (f64), util, mem_mb, power_w
+//                  (each the narrowest type that holds all its values exactly: u8, u16, i32 or u32 when they are
+//                  integers, f32 when every value is one, else f64; a column with a gap is a float column)
 //   engine_series  header {kind: "engine_series", series: [{addr, labels}, …]}; columns offsets, ts, value (f64)
 //   phases         header {kind: "phases", strings: […]}; columns name, node, role (u32 ids into strings),
 //                  t0, t1 (f64), gpu, rank (i32): one row per phase
@@ -21,22 +23,61 @@ export function columnsResponse(c: Context, frame: Uint8Array): Response {
   return c.body(frame as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': COLUMNS_MEDIA_TYPE });
 }
 
-/** Values of a JSON-shaped number list (null = a non-finite float) as f64. */
-function f64(values: ArrayLike<number | null>, into: Float64Array, at: number): void {
+/** Values of a JSON-shaped number list (null = a non-finite float) as floats. */
+function floats(values: ArrayLike<number | null>, into: Float64Array | Float32Array, at: number): void {
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     into[at + i] = v === null ? NaN : v;
   }
 }
 
-/** Concatenates one field of every series, with the offsets of each. */
-function concat<S>(series: readonly S[], fields: readonly (keyof S)[]): [string, FrameColumn][] {
+type NumberColumn = new (n: number) => FrameColumn;
+
+/**
+ * The narrowest column type that holds every value of `parts` exactly (a null is NaN, which only a float
+ * column holds; -0 only a float column keeps).
+ */
+export function narrowestType(parts: readonly ArrayLike<number | null>[]): NumberColumn {
+  let ints = true;
+  let f32 = true;
+  let min = 0;
+  let max = 0;
+  for (const values of parts) {
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      if (v === null || v !== v) {
+        ints = false;
+        continue;
+      }
+      if (ints && (!Number.isInteger(v) || Object.is(v, -0))) ints = false;
+      if (ints) {
+        if (v < min) min = v;
+        if (v > max) max = v;
+      }
+      if (f32 && Math.fround(v) !== v) f32 = false;
+      if (!ints && !f32) return Float64Array;
+    }
+  }
+  if (ints) {
+    if (min >= 0 && max <= 0xff) return Uint8Array;
+    if (min >= 0 && max <= 0xffff) return Uint16Array;
+    if (min >= -(2 ** 31) && max < 2 ** 31) return Int32Array;
+    if (min >= 0 && max < 2 ** 32) return Uint32Array;
+  }
+  return f32 ? Float32Array : Float64Array;
+}
+
+/** Concatenates one field of every series, with the offsets of each; `narrow` fields get `narrowestType`, the others f64. */
+function concat<S>(series: readonly S[], fields: readonly (keyof S)[], narrow: readonly (keyof S)[] = []): [string, FrameColumn][] {
   const offsets = new Uint32Array(series.length + 1);
   series.forEach((s, i) => (offsets[i + 1] = offsets[i] + (s[fields[0]] as ArrayLike<number>).length));
   const out: [string, FrameColumn][] = [['offsets', offsets]];
   for (const field of fields) {
-    const col = new Float64Array(offsets[series.length]);
-    series.forEach((s, i) => f64(s[field] as ArrayLike<number | null>, col, offsets[i]));
+    const parts = series.map((s) => s[field] as ArrayLike<number | null>);
+    const T = narrow.includes(field) ? narrowestType(parts) : Float64Array;
+    const col = new T(offsets[series.length]);
+    if (col instanceof Float64Array || col instanceof Float32Array) parts.forEach((p, i) => floats(p, col, offsets[i]));
+    else parts.forEach((p, i) => col.set(p as ArrayLike<number>, offsets[i]));
     out.push([String(field), col]);
   }
   return out;
@@ -44,7 +85,7 @@ function concat<S>(series: readonly S[], fields: readonly (keyof S)[]): [string,
 
 export function gpuFrame(a: GpuAnswer): Uint8Array {
   const lanes = Object.keys(a.lanes);
-  return encodeFrame({ kind: 'gpu', lanes }, concat(lanes.map((k) => a.lanes[k]), ['ts', 'util', 'mem_mb', 'power_w']));
+  return encodeFrame({ kind: 'gpu', lanes }, concat(lanes.map((k) => a.lanes[k]), ['ts', 'util', 'mem_mb', 'power_w'], ['util', 'mem_mb', 'power_w']));
 }
 
 export function engineSeriesFrame(a: EngineSeriesAnswer): Uint8Array {
