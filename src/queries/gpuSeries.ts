@@ -49,9 +49,10 @@ export function selectedLaneIds(lanes: LaneTable, sel: LaneSelection): number[] 
 /**
  * Samples of each wanted lane with `t0 <= ts <= t1` across `blocks` (block order, then file order),
  * stably sorted by ts. Lanes without a sample in the window are left out. Blocks outside the window
- * are skipped whole; blocks inside it need no per-row test.
+ * are skipped whole; blocks inside it need no per-row test. Lanes are handed out one at a time, so only
+ * one lane's samples are held however many lanes are asked for.
  */
-export function laneSamples(blocks: readonly GpuUtilBlock[], laneIds: readonly number[], t0: number | null, t1: number | null): LaneSamples[] {
+export function* laneSamples(blocks: readonly GpuUtilBlock[], laneIds: readonly number[], t0: number | null, t1: number | null): Generator<LaneSamples> {
   const lo = t0 ?? -Infinity;
   const hi = t1 ?? Infinity;
   const used: { k: number; ts: Float64Array; util: ArrayLike<number>; offsets: Uint32Array; rows: Uint32Array; inside: boolean }[] = [];
@@ -60,7 +61,6 @@ export function laneSamples(blocks: readonly GpuUtilBlock[], laneIds: readonly n
     const { offsets, rows } = b.laneRows();
     used.push({ k, ts: b.ts, util: b.util, offsets, rows, inside: b.tsMin >= lo && b.tsMax <= hi });
   });
-  const out: LaneSamples[] = [];
   for (const laneId of laneIds) {
     let cap = 0;
     for (const u of used) if (laneId + 1 < u.offsets.length) cap += u.offsets[laneId + 1] - u.offsets[laneId];
@@ -89,9 +89,8 @@ export function laneSamples(blocks: readonly GpuUtilBlock[], laneIds: readonly n
     }
     if (m === 0) continue;
     const s = { laneId, ts: tsOut.subarray(0, m), util: utilOut.subarray(0, m), blockOf: blockOf.subarray(0, m), rowOf: rowOf.subarray(0, m) };
-    out.push(sorted ? s : sortSamples(s));
+    yield sorted ? s : sortSamples(s);
   }
-  return out;
 }
 
 function sortSamples(s: LaneSamples): LaneSamples {
