@@ -40,6 +40,11 @@ export class Lru<K, V> {
     for (const k of [...this.map.keys()]) this.delete(k);
   }
 
+  /** The values, least recently used first (not counted as a use). */
+  values(): IterableIterator<V> {
+    return this.map.values();
+  }
+
   get size(): number {
     return this.map.size;
   }

@@ -1,7 +1,7 @@
 // DumpReader: the read-only facade over a run's `--dump-details` directory (rollout and train dumps,
 // the parquet token mirror, the trajectory sidecar and the tokenizer). It yields records — a step's samples
 // with their train digests, one sample's tokens, a step's conversations — never answers.
-import type { Stats } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { confinedPath, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
@@ -30,12 +30,21 @@ import {
 } from './trainDump.ts';
 import { openTorchDocument, readNumbers, type TorchDocument } from './torchDocument.ts';
 import { digestTrainRow } from './trainDigest.ts';
-import { mapLimit, TrainStepFiles, type JoinedRankFile, type JoinHelper, type RankFileName } from './trainStep.ts';
+import {
+  mapLimit,
+  TrainStepFiles,
+  type JoinedRankFile,
+  type JoinHelper,
+  type RankFileName,
+  type StepCatalog,
+  type StepCatalogStore,
+} from './trainStep.ts';
 import type { WorkerError } from './rolloutDecodeWorker.ts';
 
 /** Columns of `dashboard_columns/rollout_*.parquet`; a mirror with another column set is not trusted. */
 export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length', 'tokens', 'loss_mask', 'rollout_log_probs'];
 const STEP_CACHE_VERSION = 2;
+const TRAIN_CATALOG_VERSION = 1;
 /** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
 const WHOLE_RANK_FILE_BELOW = 64 * 2 ** 20;
 /**
@@ -112,7 +121,8 @@ export class DumpReader {
   private readonly joinedSteps: Lru<string, JoinedStep>;
   private readonly trainSteps = new Lru<number, TrainStepFiles>(4);
   private readonly sampleReads = new Lru<string, SampleRead>(16);
-  private listing: { stamp: string; names: string[] } | undefined;
+  /** `train_data/`'s names, and those that are not plain files (symlinks among them: checked before use). */
+  private listing: { stamp: string; names: string[]; unplain: Set<string> } | undefined;
   private readonly stats = new Map<string, { at: number; stat: Promise<Stats> }>();
   private readonly mirrors = new Lru<string, MirrorEntry>(4, (m) => {
     m.evicted = true;
@@ -437,11 +447,13 @@ export class DumpReader {
     if (!st.isDirectory()) {
       // The run still answers from its rollout dumps alone.
       this.noteLayout('train_data', `${fileKind(st)}, not a directory: train dumps skipped`);
-      this.listing = { stamp, names: [] };
+      this.listing = { stamp, names: [], unplain: new Set() };
       return [];
     }
-    const names = await readdir(dir);
-    this.listing = { stamp, names };
+    const entries = await readdir(dir, { withFileTypes: true });
+    const names = entries.map((e) => e.name);
+    const unplain = new Set(entries.filter((e) => !e.isFile()).map((e) => e.name));
+    this.listing = { stamp, names, unplain };
     return names;
   }
 
@@ -464,7 +476,11 @@ export class DumpReader {
     const stamp = files.map((f) => f.name).join('\n');
     const cached = this.trainSteps.get(rolloutId);
     if (cached && cached.stamp === stamp) return cached;
-    for (const f of files) await this.runPath(f.name);
+    // A plain file resolves inside the run when its folder does: only the folder and what is not a plain
+    // file (a symlink) need resolving.
+    await this.runPath('train_data');
+    const unplain = this.listing?.unplain;
+    for (const f of files) if (!unplain || unplain.has(basename(f.name))) await this.runPath(f.name);
     const step = new TrainStepFiles(
       this.runDir,
       files,
@@ -472,9 +488,60 @@ export class DumpReader {
       (name) => this.loadTorch(name),
       (name, e) => this.loadFailure(name, e),
       this.onDecode,
+      this.catalogStore(rolloutId, files),
     );
     this.trainSteps.set(rolloutId, step);
     return step;
+  }
+
+  /**
+   * Where a train step's catalog persists (with a cache directory): `train_{id}.catalog.json`, naming each
+   * rank file by inode, size, modification and creation time, read back only while every file still has
+   * them (a rewritten, replaced, added or removed rank file means another scan).
+   */
+  private catalogStore(rolloutId: number, files: readonly RankFileName[]): StepCatalogStore | null {
+    if (!this.cacheDir) return null;
+    const cacheDir = this.cacheDir;
+    const path = join(cacheDir, `train_${rolloutId}.catalog.json`);
+    // Taken before the files are first read: a file that changes after this is described under its old
+    // identity, which the next process will not match.
+    let identities: string[] | undefined;
+    const identify = (): string[] => (identities ??= files.map((f) => fileIdentity(statSync(join(this.runDir, f.name)))));
+    return {
+      load: async () => {
+        const ids = identify();
+        let text: string;
+        try {
+          text = await readFile(path, 'utf8');
+        } catch {
+          return null;
+        }
+        return parseStepCatalog(text, files, ids);
+      },
+      save: async (catalog) => {
+        const ids = identify();
+        const body = JSON.stringify({
+          version: TRAIN_CATALOG_VERSION,
+          files: files.map((f, k) => [f.name, ids[k]]),
+          twinOf: catalog.twinOf,
+          // Twins list the same sizes: only the lowest rank of each set writes them.
+          sizes: catalog.sizes.map((s, i) => (catalog.twinOf[i] === i ? s : null)),
+          samples: [...catalog.samples],
+        });
+        try {
+          await mkdir(cacheDir, { recursive: true });
+          await writeFile(`${path}.tmp`, body);
+          await rename(`${path}.tmp`, path);
+        } catch {
+          // The cache is an optimisation: a read-only or full cache directory must not fail the request.
+        }
+      },
+    };
+  }
+
+  /** Settles once the train step catalogs asked to be saved so far are written (tests). */
+  async cacheWritten(): Promise<void> {
+    for (const step of this.trainSteps.values()) await step.saved();
   }
 
   /** Deduplicates concurrent computations of the same thing. */
@@ -820,6 +887,48 @@ function mirrorRow(row: ParquetRow): {
     tokens: Array.from(tokens, (t) => Number(t)),
     rolloutLogProbs: lp ? Array.from(lp, (v) => (v === null ? NaN : v)) : null,
   };
+}
+
+/** A file as the persisted caches name it: inode, size, modification and creation time. */
+function fileIdentity(st: Stats): string {
+  return `${st.ino}:${st.size}:${st.mtimeMs}:${st.birthtimeMs}`;
+}
+
+/**
+ * A persisted train step catalog, or null when it is not one for exactly these files with these identities
+ * (another version, other files, a changed file, or damage).
+ */
+function parseStepCatalog(text: string, files: readonly RankFileName[], ids: readonly string[]): StepCatalog | null {
+  let kept: { version?: unknown; files?: unknown; twinOf?: unknown; sizes?: unknown; samples?: unknown };
+  try {
+    kept = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const n = files.length;
+  if (kept?.version !== TRAIN_CATALOG_VERSION || !Array.isArray(kept.files) || kept.files.length !== n) return null;
+  for (let k = 0; k < n; k++) {
+    const f = kept.files[k];
+    if (!Array.isArray(f) || f[0] !== files[k].name || f[1] !== ids[k]) return null;
+  }
+  const { twinOf, sizes, samples } = kept;
+  if (!Array.isArray(twinOf) || twinOf.length !== n || !Array.isArray(sizes) || sizes.length !== n || !Array.isArray(samples)) return null;
+  const isInts = (v: unknown): v is number[] => Array.isArray(v) && v.every((x) => Number.isSafeInteger(x));
+  const byFile: number[][] = [];
+  for (let i = 0; i < n; i++) {
+    const t = twinOf[i];
+    // A twin points at the lowest rank of its set, which points at itself.
+    if (!Number.isSafeInteger(t) || t < 0 || t > i || twinOf[t] !== t) return null;
+    const own = sizes[t];
+    if (!isInts(own)) return null;
+    byFile.push(own);
+  }
+  const known = new Map<number, number[]>();
+  for (const e of samples) {
+    if (!Array.isArray(e) || e.length !== 2 || !Number.isSafeInteger(e[0]) || e[0] < 0 || e[0] >= n || twinOf[e[0]] !== e[0] || !isInts(e[1])) return null;
+    known.set(e[0], e[1]);
+  }
+  return { twinOf: twinOf as number[], sizes: byFile, samples: known };
 }
 
 /** `realpath` of a path that may not exist yet: its nearest existing ancestor resolved, the rest appended. */

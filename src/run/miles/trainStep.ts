@@ -35,6 +35,25 @@ interface Catalog {
   sizes: Set<number>[];
 }
 
+/**
+ * What a step's rank files were found to say, as kept between processes: the catalog (twins and storage
+ * sizes, from every file's directory) and, per decoded file of a set of twins, its sample indices. Only a
+ * store that has checked the files are still the ones described (same identity) hands one back.
+ */
+export interface StepCatalog {
+  twinOf: number[];
+  /** Per file, its storage sizes (twins list the same sizes). */
+  sizes: number[][];
+  /** Per lowest-rank file of a set of twins that has been decoded: its `sample_indices`, in row order. */
+  samples: Map<number, number[]>;
+}
+
+/** Where a step's catalog persists (e.g. a cache directory); both calls may fail silently. */
+export interface StepCatalogStore {
+  load(): Promise<StepCatalog | null>;
+  save(catalog: StepCatalog): Promise<void>;
+}
+
 /** The storages of a torch archive as `key:size:crc` (null when it has none); equal prints mean equal tensors. */
 export function storageFingerprint(entries: readonly ZipEntry[]): string | null {
   const parts: (string | number)[] = [];
@@ -210,9 +229,13 @@ export async function joinClaimed<D>(
 
 export class TrainStepFiles {
   private catalogP: Promise<Catalog> | undefined;
-  private sizesP: Promise<Set<number>[]> | undefined;
   private readonly decoded = new Map<number, Promise<TrainShardFile>>();
+  /** Per lowest-rank file of a set of twins: its sample indices, once decoded here or by an earlier process. */
+  private readonly known = new Map<number, number[]>();
   private fullIndex: Promise<TrainIndex> | undefined;
+  /** The last save of the catalog to the store (saves run one after another). */
+  private saving: Promise<void> = Promise.resolve();
+  private saveQueued = false;
 
   constructor(
     private readonly runDir: string,
@@ -224,7 +247,14 @@ export class TrainStepFiles {
     private readonly failure: (name: string, e: unknown) => Promise<Error>,
     /** Told the name of each rank file decoded here (tests observe what a join costs). */
     private readonly onDecode: (name: string) => void = () => {},
+    /** Where the catalog is kept between processes (none: every process scans the files' directories). */
+    private readonly store: StepCatalogStore | null = null,
   ) {}
+
+  /** Settles once every catalog save asked for so far has been written (or has failed). */
+  saved(): Promise<void> {
+    return this.saving;
+  }
 
   /** Whether the whole index is already built (no file needs opening to join any sample). */
   get indexed(): boolean {
@@ -266,7 +296,10 @@ export class TrainStepFiles {
         helper?.cancel();
         throw e;
       }
-      this.catalogP ??= Promise.resolve({ twinOf, sizes });
+      if (!this.catalogP) {
+        this.catalogP = Promise.resolve({ twinOf, sizes });
+        this.persist();
+      }
 
       // Both threads take the next unclaimed file from one shared counter.
       const counter = new Int32Array(new SharedArrayBuffer(4));
@@ -275,6 +308,7 @@ export class TrainStepFiles {
       const early = new Map<number, { file: number; value: D }>();
       const take = (i: number, shard: TrainShardFile, samples: [number, D][]): void => {
         shards.set(i, shard);
+        this.learn(i, shard.sampleIndices);
         for (const [s, value] of samples) {
           const known = early.get(s);
           if (!known || i < known.file) early.set(s, { file: i, value });
@@ -338,7 +372,7 @@ export class TrainStepFiles {
 
   /** Starts reading the rank files' directories (for a token read that first needs the sample's length). */
   prefetch(): void {
-    if (!this.fullIndex && !this.catalogP) this.storageSizes().catch(() => {});
+    if (!this.fullIndex) this.catalog().catch(() => {});
   }
 
   /** The sample → rows index over every rank file. */
@@ -354,45 +388,78 @@ export class TrainStepFiles {
   }
 
   /**
-   * An index good for one sample of `totalLength` tokens: over the files that have a storage the size of its
-   * token row (per-row tensors), falling back to the whole index when that finds no row for it.
+   * An index good for one sample of `totalLength` tokens: over the files that hold it among those with a
+   * storage the size of its token row (per-row tensors), falling back to the whole index when none does.
+   * Files whose sample indices are known (decoded before, here or by an earlier process) are decoded only
+   * when they hold the sample; leaving out the candidates that do not changes no row of it.
    */
   async indexFor(sampleIndex: number, totalLength: number): Promise<TrainIndex> {
     if (this.fullIndex) return this.fullIndex;
-    const catalog = this.catalogP ? await this.catalogP : undefined;
-    const sizes = catalog?.sizes ?? (await this.storageSizes());
+    const { twinOf, sizes } = await this.catalog();
     const candidates: number[] = [];
     sizes.forEach((s, i) => {
       if (s.has(totalLength * 8) || s.has(totalLength * 4)) candidates.push(i);
     });
     if (candidates.length > 0) {
       // Copies of a candidate are candidates too (same storage sizes), so twins among them are all it takes.
-      const twinOf = catalog?.twinOf ?? twinsOf(await this.scan(candidates, storageFingerprint), candidates);
-      await mapLimit([...new Set(candidates.map((i) => twinOf[i]))], 2, (i) => this.shard(i));
-      const partial = indexTrainFiles(await Promise.all(candidates.map((i) => this.member(i, twinOf))));
-      if (partial.locations.has(sampleIndex)) return partial;
+      const roots = [...new Set(candidates.map((i) => twinOf[i]))];
+      await mapLimit(
+        roots.filter((r) => this.known.get(r)?.includes(sampleIndex) ?? true),
+        2,
+        (i) => this.shard(i),
+      );
+      const holding = candidates.filter((i) => this.known.get(twinOf[i])!.includes(sampleIndex));
+      if (holding.length > 0) return indexTrainFiles(await Promise.all(holding.map((i) => this.member(i, twinOf))));
     }
     return this.index();
   }
 
-  /** Per rank file, the byte sizes of its storages. */
-  private storageSizes(): Promise<Set<number>[]> {
-    this.sizesP ??= this.scan(
-      this.files.map((_, i) => i),
-      storageSizes,
-    );
-    this.sizesP.catch(() => (this.sizesP = undefined));
-    return this.sizesP;
-  }
-
+  /** Twins and storage sizes of every rank file: from the store when it has them, else from their directories. */
   private catalog(): Promise<Catalog> {
     this.catalogP ??= (async () => {
+      const kept = this.store ? await this.store.load().catch(() => null) : null;
+      if (kept && kept.twinOf.length === this.files.length && kept.sizes.length === this.files.length) {
+        for (const [i, samples] of kept.samples) if (!this.known.has(i)) this.known.set(i, samples);
+        // Twins list the same sizes: one set serves them all.
+        const sets = new Map<number, Set<number>>();
+        const sizes = kept.twinOf.map((t, i) => {
+          let set = sets.get(t);
+          if (!set) sets.set(t, (set = new Set(kept.sizes[i])));
+          return set;
+        });
+        return { twinOf: kept.twinOf, sizes };
+      }
       const all = this.files.map((_, i) => i);
       const prints = await this.scan(all, (entries) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries) }));
-      return { twinOf: twinsOf(prints.map((p) => p.print), all), sizes: prints.map((p) => p.sizes) };
+      const catalog = { twinOf: twinsOf(prints.map((p) => p.print), all), sizes: prints.map((p) => p.sizes) };
+      queueMicrotask(() => this.persist());
+      return catalog;
     })();
     this.catalogP.catch(() => (this.catalogP = undefined));
     return this.catalogP;
+  }
+
+  /** Notes the sample indices of a decoded lowest-rank file (kept with the catalog). */
+  private learn(i: number, samples: number[]): void {
+    if (this.known.has(i)) return;
+    this.known.set(i, samples);
+    this.persist();
+  }
+
+  /** Saves the catalog to the store soon (after the current work), once for any number of changes meanwhile. */
+  private persist(): void {
+    if (!this.store || !this.catalogP || this.saveQueued) return;
+    const store = this.store;
+    const catalogP = this.catalogP;
+    this.saveQueued = true;
+    this.saving = this.saving
+      .then(() => new Promise<void>((r) => setImmediate(r)))
+      .then(async () => {
+        this.saveQueued = false;
+        const { twinOf, sizes } = await catalogP;
+        await store.save({ twinOf, sizes: sizes.map((s) => [...s]), samples: new Map(this.known) });
+      })
+      .catch(() => {});
   }
 
   /**
@@ -421,7 +488,9 @@ export class TrainStepFiles {
         const doc = await this.load(f.name);
         try {
           const source = { path: join(this.runDir, f.name), root: doc.root ?? null, littleEndian: (doc.byteorder ?? 'little') === 'little' };
-          return await indexShardFile(doc.value, f.name, source, f.rank);
+          const shard = await indexShardFile(doc.value, f.name, source, f.rank);
+          this.learn(i, shard.sampleIndices);
+          return shard;
         } catch (e) {
           if (e instanceof DumpInconsistent) throw e;
           throw await this.failure(f.name, e);

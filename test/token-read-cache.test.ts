@@ -1,0 +1,134 @@
+// What a token read keeps in the cache directory for the next process: the train step catalog (which rank
+// files are byte-identical copies, their storage sizes, the samples of each file decoded so far). A later
+// reader uses it instead of reading every rank file's directory, a changed rank file makes it scan again,
+// and the answers are the goldens' byte for byte with or without it.
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { tokenView } from '../src/queries/tokens.ts';
+import { DumpReader } from '../src/run/miles/reader.ts';
+import { copyFixtureRun, diffJson, fixturePath, loadGoldens } from './support/fixtures.ts';
+
+const scratch = mkdtempSync(join(tmpdir(), 'rlsight-token-cache-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+let dirs = 0;
+const cacheDir = (): string => join(scratch, `cache-${dirs++}`);
+
+/** The train tokens goldens: request parts and the expected body. */
+const goldens = loadGoldens()
+  .filter((g) => g.status === 200 && /^\/api\/rollout\/\d+\/sample\/\d+\/tokens/.test(g.request) && !g.request.includes('eval'))
+  .map((g) => {
+    const url = new URL(g.request, 'http://x');
+    const [, , , id, , idx] = url.pathname.split('/');
+    const start = Number(url.searchParams.get('start') ?? 0);
+    const end = url.searchParams.has('end') ? Number(url.searchParams.get('end')) : null;
+    return { file: g.file, id: Number(id), idx: Number(idx), start, end, body: g.body };
+  });
+
+async function answer(reader: DumpReader, g: (typeof goldens)[number]): Promise<string> {
+  return JSON.stringify(tokenView(await reader.sampleTokens(g.id, g.idx), { start: g.start, end: g.end }));
+}
+
+/** A fresh reader (as a new process would have) over `run`, answering `g`; waits for its cache writes. */
+async function answerFresh(run: string, g: (typeof goldens)[number], cache?: string, decoded: string[] = []): Promise<string> {
+  const reader = await DumpReader.open(run, { cacheDir: cache, onDecode: (f) => void decoded.push(f) });
+  const text = await answer(reader, g);
+  await reader.cacheWritten();
+  await reader.close();
+  return text;
+}
+
+interface KeptCatalog {
+  files: [string, string][];
+  twinOf: number[];
+  samples: [number, number[]][];
+}
+
+const catalogOf = (cache: string, id: number): KeptCatalog => JSON.parse(readFileSync(join(cache, `train_${id}.catalog.json`), 'utf8'));
+
+/** Overwrites a file in place with other bytes of the same size, keeping its inode and times. */
+function garble(path: string): void {
+  const st = statSync(path);
+  writeFileSync(path, Buffer.alloc(st.size, 0x5a));
+  utimesSync(path, st.atime, st.mtime);
+}
+
+describe('the train step catalog in the cache directory', () => {
+  it('answers every train tokens golden exactly as a reader without a cache directory, the catalog written then read', async () => {
+    assert.ok(goldens.length > 20, `${goldens.length} goldens`);
+    const run = fixturePath('miles-demo', 'run');
+    const cache = cacheDir();
+    const reused = new Set<number>();
+    for (const g of goldens) {
+      const plain = await answerFresh(run, g);
+      const d = diffJson(JSON.parse(plain), g.body);
+      assert.equal(d, null, `${g.file}: ${d}`);
+      if (existsSync(join(cache, `train_${g.id}.catalog.json`))) reused.add(g.id);
+      assert.equal(await answerFresh(run, g, cache), plain, g.file);
+    }
+    // Every step's catalog was written by its first read and read by the later ones.
+    assert.deepEqual([...reused].sort(), [0, 1, 2]);
+    for (const id of [0, 1, 2]) {
+      const kept = catalogOf(cache, id);
+      assert.equal(kept.files.length, 4);
+      assert.ok(kept.samples.length > 0, `step ${id}: the decoded files' samples are kept`);
+    }
+  });
+
+  it('is used by a later reader, which reads no directory of a file without the sample; a changed file makes it scan again', async () => {
+    const copy = copyFixtureRun();
+    try {
+      const cache = cacheDir();
+      const g = goldens.find((x) => x.id === 0)!;
+      const expected = await answerFresh(copy.dir, g, cache);
+      const kept = catalogOf(cache, 0);
+      // A set of byte-identical rank files that does not hold the sample, known from its decode.
+      const other = kept.samples.find(([, samples]) => !samples.includes(g.idx));
+      assert.ok(other, 'the first read decoded a rank file without the sample');
+      const garbled = kept.files.filter((_, i) => kept.twinOf[i] === other[0]).map(([name]) => name);
+      for (const name of garbled) garble(join(copy.dir, name));
+
+      // Same inode, size and times: the catalog still describes them, so they are never opened.
+      const decoded: string[] = [];
+      assert.equal(await answerFresh(copy.dir, g, cache, decoded), expected);
+      assert.ok(decoded.length > 0 && decoded.every((f) => !garbled.includes(f)), `decoded ${decoded}`);
+      // Without the catalog the same read scans every rank file and meets the damage.
+      await assert.rejects(answerFresh(copy.dir, g, cacheDir()));
+
+      // A rank file with a new modification time is not the one described: the reader scans again.
+      const later = Date.now() / 1000 - 3600;
+      utimesSync(join(copy.dir, garbled[0]), later, later);
+      await assert.rejects(answerFresh(copy.dir, g, cache));
+      // Its bytes restored, the scan succeeds and the catalog is written for the files as they are now.
+      for (const name of garbled) {
+        copyFileSync(fixturePath('miles-demo', 'run', name), join(copy.dir, name));
+        utimesSync(join(copy.dir, name), later, later);
+      }
+      assert.equal(await answerFresh(copy.dir, g, cache), expected);
+      const rewritten = catalogOf(cache, 0);
+      const k = rewritten.files.findIndex(([name]) => name === garbled[0]);
+      assert.notEqual(rewritten.files[k][1], kept.files[k][1]);
+      const decodedAgain: string[] = [];
+      assert.equal(await answerFresh(copy.dir, g, cache, decodedAgain), expected);
+      assert.ok(decodedAgain.every((f) => !garbled.includes(f)), `decoded ${decodedAgain}`);
+    } finally {
+      copy.dispose();
+    }
+  });
+
+  it('ignores a damaged catalog file and writes a good one', async () => {
+    const run = fixturePath('miles-demo', 'run');
+    const cache = cacheDir();
+    const g = goldens.find((x) => x.id === 1)!;
+    const expected = await answerFresh(run, g, cache);
+    const path = join(cache, 'train_1.catalog.json');
+    const good = readFileSync(path, 'utf8');
+    for (const damage of ['{', JSON.stringify({ ...JSON.parse(good), twinOf: [3, 0, 0, 0] }), good.replace(/"samples":\[.*\]\}$/, '"samples":[[0,"x"]]}')]) {
+      writeFileSync(path, damage);
+      assert.equal(await answerFresh(run, g, cache), expected);
+      assert.equal(readFileSync(path, 'utf8'), good);
+    }
+  });
+});
