@@ -5,6 +5,8 @@ import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { diffJson, fixturePath, readFixtureJson } from '../../test/support/fixtures.ts';
+import { gzipSync } from 'node:zlib';
+import { parquetWriteBuffer } from 'hyparquet-writer';
 import { ParquetError, ParquetFile } from './parquet.ts';
 
 const MIRRORS = ['rollout_0', 'rollout_1', 'rollout_2', 'rollout_eval_0'];
@@ -46,6 +48,30 @@ describe('ParquetFile', () => {
       assert.deepEqual(await file.findRows('sample_index', 999), []);
     } finally {
       await file.close();
+    }
+  });
+
+  it('reads columns in a codec hyparquet lacks (gzip here) through the extra decoders it loads for them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-pq-'));
+    try {
+      const ids = Array.from({ length: 300 }, (_, i) => (i * 7919) % 1000);
+      const buffer = parquetWriteBuffer({
+        columnData: [
+          { name: 'sample_index', data: Int32Array.from(ids, (_, i) => i), type: 'INT32' },
+          { name: 'id', data: Int32Array.from(ids), type: 'INT32', codec: 'GZIP' },
+        ],
+        compressors: { GZIP: (bytes: Uint8Array) => new Uint8Array(gzipSync(bytes)) },
+      });
+      writeFileSync(join(dir, 'gzip.parquet'), new Uint8Array(buffer));
+      const file = await ParquetFile.open(join(dir, 'gzip.parquet'), 'gzip.parquet');
+      try {
+        const rows = await file.readRows(0, file.numRows);
+        assert.deepEqual(rows.map((r) => r.id), ids);
+      } finally {
+        await file.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

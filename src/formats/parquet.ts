@@ -2,8 +2,10 @@
 import type { FileHandle } from 'node:fs/promises';
 import { openRegular } from './fileAccess.ts';
 import { parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
-import type { AsyncBuffer, FileMetaData } from 'hyparquet';
-import { compressors } from 'hyparquet-compressors';
+import type { AsyncBuffer, Compressors, FileMetaData } from 'hyparquet';
+
+/** Codecs hyparquet decodes itself; any other loads hyparquet-compressors (gzip, brotli, zstd, lz4) with the file. */
+const BUILT_IN_CODECS = new Set(['UNCOMPRESSED', 'SNAPPY']);
 
 /** A parquet file that cannot be read as one (bad footer, unsupported encoding, truncated). */
 export class ParquetError extends Error {
@@ -33,6 +35,8 @@ export class ParquetFile {
     readonly rowGroups: RowGroupSpan[],
     /** Byte ranges read since the footer, to check that a read stays within the row groups it needs. */
     readonly rangesRead: [number, number][],
+    /** Decoders of the codecs hyparquet lacks, when a column uses one. */
+    private readonly compressors: Compressors | undefined,
   ) {}
 
   static async open(path: string, name = path): Promise<ParquetFile> {
@@ -79,8 +83,11 @@ export class ParquetFile {
         at += n;
         return span;
       });
+      // The extra decoders are a module of their own: loaded only for a file that needs one.
+      const foreign = metadata.row_groups.some((rg) => rg.columns.some((c) => c.meta_data && !BUILT_IN_CODECS.has(c.meta_data.codec)));
+      const compressors = foreign ? (await import('hyparquet-compressors')).compressors : undefined;
       ranges.length = 0;
-      return new ParquetFile(name, handle, buffer, metadata, columnNames, rowGroups, ranges);
+      return new ParquetFile(name, handle, buffer, metadata, columnNames, rowGroups, ranges, compressors);
     } catch (e) {
       await handle.close();
       // Whatever a damaged footer makes the decoder trip on is the file's fault.
@@ -101,7 +108,7 @@ export class ParquetFile {
         rowStart,
         rowEnd,
         columns,
-        compressors,
+        compressors: this.compressors,
       })) as ParquetRow[];
     } catch (e) {
       throw new ParquetError(this.name, `cannot decode rows [${rowStart}, ${rowEnd}) (${problemOf(e)})`, e);

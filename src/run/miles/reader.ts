@@ -43,6 +43,8 @@ import type { WorkerError } from './rolloutDecodeWorker.ts';
 
 /** Columns of `dashboard_columns/rollout_*.parquet`; a mirror with another column set is not trusted. */
 export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length', 'tokens', 'loss_mask', 'rollout_log_probs'];
+/** The mirror columns a token read decodes (the loss mask comes from the train side). */
+const MIRROR_ROW_COLUMNS = ['response_length', 'total_length', 'tokens', 'rollout_log_probs'];
 const STEP_CACHE_VERSION = 2;
 const TRAIN_CATALOG_VERSION = 1;
 /** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
@@ -220,8 +222,10 @@ export class DumpReader {
   async sampleTokens(rolloutId: number, sampleIndex: number, evaluation = false): Promise<SampleTokenRecord> {
     checkId('rollout_id', rolloutId);
     checkId('sample_index', sampleIndex);
+    // The tokenizer loads while the sample is read (it waits on the files much of the time).
+    const tokenizerP = this.runTokenizer();
     const { rollout, trainRow } = await this.sampleRead(rolloutId, evaluation, sampleIndex);
-    const tokenizer = await this.runTokenizer();
+    const tokenizer = await tokenizerP;
     return {
       rolloutId,
       sampleIndex,
@@ -799,7 +803,7 @@ export class DumpReader {
           rowNo = rows[0];
           mirror.rowBySample.set(sampleIndex, rowNo);
         }
-        const [row] = await mirror.file.readRows(rowNo, rowNo + 1);
+        const [row] = await mirror.file.readRows(rowNo, rowNo + 1, MIRROR_ROW_COLUMNS);
         return mirrorRow(row);
       } finally {
         mirror.users--;
