@@ -51,6 +51,23 @@ export function gpuRollupFile(key: string): string {
   return `gpu_util/${key}.cells.rlc`;
 }
 
+/** Streams whose hours rlsight's collector also writes as parsed columns beside the partition. */
+export const COLUMNS_STREAMS = ['engine_series', 'phases'] as const;
+export type ColumnsStream = (typeof COLUMNS_STREAMS)[number];
+
+export function isColumnsStream(s: string): s is ColumnsStream {
+  return (COLUMNS_STREAMS as readonly string[]).includes(s);
+}
+
+/**
+ * `{stream}/{key}.cols.rlc`: rlsight's parsed columns of an engine_series or phases hour, written by its
+ * collector beside the partition (the frame a reader's partition cache holds for that hour; the
+ * reference reads only `*.jsonl` and ignores it).
+ */
+export function columnsFile(stream: ColumnsStream, key: string): string {
+  return `${stream}/${key}.cols.rlc`;
+}
+
 /** The partition key of a file name in a stream's directory (`20250821_18.jsonl` → `20250821_18`), or null. */
 export function partitionKeyOf(fileName: string): string | null {
   return fileName.endsWith(JSONL) && fileName.length > JSONL.length ? fileName.slice(0, -JSONL.length) : null;

@@ -22,10 +22,9 @@ export class EngineMetricPresence {
 
   /** Names a persisted parse of the file records exactly (see PartitionCache), or null. */
   private persisted(f: PartitionFile): string[] | null {
-    const cache = this.reader.diskCache;
-    if (cache === null) return null;
+    if (this.reader.diskCache === null && this.reader.runParses === null) return null;
     const st = this.io.stat(f.path);
-    return st === null ? null : cache.metricNames(f.key, st);
+    return st === null ? null : this.reader.persistedMetricNames(f, st);
   }
 
   /** Distinct raw metric names, sorted. Never parses a block. */

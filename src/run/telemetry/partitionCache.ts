@@ -2,6 +2,8 @@
 // columns (exactly what a parse thread hands over) as one columnar frame, keyed by the source file's
 // identity (inode) and the byte offset parsed to. A file that grew since is extended from that offset,
 // a replaced or shortened one is parsed again; the cache is never trusted past what it recorded.
+// The collector writes the same form beside the engine_series and phases hours it writes (read-only
+// here: `PersistedParses` over the run directory, see `collectorColumns`).
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, mkdirSync, statSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,7 +12,7 @@ import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
 import type { GpuUtilColumns } from './gpuUtilBlock.ts';
 import { hourStart, partitionFile } from '../../formats/dashboard/layout.ts';
 import { GPU_ROLLUP_VERSION, decodeGpuRollup, describesFile, encodeGpuRollup, extendable, foldGpuUtilRows, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
-import type { FileStat } from './io.ts';
+import type { FileStat, TelemetryIo } from './io.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
 import type { PartitionedStream } from './records.ts';
 
@@ -43,60 +45,133 @@ export interface CachedPartition {
   ino: number;
 }
 
-export class PartitionCache {
-  private readonly root: string;
-  /** Loads served and files written (diagnostics and tests). */
-  hits = 0;
-  writes = 0;
-  /** gpu_util rollups written, and rows folded into them (a grown hour folds only its new rows). */
-  rollupWrites = 0;
-  rollupRowsFolded = 0;
+/**
+ * One whole-file parse of hour `key` of `stream` as the bytes of a persisted frame: what the partition
+ * cache saves and the collector writes beside the partition. `source` names the parsed file (its inode
+ * and creation time, 0 when unknown).
+ */
+export function encodePersistedParse(stream: PartitionedStream, key: string, source: { ino: number; born: number }, r: ParseResult): Uint8Array {
+  const { extra, columns } = pack(r.data);
+  const c = (r.data as { columns?: { length: number; tsMin: number; tsMax: number } }).columns;
+  const header: CacheHeader = {
+    version: PARTITION_CACHE_VERSION,
+    stream,
+    key,
+    ino: source.ino,
+    born: source.born,
+    offset: r.offset,
+    lines: r.lines,
+    warnings: r.warnings,
+    length: c?.length ?? 0,
+    tsMin: c && Number.isFinite(c.tsMin) ? c.tsMin : null,
+    tsMax: c && Number.isFinite(c.tsMax) ? c.tsMax : null,
+    extra,
+  };
+  return encodeFrame(header as unknown as Record<string, unknown>, columns);
+}
 
-  /** `cacheDir` may hold caches of several runs: each run's sit under a digest of its `dashboard/` path. */
-  constructor(
-    cacheDir: string,
-    private readonly dashboardDir: string,
-  ) {
-    const digest = createHash('sha256').update(dashboardDir).digest('hex').slice(0, 16);
-    this.root = join(cacheDir, 'telemetry', digest);
+/** The parse a persisted frame holds, when it is one of hour `key` of `stream` this version wrote, of the file with stat `st`; null otherwise. */
+export function decodePersistedParse(bytes: Uint8Array, stream: PartitionedStream, key: string, st: FileStat): CachedPartition | null {
+  try {
+    const { header, columns } = decodeFrame<CacheHeader>(bytes);
+    if (!validHeader(header, stream, key, st)) return null;
+    const data = unpack(stream, header, columns);
+    return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view: null, warnings: header.warnings } };
+  } catch {
+    return null;
   }
+}
+
+/** Whether a persisted header is this version's, of hour `key` of `stream`, and of the file with stat `st` as it is now (not longer than it). */
+function validHeader(h: CacheHeader, stream: PartitionedStream, key: string, st: FileStat): boolean {
+  return (
+    h !== null &&
+    typeof h === 'object' &&
+    h.version === PARTITION_CACHE_VERSION &&
+    h.stream === stream &&
+    h.key === key &&
+    Number.isInteger(h.ino) &&
+    Number.isInteger(h.offset) &&
+    h.offset >= 0 &&
+    Number.isInteger(h.lines) &&
+    Number.isInteger(h.length) &&
+    Array.isArray(h.warnings) &&
+    h.extra !== null &&
+    typeof h.extra === 'object' &&
+    sameFile(h, st) &&
+    h.offset <= st.size
+  );
+}
+
+/** Opens a persisted file for reading (null when it cannot be). */
+export type PersistedOpen = (path: string) => number | null;
+
+const openForRead: PersistedOpen = (path) => {
+  try {
+    return openSync(path, 'r');
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * Opens a file the run's `io` can see (a file it refuses, e.g. a symlink out of the run, reads as
+ * missing), checking the opened file is the one it saw.
+ */
+export function openThrough(io: TelemetryIo): PersistedOpen {
+  return (path) => {
+    const st = io.stat(path);
+    if (st === null) return null;
+    const fd = openForRead(path);
+    if (fd === null) return null;
+    let same = false;
+    try {
+      same = fstatSync(fd).ino === st.ino;
+    } finally {
+      if (!same) closeSync(fd);
+    }
+    return same ? fd : null;
+  };
+}
+
+/**
+ * Persisted parses read from one place: the cache directory (`PartitionCache`), or the collector's files
+ * beside the partitions. Every read checks the frame names the file as it is now (inode, creation time,
+ * not past its end); a damaged or foreign file reads as absent.
+ */
+export class PersistedParses {
+  /** Loads served (diagnostics and tests). */
+  hits = 0;
+
+  constructor(
+    /** Where the persisted parse of hour `key` of `stream` lives, or null when this place keeps none of the stream. */
+    private readonly fileOf: (stream: PartitionedStream, key: string) => string | null,
+    private readonly openFile: PersistedOpen = openForRead,
+  ) {}
 
   handles(stream: PartitionedStream): boolean {
-    return CACHED.has(stream);
-  }
-
-  private pathOf(stream: PartitionedStream, key: string): string {
-    return join(this.root, stream, `${key}.rlc`);
+    return CACHED.has(stream) && this.fileOf(stream, '') !== null;
   }
 
   /**
    * The persisted parse of `key` if it belongs to the file as it is now (same inode, not longer than
-   * the file); null otherwise. A damaged cache file reads as absent.
+   * the file); null otherwise. A damaged file reads as absent.
    */
   load(stream: PartitionedStream, key: string, st: FileStat): CachedPartition | null {
-    if (!CACHED.has(stream)) return null;
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(this.pathOf(stream, key));
-    } catch {
-      return null;
-    }
-    try {
-      const { header, columns } = decodeFrame<CacheHeader>(bytes);
-      if (header.version !== PARTITION_CACHE_VERSION || header.stream !== stream || header.key !== key) return null;
-      if (!sameFile(header, st) || header.offset > st.size) return null;
-      const data = unpack(stream, header, columns);
-      this.hits++;
-      return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view: null, warnings: header.warnings } };
-    } catch {
-      return null;
-    }
+    const hit = this.withFile(stream, key, (fd) => {
+      const size = fstatSync(fd).size;
+      const bytes = Buffer.alloc(size);
+      if (readSync(fd, bytes, 0, size, 0) !== size) return null;
+      return decodePersistedParse(bytes, stream, key, st);
+    });
+    if (hit !== null) this.hits++;
+    return hit;
   }
 
   /** The header of a valid persisted parse of `key` (read alone), or null. */
-  private headerOf(stream: PartitionedStream, key: string, st: FileStat, fd: number): ReturnType<typeof frameLayout<CacheHeader>> | null {
-    // headers are parsed once per cache file as it is (an engine hour's series table is ~200 KB of JSON,
-    // and /api/meta and the warm-up plan ask for every hour's)
+  protected headerOf(stream: PartitionedStream, key: string, st: FileStat, fd: number): ReturnType<typeof frameLayout<CacheHeader>> | null {
+    // headers are parsed once per file as it is (an engine hour's series table is ~200 KB of JSON, and
+    // /api/meta and the warm-up plan ask for every hour's)
     const f = fstatSync(fd);
     const file = `${f.ino}:${f.size}:${f.mtimeMs}`;
     const id = `${stream}/${key}`;
@@ -109,19 +184,15 @@ export class PartitionCache {
       layout = frameLayout<CacheHeader>(head);
       this.headers.set(id, { file, layout });
     }
-    const h = layout.header;
-    return h.version === PARTITION_CACHE_VERSION && h.stream === stream && h.key === key && sameFile(h, st) && h.offset <= st.size ? layout : null;
+    return validHeader(layout.header, stream, key, st) ? layout : null;
   }
 
-  /** `read` over the open cache file of `key`; null when it is missing or unreadable. */
-  private withFile<T>(stream: PartitionedStream, key: string, read: (fd: number) => T | null): T | null {
+  /** `read` over the open persisted file of `key`; null when it is missing or unreadable. */
+  protected withFile<T>(stream: PartitionedStream, key: string, read: (fd: number) => T | null): T | null {
     if (!CACHED.has(stream)) return null;
-    let fd: number;
-    try {
-      fd = openSync(this.pathOf(stream, key), 'r');
-    } catch {
-      return null;
-    }
+    const path = this.fileOf(stream, key);
+    const fd = path === null ? null : this.openFile(path);
+    if (fd === null) return null;
     try {
       return read(fd);
     } catch {
@@ -131,14 +202,18 @@ export class PartitionCache {
     }
   }
 
-  /** Parsed headers by `stream/key`, while their cache file is unchanged (its inode, size and mtime). */
+  /** Parsed headers by `stream/key`, while their file is unchanged (its inode, size and mtime). */
   private readonly headers = new Map<string, { file: string; layout: ReturnType<typeof frameLayout<CacheHeader>> }>();
 
   /** Whether a valid persisted parse of `key` exists (reads its header only). */
   has(stream: PartitionedStream, key: string, st: FileStat): boolean {
-    return this.withFile(stream, key, (fd) => this.headerOf(stream, key, st, fd)) !== null;
+    return this.covered(stream, key, st) >= 0;
   }
 
+  /** Bytes of the file a valid persisted parse of `key` covers (reads its header only); -1 when there is none. */
+  covered(stream: PartitionedStream, key: string, st: FileStat): number {
+    return this.withFile(stream, key, (fd) => this.headerOf(stream, key, st, fd)?.header.offset ?? null) ?? -1;
+  }
   /** The engine metric names of a persisted engine_series parse (exact, from its header), or null. */
   metricNames(key: string, st: FileStat): string[] | null {
     return this.withFile('engine_series', key, (fd) => {
@@ -182,35 +257,39 @@ export class PartitionCache {
       return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view, warnings: [] } };
     });
   }
+}
+
+/** The reader's own persisted parses and gpu_util rollups, under `--cache-dir`. */
+export class PartitionCache extends PersistedParses {
+  private readonly root: string;
+  /** Files written (diagnostics and tests). */
+  writes = 0;
+  /** gpu_util rollups written, and rows folded into them (a grown hour folds only its new rows). */
+  rollupWrites = 0;
+  rollupRowsFolded = 0;
+
+  /** `cacheDir` may hold caches of several runs: each run's sit under a digest of its `dashboard/` path. */
+  constructor(
+    cacheDir: string,
+    private readonly dashboardDir: string,
+  ) {
+    const root = join(cacheDir, 'telemetry', createHash('sha256').update(dashboardDir).digest('hex').slice(0, 16));
+    super((stream, key) => join(root, stream, `${key}.rlc`));
+    this.root = root;
+  }
+
+  private pathOf(stream: PartitionedStream, key: string): string {
+    return join(this.root, stream, `${key}.rlc`);
+  }
 
   /** Persists a whole-file parse (atomically: a reader never sees half a file). Failures are ignored: the cache is an optimisation. */
   save(stream: PartitionedStream, key: string, ino: number, r: ParseResult): void {
     if (!CACHED.has(stream) || r.view !== null) return;
-    const { extra, columns } = pack(r.data);
-    const header: CacheHeader = {
-      version: PARTITION_CACHE_VERSION,
-      stream,
-      key,
-      ino,
-      born: this.bornOf(stream, key, ino),
-      offset: r.offset,
-      lines: r.lines,
-      warnings: r.warnings,
-      length: (r.data as { columns?: { length: number } }).columns?.length ?? 0,
-      tsMin: null,
-      tsMax: null,
-      extra,
-    };
-    const c = (r.data as { columns?: { tsMin: number; tsMax: number } }).columns;
-    if (c) {
-      header.tsMin = Number.isFinite(c.tsMin) ? c.tsMin : null;
-      header.tsMax = Number.isFinite(c.tsMax) ? c.tsMax : null;
-    }
     const path = this.pathOf(stream, key);
     const tmp = `${path}.${process.pid}.tmp`;
     try {
       mkdirSync(join(this.root, stream), { recursive: true });
-      writeFileSync(tmp, encodeFrame(header as unknown as Record<string, unknown>, columns));
+      writeFileSync(tmp, encodePersistedParse(stream, key, { ino, born: this.bornOf(stream, key, ino) }, r));
       renameSync(tmp, path);
       this.writes++;
     } catch {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { TelemetryIo } from './io.ts';
 import { nodeIo } from './io.ts';
 import type { BudgetOwner, MemoryBudget } from './memoryBudget.ts';
-import type { PartitionCache } from './partitionCache.ts';
+import type { CachedPartition, PartitionCache, PersistedParses } from './partitionCache.ts';
+import type { FileStat } from './io.ts';
 import type { BadLine } from './lineScan.ts';
 import { parsePythonJson } from './lineScan.ts';
 import type { ParsedColumns, ParseResult } from './parseJob.ts';
@@ -103,6 +104,8 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   }
   /** Where whole parses persist across processes (null: parse every cold file). */
   diskCache: PartitionCache | null = null;
+  /** The parses the collector wrote beside the partitions (read only; null: none are looked for). */
+  runParses: PersistedParses | null = null;
   /** The byte budget shared with the store's other streams (null: only the block count limits). */
   budget: MemoryBudget | null = null;
   /** Cold files served by the partition cache so far. */
@@ -342,11 +345,14 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     }
     if (this.viewsSpent(f)) return this.block(f);
     const st = this.io.stat(f.path);
-    if (st !== null && this.diskCache !== null && this.kind.adopt !== undefined && this.diskCache.handles(this.stream)) {
+    const adopt = this.kind.adopt;
+    const persisted = st !== null && adopt !== undefined ? this.persistedFor(f, st) : [];
+    if (st !== null && adopt !== undefined && persisted.length > 0) {
       // a persisted whole parse serves the view (from its slices when the layout allows, else whole)
-      const hit = this.diskCache.loadView(this.stream, f.key, st, view);
-      if (hit === null) return this.diskCache.has(this.stream, f.key, st) ? this.block(f) : this.coldView(f, key, view, st.ino);
-      const e: CacheEntry<B> = { block: this.kind.adopt(f.key, f.lo, f.hi, hit.result.data), offset: hit.result.offset, lines: hit.result.lines, file: f.key, view, ino: hit.ino };
+      let hit: CachedPartition | null = null;
+      for (const p of persisted) if ((hit = p.loadView(this.stream, f.key, st, view)) !== null) break;
+      if (hit === null) return this.block(f);
+      const e: CacheEntry<B> = { block: adopt(f.key, f.lo, f.hi, hit.result.data), offset: hit.result.offset, lines: hit.result.lines, file: f.key, view, ino: hit.ino };
       if ('view' in e.block) e.block.view = view;
       this.cacheFills++;
       if (st.size > e.offset && !this.fillView(f, e)) return this.block(f);
@@ -427,8 +433,8 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     for (const f of files) {
       if (f.size === 0 || this.cache.has(f.key)) continue;
       // a persisted parse is read faster here than a worker parses the file
-      const st = this.diskCache?.handles(this.stream) ? this.io.stat(f.path) : null;
-      if (st !== null && this.diskCache!.has(this.stream, f.key, st)) continue;
+      const st = this.diskCache?.handles(this.stream) || this.runParses?.handles(this.stream) ? this.io.stat(f.path) : null;
+      if (st !== null && this.persistedFor(f, st).length > 0) continue;
       const view = viewFor(f);
       if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
       else if (this.coveringView(f, view) === null) viewOf.set(f, this.viewsSpent(f) ? null : view);
@@ -508,7 +514,7 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     }
     const st = this.io.stat(f.path);
     const size = st?.size ?? 0;
-    const persisted = st !== null && this.kind.adopt !== undefined ? this.diskCache?.load(this.stream, f.key, st) ?? null : null;
+    const persisted = st !== null && this.kind.adopt !== undefined ? this.loadPersisted(f, st) : null;
     if (persisted !== null) {
       // the columns parsed by an earlier process; only bytes appended since are parsed now
       const r = persisted.result;
@@ -528,6 +534,43 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     this.used(f.key, e);
     this.evict();
     return e.block;
+  }
+
+  /**
+   * The places holding a valid persisted parse of `f` as it is now (the cache directory, the collector's
+   * file beside the partition), the one covering most of the file first (the cache's on a tie).
+   */
+  private persistedFor(f: PartitionFile, st: FileStat): PersistedParses[] {
+    const found: { p: PersistedParses; covered: number }[] = [];
+    for (const p of [this.diskCache, this.runParses]) {
+      if (p === null || !p.handles(this.stream)) continue;
+      const covered = p.covered(this.stream, f.key, st);
+      if (covered >= 0) found.push({ p, covered });
+    }
+    return found.sort((a, b) => b.covered - a.covered).map((x) => x.p);
+  }
+
+  /** The best persisted whole parse of `f` (see `persistedFor`); a damaged one gives way to the next. */
+  private loadPersisted(f: PartitionFile, st: FileStat): CachedPartition | null {
+    for (const p of this.persistedFor(f, st)) {
+      const hit = p.load(this.stream, f.key, st);
+      if (hit !== null) return hit;
+    }
+    return null;
+  }
+
+  /** Whether a valid persisted parse of `f` exists anywhere (headers only). */
+  hasPersisted(f: PartitionFile, st: FileStat): boolean {
+    return this.persistedFor(f, st).length > 0;
+  }
+
+  /** The engine metric names a persisted parse of `f` records exactly (it covers the whole file), or null. */
+  persistedMetricNames(f: PartitionFile, st: FileStat): string[] | null {
+    for (const p of this.persistedFor(f, st)) {
+      const names = p.metricNames(f.key, st);
+      if (names !== null) return names;
+    }
+    return null;
   }
 
   private warningsOf(f: PartitionFile): [number, string][] {

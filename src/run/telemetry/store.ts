@@ -46,7 +46,8 @@ import { nodeIo } from './io.ts';
 import { LaneIndex } from './laneIndex.ts';
 import { MemoryBudget } from './memoryBudget.ts';
 import { EngineMetricPresence } from './metricPresence.ts';
-import { PartitionCache } from './partitionCache.ts';
+import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
+import { columnsFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
 import { WarmUp, type WarmUpProgress } from './warmUp.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
@@ -161,9 +162,12 @@ export class TelemetryStore {
     this.partitions = partitionReaders(dashboardDir, this, io, warn, opts.cacheBlocks ?? PARTITION_CACHE_BLOCKS);
     const budget = new MemoryBudget(opts.memoryBudget ?? DEFAULT_MEMORY_BUDGET);
     const disk = opts.cacheDir ? new PartitionCache(opts.cacheDir, dashboardDir) : null;
+    // the parsed columns rlsight's collector writes beside engine_series and phases hours (read only)
+    const collectorParses = new PersistedParses((stream, key) => (isColumnsStream(stream) ? join(dashboardDir, columnsFile(stream, key)) : null), openThrough(io));
     for (const r of Object.values(this.partitions) as PartitionReader<any>[]) {
       r.budget = budget;
       r.diskCache = disk;
+      r.runParses = collectorParses;
     }
     this.budget = budget;
     this.warm =

@@ -54,6 +54,9 @@ export class WarmUp {
           if (stream === 'gpu_util' && file.key !== 'legacy' && !this.cache.hasRollup(file.key, st)) tasks.push({ stream, file, ino: st.ino, rollupOnly: true });
           continue;
         }
+        // the collector's parse beside the partition serves the hour as a persisted one would (a tail
+        // appended since it was written is parsed when the hour is read)
+        if (this.readers[stream].runParses?.has(stream, file.key, st)) continue;
         tasks.push({ stream, file, ino: st.ino });
       }
     }
