@@ -211,7 +211,8 @@ describe('collector', () => {
     const first = new Collector({ dashboardDir: dir, runName: 'r', now: () => 5000 });
     first.ingest('phases', '{"name":"actor_train","t0":3599.0,"t1":3601.0,"node":"10.0.0.1","gpus":[0],"rank":0,"role":"train"}\n{"name":"train_wait","t0":3500.0,"t1":-1.0,"node":"10.0.0.1","gpus":[0],"rank":0,"role":"train"}');
     assert.equal(first.close(), true);
-    assert.deepEqual(readdirSync(join(dir, 'phases')).sort(), ['19700101_00.jsonl', '19700101_01.jsonl']);
+    // beside each hour's partition, its parsed columns (rlsight's own file, see hourColumns.ts)
+    assert.deepEqual(readdirSync(join(dir, 'phases')).sort(), ['19700101_00.cols.rlc', '19700101_00.jsonl', '19700101_01.cols.rlc', '19700101_01.jsonl']);
     assert.match(readFileSync(join(dir, 'phases', '19700101_00.jsonl'), 'utf8'), /"t1":-1.0/);
     const second = new Collector({ dashboardDir: dir, now: () => 9000 });
     assert.equal(second.meta.start_ts, 5000);

@@ -12,7 +12,6 @@ import {
   META_FILE,
   parseLaneCatalogJson,
   partitionFile,
-  partitionKeyOf,
   partitionTs,
   encodeMeta,
   encodeTopology,
@@ -28,7 +27,7 @@ import {
   OPEN_T1,
 } from '../formats/dashboard/index.ts';
 import { DashboardWriter, nodeCollectorFs, type CollectorFs } from './dashboardWriter.ts';
-import { CollectorGpuRollups } from './gpuRollups.ts';
+import { CollectorSidecars } from './sidecars.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
 import { DEFAULT_BUFFER_CAP } from './usage.ts';
@@ -88,8 +87,8 @@ export class Collector {
   readonly dir: string;
   readonly meta: RunMeta;
   private readonly writer: DashboardWriter;
-  /** gpu_util rollups written beside the hours this collector writes. */
-  private readonly rollups: CollectorGpuRollups;
+  /** gpu_util rollups and engine_series/phases columns written beside the hours this collector writes. */
+  private readonly sidecars: CollectorSidecars;
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly buffers: Record<StreamName, StreamBuffer>;
@@ -112,11 +111,11 @@ export class Collector {
     this.now = opts.now ?? (() => Date.now() / 1000);
     const fs = opts.fs ?? nodeCollectorFs;
     this.writer = new DashboardWriter(this.dir, fs);
-    this.rollups = new CollectorGpuRollups({ replace: (rel, data) => this.writer.replace(rel, data), remove: (rel) => this.writer.remove(rel) }, this.now);
-    this.writer.onAppended = (rel, start, data, file) => {
-      const key = rel.startsWith('gpu_util/') ? partitionKeyOf(rel.slice('gpu_util/'.length)) : null;
-      if (key !== null) this.rollups.appended(key, start, data, file);
-    };
+    this.sidecars = new CollectorSidecars(
+      { replace: (rel, data) => this.writer.replace(rel, data), remove: (rel) => this.writer.remove(rel), read: (rel) => readFileSync(join(this.dir, rel)) },
+      this.now,
+    );
+    this.writer.onAppended = (rel, start, data, file) => this.sidecars.appended(rel, start, data, file);
     const cap = opts.bufferCap ?? DEFAULT_BUFFER_CAP;
     this.buffers = Object.fromEntries(STREAMS.map((s) => [s, new StreamBuffer(cap, isPartitioned(s))])) as Record<StreamName, StreamBuffer>;
     this.counters = Object.fromEntries(STREAMS.map((s) => [s, { received: 0, dropped: 0, written: 0 }])) as Record<StreamName, { received: number; dropped: number; written: number }>;
@@ -173,7 +172,7 @@ export class Collector {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     const ok = this.flush();
-    this.rollups.write(true);
+    this.sidecars.write(true);
     return ok;
   }
 
@@ -314,7 +313,7 @@ export class Collector {
       this.log('error', `flush to ${this.dir} failed for ${failed.join(', ')}; still held: ${held.join(', ')} records (kept for the next flush, up to ${this.buffers.gpu_util.cap} per stream)`);
       return false;
     }
-    this.rollups.write();
+    this.sidecars.write();
     if (ok) this.lastFlushOk = this.now();
     return ok;
   }

@@ -112,7 +112,7 @@ describe('SGLang scraper', () => {
       const kept = await svc.scraper!.scrapeOnce(clock);
       assert.ok(kept > 5);
       svc.collector.flush();
-      const files = readdirSync(join(dir, 'engine_series'));
+      const files = readdirSync(join(dir, 'engine_series')).filter((f) => f.endsWith('.jsonl'));
       assert.equal(files.length, 1);
       const rows = readFileSync(join(dir, 'engine_series', files[0]), 'utf8').trimEnd().split('\n');
       assert.equal(rows.length, kept);
