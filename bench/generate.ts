@@ -1,7 +1,10 @@
 // Generates the synthetic 1,024-GPU run (the reference's benchmark shape) and prints one JSON line.
 // Usage: node --import tsx bench/generate.ts [--out DIR] [--gpus 1024] [--hours 6] [--gpu-processes]
-//          [--dump-steps 0] [--dump-samples 4096] [--keep]
+//          [--dump-steps 0] [--dump-samples 4096] [--collector-files] [--keep]
 // Without --out it writes to a temp folder and removes it afterwards unless --keep is given.
+// --collector-files also writes what `rlsight collect` writes beside the partitions (gpu_util rollups,
+// engine_series and phases columns) through the collector's code, so a server over it can be compared
+// with one over the same run as miles writes it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -14,6 +17,7 @@ const { values } = parseArgs({
     gpus: { type: 'string' },
     hours: { type: 'string' },
     'gpu-processes': { type: 'boolean' },
+    'collector-files': { type: 'boolean' },
     'dump-steps': { type: 'string' },
     'dump-samples': { type: 'string' },
     keep: { type: 'boolean' },
@@ -25,6 +29,7 @@ const info = await generateSyntheticRun(runDir, {
   gpus: Number(values.gpus ?? 1024),
   hours: Number(values.hours ?? 6),
   gpuProcesses: values['gpu-processes'] ?? false,
+  collectorFiles: values['collector-files'] ?? false,
   dumpSteps: Number(values['dump-steps'] ?? 0),
   dumpSamples: Number(values['dump-samples'] ?? 4096),
   onProgress: (m) => process.stderr.write(m + '\n'),
@@ -38,6 +43,7 @@ process.stdout.write(
     gpus: info.gpus,
     engines: info.engines,
     hours: Number(values.hours ?? 6),
+    collectorFiles: values['collector-files'] ?? false,
     steps: info.steps,
     rows: info.totalRows,
     rowsByStream: info.rows,

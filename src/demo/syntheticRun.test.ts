@@ -43,6 +43,33 @@ describe('generateSyntheticRun', () => {
     }
   });
 
+  it('with collectorFiles, also writes the collector’s rollups and columns: a store reads them instead of the engine_series and phases JSONL, and the same rows', async () => {
+    const plain = join(scratch, 'plain');
+    const collected = join(scratch, 'collected');
+    const shape = { gpus: 16, hours: 2.5, samplesPerStep: 32, now: 1_790_001_000 };
+    await generateSyntheticRun(plain, shape);
+    await generateSyntheticRun(collected, { ...shape, collectorFiles: true });
+    const names = (run: string, stream: string) => readdirSync(join(run, 'dashboard', stream)).sort();
+    // the same partitions, byte for byte; beside them, one file per hour
+    for (const stream of ['gpu_util', 'engine_series', 'phases']) {
+      const jsonl = names(plain, stream);
+      assert.deepEqual(names(collected, stream).filter((f) => f.endsWith('.jsonl')), jsonl);
+      for (const f of jsonl) assert.ok(readFileSync(join(collected, 'dashboard', stream, f)).equals(readFileSync(join(plain, 'dashboard', stream, f))), f);
+      const suffix = stream === 'gpu_util' ? '.cells.rlc' : '.cols.rlc';
+      assert.deepEqual(names(collected, stream).filter((f) => f.endsWith('.rlc')), jsonl.map((f) => f.replace('.jsonl', suffix)));
+    }
+    const rowsOf = (run: string) => {
+      const store = TelemetryStore.open(join(run, 'dashboard'), { parseWorkers: 0 });
+      const engine = store.engineSeriesBlocks().flatMap((b) => Array.from({ length: b.length }, (_, i) => [b.ts[i], store.engineSeries.key(b.series[i]).addr, store.engineSeries.key(b.series[i]).metric, b.value[i]]));
+      return { engine, phases: store.phaseEvents(), parsed: store.stats().engine_series.rowsParsed + store.stats().phases.rowsParsed };
+    };
+    const want = rowsOf(plain);
+    const got = rowsOf(collected);
+    assert.ok(want.parsed > 0);
+    assert.equal(got.parsed, 0);
+    assert.deepEqual({ ...got, parsed: 0 }, { ...want, parsed: 0 });
+  });
+
   it('is deterministic for a seed and a clock', async () => {
     const a = await generateSyntheticRun(join(scratch, 'a'), { gpus: 8, hours: 0.2, now: 1_790_000_000 });
     const b = await generateSyntheticRun(join(scratch, 'b'), { gpus: 8, hours: 0.2, now: 1_790_000_000 });

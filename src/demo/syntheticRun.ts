@@ -27,6 +27,8 @@ import {
   trajectoryLine,
 } from '../formats/dashboard/index.ts';
 import { TelemetryWriter } from './telemetryWriter.ts';
+import { DashboardWriter } from '../collect/dashboardWriter.ts';
+import { CollectorSidecars } from '../collect/sidecars.ts';
 
 export interface SyntheticRunOptions {
   /** GPUs in the fleet (a multiple of `gpusPerNode`); default 1,024. */
@@ -47,6 +49,11 @@ export interface SyntheticRunOptions {
    * train `.pt` per rank (TP 2 x PP 2 duplicates of gpus/4 DP shards), plus `tokenizer/`.
    */
   dumpSteps?: number;
+  /**
+   * Also write what rlsight's collector writes beside the partitions (gpu_util rollups, engine_series and
+   * phases columns), through the collector's own code, as if the run had been recorded by `rlsight collect`.
+   */
+  collectorFiles?: boolean;
   /** Samples per dumped step (default 4,096). */
   dumpSamples?: number;
   /** Mean response tokens per dumped sample (default 3,900). */
@@ -164,7 +171,10 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
       sglang_max_running_requests: 128,
     }),
   );
-  const writer = new TelemetryWriter(dashboard, 16 << 20);
+  // the collector's sidecars, on the run's own clock (the growing hour is written as the clock passes a minute)
+  let clock = startTs;
+  const sidecars = opts.collectorFiles ? collectorSidecars(dashboard, () => clock) : null;
+  const writer = new TelemetryWriter(dashboard, 16 << 20, sidecars);
   const rows: Record<string, number> = {};
   const count = (stream: string, n = 1) => (rows[stream] = (rows[stream] ?? 0) + n);
 
@@ -284,6 +294,12 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
   for (let sec = 0; sec < duration; sec++) {
     const base = startTs + sec;
     const s = stepAt(base);
+    clock = base;
+    if (sidecars !== null && base % 3600 === 0) {
+      // an hour completed: its sidecars are written and its rows let go
+      writer.flush();
+      sidecars.write();
+    }
     // GPU samples: all GPUs of a node share the tick timestamp.
     for (let n = 0; n < nodes; n++) {
       const ts = r3(base + 0.25 + 0.003 * (n % 100));
@@ -388,6 +404,7 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
   }
   while (nextStepToEmit < steps.length) emitStep(steps[nextStepToEmit++]);
   writer.close();
+  sidecars?.write(true);
 
   const dumpSteps = Math.min(opts.dumpSteps ?? 0, steps.length);
   for (let s = 0; s < dumpSteps; s++) {
@@ -418,6 +435,12 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
     bytes,
     seconds: (performance.now() - began) / 1000,
   };
+}
+
+/** The collector's sidecar writers over `dashboard` (atomic replaces, as the collector makes them). */
+function collectorSidecars(dashboard: string, now: () => number): CollectorSidecars {
+  const files = new DashboardWriter(dashboard);
+  return new CollectorSidecars({ replace: (rel, data) => files.replace(rel, data), remove: (rel) => files.remove(rel), read: (rel) => readFileSync(join(dashboard, rel)) }, now);
 }
 
 /** Beside `dashboard/`: what a reusable synthetic run was generated with and what it holds. */

@@ -1,11 +1,22 @@
 // Appends telemetry lines to `dashboard/` the way miles' MetricStore.flush does: hourly UTC
 // partitions for the partitioned streams, one file for the others, written in large chunks.
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { flatFile, hourKey, HOUR_SECONDS, partitionFile, type FlatStream, type PartitionedStream } from '../formats/dashboard/layout.ts';
 
+/** Told of every chunk of whole lines written to a partition (the collector's sidecars: rollups, parsed columns). */
+export interface AppendListener {
+  appended(rel: string, start: number, data: Uint8Array, file: { ino: number; born: number } | null): void;
+}
+
 interface OpenFile {
+  /** Path relative to the dashboard directory. */
+  rel: string;
   fd: number;
+  /** Bytes on disk (where the next drained chunk starts), and the file's identity. */
+  size: number;
+  ino: number;
+  born: number;
   /** Bytes not yet on disk; allocated on first use, released when the file stops being current. */
   buf: Buffer | null;
   pos: number;
@@ -21,6 +32,7 @@ export class TelemetryWriter {
   constructor(
     readonly dashboardDir: string,
     private readonly chunkBytes = 2 << 20,
+    private readonly listener: AppendListener | null = null,
   ) {
     mkdirSync(dashboardDir, { recursive: true });
   }
@@ -42,6 +54,11 @@ export class TelemetryWriter {
     this.push(this.fileFor(flatFile(stream)), line);
   }
 
+  /** Writes every buffered byte (the files stay open). */
+  flush(): void {
+    for (const file of this.files.values()) this.drain(file, false);
+  }
+
   /** Writes every buffered byte and closes every file. */
   close(): void {
     for (const file of this.files.values()) {
@@ -57,7 +74,9 @@ export class TelemetryWriter {
     if (!file) {
       const path = join(this.dashboardDir, relative);
       mkdirSync(join(path, '..'), { recursive: true });
-      file = { fd: openSync(path, 'a'), buf: null, pos: 0 };
+      const fd = openSync(path, 'a');
+      const st = fstatSync(fd);
+      file = { rel: relative, fd, size: st.size, ino: st.ino, born: st.birthtimeMs, buf: null, pos: 0 };
       this.files.set(relative, file);
     }
     return file;
@@ -81,6 +100,8 @@ export class TelemetryWriter {
     if (buf !== null && file.pos > 0) {
       let off = 0;
       while (off < file.pos) off += writeSync(file.fd, buf, off, file.pos - off);
+      this.listener?.appended(file.rel, file.size, buf.subarray(0, file.pos), { ino: file.ino, born: file.born });
+      file.size += file.pos;
       this.bytes += file.pos;
       file.pos = 0;
     }
