@@ -1,11 +1,12 @@
 // The parquet reader over the miles-demo token mirrors: values, and one-row reads touching one row group.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { diffJson, fixturePath, readFixtureJson } from '../../test/support/fixtures.ts';
 import { gzipSync } from 'node:zlib';
+import { parquetMetadata, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { ParquetError, ParquetFile } from './parquet.ts';
 
@@ -70,6 +71,97 @@ describe('ParquetFile', () => {
       } finally {
         await file.close();
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('decodes row groups one at a time into what hyparquet makes of the whole footer, and reads and finds rows alike', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-pq-'));
+    try {
+      // 40 row groups of 7 rows (more than 15: the row group list's count is a varint of its own), shuffled
+      // sample indices with statistics, 64-bit and list columns, and a key-value entry after the row groups.
+      const n = 280;
+      // Each group holds 7 consecutive indices (so its statistics exclude the others), groups out of order.
+      const samples = Array.from({ length: n }, (_, i) => 7 * ((Math.floor(i / 7) * 13) % 40) + ((i * 3) % 7));
+      const schema = [
+        { name: 'root', num_children: 4 },
+        { name: 'sample_index', type: 'INT32', repetition_type: 'OPTIONAL' },
+        { name: 'big', type: 'INT64', repetition_type: 'OPTIONAL' },
+        { name: 'tokens', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
+        { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+        { name: 'element', type: 'INT32', repetition_type: 'OPTIONAL' },
+        { name: 'label', type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL', converted_type: 'UTF8' },
+      ];
+      const buffer = parquetWriteBuffer({
+        columnData: [
+          { name: 'sample_index', data: samples },
+          { name: 'big', data: samples.map((s) => BigInt(s) * 3_000_000_000n) },
+          { name: 'tokens', data: samples.map((s) => Array.from({ length: s % 9 }, (_, k) => s * 10 + k)) },
+          { name: 'label', data: samples.map((s) => `s${s}`) },
+        ],
+        schema: schema as unknown as Parameters<typeof parquetWriteBuffer>[0]['schema'],
+        rowGroupSize: 7,
+        kvMetadata: [{ key: 'writer', value: 'test' }],
+      });
+      const path = join(dir, 'groups.parquet');
+      writeFileSync(path, new Uint8Array(buffer));
+      const whole = await parquetMetadataAsync(new Uint8Array(buffer).buffer);
+      const file = await ParquetFile.open(path, 'groups.parquet');
+      try {
+        assert.equal(file.rowGroups.length, 40);
+        assert.equal(file.numRows, n);
+        assert.deepEqual(file.columnNames, ['sample_index', 'big', 'tokens', 'label']);
+        const all = await parquetReadObjects({ file: new Uint8Array(buffer).buffer, metadata: whole });
+        // Ranges within a group, across groups, at the ends, past the end and empty.
+        for (const [a, b] of [[0, 1], [13, 14], [5, 30], [0, n], [270, 290], [300, 310], [9, 9]]) {
+          assert.deepEqual(await file.readRows(a, b), all.slice(a, b), `rows [${a}, ${b})`);
+        }
+        for (const s of [0, 1, 96, 279, 280, -1]) {
+          const expected = samples.flatMap((x, i) => (x === s ? [i] : []));
+          assert.deepEqual(await file.findRows('sample_index', s), expected, `sample ${s}`);
+        }
+        // Statistics skip groups: finding one sample reads one group's column.
+        file.rangesRead.length = 0;
+        await file.findRows('sample_index', 96);
+        assert.equal(file.rangesRead.length, 1);
+        const { metadata_length: _a, ...lazy } = file.metadata;
+        const { metadata_length: _b, ...reference } = whole;
+        assert.deepEqual(lazy, reference);
+      } finally {
+        await file.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses at open a footer whose damage the whole decode refuses, and opens one it decodes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-pq-'));
+    try {
+      const good = readFileSync(fixturePath('miles-demo', 'run', 'dashboard_columns', 'rollout_1.parquet'));
+      const length = good.readUInt32LE(good.length - 8);
+      let refused = 0;
+      // Damage at places all over the footer: whatever hyparquet refuses to decode whole is refused at open.
+      for (let at = good.length - 8 - length; at < good.length - 8; at += Math.max(1, Math.floor(length / 97))) {
+        const bad = Buffer.from(good);
+        for (let i = 0; i < 12 && at + i < good.length - 8; i++) bad[at + i] ^= 0xff;
+        let wholeFails = false;
+        try {
+          parquetMetadata(new Uint8Array(bad).buffer);
+        } catch {
+          wholeFails = true;
+        }
+        writeFileSync(join(dir, 'bad.parquet'), bad);
+        if (!wholeFails) {
+          // Damage the decode survives (a changed number) opens as before.
+          await (await ParquetFile.open(join(dir, 'bad.parquet'), 'bad.parquet')).close();
+          continue;
+        }
+        refused++;
+        await assert.rejects(ParquetFile.open(join(dir, 'bad.parquet'), 'bad.parquet'), ParquetError, `damage at ${at}`);
+      }
+      assert.ok(refused > 50, `${refused} damaged footers`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,11 +1,15 @@
-// Parquet over a file handle (hyparquet): metadata once, then only the row groups a read touches.
+// Parquet over a file handle (hyparquet): the footer walked once, then only the row groups a read touches
+// (their metadata included: a file of many small row groups is not decoded whole to read one).
 import type { FileHandle } from 'node:fs/promises';
 import { openRegular } from './fileAccess.ts';
-import { parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
-import type { AsyncBuffer, Compressors, FileMetaData } from 'hyparquet';
+import { parquetMetadata, parquetReadObjects, parquetSchema } from 'hyparquet';
+import type { AsyncBuffer, Compressors, FileMetaData, RowGroup, SchemaElement } from 'hyparquet';
+import { footerLayout, footerWith, type FooterLayout } from './parquetFooter.ts';
 
-/** Codecs hyparquet decodes itself; any other loads hyparquet-compressors (gzip, brotli, zstd, lz4) with the file. */
-const BUILT_IN_CODECS = new Set(['UNCOMPRESSED', 'SNAPPY']);
+/** Codecs hyparquet decodes itself (UNCOMPRESSED, SNAPPY); any other loads hyparquet-compressors with the file. */
+const BUILT_IN_CODECS = new Set([0, 1]);
+/** The first read of a footer: the file's last bytes (hyparquet's own default). */
+const FOOTER_FETCH = 512 * 1024;
 
 /** A parquet file that cannot be read as one (bad footer, unsupported encoding, truncated). */
 export class ParquetError extends Error {
@@ -25,12 +29,18 @@ export interface RowGroupSpan {
 }
 
 export class ParquetFile {
+  /** Row group metadata decoded so far, by position. */
+  private readonly groupMeta = new Map<number, RowGroup>();
+  private full: FileMetaData | undefined;
+
   private constructor(
     /** The name used in errors (never an absolute path of the machine unless the caller passes one). */
     readonly name: string,
     private readonly handle: FileHandle,
     private readonly buffer: AsyncBuffer,
-    readonly metadata: FileMetaData,
+    /** The file's metadata without its row groups (those decode one at a time, when a read needs them). */
+    private readonly base: FileMetaData,
+    private readonly layout: FooterLayout,
     readonly columnNames: string[],
     readonly rowGroups: RowGroupSpan[],
     /** Byte ranges read since the footer, to check that a read stays within the row groups it needs. */
@@ -59,35 +69,37 @@ export class ParquetFile {
           return out.buffer;
         },
       };
-      let metadata: FileMetaData;
+      let base: FileMetaData;
+      let layout: FooterLayout;
       let columnNames: string[];
       try {
-        metadata = await parquetMetadataAsync(buffer);
+        layout = footerLayout(await footerBytes(buffer));
+        // Everything but the row groups, decoded by hyparquet from a footer holding none of them.
+        base = parquetMetadata(footerWith(layout, 0, 0));
         // A damaged footer can decode into a schema that is not a tree: that is the file's fault too.
-        columnNames = parquetSchema(metadata).children.map((c) => c.element.name);
+        columnNames = parquetSchema(base).children.map((c) => c.element.name);
       } catch (e) {
         throw new ParquetError(name, `not a readable parquet file (${problemOf(e)})`, e);
       }
+      const leaves = base.schema.filter((e) => e.type);
       let at = 0;
-      const rowGroups = metadata.row_groups.map((rg): RowGroupSpan => {
-        const n = Number(rg.num_rows);
+      const rowGroups = layout.groups.map((rg): RowGroupSpan => {
+        const n = rg.numRows;
         const stats = new Map<string, { min: unknown; max: unknown }>();
-        for (const c of rg.columns) {
-          const md = c.meta_data;
-          const st = md?.statistics;
-          if (md && md.path_in_schema.length === 1 && st && st.min_value !== undefined && st.max_value !== undefined) {
-            stats.set(md.path_in_schema[0], { min: st.min_value, max: st.max_value });
-          }
-        }
+        rg.columns.forEach((c, k) => {
+          const min = c.min && plainInteger(c.min, leaves[k]);
+          const max = c.max && plainInteger(c.max, leaves[k]);
+          if (c.name !== null && min !== undefined && max !== undefined) stats.set(c.name, { min, max });
+        });
         const span = { rowStart: at, rowEnd: at + n, stats };
         at += n;
         return span;
       });
       // The extra decoders are a module of their own: loaded only for a file that needs one.
-      const foreign = metadata.row_groups.some((rg) => rg.columns.some((c) => c.meta_data && !BUILT_IN_CODECS.has(c.meta_data.codec)));
+      const foreign = layout.groups.some((rg) => rg.columns.some((c) => c.codec !== undefined && !BUILT_IN_CODECS.has(c.codec)));
       const compressors = foreign ? (await import('hyparquet-compressors')).compressors : undefined;
       ranges.length = 0;
-      return new ParquetFile(name, handle, buffer, metadata, columnNames, rowGroups, ranges, compressors);
+      return new ParquetFile(name, handle, buffer, base, layout, columnNames, rowGroups, ranges, compressors);
     } catch (e) {
       await handle.close();
       // Whatever a damaged footer makes the decoder trip on is the file's fault.
@@ -96,17 +108,49 @@ export class ParquetFile {
   }
 
   get numRows(): number {
-    return Number(this.metadata.num_rows);
+    return Number(this.base.num_rows);
   }
 
-  /** Rows `[rowStart, rowEnd)` as objects; only the row groups overlapping the range are decoded. */
+  /** The whole footer as hyparquet decodes it (every row group). */
+  get metadata(): FileMetaData {
+    this.full ??= parquetMetadata(footerWith(this.layout, 0, this.layout.groups.length));
+    return this.full;
+  }
+
+  /** Row groups `[from, to)`'s metadata (each decoded once, from a footer holding only the ones not yet decoded). */
+  private groups(from: number, to: number): RowGroup[] {
+    let k = from;
+    while (k < to) {
+      if (this.groupMeta.has(k)) {
+        k++;
+        continue;
+      }
+      let end = k + 1;
+      while (end < to && !this.groupMeta.has(end)) end++;
+      const decoded = parquetMetadata(footerWith(this.layout, k, end)).row_groups;
+      decoded.forEach((g, i) => this.groupMeta.set(k + i, g));
+      k = end;
+    }
+    const out: RowGroup[] = [];
+    for (let i = from; i < to; i++) out.push(this.groupMeta.get(i)!);
+    return out;
+  }
+
+  /** Rows `[rowStart, rowEnd)` as objects; only the row groups overlapping the range are decoded (their metadata too). */
   async readRows(rowStart: number, rowEnd: number, columns?: string[]): Promise<ParquetRow[]> {
     try {
+      // The row groups the range touches, contiguous: hyparquet reads them as if they were the file's.
+      let from = 0;
+      while (from < this.rowGroups.length && this.rowGroups[from].rowEnd <= rowStart) from++;
+      let to = from;
+      while (to < this.rowGroups.length && this.rowGroups[to].rowStart < rowEnd) to++;
+      const offset = from < this.rowGroups.length ? this.rowGroups[from].rowStart : 0;
+      const metadata = { ...this.base, row_groups: this.groups(from, to) };
       return (await parquetReadObjects({
         file: this.buffer,
-        metadata: this.metadata,
-        rowStart,
-        rowEnd,
+        metadata,
+        rowStart: Math.max(0, rowStart - offset),
+        rowEnd: rowEnd - offset,
         columns,
         compressors: this.compressors,
       })) as ParquetRow[];
@@ -138,6 +182,36 @@ export class ParquetFile {
   async close(): Promise<void> {
     await this.handle.close();
   }
+}
+
+/** The FileMetaData bytes at the end of a parquet file (read as hyparquet does: the last 512 KiB, then the rest). */
+async function footerBytes(buffer: AsyncBuffer): Promise<Uint8Array> {
+  const size = buffer.byteLength;
+  const tailStart = Math.max(0, size - FOOTER_FETCH);
+  const tail = new Uint8Array(await buffer.slice(tailStart, size));
+  const view = new DataView(tail.buffer, tail.byteOffset, tail.byteLength);
+  if (tail.length < 8 || view.getUint32(tail.length - 4, true) !== 0x31524150) throw new Error('parquet file invalid (footer != PAR1)');
+  const length = view.getUint32(tail.length - 8, true);
+  if (length > size - 8) throw new Error(`parquet metadata length ${length} exceeds available buffer ${size - 8}`);
+  if (length + 8 <= tail.length) return tail.subarray(tail.length - 8 - length, tail.length - 8);
+  const start = size - 8 - length;
+  const head = new Uint8Array(await buffer.slice(start, tailStart));
+  const out = new Uint8Array(length);
+  out.set(head, 0);
+  out.set(tail.subarray(0, tail.length - 8), head.length);
+  return out;
+}
+
+/**
+ * A min/max statistic of a plain signed integer column as hyparquet converts it (INT32 a number, INT64 a
+ * bigint); undefined for any other column (its row groups are then never skipped by `findRows`).
+ */
+function plainInteger(bytes: Uint8Array, leaf: SchemaElement | undefined): number | bigint | undefined {
+  if (!leaf || leaf.converted_type !== undefined || leaf.logical_type !== undefined) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (leaf.type === 'INT32' && bytes.length === 4) return view.getInt32(0, true);
+  if (leaf.type === 'INT64' && bytes.length === 8) return view.getBigInt64(0, true);
+  return undefined;
 }
 
 /** A decoder's complaint in words (some throw plain strings). */
