@@ -32,9 +32,20 @@ function isDirectory(p: string): boolean {
   }
 }
 
+/**
+ * Every option `serve` takes, slime's or not: the value of an option unknown here would be taken for a
+ * positional (`--memory-budget 128` for a run named `128`).
+ */
+const ANY_SERVE_OPTIONS = {
+  ...OPTIONS,
+  runs: { type: 'string' },
+  'memory-budget': { type: 'string' },
+  'health-config': { type: 'string' },
+} as const;
+
 /** Whether these `serve` arguments name a slime run (a .pt file or glob, or a slime-layout folder). */
 export function isSlimeServe(argv: string[]): boolean {
-  const { values, positionals } = parseArgs({ args: argv, strict: false, allowPositionals: true, options: OPTIONS });
+  const { values, positionals } = parseArgs({ args: argv, strict: false, allowPositionals: true, options: ANY_SERVE_OPTIONS });
   // Positional run folders (`serve DIR [DIR...]`) are the generic multi-run serve unless slime laid them out.
   if (positionals.length > 0) return positionals.some((p) => !isDirectory(p) || looksLikeSlimeDir(p));
   const dir = values['dump-details'];
