@@ -1,9 +1,14 @@
 // Server latency of the reference's request sequence: cold in a fresh process with an empty cache
 // directory, cold in a fresh process with a warm one (every hour persisted by an earlier process), and
 // warm (the same process asked again); start to the first /api/meta and peak RSS over the sequence.
+// Each time is to the last byte of the body as sent (gzip when the server compresses it, as a browser
+// asks); `warm_decoded_p50_ms` adds the client's gunzip. The `*_columns` families ask for the binary
+// frame the app reads; the others get the JSON scripts get.
 // Usage: node --import tsx bench/server.ts [--run DIR] [--large] [--warm N] [--port N] [--families a,b]
 // Without --run it generates the demo run (`--large`: 128 GPUs) into a temp folder first. Prints one JSON line.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -27,6 +32,7 @@ if (!runDir) {
 
 const base = `http://127.0.0.1:${port}`;
 const round = (x: number): number => Math.round(x * 10) / 10;
+const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
 
 interface Server {
   firstAnswerMs: number;
@@ -67,11 +73,24 @@ async function startServer(cacheDir: string): Promise<Server> {
   return { firstAnswerMs, peakMiB, stop };
 }
 
-async function get(path: string, accept?: string): Promise<{ ms: number; status: number; bytes: number }> {
+/** One GET: time to the body's last byte as sent, and that plus the client's gunzip. */
+function get(path: string, accept?: string): Promise<{ ms: number; decodedMs: number; status: number; bytes: number; wireBytes: number }> {
   const t = performance.now();
-  const res = await fetch(base + path, { headers: { 'accept-encoding': 'gzip', ...(accept ? { accept } : {}) } });
-  const body = await res.arrayBuffer();
-  return { ms: performance.now() - t, status: res.status, bytes: body.byteLength };
+  return new Promise((resolve, reject) => {
+    const req = request(base + path, { headers: { 'accept-encoding': 'gzip', ...(accept ? { accept } : {}) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const ms = performance.now() - t;
+        const wire = Buffer.concat(chunks);
+        const body = res.headers['content-encoding'] === 'gzip' ? gunzipSync(wire) : wire;
+        resolve({ ms, decodedMs: performance.now() - t, status: res.statusCode ?? 0, bytes: body.byteLength, wireBytes: wire.byteLength });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 async function json(path: string): Promise<any> {
@@ -92,6 +111,7 @@ const engineMetric = meta.engine_metric_keys.includes('sglang_num_running_reqs')
 await probe.stop();
 rmSync(probeCache, { recursive: true, force: true });
 
+const COLUMNS = 'application/vnd.rlsight.columns';
 const families: Record<string, string> = {
   advisory_run: '/api/advisory',
   engine_series_run: `/api/timeline/engine_series?metric=${encodeURIComponent(engineMetric ?? 'none')}`,
@@ -100,17 +120,21 @@ const families: Record<string, string> = {
   summary: `/api/rollout/${Math.max(0, rid - 1)}/summary`,
   tokens: `/api/rollout/${rid}/sample/${sampleIndex}/tokens`,
   gpu_1h_all: `/api/timeline/gpu?${win}`,
+  gpu_1h_64_columns: `/api/timeline/gpu?${win}&lanes=g:0-63`,
+  gpu_1h_all_columns: `/api/timeline/gpu?${win}`,
   outliers: '/api/timeline/outliers?criterion=lowest_util',
   heatmap_util_1h: `/api/timeline/heatmap?metric=util&${win}`,
   phases_1h_64: `/api/timeline/phases?${win}&lanes=g:0-63`,
 };
 const picked = values.families ? values.families.split(',') : Object.keys(families);
+/** The frame for the `*_columns` families, JSON for the rest. */
+const fetchFamily = (name: string) => get(families[name], name.endsWith('_columns') ? COLUMNS : undefined);
 
 /** One process runs the whole sequence in order: its start, each answer cold, and its peak RSS. */
 async function sequence(cacheDir: string): Promise<{ first_answer_ms: number; peak_rss_mib: number; cold_ms: Record<string, number> }> {
   const s = await startServer(cacheDir);
   const cold: Record<string, number> = {};
-  for (const name of picked) cold[name] = round((await get(families[name])).ms);
+  for (const name of picked) cold[name] = round((await fetchFamily(name)).ms);
   const out = { first_answer_ms: round(s.firstAnswerMs), peak_rss_mib: round(s.peakMiB()), cold_ms: cold };
   await s.stop();
   return out;
@@ -124,14 +148,14 @@ async function warmUpDone(): Promise<number> {
 }
 
 // 1. cold, empty cache: each answer in a fresh process with a new cache directory
-const coldEmpty: Record<string, { status: number; bytes: number; ms: number }> = {};
+const coldEmpty: Record<string, { status: number; bytes: number; wireBytes: number; ms: number }> = {};
 const startEmpty: number[] = [];
 for (const name of picked) {
   const dir = mkdtempSync(join(scratch, 'empty-'));
   const s = await startServer(dir);
   startEmpty.push(s.firstAnswerMs);
-  const r = await get(families[name]);
-  coldEmpty[name] = { status: r.status, bytes: r.bytes, ms: round(r.ms) };
+  const r = await fetchFamily(name);
+  coldEmpty[name] = { status: r.status, bytes: r.bytes, wireBytes: r.wireBytes, ms: round(r.ms) };
   await s.stop();
   rmSync(dir, { recursive: true, force: true });
 }
@@ -141,27 +165,32 @@ const warmCache = mkdtempSync(join(scratch, 'cache-'));
 const seqEmpty = await sequence(warmCache);
 const warming = await startServer(warmCache);
 const warmUpMs = await warmUpDone();
-for (const name of picked) await get(families[name]); // the dump reader's own summary cache too
+for (const name of picked) await fetchFamily(name); // the dump reader's own summary cache too
 await warming.stop();
 
 // 3. cold with the warm cache: each answer in a fresh process; then warm: the same request again
 const coldCached: Record<string, number> = {};
 const warm: Record<string, number> = {};
+const warmDecoded: Record<string, number> = {};
 const startCached: number[] = [];
 for (const name of picked) {
   const s = await startServer(warmCache);
   startCached.push(s.firstAnswerMs);
-  coldCached[name] = round((await get(families[name])).ms);
+  coldCached[name] = round((await fetchFamily(name)).ms);
   const times: number[] = [];
-  for (let i = 0; i < warmRuns; i++) times.push((await get(families[name])).ms);
-  times.sort((a, b) => a - b);
-  warm[name] = round(times[Math.floor(times.length / 2)]);
+  const decoded: number[] = [];
+  for (let i = 0; i < warmRuns; i++) {
+    const r = await fetchFamily(name);
+    times.push(r.ms);
+    decoded.push(r.decodedMs);
+  }
+  warm[name] = median(times);
+  warmDecoded[name] = median(decoded);
   await s.stop();
 }
 const seqCached = await sequence(warmCache);
 rmSync(scratch, { recursive: true, force: true });
 
-const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
 console.log(
   JSON.stringify({
     bench: 'server',
@@ -170,7 +199,13 @@ console.log(
     start_ms: { empty_cache: median(startEmpty), warm_cache: median(startCached) },
     peak_rss_mib: { empty_cache: seqEmpty.peak_rss_mib, warm_cache: seqCached.peak_rss_mib },
     warm_up_ms: round(warmUpMs),
-    table: Object.fromEntries(picked.map((n) => [n, { status: coldEmpty[n].status, bytes: coldEmpty[n].bytes, cold_empty_ms: coldEmpty[n].ms, cold_cached_ms: coldCached[n], warm_p50_ms: warm[n] }])),
+    load_average: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
+    table: Object.fromEntries(
+      picked.map((n) => [
+        n,
+        { status: coldEmpty[n].status, bytes: coldEmpty[n].bytes, wire_bytes: coldEmpty[n].wireBytes, cold_empty_ms: coldEmpty[n].ms, cold_cached_ms: coldCached[n], warm_p50_ms: warm[n], warm_decoded_p50_ms: warmDecoded[n] },
+      ]),
+    ),
     sequence: { empty_cache: seqEmpty, warm_cache: seqCached },
   }),
 );
