@@ -53,11 +53,17 @@ export async function openRegular(path: string): Promise<FileHandle> {
 
 /** The blocking twin of `openRegular`: a file descriptor the caller closes. */
 export function openRegularSync(path: string): number {
+  return openRegularSyncSized(path).fd;
+}
+
+/** `openRegularSync` with the size of the file opened (from the same `fstat`). */
+export function openRegularSyncSized(path: string): { fd: number; size: number } {
   refuseKind(path, statSync(path));
   const fd = openSync(path, READ_FLAGS);
   try {
-    refuseKind(path, fstatSync(fd));
-    return fd;
+    const st = fstatSync(fd);
+    refuseKind(path, st);
+    return { fd, size: st.size };
   } catch (e) {
     closeSync(fd);
     throw e;

@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { fixturePath } from '../../test/support/fixtures.ts';
-import { ZipArchive, ZipError } from './zip.ts';
+import { visitCentralDirectorySync, ZipArchive, ZipError } from './zip.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rlsight-zip-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -351,5 +351,49 @@ describe('property: damaged zips end in a ZipError or a readable archive', () =>
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('visitCentralDirectorySync', () => {
+  /** What the visit saw, or null when it declined; asserts that whatever it saw is what openSync lists. */
+  const visited = (p: string): [string, number, number][] | null => {
+    const seen: [string, number, number][] = [];
+    const ok = visitCentralDirectorySync(p, { bytes: new Uint8Array(16) }, (name, size, crc) => seen.push([new TextDecoder().decode(name), size, crc]));
+    if (!ok) return null;
+    const z = ZipArchive.openSync(p, { wholeFileBelow: 0 });
+    assert.deepEqual(seen, z.entries.map((e) => [e.name, e.size, e.crc32]));
+    return seen;
+  };
+
+  it('lists a torch archive as openSync does, a directory longer than its first read included', () => {
+    assert.ok(visited(fixture)!.length > 5);
+    const many = Array.from({ length: 400 }, (_, i) => ({ name: `archive/data/${i}`, data: text(`value ${i}`) }));
+    assert.equal(visited(writeTemp('many.zip', buildZip(many)))!.length, 400);
+    // zip64 end records (torch writes them) are read from the tail too.
+    assert.equal(visited(writeTemp('e64.zip', buildZip(many, { eocd64: true })))!.length, 400);
+  });
+
+  it('declines what it leaves to openSync: zip64 entry sizes, a trailing comment, damage', () => {
+    assert.equal(visited(writeTemp('z64.zip', buildZip([{ name: 'a/data/0', data: text('x'), zip64: true }]))), null);
+    const commented = Buffer.from(buildZip([{ name: 'a/data/0', data: text('x') }]));
+    commented.writeUInt16LE(3, commented.length - 2);
+    assert.equal(visited(writeTemp('comment.zip', Buffer.concat([commented, text('abc')]))), null);
+    assert.equal(visited(writeTemp('short.zip', readFileSync(fixture).subarray(0, 1000))), null);
+    assert.equal(visited(join(dir, 'missing.zip')), null);
+  });
+
+  it('property: on truncated and mutated torch archives it lists what openSync lists, or declines', { timeout: 120_000 }, () => {
+    const raw = readFileSync(fixture);
+    let i = 0;
+    let listed = 0;
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1, noNaN: true }), fc.array(fc.tuple(fc.double({ min: 0.9, max: 1, noNaN: true }), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }), (cut, muts) => {
+        const b = Buffer.from(raw.subarray(0, cut < 0.5 ? raw.length : Math.max(1, Math.floor(raw.length * cut))));
+        for (const [f, v] of muts) b[Math.floor(f * (b.length - 1))] = v;
+        if (visited(writeTemp(`visit-${i++ % 4}.zip`, b)) !== null) listed++;
+      }),
+      { numRuns: 300 },
+    );
+    assert.ok(listed > 20, `${listed} archives listed`);
   });
 });

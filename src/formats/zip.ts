@@ -1,7 +1,7 @@
 // Random-access reader for STORED zip archives (the torch container) over a file handle, zip64 included.
 import type { FileHandle } from 'node:fs/promises';
 import { closeSync, fstatSync, readSync } from 'node:fs';
-import { FileRefused, openRegular, openRegularSync } from './fileAccess.ts';
+import { FileRefused, openRegular, openRegularSync, openRegularSyncSized } from './fileAccess.ts';
 
 export class ZipError extends Error {
   constructor(
@@ -401,6 +401,89 @@ export class ZipArchive {
     } finally {
       if (reopened) await fh.close();
     }
+  }
+}
+
+/** Tail read first by `visitCentralDirectorySync`: the directory of a small torch archive fits in it. */
+const VISIT_TAIL = 8 * 1024;
+
+/**
+ * Visits the central directory records of an archive without building its entries: one open, one read of
+ * the tail (a second when the directory starts before it) into `scratch.bytes`, one close, and
+ * `visit(name, size, crc32)` per record in directory order (`name` is a view of the scratch bytes, valid
+ * during the call). Returns false, having perhaps visited some records, for anything it leaves to `openSync`
+ * (zip64, a trailing comment, a name that is not ASCII, any inconsistency): the caller then opens it that
+ * way, which reads what this skips and reports damage in its own words.
+ */
+export function visitCentralDirectorySync(
+  path: string,
+  scratch: { bytes: Uint8Array },
+  visit: (name: Uint8Array, size: number, crc32: number) => void,
+): boolean {
+  let opened: { fd: number; size: number };
+  try {
+    opened = openRegularSyncSized(path);
+  } catch {
+    return false;
+  }
+  const { fd, size: fileSize } = opened;
+  try {
+    if (fileSize < 22) return false;
+    const tailLen = Math.min(fileSize, VISIT_TAIL);
+    const tailStart = fileSize - tailLen;
+    if (scratch.bytes.length < tailLen) scratch.bytes = new Uint8Array(Math.max(tailLen, 2 * scratch.bytes.length));
+    let bytes = scratch.bytes;
+    if (readSync(fd, bytes, 0, tailLen, tailStart) !== tailLen) return false;
+    let dv = new DataView(bytes.buffer, bytes.byteOffset, tailLen);
+    // The record at the very end (no comment).
+    const eocd = tailLen - 22;
+    if (dv.getUint32(eocd, true) !== EOCD_SIG || dv.getUint16(eocd + 20, true) !== 0) return false;
+    if (eocd < 20 && tailStart !== 0) return false;
+    let count = dv.getUint16(eocd + 10, true);
+    let cdSize = dv.getUint32(eocd + 12, true);
+    let cdOffset = dv.getUint32(eocd + 16, true);
+    let cdEnd = tailStart + eocd;
+    if (eocd >= 20 && dv.getUint32(eocd - 20, true) === EOCD64_LOCATOR_SIG) {
+      // zip64 (torch writes its end records): the record the locator points at, when it lies in the tail.
+      const rec = Number(dv.getBigUint64(eocd - 12, true)) - tailStart;
+      if (rec < 0 || rec + 56 > eocd - 20 || dv.getUint32(rec, true) !== EOCD64_SIG) return false;
+      count = Number(dv.getBigUint64(rec + 32, true));
+      cdSize = Number(dv.getBigUint64(rec + 40, true));
+      cdOffset = Number(dv.getBigUint64(rec + 48, true));
+      cdEnd = tailStart + rec;
+    } else if (count === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) return false;
+    if (!Number.isSafeInteger(cdOffset + cdSize) || cdOffset + cdSize > cdEnd || count * 46 > cdSize) return false;
+    let base = cdOffset - tailStart;
+    if (base < 0) {
+      // The directory starts before the tail: read it whole.
+      if (scratch.bytes.length < cdSize) scratch.bytes = new Uint8Array(cdSize);
+      bytes = scratch.bytes;
+      if (readSync(fd, bytes, 0, cdSize, cdOffset) !== cdSize) return false;
+      dv = new DataView(bytes.buffer, bytes.byteOffset, cdSize);
+      base = 0;
+    }
+    const end = base + cdSize;
+    let p = base;
+    for (let i = 0; i < count; i++) {
+      if (p + 46 > end || dv.getUint32(p, true) !== CENTRAL_SIG) return false;
+      const crc32 = dv.getUint32(p + 16, true);
+      const compressedSize = dv.getUint32(p + 20, true);
+      const size = dv.getUint32(p + 24, true);
+      const nameLen = dv.getUint16(p + 28, true);
+      const recEnd = p + 46 + nameLen + dv.getUint16(p + 30, true) + dv.getUint16(p + 32, true);
+      const localHeaderOffset = dv.getUint32(p + 42, true);
+      if (recEnd > end || size === 0xffffffff || compressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) return false;
+      if (localHeaderOffset + 30 + nameLen > cdOffset || localHeaderOffset + compressedSize > cdOffset) return false;
+      const name = bytes.subarray(p + 46, p + 46 + nameLen);
+      for (let k = 0; k < nameLen; k++) if (name[k] >= 0x80) return false;
+      visit(name, size, crc32);
+      p = recEnd;
+    }
+    return true;
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -2,7 +2,9 @@
 // TP duplicates, context-parallel slices split over two ranks, and a sample shared by two distinct files.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { fixturePath } from '../../../test/support/fixtures.ts';
+import { ZipArchive } from '../../formats/zip.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { saveTorch, type Picklable } from '../../formats/torch/writer.ts';
@@ -11,7 +13,7 @@ import { digestTrainRow } from './trainDigest.ts';
 import { openTorchDocument } from './torchDocument.ts';
 import { buildTrainRow, cpResponseRanges, rowValue, type TrainIndex } from './trainDump.ts';
 import { readNumbers } from './torchDocument.ts';
-import { joinClaimed, TrainStepFiles, type JoinedRankFile, type JoinHelper, type RankFileName } from './trainStep.ts';
+import { joinClaimed, storageCatalogOf, storageFingerprint, TrainStepFiles, type JoinedRankFile, type JoinHelper, type RankFileName } from './trainStep.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rlsight-trainstep-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -187,5 +189,21 @@ describe('TrainStepFiles.joinAll', () => {
   it('names the rank file that cannot be read', async () => {
     const files = [...(await writeStep()), { name: 'train_data/0_9.pt', rank: 9 }];
     await assert.rejects(stepFiles(files).joinAll(digestTrainRow), (e: unknown) => e instanceof Error && /0_9\.pt/.test((e as Error).message));
+  });
+});
+
+describe('storageCatalogOf', () => {
+  it('gives the fingerprint and storage sizes a full open of the archive gives, for every rank file of the fixture run', () => {
+    const trainDir = fixturePath('miles-demo', 'run', 'train_data');
+    const names = readdirSync(trainDir);
+    assert.ok(names.length >= 12);
+    const scratch = { bytes: new Uint8Array(0) };
+    for (const name of names) {
+      const entries = ZipArchive.openSync(join(trainDir, name), { wholeFileBelow: 0 }).entries;
+      const quick = storageCatalogOf(join(trainDir, name), scratch);
+      assert.ok(quick, name);
+      assert.equal(quick.print, storageFingerprint(entries), name);
+      assert.deepEqual([...quick.sizes].sort(), [...new Set(entries.filter((e) => /\/data\/[^/]+$/.test(e.name)).map((e) => e.size))].sort(), name);
+    }
   });
 });

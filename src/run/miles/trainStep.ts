@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { openTorchArchive } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
 import { Tensor } from '../../formats/torch/value.ts';
-import { ZipArchive, type ZipEntry } from '../../formats/zip.ts';
+import { visitCentralDirectorySync, ZipArchive, type ZipEntry } from '../../formats/zip.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { readNumbers, type TorchDocument } from './torchDocument.ts';
 import { field, isList } from './pyFields.ts';
@@ -64,6 +64,28 @@ export function storageFingerprint(entries: readonly ZipEntry[]): string | null 
   // Entries in directory order: peers written by the same code list them alike (a peer that does not is
   // merely decoded again, never mis-joined).
   return parts.length ? parts.join(':') : null;
+}
+
+/**
+ * A rank file's storage fingerprint and storage sizes (as `storageFingerprint` and `storageSizes` give them)
+ * from its central directory, visited without building its entries; null when the archive is one the fast
+ * visit leaves to a full open.
+ */
+export function storageCatalogOf(path: string, scratch: { bytes: Uint8Array }): { print: string | null; sizes: Set<number> } | null {
+  const sizes = new Set<number>();
+  let print = '';
+  const ok = visitCentralDirectorySync(path, scratch, (name, size, crc) => {
+    // `<root>/data/<key>`: the last slash, preceded by `/data`.
+    let slash = name.length - 1;
+    while (slash >= 0 && name[slash] !== 0x2f) slash--;
+    if (slash < 5 || slash === name.length - 1) return;
+    if (name[slash - 5] !== 0x2f || name[slash - 4] !== 0x64 || name[slash - 3] !== 0x61 || name[slash - 2] !== 0x74 || name[slash - 1] !== 0x61) return;
+    let key = '';
+    for (let k = slash + 1; k < name.length; k++) key += String.fromCharCode(name[k]);
+    print += `${print ? ':' : ''}${key}:${size}:${crc}`;
+    sizes.add(size);
+  });
+  return ok ? { print: print || null, sizes } : null;
 }
 
 /** The storage key of a torch archive entry `<root>/data/<key>`, else null (a plain scan: this runs per entry of every rank file). */
@@ -430,7 +452,12 @@ export class TrainStepFiles {
         return { twinOf: kept.twinOf, sizes };
       }
       const all = this.files.map((_, i) => i);
-      const prints = await this.scan(all, (entries) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries) }));
+      const scratch = { bytes: new Uint8Array(0) };
+      const prints = await this.scan(
+        all,
+        (entries) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries) }),
+        (path) => storageCatalogOf(path, scratch),
+      );
       const catalog = { twinOf: twinsOf(prints.map((p) => p.print), all), sizes: prints.map((p) => p.sizes) };
       queueMicrotask(() => this.persist());
       return catalog;
@@ -466,13 +493,19 @@ export class TrainStepFiles {
    * `read` of the central directory of each listed rank file. Blocking reads (one open, one tail read, one
    * close per file) cost far less than a promise round trip per step; the loop yields between batches.
    */
-  private async scan<T>(which: readonly number[], read: (entries: readonly ZipEntry[]) => T): Promise<T[]> {
+  private async scan<T>(which: readonly number[], read: (entries: readonly ZipEntry[]) => T, fast?: (path: string) => T | null): Promise<T[]> {
     const out: T[] = [];
     for (let k = 0; k < which.length; k++) {
       if (k % 32 === 31) await new Promise<void>((r) => setImmediate(r));
       const f = this.files[which[k]];
+      const path = join(this.runDir, f.name);
+      const quick = fast?.(path) ?? null;
+      if (quick !== null) {
+        out.push(quick);
+        continue;
+      }
       try {
-        out.push(read(ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0 }).entries));
+        out.push(read(ZipArchive.openSync(path, { wholeFileBelow: 0 }).entries));
       } catch (e) {
         throw await this.failure(f.name, e);
       }
