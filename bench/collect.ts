@@ -6,6 +6,9 @@
 // python_*_us: rlsight client CPU time per call in the training thread (the sender thread idle).
 // rss_mib: collector process RSS before, holding a 10x burst (10 x 1,024 GPUs x one 5 s flush
 //   interval of 1 Hz samples, unflushed), and holding a full 500,000-record buffer.
+// engine_*: engine_series lines of a 1,024-GPU run (128 engines x 23 metrics every 2 s) through ingest
+//   and a flush every simulated minute (the flush parses them into the hour's columns); the RSS after
+//   a whole hour was flushed, i.e. what the growing hour's columns hold, and after the next hour began.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +16,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Collector } from '../src/collect/collector.ts';
 import { startCollectorService } from '../src/collect/service.ts';
-import { gpuUtilLine } from '../src/formats/dashboard/encode.ts';
+import { engineSampleLine, gpuUtilLine } from '../src/formats/dashboard/encode.ts';
+import { DEFAULT_ENGINE_METRICS } from '../src/formats/dashboard/index.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const root = mkdtempSync(join(tmpdir(), 'rlsight-bench-collect-'));
@@ -33,6 +37,54 @@ function batches(n: number, batch: number, t0 = 1_755_800_000): string[] {
   }
   if (lines.length) out.push(lines.join('\n') + '\n');
   return out;
+}
+
+/** One minute of engine_series scrapes of 128 engines (23 metrics every 2 s) starting at `t0`, as one NDJSON body per tick. */
+function engineMinute(t0: number): string[] {
+  const out: string[] = [];
+  for (let s = 0; s < 60; s += 2) {
+    let body = '';
+    for (let e = 0; e < 128; e++) {
+      const addr = `http://10.0.${e >> 6}.${1 + (e & 63)}:15000`;
+      DEFAULT_ENGINE_METRICS.forEach((m, k) => (body += engineSampleLine(t0 + s + 0.5, addr, m, '{}', ((s * 7 + e + k) % 97) * 1.5) + '\n'));
+    }
+    out.push(body);
+  }
+  return out;
+}
+
+/** `minutes` of engine scrapes through a collector flushed every simulated minute; CPU rate and RSS. */
+function engineHour(minutes: number, t0 = 1_755_799_200): { records_per_s: number; rss_hour_mib: number; rss_next_hour_mib: number; array_buffers_hour_mib: number; array_buffers_next_hour_mib: number } {
+  let clock = t0;
+  const c = new Collector({ dashboardDir: join(root, 'engine'), log: () => {}, now: () => clock });
+  const cpu = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  let records = 0;
+  let ms = 0;
+  const minute = (m: number) => {
+    const bodies = engineMinute(t0 + m * 60);
+    const a = cpu();
+    for (const b of bodies) records += (c.ingest('engine_series', b) as { accepted: number }).accepted;
+    clock = t0 + m * 60 + 60;
+    c.flush();
+    ms += cpu() - a;
+  };
+  for (let m = 0; m < minutes; m++) minute(m);
+  global.gc?.();
+  const hour = process.memoryUsage();
+  minute(60); // the next hour begins: the completed one is written and let go
+  global.gc?.();
+  const next = process.memoryUsage();
+  c.close();
+  return {
+    records_per_s: Math.round(records / (ms / 1000)),
+    rss_hour_mib: mib(hour.rss),
+    rss_next_hour_mib: mib(next.rss),
+    array_buffers_hour_mib: mib(hour.arrayBuffers),
+    array_buffers_next_hour_mib: mib(next.arrayBuffers),
+  };
 }
 
 function ingestRate(n: number): { records_per_s: number; flush_ms: number } {
@@ -107,6 +159,12 @@ print(log_us, phase_us)
   return { log_us: Math.round(log * 100) / 100, phase_us: Math.round(phase * 100) / 100 };
 }
 
+if (process.argv.includes('--engine-child')) {
+  console.log(JSON.stringify(engineHour(60)));
+  rmSync(root, { recursive: true, force: true });
+  process.exit(0);
+}
+
 if (process.argv.includes('--rss-child')) {
   console.log(JSON.stringify(rss()));
   rmSync(root, { recursive: true, force: true });
@@ -119,6 +177,13 @@ function rssInChild(): ReturnType<typeof rss> | { error: string } {
   return r.status === 0 ? JSON.parse(r.stdout.trim().split('\n').at(-1)!) : { error: r.stderr.trim().split('\n').at(-1) ?? 'failed' };
 }
 
+/** The engine_series hour in a fresh process. */
+function engineInChild(): ReturnType<typeof engineHour> | { error: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', fileURLToPath(import.meta.url), '--engine-child'], { encoding: 'utf8', cwd: REPO });
+  return r.status === 0 ? JSON.parse(r.stdout.trim().split('\n').at(-1)!) : { error: r.stderr.trim().split('\n').at(-1) ?? 'failed' };
+}
+
+const engine = engineInChild();
 const ingest = ingestRate(1_000_000);
 const overHttp = await httpRate(300_000);
 const memory = rssInChild();
@@ -134,6 +199,7 @@ console.log(
     python_phase_enter_exit_us: 'phase_us' in py ? py.phase_us : null,
     python_goal_us: 5,
     rss_mib: memory,
+    engine_series_hour: engine,
     note: 'measured on a shared 2-core machine under load from other work; figures are noisy',
   }),
 );

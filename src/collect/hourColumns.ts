@@ -53,7 +53,8 @@ function engineKind(): HourKind<EngineSeriesBlock> {
     parse: (data, block, firstLine, bad) => parser.parse(data, 0, data.length, block, firstLine, bad),
     export: (block) => ({
       stream: 'engine_series',
-      columns: block.columns(),
+      // views over the live rows (`columns()` would trim the growing block, only for it to grow again)
+      columns: { length: block.length, tsMin: block.tsMin, tsMax: block.tsMax, cols: { ts: block.ts, series: block.series, value: block.value } },
       series: Array.from({ length: table.size }, (_, i) => {
         const k = table.key(i);
         return [k.addr, k.metric, k.labelsJson] as [string, string, string];
