@@ -6,7 +6,7 @@
 // did not write from its first byte, or one another writer also appended to, gets none.
 // Only the growing (newest) hour's columns stay in memory: an older hour is written once and let go; if
 // lines still arrive for it, its columns are read back from the file written.
-import { EngineSeriesBlock, EngineSeriesParser } from '../run/telemetry/engineSeriesBlock.ts';
+import { EngineSeriesBlock, EngineSeriesParser, type EngineSeriesColumns } from '../run/telemetry/engineSeriesBlock.ts';
 import { EngineSeriesTable, StringTable } from '../run/telemetry/interning.ts';
 import { decodePersistedParse, encodePersistedParse } from '../run/telemetry/partitionCache.ts';
 import type { ParsedColumns } from '../run/telemetry/parseJob.ts';
@@ -54,7 +54,7 @@ function engineKind(): HourKind<EngineSeriesBlock> {
     export: (block) => ({
       stream: 'engine_series',
       // views over the live rows (`columns()` would trim the growing block, only for it to grow again)
-      columns: { length: block.length, tsMin: block.tsMin, tsMax: block.tsMax, cols: { ts: block.ts, series: block.series, value: block.value } },
+      columns: { length: block.length, tsMin: block.tsMin, tsMax: block.tsMax, cols: { ts: block.ts, series: block.series, value: block.value } as EngineSeriesColumns['cols'] },
       series: Array.from({ length: table.size }, (_, i) => {
         const k = table.key(i);
         return [k.addr, k.metric, k.labelsJson] as [string, string, string];

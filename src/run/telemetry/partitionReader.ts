@@ -559,11 +559,6 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     return null;
   }
 
-  /** Whether a valid persisted parse of `f` exists anywhere (headers only). */
-  hasPersisted(f: PartitionFile, st: FileStat): boolean {
-    return this.persistedFor(f, st).length > 0;
-  }
-
   /** The engine metric names a persisted parse of `f` records exactly (it covers the whole file), or null. */
   persistedMetricNames(f: PartitionFile, st: FileStat): string[] | null {
     for (const p of this.persistedFor(f, st)) {
