@@ -1,7 +1,8 @@
 // What a token read keeps in the cache directory for the next process: the train step catalog (which rank
-// files are byte-identical copies, their storage sizes, the samples of each file decoded so far). A later
-// reader uses it instead of reading every rank file's directory, a changed rank file makes it scan again,
-// and the answers are the goldens' byte for byte with or without it.
+// files are byte-identical copies, their storage sizes, the samples of each file decoded so far) and the
+// texts of the tokens decoded. A later reader uses them instead of reading every rank file's directory or
+// loading the tokenizer, a changed rank or tokenizer file is not trusted, and the answers are the goldens'
+// byte for byte with or without them.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
@@ -34,10 +35,13 @@ async function answer(reader: DumpReader, g: (typeof goldens)[number]): Promise<
 /** A fresh reader (as a new process would have) over `run`, answering `g`; waits for its cache writes. */
 async function answerFresh(run: string, g: (typeof goldens)[number], cache?: string, decoded: string[] = []): Promise<string> {
   const reader = await DumpReader.open(run, { cacheDir: cache, onDecode: (f) => void decoded.push(f) });
-  const text = await answer(reader, g);
-  await reader.cacheWritten();
-  await reader.close();
-  return text;
+  try {
+    const text = await answer(reader, g);
+    await reader.cacheWritten();
+    return text;
+  } finally {
+    await reader.close();
+  }
 }
 
 interface KeptCatalog {
@@ -55,7 +59,7 @@ function garble(path: string): void {
   utimesSync(path, st.atime, st.mtime);
 }
 
-describe('the train step catalog in the cache directory', () => {
+describe('what token reads keep in the cache directory', () => {
   it('answers every train tokens golden exactly as a reader without a cache directory, the catalog written then read', async () => {
     assert.ok(goldens.length > 20, `${goldens.length} goldens`);
     const run = fixturePath('miles-demo', 'run');
@@ -113,6 +117,37 @@ describe('the train step catalog in the cache directory', () => {
       const decodedAgain: string[] = [];
       assert.equal(await answerFresh(copy.dir, g, cache, decodedAgain), expected);
       assert.ok(decodedAgain.every((f) => !garbled.includes(f)), `decoded ${decodedAgain}`);
+    } finally {
+      copy.dispose();
+    }
+  });
+
+  it('keeps token texts: a later reader answers without loading the tokenizer while it knows every id, and not for a changed tokenizer', async () => {
+    const copy = copyFixtureRun();
+    try {
+      const cache = cacheDir();
+      const [g, other] = [goldens.find((x) => x.id === 2)!, goldens.find((x) => x.id === 0)!];
+      const expected = await answerFresh(copy.dir, g, cache);
+      assert.ok(JSON.parse(expected).token_text.length > 0);
+      const kept = JSON.parse(readFileSync(join(cache, 'tokenizer.texts.json'), 'utf8')) as { texts: [number, string][] };
+      assert.ok(kept.texts.length > 0);
+      // A tokenizer that would fail to load, with its identity kept: the kept texts answer.
+      const tokenizer = join(copy.dir, 'tokenizer', 'tokenizer.json');
+      garble(tokenizer);
+      assert.equal(await answerFresh(copy.dir, g, cache), expected);
+      // A sample with ids not kept loads the tokenizer, which fails: its texts are skipped.
+      const missing = JSON.parse(await answerFresh(copy.dir, other, cache));
+      if (missing.token_ids.some((id: number) => !kept.texts.some(([k]) => k === id))) assert.equal(missing.token_text, null);
+      // A tokenizer file with a new modification time is not the one the texts came from.
+      const later = Date.now() / 1000 - 3600;
+      utimesSync(tokenizer, later, later);
+      assert.equal(JSON.parse(await answerFresh(copy.dir, g, cache)).token_text, null);
+      // Restored, it loads and the texts are kept again for it.
+      copyFileSync(fixturePath('miles-demo', 'run', 'tokenizer', 'tokenizer.json'), tokenizer);
+      utimesSync(tokenizer, later - 60, later - 60);
+      assert.equal(await answerFresh(copy.dir, g, cache), expected);
+      garble(tokenizer);
+      assert.equal(await answerFresh(copy.dir, g, cache), expected);
     } finally {
       copy.dispose();
     }

@@ -16,6 +16,7 @@ import type { RunTokenizer } from '../tokenizer.ts';
 import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
 import { BadArgument, damageOf, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
+import { TokenTexts } from './tokenTexts.ts';
 import { decodeRolloutDump, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples, type DumpedSampleText } from './sampleText.ts';
 import {
@@ -133,6 +134,7 @@ export class DumpReader {
   private readonly rolloutFallbacks = new Lru<string, RolloutDump>(2);
   private readonly conversationFiles = new Lru<string, { stamp: string; rows: Map<number, ConversationRecord> }>(4);
   private tokenizer: Promise<RunTokenizer | null> | undefined;
+  private texts: Promise<TokenTexts> | undefined;
   private readonly pending = new Map<string, Promise<unknown>>();
   private readonly layoutWarnings = new Map<string, string>();
   private readonly failedSteps = new Lru<string, { stamp: string; error: unknown }>(64);
@@ -222,10 +224,19 @@ export class DumpReader {
   async sampleTokens(rolloutId: number, sampleIndex: number, evaluation = false): Promise<SampleTokenRecord> {
     checkId('rollout_id', rolloutId);
     checkId('sample_index', sampleIndex);
-    // The tokenizer loads while the sample is read (it waits on the files much of the time).
-    const tokenizerP = this.runTokenizer();
+    const texts = this.cacheDir ? await this.tokenTexts() : null;
+    // Unless texts kept by an earlier process may spare it, the tokenizer loads while the sample is read
+    // (the read waits on the files much of the time).
+    let tokenizerP = texts && texts.size > 0 ? null : this.runTokenizer();
     const { rollout, trainRow } = await this.sampleRead(rolloutId, evaluation, sampleIndex);
-    const tokenizer = await tokenizerP;
+    let decodeToken: ((id: number) => string) | null;
+    if (texts && texts.covers(rollout.tokens)) {
+      decodeToken = texts.text;
+    } else {
+      const tokenizer = await (tokenizerP ??= this.runTokenizer());
+      const decode = tokenizer ? (id: number) => tokenizer.decodeToken(id) : null;
+      decodeToken = decode && texts ? texts.through(decode) : decode;
+    }
     return {
       rolloutId,
       sampleIndex,
@@ -235,7 +246,7 @@ export class DumpReader {
       tokens: rollout.tokens,
       rolloutLogProbs: rollout.rolloutLogProbs,
       train: trainRow,
-      decodeToken: tokenizer ? (id) => tokenizer.decodeToken(id) : null,
+      decodeToken,
     };
   }
 
@@ -543,9 +554,10 @@ export class DumpReader {
     };
   }
 
-  /** Settles once the train step catalogs asked to be saved so far are written (tests). */
+  /** Settles once the train step catalogs and token texts asked to be saved so far are written (tests). */
   async cacheWritten(): Promise<void> {
     for (const step of this.trainSteps.values()) await step.saved();
+    await (await this.texts)?.saved();
   }
 
   /** Deduplicates concurrent computations of the same thing. */
@@ -773,6 +785,12 @@ export class DumpReader {
   }
 
   // ---- token reads --------------------------------------------------------------------------------
+
+  /** Single-token texts kept in the cache directory for the tokenizer as it was when first asked (read once). */
+  private tokenTexts(): Promise<TokenTexts> {
+    this.texts ??= TokenTexts.open(this.cacheDir, this.runDir);
+    return this.texts;
+  }
 
   private runTokenizer(): Promise<RunTokenizer | null> {
     // A damaged tokenizer costs only the token texts (ids still answer); it is listed in the warnings.
