@@ -4,9 +4,11 @@
 // Usage: node --import tsx bench/tokens.ts --run DIR [--repeat N] [--warm N] [--port N]
 // Each cold figure is the median over `--repeat` fresh processes (default 3). Prints one JSON line, with
 // the load average before and after and a digest of the answer (equal in every mode, or the bench fails).
+// `*_cpu_ms` is the CPU time the server's threads spent meanwhile (Linux schedstat): on a machine shared
+// with other work it moves far less than the wall-clock figures.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +28,19 @@ const round = (x: number): number => Math.round(x * 10) / 10;
 const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
 const load = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
 
+/** CPU time (ms) every thread of process `pid` has run so far, from /proc (0 where there is none). */
+function cpuMs(pid: number | undefined): number {
+  let ns = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return 0;
+  }
+  return ns / 1e6;
+}
+
 /** A fresh server process over the run, resolved once it prints its URL (no request has been made). */
-async function startServer(cacheDir: string): Promise<{ stop(): Promise<void> }> {
+async function startServer(cacheDir: string): Promise<{ cpuMs(): number; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(
     process.execPath,
     [join(repoRoot, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir],
@@ -42,6 +55,7 @@ async function startServer(cacheDir: string): Promise<{ stop(): Promise<void> }>
     child.once('exit', (code) => fail(new Error(`rlsight serve exited with ${code}: ${out}`)));
   });
   return {
+    cpuMs: () => cpuMs(child.pid),
     async stop() {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
@@ -81,25 +95,34 @@ const check = (r: { status: number; digest: string }): void => {
 const coldEmpty: number[] = [];
 const coldCached: number[] = [];
 const warm: number[] = [];
+const coldEmptyCpu: number[] = [];
+const coldCachedCpu: number[] = [];
+const warmCpu: number[] = [];
 let bytes = 0;
 for (let k = 0; k < repeat; k++) {
   const cacheDir = mkdtempSync(join(scratch, 'cache-'));
   // 1. cold, empty cache directory
   let s = await startServer(cacheDir);
+  let cpu = s.cpuMs();
   let r = await get(path);
+  coldEmptyCpu.push(s.cpuMs() - cpu);
   check(r);
   bytes = r.bytes;
   coldEmpty.push(r.ms);
   await s.stop();
   // 2. cold, the same cache directory (what the first process left in it)
   s = await startServer(cacheDir);
+  cpu = s.cpuMs();
   r = await get(path);
+  coldCachedCpu.push(s.cpuMs() - cpu);
   check(r);
   coldCached.push(r.ms);
   // 3. warm: the same process asked again
   if (k === repeat - 1) {
     for (let i = 0; i < warmRuns; i++) {
+      cpu = s.cpuMs();
       r = await get(path);
+      warmCpu.push(s.cpuMs() - cpu);
       check(r);
       warm.push(r.ms);
     }
@@ -120,6 +143,9 @@ console.log(
     cold_empty_ms: median(coldEmpty),
     cold_cached_ms: median(coldCached),
     warm_p50_ms: median(warm),
+    cold_empty_cpu_ms: median(coldEmptyCpu),
+    cold_cached_cpu_ms: median(coldCachedCpu),
+    warm_p50_cpu_ms: median(warmCpu),
     cold_empty_all: coldEmpty.map(round),
     cold_cached_all: coldCached.map(round),
     loadavg_before: loadBefore,
