@@ -37,6 +37,10 @@ const utf8 = new TextDecoder();
 
 class Walker {
   at = 0;
+  /** The id of the field last read by `field()` in the struct being walked. */
+  id = 0;
+  /** Per column position, its last name and the bytes it was decoded from (row groups repeat them). */
+  private readonly names: { bytes: Uint8Array; name: string }[] = [];
   constructor(readonly b: Uint8Array) {}
 
   byte(): number {
@@ -73,52 +77,70 @@ class Walker {
     }
   }
 
-  binary(): Uint8Array {
+  /** Skips a binary value, returning where it starts (its length is `at` minus that). */
+  binary(): number {
     const n = this.varint();
     if (n < 0 || this.at + n > this.b.length) throw new Error(`thrift binary length ${n} exceeds remaining ${this.b.length - this.at} bytes`);
-    const out = this.b.subarray(this.at, this.at + n);
+    const start = this.at;
     this.at += n;
-    return out;
+    return start;
   }
 
-  /** A list header: element type and count. */
-  list(): { type: number; size: number } {
+  /** A list header: its element type (its size is left in `size`). */
+  size = 0;
+  list(): number {
     const x = this.byte();
     const size = x >> 4 === 15 ? this.varint() : x >> 4;
     if (size < 0) throw new Error(`thrift list size ${size}`);
-    return { type: x & 0x0f, size };
+    this.size = size;
+    return x & 0x0f;
+  }
+
+  /** The next field header of the struct being walked: its type (0 at the struct's end), its id in `id`. */
+  field(): number {
+    const x = this.byte();
+    const type = x & 0x0f;
+    if (type === 0) return 0;
+    const delta = x >> 4;
+    this.id = delta ? this.id + delta : this.zigzag();
+    return type;
   }
 
   skip(type: number): void {
     switch (type) {
       case TRUE:
       case FALSE:
-        return;
+        break;
       case BYTE:
         this.at++;
-        return;
+        break;
       case I16:
       case I32:
       case I64:
         this.varint();
-        return;
+        break;
       case DOUBLE:
         this.at += 8;
-        return;
+        break;
       case BINARY:
         this.binary();
-        return;
+        break;
       case LIST: {
-        const { type: t, size } = this.list();
+        const t = this.list();
+        const size = this.size;
         for (let i = 0; i < size; i++) {
           if (t === TRUE || t === FALSE) this.at++;
           else this.skip(t);
         }
-        return;
+        break;
       }
-      case STRUCT:
-        this.struct(() => false);
-        return;
+      case STRUCT: {
+        const outer = this.id;
+        this.id = 0;
+        for (let t = this.field(); t !== 0; t = this.field()) this.skip(t);
+        this.id = outer;
+        break;
+      }
       default:
         // hyparquet reads no other type either (maps and sets are not in the parquet footer).
         throw new Error(`thrift unhandled type: ${type}`);
@@ -126,18 +148,18 @@ class Walker {
     if (this.at > this.b.length) throw new Error('thrift data ends early');
   }
 
-  /** Walks a struct's fields, handing each to `field` (which reads it and returns true, or leaves it to be skipped). */
-  struct(field: (id: number, type: number) => boolean): void {
-    let id = 0;
-    for (;;) {
-      const x = this.byte();
-      const type = x & 0x0f;
-      if (type === 0) return;
-      const delta = x >> 4;
-      id = delta ? id + delta : this.zigzag();
-      if (!field(id, type)) this.skip(type);
-      if (this.at > this.b.length) throw new Error('thrift data ends early');
+  /** The name of column `k` from its bytes `[start, end)`, decoded once while row groups repeat it. */
+  name(k: number, start: number, end: number): string {
+    const bytes = this.b.subarray(start, end);
+    const known = this.names[k];
+    if (known && known.bytes.length === bytes.length) {
+      let same = true;
+      for (let i = 0; i < bytes.length && same; i++) same = known.bytes[i] === bytes[i];
+      if (same) return known.name;
     }
+    const name = utf8.decode(bytes);
+    this.names[k] = { bytes, name };
+    return name;
   }
 }
 
@@ -148,16 +170,21 @@ export function footerLayout(bytes: Uint8Array): FooterLayout {
   let listEnd = -1;
   const groups: RowGroupLayout[] = [];
   let hasSchema = false;
-  w.struct((id, type) => {
-    if (id === 2 && type === LIST) hasSchema = true;
-    if (id !== 4 || type !== LIST) return false;
+  for (let type = w.field(); type !== 0; type = w.field()) {
+    if (w.id === 2 && type === LIST) hasSchema = true;
+    if (w.id !== 4 || type !== LIST) {
+      w.skip(type);
+      continue;
+    }
     listAt = w.at;
-    const { type: t, size } = w.list();
+    const t = w.list();
+    const size = w.size;
     if (t !== STRUCT && size > 0) throw new Error('parquet row_groups is not a list of structs');
+    w.id = 0;
     for (let g = 0; g < size; g++) groups.push(rowGroup(w));
+    w.id = 4;
     listEnd = w.at;
-    return true;
-  });
+  }
   if (!hasSchema || listAt < 0) throw new Error('parquet footer has no schema or no row_groups');
   return { bytes, listAt, listEnd, groups };
 }
@@ -166,58 +193,79 @@ function rowGroup(w: Walker): RowGroupLayout {
   const start = w.at;
   let numRows: number | undefined;
   let columns: RowGroupLayout['columns'] | undefined;
-  w.struct((id, type) => {
-    if (id === 3 && (type === I64 || type === I32)) {
+  w.id = 0;
+  for (let type = w.field(); type !== 0; type = w.field()) {
+    if (w.id === 3 && (type === I64 || type === I32)) {
       numRows = type === I64 ? w.zigzag64() : w.zigzag();
-      return true;
+    } else if (w.id === 1 && type === LIST) {
+      const t = w.list();
+      const size = w.size;
+      if (t !== STRUCT && size > 0) throw new Error('parquet columns is not a list of structs');
+      columns = [];
+      for (let k = 0; k < size; k++) {
+        w.id = 0;
+        columns.push(columnChunk(w, k));
+      }
+      w.id = 1;
+    } else {
+      w.skip(type);
     }
-    if (id !== 1 || type !== LIST) return false;
-    const { type: t, size } = w.list();
-    if (t !== STRUCT && size > 0) throw new Error('parquet columns is not a list of structs');
-    columns = [];
-    for (let k = 0; k < size; k++) columns.push(columnChunk(w));
-    return true;
-  });
+  }
+  w.id = 0;
   // What hyparquet's conversion of a row group reads without checking.
   if (columns === undefined || numRows === undefined) throw new Error('parquet row group without columns or num_rows');
   return { start, end: w.at, numRows, columns };
 }
 
-function columnChunk(w: Walker): RowGroupLayout['columns'][number] {
+function columnChunk(w: Walker, k: number): RowGroupLayout['columns'][number] {
   const out: RowGroupLayout['columns'][number] = { codec: undefined, name: null, min: undefined, max: undefined };
-  w.struct((id, type) => {
-    if (id !== 3 || type !== STRUCT) return false;
+  for (let type = w.field(); type !== 0; type = w.field()) {
+    if (w.id !== 3 || type !== STRUCT) {
+      w.skip(type);
+      continue;
+    }
+    // ColumnMetaData
     let path = false;
-    w.struct((mid, mtype) => {
+    w.id = 0;
+    for (let mtype = w.field(); mtype !== 0; mtype = w.field()) {
+      const mid = w.id;
       if (mid === 4 && mtype === I32) {
         out.codec = w.zigzag();
-        return true;
-      }
-      if (mid === 3 && mtype === LIST) {
+      } else if (mid === 3 && mtype === LIST) {
         path = true;
-        const { type: t, size } = w.list();
-        const parts: Uint8Array[] = [];
+        const t = w.list();
+        const size = w.size;
+        let named = -1;
+        let namedEnd = -1;
         for (let i = 0; i < size; i++) {
-          if (t === BINARY) parts.push(w.binary());
-          else w.skip(t);
+          if (t === BINARY) {
+            named = w.binary();
+            namedEnd = w.at;
+          } else {
+            w.skip(t);
+          }
         }
-        out.name = parts.length === 1 && size === 1 ? utf8.decode(parts[0]) : null;
-        return true;
+        out.name = size === 1 && named >= 0 ? w.name(k, named, namedEnd) : null;
+      } else if (mid === 12 && mtype === STRUCT) {
+        w.id = 0;
+        for (let stype = w.field(); stype !== 0; stype = w.field()) {
+          if (stype === BINARY && (w.id === 5 || w.id === 6)) {
+            const sid = w.id;
+            const at = w.binary();
+            if (sid === 5) out.max = w.b.subarray(at, w.at);
+            else out.min = w.b.subarray(at, w.at);
+          } else {
+            w.skip(stype);
+          }
+        }
+      } else {
+        w.skip(mtype);
       }
-      if (mid === 12 && mtype === STRUCT) {
-        w.struct((sid, stype) => {
-          if (stype !== BINARY || (sid !== 5 && sid !== 6)) return false;
-          if (sid === 5) out.max = w.binary();
-          else out.min = w.binary();
-          return true;
-        });
-        return true;
-      }
-      return false;
-    });
+      w.id = mid;
+    }
     if (!path) throw new Error('parquet column metadata without path_in_schema');
-    return true;
-  });
+    w.id = 3;
+  }
   return out;
 }
 
