@@ -72,8 +72,9 @@ describe('what token reads keep in the cache directory', () => {
       if (existsSync(join(cache, `train_${g.id}.catalog.json`))) reused.add(g.id);
       assert.equal(await answerFresh(run, g, cache), plain, g.file);
     }
-    // Every step's catalog was written by its first read and read by the later ones.
+    // Every step's catalog (and its mirror's layout) was written by its first read and read by the later ones.
     assert.deepEqual([...reused].sort(), [0, 1, 2]);
+    for (const id of [0, 1, 2]) assert.ok(existsSync(join(cache, `rollout_${id}.mirror.json`)), `step ${id}`);
     for (const id of [0, 1, 2]) {
       const kept = catalogOf(cache, id);
       assert.equal(kept.files.length, 4);
@@ -148,6 +149,31 @@ describe('what token reads keep in the cache directory', () => {
       assert.equal(await answerFresh(copy.dir, g, cache), expected);
       garble(tokenizer);
       assert.equal(await answerFresh(copy.dir, g, cache), expected);
+    } finally {
+      copy.dispose();
+    }
+  });
+
+  it('keeps where the mirror\'s row groups lie: used while the mirror is the same file, not once it changes', async () => {
+    const copy = copyFixtureRun();
+    try {
+      const cache = cacheDir();
+      const g = goldens.find((x) => x.id === 1)!;
+      const expected = await answerFresh(copy.dir, g, cache);
+      const path = join(cache, 'rollout_1.mirror.json');
+      const kept = JSON.parse(readFileSync(path, 'utf8')) as { layout: string };
+      // Statistics altered in the kept layout so that no row group admits the sample: believed while the
+      // mirror is the file it was found in (the sample is then not in the mirror)...
+      const layout = JSON.parse(kept.layout);
+      for (const group of layout.groups) for (const c of group[3]) if (c[1] === 'sample_index') c[2] = c[3] = Buffer.from(Int32Array.of(-5).buffer).toString('hex');
+      writeFileSync(path, JSON.stringify({ ...kept, layout: JSON.stringify(layout) }));
+      await assert.rejects(answerFresh(copy.dir, g, cache), /unknown sample_index/);
+      // ...and not once the mirror has a new modification time: its footer is walked again.
+      const mirror = join(copy.dir, 'dashboard_columns', 'rollout_1.parquet');
+      const later = Date.now() / 1000 - 3600;
+      utimesSync(mirror, later, later);
+      assert.equal(await answerFresh(copy.dir, g, cache), expected);
+      assert.notEqual(JSON.parse(readFileSync(path, 'utf8')).source, (kept as unknown as { source: string }).source);
     } finally {
       copy.dispose();
     }

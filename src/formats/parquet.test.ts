@@ -128,6 +128,37 @@ describe('ParquetFile', () => {
         const { metadata_length: _a, ...lazy } = file.metadata;
         const { metadata_length: _b, ...reference } = whole;
         assert.deepEqual(lazy, reference);
+
+        // A later open given the layout found here reads and finds the same, without walking the footer:
+        // it trusts the layout as given (statistics altered in it are believed).
+        const kept = file.keptLayout();
+        const again = await ParquetFile.open(path, 'groups.parquet', { keptLayout: kept });
+        try {
+          assert.deepEqual(await again.readRows(5, 30), all.slice(5, 30));
+          assert.deepEqual(await again.findRows('sample_index', 96), await file.findRows('sample_index', 96));
+          const { metadata_length: _c, ...fromKept } = again.metadata;
+          assert.deepEqual(fromKept, reference);
+        } finally {
+          await again.close();
+        }
+        const altered = JSON.parse(kept);
+        for (const g of altered.groups) g[3][0][2] = g[3][0][3] = Buffer.from(Int32Array.of(-5).buffer).toString('hex');
+        const believing = await ParquetFile.open(path, 'groups.parquet', { keptLayout: JSON.stringify(altered) });
+        try {
+          assert.deepEqual(await believing.findRows('sample_index', 96), []);
+        } finally {
+          await believing.close();
+        }
+        // A layout that is not one for this footer is not used: the footer is walked.
+        for (const other of ['{', JSON.stringify({ ...JSON.parse(kept), length: 3 }), JSON.stringify({ ...JSON.parse(kept), groups: JSON.parse(kept).groups.slice(1) })]) {
+          const walked = await ParquetFile.open(path, 'groups.parquet', { keptLayout: other });
+          try {
+            assert.deepEqual(await walked.findRows('sample_index', 96), await file.findRows('sample_index', 96));
+            assert.equal(walked.rowGroups.length, 40);
+          } finally {
+            await walked.close();
+          }
+        }
       } finally {
         await file.close();
       }

@@ -4,7 +4,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { openRegular } from './fileAccess.ts';
 import { parquetMetadata, parquetReadObjects, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, Compressors, FileMetaData, RowGroup, SchemaElement } from 'hyparquet';
-import { footerLayout, footerWith, type FooterLayout } from './parquetFooter.ts';
+import { footerLayout, footerWith, layoutFromText, layoutText, type FooterLayout } from './parquetFooter.ts';
 
 /** Codecs hyparquet decodes itself (UNCOMPRESSED, SNAPPY); any other loads hyparquet-compressors with the file. */
 const BUILT_IN_CODECS = new Set([0, 1]);
@@ -49,7 +49,11 @@ export class ParquetFile {
     private readonly compressors: Compressors | undefined,
   ) {}
 
-  static async open(path: string, name = path): Promise<ParquetFile> {
+  /**
+   * Opens a parquet file. `keptLayout` is what `keptLayout()` gave for this same file (the caller makes sure
+   * of that): the footer is then not walked again.
+   */
+  static async open(path: string, name = path, opts: { keptLayout?: string } = {}): Promise<ParquetFile> {
     const handle = await openRegular(path);
     const ranges: [number, number][] = [];
     try {
@@ -73,7 +77,8 @@ export class ParquetFile {
       let layout: FooterLayout;
       let columnNames: string[];
       try {
-        layout = footerLayout(await footerBytes(buffer));
+        const bytes = await footerBytes(buffer);
+        layout = (opts.keptLayout !== undefined ? layoutFromText(opts.keptLayout, bytes) : null) ?? footerLayout(bytes);
         // Everything but the row groups, decoded by hyparquet from a footer holding none of them.
         base = parquetMetadata(footerWith(layout, 0, 0));
         // A damaged footer can decode into a schema that is not a tree: that is the file's fault too.
@@ -105,6 +110,11 @@ export class ParquetFile {
       // Whatever a damaged footer makes the decoder trip on is the file's fault.
       throw e instanceof ParquetError ? e : new ParquetError(name, `not a readable parquet file (${problemOf(e)})`, e);
     }
+  }
+
+  /** Where the row groups lie in the footer, as text to hand to a later `open` of the same file. */
+  keptLayout(): string {
+    return layoutText(this.layout);
   }
 
   get numRows(): number {

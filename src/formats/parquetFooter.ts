@@ -299,3 +299,51 @@ export function footerWith(layout: FooterLayout, from: number, to: number): Uint
   out.set([0x50, 0x41, 0x52, 0x31], length + 4);
   return out;
 }
+
+const hex = (b: Uint8Array | undefined): string | null => (b === undefined ? null : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex'));
+const unhex = (h: unknown): Uint8Array | undefined => (typeof h === 'string' && /^(?:[0-9a-f]{2})*$/.test(h) ? new Uint8Array(Buffer.from(h, 'hex')) : undefined);
+
+/** A layout as text (everything but the footer's bytes), for `layoutFromText` in a later process. */
+export function layoutText(layout: FooterLayout): string {
+  return JSON.stringify({
+    length: layout.bytes.length,
+    listAt: layout.listAt,
+    listEnd: layout.listEnd,
+    groups: layout.groups.map((g) => [g.start, g.end, g.numRows, g.columns.map((c) => [c.codec ?? null, c.name, hex(c.min), hex(c.max)])]),
+  });
+}
+
+/**
+ * The layout `layoutText` wrote, over the footer bytes of the same file; null when the text is not one
+ * (damaged, or of a footer of another length), so that the footer is walked instead.
+ */
+export function layoutFromText(text: string, bytes: Uint8Array): FooterLayout | null {
+  try {
+    const kept = JSON.parse(text) as { length?: unknown; listAt?: unknown; listEnd?: unknown; groups?: unknown };
+    const { listAt, listEnd } = kept;
+    if (kept.length !== bytes.length || !Number.isSafeInteger(listAt) || !Number.isSafeInteger(listEnd) || !Array.isArray(kept.groups)) return null;
+    if ((listAt as number) < 0 || (listEnd as number) < (listAt as number) || (listEnd as number) > bytes.length) return null;
+    const groups: RowGroupLayout[] = [];
+    let at = (listAt as number) + 1;
+    for (const g of kept.groups as unknown[]) {
+      if (!Array.isArray(g) || g.length !== 4 || !Array.isArray(g[3])) return null;
+      const [start, end, numRows] = g as number[];
+      // Row groups follow one another inside the list, the first after its header (1 to 6 bytes).
+      const placed = groups.length === 0 ? start >= at && start <= at + 5 : start === at;
+      if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || !Number.isSafeInteger(numRows) || !placed || end <= start || end > (listEnd as number)) return null;
+      at = end;
+      const columns: RowGroupLayout['columns'] = [];
+      for (const c of g[3] as unknown[]) {
+        if (!Array.isArray(c) || c.length !== 4) return null;
+        const [codec, name, min, max] = c;
+        if ((codec !== null && !Number.isSafeInteger(codec)) || (name !== null && typeof name !== 'string')) return null;
+        columns.push({ codec: codec ?? undefined, name, min: unhex(min), max: unhex(max) });
+      }
+      groups.push({ start, end, numRows, columns });
+    }
+    if (at !== listEnd && groups.length > 0) return null;
+    return { bytes, listAt: listAt as number, listEnd: listEnd as number, groups };
+  } catch {
+    return null;
+  }
+}

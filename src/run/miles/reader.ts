@@ -48,6 +48,7 @@ export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length
 const MIRROR_ROW_COLUMNS = ['response_length', 'total_length', 'tokens', 'rollout_log_probs'];
 const STEP_CACHE_VERSION = 2;
 const TRAIN_CATALOG_VERSION = 1;
+const MIRROR_LAYOUT_VERSION = 1;
 /** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
 const WHOLE_RANK_FILE_BELOW = 64 * 2 ** 20;
 /**
@@ -135,6 +136,8 @@ export class DumpReader {
   private readonly conversationFiles = new Lru<string, { stamp: string; rows: Map<number, ConversationRecord> }>(4);
   private tokenizer: Promise<RunTokenizer | null> | undefined;
   private texts: Promise<TokenTexts> | undefined;
+  /** Mirror layouts being written to the cache directory, one after another. */
+  private mirrorWrites: Promise<void> = Promise.resolve();
   private readonly pending = new Map<string, Promise<unknown>>();
   private readonly layoutWarnings = new Map<string, string>();
   private readonly failedSteps = new Lru<string, { stamp: string; error: unknown }>(64);
@@ -554,10 +557,11 @@ export class DumpReader {
     };
   }
 
-  /** Settles once the train step catalogs and token texts asked to be saved so far are written (tests). */
+  /** Settles once the train step catalogs, token texts and mirror layouts asked to be saved so far are written (tests). */
   async cacheWritten(): Promise<void> {
     for (const step of this.trainSteps.values()) await step.saved();
     await (await this.texts)?.saved();
+    await this.mirrorWrites;
   }
 
   /** Deduplicates concurrent computations of the same thing. */
@@ -871,23 +875,42 @@ export class DumpReader {
     const cached = this.mirrors.get(key);
     if (cached && cached.stamp === stamp) return cached;
     // Concurrent first reads share one open (else each would replace, and close, the others' file).
-    return this.once(`mirror:${key}:${stamp}`, () => this.openMirror(key, name, path, stamp, st.mtimeMs));
+    return this.once(`mirror:${key}:${stamp}`, () => this.openMirror(key, name, path, stamp, st));
   }
 
-  private async openMirror(key: string, name: string, path: string, stamp: string, mtimeMs: number): Promise<MirrorEntry | null> {
+  private async openMirror(key: string, name: string, path: string, stamp: string, st: Stats): Promise<MirrorEntry | null> {
     let file: ParquetFile;
+    // Where its row groups lie, as an earlier process found them in this same file.
+    const layoutPath = this.cacheDir ? join(this.cacheDir, `rollout_${key}.mirror.json`) : null;
+    const source = fileIdentity(st);
+    let keptLayout: string | undefined;
+    if (layoutPath) {
+      try {
+        const kept = JSON.parse(await readFile(layoutPath, 'utf8')) as { version?: unknown; source?: unknown; layout?: unknown };
+        if (kept.version === MIRROR_LAYOUT_VERSION && kept.source === source && typeof kept.layout === 'string') keptLayout = kept.layout;
+      } catch {
+        // None yet, or damaged: the footer is walked.
+      }
+    }
     try {
       // The Parquet reader loads with the first mirror read, not at start.
-      file = await (await import('../../formats/parquet.ts')).ParquetFile.open(path, name);
+      file = await (await import('../../formats/parquet.ts')).ParquetFile.open(path, name, { keptLayout });
     } catch (e) {
       if (isMissing(e)) return null;
-      if (this.now() - mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
+      if (this.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
       throw e;
     }
     const names = [...file.columnNames].sort().join(',');
     if (names !== [...ROLLOUT_COLUMNS].sort().join(',')) {
       await file.close();
       return null;
+    }
+    if (layoutPath && keptLayout === undefined) {
+      // Written after the answer that opened it (the stat above was taken before the file was read).
+      const opened = file;
+      this.mirrorWrites = this.mirrorWrites
+        .then(() => new Promise<void>((r) => setImmediate(r)))
+        .then(() => writeCacheFile(layoutPath, JSON.stringify({ version: MIRROR_LAYOUT_VERSION, source, layout: opened.keptLayout() })));
     }
     const entry: MirrorEntry = { stamp, file, rowBySample: new Map(), users: 0, evicted: false, closed: false };
     this.mirrors.set(key, entry);
@@ -909,6 +932,17 @@ function mirrorRow(row: ParquetRow): {
     tokens: Array.from(tokens, (t) => Number(t)),
     rolloutLogProbs: lp ? Array.from(lp, (v) => (v === null ? NaN : v)) : null,
   };
+}
+
+/** Writes a cache file whole (a temp file renamed over it); a cache that cannot be written is no failure. */
+async function writeCacheFile(path: string, body: string): Promise<void> {
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(`${path}.tmp`, body);
+    await rename(`${path}.tmp`, path);
+  } catch {
+    // The cache is an optimisation: a read-only or full cache directory must not fail the request.
+  }
 }
 
 /** A file as the persisted caches name it: inode, size, modification and creation time. */
