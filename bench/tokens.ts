@@ -1,7 +1,8 @@
 // One sample's tokens asked first in a fresh server process: the longest sample of the run's last train
 // step (as bench/server.ts picks it), cold with an empty --cache-dir, cold with the cache directory an
 // earlier process left (that process asked only for these tokens), and warm (the same process asked again).
-// Usage: node --import tsx bench/tokens.ts --run DIR [--repeat N] [--warm N] [--port N]
+// Usage: node --import tsx bench/tokens.ts --run DIR [--repeat N] [--warm N] [--port N] [--bin PATH]
+// (`--bin`: another build's bin/rlsight.mjs, to compare two builds under the same load).
 // Each cold figure is the median over `--repeat` fresh processes (default 3). Prints one JSON line, with
 // the load average before and after and a digest of the answer (equal in every mode, or the bench fails).
 // `*_cpu_ms` is the CPU time the server's threads spent meanwhile (Linux schedstat): on a machine shared
@@ -16,7 +17,7 @@ import { parseArgs } from 'node:util';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
-  options: { run: { type: 'string' }, repeat: { type: 'string' }, warm: { type: 'string' }, port: { type: 'string' } },
+  options: { run: { type: 'string' }, repeat: { type: 'string' }, warm: { type: 'string' }, port: { type: 'string' }, bin: { type: 'string' } },
 });
 if (!values.run) throw new Error('--run DIR is required (a miles run with train dumps and a parquet mirror)');
 const runDir = resolve(values.run);
@@ -24,6 +25,7 @@ const repeat = Number(values.repeat ?? 3);
 const warmRuns = Number(values.warm ?? 10);
 const port = Number(values.port ?? 17799);
 const base = `http://127.0.0.1:${port}`;
+const bin = resolve(values.bin ?? join(repoRoot, 'bin', 'rlsight.mjs'));
 const round = (x: number): number => Math.round(x * 10) / 10;
 const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
 const load = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
@@ -43,7 +45,7 @@ function cpuMs(pid: number | undefined): number {
 async function startServer(cacheDir: string): Promise<{ cpuMs(): number; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(
     process.execPath,
-    [join(repoRoot, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir],
+    [bin, 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   await new Promise<void>((ok, fail) => {
