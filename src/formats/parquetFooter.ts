@@ -300,7 +300,13 @@ export function footerWith(layout: FooterLayout, from: number, to: number): Uint
   return out;
 }
 
-const hex = (b: Uint8Array | undefined): string | null => (b === undefined ? null : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex'));
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const hex = (b: Uint8Array | undefined): string | null => {
+  if (b === undefined) return null;
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += HEX[b[i]];
+  return s;
+};
 const unhex = (h: unknown): Uint8Array | undefined => (typeof h === 'string' && /^(?:[0-9a-f]{2})*$/.test(h) ? new Uint8Array(Buffer.from(h, 'hex')) : undefined);
 
 /** A layout as text (everything but the footer's bytes), for `layoutFromText` in a later process. */

@@ -410,9 +410,9 @@ const VISIT_TAIL = 8 * 1024;
 /**
  * Visits the central directory records of an archive without building its entries: one open, one read of
  * the tail (a second when the directory starts before it) into `scratch.bytes`, one close, and
- * `visit(name, size, crc32)` per record in directory order (`name` is a view of the scratch bytes, valid
- * during the call). Returns false, having perhaps visited some records, for anything it leaves to `openSync`
- * (zip64, a trailing comment, a name that is not ASCII, any inconsistency): the caller then opens it that
+ * `visit(name, size, crc32)` per record in directory order (`name`: the name's bytes as stored, a view of the
+ * scratch bytes valid during the call). Returns false, having perhaps visited some records, for anything it
+ * leaves to `openSync` (zip64 entry sizes, a trailing comment, any inconsistency): the caller then opens it that
  * way, which reads what this skips and reports damage in its own words.
  */
 export function visitCentralDirectorySync(
@@ -474,9 +474,7 @@ export function visitCentralDirectorySync(
       const localHeaderOffset = dv.getUint32(p + 42, true);
       if (recEnd > end || size === 0xffffffff || compressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) return false;
       if (localHeaderOffset + 30 + nameLen > cdOffset || localHeaderOffset + compressedSize > cdOffset) return false;
-      const name = bytes.subarray(p + 46, p + 46 + nameLen);
-      for (let k = 0; k < nameLen; k++) if (name[k] >= 0x80) return false;
-      visit(name, size, crc32);
+      visit(bytes.subarray(p + 46, p + 46 + nameLen), size, crc32);
       p = recEnd;
     }
     return true;

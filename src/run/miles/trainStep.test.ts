@@ -193,17 +193,23 @@ describe('TrainStepFiles.joinAll', () => {
 });
 
 describe('storageCatalogOf', () => {
-  it('gives the fingerprint and storage sizes a full open of the archive gives, for every rank file of the fixture run', () => {
+  it('finds the twins a full open of each archive finds, and the same storage sizes, over every rank file of the fixture run', () => {
     const trainDir = fixturePath('miles-demo', 'run', 'train_data');
     const names = readdirSync(trainDir);
     assert.ok(names.length >= 12);
-    const scratch = { bytes: new Uint8Array(0) };
-    for (const name of names) {
-      const entries = ZipArchive.openSync(join(trainDir, name), { wholeFileBelow: 0 }).entries;
-      const quick = storageCatalogOf(join(trainDir, name), scratch);
-      assert.ok(quick, name);
-      assert.equal(quick.print, storageFingerprint(entries), name);
-      assert.deepEqual([...quick.sizes].sort(), [...new Set(entries.filter((e) => /\/data\/[^/]+$/.test(e.name)).map((e) => e.size))].sort(), name);
-    }
+    const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(1) };
+    const quick = names.map((name) => storageCatalogOf(join(trainDir, name), scratch)!);
+    const full = names.map((name) => ZipArchive.openSync(join(trainDir, name), { wholeFileBelow: 0 }).entries);
+    let twins = 0;
+    names.forEach((a, i) => {
+      assert.ok(quick[i] && quick[i].print !== null, a);
+      assert.deepEqual([...quick[i].sizes].sort(), [...new Set(full[i].filter((e) => /\/data\/[^/]+$/.test(e.name)).map((e) => e.size))].sort(), a);
+      names.forEach((b, j) => {
+        const same = storageFingerprint(full[i]) === storageFingerprint(full[j]);
+        if (same && i !== j) twins++;
+        assert.equal(quick[i].print === quick[j].print, same, `${a} ${b}`);
+      });
+    });
+    assert.ok(twins > 0, 'the fixture has byte-identical rank files');
   });
 });

@@ -66,26 +66,43 @@ export function storageFingerprint(entries: readonly ZipEntry[]): string | null 
   return parts.length ? parts.join(':') : null;
 }
 
+const latin1 = new TextDecoder('latin1');
+
 /**
- * A rank file's storage fingerprint and storage sizes (as `storageFingerprint` and `storageSizes` give them)
- * from its central directory, visited without building its entries; null when the archive is one the fast
- * visit leaves to a full open.
+ * A rank file's storage fingerprint and storage sizes from its central directory, visited without building
+ * its entries; null when the archive is one the fast visit leaves to a full open. Its fingerprints are equal
+ * exactly when `storageFingerprint`'s are (the same storage keys, sizes and CRCs in the same order), in
+ * another form: each storage's key length, key, size and CRC as bytes, read as one latin1 string.
  */
-export function storageCatalogOf(path: string, scratch: { bytes: Uint8Array }): { print: string | null; sizes: Set<number> } | null {
+export function storageCatalogOf(path: string, scratch: { bytes: Uint8Array; print: Uint8Array }): { print: string | null; sizes: Set<number> } | null {
   const sizes = new Set<number>();
-  let print = '';
+  let n = 0;
   const ok = visitCentralDirectorySync(path, scratch, (name, size, crc) => {
     // `<root>/data/<key>`: the last slash, preceded by `/data`.
     let slash = name.length - 1;
     while (slash >= 0 && name[slash] !== 0x2f) slash--;
     if (slash < 5 || slash === name.length - 1) return;
     if (name[slash - 5] !== 0x2f || name[slash - 4] !== 0x64 || name[slash - 3] !== 0x61 || name[slash - 2] !== 0x74 || name[slash - 1] !== 0x61) return;
-    let key = '';
-    for (let k = slash + 1; k < name.length; k++) key += String.fromCharCode(name[k]);
-    print += `${print ? ':' : ''}${key}:${size}:${crc}`;
+    const keyLength = name.length - slash - 1;
+    if (n + 10 + keyLength > scratch.print.length) {
+      const grown = new Uint8Array(2 * (n + 10 + keyLength));
+      grown.set(scratch.print.subarray(0, n));
+      scratch.print = grown;
+    }
+    const out = scratch.print;
+    out[n++] = keyLength & 0xff;
+    out[n++] = keyLength >> 8;
+    out.set(name.subarray(slash + 1), n);
+    n += keyLength;
+    for (const v of [size, crc]) {
+      out[n++] = v & 0xff;
+      out[n++] = (v >>> 8) & 0xff;
+      out[n++] = (v >>> 16) & 0xff;
+      out[n++] = v >>> 24;
+    }
     sizes.add(size);
   });
-  return ok ? { print: print || null, sizes } : null;
+  return ok ? { print: n > 0 ? latin1.decode(scratch.print.subarray(0, n)) : null, sizes } : null;
 }
 
 /** The storage key of a torch archive entry `<root>/data/<key>`, else null (a plain scan: this runs per entry of every rank file). */
@@ -336,7 +353,7 @@ export class TrainStepFiles {
           if (!known || i < known.file) early.set(s, { file: i, value });
         }
       };
-      const scratch = { bytes: new Uint8Array(0) };
+      const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
       const joinHere = async (i: number, archive: ZipArchive): Promise<void> => {
         this.onDecode(this.files[i].name);
         try {
@@ -452,7 +469,7 @@ export class TrainStepFiles {
         return { twinOf: kept.twinOf, sizes };
       }
       const all = this.files.map((_, i) => i);
-      const scratch = { bytes: new Uint8Array(0) };
+      const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
       const prints = await this.scan(
         all,
         (entries) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries) }),
