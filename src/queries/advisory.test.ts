@@ -16,6 +16,7 @@ import {
   rolloutStepWindow,
 } from './advisory.ts';
 import type { MetricsRecord } from '../run/telemetry/records.ts';
+import { summarizeSeries } from './engineSummary.ts';
 import { pyFixed, pyG, pyPercent, pyRepr, pyStrRepr } from '../formats/pythonFormat.ts';
 
 const series = (value: number[], opts: { addr?: string; labels?: Record<string, string>; ts?: number[] } = {}): EngineSeriesData => ({
@@ -25,8 +26,12 @@ const series = (value: number[], opts: { addr?: string; labels?: Record<string, 
   value,
 });
 
-function engine(over: Partial<EngineInputs> = {}): EngineInputs {
-  return { requestsTotal: [], abortsTotal: [], running: [], tokenUsage: [], cacheHitRate: [], runningPerDpRank: [], ...over };
+type Gauge = 'running' | 'tokenUsage' | 'cacheHitRate' | 'runningPerDpRank';
+
+/** Engine inputs with the gauges given as whole series (summarised as the advisory reads them). */
+function engine(over: Partial<Omit<EngineInputs, Gauge>> & Partial<Record<Gauge, EngineSeriesData[]>> = {}): EngineInputs {
+  const gauge = (k: Gauge) => summarizeSeries(over[k] ?? []);
+  return { requestsTotal: [], abortsTotal: [], ...over, running: gauge('running'), tokenUsage: gauge('tokenUsage'), cacheHitRate: gauge('cacheHitRate'), runningPerDpRank: gauge('runningPerDpRank') };
 }
 
 function inputs(over: Partial<AdvisoryInputs> = {}): AdvisoryInputs {

@@ -4,6 +4,8 @@ import type { MetricsRecord } from '../run/telemetry/records.ts';
 import { compareNodes, strAsc } from '../run/telemetry/laneCatalog.ts';
 import { pyFixed, pyG, pyPercent } from '../formats/pythonFormat.ts';
 import { findStragglers } from './stragglers.ts';
+import { ExactSum } from './exactSum.ts';
+import type { EngineSeriesSummary } from './engineSummary.ts';
 import type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory, Mfu } from '../wire/metrics.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 export type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory };
@@ -58,12 +60,12 @@ export interface EngineInputs {
   abortsTotal: EngineSeriesData[];
   /** The same counters over the whole run, asked for only when the alarm fires (to quote the run's ratio). */
   runCounters?: () => { requests: EngineSeriesData[]; aborts: EngineSeriesData[] };
-  /** Over the query window, dp-folded. */
-  running: EngineSeriesData[];
-  tokenUsage: EngineSeriesData[];
-  cacheHitRate: EngineSeriesData[];
+  /** Over the query window, dp-folded: each served series summarised (count, exact sum, max, extent). */
+  running: EngineSeriesSummary[];
+  tokenUsage: EngineSeriesSummary[];
+  cacheHitRate: EngineSeriesSummary[];
   /** Over the query window, one series per dp rank. */
-  runningPerDpRank: EngineSeriesData[];
+  runningPerDpRank: EngineSeriesSummary[];
 }
 
 /** The newest train rollout's tables, as far as the rules need them. */
@@ -180,17 +182,17 @@ export function mfuWindow(records: readonly MetricsRecord[]): AdvisoryWindow | n
 }
 
 /** The time span the points of `series` cover, or null without points. */
-export function seriesExtent(series: readonly EngineSeriesData[]): AdvisoryWindow | null {
+/** The time span the summarised series' points cover. */
+export function summaryExtent(series: readonly EngineSeriesSummary[]): AdvisoryWindow | null {
   let t0 = Infinity;
   let t1 = -Infinity;
   for (const s of series) {
-    for (const t of s.ts) {
-      if (t < t0) t0 = t;
-      if (t > t1) t1 = t;
-    }
+    if (s.tsMin < t0) t0 = s.tsMin;
+    if (s.tsMax > t1) t1 = s.tsMax;
   }
   return t0 <= t1 ? { t0, t1 } : null;
 }
+
 
 /** Ranks as lane-grammar terms, consecutive ones as ranges: `rank:0-3,rank:7`. */
 export function rankLanes(ranks: Iterable<number>): string | null {
@@ -327,7 +329,7 @@ function engineAlarms({ engine, args }: AdvisoryInputs): LocatedAdvisory[] {
             'concurrency is KV-pool-bound, not cap-bound; raise --sglang-mem-fraction-static' +
             (memFraction !== null ? ` (currently ${pyG(memFraction)})` : '') +
             ' — do NOT lower the request cap',
-          seriesExtent(engine.tokenUsage),
+          summaryExtent(engine.tokenUsage),
         ),
       );
     } else if (tokenUsage > HIGH_TOKEN_USAGE) {
@@ -336,7 +338,7 @@ function engineAlarms({ engine, args }: AdvisoryInputs): LocatedAdvisory[] {
           'warning',
           `KV cache usage is consistently high (${pyPercent(tokenUsage, 1)}) — likely a throughput ` +
             'bottleneck; consider more GPUs or a smaller rollout batch',
-          seriesExtent(engine.tokenUsage),
+          summaryExtent(engine.tokenUsage),
         ),
       );
     }
@@ -423,7 +425,7 @@ function tuningAdvice({ engine, args, mfu, lowMfu, metricsRecords }: AdvisoryInp
         `Peak concurrency (${pyFixed(peakRunning, 0)}) stayed under ${pyPercent(LOW_CONCURRENCY_RATIO, 0)} of ` +
           `--sglang-max-running-requests (${pyG(maxRunning)}); consider lowering it` +
           (colocate ? ' to free memory for training (colocate)' : ''),
-        seriesExtent(engine.running),
+        summaryExtent(engine.running),
       ),
     );
   }
@@ -436,16 +438,16 @@ function tuningAdvice({ engine, args, mfu, lowMfu, metricsRecords }: AdvisoryInp
           (memFraction !== null
             ? `; consider raising --sglang-mem-fraction-static (currently ${pyG(memFraction)}) for a bigger KV cache`
             : ''),
-        seriesExtent(engine.cacheHitRate),
+        summaryExtent(engine.cacheHitRate),
       ),
     );
   }
   const perAddr = new Map<string, Map<string, number>>();
   for (const s of engine.runningPerDpRank) {
     const rank = s.labels.dp_rank;
-    if (rank === undefined || s.value.length === 0) continue;
+    if (rank === undefined || s.n === 0) continue;
     if (!perAddr.has(s.addr)) perAddr.set(s.addr, new Map());
-    perAddr.get(s.addr)!.set(rank, sum(s.value) / s.value.length);
+    perAddr.get(s.addr)!.set(rank, s.sum.value() / s.n);
   }
   for (const addr of [...perAddr.keys()].sort(strAsc)) {
     const means = perAddr.get(addr)!;
@@ -463,7 +465,7 @@ function tuningAdvice({ engine, args, mfu, lowMfu, metricsRecords }: AdvisoryInp
           'warning',
           `${addr}: dp ranks imbalanced (mean running reqs ${detail}) — requests pile onto ` +
             `few ranks while others idle; ${dpSpreadHint(args)}`,
-          seriesExtent(engine.runningPerDpRank.filter((s) => s.addr === addr && s.labels.dp_rank !== undefined)),
+          summaryExtent(engine.runningPerDpRank.filter((s) => s.addr === addr && s.labels.dp_rank !== undefined)),
           engineLanes([addr]),
         ),
       );
@@ -490,19 +492,18 @@ function dpSpreadHint(args: Record<string, unknown>): string {
   return `--router-policy (${pyStr(policy)}) picks the rank`;
 }
 
-function aggregate(series: EngineSeriesData[], agg: 'max' | 'mean'): number | null {
+/** The max or the mean of every point of the series (the mean from their exact sum: no order dependence). */
+function aggregate(series: readonly EngineSeriesSummary[], agg: 'max' | 'mean'): number | null {
   let n = 0;
-  let total = 0;
+  const total = new ExactSum();
   let max = -Infinity;
   for (const s of series) {
-    for (const v of s.value) {
-      n++;
-      total += v;
-      if (v > max) max = v;
-    }
+    n += s.n;
+    total.addSum(s.sum);
+    if (s.max > max) max = s.max;
   }
   if (n === 0) return null;
-  return agg === 'max' ? max : total / n;
+  return agg === 'max' ? max : total.value() / n;
 }
 
 function median(values: number[]): number {

@@ -18,6 +18,7 @@ import {
   mfuSummary,
 } from './advisory.ts';
 import { engineSeries, hasDpRankSeries } from './engineSeries.ts';
+import { engineSummaries, type EngineSeriesSummary } from './engineSummary.ts';
 import { metricSeries } from './metrics.ts';
 import { stepTables } from './rollouts.ts';
 
@@ -115,11 +116,11 @@ export async function advisoryAnswer(
   const mfu = mfuSummary(numeric(series[MFU_KEY]?.y), numeric(series[MFU_PEAK_KEY]?.y));
   const meta = store.meta();
   const args = (meta?.args as Record<string, unknown> | undefined) ?? {};
-  const window = { t0: w.t0, t1: w.t1 };
-  const engine = (metric: string, perDpRank = false): EngineSeriesData[] => engineValues(store, metric, window, perDpRank);
+  const gauges = advisoryEngineGauges(args);
+  // Each gauge summarised hour by hour (the hours read once for every gauge): memory holds an hour, not the run.
+  const gauge = (metric: string, perDpRank = false): EngineSeriesSummary[] => engineSummaries(store, metric, perDpRank, w.t0 ?? null, w.t1 ?? null, gauges);
   // One selective read of each cold hour for every gauge the rules can use and, in the recent hours, the
   // abort counters too, all parse threads sharing the hours (each series is then cut from these reads).
-  const gauges = advisoryEngineGauges(args);
   const hasEngine = store.hasStream('engine_series');
   if (hasEngine) {
     const from = recentCountersFrom(store);
@@ -137,11 +138,11 @@ export async function advisoryAnswer(
     engine: hasEngine
       ? {
           ...recentCounters(store),
-          running: engine('sglang_num_running_reqs'),
-          tokenUsage: engine('sglang_token_usage'),
-          cacheHitRate: gauges.includes('sglang_cache_hit_rate') ? engine('sglang_cache_hit_rate') : [],
+          running: gauge('sglang_num_running_reqs'),
+          tokenUsage: gauge('sglang_token_usage'),
+          cacheHitRate: gauges.includes('sglang_cache_hit_rate') ? gauge('sglang_cache_hit_rate') : [],
           // Only series labelled with a dp rank can show an imbalance; a run without them skips the second cut.
-          runningPerDpRank: hasDpRankSeries(store, 'sglang_num_running_reqs') ? engine('sglang_num_running_reqs', true) : [],
+          runningPerDpRank: hasDpRankSeries(store, 'sglang_num_running_reqs') ? gauge('sglang_num_running_reqs', true) : [],
         }
       : null,
     rollout: rollout === 'writing' ? null : rollout,

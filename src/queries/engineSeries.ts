@@ -46,11 +46,17 @@ interface MetricRowIndex {
 
 const rowIndexCache = new WeakMap<EngineSeriesBlock, MetricRowIndex>();
 
-/** Full-window parts per `(metric, perDpRank)`, valid for one engine_series stream version. */
+/** Full-window parts per `(metric, perDpRank)`, valid for one engine_series stream version, least recently used first. */
 interface PartsCache {
   version: number;
   parts: Map<string, EnginePart[]>;
+  bytes: number;
 }
+
+/** Bytes the kept whole-run parts of one store may hold together (a long run's series are not all kept). */
+export const WHOLE_RUN_PARTS_BYTES = 32 * 2 ** 20;
+
+const partsBytes = (parts: readonly EnginePart[]): number => parts.reduce((b, p) => b + p.ts.byteLength + p.value.byteLength, 0);
 
 const partsCache = new WeakMap<EngineSeriesSource, PartsCache>();
 
@@ -90,8 +96,11 @@ function metricRows(block: EngineSeriesBlock, seriesMetric: Int32Array, metricCo
  * `read` names every raw metric the answer needs, so one selective read of each cold hour serves them all.
  */
 function rowsOfMetric(store: EngineSeriesSource, metric: string, t0: number | null, t1: number | null, read: readonly string[]): EngineRows {
-  const table = store.engineSeries;
-  const blocks = store.engineSeriesBlocks(t0, t1, read);
+  return metricRowsOf(store.engineSeries, store.engineSeriesBlocks(t0, t1, read), metric, t0, t1);
+}
+
+/** Rows of `metric` with `t0 <= ts <= t1` in `blocks` (block order, then file order). */
+export function metricRowsOf(table: EngineSeriesTable, blocks: readonly EngineSeriesBlock[], metric: string, t0: number | null, t1: number | null): EngineRows {
   const metricId = table.metrics.find(metric);
   if (metricId < 0) return { ts: new Float64Array(0), series: new Uint32Array(0), value: new Float64Array(0), length: 0 };
   const seriesMetric = metricOfSeries(table);
@@ -122,7 +131,7 @@ function rowsOfMetric(store: EngineSeriesSource, metric: string, t0: number | nu
   return { ts: ts.subarray(0, n), series: series.subarray(0, n), value: value.subarray(0, n), length: n };
 }
 
-function identities(table: EngineSeriesTable): EngineSeriesIdentity[] {
+export function identities(table: EngineSeriesTable): EngineSeriesIdentity[] {
   const out: EngineSeriesIdentity[] = new Array(table.size);
   for (let s = 0; s < table.size; s++) {
     const k = table.key(s);
@@ -138,7 +147,7 @@ function rawParts(store: EngineSeriesSource, metric: string, perDpRank: boolean,
 }
 
 /** The parts served for `metric` (raw, rate or mean), before downsampling. */
-function partsOf(store: EngineSeriesSource, metric: string, perDpRank: boolean, t0: number | null, t1: number | null): EnginePart[] {
+export function partsOf(store: EngineSeriesSource, metric: string, perDpRank: boolean, t0: number | null, t1: number | null): EnginePart[] {
   const rateBase = ENGINE_RATE_METRICS[metric];
   if (rateBase !== undefined) return rateParts(rawParts(store, rateBase, perDpRank, t0, t1));
   const meanBase = ENGINE_MEAN_METRICS[metric];
@@ -154,15 +163,27 @@ function wholeRunParts(store: EngineSeriesSource, metric: string, perDpRank: boo
   const version = store.streamVersion('engine_series');
   let cache = partsCache.get(store);
   if (cache === undefined || cache.version !== version) {
-    cache = { version, parts: new Map() };
+    cache = { version, parts: new Map(), bytes: 0 };
     partsCache.set(store, cache);
   }
   const key = `${perDpRank ? 1 : 0}\u0000${metric}`;
   let parts = cache.parts.get(key);
-  if (parts === undefined) {
-    parts = partsOf(store, metric, perDpRank, null, null);
-    // Stored only if the stream did not move while computing, so a torn rebuild is never served twice.
-    if (store.streamVersion('engine_series') === version) cache.parts.set(key, parts);
+  if (parts !== undefined) {
+    cache.parts.delete(key);
+    cache.parts.set(key, parts);
+    return parts;
+  }
+  parts = partsOf(store, metric, perDpRank, null, null);
+  const bytes = partsBytes(parts);
+  // Stored only if the stream did not move while computing, so a torn rebuild is never served twice.
+  if (store.streamVersion('engine_series') === version && bytes <= WHOLE_RUN_PARTS_BYTES / 2) {
+    cache.parts.set(key, parts);
+    cache.bytes += bytes;
+    for (const [k, p] of cache.parts) {
+      if (cache.bytes <= WHOLE_RUN_PARTS_BYTES) break;
+      cache.parts.delete(k);
+      cache.bytes -= partsBytes(p);
+    }
   }
   return parts;
 }

@@ -473,6 +473,14 @@ export class TelemetryStore {
   }
 
   /**
+   * The blocks of `engineSeriesBlocks(t0, t1, metrics)` one at a time, for one pass over a long window:
+   * an hour may be dropped from memory once the pass moved on. Do not keep the blocks past the pass.
+   */
+  engineSeriesPass(t0?: number | null, t1?: number | null, metrics?: readonly string[]): Iterable<EngineSeriesBlock> {
+    return this.partitions.engine_series.pass(t0, t1, metrics === undefined ? null : [...new Set(metrics)].sort().join('\n'));
+  }
+
+  /**
    * Reads engine_series ahead for several selective windows at once: each cold hour overlapping any of
    * them is read once, for every metric asked of it, on all parse threads. The `engineSeriesBlocks`
    * calls that follow for those windows and metrics then parse nothing.
