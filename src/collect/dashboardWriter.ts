@@ -15,8 +15,8 @@ export interface CollectorFs {
   write(fd: number, data: Buffer): void;
   truncate(fd: number, size: number): void;
   close(fd: number): void;
-  /** Writes `data` to `path + ".tmp"` (mode) and renames it over `path`. */
-  replace(path: string, tmpPath: string, data: string | Uint8Array, mode: number): void;
+  /** Writes `data` (or its pieces, one after another) to `path + ".tmp"` (mode) and renames it over `path`. */
+  replace(path: string, tmpPath: string, data: string | Uint8Array | readonly Uint8Array[], mode: number): void;
   /** An open file's inode and creation time (what a rollup names its partition by); absent: no rollups. */
   identity?(fd: number): { ino: number; born: number };
   remove(path: string): void;
@@ -42,7 +42,7 @@ export const nodeCollectorFs: CollectorFs = {
     try {
       fchmodSync(fd, mode); // a leftover tmp file keeps its old mode otherwise
       if (typeof data === 'string') writeSync(fd, data);
-      else for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+      else for (const piece of data instanceof Uint8Array ? [data] : data) for (let off = 0; off < piece.length; ) off += writeSync(fd, piece, off, piece.length - off);
     } finally {
       closeSync(fd);
     }
@@ -129,7 +129,7 @@ export class DashboardWriter {
   }
 
   /** Atomically replaces a small document (`lane_catalog.json`, `meta.json`, `collector.json`). */
-  replace(rel: string, text: string | Uint8Array, mode = 0o644): void {
+  replace(rel: string, text: string | Uint8Array | readonly Uint8Array[], mode = 0o644): void {
     const path = join(this.dir, rel);
     this.fs.mkdirp(dirname(path));
     this.fs.replace(path, `${path}.tmp`, text, mode);

@@ -10,8 +10,8 @@ import { gpuRollupFile, hourStart, HOUR_SECONDS } from '../formats/dashboard/ind
 
 /** What the rollups need of the collector's file system. */
 export interface RollupFs {
-  /** Replaces `rel` (relative to the dashboard directory) atomically. */
-  replace(rel: string, data: Uint8Array): void;
+  /** Replaces `rel` (relative to the dashboard directory) atomically with `data` (or its pieces, one after another). */
+  replace(rel: string, data: Uint8Array | readonly Uint8Array[]): void;
   remove(rel: string): void;
 }
 

@@ -45,22 +45,40 @@ const pad8 = (n: number): number => (n + 7) & ~7;
 // byte-swapping, and a big-endian reader is refused.
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-/** Encodes `header` (any JSON object) and named columns into one frame. */
-export function encodeFrame(header: Record<string, unknown>, columns: Record<string, FrameColumn> | [string, FrameColumn][]): Uint8Array {
+/**
+ * The bytes of a frame as pieces, written one after another: the head (magic, length, header JSON and
+ * its padding), then each column's bytes (a view over the column, not a copy) and its padding. A writer
+ * hands them to the file as they are, so a large frame is never built in memory.
+ */
+export function framePieces(header: Record<string, unknown>, columns: Record<string, FrameColumn> | [string, FrameColumn][]): Uint8Array[] {
   if (!LITTLE_ENDIAN) throw new Error('columnar frames need a little-endian platform');
   const entries = Array.isArray(columns) ? columns : Object.entries(columns);
   const infos: FrameColumnInfo[] = entries.map(([name, col]) => ({ name, type: typeOf(col), length: col.length }));
   const json = Buffer.from(JSON.stringify({ ...header, columns: infos }), 'utf8');
-  let size = pad8(8 + json.length);
-  for (const [, col] of entries) size += pad8(col.byteLength);
-  const out = new Uint8Array(size);
-  out.set(Buffer.from(FRAME_MAGIC, 'latin1'), 0);
-  new DataView(out.buffer).setUint32(4, json.length, true);
-  out.set(json, 8);
-  let at = pad8(8 + json.length);
+  const head = new Uint8Array(pad8(8 + json.length));
+  head.set(Buffer.from(FRAME_MAGIC, 'latin1'), 0);
+  new DataView(head.buffer).setUint32(4, json.length, true);
+  head.set(json, 8);
+  const pieces: Uint8Array[] = [head];
+  const zeros = new Uint8Array(8);
   for (const [, col] of entries) {
-    out.set(new Uint8Array(col.buffer, col.byteOffset, col.byteLength), at);
-    at += pad8(col.byteLength);
+    pieces.push(new Uint8Array(col.buffer, col.byteOffset, col.byteLength));
+    const pad = pad8(col.byteLength) - col.byteLength;
+    if (pad > 0) pieces.push(zeros.subarray(0, pad));
+  }
+  return pieces;
+}
+
+/** Encodes `header` (any JSON object) and named columns into one frame (the pieces of `framePieces`, joined). */
+export function encodeFrame(header: Record<string, unknown>, columns: Record<string, FrameColumn> | [string, FrameColumn][]): Uint8Array {
+  const pieces = framePieces(header, columns);
+  let size = 0;
+  for (const p of pieces) size += p.length;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length;
   }
   return out;
 }

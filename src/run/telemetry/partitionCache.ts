@@ -5,9 +5,9 @@
 // The collector writes the same form beside the engine_series and phases hours it writes (read-only
 // here: `PersistedParses` over the run directory, see `collectorColumns`).
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, statSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, statSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { columnArrayType, decodeFrame, encodeFrame, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
+import { columnArrayType, decodeFrame, framePieces, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
 import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
 import type { GpuUtilColumns } from './gpuUtilBlock.ts';
 import { hourStart, partitionFile } from '../../formats/dashboard/layout.ts';
@@ -40,6 +40,16 @@ interface CacheHeader {
   extra: Record<string, unknown>;
 }
 
+/** Writes `pieces` one after another to a new file at `path`. */
+function writePieces(path: string, pieces: readonly Uint8Array[]): void {
+  const fd = openSync(path, 'w');
+  try {
+    for (const p of pieces) for (let off = 0; off < p.length; ) off += writeSync(fd, p, off, p.length - off);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export interface CachedPartition {
   result: ParseResult;
   ino: number;
@@ -50,7 +60,7 @@ export interface CachedPartition {
  * cache saves and the collector writes beside the partition. `source` names the parsed file (its inode
  * and creation time, 0 when unknown).
  */
-export function encodePersistedParse(stream: PartitionedStream, key: string, source: { ino: number; born: number }, r: ParseResult): Uint8Array {
+export function encodePersistedParse(stream: PartitionedStream, key: string, source: { ino: number; born: number }, r: ParseResult): Uint8Array[] {
   const { extra, columns } = pack(r.data);
   const c = (r.data as { columns?: { length: number; tsMin: number; tsMax: number } }).columns;
   const header: CacheHeader = {
@@ -67,7 +77,8 @@ export function encodePersistedParse(stream: PartitionedStream, key: string, sou
     tsMax: c && Number.isFinite(c.tsMax) ? c.tsMax : null,
     extra,
   };
-  return encodeFrame(header as unknown as Record<string, unknown>, columns);
+  // pieces (views over the columns), so an hour's columns are written without a copy of them
+  return framePieces(header as unknown as Record<string, unknown>, columns);
 }
 
 /** The parse a persisted frame holds, when it is one of hour `key` of `stream` this version wrote, of the file with stat `st`; null otherwise. */
@@ -289,7 +300,7 @@ export class PartitionCache extends PersistedParses {
     const tmp = `${path}.${process.pid}.tmp`;
     try {
       mkdirSync(join(this.root, stream), { recursive: true });
-      writeFileSync(tmp, encodePersistedParse(stream, key, { ino, born: this.bornOf(stream, key, ino) }, r));
+      writePieces(tmp, encodePersistedParse(stream, key, { ino, born: this.bornOf(stream, key, ino) }, r));
       renameSync(tmp, path);
       this.writes++;
     } catch {
