@@ -1,7 +1,7 @@
 // Parquet over a file handle (hyparquet): the footer walked once, then only the row groups a read touches
 // (their metadata included: a file of many small row groups is not decoded whole to read one).
-import type { FileHandle } from 'node:fs/promises';
-import { openRegular } from './fileAccess.ts';
+import { closeSync, readSync } from 'node:fs';
+import { openRegularSyncSized } from './fileAccess.ts';
 import { parquetMetadata, parquetReadObjects, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, Compressors, FileMetaData, RowGroup, SchemaElement } from 'hyparquet';
 import { footerLayout, footerWith, layoutFromText, layoutText, type FooterLayout } from './parquetFooter.ts';
@@ -36,7 +36,8 @@ export class ParquetFile {
   private constructor(
     /** The name used in errors (never an absolute path of the machine unless the caller passes one). */
     readonly name: string,
-    private readonly handle: FileHandle,
+    /** The open file (read with blocking reads: a read of a few row groups costs less than a round trip per slice). */
+    private fd: number | null,
     private readonly buffer: AsyncBuffer,
     /** The file's metadata without its row groups (those decode one at a time, when a read needs them). */
     private readonly base: FileMetaData,
@@ -54,19 +55,20 @@ export class ParquetFile {
    * of that): the footer is then not walked again.
    */
   static async open(path: string, name = path, opts: { keptLayout?: string } = {}): Promise<ParquetFile> {
-    const handle = await openRegular(path);
+    const { fd, size } = openRegularSyncSized(path);
     const ranges: [number, number][] = [];
+    let file: ParquetFile | undefined;
     try {
-      const { size } = await handle.stat();
       const buffer: AsyncBuffer = {
         byteLength: size,
         async slice(start: number, end = size) {
           ranges.push([start, end]);
           if (ranges.length > 256) ranges.splice(0, ranges.length - 256);
+          if (file && file.fd === null) throw new Error('the file is closed');
           const out = new Uint8Array(Math.max(0, end - start));
           let done = 0;
           while (done < out.length) {
-            const { bytesRead } = await handle.read(out, done, out.length - done, start + done);
+            const bytesRead = readSync(fd, out, done, out.length - done, start + done);
             if (bytesRead === 0) throw new Error(`unexpected end of file at byte ${start + done}`);
             done += bytesRead;
           }
@@ -104,9 +106,10 @@ export class ParquetFile {
       const foreign = layout.groups.some((rg) => rg.columns.some((c) => c.codec !== undefined && !BUILT_IN_CODECS.has(c.codec)));
       const compressors = foreign ? (await import('hyparquet-compressors')).compressors : undefined;
       ranges.length = 0;
-      return new ParquetFile(name, handle, buffer, base, layout, columnNames, rowGroups, ranges, compressors);
+      file = new ParquetFile(name, fd, buffer, base, layout, columnNames, rowGroups, ranges, compressors);
+      return file;
     } catch (e) {
-      await handle.close();
+      closeSync(fd);
       // Whatever a damaged footer makes the decoder trip on is the file's fault.
       throw e instanceof ParquetError ? e : new ParquetError(name, `not a readable parquet file (${problemOf(e)})`, e);
     }
@@ -190,7 +193,9 @@ export class ParquetFile {
   }
 
   async close(): Promise<void> {
-    await this.handle.close();
+    const fd = this.fd;
+    this.fd = null;
+    if (fd !== null) closeSync(fd);
   }
 }
 

@@ -1,7 +1,7 @@
 // DumpReader: the read-only facade over a run's `--dump-details` directory (rollout and train dumps,
 // the parquet token mirror, the trajectory sidecar and the tokenizer). It yields records — a step's samples
 // with their train digests, one sample's tokens, a step's conversations — never answers.
-import { statSync, type Stats } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { confinedPath, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
@@ -23,6 +23,7 @@ import {
   batchRawRewards,
   buildTrainRow,
   checkTrainSamples,
+  CP_SHARDED_FIELDS,
   rowValue,
   type RowFieldReader,
   type TokenField,
@@ -56,6 +57,8 @@ const WHOLE_RANK_FILE_BELOW = 64 * 2 ** 20;
  * (the first samples are searched soon), doubling up to the longest (fewer hand-outs for the rest).
  */
 const TEXT_SLICE_MS = { first: 8, longest: 64 };
+/** The per-token fields of a train row (see buildTrainRow). */
+const ROW_TOKEN_FIELDS: readonly TokenField[] = [...CP_SHARDED_FIELDS, 'loss_masks'];
 /** How long a file's stat answer is trusted before a warm read re-checks it. */
 const STAT_REUSE_MS = 1000;
 
@@ -431,13 +434,28 @@ export class DumpReader {
           const v = rowValue(f, fieldName, row);
           if (!(v instanceof Tensor) || f.source.root === null || !f.source.littleEndian) return readNumbers(v);
           try {
+            const prefix = `${f.source.root ? `${f.source.root}/` : ''}data/`;
             let archive = archives.get(f.source.path);
             if (!archive) {
-              // A join needs most of a rank file's storages: read a file of moderate size in one go.
-              archive = ZipArchive.open(f.source.path, { wholeFileBelow: wholeFiles ? WHOLE_RANK_FILE_BELOW : 0 });
+              // A join needs most of a rank file's storages: read a file of moderate size in one go. One
+              // sample's read needs this row's per-token fields: their storages in a few blocking reads.
+              archive = wholeFiles
+                ? ZipArchive.open(f.source.path, { wholeFileBelow: WHOLE_RANK_FILE_BELOW })
+                : (async () => {
+                    const a = ZipArchive.openSync(f.source.path, { wholeFileBelow: 0 });
+                    const wanted = [];
+                    for (const name of ROW_TOKEN_FIELDS) {
+                      const t = rowValue(f, name, row);
+                      const e = t instanceof Tensor ? a.entry(`${prefix}${t.storage.key}`) : undefined;
+                      // A compressed storage is left to the read that reports it.
+                      if (e && e.method === 0 && e.compressedSize === e.size) wanted.push(e);
+                    }
+                    a.loadSync(wanted);
+                    return a;
+                  })();
               archives.set(f.source.path, archive);
             }
-            const bytes = await (await archive).read(`${f.source.root ? `${f.source.root}/` : ''}data/${v.storage.key}`);
+            const bytes = await (await archive).read(`${prefix}${v.storage.key}`);
             return tensorNumbersFromBytes(v, bytes);
           } catch (e) {
             throw await self.loadFailure(f.file, e);
@@ -530,7 +548,8 @@ export class DumpReader {
         const ids = identify();
         let text: string;
         try {
-          text = await readFile(path, 'utf8');
+          // Small cache files are read with one blocking read (no round trips on a token read's path).
+          text = readFileSync(path, 'utf8');
         } catch {
           return null;
         }
@@ -886,7 +905,7 @@ export class DumpReader {
     let keptLayout: string | undefined;
     if (layoutPath) {
       try {
-        const kept = JSON.parse(await readFile(layoutPath, 'utf8')) as { version?: unknown; source?: unknown; layout?: unknown };
+        const kept = JSON.parse(readFileSync(layoutPath, 'utf8')) as { version?: unknown; source?: unknown; layout?: unknown };
         if (kept.version === MIRROR_LAYOUT_VERSION && kept.source === source && typeof kept.layout === 'string') keptLayout = kept.layout;
       } catch {
         // None yet, or damaged: the footer is walked.

@@ -1,8 +1,8 @@
 // The texts of single tokens as the run's tokenizer decodes them, kept in the cache directory for the next
 // process (`tokenizer.texts.json`, naming tokenizer.json and tokenizer_config.json by inode, size, modification
 // and creation time): a token read whose ids are all known there answers without loading the tokenizer.
-import { lstatSync, type Stats } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { lstatSync, readFileSync, type Stats } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const VERSION = 1;
@@ -51,7 +51,7 @@ export class TokenTexts {
     const file = join(cacheDir, FILE);
     const texts = new Map<number, string>();
     try {
-      const kept = JSON.parse(await readFile(file, 'utf8')) as { version?: unknown; source?: unknown; texts?: unknown };
+      const kept = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown; source?: unknown; texts?: unknown };
       if (kept.version === VERSION && kept.source === source && Array.isArray(kept.texts)) {
         for (const e of kept.texts) {
           if (!Array.isArray(e) || !Number.isSafeInteger(e[0]) || typeof e[1] !== 'string') {
