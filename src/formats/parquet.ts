@@ -117,7 +117,11 @@ export class ParquetFile {
 
   /** Where the row groups lie in the footer, as text to hand to a later `open` of the same file. */
   keptLayout(): string {
-    return layoutText(this.layout);
+    // Statistics are used only for plain integer columns (see `plainInteger`).
+    const leaves = this.base.schema.filter((e) => e.type);
+    const usable = (leaf: SchemaElement | undefined): boolean =>
+      leaf !== undefined && leaf.converted_type === undefined && leaf.logical_type === undefined && (leaf.type === 'INT32' || leaf.type === 'INT64');
+    return layoutText(this.layout, (k) => usable(leaves[k]));
   }
 
   get numRows(): number {

@@ -307,15 +307,32 @@ const hex = (b: Uint8Array | undefined): string | null => {
   for (let i = 0; i < b.length; i++) s += HEX[b[i]];
   return s;
 };
-const unhex = (h: unknown): Uint8Array | undefined => (typeof h === 'string' && /^(?:[0-9a-f]{2})*$/.test(h) ? new Uint8Array(Buffer.from(h, 'hex')) : undefined);
+const NIBBLE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) NIBBLE['0123456789abcdef'.charCodeAt(i)] = i;
+const unhex = (h: unknown): Uint8Array | undefined => {
+  if (typeof h !== 'string' || h.length % 2 !== 0) return undefined;
+  const out = new Uint8Array(h.length / 2);
+  for (let i = 0; i < out.length; i++) {
+    const hi = NIBBLE[h.charCodeAt(2 * i)] ?? -1;
+    const lo = NIBBLE[h.charCodeAt(2 * i + 1)] ?? -1;
+    if (hi < 0 || lo < 0) return undefined;
+    out[i] = (hi << 4) | lo;
+  }
+  return out;
+};
 
-/** A layout as text (everything but the footer's bytes), for `layoutFromText` in a later process. */
-export function layoutText(layout: FooterLayout): string {
+/**
+ * A layout as text (everything but the footer's bytes), for `layoutFromText` in a later process; the
+ * statistics only of the columns `withStats` names by position (the others' are never used).
+ */
+export function layoutText(layout: FooterLayout, withStats: (column: number) => boolean = () => true): string {
   return JSON.stringify({
     length: layout.bytes.length,
     listAt: layout.listAt,
     listEnd: layout.listEnd,
-    groups: layout.groups.map((g) => [g.start, g.end, g.numRows, g.columns.map((c) => [c.codec ?? null, c.name, hex(c.min), hex(c.max)])]),
+    groups: layout.groups.map((g) =>
+      [g.start, g.end, g.numRows, g.columns.map((c, k) => (withStats(k) ? [c.codec ?? null, c.name, hex(c.min), hex(c.max)] : [c.codec ?? null, c.name, null, null]))],
+    ),
   });
 }
 
