@@ -179,6 +179,26 @@ describe('what token reads keep in the cache directory', () => {
     }
   });
 
+  it('keeps the catalog a whole step\'s join found, with every file\'s samples, for a later token read', async () => {
+    const copy = copyFixtureRun();
+    try {
+      const cache = cacheDir();
+      const g = goldens.find((x) => x.id === 2)!;
+      const joining = await DumpReader.open(copy.dir, { cacheDir: cache });
+      await joining.step(2);
+      await joining.cacheWritten();
+      await joining.close();
+      const kept = catalogOf(cache, 2);
+      const roots = kept.twinOf.filter((t, i) => t === i);
+      assert.deepEqual(kept.samples.map(([i]) => i).sort(), roots, 'every distinct rank file\'s samples');
+      const other = kept.samples.find(([, samples]) => !samples.includes(g.idx))!;
+      for (const [name] of kept.files.filter((_, i) => kept.twinOf[i] === other[0])) garble(join(copy.dir, name));
+      assert.equal(diffJson(JSON.parse(await answerFresh(copy.dir, g, cache)), g.body), null);
+    } finally {
+      copy.dispose();
+    }
+  });
+
   it('ignores a damaged catalog file and writes a good one', async () => {
     const run = fixturePath('miles-demo', 'run');
     const cache = cacheDir();

@@ -56,14 +56,14 @@ export function openRegularSync(path: string): number {
   return openRegularSyncSized(path).fd;
 }
 
-/** `openRegularSync` with the size of the file opened (from the same `fstat`). */
-export function openRegularSyncSized(path: string): { fd: number; size: number } {
+/** `openRegularSync` with the size and `fstat` of the file opened. */
+export function openRegularSyncSized(path: string): { fd: number; size: number; stat: Stats } {
   refuseKind(path, statSync(path));
   const fd = openSync(path, READ_FLAGS);
   try {
     const st = fstatSync(fd);
     refuseKind(path, st);
-    return { fd, size: st.size };
+    return { fd, size: st.size, stat: st };
   } catch (e) {
     closeSync(fd);
     throw e;
@@ -78,6 +78,14 @@ export async function readRegularFile(path: string): Promise<Buffer> {
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * A file as persisted caches name their source: inode, size, modification and creation time (a rewritten,
+ * replaced, grown or shortened file, or a new file on a reused inode, has another).
+ */
+export function fileIdentity(st: Stats): string {
+  return `${st.ino}:${st.size}:${st.mtimeMs}:${st.birthtimeMs}`;
 }
 
 /** Whether `real` (a resolved path) is `root` or lies below it (`root` resolved too). */

@@ -1,6 +1,6 @@
 // Random-access reader for STORED zip archives (the torch container) over a file handle, zip64 included.
 import type { FileHandle } from 'node:fs/promises';
-import { closeSync, fstatSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync, type Stats } from 'node:fs';
 import { FileRefused, openRegular, openRegularSync, openRegularSyncSized } from './fileAccess.ts';
 
 export class ZipError extends Error {
@@ -419,15 +419,18 @@ export function visitCentralDirectorySync(
   path: string,
   scratch: { bytes: Uint8Array },
   visit: (name: Uint8Array, size: number, crc32: number) => void,
+  /** Told the `fstat` of the file as opened, before anything is read. */
+  opened?: (st: Stats) => void,
 ): boolean {
-  let opened: { fd: number; size: number };
+  let file: { fd: number; size: number; stat: Stats };
   try {
-    opened = openRegularSyncSized(path);
+    file = openRegularSyncSized(path);
   } catch {
     return false;
   }
-  const { fd, size: fileSize } = opened;
+  const { fd, size: fileSize } = file;
   try {
+    opened?.(file.stat);
     if (fileSize < 22) return false;
     const tailLen = Math.min(fileSize, VISIT_TAIL);
     const tailStart = fileSize - tailLen;

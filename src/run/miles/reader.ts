@@ -1,10 +1,10 @@
 // DumpReader: the read-only facade over a run's `--dump-details` directory (rollout and train dumps,
 // the parquet token mirror, the trajectory sidecar and the tokenizer). It yields records — a step's samples
 // with their train digests, one sample's tokens, a step's conversations — never answers.
-import { readFileSync, statSync, type Stats } from 'node:fs';
+import { readFileSync, type Stats } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { confinedPath, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
+import { confinedPath, fileIdentity, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
 import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
 import { advanceFor, openTorchFile, startTorchDecode } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
@@ -537,15 +537,9 @@ export class DumpReader {
    */
   private catalogStore(rolloutId: number, files: readonly RankFileName[]): StepCatalogStore | null {
     if (!this.cacheDir) return null;
-    const cacheDir = this.cacheDir;
-    const path = join(cacheDir, `train_${rolloutId}.catalog.json`);
-    // Taken before the files are first read: a file that changes after this is described under its old
-    // identity, which the next process will not match.
-    let identities: string[] | undefined;
-    const identify = (): string[] => (identities ??= files.map((f) => fileIdentity(statSync(join(this.runDir, f.name)))));
+    const path = join(this.cacheDir, `train_${rolloutId}.catalog.json`);
     return {
       load: async () => {
-        const ids = identify();
         let text: string;
         try {
           // Small cache files are read with one blocking read (no round trips on a token read's path).
@@ -553,25 +547,22 @@ export class DumpReader {
         } catch {
           return null;
         }
-        return parseStepCatalog(text, files, ids);
+        const kept = parseStepCatalog(text, files);
+        if (!kept) return null;
+        // Every rank file must still be the one described (the stats run on the thread pool meanwhile).
+        const now = await Promise.all(files.map((f) => stat(join(this.runDir, f.name)).then(fileIdentity, () => null)));
+        return now.every((id, k) => id === kept.sources[k]) ? kept : null;
       },
       save: async (catalog) => {
-        const ids = identify();
         const body = JSON.stringify({
           version: TRAIN_CATALOG_VERSION,
-          files: files.map((f, k) => [f.name, ids[k]]),
+          files: files.map((f, k) => [f.name, catalog.sources[k]]),
           twinOf: catalog.twinOf,
           // Twins list the same sizes: only the lowest rank of each set writes them.
           sizes: catalog.sizes.map((s, i) => (catalog.twinOf[i] === i ? s : null)),
           samples: [...catalog.samples],
         });
-        try {
-          await mkdir(cacheDir, { recursive: true });
-          await writeFile(`${path}.tmp`, body);
-          await rename(`${path}.tmp`, path);
-        } catch {
-          // The cache is an optimisation: a read-only or full cache directory must not fail the request.
-        }
+        await writeCacheFile(path, body);
       },
     };
   }
@@ -964,16 +955,12 @@ async function writeCacheFile(path: string, body: string): Promise<void> {
   }
 }
 
-/** A file as the persisted caches name it: inode, size, modification and creation time. */
-function fileIdentity(st: Stats): string {
-  return `${st.ino}:${st.size}:${st.mtimeMs}:${st.birthtimeMs}`;
-}
 
 /**
- * A persisted train step catalog, or null when it is not one for exactly these files with these identities
- * (another version, other files, a changed file, or damage).
+ * A persisted train step catalog, or null when it is not one for exactly these files (another version, other
+ * files, or damage); the caller checks the files still have the identities it names.
  */
-function parseStepCatalog(text: string, files: readonly RankFileName[], ids: readonly string[]): StepCatalog | null {
+function parseStepCatalog(text: string, files: readonly RankFileName[]): StepCatalog | null {
   let kept: { version?: unknown; files?: unknown; twinOf?: unknown; sizes?: unknown; samples?: unknown };
   try {
     kept = JSON.parse(text);
@@ -982,9 +969,11 @@ function parseStepCatalog(text: string, files: readonly RankFileName[], ids: rea
   }
   const n = files.length;
   if (kept?.version !== TRAIN_CATALOG_VERSION || !Array.isArray(kept.files) || kept.files.length !== n) return null;
+  const sources: string[] = [];
   for (let k = 0; k < n; k++) {
     const f = kept.files[k];
-    if (!Array.isArray(f) || f[0] !== files[k].name || f[1] !== ids[k]) return null;
+    if (!Array.isArray(f) || f[0] !== files[k].name || typeof f[1] !== 'string') return null;
+    sources.push(f[1]);
   }
   const { twinOf, sizes, samples } = kept;
   if (!Array.isArray(twinOf) || twinOf.length !== n || !Array.isArray(sizes) || sizes.length !== n || !Array.isArray(samples)) return null;
@@ -1003,7 +992,7 @@ function parseStepCatalog(text: string, files: readonly RankFileName[], ids: rea
     if (!Array.isArray(e) || e.length !== 2 || !Number.isSafeInteger(e[0]) || e[0] < 0 || e[0] >= n || twinOf[e[0]] !== e[0] || !isInts(e[1])) return null;
     known.set(e[0], e[1]);
   }
-  return { twinOf: twinOf as number[], sizes: byFile, samples: known };
+  return { sources, twinOf: twinOf as number[], sizes: byFile, samples: known };
 }
 
 /** `realpath` of a path that may not exist yet: its nearest existing ancestor resolved, the rest appended. */

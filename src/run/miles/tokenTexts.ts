@@ -1,16 +1,14 @@
 // The texts of single tokens as the run's tokenizer decodes them, kept in the cache directory for the next
 // process (`tokenizer.texts.json`, naming tokenizer.json and tokenizer_config.json by inode, size, modification
 // and creation time): a token read whose ids are all known there answers without loading the tokenizer.
-import { lstatSync, readFileSync, type Stats } from 'node:fs';
+import { lstatSync, readFileSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileIdentity } from '../../formats/fileAccess.ts';
 
 const VERSION = 1;
 const FILE = 'tokenizer.texts.json';
 
-function identity(st: Stats): string {
-  return `${st.ino}:${st.size}:${st.mtimeMs}:${st.birthtimeMs}`;
-}
 
 /**
  * The tokenizer files as they are now, or null when tokenizer.json is not a regular file (missing, a
@@ -23,11 +21,11 @@ function tokenizerSource(runDir: string): string | null {
     let config = 'none';
     try {
       const st = lstatSync(join(runDir, 'tokenizer', 'tokenizer_config.json'));
-      config = st.isFile() ? identity(st) : 'other';
+      config = st.isFile() ? fileIdentity(st) : 'other';
     } catch {
       // No config: the tokenizer loads without one.
     }
-    return `${identity(json)}/${config}`;
+    return `${fileIdentity(json)}/${config}`;
   } catch {
     return null;
   }

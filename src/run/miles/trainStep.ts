@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { openTorchArchive } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
 import { Tensor } from '../../formats/torch/value.ts';
+import { statSync, type Stats } from 'node:fs';
+import { fileIdentity } from '../../formats/fileAccess.ts';
 import { visitCentralDirectorySync, ZipArchive, type ZipEntry } from '../../formats/zip.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { readNumbers, type TorchDocument } from './torchDocument.ts';
@@ -33,6 +35,8 @@ interface Catalog {
   twinOf: number[];
   /** Per file: the byte sizes of its storages. */
   sizes: Set<number>[];
+  /** Per file: its identity (`fileIdentity`) from before its directory was read; null when not known (then not kept). */
+  sources: string[] | null;
 }
 
 /**
@@ -41,6 +45,8 @@ interface Catalog {
  * store that has checked the files are still the ones described (same identity) hands one back.
  */
 export interface StepCatalog {
+  /** Per file, its identity (`fileIdentity`) as it was when its directory was read. */
+  sources: string[];
   twinOf: number[];
   /** Per file, its storage sizes (twins list the same sizes). */
   sizes: number[][];
@@ -74,9 +80,13 @@ const latin1 = new TextDecoder('latin1');
  * exactly when `storageFingerprint`'s are (the same storage keys, sizes and CRCs in the same order), in
  * another form: each storage's key length, key, size and CRC as bytes, read as one latin1 string.
  */
-export function storageCatalogOf(path: string, scratch: { bytes: Uint8Array; print: Uint8Array }): { print: string | null; sizes: Set<number> } | null {
+export function storageCatalogOf(
+  path: string,
+  scratch: { bytes: Uint8Array; print: Uint8Array },
+): { print: string | null; sizes: Set<number>; source: string } | null {
   const sizes = new Set<number>();
   let n = 0;
+  let source = '';
   const ok = visitCentralDirectorySync(path, scratch, (name, size, crc) => {
     // `<root>/data/<key>`: the last slash, preceded by `/data`.
     let slash = name.length - 1;
@@ -101,8 +111,8 @@ export function storageCatalogOf(path: string, scratch: { bytes: Uint8Array; pri
       out[n++] = v >>> 24;
     }
     sizes.add(size);
-  });
-  return ok ? { print: n > 0 ? latin1.decode(scratch.print.subarray(0, n)) : null, sizes } : null;
+  }, (st) => (source = fileIdentity(st)));
+  return ok ? { print: n > 0 ? latin1.decode(scratch.print.subarray(0, n)) : null, sizes, source } : null;
 }
 
 /** The storage key of a torch archive entry `<root>/data/<key>`, else null (a plain scan: this runs per entry of every rank file). */
@@ -312,6 +322,7 @@ export class TrainStepFiles {
     return (async () => {
       const twinOf: number[] = [];
       const sizes: Set<number>[] = [];
+      const sources: string[] = [];
       const first = new Map<string, number>();
       const roots: { i: number; archive: ZipArchive }[] = [];
       try {
@@ -320,6 +331,8 @@ export class TrainStepFiles {
           const f = this.files[i];
           let archive: ZipArchive;
           try {
+            // Its identity before it is read: the catalog found here is kept under it.
+            sources.push(fileIdentity(statSync(join(this.runDir, f.name))));
             archive = ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0 });
           } catch (e) {
             throw await this.failure(f.name, e);
@@ -336,7 +349,7 @@ export class TrainStepFiles {
         throw e;
       }
       if (!this.catalogP) {
-        this.catalogP = Promise.resolve({ twinOf, sizes });
+        this.catalogP = Promise.resolve({ twinOf, sizes, sources });
         this.persist();
       }
 
@@ -466,16 +479,18 @@ export class TrainStepFiles {
           if (!set) sets.set(t, (set = new Set(kept.sizes[i])));
           return set;
         });
-        return { twinOf: kept.twinOf, sizes };
+        return { twinOf: kept.twinOf, sizes, sources: kept.sources };
       }
       const all = this.files.map((_, i) => i);
       const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
       const prints = await this.scan(
         all,
-        (entries) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries) }),
+        // A file the quick visit declines: its identity is taken before the full open reads it.
+        (entries, st) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries), source: st ? fileIdentity(st) : '' }),
         (path) => storageCatalogOf(path, scratch),
       );
-      const catalog = { twinOf: twinsOf(prints.map((p) => p.print), all), sizes: prints.map((p) => p.sizes) };
+      const sources = prints.map((p) => p.source);
+      const catalog = { twinOf: twinsOf(prints.map((p) => p.print), all), sizes: prints.map((p) => p.sizes), sources: sources.every((x) => x !== '') ? sources : null };
       queueMicrotask(() => this.persist());
       return catalog;
     })();
@@ -500,8 +515,8 @@ export class TrainStepFiles {
       .then(() => new Promise<void>((r) => setImmediate(r)))
       .then(async () => {
         this.saveQueued = false;
-        const { twinOf, sizes } = await catalogP;
-        await store.save({ twinOf, sizes: sizes.map((s) => [...s]), samples: new Map(this.known) });
+        const { twinOf, sizes, sources } = await catalogP;
+        if (sources) await store.save({ sources, twinOf, sizes: sizes.map((s) => [...s]), samples: new Map(this.known) });
       })
       .catch(() => {});
   }
@@ -510,7 +525,7 @@ export class TrainStepFiles {
    * `read` of the central directory of each listed rank file. Blocking reads (one open, one tail read, one
    * close per file) cost far less than a promise round trip per step; the loop yields between batches.
    */
-  private async scan<T>(which: readonly number[], read: (entries: readonly ZipEntry[]) => T, fast?: (path: string) => T | null): Promise<T[]> {
+  private async scan<T>(which: readonly number[], read: (entries: readonly ZipEntry[], st?: Stats) => T, fast?: (path: string) => T | null): Promise<T[]> {
     const out: T[] = [];
     for (let k = 0; k < which.length; k++) {
       if (k % 32 === 31) await new Promise<void>((r) => setImmediate(r));
@@ -522,7 +537,8 @@ export class TrainStepFiles {
         continue;
       }
       try {
-        out.push(read(ZipArchive.openSync(path, { wholeFileBelow: 0 }).entries));
+        const st = fast ? statSync(path) : undefined;
+        out.push(read(ZipArchive.openSync(path, { wholeFileBelow: 0 }).entries, st));
       } catch (e) {
         throw await this.failure(f.name, e);
       }
