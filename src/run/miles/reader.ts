@@ -260,11 +260,12 @@ export class DumpReader {
   private async sampleRead(rolloutId: number, evaluation: boolean, sampleIndex: number): Promise<SampleRead> {
     const key = `${stem(rolloutId, evaluation)}:${sampleIndex}`;
     const step = evaluation ? null : await this.trainStep(rolloutId);
+    // The rank files' catalog is read (or its identities checked on the thread pool) while the mirror opens.
+    step?.prefetch();
     const mirrorStamp = (await this.mirror(stem(rolloutId, evaluation)))?.stamp ?? 'no mirror';
     const stamp = `${mirrorStamp}\n${step?.stamp ?? ''}`;
     const cached = this.sampleReads.get(key);
     if (cached && cached.stamp === stamp) return cached;
-    step?.prefetch();
     const rollout = await this.rolloutTokens(rolloutId, evaluation, sampleIndex);
     let trainRow: TrainRow | null = null;
     if (step) {
