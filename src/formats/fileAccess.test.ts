@@ -1,11 +1,11 @@
 // Readers never open a FIFO, device or directory as a file, and symlinks are resolved before a folder check.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { confinedPath, confinedPathSync, FileRefused, openRegular, openRegularSync, readRegularFile, readRegularFileSync } from './fileAccess.ts';
+import { confinedPath, confinedPathSync, FileRefused, openRegular, openRegularSync, openRegularSyncSized, readRegularFile, readRegularFileSync } from './fileAccess.ts';
 import { readCompleteLines, readRange } from './jsonlTail.ts';
 import { ParquetFile } from './parquet.ts';
 import { ZipArchive } from './zip.ts';
@@ -30,6 +30,12 @@ describe('non-regular files are refused before anything blocks on them', () => {
     assert.throws(() => openRegularSync('/dev/null'), refused(/a character device/));
     await assert.rejects(openRegular(join(dir, 'missing')), { code: 'ENOENT' });
     assert.equal((await readRegularFile(join(dir, 'plain.txt'))).toString(), 'a\nb\n');
+    // A file a listing named regular that is a FIFO by the time it opens: the open does not wait for a
+    // writer, and what it opened is refused.
+    assert.throws(() => openRegularSyncSized(fifo, true), refused(/a FIFO/));
+    const opened = openRegularSyncSized(join(dir, 'plain.txt'), true);
+    closeSync(opened.fd);
+    assert.equal(opened.size, 4);
   });
 
   test('the format readers', async () => {

@@ -56,9 +56,13 @@ export function openRegularSync(path: string): number {
   return openRegularSyncSized(path).fd;
 }
 
-/** `openRegularSync` with the size and `fstat` of the file opened. */
-export function openRegularSyncSized(path: string): { fd: number; size: number; stat: Stats } {
-  refuseKind(path, statSync(path));
+/**
+ * `openRegularSync` with the size and `fstat` of the file opened. `listedRegular`: the caller's directory
+ * listing already named it a regular file, so its kind is not asked again before the open (the open never
+ * blocks, and what it opened is checked all the same).
+ */
+export function openRegularSyncSized(path: string, listedRegular = false): { fd: number; size: number; stat: Stats } {
+  if (!listedRegular) refuseKind(path, statSync(path));
   const fd = openSync(path, READ_FLAGS);
   try {
     const st = fstatSync(fd);

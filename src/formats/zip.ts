@@ -421,10 +421,12 @@ export function visitCentralDirectorySync(
   visit: (name: Uint8Array, size: number, crc32: number) => void,
   /** Told the `fstat` of the file as opened, before anything is read. */
   opened?: (st: Stats) => void,
+  /** A directory listing named it a regular file (see `openRegularSyncSized`). */
+  listedRegular = false,
 ): boolean {
   let file: { fd: number; size: number; stat: Stats };
   try {
-    file = openRegularSyncSized(path);
+    file = openRegularSyncSized(path, listedRegular);
   } catch {
     return false;
   }

@@ -501,7 +501,7 @@ export class DumpReader {
       if (!n.startsWith(prefix) || !n.endsWith('.pt')) continue;
       const r = n.slice(prefix.length, -3);
       if (!/^\d+$/.test(r)) continue;
-      out.push({ name: `train_data/${n}`, rank: Number(r) });
+      out.push({ name: `train_data/${n}`, rank: Number(r), listedRegular: this.listing?.unplain.has(n) === false });
     }
     return out.sort((a, b) => a.rank - b.rank);
   }

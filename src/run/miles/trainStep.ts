@@ -28,6 +28,8 @@ export interface RankFileName {
   /** Run-relative, e.g. `train_data/0_3.pt`. */
   name: string;
   rank: number;
+  /** The directory listing named it a regular file (not a symlink or anything else). */
+  listedRegular?: boolean;
 }
 
 interface Catalog {
@@ -83,6 +85,7 @@ const latin1 = new TextDecoder('latin1');
 export function storageCatalogOf(
   path: string,
   scratch: { bytes: Uint8Array; print: Uint8Array },
+  listedRegular = false,
 ): { print: string | null; sizes: Set<number>; source: string } | null {
   const sizes = new Set<number>();
   let n = 0;
@@ -111,7 +114,7 @@ export function storageCatalogOf(
       out[n++] = v >>> 24;
     }
     sizes.add(size);
-  }, (st) => (source = fileIdentity(st)));
+  }, (st) => (source = fileIdentity(st)), listedRegular);
   return ok ? { print: n > 0 ? latin1.decode(scratch.print.subarray(0, n)) : null, sizes, source } : null;
 }
 
@@ -487,7 +490,7 @@ export class TrainStepFiles {
         all,
         // A file the quick visit declines: its identity is taken before the full open reads it.
         (entries, st) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries), source: st ? fileIdentity(st) : '' }),
-        (path) => storageCatalogOf(path, scratch),
+        (path, f) => storageCatalogOf(path, scratch, f.listedRegular),
       );
       const sources = prints.map((p) => p.source);
       const catalog = { twinOf: twinsOf(prints.map((p) => p.print), all), sizes: prints.map((p) => p.sizes), sources: sources.every((x) => x !== '') ? sources : null };
@@ -525,13 +528,17 @@ export class TrainStepFiles {
    * `read` of the central directory of each listed rank file. Blocking reads (one open, one tail read, one
    * close per file) cost far less than a promise round trip per step; the loop yields between batches.
    */
-  private async scan<T>(which: readonly number[], read: (entries: readonly ZipEntry[], st?: Stats) => T, fast?: (path: string) => T | null): Promise<T[]> {
+  private async scan<T>(
+    which: readonly number[],
+    read: (entries: readonly ZipEntry[], st?: Stats) => T,
+    fast?: (path: string, f: RankFileName) => T | null,
+  ): Promise<T[]> {
     const out: T[] = [];
     for (let k = 0; k < which.length; k++) {
       if (k % 32 === 31) await new Promise<void>((r) => setImmediate(r));
       const f = this.files[which[k]];
       const path = join(this.runDir, f.name);
-      const quick = fast?.(path) ?? null;
+      const quick = fast?.(path, f) ?? null;
       if (quick !== null) {
         out.push(quick);
         continue;
