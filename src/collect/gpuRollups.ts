@@ -30,6 +30,47 @@ interface HourState {
 /** How often the newest hour's rollup is rewritten while it grows, seconds (older hours: once, when complete). */
 export const NEWEST_ROLLUP_EVERY_S = 60;
 
+/** What the sidecar writers keep of each hour to decide when to write it. */
+export interface SidecarHour {
+  dirty: boolean;
+  /** The hour gets no sidecar (not written from its start by this process, or a line did not fold). */
+  broken: boolean;
+  writtenAt: number;
+}
+
+/**
+ * Writes the hours that changed, oldest first: every hour but the newest at once, the newest at most every
+ * `NEWEST_ROLLUP_EVERY_S` (all of them when `final`); `ready` says an hour has something to write. A `write`
+ * that throws leaves its hour dirty for the next call. `settled` then sees each hour written or unchanged,
+ * with whether it is done growing (an older hour, or every hour at the final call).
+ */
+export function writeChangedHours<H extends SidecarHour>(
+  hours: ReadonlyMap<string, H>,
+  now: number,
+  final: boolean,
+  ready: (h: H) => boolean,
+  write: (key: string, h: H) => void,
+  settled?: (h: H, done: boolean) => void,
+): void {
+  const keys = [...hours.keys()].sort();
+  const newest = keys.at(-1);
+  for (const key of keys) {
+    const h = hours.get(key)!;
+    if (h.broken || !ready(h)) continue;
+    if (h.dirty) {
+      if (!final && key === newest && now - h.writtenAt < NEWEST_ROLLUP_EVERY_S) continue;
+      try {
+        write(key, h);
+      } catch {
+        continue; // kept dirty: written at the next call
+      }
+      h.dirty = false;
+      h.writtenAt = now;
+    }
+    settled?.(h, final || key !== newest);
+  }
+}
+
 export class CollectorGpuRollups {
   private readonly hours = new Map<string, HourState>();
   private readonly lanes = new LaneTable();
@@ -81,25 +122,9 @@ export class CollectorGpuRollups {
     h.dirty = true;
   }
 
-  /**
-   * Writes the rollups that changed: every hour but the newest at once, the newest at most every
-   * `NEWEST_ROLLUP_EVERY_S` (all of them when `final`). Failures are left for the next call.
-   */
+  /** Writes the rollups that changed (see `writeChangedHours`). */
   write(final = false): void {
-    const keys = [...this.hours.keys()].sort();
-    const newest = keys.at(-1);
-    for (const key of keys) {
-      const h = this.hours.get(key)!;
-      if (!h.dirty || h.broken || h.cells === null) continue;
-      if (!final && key === newest && this.now() - h.writtenAt < NEWEST_ROLLUP_EVERY_S) continue;
-      try {
-        this.fs.replace(gpuRollupFile(key), encodeGpuRollup(h.cells, { key, ino: h.ino, born: h.born, offset: h.bytes }));
-        h.dirty = false;
-        h.writtenAt = this.now();
-      } catch {
-        /* kept dirty: written at the next call */
-      }
-    }
+    writeChangedHours(this.hours, this.now(), final, (h) => h.cells !== null, (key, h) => this.fs.replace(gpuRollupFile(key), encodeGpuRollup(h.cells!, { key, ino: h.ino, born: h.born, offset: h.bytes })));
   }
 
   private drop(key: string, h: HourState): void {

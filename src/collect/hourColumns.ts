@@ -12,7 +12,7 @@ import { decodePersistedParse, encodePersistedParse } from '../run/telemetry/par
 import type { ParsedColumns } from '../run/telemetry/parseJob.ts';
 import { PhaseBlock, PhaseParser } from '../run/telemetry/phaseBlock.ts';
 import { columnsFile, hourStart, HOUR_SECONDS, type ColumnsStream } from '../formats/dashboard/index.ts';
-import { NEWEST_ROLLUP_EVERY_S, type RollupFs } from './gpuRollups.ts';
+import { type RollupFs, writeChangedHours } from './gpuRollups.ts';
 
 /** What the columns need of the collector's file system: the rollups' operations and reading back a file written. */
 export interface ColumnsFs extends RollupFs {
@@ -126,30 +126,22 @@ export class CollectorHourColumns {
     h.dirty = true;
   }
 
-  /**
-   * Writes the hours that changed: every hour but the newest at once (then lets its rows go), the newest
-   * at most every `NEWEST_ROLLUP_EVERY_S` (all of them when `final`). Failures are left for the next call.
-   */
+  /** Writes the hours that changed (see `writeChangedHours`), then lets the rows of every hour done growing go. */
   write(final = false): void {
-    const keys = [...this.hours.keys()].sort();
-    const newest = keys.at(-1);
-    for (const key of keys) {
-      const h = this.hours.get(key)!;
-      if (h.broken || h.block === null) continue;
-      if (h.dirty) {
-        if (!final && key === newest && this.now() - h.writtenAt < NEWEST_ROLLUP_EVERY_S) continue;
-        try {
-          const data = this.kind.export(h.block);
-          this.fs.replace(columnsFile(this.stream, key), encodePersistedParse(this.stream, key, { ino: h.ino, born: h.born }, { data, offset: h.bytes, lines: h.lines, view: null, warnings: [] }));
-          h.dirty = false;
-          h.writtenAt = this.now();
-          this.writes++;
-        } catch {
-          continue; // kept dirty (and resident): written at the next call
-        }
-      }
-      if (final || key !== newest) h.block = null;
-    }
+    writeChangedHours(
+      this.hours,
+      this.now(),
+      final,
+      (h) => h.block !== null,
+      (key, h) => {
+        const data = this.kind.export(h.block!);
+        this.fs.replace(columnsFile(this.stream, key), encodePersistedParse(this.stream, key, { ino: h.ino, born: h.born }, { data, offset: h.bytes, lines: h.lines, view: null, warnings: [] }));
+        this.writes++;
+      },
+      (h, done) => {
+        if (done) h.block = null;
+      },
+    );
   }
 
   /** Hours whose rows are held (the growing ones), for tests and diagnostics. */
