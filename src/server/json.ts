@@ -41,7 +41,7 @@ export function toJsonText(value: unknown): string {
 
 /** Arrays longer than this, and typed arrays, are written piece by piece. */
 const LONG_ARRAY = 1024;
-/** Numbers of a typed array turned into text at a time. */
+/** Numbers of a typed array (or light elements of a long array) turned into text at a time. */
 const NUMBERS_PER_PIECE = 8192;
 /** Bytes of text handed to the response at a time. */
 const STREAM_CHUNK = 1 << 16;
@@ -65,9 +65,9 @@ function heavy(v: unknown, depth = 3): boolean {
 const unwritable = (v: unknown): boolean => v === undefined || typeof v === 'function' || typeof v === 'symbol';
 
 /**
- * The JSON text of `value` in pieces, exactly as `toJsonText` writes it: typed arrays a few thousand
- * numbers at a time and long arrays element by element, so a large answer is never one string (or
- * one array of numbers) in memory.
+ * The JSON text of `value` in pieces, exactly as `toJsonText` writes it: typed arrays and runs of light
+ * elements of long arrays a few thousand at a time, heavy elements piece by piece, so a large answer is
+ * never one string (or one array of numbers) in memory.
  */
 export function* jsonPieces(value: unknown): Generator<string> {
   if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
@@ -83,13 +83,25 @@ export function* jsonPieces(value: unknown): Generator<string> {
     return;
   }
   if (Array.isArray(value) && value.length > LONG_ARRAY) {
+    // runs of light elements go out a slice at a time (one stringify each), heavy ones piece by piece
     yield '[';
+    let from = 0;
+    const flush = function* (to: number): Generator<string> {
+      if (to > from) yield (from > 0 ? ',' : '') + toJsonText(value.slice(from, to)).slice(1, -1);
+      from = to;
+    };
     for (let i = 0; i < value.length; i++) {
-      if (i > 0) yield ',';
       const v = value[i];
-      if (unwritable(v)) yield 'null';
-      else yield* heavy(v) ? jsonPieces(v) : [toJsonText(v)];
+      if (unwritable(v) || !heavy(v)) {
+        if (i + 1 - from >= NUMBERS_PER_PIECE) yield* flush(i + 1);
+        continue;
+      }
+      yield* flush(i);
+      if (i > 0) yield ',';
+      yield* jsonPieces(v);
+      from = i + 1;
     }
+    yield* flush(value.length);
     yield ']';
     return;
   }

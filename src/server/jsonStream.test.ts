@@ -37,3 +37,11 @@ test('a large answer streams in chunks that decode to the same text', async () =
   assert.equal(text, toJsonText(answer));
   assert.equal(typeof jsonBody({ small: [1, 2, 3] }), 'string');
 });
+
+test('a long array of light elements with heavy ones among them goes out in slices, byte for byte', () => {
+  const xs: unknown[] = Array.from({ length: 20_000 }, (_, i) => (i % 7 === 0 ? { i, s: `x${i}` } : i % 11 === 0 ? undefined : i % 13 === 0 ? 10n ** 18n : i / 3));
+  for (const at of [0, 1, 8191, 8192, 8193, 12_000, 19_999]) xs[at] = Float64Array.from([at, NaN, -0]);
+  const pieces = [...jsonPieces(xs)];
+  assert.equal(pieces.join(''), toJsonText(xs));
+  assert.ok(pieces.length < 60, `${pieces.length} pieces`);
+});
