@@ -71,7 +71,11 @@ export function framePieces(header: Record<string, unknown>, columns: Record<str
 
 /** Encodes `header` (any JSON object) and named columns into one frame (the pieces of `framePieces`, joined). */
 export function encodeFrame(header: Record<string, unknown>, columns: Record<string, FrameColumn> | [string, FrameColumn][]): Uint8Array {
-  const pieces = framePieces(header, columns);
+  return joinPieces(framePieces(header, columns));
+}
+
+/** The pieces of a frame as one buffer. */
+export function joinPieces(pieces: readonly Uint8Array[]): Uint8Array {
   let size = 0;
   for (const p of pieces) size += p.length;
   const out = new Uint8Array(size);

@@ -117,14 +117,17 @@ export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): GpuAnsw
   const sel = resolveLanes(q.lanes, laneIndex);
   const blocks = store.gpuUtilBlocks(t0, t1, selectiveLaneKeys(sel, laneIndex.length));
   const out: Record<string, GpuLaneSeries> = {};
+  // blocks of small integers only (the compact schema) answer in integer columns: the same values in
+  // under half the bytes; a wide block's values keep their floats
+  const compact = blocks.every((b) => !b.wide);
   for (const s of laneSamples(blocks, selectedLaneIds(store.lanes, sel), t0, t1)) {
     const util = s.util;
     const idx = minmaxIndices(util, maxPoints);
     // typed columns: a 1,024-lane hour is ~15 M numbers, written to JSON in chunks, never as one array of objects
     const ts = new Float64Array(idx.length);
-    const utilOut = new Float64Array(idx.length);
-    const mem = new Float64Array(idx.length);
-    const power = new Float64Array(idx.length);
+    const utilOut = compact ? new Uint8Array(idx.length) : new Float64Array(idx.length);
+    const mem = compact ? new Uint32Array(idx.length) : new Float64Array(idx.length);
+    const power = compact ? new Uint16Array(idx.length) : new Float64Array(idx.length);
     for (let k = 0; k < idx.length; k++) {
       const i = idx[k];
       const b = blocks[s.blockOf[i]];

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { servedFixture } from '../../test/support/servedFixture.ts';
-import { decodeFrame, encodeFrame } from '../formats/columnFrame.ts';
+import { decodeFrame, encodeFrame, joinPieces } from '../formats/columnFrame.ts';
 import { decodeColumns, engineSeriesOf, gpuLanes, phaseLanes } from '../../web/columns.ts';
 import fc from 'fast-check';
 import { engineSeriesFrame, gpuFrame, narrowestType, phasesFrame } from './columns.ts';
@@ -88,7 +88,7 @@ describe('columnar answers', () => {
       { name: 'train "x"\n', t0: -Infinity, t1: null, node: 'nöde-α', gpu: 0, rank: 2 ** 31 - 1, role: 'train' },
       { name: 'rollout', t0: NaN, t1: -0, node: 'n2', gpu: 7, rank: 0, role: '' },
     ] as never[];
-    const frame = decodeColumns<{ strings: string[] }>(phasesFrame({ phases }).buffer as ArrayBuffer);
+    const frame = decodeColumns<{ strings: string[] }>(joinPieces(phasesFrame({ phases })).buffer as ArrayBuffer);
     const { byLane, names } = phaseLanes(frame);
     assert.deepEqual([...byLane.keys()], ['nöde-α:0', 'n2:7']);
     assert.deepEqual(names, ['rollout', 'train "x"\n']);
@@ -98,9 +98,9 @@ describe('columnar answers', () => {
     assert.deepEqual([a.strings[a.role[0]!], a.strings[a.role[1]!]], ['rollout_manager', 'train']);
     const b = byLane.get('n2:7')!;
     assert.ok(Number.isNaN(b.t0[0]) && Object.is(b.t1[0], -0) && b.strings[b.role[0]!] === '');
-    assert.equal(phaseLanes(decodeColumns(phasesFrame({ phases: [] }).buffer as ArrayBuffer)).byLane.size, 0);
+    assert.equal(phaseLanes(decodeColumns(joinPieces(phasesFrame({ phases: [] })).buffer as ArrayBuffer)).byLane.size, 0);
     // The server's own decoder reads the same frame.
-    assert.deepEqual(Array.from(decodeFrame(phasesFrame({ phases })).columns.gpu), [0, 0, 7]);
+    assert.deepEqual(Array.from(decodeFrame(joinPieces(phasesFrame({ phases }))).columns.gpu), [0, 0, 7]);
   });
 
   test('engine_series: NaN, null, infinities, empty series and unicode labels survive the frame', () => {
@@ -109,7 +109,7 @@ describe('columnar answers', () => {
       { addr: 'http://10.0.0.2:15000', labels: {}, ts: [], value: [] },
       { addr: 'h', labels: { q: '"\n' }, ts: [2 ** 53, -0], value: [5e-324, 1.7976931348623157e308] },
     ] as never[];
-    const bytes = engineSeriesFrame({ series });
+    const bytes = joinPieces(engineSeriesFrame({ series }));
     const got = engineSeriesOf(decodeColumns(bytes.buffer as ArrayBuffer));
     assert.deepEqual(got.map((s) => [s.addr, s.labels]), (series as any[]).map((s) => [s.addr, s.labels]));
     const show = (xs: Float64Array) => Array.from(xs, (x) => (Number.isNaN(x) ? 'NaN' : x));
@@ -122,7 +122,7 @@ describe('columnar answers', () => {
 
   test('NaN, infinities and nulls survive the frame as NaN; the views share the received bytes', () => {
     const answer = { lanes: { 'n:0': { ts: [1, 2, 3], util: [null, NaN, 5], mem_mb: [Infinity, 0, -0], power_w: [1.5, null, 2 ** 60] }, 'n:1': { ts: [], util: [], mem_mb: [], power_w: [] } } } as never;
-    const bytes = gpuFrame(answer);
+    const bytes = joinPieces(gpuFrame(answer));
     const frame = decodeColumns<{ lanes: string[] }>(bytes.buffer as ArrayBuffer);
     const lanes = gpuLanes(frame);
     const u = lanes['n:0'].util as unknown as Float64Array;
@@ -136,7 +136,7 @@ describe('columnar answers', () => {
   test('gpu: util, mem_mb and power_w take the narrowest type that holds every value exactly', () => {
     const lane = (util: (number | null)[], mem: (number | null)[], power: (number | null)[]) => ({ ts: util.map((_, i) => 1_700_000_000.25 + i), util, mem_mb: mem, power_w: power });
     const types = (answer: unknown) => {
-      const { columns } = decodeFrame(gpuFrame(answer as never));
+      const { columns } = decodeFrame(joinPieces(gpuFrame(answer as never)));
       return ['ts', 'util', 'mem_mb', 'power_w'].map((k) => columns[k]!.constructor.name);
     };
     // integers: u8 for util, i32 for MiB past 65,535, u16 for watts; the timestamps stay f64
@@ -161,7 +161,7 @@ describe('columnar answers', () => {
     fc.assert(
       fc.property(lanes, (spec) => {
         const answer = { lanes: Object.fromEntries(Object.entries(spec).map(([k, rows]) => [k, { ts: rows.map((r) => r[0]), util: rows.map((r) => r[1]), mem_mb: rows.map((r) => r[2]), power_w: rows.map((r) => r[3]) }])) };
-        const got = gpuLanes(decodeColumns(gpuFrame(answer as never).slice().buffer as ArrayBuffer));
+        const got = gpuLanes(decodeColumns(joinPieces(gpuFrame(answer as never)).slice().buffer as ArrayBuffer));
         assert.deepEqual(Object.keys(got), Object.keys(answer.lanes));
         for (const [k, s] of Object.entries(answer.lanes)) {
           for (const f of ['ts', 'util', 'mem_mb', 'power_w'] as const) {

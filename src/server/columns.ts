@@ -11,7 +11,7 @@
 //   phases         header {kind: "phases", strings: […]}; columns name, node, role (u32 ids into strings),
 //                  t0, t1 (f64), gpu, rank (i32): one row per phase
 import type { Context } from 'hono';
-import { COLUMNS_MEDIA_TYPE, encodeFrame, type FrameColumn } from '../formats/columnFrame.ts';
+import { COLUMNS_MEDIA_TYPE, framePieces, type FrameColumn } from '../formats/columnFrame.ts';
 import type { EngineSeriesAnswer, GpuAnswer, PhasesAnswer } from '../wire/index.ts';
 
 /** Whether the request asks for the columnar frame instead of JSON. */
@@ -19,8 +19,16 @@ export function wantsColumns(c: Context): boolean {
   return c.req.query('format') === 'columns' || (c.req.header('accept') ?? '').includes(COLUMNS_MEDIA_TYPE);
 }
 
-export function columnsResponse(c: Context, frame: Uint8Array): Response {
-  return c.body(frame as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': COLUMNS_MEDIA_TYPE });
+/** A frame's pieces as the body, handed to the response one after another (never joined into one buffer). */
+export function columnsResponse(c: Context, pieces: readonly Uint8Array[]): Response {
+  let next = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (next < pieces.length) controller.enqueue(pieces[next++]!);
+      else controller.close();
+    },
+  });
+  return c.body(body, 200, { 'Content-Type': COLUMNS_MEDIA_TYPE });
 }
 
 /** Values of a JSON-shaped number list (null = a non-finite float) as floats. */
@@ -83,16 +91,16 @@ function concat<S>(series: readonly S[], fields: readonly (keyof S)[], narrow: r
   return out;
 }
 
-export function gpuFrame(a: GpuAnswer): Uint8Array {
+export function gpuFrame(a: GpuAnswer): Uint8Array[] {
   const lanes = Object.keys(a.lanes);
-  return encodeFrame({ kind: 'gpu', lanes }, concat(lanes.map((k) => a.lanes[k]), ['ts', 'util', 'mem_mb', 'power_w'], ['util', 'mem_mb', 'power_w']));
+  return framePieces({ kind: 'gpu', lanes }, concat(lanes.map((k) => a.lanes[k]), ['ts', 'util', 'mem_mb', 'power_w'], ['util', 'mem_mb', 'power_w']));
 }
 
-export function engineSeriesFrame(a: EngineSeriesAnswer): Uint8Array {
-  return encodeFrame({ kind: 'engine_series', series: a.series.map((s) => ({ addr: s.addr, labels: s.labels })) }, concat(a.series, ['ts', 'value']));
+export function engineSeriesFrame(a: EngineSeriesAnswer): Uint8Array[] {
+  return framePieces({ kind: 'engine_series', series: a.series.map((s) => ({ addr: s.addr, labels: s.labels })) }, concat(a.series, ['ts', 'value']));
 }
 
-export function phasesFrame(a: PhasesAnswer): Uint8Array {
+export function phasesFrame(a: PhasesAnswer): Uint8Array[] {
   const ids = new Map<string, number>();
   const id = (s: string): number => {
     let v = ids.get(s);
@@ -116,5 +124,5 @@ export function phasesFrame(a: PhasesAnswer): Uint8Array {
     gpu[i] = p.gpu;
     rank[i] = p.rank;
   });
-  return encodeFrame({ kind: 'phases', strings: [...ids.keys()] }, { name, node, role, t0, t1, gpu, rank });
+  return framePieces({ kind: 'phases', strings: [...ids.keys()] }, { name, node, role, t0, t1, gpu, rank });
 }
