@@ -23,6 +23,7 @@ import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
 import { mountTrace } from './trace.ts';
+import { foreground } from '../run/foreground.ts';
 
 export interface AppOptions {
   /** `--follow`: the app is told to expect growth (`meta.mode`). */
@@ -97,6 +98,16 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
   const app = new Hono();
   app.use(hostGuard(allowedHosts(options.host ?? '127.0.0.1', options.allowHosts ?? [])));
   app.use(readOnlyMethods);
+  // requests being answered hold back the background warm-up (the event stream is not one: it stays open)
+  app.use('/api/*', async (c, next) => {
+    if (c.req.path.endsWith('/events')) return next();
+    const done = foreground.begin();
+    try {
+      await next();
+    } finally {
+      done();
+    }
+  });
   // Heatmap frames are mostly runs of equal bytes: gzip them too.
   app.use(compress({ contentTypeFilter: (type) => COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith('application/octet-stream') || type.startsWith('application/vnd.rlsight.columns') }));
   app.onError((err, c) => failureResponse(c, err, runs.runs().flatMap((r) => r.run.roots)));

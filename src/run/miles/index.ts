@@ -9,6 +9,7 @@ import { confinedNodeIo } from '../telemetry/io.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
 import { chatText } from './sampleText.ts';
+import { foreground } from '../foreground.ts';
 
 /**
  * How long after opening the warm-up's first step waits: a server's start and its first answers (the
@@ -120,6 +121,11 @@ class MilesRun implements RunModel {
     if (this.warmTimer !== null || this.cacheDir === null || this.closed) return;
     const tick = (): void => {
       if (this.closed) return;
+      // a request being answered gets the cores: the warm-up starts no parse meanwhile
+      if (!foreground.backgroundMayRun()) {
+        this.warmTimer = setTimeout(tick, 100).unref();
+        return;
+      }
       let more = false;
       try {
         more = this.telemetry.warmUpStep();

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Foreground, MAX_DEFER_MS, QUIET_MS } from './foreground.ts';
+
+test('background work waits while a request is in flight and a moment after, but never starves', () => {
+  let now = 1_000;
+  const f = new Foreground(() => now);
+  assert.equal(f.backgroundMayRun(), true);
+  const done = f.begin();
+  assert.equal(f.backgroundMayRun(), false);
+  now += 100;
+  done();
+  done(); // a second call changes nothing
+  assert.equal(f.backgroundMayRun(), false, 'just after the request');
+  now += QUIET_MS;
+  assert.equal(f.backgroundMayRun(), true, 'quiet again');
+  // requests back to back: the background gets one step every MAX_DEFER_MS
+  const steps: number[] = [];
+  for (let t = 0; t < 3 * MAX_DEFER_MS; t += 50) {
+    now += 50;
+    const end = f.begin();
+    if (f.backgroundMayRun()) steps.push(t);
+    end();
+  }
+  assert.ok(steps.length >= 2 && steps.length <= 3, `${steps.length} steps`);
+  now += QUIET_MS;
+  assert.equal(f.backgroundMayRun(), true);
+  // two overlapping requests: busy until both are answered
+  const a = f.begin();
+  const b = f.begin();
+  now += QUIET_MS * 2;
+  a();
+  now += QUIET_MS * 2;
+  assert.equal(f.backgroundMayRun(), false);
+  b();
+  now += QUIET_MS;
+  assert.equal(f.backgroundMayRun(), true);
+});

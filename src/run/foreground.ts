@@ -1,0 +1,47 @@
+// Foreground work (a request being answered) that background work (the telemetry warm-up) yields to:
+// on a small machine a warm-up parse started during a request takes the core the answer needs. The
+// warm-up waits while a request is in flight and a moment after, but never longer than MAX_DEFER_MS in a
+// row, so a steady stream of requests cannot starve it.
+
+/** How long after the last request the background waits before it starts new work, ms. */
+export const QUIET_MS = 250;
+/** The longest the background defers to requests in a row, ms. */
+export const MAX_DEFER_MS = 5_000;
+
+export class Foreground {
+  private active = 0;
+  private lastEnd = -Infinity;
+  /** When the background began deferring (null: it is not deferring). */
+  private deferringSince: number | null = null;
+
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** Marks a request begun; call the returned function once it is answered. */
+  begin(): () => void {
+    this.active++;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.active--;
+      this.lastEnd = this.now();
+    };
+  }
+
+  /** Whether background work may start now (else it should ask again a little later). */
+  backgroundMayRun(): boolean {
+    const t = this.now();
+    const busy = this.active > 0 || t - this.lastEnd < QUIET_MS;
+    if (!busy) {
+      this.deferringSince = null;
+      return true;
+    }
+    this.deferringSince ??= t;
+    if (t - this.deferringSince < MAX_DEFER_MS) return false;
+    this.deferringSince = t; // run one step, then defer again
+    return true;
+  }
+}
+
+/** The process's requests, as the server marks them and the warm-ups read them. */
+export const foreground = new Foreground();
