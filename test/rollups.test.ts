@@ -7,6 +7,7 @@ import { fleet } from '../src/queries/fleet.ts';
 import { heatmap } from '../src/queries/heatmap.ts';
 import { outliers } from '../src/queries/outliers.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
+import { LANE_CATALOG_FILE, laneCatalogJson } from '../src/formats/dashboard/index.ts';
 
 const H = 997200; // 1970-01-12 13:00 UTC
 const HOURS = ['19700112_13', '19700112_14', '19700112_15'];
@@ -78,6 +79,22 @@ describe('gpu_util rollups', () => {
       assert.equal(second.gpuRollupStats().loaded, 3);
       assert.equal(second.partitions.gpu_util.rowsParsed, 0);
     } finally {
+      r.dispose();
+    }
+  });
+
+  test('hours rolled up from rows are parsed on the parse threads too, with the same answers', () => {
+    const r = makeRun();
+    // with a lane catalog (as every recorded run has) no hour is read just to list the lanes
+    const lanes = new Map(['10.0.0.1', '10.0.0.2'].flatMap((n) => [0, 1, 2, 3].map((g) => [`${n}:${g}`, { ranks: new Set<number>(), engineAddrs: new Set<string>(), roles: new Set(['train']) }] as const)));
+    writeFileSync(join(r.dir, LANE_CATALOG_FILE), laneCatalogJson(lanes));
+    const parallel = TelemetryStore.open(r.dir, { cacheDir: r.cache, parseWorkers: 1, parallelFromBytes: 0 });
+    try {
+      assert.equal(parallel.parseWorkersReady(), 1);
+      assert.deepEqual(answers(parallel), rawAnswers(r.dir));
+      assert.ok(parallel.partitions.gpu_util.workerFills > 0, 'a parse thread read hours of the whole-run pass');
+    } finally {
+      parallel.close();
       r.dispose();
     }
   });

@@ -64,7 +64,12 @@ export class GpuUtilHours implements BudgetOwner {
 
   /** The hours overlapping `[t0, t1]` in file order (legacy file first), one at a time. */
   *pass(t0?: number | null, t1?: number | null): Generator<GpuUtilHour> {
-    for (const f of this.reader.overlappingFiles(t0, t1)) {
+    const files = this.reader.overlappingFiles(t0, t1);
+    // hours to be rolled up from their rows are parsed a few at a time, on every parse thread at once
+    const batch = this.reader.parallelism + 1;
+    for (let i = 0; i < files.length; i++) {
+      const f = files[i]!;
+      if (batch > 1 && i % batch === 0) this.reader.prefetchWhole(files.slice(i, i + batch).filter((g) => g.key !== 'legacy' && g.size > 0 && !this.rollupAtHand(g)));
       if (f.size === 0) continue;
       const r = f.key === 'legacy' ? null : this.rollupOf(f);
       const reader = this.reader;
@@ -75,6 +80,16 @@ export class GpuUtilHours implements BudgetOwner {
       }
       yield { key: f.key, lo: f.lo, hi: f.hi, cells: r.cells, laneIds: r.laneIds, column: (c) => this.columnOf(f, r, c), block };
     }
+  }
+
+  /** Whether hour `f` has a rollup to read without its rows: resident, written by the collector, or persisted. */
+  private rollupAtHand(f: PartitionFile): boolean {
+    const st = this.io.stat(f.path);
+    if (st === null) return true; // nothing to parse
+    const mem = this.resident.get(f.key);
+    if (mem !== undefined && mem.ino === st.ino && mem.offset === st.size) return true;
+    if (this.io.stat(join(this.dashboardDir, gpuRollupFile(f.key))) !== null) return true;
+    return this.disk?.hasRollup(f.key, st) ?? false;
   }
 
   /** Makes sure hour `f` has an up-to-date rollup (a warm-up step). */

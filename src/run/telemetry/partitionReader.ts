@@ -270,6 +270,19 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   }
 
   /**
+   * Parses the cold files among `files` whole, on the parse threads and this thread at once (as `window`
+   * does before handing its blocks out), for a caller that will ask for their blocks one at a time next.
+   */
+  prefetchWhole(files: readonly PartitionFile[]): void {
+    if (this.pool !== null && this.pool.size > 0) this.prefetch(files, () => null);
+  }
+
+  /** Parse threads that can read files beside this one (0 without a pool). */
+  get parallelism(): number {
+    return this.pool?.size ?? 0;
+  }
+
+  /**
    * Reads several selective windows ahead at once (see `window`): each file overlapping any of them is
    * read once, for the union of the names asked of it, with every parse thread sharing the files. Later
    * `window` calls for any of these views are then served by the resident blocks.
