@@ -1,6 +1,8 @@
 // Which engine metrics a run has, without parsing engine_series: exact for hours whose whole block is
-// resident, and for the others the names on the complete lines of the file's first and last MiB (each
-// holds whole scrape ticks, and a scraper reports the same families every tick).
+// resident or persisted, and for the others the names on the complete lines of the file's first and last
+// MiB (each holds whole scrape ticks, and a scraper reports the same families every tick). At most
+// SAMPLED_HOURS such hours are sampled (the run's first and last two, and hours evenly spaced between), so
+// opening a run of days costs what opening a run of hours does; the others count once read or persisted.
 import type { EngineSeriesBlock } from './engineSeriesBlock.ts';
 import type { EngineSeriesTable } from './interning.ts';
 import type { TelemetryIo } from './io.ts';
@@ -8,6 +10,17 @@ import { strAsc } from './laneCatalog.ts';
 import type { PartitionFile, PartitionReader } from './partitionReader.ts';
 
 const MIB = 1 << 20;
+/** Hours sampled from their raw bytes at most (the rest are named once parsed or persisted). */
+export const SAMPLED_HOURS = 8;
+
+/** Which of `n` hours in run order to sample: all when few, else the first and last two and evenly spaced others. */
+export function sampledHours(n: number): Set<number> {
+  if (n <= SAMPLED_HOURS) return new Set(Array.from({ length: n }, (_, i) => i));
+  const picked = new Set([0, 1, n - 2, n - 1]);
+  const middle = SAMPLED_HOURS - picked.size;
+  for (let k = 1; k <= middle; k++) picked.add(1 + Math.round((k * (n - 3)) / (middle + 1)));
+  return picked;
+}
 
 export class EngineMetricPresence {
   private readonly sampled = new Map<string, { size: number; names: Set<string> }>();
@@ -30,7 +43,9 @@ export class EngineMetricPresence {
   names(): string[] {
     const reader = this.reader;
     const out = new Set<string>();
-    for (const f of reader.files()) {
+    const files = reader.files();
+    const sampleable = sampledHours(files.length);
+    files.forEach((f, i) => {
       const whole = reader.isCached(f.key) ? reader.block(f) : null;
       if (whole !== null) {
         let seen = this.seen.get(whole);
@@ -39,7 +54,7 @@ export class EngineMetricPresence {
         for (let i = seen.n; i < whole.length; i++) seen.names.add(this.table.key(series[i]).metric);
         seen.n = whole.length;
         for (const m of seen.names) out.add(m);
-        continue;
+        return;
       }
       let sample = this.sampled.get(f.key);
       if (sample === undefined || sample.size !== f.size) {
@@ -47,8 +62,9 @@ export class EngineMetricPresence {
         if (known !== null) {
           this.sampled.set(f.key, (sample = { size: f.size, names: new Set(known) }));
           for (const m of sample.names) out.add(m);
-          continue;
+          return;
         }
+        if (!sampleable.has(i)) return;
         const names = new Set<string>();
         const head = this.io.readRange(f.path, 0, Math.min(MIB, f.size));
         metricNamesIn(head, 0, head.lastIndexOf(10) + 1, names);
@@ -60,7 +76,7 @@ export class EngineMetricPresence {
         this.sampled.set(f.key, (sample = { size: f.size, names }));
       }
       for (const m of sample.names) out.add(m);
-    }
+    });
     return [...out].sort(strAsc);
   }
 }

@@ -5,6 +5,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { copyFixtureRun, loadGoldens, type RunCopy } from '../../../test/support/fixtures.ts';
+import { SAMPLED_HOURS, sampledHours } from './metricPresence.ts';
 import { TelemetryStore } from './store.ts';
 
 /** Python's float repr for the values used here (integral floats keep `.0`). */
@@ -96,6 +97,36 @@ describe('engine metric names present', () => {
       assert.deepEqual(store.partitions.engine_series.cachedKeys(), [], 'nothing parsed');
       store.engineSeriesBlocks();
       assert.ok(store.engineMetricsPresent().includes('only_in_the_middle'), 'a resident hour is exact');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('engine metric names of a long run', () => {
+  test('at most SAMPLED_HOURS cold hours are sampled (first and last two, evenly spaced others); the rest count once read', () => {
+    for (const n of [0, 1, 8, 9, 12, 72, 500]) {
+      const picked = [...sampledHours(n)].sort((a, b) => a - b);
+      assert.equal(picked.length, Math.min(n, SAMPLED_HOURS), String(n));
+      assert.ok(picked.every((i) => Number.isInteger(i) && i >= 0 && i < n), String(n));
+      if (n > SAMPLED_HOURS) assert.deepEqual([picked[0], picked[1], picked.at(-2), picked.at(-1)], [0, 1, n - 2, n - 1]);
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-engnames-long-'));
+    try {
+      mkdirSync(join(dir, 'engine_series'));
+      const hour0 = 997200; // 1970-01-12 13:00 UTC
+      const unsampled = [...Array(12).keys()].find((i) => !sampledHours(12).has(i))!;
+      for (let h = 0; h < 12; h++) {
+        const ts = hour0 + h * 3600 + 1;
+        const metric = h === unsampled ? 'only_in_an_unsampled_hour' : h === 11 ? 'only_in_the_last_hour' : 'everywhere';
+        const key = new Date((hour0 + h * 3600) * 1000).toISOString().replace(/[-T:]/g, '').slice(0, 10);
+        writeFileSync(join(dir, 'engine_series', `${key.slice(0, 8)}_${key.slice(8, 10)}.jsonl`), `${JSON.stringify({ ts, addr: 'http://a:1', metric, labels: {}, value: 1 })}\n`);
+      }
+      const store = TelemetryStore.open(dir);
+      assert.deepEqual(store.engineMetricsPresent(), ['everywhere', 'only_in_the_last_hour']);
+      const t = hour0 + unsampled * 3600 + 1;
+      store.engineSeriesBlocks(t, t);
+      assert.deepEqual(store.engineMetricsPresent(), ['everywhere', 'only_in_an_unsampled_hour', 'only_in_the_last_hour'], 'a resident hour is exact');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
