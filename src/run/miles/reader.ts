@@ -33,9 +33,8 @@ import {
 import { openTorchDocument, readNumbers, type TorchDocument } from './torchDocument.ts';
 import { digestTrainRow } from './trainDigest.ts';
 import {
-  mapLimit,
   TrainStepFiles,
-  type JoinedRankFile,
+  type JoinedGroup,
   type JoinHelper,
   type RankFileName,
   type StepCatalog,
@@ -631,7 +630,7 @@ export class DumpReader {
     const worker = startModuleWorker('run/miles/rolloutDecodeWorker', {
       workerData: { path: join(this.runDir, name), file: name, rolloutId, evaluation },
     });
-    type Done = { files: JoinedRankFile<TrainDigest>[]; error?: { i: number; error: WorkerError } };
+    type Done = { groups: JoinedGroup<TrainDigest>[]; error?: { i: number; error: WorkerError } };
     let settleDump!: (m: { dump?: RolloutDump; error?: WorkerError } | null) => void;
     let settleTrain!: (m: Done) => void;
     const dumpMessage = new Promise<{ dump?: RolloutDump; error?: WorkerError } | null>((r) => (settleDump = r));
@@ -643,7 +642,7 @@ export class DumpReader {
     // A worker that stops early has delivered nothing more: the main thread does the rest.
     const stopped = (): void => {
       settleDump(null);
-      settleTrain({ files: [] });
+      settleTrain({ groups: [] });
     };
     worker.once('error', stopped);
     worker.once('exit', stopped);
@@ -655,7 +654,7 @@ export class DumpReader {
       throw await this.loadFailure(name, Object.assign(new Error(text), { name: kind, code }));
     });
     const helper: JoinHelper<TrainDigest> = {
-      start: (runDir, files, counter) => worker.postMessage({ train: { runDir, files, counter } }),
+      start: (runDir, groups, counter) => worker.postMessage({ train: { runDir, groups, counter } }),
       finished: async () => {
         const done = await trainDone;
         if (!done.error) return done;
@@ -664,7 +663,7 @@ export class DumpReader {
           error.name === 'DumpInconsistent' && error.file !== undefined
             ? new DumpInconsistent(error.file, error.message.slice(error.file.length + 2))
             : Object.assign(new Error(error.message), { name: error.name, code: error.code });
-        return { files: done.files, error: { i, error: e } };
+        return { groups: done.groups, error: { i, error: e } };
       },
       cancel: () => worker.postMessage({ train: null }),
     };
@@ -735,21 +734,8 @@ export class DumpReader {
     }
     let raw: (number | null)[] | null = null;
     if (train) {
-      const { index, joined, unjoined } = await train.joinAll(digestTrainRow, worker?.helper);
+      const { index, joined } = await train.joinAll(digestTrainRow, worker?.helper);
       for (const [s, d] of joined) digests.set(s, d);
-      // The rest (rows spread over distinct files) is joined over the whole index; rows sharing a primary
-      // file are joined together so each rank archive is opened once.
-      const order = unjoined.map((s) => [s, index.locations.get(s)![0].file]).sort((a, b) => a[1] - b[1]).map(([s]) => s);
-      const rows = this.rowReader(4, true);
-      try {
-        const read = rows.reader(index);
-        await mapLimit(order, 8, async (s) => {
-          const row = await buildTrainRow(index, s, read);
-          if (row) digests.set(s, digestTrainRow(row));
-        });
-      } finally {
-        await rows.close();
-      }
       const dump = await dumpP;
       checkTrainSamples(index, new Set(dump.samples.flatMap((s) => (s.index === null ? [] : [s.index]))));
       raw = batchRawRewards(index, dump.samples.length);

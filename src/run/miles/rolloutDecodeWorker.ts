@@ -1,11 +1,11 @@
 // Worker thread body: decodes one rollout dump off the main thread and posts back only its sample records,
 // so the dump's large token/log-prob lists never enter (or burden the collector of) the serving thread.
-// Then, when the step has train dumps, it joins rank files alongside the main thread (see TrainStepFiles.joinAll).
+// Then, when the step has train dumps, it joins groups of rank files alongside the main thread (see TrainStepFiles.joinAll).
 import { parentPort, workerData } from 'node:worker_threads';
 import { openTorchFile } from '../../formats/torch/load.ts';
 import { decodeRolloutDump } from './rolloutDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
-import { joinClaimed, type PlacedRankFile } from './trainStep.ts';
+import { joinClaimed, type JoinGroup } from './trainStep.ts';
 
 interface Job {
   path: string;
@@ -16,7 +16,7 @@ interface Job {
 
 /** The rank files to help with (null: none), sent by the main thread whenever it knows them. */
 interface TrainJob {
-  train: { runDir: string; files: PlacedRankFile[]; counter: Int32Array } | null;
+  train: { runDir: string; groups: JoinGroup[]; counter: Int32Array } | null;
 }
 
 /** An error as it crosses threads (the class is rebuilt from `name`). */
@@ -52,7 +52,7 @@ try {
 
 const train = await trainJob;
 if (train) {
-  const done = await joinClaimed(train.runDir, train.files, train.counter, digestTrainRow);
-  port.postMessage({ trainDone: { files: done.files, error: done.error && { i: done.error.i, error: describe(done.error.error) } } });
+  const done = await joinClaimed(train.runDir, train.groups, train.counter, digestTrainRow);
+  port.postMessage({ trainDone: { groups: done.groups, error: done.error && { i: done.error.i, error: describe(done.error.error) } } });
 }
 port.close();

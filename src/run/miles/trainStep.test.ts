@@ -2,7 +2,7 @@
 // TP duplicates, context-parallel slices split over two ranks, and a sample shared by two distinct files.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fixturePath } from '../../../test/support/fixtures.ts';
 import { ZipArchive } from '../../formats/zip.ts';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { digestTrainRow } from './trainDigest.ts';
 import { openTorchDocument } from './torchDocument.ts';
 import { buildTrainRow, cpResponseRanges, rowValue, type TrainIndex } from './trainDump.ts';
 import { readNumbers } from './torchDocument.ts';
-import { joinClaimed, storageCatalogOf, storageFingerprint, TrainStepFiles, type JoinedRankFile, type JoinHelper, type RankFileName } from './trainStep.ts';
+import { joinClaimed, storageCatalogOf, storageFingerprint, TrainStepFiles, type JoinedGroup, type JoinFailure, type JoinHelper, type RankFileName } from './trainStep.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rlsight-trainstep-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -101,13 +101,10 @@ async function joinOver(index: TrainIndex, samples: Iterable<number>): Promise<M
 }
 
 describe('TrainStepFiles.joinAll', () => {
-  it('joins in one pass what the whole-index join gives, leaving rows spread over distinct files to it', async () => {
+  it('joins in one pass what the whole-index join gives, rows spread over distinct files included', async () => {
     const files = await writeStep();
     const fast = stepFiles(files);
-    const { index, joined, unjoined } = await fast.joinAll(digestTrainRow);
-    assert.deepEqual([...joined.keys()].sort(), [0, 1, 3, 4, 5, 7]);
-    assert.deepEqual([...unjoined].sort(), [2, 6]);
-    const got = new Map([...joined, ...(await joinOver(index, unjoined))]);
+    const { index, joined: got } = await fast.joinAll(digestTrainRow);
 
     const reference = stepFiles(files);
     const refIndex = await reference.index();
@@ -127,26 +124,29 @@ describe('TrainStepFiles.joinAll', () => {
     assert.deepEqual(await joinOver(one, [3]), new Map([[3, expected.get(3)]]));
   });
 
-  /** A helper on this same thread that claims up to `limit` files at start, then joins them or stops. */
+  /** A helper on this same thread that claims up to `limit` groups at start, then joins them or stops. */
   function helperOf(limit: number, behaviour: 'joins' | 'stops' | 'fails'): JoinHelper<ReturnType<typeof digestTrainRow>> & { claimed: number[] } {
-    let done: Promise<{ files: JoinedRankFile<ReturnType<typeof digestTrainRow>>[]; error?: { i: number; error: unknown } }> = Promise.resolve({ files: [] });
+    let done: Promise<{ groups: JoinedGroup<ReturnType<typeof digestTrainRow>>[]; error?: JoinFailure }> = Promise.resolve({ groups: [] });
     const claimed: number[] = [];
     return {
       claimed,
-      start(runDir, files, counter) {
-        const mine: typeof files = [];
+      start(runDir, groups, counter) {
+        const mine: typeof groups = [];
+        const at: number[] = [];
         while (mine.length < limit) {
           const k = Atomics.add(counter, 0, 1);
-          if (k >= files.length) break;
-          mine.push(files[k]);
-          claimed.push(files[k].i);
+          if (k >= groups.length) break;
+          mine.push(groups[k]);
+          at.push(k);
+          claimed.push(k);
         }
         done = (async () => {
-          if (behaviour === 'stops') return { files: [] };
-          if (behaviour === 'fails') return { files: [], error: { i: mine[0].i, error: Object.assign(new Error('boom'), { code: 'EIO' }) } };
-          // What the worker thread runs, over a counter of its own that hands out just the files claimed above;
+          if (behaviour === 'stops') return { groups: [] };
+          if (behaviour === 'fails') return { groups: [], error: { i: mine[0].members[0].i, error: Object.assign(new Error('boom'), { code: 'EIO' }) } };
+          // What the worker thread runs, over a counter of its own that hands out just the groups claimed above;
           // its answer must survive the trip between threads.
-          return structuredClone(await joinClaimed(runDir, mine, new Int32Array(new SharedArrayBuffer(4)), digestTrainRow));
+          const r = structuredClone(await joinClaimed(runDir, mine, new Int32Array(new SharedArrayBuffer(4)), digestTrainRow));
+          return { ...r, groups: r.groups.map((g) => ({ ...g, g: at[g.g] })) };
         })();
       },
       finished: () => done,
@@ -154,18 +154,16 @@ describe('TrainStepFiles.joinAll', () => {
     };
   }
 
-  for (const [limit, behaviour] of [[2, 'joins'], [99, 'joins'], [3, 'stops']] as const) {
-    it(`shares the files with a helper thread (${behaviour}, up to ${limit} files) and answers the same`, async () => {
+  for (const [limit, behaviour] of [[1, 'joins'], [2, 'joins'], [99, 'joins'], [3, 'stops']] as const) {
+    it(`shares the groups of files with a helper thread (${behaviour}, up to ${limit} groups) and answers the same`, async () => {
       const files = await writeStep();
       const reference = stepFiles(files);
       const refIndex = await reference.index();
       const expected = await joinOver(refIndex, refIndex.locations.keys());
       const helper = helperOf(limit, behaviour);
       const step = stepFiles(files);
-      const { index, joined, unjoined } = await step.joinAll(digestTrainRow, helper);
-      assert.ok(helper.claimed.length > 0, 'the helper took files');
-      assert.deepEqual([...unjoined].sort(), [2, 6]);
-      const got = new Map([...joined, ...(await joinOver(index, unjoined))]);
+      const { index, joined: got } = await step.joinAll(digestTrainRow, helper);
+      assert.ok(helper.claimed.length > 0, 'the helper took groups');
       assert.deepEqual(Object.fromEntries(got), Object.fromEntries(expected));
       assert.deepEqual(index.files.map((f) => f.sampleIndices), refIndex.files.map((f) => f.sampleIndices));
     });
@@ -180,11 +178,25 @@ describe('TrainStepFiles.joinAll', () => {
   it('decodes each distinct rank file once, never a byte-identical copy', async () => {
     const files = await writeStep();
     const decoded: string[] = [];
-    const { joined, unjoined } = await stepFiles(files, (name) => decoded.push(name)).joinAll(digestTrainRow);
-    assert.equal(joined.size + unjoined.length, 8);
-    assert.deepEqual(decoded.slice(0, 5).sort(), ['train_data/0_0.pt', 'train_data/0_2.pt', 'train_data/0_3.pt', 'train_data/0_4.pt', 'train_data/0_5.pt']);
-    assert.ok(!decoded.includes('train_data/0_1.pt'), `decoded ${decoded}`);
+    const { joined } = await stepFiles(files, (name) => decoded.push(name)).joinAll(digestTrainRow);
+    assert.equal(joined.size, 8);
+    assert.deepEqual(decoded, ['train_data/0_0.pt', 'train_data/0_2.pt', 'train_data/0_3.pt', 'train_data/0_4.pt', 'train_data/0_5.pt']);
   });
+
+  for (const helped of [false, true]) {
+    it(`names a damaged file of a group of distinct files (${helped ? 'joined by the helper' : 'joined here'})`, async () => {
+      const files = await writeStep();
+      // Rank 5 shares sample 6 with rank 4: the local header of one of its row storages is overwritten.
+      const path = join(dir, 'run', 'train_data', '0_5.pt');
+      const archive = ZipArchive.openSync(path, { wholeFileBelow: 0 });
+      const storage = archive.entries.find((e) => /\/data\/\d+$/.test(e.name))!;
+      const bytes = readFileSync(path);
+      bytes.fill(0, storage.localHeaderOffset, storage.localHeaderOffset + 4);
+      writeFileSync(path, bytes);
+      const helper = helped ? helperOf(99, 'joins') : undefined;
+      await assert.rejects(stepFiles(files).joinAll(digestTrainRow, helper), (e: unknown) => e instanceof Error && /0_5\.pt/.test((e as Error).message));
+    });
+  }
 
   it('names the rank file that cannot be read', async () => {
     const files = [...(await writeStep()), { name: 'train_data/0_9.pt', rank: 9 }];

@@ -179,104 +179,261 @@ export interface PlacedRankFile extends RankFileName {
   i: number;
 }
 
-/** One rank file joined alone, in a form that crosses threads: its index record without the tensors. */
-export interface JoinedRankFile<D> {
-  i: number;
-  shard: Omit<TrainShardFile, 'rolloutData'>;
-  samples: [number, D][];
+/** A rank file of a join group: `twinOf` is the position of the lowest-rank file with its storages (its own when none). */
+export interface GroupMember extends PlacedRankFile {
+  twinOf: number;
 }
 
 /**
- * Another thread joining rank files of the same step with `joinRankFile`: it takes `files[k]` for each
- * `k = Atomics.add(counter, 0, 1)` below `files.length`, as the calling thread does.
+ * Rank files that must be joined together: every file holding a row of one of their samples (the distinct
+ * files, whose rows are read, and their byte-identical copies), in file order.
+ */
+export interface JoinGroup {
+  members: GroupMember[];
+}
+
+/** One group joined, in a form that crosses threads: its samples' reductions. */
+export interface JoinedGroup<D> {
+  /** The group's position in the list handed out. */
+  g: number;
+  samples: [number, D][];
+}
+
+/** A failure while joining, with the position (in the step's files) of the rank file it concerns. */
+export interface JoinFailure {
+  i: number;
+  error: unknown;
+}
+
+/**
+ * Another thread joining groups of the same step with `joinGroupAlone`: it takes `groups[k]` for each
+ * `k = Atomics.add(counter, 0, 1)` below `groups.length`, as the calling thread does.
  */
 export interface JoinHelper<D> {
-  start(runDir: string, files: PlacedRankFile[], counter: Int32Array): void;
-  /** What it joined, once it has taken its last file; `error` stops the join. A stopped helper delivers what it finished. */
-  finished(): Promise<{ files: JoinedRankFile<D>[]; error?: { i: number; error: unknown } }>;
+  start(runDir: string, groups: JoinGroup[], counter: Int32Array): void;
+  /** What it joined, once it has taken its last group; `error` stops the join. A stopped helper delivers what it finished. */
+  finished(): Promise<{ groups: JoinedGroup<D>[]; error?: JoinFailure }>;
   /** The join will not start (or has failed): release the helper. */
   cancel(): void;
 }
 
+/** Thrown by the group join: the index position of the file a failure concerns. */
+class AtFile {
+  constructor(
+    readonly file: number,
+    readonly error: unknown,
+  ) {}
+}
+
 /**
- * Joins the samples of one rank file alone: decodes its pickle, reads the storages of its per-token row
- * fields (and no others: not the token ids) in a few blocking reads into `scratch`, builds and reduces each
- * of its samples' rows, then drops the bytes. Errors are the loader's, unmapped.
+ * Decodes the pickle of one rank file (its small records in one read; a pickle too big for that streams
+ * from the file) into its index record, tensors unread. Errors are the loader's, unmapped.
  */
-export async function joinRankFile<D>(
-  runDir: string,
-  f: RankFileName,
-  archive: ZipArchive,
-  reduce: (row: TrainRow) => D,
-  scratch: { bytes: Uint8Array },
-): Promise<{ shard: TrainShardFile; samples: [number, D][] }> {
+export async function decodeRankFile(runDir: string, f: RankFileName, archive: ZipArchive): Promise<TrainShardFile> {
   try {
-    // The pickle and small records in one read; a pickle too big for that streams from the file instead.
     const records = archive.entries.filter((e) => storageKey(e.name) === null && isStored(e));
     if (records.reduce((n, e) => n + e.size, 0) <= IN_MEMORY_BYTES) archive.loadSync(records);
     const doc = await openTorchArchive(archive);
     const source = { path: join(runDir, f.name), root: doc.root, littleEndian: doc.byteorder === 'little' };
-    const shard = await indexShardFile(doc.value, f.name, source, f.rank);
-    const prefix = doc.root ? `${doc.root}/` : '';
-    const rowStorages: ZipEntry[] = [];
-    for (const name of ROW_FIELDS) {
-      const col = field(shard.rolloutData, name);
-      if (!isList(col)) continue;
-      for (const v of col) {
-        const e = v instanceof Tensor ? archive.entry(`${prefix}data/${v.storage.key}`) : undefined;
-        // A compressed storage is left to the read that reports it.
-        if (e && isStored(e)) rowStorages.push(e);
-      }
-    }
-    // Row storages in a few reads into the shared buffer; a file too big for that is read storage by storage.
-    if (rowStorages.reduce((n, e) => n + e.size, 0) <= IN_MEMORY_BYTES) {
-      archive.loadSync(rowStorages, {
-        memory: (size) => (scratch.bytes.byteLength >= size ? scratch.bytes : (scratch.bytes = new Uint8Array(size + (size >> 3)))),
-      });
-    }
-    // Reads row tensors straight from the archive's bytes (no storage keeps a copy).
-    const read: RowFieldReader = async (_file, row, fieldName) => {
-      const v = rowValue(shard, fieldName, row);
-      if (!(v instanceof Tensor) || !source.littleEndian) return readNumbers(v);
-      return tensorNumbersFromBytes(v, await archive.read(`${prefix}data/${v.storage.key}`));
-    };
-    const alone = indexTrainFiles([shard]);
-    const samples: [number, D][] = [];
-    for (const s of alone.locations.keys()) {
-      const row = await buildTrainRow(alone, s, read);
-      if (row) samples.push([s, reduce(row)]);
-    }
-    return { shard, samples };
+    return await indexShardFile(doc.value, f.name, source, f.rank);
   } finally {
     archive.releaseBytes();
   }
 }
 
+/** Scratch memory of a group join: one buffer per distinct file of a group, reused from group to group. */
+export type JoinScratch = Uint8Array[];
+
 /**
- * A helper thread's side of `joinAll`: joins `files[k]` for each `k` it takes from the shared counter until
- * none is left, returning their records (structured-cloneable) or the first failure.
+ * Joins `samples` over `index`, every file holding a row of one of them having its archive in `archives`
+ * (by source path): reads the per-token row storages of those archives (the row fields only, not the token
+ * ids) in a few blocking reads each, builds and reduces each sample's row, then drops the bytes. A failure
+ * reading a file is thrown as `AtFile` (its index position); a DumpInconsistent is thrown as is.
+ */
+async function joinSamples<D>(
+  index: TrainIndex,
+  samples: readonly number[],
+  archives: ReadonlyMap<string, ZipArchive>,
+  reduce: (row: TrainRow) => D,
+  scratch: JoinScratch,
+): Promise<[number, D][]> {
+  // The row storages of each distinct file (by its source), in a few reads into reused memory; a group too
+  // big for that is read storage by storage.
+  // Copies share their lowest rank's record and source: each source is read once.
+  const wanted = new Map<string, { file: number; entries: ZipEntry[] }>();
+  const seen = new Set<string>();
+  for (const s of samples) {
+    for (const l of index.locations.get(s) ?? []) {
+      const f = index.files[l.file];
+      if (seen.has(f.source.path)) continue;
+      seen.add(f.source.path);
+      const archive = archives.get(f.source.path);
+      if (!archive || !f.source.littleEndian) continue;
+      const prefix = f.source.root ? `${f.source.root}/` : '';
+      const w = { file: l.file, entries: [] as ZipEntry[] };
+      wanted.set(f.source.path, w);
+      for (const name of ROW_FIELDS) {
+        const col = field(f.rolloutData, name);
+        if (!isList(col)) continue;
+        for (const v of col) {
+          const e = v instanceof Tensor ? archive.entry(`${prefix}data/${v.storage.key}`) : undefined;
+          // A compressed storage is left to the read that reports it.
+          if (e && isStored(e)) w.entries.push(e);
+        }
+      }
+    }
+  }
+  let total = 0;
+  for (const w of wanted.values()) for (const e of w.entries) total += e.size;
+  const loaded: ZipArchive[] = [];
+  try {
+    if (total <= IN_MEMORY_BYTES) {
+      let k = 0;
+      for (const [path, w] of wanted) {
+        const slot = k++;
+        const archive = archives.get(path)!;
+        try {
+          archive.loadSync(w.entries, {
+            memory: (size) => (scratch[slot]?.byteLength >= size ? scratch[slot] : (scratch[slot] = new Uint8Array(size + (size >> 3)))),
+          });
+        } catch (e) {
+          throw new AtFile(w.file, e);
+        }
+        loaded.push(archive);
+      }
+    }
+    // Reads row tensors straight from the archives' bytes (no storage keeps a copy).
+    const read: RowFieldReader = async (file, row, fieldName) => {
+      const f = index.files[file];
+      const v = rowValue(f, fieldName, row);
+      try {
+        const archive = archives.get(f.source.path);
+        if (!(v instanceof Tensor) || !f.source.littleEndian || !archive) return await readNumbers(v);
+        return tensorNumbersFromBytes(v, await archive.read(`${f.source.root ? `${f.source.root}/` : ''}data/${v.storage.key}`));
+      } catch (e) {
+        throw new AtFile(file, e);
+      }
+    };
+    const out: [number, D][] = [];
+    for (const s of samples) {
+      const row = await buildTrainRow(index, s, read);
+      if (row) out.push([s, reduce(row)]);
+    }
+    return out;
+  } finally {
+    for (const a of loaded) a.releaseBytes();
+  }
+}
+
+/** The distinct files of a group decoded and indexed on their own, with their twins under their own names. */
+async function decodeGroup(runDir: string, members: readonly GroupMember[]): Promise<{ index: TrainIndex; archives: Map<string, ZipArchive> }> {
+  const own = new Map<number, TrainShardFile>();
+  const archives = new Map<string, ZipArchive>();
+  for (const m of members) {
+    if (m.twinOf !== m.i) continue;
+    try {
+      const archive = ZipArchive.openSync(join(runDir, m.name), { wholeFileBelow: 0 });
+      const shard = await decodeRankFile(runDir, m, archive);
+      own.set(m.i, shard);
+      archives.set(shard.source.path, archive);
+    } catch (e) {
+      throw new AtFile(m.i, e);
+    }
+  }
+  const index = indexTrainFiles(
+    members.map((m) => {
+      const root = own.get(m.twinOf);
+      if (!root) throw new AtFile(m.i, new Error(`${m.name}: its byte-identical copy is not in the group`));
+      return m.twinOf === m.i ? root : { ...root, file: m.name, rank: m.rank };
+    }),
+  );
+  return { index, archives };
+}
+
+/**
+ * Joins one group on its own (another thread's side of `joinAll`): decodes its distinct files, then joins
+ * every sample they hold. The samples' rows are those of the whole step's index: the group holds every file
+ * holding any of them, in the same order. Failures name the file's position in the step (`JoinFailure`).
+ */
+export async function joinGroupAlone<D>(
+  runDir: string,
+  members: readonly GroupMember[],
+  reduce: (row: TrainRow) => D,
+  scratch: JoinScratch,
+): Promise<[number, D][]> {
+  const at = (e: unknown, file: (k: number) => number): never => {
+    if (e instanceof AtFile) throw { i: file(e.file), error: e.error } satisfies JoinFailure;
+    throw e;
+  };
+  let decoded: Awaited<ReturnType<typeof decodeGroup>>;
+  try {
+    decoded = await decodeGroup(runDir, members);
+  } catch (e) {
+    return at(e, (i) => i);
+  }
+  try {
+    return await joinSamples(decoded.index, [...decoded.index.locations.keys()], decoded.archives, reduce, scratch);
+  } catch (e) {
+    return at(e, (k) => members[k].i);
+  }
+}
+
+/**
+ * A helper thread's side of `joinAll`: joins `groups[k]` for each `k` it takes from the shared counter until
+ * none is left, returning their reductions (structured-cloneable) or the first failure.
  */
 export async function joinClaimed<D>(
   runDir: string,
-  files: readonly PlacedRankFile[],
+  groups: readonly JoinGroup[],
   counter: Int32Array,
   reduce: (row: TrainRow) => D,
-): Promise<{ files: JoinedRankFile<D>[]; error?: { i: number; error: unknown } }> {
-  const out: JoinedRankFile<D>[] = [];
-  const scratch = { bytes: new Uint8Array(0) };
+): Promise<{ groups: JoinedGroup<D>[]; error?: JoinFailure }> {
+  const out: JoinedGroup<D>[] = [];
+  const scratch: JoinScratch = [];
   for (;;) {
     const k = Atomics.add(counter, 0, 1);
-    if (k >= files.length) return { files: out };
-    const f = files[k];
+    if (k >= groups.length) return { groups: out };
     try {
-      const archive = ZipArchive.openSync(join(runDir, f.name), { wholeFileBelow: 0 });
-      const { shard, samples } = await joinRankFile(runDir, f, archive, reduce, scratch);
-      const { rolloutData: _tensors, ...record } = shard;
-      out.push({ i: f.i, shard: record, samples });
-    } catch (error) {
-      return { files: out, error: { i: f.i, error } };
+      out.push({ g: k, samples: await joinGroupAlone(runDir, groups[k].members, reduce, scratch) });
+    } catch (e) {
+      const failure = e as JoinFailure;
+      if (typeof failure?.i === 'number' && 'error' in failure) return { groups: out, error: failure };
+      // Not a file's failure (a DumpInconsistent between files): reported against the group's first file.
+      return { groups: out, error: { i: groups[k].members[0].i, error: e } };
     }
   }
+}
+
+/**
+ * The step's samples in groups that share no rank file: files are grouped when a sample has rows in both
+ * (byte-identical copies count as their lowest-rank file). Each group lists its member files (distinct
+ * files and their copies, in file order) and its samples (in index order); groups in order of their first
+ * file.
+ */
+function joinGroups(index: TrainIndex, twinOf: readonly number[]): { members: number[]; samples: number[] }[] {
+  const parent = twinOf.map((_, i) => i);
+  const find = (x: number): number => {
+    while (parent[x] !== x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (const locs of index.locations.values()) {
+    const a = find(twinOf[locs[0].file]);
+    for (let k = 1; k < locs.length; k++) {
+      const b = find(twinOf[locs[k].file]);
+      if (a !== b) parent[Math.max(a, b)] = Math.min(a, b);
+    }
+  }
+  const byRoot = new Map<number, { members: number[]; samples: number[] }>();
+  const groupOf = (i: number) => {
+    const r = find(twinOf[i]);
+    let g = byRoot.get(r);
+    if (!g) byRoot.set(r, (g = { members: [], samples: [] }));
+    return g;
+  };
+  // Files in order, so each group's members are in file order and groups in order of their first file.
+  for (let i = 0; i < twinOf.length; i++) if (index.files[i].sampleIndices.length > 0) groupOf(i).members.push(i);
+  for (const [s, locs] of index.locations) groupOf(locs[0].file).samples.push(s);
+  return [...byRoot.values()];
 }
 
 export class TrainStepFiles {
@@ -315,19 +472,22 @@ export class TrainStepFiles {
 
   /**
    * Joins every sample of the step in one pass over the rank files, with blocking reads: each file's
-   * directory is read once; each file with new storages (the lowest rank of its byte-identical set) is
-   * joined alone by `joinRankFile` — here, or on `helper`'s thread, whichever claims it first. A sample whose
-   * rows span files that are not byte-identical copies (CP slices, overlapping shards) is left in `unjoined`
-   * for the caller to join over the returned index, which then holds every file fully decoded (otherwise its
-   * records carry no tensors: `rolloutData` is empty).
+   * directory is read once; each file with new storages (the lowest rank of its byte-identical set) has its
+   * pickle decoded once, here. Files sharing a sample (PP stages holding other fields of the same rows, CP
+   * slices, overlapping shards) form a group; each group's row storages are read once and its samples joined
+   * and reduced together — here, or on `helper`'s thread, whichever claims the group first — then the bytes
+   * are dropped. The reductions equal those of a join over the whole index (`index()`); the returned index
+   * is that one (its records keep their tensors, unread).
    */
-  joinAll<D>(reduce: (row: TrainRow) => D, helper?: JoinHelper<D>): Promise<{ index: TrainIndex; joined: Map<number, D>; unjoined: number[] }> {
+  joinAll<D>(reduce: (row: TrainRow) => D, helper?: JoinHelper<D>): Promise<{ index: TrainIndex; joined: Map<number, D> }> {
     return (async () => {
       const twinOf: number[] = [];
       const sizes: Set<number>[] = [];
       const sources: string[] = [];
       const first = new Map<string, number>();
       const roots: { i: number; archive: ZipArchive }[] = [];
+      const shards = new Map<number, TrainShardFile>();
+      const archives = new Map<string, ZipArchive>();
       try {
         for (let i = 0; i < this.files.length; i++) {
           if (i % 32 === 31) await new Promise<void>((r) => setImmediate(r));
@@ -347,81 +507,82 @@ export class TrainStepFiles {
           twinOf.push(known ?? i);
           if (known === undefined) roots.push({ i, archive });
         }
+        if (!this.catalogP) {
+          this.catalogP = Promise.resolve({ twinOf, sizes, sources });
+          this.persist();
+        }
+        // Each distinct file's pickle, decoded once (its rows' tensors stay unread).
+        for (let n = 0; n < roots.length; n++) {
+          // Let other requests run between files: a whole step is a long synchronous stretch otherwise.
+          if (n % 8 === 7) await new Promise<void>((r) => setImmediate(r));
+          const { i, archive } = roots[n];
+          this.onDecode(this.files[i].name);
+          try {
+            const shard = await decodeRankFile(this.runDir, this.files[i], archive);
+            shards.set(i, shard);
+            archives.set(shard.source.path, archive);
+            this.learn(i, shard.sampleIndices);
+          } catch (e) {
+            if (e instanceof DumpInconsistent) throw e;
+            throw await this.failure(this.files[i].name, e);
+          }
+        }
       } catch (e) {
         helper?.cancel();
         throw e;
       }
-      if (!this.catalogP) {
-        this.catalogP = Promise.resolve({ twinOf, sizes, sources });
-        this.persist();
-      }
 
-      // Both threads take the next unclaimed file from one shared counter.
+      const index = indexTrainFiles(
+        this.files.map((f, i) => {
+          const own = shards.get(twinOf[i])!;
+          return twinOf[i] === i ? own : { ...own, file: f.name, rank: f.rank };
+        }),
+      );
+      const groups = joinGroups(index, twinOf);
+      const joined = new Map<number, D>();
+      // Both threads take the next unclaimed group from one shared counter.
       const counter = new Int32Array(new SharedArrayBuffer(4));
-      helper?.start(this.runDir, roots.map(({ i }) => ({ i, ...this.files[i] })), counter);
-      const shards = new Map<number, TrainShardFile>();
-      const early = new Map<number, { file: number; value: D }>();
-      const take = (i: number, shard: TrainShardFile, samples: [number, D][]): void => {
-        shards.set(i, shard);
-        this.learn(i, shard.sampleIndices);
-        for (const [s, value] of samples) {
-          const known = early.get(s);
-          if (!known || i < known.file) early.set(s, { file: i, value });
-        }
-      };
-      const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
-      const joinHere = async (i: number, archive: ZipArchive): Promise<void> => {
-        this.onDecode(this.files[i].name);
+      helper?.start(
+        this.runDir,
+        groups.map((g) => ({ members: g.members.map((i) => ({ i, ...this.files[i], twinOf: twinOf[i] })) })),
+        counter,
+      );
+      const scratch: JoinScratch = [];
+      const joinHere = async (g: number): Promise<void> => {
         try {
-          const { shard, samples } = await joinRankFile(this.runDir, this.files[i], archive, reduce, scratch);
-          // Only the file's record is kept, not its decoded tensors: they die young instead of being
-          // carried through the whole join (a later token read decodes the one file it needs).
-          take(i, { ...shard, rolloutData: {} }, samples);
+          for (const [s, value] of await joinSamples(index, groups[g].samples, archives, reduce, scratch)) joined.set(s, value);
         } catch (e) {
-          if (e instanceof DumpInconsistent) throw e;
-          throw await this.failure(this.files[i].name, e);
+          if (e instanceof AtFile) throw await this.failure(index.files[e.file].file, e.error);
+          throw e;
         }
       };
+      const done = new Set<number>();
       try {
         for (let n = 0; ; n++) {
           const k = Atomics.add(counter, 0, 1);
-          if (k >= roots.length) break;
-          // Let other requests run between files: a whole step is a long synchronous stretch otherwise.
+          if (k >= groups.length) break;
           if (n % 4 === 3) await new Promise<void>((r) => setImmediate(r));
-          await joinHere(roots[k].i, roots[k].archive);
+          await joinHere(k);
+          done.add(k);
         }
       } catch (e) {
         helper?.cancel();
         throw e;
       }
       if (helper) {
-        const done = await helper.finished();
-        if (done.error) {
-          const { i, error } = done.error;
+        const theirs = await helper.finished();
+        if (theirs.error) {
+          const { i, error } = theirs.error;
           throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
         }
-        for (const r of done.files) take(r.i, { ...r.shard, rolloutData: {} }, r.samples);
-        // Files the helper claimed but never delivered (it stopped): joined here after all.
-        for (const { i, archive } of roots) if (!shards.has(i)) await joinHere(i, archive);
+        for (const { g, samples } of theirs.groups) {
+          done.add(g);
+          for (const [s, value] of samples) joined.set(s, value);
+        }
+        // Groups the helper claimed but never delivered (it stopped): joined here after all.
+        for (let g = 0; g < groups.length; g++) if (!done.has(g)) await joinHere(g);
       }
-
-      let index = indexTrainFiles(
-        this.files.map((f, i) => {
-          const own = shards.get(twinOf[i])!;
-          return twinOf[i] === i ? own : { ...own, file: f.name, rank: f.rank };
-        }),
-      );
-      const joined = new Map<number, D>();
-      const unjoined: number[] = [];
-      for (const [s, locs] of index.locations) {
-        const e = early.get(s);
-        // Joined alone it equals the full join when every row of the sample is in copies of that one file.
-        if (e && locs.every((l) => twinOf[l.file] === e.file)) joined.set(s, e.value);
-        else unjoined.push(s);
-      }
-      // The records carry no tensors: joining the rest needs the files decoded.
-      if (unjoined.length > 0) index = await this.index();
-      return { index, joined, unjoined };
+      return { index, joined };
     })();
   }
 
