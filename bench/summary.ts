@@ -1,0 +1,188 @@
+// A train step's summary asked first in a fresh server process: `/api/rollout/{id}/summary` of the run's
+// last train step (or `--rollout N`), cold with an empty --cache-dir (the rollout dump decoded and every
+// rank file joined), cold with the cache directory an earlier process left, and warm (the same process
+// asked again). Usage: node --import tsx bench/summary.ts --run DIR [--rollout N] [--repeat N] [--warm N]
+// [--port N] [--bin PATH] [--cpu-prof DIR] (`--bin`: another build's bin/rlsight.mjs; `--cpu-prof`: the
+// cold empty-cache servers write V8 CPU profiles there). Each cold figure is the median over `--repeat`
+// fresh processes (default 3). Prints one JSON line: times, the server's CPU time over the request (every
+// thread, Linux schedstat), its RSS when idle before the request and its peak RSS (VmHWM) after it, the
+// load average before and after, and a digest of the answer (equal in every mode, or the bench fails).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({
+  options: {
+    run: { type: 'string' },
+    rollout: { type: 'string' },
+    repeat: { type: 'string' },
+    warm: { type: 'string' },
+    port: { type: 'string' },
+    bin: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+  },
+});
+if (!values.run) throw new Error('--run DIR is required (a miles run with train dumps)');
+const runDir = resolve(values.run);
+const repeat = Number(values.repeat ?? 3);
+const warmRuns = Number(values.warm ?? 10);
+const port = Number(values.port ?? 17811);
+const base = `http://127.0.0.1:${port}`;
+const bin = resolve(values.bin ?? join(repoRoot, 'bin', 'rlsight.mjs'));
+const profDir = values['cpu-prof'] ? resolve(values['cpu-prof']) : null;
+const round = (x: number): number => Math.round(x * 10) / 10;
+const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
+const load = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
+
+/** CPU time (ms) every thread of process `pid` has run so far, from /proc (0 where there is none). */
+function cpuMs(pid: number | undefined): number {
+  let ns = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return 0;
+  }
+  return ns / 1e6;
+}
+
+/** A `/proc/{pid}/status` figure in MiB (VmRSS, VmHWM). */
+function statusMiB(pid: number | undefined, key: string): number {
+  try {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? round(Number(m[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+interface Server {
+  cpuMs(): number;
+  mib(key: string): number;
+  stop(): Promise<void>;
+}
+
+/** A fresh server process over the run, resolved once it prints its URL (no request has been made). */
+async function startServer(cacheDir: string, profile = false): Promise<Server> {
+  const flags = profile && profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...flags, bin, 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((ok, fail) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (/serving http:\/\//.test(out)) ok();
+    });
+    child.once('exit', (code) => fail(new Error(`rlsight serve exited with ${code}: ${out}`)));
+  });
+  return {
+    cpuMs: () => cpuMs(child.pid),
+    mib: (key) => statusMiB(child.pid, key),
+    async stop() {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill(profile && profDir ? 'SIGINT' : 'SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function get(path: string): Promise<{ ms: number; status: number; digest: string; bytes: number }> {
+  const t = performance.now();
+  const res = await fetch(base + path);
+  const body = Buffer.from(await res.arrayBuffer());
+  const ms = performance.now() - t;
+  return { ms, status: res.status, bytes: body.byteLength, digest: createHash('sha256').update(body).digest('hex').slice(0, 16) };
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'rlsight-bench-summary-'));
+const loadBefore = load();
+
+let rid = values.rollout === undefined ? -1 : Number(values.rollout);
+if (rid < 0) {
+  // The step, found by a probe process that asks only for the run's ids.
+  const probeDir = mkdtempSync(join(scratch, 'probe-'));
+  const probe = await startServer(probeDir);
+  const meta = (await (await fetch(`${base}/api/meta`)).json()) as { rollout_ids: { train: number[] } };
+  rid = meta.rollout_ids.train.at(-1) ?? 0;
+  await probe.stop();
+  rmSync(probeDir, { recursive: true, force: true });
+}
+const path = `/api/rollout/${rid}/summary`;
+
+const digests = new Set<string>();
+const check = (r: { status: number; digest: string }): void => {
+  if (r.status !== 200) throw new Error(`${path} answered ${r.status}`);
+  digests.add(r.digest);
+};
+
+const figures = { coldEmpty: [] as number[], coldCached: [] as number[], warm: [] as number[] };
+const cpu = { coldEmpty: [] as number[], coldCached: [] as number[], warm: [] as number[] };
+const idleRss: number[] = [];
+const peakEmpty: number[] = [];
+const peakCached: number[] = [];
+let bytes = 0;
+for (let k = 0; k < repeat; k++) {
+  const cacheDir = mkdtempSync(join(scratch, 'cache-'));
+  // 1. cold, empty cache directory
+  let s = await startServer(cacheDir, true);
+  idleRss.push(s.mib('VmRSS'));
+  let c = s.cpuMs();
+  let r = await get(path);
+  cpu.coldEmpty.push(s.cpuMs() - c);
+  peakEmpty.push(s.mib('VmHWM'));
+  check(r);
+  bytes = r.bytes;
+  figures.coldEmpty.push(r.ms);
+  await s.stop();
+  // 2. cold, the same cache directory (what the first process left in it)
+  s = await startServer(cacheDir);
+  c = s.cpuMs();
+  r = await get(path);
+  cpu.coldCached.push(s.cpuMs() - c);
+  peakCached.push(s.mib('VmHWM'));
+  check(r);
+  figures.coldCached.push(r.ms);
+  // 3. warm: the same process asked again
+  if (k === repeat - 1) {
+    for (let i = 0; i < warmRuns; i++) {
+      c = s.cpuMs();
+      r = await get(path);
+      cpu.warm.push(s.cpuMs() - c);
+      check(r);
+      figures.warm.push(r.ms);
+    }
+  }
+  await s.stop();
+  rmSync(cacheDir, { recursive: true, force: true });
+}
+rmSync(scratch, { recursive: true, force: true });
+if (digests.size !== 1) throw new Error(`the answers differ between modes: ${[...digests].join(', ')}`);
+
+console.log(
+  JSON.stringify({
+    bench: 'summary',
+    request: path,
+    bytes,
+    digest: [...digests][0],
+    cold_empty_ms: median(figures.coldEmpty),
+    cold_cached_ms: median(figures.coldCached),
+    warm_p50_ms: median(figures.warm),
+    cold_empty_cpu_ms: median(cpu.coldEmpty),
+    cold_cached_cpu_ms: median(cpu.coldCached),
+    warm_p50_cpu_ms: median(cpu.warm),
+    idle_rss_mib: median(idleRss),
+    cold_empty_peak_rss_mib: median(peakEmpty),
+    cold_cached_peak_rss_mib: median(peakCached),
+    cold_empty_all: figures.coldEmpty.map(round),
+    cold_cached_all: figures.coldCached.map(round),
+    loadavg_before: loadBefore,
+    loadavg_after: load(),
+  }),
+);
