@@ -328,3 +328,54 @@ describe('matchesDecoded finds differences', () => {
     assert.match((await matchesDecoded(value, { ...decoded, d: { __dict__: 'builtins.dict', items: [[1, 'a']] } }))!, /items/);
   });
 });
+
+describe('lengthOnlyUnder', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'rlsight-lengthonly-'));
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('keeps the lists under the named keys as their lengths and decodes everything else as usual', async () => {
+    const path = join(tmp, 'lists.pt');
+    const tokens = Array.from({ length: 5000 }, (_, i) => (i * 7919) % 70000);
+    const logProbs = Array.from({ length: 3000 }, (_, i) => -i / 7);
+    await saveTorch(
+      {
+        samples: [
+          { tokens, rollout_log_probs: logProbs, reward: [0.5, 1.5], label: 'x' },
+          { tokens: [1, 2, 3], rollout_log_probs: [], reward: 2 },
+        ],
+        other: logProbs,
+      },
+      path,
+    );
+    const full = (await openTorchFile(path, { typedLists: true })).value as Record<string, PyValue>;
+    const skim = (await openTorchFile(path, { typedLists: true, lengthOnlyUnder: new Set(['tokens', 'rollout_log_probs']) })).value as Record<
+      string,
+      PyValue
+    >;
+    const [a, b] = skim.samples as Record<string, PyValue>[];
+    const [fa, fb] = full.samples as Record<string, PyValue>[];
+    assert.equal((a.tokens as Int32Array).length, 5000);
+    assert.ok((a.tokens as Int32Array).every((v) => v === 0), 'its numbers are not kept');
+    assert.deepEqual(Array.from(fa.tokens as Int32Array), tokens);
+    assert.equal((a.rollout_log_probs as ArrayLike<number>).length, 3000);
+    assert.equal((b.tokens as Int32Array).length, 3);
+    // An empty list has no numbers to count: as the full decode gives it.
+    assert.deepEqual(b.rollout_log_probs, fb.rollout_log_probs);
+    // Other keys, and the same numbers under another key, decode in full.
+    assert.deepEqual(a.reward, fa.reward);
+    assert.deepEqual(skim.other, full.other);
+    assert.equal(a.label, 'x');
+  });
+
+  it('gives the rollout records of the fixture dumps the full decode gives', async () => {
+    const { decodeRolloutDump, PER_TOKEN_LISTS } = await import('../../run/miles/rolloutDump.ts');
+    for (const name of readdirSync(fixturePath('miles-demo', 'run', 'rollout_data'))) {
+      const path = fixturePath('miles-demo', 'run', 'rollout_data', name);
+      const expect = { rolloutId: Number(name.replace(/^eval_|\.pt$/g, '')), evaluation: name.startsWith('eval_'), file: name };
+      const full = decodeRolloutDump((await openTorchFile(path, { typedLists: true })).value, expect);
+      const skim = decodeRolloutDump((await openTorchFile(path, { typedLists: true, lengthOnlyUnder: PER_TOKEN_LISTS })).value, expect);
+      assert.ok(full.samples.length > 0 && full.samples.some((s) => s.totalLength > 0), name);
+      assert.deepEqual(skim, full, name);
+    }
+  });
+});

@@ -19,6 +19,12 @@ export interface UnpickleOptions {
    * them (JS numbers cannot tell `2.0` from `2`). Off by default; ignored for typed lists.
    */
   boxIntegralFloats?: boolean;
+  /**
+   * With `typedLists`: a number list that is the value of a dict key named here (`{'tokens': [...]}`) is
+   * scanned but not kept: it decodes as a zero-filled typed array of its length (views of one shared
+   * buffer), for readers that need only the length of such lists. Other lists decode as usual.
+   */
+  lengthOnlyUnder?: ReadonlySet<string>;
 }
 
 export interface PickleResult {
@@ -391,6 +397,9 @@ export class Unpickler {
   private numbers = new Float64Array(4096);
   private scanned = 0;
   private scannedFloats = false;
+  /** Zeros that length-only lists are views of (grown to the longest such list). */
+  private zeros = new Int32Array(0);
+  private readonly lengthOnlyUnder: ReadonlySet<string> | undefined;
 
   constructor(
     input: Uint8Array | PickleSource,
@@ -398,6 +407,7 @@ export class Unpickler {
     window = DEFAULT_WINDOW,
   ) {
     this.typedLists = opts.typedLists === true;
+    this.lengthOnlyUnder = opts.lengthOnlyUnder && opts.lengthOnlyUnder.size > 0 ? opts.lengthOnlyUnder : undefined;
     this.boxFloats = opts.boxIntegralFloats === true;
     this.window = Math.max(16, window);
     if (input instanceof Uint8Array) {
@@ -558,6 +568,21 @@ export class Unpickler {
           const target = stack.length > 0 ? stack[stack.length - 1] : undefined;
           if (Array.isArray(target) && !isPyTuple(target)) {
             if (target.length === 0 && this.typedLists) {
+              const key = this.lengthOnlyUnder && stack.length > 1 ? stack[stack.length - 2] : undefined;
+              if (typeof key === 'string' && this.lengthOnlyUnder!.has(key)) {
+                // Only its length is wanted: its numbers are counted, not kept.
+                const blocksEnd = this.countNumberBatches(buf, pos, end, seen);
+                if (blocksEnd > 0) {
+                  const n = this.scanned;
+                  if (this.zeros.length < n) this.zeros = new Int32Array(Math.max(n, 2 * this.zeros.length));
+                  const typed = this.zeros.subarray(0, n);
+                  stack[stack.length - 1] = typed;
+                  this.replace(target, typed);
+                  seen[0x65] = 1;
+                  pos = blocksEnd;
+                  break;
+                }
+              }
               // A fresh list decoded as a typed array: one pass over its `MARK <numbers> APPENDS` batches.
               const blocksEnd = this.scanNumberBatches(buf, dv, pos, end, seen);
               if (blocksEnd > 0) {
@@ -906,6 +931,51 @@ export class Unpickler {
     }
     this.scanned = k;
     this.scannedFloats = floats;
+    return k > 0 ? blocksEnd : -1;
+  }
+
+  /** `scanNumberBatches` that only counts the numbers (into `this.scanned`); the same batches, the same answer. */
+  private countNumberBatches(buf: Uint8Array, from: number, end: number, seen: Uint8Array): number {
+    let k = 0;
+    let q = from;
+    let blocksEnd = -1;
+    let kinds = 0;
+    for (;;) {
+      const batchStart = k;
+      while (q < end) {
+        const o = buf[q];
+        if (o === 0x4b) {
+          if (q + 2 > end) break;
+          q += 2;
+          kinds |= 1;
+        } else if (o === 0x47) {
+          if (q + 9 > end) break;
+          q += 9;
+          kinds |= 2;
+        } else if (o === 0x4d) {
+          if (q + 3 > end) break;
+          q += 3;
+          kinds |= 4;
+        } else if (o === 0x4a) {
+          if (q + 5 > end) break;
+          q += 5;
+          kinds |= 8;
+        } else break;
+        k++;
+      }
+      if (kinds & 1) seen[0x4b] = 1;
+      if (kinds & 2) seen[0x47] = 1;
+      if (kinds & 4) seen[0x4d] = 1;
+      if (kinds & 8) seen[0x4a] = 1;
+      if (q >= end || buf[q] !== 0x65) {
+        k = batchStart;
+        break;
+      }
+      blocksEnd = ++q;
+      if (q < end && buf[q] === 0x28) q++;
+      else break;
+    }
+    this.scanned = k;
     return k > 0 ? blocksEnd : -1;
   }
 

@@ -17,7 +17,7 @@ import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
 import { BadArgument, damageOf, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { TokenTexts } from './tokenTexts.ts';
-import { decodeRolloutDump, type RolloutDump } from './rolloutDump.ts';
+import { decodeRolloutDump, PER_TOKEN_LISTS, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples, type DumpedSampleText } from './sampleText.ts';
 import {
   batchRawRewards,
@@ -594,17 +594,18 @@ export class DumpReader {
     }
   }
 
-  private async openRolloutDocument(name: string): Promise<TorchDocument> {
-    // Number lists decode as typed arrays: far less memory and collector work.
+  private async openRolloutDocument(name: string, withTokens: boolean): Promise<TorchDocument> {
+    // Number lists decode as typed arrays: far less memory and collector work; without tokens, the
+    // per-token lists as their lengths alone.
     this.onDecode(name);
-    return openTorchFile(join(this.runDir, name), { typedLists: true }).catch(async (e) => {
+    return openTorchFile(join(this.runDir, name), { typedLists: true, lengthOnlyUnder: withTokens ? undefined : PER_TOKEN_LISTS }).catch(async (e) => {
       throw await this.loadFailure(name, e);
     });
   }
 
   private async loadRollout(rolloutId: number, evaluation: boolean, withTokens = false): Promise<RolloutDump> {
     const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
-    const doc = await this.openRolloutDocument(name);
+    const doc = await this.openRolloutDocument(name, withTokens);
     try {
       return decodeRolloutDump(doc.value, { rolloutId, evaluation, file: name, withTokens });
     } catch (e) {

@@ -22,6 +22,12 @@ export interface RolloutDump {
  */
 export const MAX_SAMPLES_PER_DUMP = 1 << 20;
 
+/**
+ * The per-token lists of a sample whose values a dump decoded without tokens never reads (only the length
+ * of `tokens`): such a decode may keep them as their lengths alone (`lengthOnlyUnder`).
+ */
+export const PER_TOKEN_LISTS: ReadonlySet<string> = new Set(['tokens', 'loss_mask', 'rollout_log_probs']);
+
 /** Turns the decoded pickle of a rollout dump into samples; `file` names it in errors. */
 export function decodeRolloutDump(
   value: PyValue,
