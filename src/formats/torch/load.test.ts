@@ -366,16 +366,4 @@ describe('lengthOnlyUnder', () => {
     assert.deepEqual(skim.other, full.other);
     assert.equal(a.label, 'x');
   });
-
-  it('gives the rollout records of the fixture dumps the full decode gives', async () => {
-    const { decodeRolloutDump, PER_TOKEN_LISTS } = await import('../../run/miles/rolloutDump.ts');
-    for (const name of readdirSync(fixturePath('miles-demo', 'run', 'rollout_data'))) {
-      const path = fixturePath('miles-demo', 'run', 'rollout_data', name);
-      const expect = { rolloutId: Number(name.replace(/^eval_|\.pt$/g, '')), evaluation: name.startsWith('eval_'), file: name };
-      const full = decodeRolloutDump((await openTorchFile(path, { typedLists: true })).value, expect);
-      const skim = decodeRolloutDump((await openTorchFile(path, { typedLists: true, lengthOnlyUnder: PER_TOKEN_LISTS })).value, expect);
-      assert.ok(full.samples.length > 0 && full.samples.some((s) => s.totalLength > 0), name);
-      assert.deepEqual(skim, full, name);
-    }
-  });
 });

@@ -1,9 +1,12 @@
 // A forged rollout dump (one sample record listed many times by memo reference) is refused before it is summarised.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readdirSync } from 'node:fs';
+import { openTorchFile } from '../../formats/torch/load.ts';
 import { unpickle } from '../../formats/torch/unpickle.ts';
+import { fixturePath } from '../../../test/support/fixtures.ts';
 import { DumpInconsistent } from '../errors.ts';
-import { decodeRolloutDump } from './rolloutDump.ts';
+import { decodeRolloutDump, PER_TOKEN_LISTS } from './rolloutDump.ts';
 
 const str = (s: string): number[] => [0x8c, s.length, ...new TextEncoder().encode(s)];
 
@@ -26,5 +29,18 @@ describe('decodeRolloutDump limits', () => {
   it('still decodes distinct samples', () => {
     const value = { rollout_id: 0, samples: [{ index: 0 }, { index: 1 }] };
     assert.deepEqual(decodeRolloutDump(value, { rolloutId: 0, evaluation: false, file: 'f' }).samples.map((s) => s.index), [0, 1]);
+  });
+});
+
+describe('a rollout dump decoded for its records alone', () => {
+  it('gives the records of the fixture dumps the full decode gives, its per-token lists kept as lengths', async () => {
+    for (const name of readdirSync(fixturePath('miles-demo', 'run', 'rollout_data'))) {
+      const path = fixturePath('miles-demo', 'run', 'rollout_data', name);
+      const expect = { rolloutId: Number(name.replace(/^eval_|\.pt$/g, '')), evaluation: name.startsWith('eval_'), file: name };
+      const full = decodeRolloutDump((await openTorchFile(path, { typedLists: true })).value, expect);
+      const skim = decodeRolloutDump((await openTorchFile(path, { typedLists: true, lengthOnlyUnder: PER_TOKEN_LISTS })).value, expect);
+      assert.ok(full.samples.length > 0 && full.samples.some((s) => s.totalLength > 0), name);
+      assert.deepEqual(skim, full, name);
+    }
   });
 });
