@@ -571,7 +571,7 @@ export class Unpickler {
               const key = this.lengthOnlyUnder && stack.length > 1 ? stack[stack.length - 2] : undefined;
               if (typeof key === 'string' && this.lengthOnlyUnder!.has(key)) {
                 // Only its length is wanted: its numbers are counted, not kept.
-                const blocksEnd = this.countNumberBatches(buf, pos, end, seen);
+                const blocksEnd = this.scanNumberBatches(buf, dv, pos, end, seen, false);
                 if (blocksEnd > 0) {
                   const n = this.scanned;
                   if (this.zeros.length < n) this.zeros = new Int32Array(Math.max(n, 2 * this.zeros.length));
@@ -875,8 +875,9 @@ export class Unpickler {
    * Decodes the numbers of consecutive complete `<numbers> APPENDS [MARK <numbers> APPENDS …]` batches from
    * `from` into `this.numbers` (count in `this.scanned`, any float in `this.scannedFloats`). Returns the
    * offset just past the last complete batch's APPENDS, or -1 when there is none (or it holds no number).
+   * With `keep` false the numbers are only counted, not stored.
    */
-  private scanNumberBatches(buf: Uint8Array, dv: DataView, from: number, end: number, seen: Uint8Array): number {
+  private scanNumberBatches(buf: Uint8Array, dv: DataView, from: number, end: number, seen: Uint8Array, keep = true): number {
     let out = this.numbers;
     let k = 0;
     let q = from;
@@ -910,6 +911,10 @@ export class Unpickler {
           q += 5;
           kinds |= 8;
         } else break;
+        if (!keep) {
+          k++;
+          continue;
+        }
         if (k === out.length) {
           const grown = new Float64Array(out.length * 2);
           grown.set(out);
@@ -931,51 +936,6 @@ export class Unpickler {
     }
     this.scanned = k;
     this.scannedFloats = floats;
-    return k > 0 ? blocksEnd : -1;
-  }
-
-  /** `scanNumberBatches` that only counts the numbers (into `this.scanned`); the same batches, the same answer. */
-  private countNumberBatches(buf: Uint8Array, from: number, end: number, seen: Uint8Array): number {
-    let k = 0;
-    let q = from;
-    let blocksEnd = -1;
-    let kinds = 0;
-    for (;;) {
-      const batchStart = k;
-      while (q < end) {
-        const o = buf[q];
-        if (o === 0x4b) {
-          if (q + 2 > end) break;
-          q += 2;
-          kinds |= 1;
-        } else if (o === 0x47) {
-          if (q + 9 > end) break;
-          q += 9;
-          kinds |= 2;
-        } else if (o === 0x4d) {
-          if (q + 3 > end) break;
-          q += 3;
-          kinds |= 4;
-        } else if (o === 0x4a) {
-          if (q + 5 > end) break;
-          q += 5;
-          kinds |= 8;
-        } else break;
-        k++;
-      }
-      if (kinds & 1) seen[0x4b] = 1;
-      if (kinds & 2) seen[0x47] = 1;
-      if (kinds & 4) seen[0x4d] = 1;
-      if (kinds & 8) seen[0x4a] = 1;
-      if (q >= end || buf[q] !== 0x65) {
-        k = batchStart;
-        break;
-      }
-      blocksEnd = ++q;
-      if (q < end && buf[q] === 0x28) q++;
-      else break;
-    }
-    this.scanned = k;
     return k > 0 ? blocksEnd : -1;
   }
 
