@@ -7,13 +7,12 @@
 // fresh processes (default 3). Prints one JSON line: times, the server's CPU time over the request (every
 // thread, Linux schedstat), its RSS when idle before the request and its peak RSS (VmHWM) after it, the
 // load average before and after, and a digest of the answer (equal in every mode, or the bench fails).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { type FreshServer, getWithDigest, load, median, round, startFreshServer } from './freshServer.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -35,71 +34,10 @@ const port = Number(values.port ?? 17811);
 const base = `http://127.0.0.1:${port}`;
 const bin = resolve(values.bin ?? join(repoRoot, 'bin', 'rlsight.mjs'));
 const profDir = values['cpu-prof'] ? resolve(values['cpu-prof']) : null;
-const round = (x: number): number => Math.round(x * 10) / 10;
-const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
-const load = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
-
-/** CPU time (ms) every thread of process `pid` has run so far, from /proc (0 where there is none). */
-function cpuMs(pid: number | undefined): number {
-  let ns = 0;
-  try {
-    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-  } catch {
-    return 0;
-  }
-  return ns / 1e6;
-}
-
-/** A `/proc/{pid}/status` figure in MiB (VmRSS, VmHWM). */
-function statusMiB(pid: number | undefined, key: string): number {
-  try {
-    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? round(Number(m[1]) / 1024) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-interface Server {
-  cpuMs(): number;
-  mib(key: string): number;
-  stop(): Promise<void>;
-}
-
-/** A fresh server process over the run, resolved once it prints its URL (no request has been made). */
-async function startServer(cacheDir: string, profile = false): Promise<Server> {
-  const flags = profile && profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...flags, bin, 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  await new Promise<void>((ok, fail) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (/serving http:\/\//.test(out)) ok();
-    });
-    child.once('exit', (code) => fail(new Error(`rlsight serve exited with ${code}: ${out}`)));
-  });
-  return {
-    cpuMs: () => cpuMs(child.pid),
-    mib: (key) => statusMiB(child.pid, key),
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill(profile && profDir ? 'SIGINT' : 'SIGTERM');
-      await exited;
-    },
-  };
-}
-
-async function get(path: string): Promise<{ ms: number; status: number; digest: string; bytes: number }> {
-  const t = performance.now();
-  const res = await fetch(base + path);
-  const body = Buffer.from(await res.arrayBuffer());
-  const ms = performance.now() - t;
-  return { ms, status: res.status, bytes: body.byteLength, digest: createHash('sha256').update(body).digest('hex').slice(0, 16) };
-}
+/** A fresh server process over the run (the cold empty-cache ones profiled with --cpu-prof). */
+const startServer = (cacheDir: string, profile = false): Promise<FreshServer> =>
+  startFreshServer({ bin, runDir, port, cacheDir, nodeFlags: profile && profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [], stopSignal: profile && profDir ? 'SIGINT' : 'SIGTERM' });
+const get = (path: string) => getWithDigest(base, path);
 
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-bench-summary-'));
 const loadBefore = load();

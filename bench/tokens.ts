@@ -7,13 +7,12 @@
 // the load average before and after and a digest of the answer (equal in every mode, or the bench fails).
 // `*_cpu_ms` is the CPU time the server's threads spent meanwhile (Linux schedstat): on a machine shared
 // with other work it moves far less than the wall-clock figures.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { type FreshServer, getWithDigest, load, median, round, startFreshServer } from './freshServer.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -26,53 +25,9 @@ const warmRuns = Number(values.warm ?? 10);
 const port = Number(values.port ?? 17799);
 const base = `http://127.0.0.1:${port}`;
 const bin = resolve(values.bin ?? join(repoRoot, 'bin', 'rlsight.mjs'));
-const round = (x: number): number => Math.round(x * 10) / 10;
-const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
-const load = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
-
-/** CPU time (ms) every thread of process `pid` has run so far, from /proc (0 where there is none). */
-function cpuMs(pid: number | undefined): number {
-  let ns = 0;
-  try {
-    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-  } catch {
-    return 0;
-  }
-  return ns / 1e6;
-}
-
-/** A fresh server process over the run, resolved once it prints its URL (no request has been made). */
-async function startServer(cacheDir: string): Promise<{ cpuMs(): number; stop(): Promise<void> }> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [bin, 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  await new Promise<void>((ok, fail) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (/serving http:\/\//.test(out)) ok();
-    });
-    child.once('exit', (code) => fail(new Error(`rlsight serve exited with ${code}: ${out}`)));
-  });
-  return {
-    cpuMs: () => cpuMs(child.pid),
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-async function get(path: string): Promise<{ ms: number; status: number; digest: string; bytes: number }> {
-  const t = performance.now();
-  const res = await fetch(base + path);
-  const body = Buffer.from(await res.arrayBuffer());
-  const ms = performance.now() - t;
-  return { ms, status: res.status, bytes: body.byteLength, digest: createHash('sha256').update(body).digest('hex').slice(0, 16) };
-}
+/** A fresh server process over the run. */
+const startServer = (cacheDir: string): Promise<FreshServer> => startFreshServer({ bin, runDir, port, cacheDir });
+const get = (path: string) => getWithDigest(base, path);
 
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-bench-tokens-'));
 const loadBefore = load();
