@@ -98,9 +98,10 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
   const app = new Hono();
   app.use(hostGuard(allowedHosts(options.host ?? '127.0.0.1', options.allowHosts ?? [])));
   app.use(readOnlyMethods);
-  // requests being answered hold back the background warm-up (the event stream is not one: it stays open)
+  // requests being answered hold back the background warm-up; the event stream (it stays open) and the run
+  // header the app polls for the warm-up's progress (answered at once) do not
   app.use('/api/*', async (c, next) => {
-    if (c.req.path.endsWith('/events')) return next();
+    if (/\/(events|meta|runs)$/.test(c.req.path)) return next();
     const done = foreground.begin();
     try {
       await next();

@@ -222,6 +222,8 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     const zero = tg.rows.filter((g) => g.zero_std === true).length;
     await page.goto(`${ctx.served.url}#/rollout/${train}`);
     await page.waitForSelector('[data-testid=scatter-legend]');
+    // the legend is drawn from the summary first; the groups' zero-std rings join it when the groups arrive
+    if (zero) await page.locator('[data-testid=scatter-legend]', { hasText: 'zero-std group' }).waitFor({ timeout: 10_000 }).catch(() => {});
     if (zero) assert.match((await page.textContent('[data-testid=scatter-legend]'))!, new RegExp(`zero-std group \\(${zero}\\)`));
     const swatches = await page.$$eval('[data-testid=scatter-legend] .swatch:not(.ring)', (els) => els.map((e) => (e as any).style.background));
     assert.equal(new Set(swatches).size, swatches.length, `no colour repeats among ${swatches.length} groups`);
