@@ -70,3 +70,65 @@ export async function getWithDigest(base: string, path: string): Promise<{ ms: n
   const ms = performance.now() - t;
   return { ms, status: res.status, bytes: body.byteLength, digest: createHash('sha256').update(body).digest('hex').slice(0, 16) };
 }
+
+/**
+ * `repeat` rounds of one request: cold in a fresh process with an empty cache directory, cold in a fresh
+ * process over what that one left, and (last round) warm in the second process. Each figure's median, the
+ * server's CPU time over the request (every thread), its idle and peak RSS; throws if any answer is not a
+ * 200 or the modes' answers differ. `profileFirst`: `start` is told which process is the empty-cache one (a bench may profile it).
+ */
+export async function coldWarmRounds(opts: {
+  start: (cacheDir: string, profileFirst: boolean) => Promise<FreshServer>;
+  get: (path: string) => ReturnType<typeof getWithDigest>;
+  path: string;
+  repeat: number;
+  warmRuns: number;
+  newCacheDir: () => string;
+  removeDir: (dir: string) => void;
+}): Promise<Record<string, unknown>> {
+  const digests = new Set<string>();
+  const ms = { coldEmpty: [] as number[], coldCached: [] as number[], warm: [] as number[] };
+  const cpu = { coldEmpty: [] as number[], coldCached: [] as number[], warm: [] as number[] };
+  const idleRss: number[] = [];
+  const peak = { coldEmpty: [] as number[], coldCached: [] as number[] };
+  let bytes = 0;
+  const ask = async (s: FreshServer, mode: 'coldEmpty' | 'coldCached' | 'warm'): Promise<void> => {
+    const c = s.cpuMs();
+    const r = await opts.get(opts.path);
+    cpu[mode].push(s.cpuMs() - c);
+    if (mode !== 'warm') peak[mode].push(s.mib('VmHWM'));
+    if (r.status !== 200) throw new Error(`${opts.path} answered ${r.status}`);
+    digests.add(r.digest);
+    bytes = r.bytes;
+    ms[mode].push(r.ms);
+  };
+  for (let k = 0; k < opts.repeat; k++) {
+    const cacheDir = opts.newCacheDir();
+    let s = await opts.start(cacheDir, true);
+    idleRss.push(s.mib('VmRSS'));
+    await ask(s, 'coldEmpty');
+    await s.stop();
+    s = await opts.start(cacheDir, false);
+    await ask(s, 'coldCached');
+    if (k === opts.repeat - 1) for (let i = 0; i < opts.warmRuns; i++) await ask(s, 'warm');
+    await s.stop();
+    opts.removeDir(cacheDir);
+  }
+  if (digests.size !== 1) throw new Error(`the answers differ between modes: ${[...digests].join(', ')}`);
+  return {
+    request: opts.path,
+    bytes,
+    digest: [...digests][0],
+    cold_empty_ms: median(ms.coldEmpty),
+    cold_cached_ms: median(ms.coldCached),
+    warm_p50_ms: median(ms.warm),
+    cold_empty_cpu_ms: median(cpu.coldEmpty),
+    cold_cached_cpu_ms: median(cpu.coldCached),
+    warm_p50_cpu_ms: median(cpu.warm),
+    idle_rss_mib: median(idleRss),
+    cold_empty_peak_rss_mib: median(peak.coldEmpty),
+    cold_cached_peak_rss_mib: median(peak.coldCached),
+    cold_empty_all: ms.coldEmpty.map(round),
+    cold_cached_all: ms.coldCached.map(round),
+  };
+}

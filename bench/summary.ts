@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type FreshServer, getWithDigest, load, median, round, startFreshServer } from './freshServer.ts';
+import { coldWarmRounds, type FreshServer, getWithDigest, load, startFreshServer } from './freshServer.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -54,73 +54,14 @@ if (rid < 0) {
 }
 const path = `/api/rollout/${rid}/summary`;
 
-const digests = new Set<string>();
-const check = (r: { status: number; digest: string }): void => {
-  if (r.status !== 200) throw new Error(`${path} answered ${r.status}`);
-  digests.add(r.digest);
-};
-
-const figures = { coldEmpty: [] as number[], coldCached: [] as number[], warm: [] as number[] };
-const cpu = { coldEmpty: [] as number[], coldCached: [] as number[], warm: [] as number[] };
-const idleRss: number[] = [];
-const peakEmpty: number[] = [];
-const peakCached: number[] = [];
-let bytes = 0;
-for (let k = 0; k < repeat; k++) {
-  const cacheDir = mkdtempSync(join(scratch, 'cache-'));
-  // 1. cold, empty cache directory
-  let s = await startServer(cacheDir, true);
-  idleRss.push(s.mib('VmRSS'));
-  let c = s.cpuMs();
-  let r = await get(path);
-  cpu.coldEmpty.push(s.cpuMs() - c);
-  peakEmpty.push(s.mib('VmHWM'));
-  check(r);
-  bytes = r.bytes;
-  figures.coldEmpty.push(r.ms);
-  await s.stop();
-  // 2. cold, the same cache directory (what the first process left in it)
-  s = await startServer(cacheDir);
-  c = s.cpuMs();
-  r = await get(path);
-  cpu.coldCached.push(s.cpuMs() - c);
-  peakCached.push(s.mib('VmHWM'));
-  check(r);
-  figures.coldCached.push(r.ms);
-  // 3. warm: the same process asked again
-  if (k === repeat - 1) {
-    for (let i = 0; i < warmRuns; i++) {
-      c = s.cpuMs();
-      r = await get(path);
-      cpu.warm.push(s.cpuMs() - c);
-      check(r);
-      figures.warm.push(r.ms);
-    }
-  }
-  await s.stop();
-  rmSync(cacheDir, { recursive: true, force: true });
-}
+const rounds = await coldWarmRounds({
+  start: (cacheDir, profileFirst) => startServer(cacheDir, profileFirst),
+  get,
+  path,
+  repeat,
+  warmRuns,
+  newCacheDir: () => mkdtempSync(join(scratch, 'cache-')),
+  removeDir: (dir) => rmSync(dir, { recursive: true, force: true }),
+});
 rmSync(scratch, { recursive: true, force: true });
-if (digests.size !== 1) throw new Error(`the answers differ between modes: ${[...digests].join(', ')}`);
-
-console.log(
-  JSON.stringify({
-    bench: 'summary',
-    request: path,
-    bytes,
-    digest: [...digests][0],
-    cold_empty_ms: median(figures.coldEmpty),
-    cold_cached_ms: median(figures.coldCached),
-    warm_p50_ms: median(figures.warm),
-    cold_empty_cpu_ms: median(cpu.coldEmpty),
-    cold_cached_cpu_ms: median(cpu.coldCached),
-    warm_p50_cpu_ms: median(cpu.warm),
-    idle_rss_mib: median(idleRss),
-    cold_empty_peak_rss_mib: median(peakEmpty),
-    cold_cached_peak_rss_mib: median(peakCached),
-    cold_empty_all: figures.coldEmpty.map(round),
-    cold_cached_all: figures.coldCached.map(round),
-    loadavg_before: loadBefore,
-    loadavg_after: load(),
-  }),
-);
+console.log(JSON.stringify({ bench: 'summary', ...rounds, loadavg_before: loadBefore, loadavg_after: load() }));

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type FreshServer, getWithDigest, load, median, round, startFreshServer } from './freshServer.ts';
+import { coldWarmRounds, type FreshServer, getWithDigest, load, startFreshServer } from './freshServer.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -43,69 +43,14 @@ const path = `/api/rollout/${rid}/sample/${longest?.sample_index ?? 0}/tokens`;
 await probe.stop();
 rmSync(probeDir, { recursive: true, force: true });
 
-const digests = new Set<string>();
-const check = (r: { status: number; digest: string }): void => {
-  if (r.status !== 200) throw new Error(`${path} answered ${r.status}`);
-  digests.add(r.digest);
-};
-
-const coldEmpty: number[] = [];
-const coldCached: number[] = [];
-const warm: number[] = [];
-const coldEmptyCpu: number[] = [];
-const coldCachedCpu: number[] = [];
-const warmCpu: number[] = [];
-let bytes = 0;
-for (let k = 0; k < repeat; k++) {
-  const cacheDir = mkdtempSync(join(scratch, 'cache-'));
-  // 1. cold, empty cache directory
-  let s = await startServer(cacheDir);
-  let cpu = s.cpuMs();
-  let r = await get(path);
-  coldEmptyCpu.push(s.cpuMs() - cpu);
-  check(r);
-  bytes = r.bytes;
-  coldEmpty.push(r.ms);
-  await s.stop();
-  // 2. cold, the same cache directory (what the first process left in it)
-  s = await startServer(cacheDir);
-  cpu = s.cpuMs();
-  r = await get(path);
-  coldCachedCpu.push(s.cpuMs() - cpu);
-  check(r);
-  coldCached.push(r.ms);
-  // 3. warm: the same process asked again
-  if (k === repeat - 1) {
-    for (let i = 0; i < warmRuns; i++) {
-      cpu = s.cpuMs();
-      r = await get(path);
-      warmCpu.push(s.cpuMs() - cpu);
-      check(r);
-      warm.push(r.ms);
-    }
-  }
-  await s.stop();
-  rmSync(cacheDir, { recursive: true, force: true });
-}
+const rounds = await coldWarmRounds({
+  start: (cacheDir) => startServer(cacheDir),
+  get,
+  path,
+  repeat,
+  warmRuns,
+  newCacheDir: () => mkdtempSync(join(scratch, 'cache-')),
+  removeDir: (dir) => rmSync(dir, { recursive: true, force: true }),
+});
 rmSync(scratch, { recursive: true, force: true });
-if (digests.size !== 1) throw new Error(`the answers differ between modes: ${[...digests].join(', ')}`);
-
-console.log(
-  JSON.stringify({
-    bench: 'tokens',
-    request: path,
-    total_length: longest?.total_length ?? null,
-    bytes,
-    digest: [...digests][0],
-    cold_empty_ms: median(coldEmpty),
-    cold_cached_ms: median(coldCached),
-    warm_p50_ms: median(warm),
-    cold_empty_cpu_ms: median(coldEmptyCpu),
-    cold_cached_cpu_ms: median(coldCachedCpu),
-    warm_p50_cpu_ms: median(warmCpu),
-    cold_empty_all: coldEmpty.map(round),
-    cold_cached_all: coldCached.map(round),
-    loadavg_before: loadBefore,
-    loadavg_after: load(),
-  }),
-);
+console.log(JSON.stringify({ bench: 'tokens', ...rounds, total_length: longest?.total_length ?? null, loadavg_before: loadBefore, loadavg_after: load() }));
