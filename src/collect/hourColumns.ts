@@ -6,11 +6,13 @@
 // did not write from its first byte, or one another writer also appended to, gets none.
 // Only the growing (newest) hour's columns stay in memory: an older hour is written once and let go; if
 // lines still arrive for it, its columns are read back from the file written.
-import { EngineSeriesBlock, EngineSeriesParser, type EngineSeriesColumns } from '../run/telemetry/engineSeriesBlock.ts';
+import type { EngineSeriesBlock, EngineSeriesColumns } from '../run/telemetry/engineSeriesBlock.ts';
 import { EngineSeriesTable, StringTable } from '../run/telemetry/interning.ts';
 import { decodePersistedParse, encodePersistedParse } from '../run/telemetry/partitionCache.ts';
 import type { ParsedColumns } from '../run/telemetry/parseJob.ts';
-import { PhaseBlock, PhaseParser } from '../run/telemetry/phaseBlock.ts';
+import type { PhaseBlock } from '../run/telemetry/phaseBlock.ts';
+import { type ColumnsKind, engineSeriesColumnsKind, phaseColumnsKind } from '../run/telemetry/partitionKinds.ts';
+import type { HourBlock } from '../run/telemetry/partitionReader.ts';
 import { columnsFile, hourStart, HOUR_SECONDS, type ColumnsStream } from '../formats/dashboard/index.ts';
 import { type RollupFs, writeChangedHours } from './gpuRollups.ts';
 
@@ -45,41 +47,27 @@ interface HourState<B> {
   broken: boolean;
 }
 
-function engineKind(): HourKind<EngineSeriesBlock> {
-  const table = new EngineSeriesTable();
-  const parser = new EngineSeriesParser(table);
+/** The collector's view of the reader's own kind of a columnar stream (one hour per block). */
+function hourKind<B extends HourBlock>(kind: ColumnsKind<B>, exportBlock = kind.export): HourKind<B> {
   return {
-    create: (key, lo) => new EngineSeriesBlock(key, lo, lo + HOUR_SECONDS, 1024),
-    parse: (data, block, firstLine, bad) => parser.parse(data, 0, data.length, block, firstLine, bad),
-    export: (block) => ({
-      stream: 'engine_series',
-      // views over the live rows (`columns()` would trim the growing block, only for it to grow again)
-      columns: { length: block.length, tsMin: block.tsMin, tsMax: block.tsMax, cols: { ts: block.ts, series: block.series, value: block.value } as EngineSeriesColumns['cols'] },
-      series: Array.from({ length: table.size }, (_, i) => {
-        const k = table.key(i);
-        return [k.addr, k.metric, k.labelsJson] as [string, string, string];
-      }),
-    }),
-    adopt: (key, lo, d) => {
-      if (d.stream !== 'engine_series') throw new Error('not engine_series columns');
-      return EngineSeriesBlock.adopt(key, lo, lo + HOUR_SECONDS, d.columns, d.series.map(([a, m, l]) => table.id(a, m, l)));
-    },
+    create: (key, lo) => kind.create(key, lo, lo + HOUR_SECONDS, 1024),
+    parse: (data, block, firstLine, bad) => kind.parse(data, 0, data.length, block, firstLine, bad),
+    export: exportBlock,
+    adopt: (key, lo, d) => kind.adopt(key, lo, lo + HOUR_SECONDS, d),
   };
 }
 
-function phaseKind(): HourKind<PhaseBlock> {
-  const strings = new StringTable();
-  const parser = new PhaseParser(strings);
-  return {
-    create: (key, lo) => new PhaseBlock(key, lo, lo + HOUR_SECONDS, strings, 256),
-    parse: (data, block, firstLine, bad) => parser.parse(data, 0, data.length, block, firstLine, bad),
-    export: (block) => ({ stream: 'phases', columns: block.columns(), strings: Array.from({ length: strings.size }, (_, i) => strings.str(i)) }),
-    adopt: (key, lo, d) => {
-      if (d.stream !== 'phases') throw new Error('not phases columns');
-      return PhaseBlock.adopt(key, lo, lo + HOUR_SECONDS, strings, d.columns, d.strings.map((s) => strings.id(s)));
-    },
-  };
+function engineKind(): HourKind<EngineSeriesBlock> {
+  const table = new EngineSeriesTable();
+  // the growing block is handed over as views over its live rows (`columns()` would trim it, only for it to grow again)
+  return hourKind(engineSeriesColumnsKind(table), (block) => ({
+    stream: 'engine_series',
+    columns: { length: block.length, tsMin: block.tsMin, tsMax: block.tsMax, cols: { ts: block.ts, series: block.series, value: block.value } as EngineSeriesColumns['cols'] },
+    series: table.rows(),
+  }));
 }
+
+const phaseKind = (): HourKind<PhaseBlock> => hourKind(phaseColumnsKind(new StringTable()));
 
 /** The parsed columns of one stream's hours, written beside the partitions this collector writes. */
 export class CollectorHourColumns {

@@ -124,6 +124,11 @@ export class EngineSeriesTable {
   get size(): number {
     return this.entries.length;
   }
+
+  /** Every series as a parse hands it over: `[addr, metric, labelsJson]` by series id. */
+  rows(): [string, string, string][] {
+    return this.entries.map((k) => [k.addr, k.metric, k.labelsJson]);
+  }
 }
 
 /**

@@ -73,11 +73,7 @@ export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseRe
   if (job.stream === 'engine_series') {
     const pack = (block: EngineSeriesBlock, offset: number, view: string | null): { result: ParseResult; transfer: ArrayBuffer[] } => {
       const columns = block.columns();
-      const series: [string, string, string][] = [];
-      for (let i = 0; i < ctx.engineSeries.size; i++) {
-        const k = ctx.engineSeries.key(i);
-        series.push([k.addr, k.metric, k.labelsJson]);
-      }
+      const series = ctx.engineSeries.rows();
       return {
         result: { data: { stream: 'engine_series', columns, series }, offset, lines, view, warnings },
         transfer: ColumnBlock.transferables(columns),

@@ -156,7 +156,7 @@ export class PersistedParses {
 
   constructor(
     /** Where the persisted parse of hour `key` of `stream` lives, or null when this place keeps none of the stream. */
-    private readonly fileOf: (stream: PartitionedStream, key: string) => string | null,
+    protected readonly fileOf: (stream: PartitionedStream, key: string) => string | null,
     private readonly openFile: PersistedOpen = openForRead,
   ) {}
 
@@ -289,14 +289,10 @@ export class PartitionCache extends PersistedParses {
     this.root = root;
   }
 
-  private pathOf(stream: PartitionedStream, key: string): string {
-    return join(this.root, stream, `${key}.rlc`);
-  }
-
   /** Persists a whole-file parse (atomically: a reader never sees half a file). Failures are ignored: the cache is an optimisation. */
   save(stream: PartitionedStream, key: string, ino: number, r: ParseResult): void {
     if (!CACHED.has(stream) || r.view !== null) return;
-    const path = this.pathOf(stream, key);
+    const path = this.fileOf(stream, key)!;
     const tmp = `${path}.${process.pid}.tmp`;
     try {
       mkdirSync(join(this.root, stream), { recursive: true });

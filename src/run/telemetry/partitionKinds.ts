@@ -4,7 +4,7 @@ import { EngineSeriesBlock, EngineSeriesParser } from './engineSeriesBlock.ts';
 import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
 import type { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
 import type { TelemetryIo } from './io.ts';
-import { PartitionReader } from './partitionReader.ts';
+import { type BlockKind, type HourBlock, PartitionReader } from './partitionReader.ts';
 import type { ParsedColumns } from './parseJob.ts';
 import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
 import type { GpuProcessSample, TrajectoryEvent } from './records.ts';
@@ -31,7 +31,6 @@ export interface PartitionReaders {
 export function partitionReaders(dir: string, tables: StoreTables, io: TelemetryIo, warn: WarnLine, capacity: number): PartitionReaders {
   const gpuParser = new GpuUtilParser(tables.lanes);
   const engineParser = new EngineSeriesParser(tables.engineSeries);
-  const phaseParser = new PhaseParser(tables.strings);
   // the low-volume streams (trajectories, gpu_processes) are kept as validated records
   const records = <T extends { ts: number }>(stream: 'trajectories' | 'gpu_processes', bytesPerRow: number, validate: RecordValidator<T>): PartitionReader<RecordBlock<T>> =>
     new PartitionReader<RecordBlock<T>>(
@@ -72,19 +71,8 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
         bytesPerRow: 150,
         // a metric view costs about a fifth of a whole parse: the fourth distinct ask reads the hour whole
         viewsBeforeWhole: 3,
-        create: (k, lo, hi, n) => new EngineSeriesBlock(k, lo, hi, n),
-        parse: (b, s, e, blk, l, bad) => engineParser.parse(b, s, e, blk, l, bad),
+        ...engineSeriesColumnsKind(tables.engineSeries),
         parseView: (view, b, s, e, blk) => engineParser.parseView(view, b, s, e, blk),
-        adopt: (k, lo, hi, d) =>
-          EngineSeriesBlock.adopt(k, lo, hi, as(d, 'engine_series').columns, as(d, 'engine_series').series.map(([a, m, l]) => tables.engineSeries.id(a, m, l))),
-        export: (b) => ({
-          stream: 'engine_series',
-          columns: b.columns(),
-          series: Array.from({ length: tables.engineSeries.size }, (_, i) => {
-            const k = tables.engineSeries.key(i);
-            return [k.addr, k.metric, k.labelsJson] as [string, string, string];
-          }),
-        }),
       },
       warn,
       capacity,
@@ -95,10 +83,7 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
       'phases',
       {
         bytesPerRow: 110,
-        create: (k, lo, hi, n) => new PhaseBlock(k, lo, hi, tables.strings, n),
-        parse: (b, s, e, blk, l, bad) => phaseParser.parse(b, s, e, blk, l, bad),
-        adopt: (k, lo, hi, d) => PhaseBlock.adopt(k, lo, hi, tables.strings, as(d, 'phases').columns, as(d, 'phases').strings.map((x) => tables.strings.id(x))),
-        export: (b) => ({ stream: 'phases', columns: b.columns(), strings: Array.from({ length: tables.strings.size }, (_, i) => tables.strings.str(i)) }),
+        ...phaseColumnsKind(tables.strings),
       },
       warn,
       capacity,
@@ -113,4 +98,27 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
 function as<S extends ParsedColumns['stream']>(d: ParsedColumns, stream: S): Extract<ParsedColumns, { stream: S }> {
   if (d.stream !== stream) throw new Error(`parse worker answered ${d.stream} for ${stream}`);
   return d as Extract<ParsedColumns, { stream: S }>;
+}
+
+/** The columnar streams' blocks, parse and hand-over over one id table: shared by the reader and the collector. */
+export type ColumnsKind<B extends HourBlock> = Required<Pick<BlockKind<B>, 'create' | 'parse' | 'adopt' | 'export'>>;
+
+export function engineSeriesColumnsKind(table: EngineSeriesTable): ColumnsKind<EngineSeriesBlock> {
+  const parser = new EngineSeriesParser(table);
+  return {
+    create: (k, lo, hi, n) => new EngineSeriesBlock(k, lo, hi, n),
+    parse: (b, s, e, blk, l, bad) => parser.parse(b, s, e, blk, l, bad),
+    adopt: (k, lo, hi, d) => EngineSeriesBlock.adopt(k, lo, hi, as(d, 'engine_series').columns, as(d, 'engine_series').series.map(([a, m, l]) => table.id(a, m, l))),
+    export: (b) => ({ stream: 'engine_series', columns: b.columns(), series: table.rows() }),
+  };
+}
+
+export function phaseColumnsKind(strings: StringTable): ColumnsKind<PhaseBlock> {
+  const parser = new PhaseParser(strings);
+  return {
+    create: (k, lo, hi, n) => new PhaseBlock(k, lo, hi, strings, n),
+    parse: (b, s, e, blk, l, bad) => parser.parse(b, s, e, blk, l, bad),
+    adopt: (k, lo, hi, d) => PhaseBlock.adopt(k, lo, hi, strings, as(d, 'phases').columns, as(d, 'phases').strings.map((x) => strings.id(x))),
+    export: (b) => ({ stream: 'phases', columns: b.columns(), strings: Array.from({ length: strings.size }, (_, i) => strings.str(i)) }),
+  };
 }

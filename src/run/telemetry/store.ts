@@ -432,7 +432,7 @@ export class TelemetryStore {
    */
   gpuUtilBlocks(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): GpuUtilBlock[] {
     if (lanes == null) return this.partitions.gpu_util.window(t0, t1);
-    const view = [...new Set(lanes)].sort().join('\n');
+    const view = viewOf(lanes);
     return this.partitions.gpu_util.window(t0, t1, view);
   }
 
@@ -442,7 +442,7 @@ export class TelemetryStore {
    * hours stays within the memory budget. Do not keep the blocks past the pass.
    */
   gpuUtilPass(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Iterable<GpuUtilBlock> {
-    return this.partitions.gpu_util.pass(t0, t1, lanes == null ? null : [...new Set(lanes)].sort().join('\n'));
+    return this.partitions.gpu_util.pass(t0, t1, lanes == null ? null : viewOf(lanes));
   }
 
   /**
@@ -468,7 +468,7 @@ export class TelemetryStore {
    */
   engineSeriesBlocks(t0?: number | null, t1?: number | null, metrics?: readonly string[]): EngineSeriesBlock[] {
     if (metrics === undefined) return this.partitions.engine_series.window(t0, t1);
-    const view = [...new Set(metrics)].sort().join('\n');
+    const view = viewOf(metrics);
     return this.partitions.engine_series.window(t0, t1, view);
   }
 
@@ -477,7 +477,7 @@ export class TelemetryStore {
    * an hour may be dropped from memory once the pass moved on. Do not keep the blocks past the pass.
    */
   engineSeriesPass(t0?: number | null, t1?: number | null, metrics?: readonly string[]): Iterable<EngineSeriesBlock> {
-    return this.partitions.engine_series.pass(t0, t1, metrics === undefined ? null : [...new Set(metrics)].sort().join('\n'));
+    return this.partitions.engine_series.pass(t0, t1, metrics === undefined ? null : viewOf(metrics));
   }
 
   /**
@@ -486,7 +486,7 @@ export class TelemetryStore {
    * calls that follow for those windows and metrics then parse nothing.
    */
   engineSeriesReadAhead(asks: readonly { t0?: number | null; t1?: number | null; metrics: readonly string[] }[]): void {
-    this.partitions.engine_series.readAhead(asks.map((a) => ({ t0: a.t0, t1: a.t1, view: [...new Set(a.metrics)].sort().join('\n') })));
+    this.partitions.engine_series.readAhead(asks.map((a) => ({ t0: a.t0, t1: a.t1, view: viewOf(a.metrics) })));
   }
 
   /** Phase blocks that can hold an interval overlapping `[t0, t1]`: every hour up to `t1 + 4 h` (phases are filed by end hour, open markers by start hour). */
@@ -535,6 +535,11 @@ export class TelemetryStore {
     }
     return out;
   }
+}
+
+/** The view key of a selective read: the distinct names (lane keys or metrics), sorted, one per line. */
+function viewOf(names: Iterable<string>): string {
+  return [...new Set(names)].sort().join('\n');
 }
 
 function sameRange(a: [number, number] | null, b: [number, number] | null): boolean {
