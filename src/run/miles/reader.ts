@@ -2,7 +2,7 @@
 // the parquet token mirror, the trajectory sidecar and the tokenizer). It yields records — a step's samples
 // with their train digests, one sample's tokens, a step's conversations — never answers.
 import { readFileSync, type Stats } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { confinedPath, fileIdentity, fileKind, isInside, readRegularFile } from '../../formats/fileAccess.ts';
 import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
@@ -16,6 +16,7 @@ import type { RunTokenizer } from '../tokenizer.ts';
 import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
 import { BadArgument, damageOf, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
+import { DerivedCache } from '../derivedCache.ts';
 import { TokenTexts } from './tokenTexts.ts';
 import { decodeRolloutDump, PER_TOKEN_LISTS, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples, type DumpedSampleText } from './sampleText.ts';
@@ -138,6 +139,8 @@ export class DumpReader {
   private readonly conversationFiles = new Lru<string, { stamp: string; rows: Map<number, ConversationRecord> }>(4);
   private tokenizer: Promise<RunTokenizer | null> | undefined;
   private texts: Promise<TokenTexts> | undefined;
+  /** Step records, train catalogs and mirror layouts kept in the cache directory. */
+  private readonly derived: DerivedCache;
   /** Mirror layouts being written to the cache directory, one after another. */
   private mirrorWrites: Promise<void> = Promise.resolve();
   private readonly pending = new Map<string, Promise<unknown>>();
@@ -158,6 +161,7 @@ export class DumpReader {
     this.joinedSteps = new Lru(tensorLru);
     this.onDecode = onDecode;
     this.now = now;
+    this.derived = new DerivedCache(cacheDir);
   }
 
   static async open(runDir: string, options: DumpReaderOptions = {}): Promise<DumpReader> {
@@ -562,7 +566,7 @@ export class DumpReader {
           sizes: catalog.sizes.map((s, i) => (catalog.twinOf[i] === i ? s : null)),
           samples: [...catalog.samples],
         });
-        await writeCacheFile(path, body);
+        await this.derived.write(basename(path), () => body);
       },
     };
   }
@@ -774,16 +778,14 @@ export class DumpReader {
 
   private async writeStepCache(key: string, rolloutName: string, trainFiles: { name: string }[], step: StepRecords): Promise<void> {
     if (!this.cacheDir) return;
+    let body: string;
     try {
-      await mkdir(this.cacheDir, { recursive: true });
       const cached: CachedStep = { ...step, digests: [...step.digests] };
-      const body = JSON.stringify({ version: STEP_CACHE_VERSION, sources: await this.sourceStamps(rolloutName, trainFiles), step: cached });
-      const path = join(this.cacheDir, `rollout_${key}.step.json`);
-      await writeFile(`${path}.tmp`, body);
-      await rename(`${path}.tmp`, path);
+      body = JSON.stringify({ version: STEP_CACHE_VERSION, sources: await this.sourceStamps(rolloutName, trainFiles), step: cached });
     } catch {
-      // The cache is an optimisation: a read-only or full cache directory must not fail the request.
+      return; // a file that cannot be stamped now is stamped by the next read
     }
+    await this.derived.write(`rollout_${key}.step.json`, () => body);
   }
 
   // ---- token reads --------------------------------------------------------------------------------
@@ -908,7 +910,7 @@ export class DumpReader {
       const opened = file;
       this.mirrorWrites = this.mirrorWrites
         .then(() => new Promise<void>((r) => setImmediate(r)))
-        .then(() => writeCacheFile(layoutPath, JSON.stringify({ version: MIRROR_LAYOUT_VERSION, source, layout: opened.keptLayout() })));
+        .then(() => this.derived.write(basename(layoutPath), () => JSON.stringify({ version: MIRROR_LAYOUT_VERSION, source, layout: opened.keptLayout() })));
     }
     const entry: MirrorEntry = { stamp, file, rowBySample: new Map(), users: 0, evicted: false, closed: false };
     this.mirrors.set(key, entry);
@@ -933,17 +935,6 @@ function mirrorRow(row: ParquetRow): {
 }
 
 /** Writes a cache file whole (a temp file renamed over it); a cache that cannot be written is no failure. */
-async function writeCacheFile(path: string, body: string): Promise<void> {
-  try {
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(`${path}.tmp`, body);
-    await rename(`${path}.tmp`, path);
-  } catch {
-    // The cache is an optimisation: a read-only or full cache directory must not fail the request.
-  }
-}
-
-
 /**
  * A persisted train step catalog, or null when it is not one for exactly these files (another version, other
  * files, or damage); the caller checks the files still have the identities it names.

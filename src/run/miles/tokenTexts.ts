@@ -2,8 +2,8 @@
 // process (`tokenizer.texts.json`, naming tokenizer.json and tokenizer_config.json by inode, size, modification
 // and creation time): a token read whose ids are all known there answers without loading the tokenizer.
 import { lstatSync, readFileSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { DerivedCache } from '../derivedCache.ts';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 
 const VERSION = 1;
@@ -104,15 +104,9 @@ export class TokenTexts {
     this.saveQueued = true;
     this.saving = this.saving
       .then(() => new Promise<void>((r) => setImmediate(r)))
-      .then(async () => {
+      .then(() => {
         this.saveQueued = false;
-        const body = JSON.stringify({ version: VERSION, source: this.source, texts: [...this.texts] });
-        await mkdir(join(file, '..'), { recursive: true });
-        await writeFile(`${file}.tmp`, body);
-        await rename(`${file}.tmp`, file);
-      })
-      .catch(() => {
-        // The cache is an optimisation: a read-only or full cache directory must not fail the request.
+        return new DerivedCache(dirname(file)).write(FILE, () => JSON.stringify({ version: VERSION, source: this.source, texts: [...this.texts] }));
       });
   }
 }
