@@ -24,3 +24,32 @@ export class DerivedCache {
     }
   }
 }
+
+/**
+ * Cache writes made after the answer being built (on a later turn of the event loop), one after another.
+ * A write asked for with `coalesce` while an earlier coalescing one is still waiting is that one: the
+ * writer reads the state it saves when it runs, so one write covers any number of changes meanwhile.
+ */
+export class LaterWrites {
+  private chain: Promise<void> = Promise.resolve();
+  private waiting = false;
+
+  request(write: () => Promise<void> | void, coalesce = true): void {
+    if (coalesce && this.waiting) return;
+    if (coalesce) this.waiting = true;
+    this.chain = this.chain
+      .then(() => new Promise<void>((r) => setImmediate(r)))
+      .then(() => {
+        if (coalesce) this.waiting = false;
+        return write();
+      })
+      .catch(() => {
+        // The cache is an optimisation: a failed write must not fail anything.
+      });
+  }
+
+  /** Settles once every write asked for so far is done (or has failed). */
+  settled(): Promise<void> {
+    return this.chain;
+  }
+}

@@ -16,7 +16,7 @@ import type { RunTokenizer } from '../tokenizer.ts';
 import { discoverRolloutIds, FRESH_SECONDS } from './discovery.ts';
 import { BadArgument, damageOf, DumpInconsistent, DumpStillWriting, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
-import { DerivedCache } from '../derivedCache.ts';
+import { DerivedCache, LaterWrites } from '../derivedCache.ts';
 import { TokenTexts } from './tokenTexts.ts';
 import { decodeRolloutDump, PER_TOKEN_LISTS, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples, type DumpedSampleText } from './sampleText.ts';
@@ -142,7 +142,7 @@ export class DumpReader {
   /** Step records, train catalogs and mirror layouts kept in the cache directory. */
   private readonly derived: DerivedCache;
   /** Mirror layouts being written to the cache directory, one after another. */
-  private mirrorWrites: Promise<void> = Promise.resolve();
+  private readonly mirrorWrites = new LaterWrites();
   private readonly pending = new Map<string, Promise<unknown>>();
   private readonly layoutWarnings = new Map<string, string>();
   private readonly failedSteps = new Lru<string, { stamp: string; error: unknown }>(64);
@@ -575,7 +575,7 @@ export class DumpReader {
   async cacheWritten(): Promise<void> {
     for (const step of this.trainSteps.values()) await step.saved();
     await (await this.texts)?.saved();
-    await this.mirrorWrites;
+    await this.mirrorWrites.settled();
   }
 
   /** Deduplicates concurrent computations of the same thing. */
@@ -908,9 +908,8 @@ export class DumpReader {
     if (layoutPath && keptLayout === undefined) {
       // Written after the answer that opened it (the stat above was taken before the file was read).
       const opened = file;
-      this.mirrorWrites = this.mirrorWrites
-        .then(() => new Promise<void>((r) => setImmediate(r)))
-        .then(() => this.derived.write(basename(layoutPath), () => JSON.stringify({ version: MIRROR_LAYOUT_VERSION, source, layout: opened.keptLayout() })));
+      // each mirror's own layout: not coalesced with another's
+      this.mirrorWrites.request(() => this.derived.write(basename(layoutPath), () => JSON.stringify({ version: MIRROR_LAYOUT_VERSION, source, layout: opened.keptLayout() })), false);
     }
     const entry: MirrorEntry = { stamp, file, rowBySample: new Map(), users: 0, evicted: false, closed: false };
     this.mirrors.set(key, entry);

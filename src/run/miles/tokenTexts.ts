@@ -3,7 +3,7 @@
 // and creation time): a token read whose ids are all known there answers without loading the tokenizer.
 import { lstatSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { DerivedCache } from '../derivedCache.ts';
+import { DerivedCache, LaterWrites } from '../derivedCache.ts';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 
 const VERSION = 1;
@@ -32,8 +32,7 @@ function tokenizerSource(runDir: string): string | null {
 }
 
 export class TokenTexts {
-  private saving: Promise<void> = Promise.resolve();
-  private saveQueued = false;
+  private readonly writes = new LaterWrites();
 
   private constructor(
     private readonly file: string | null,
@@ -94,19 +93,14 @@ export class TokenTexts {
 
   /** Settles once every save asked for so far is written (or has failed). */
   saved(): Promise<void> {
-    return this.saving;
+    return this.writes.settled();
   }
 
   /** Saves the texts soon (after the answer being built), once for any number of new texts meanwhile. */
   private persist(): void {
     const file = this.file;
-    if (file === null || this.saveQueued) return;
-    this.saveQueued = true;
-    this.saving = this.saving
-      .then(() => new Promise<void>((r) => setImmediate(r)))
-      .then(() => {
-        this.saveQueued = false;
-        return new DerivedCache(dirname(file)).write(FILE, () => JSON.stringify({ version: VERSION, source: this.source, texts: [...this.texts] }));
-      });
+    if (file === null) return;
+    this.writes.request(() => new DerivedCache(dirname(file)).write(FILE, () => JSON.stringify({ version: VERSION, source: this.source, texts: [...this.texts] })));
   }
+
 }

@@ -8,6 +8,7 @@ import { Tensor } from '../../formats/torch/value.ts';
 import { statSync, type Stats } from 'node:fs';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import { visitCentralDirectorySync, ZipArchive, type ZipEntry } from '../../formats/zip.ts';
+import { LaterWrites } from '../derivedCache.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { readNumbers, type TorchDocument } from './torchDocument.ts';
 import { field, isList } from './pyFields.ts';
@@ -161,7 +162,7 @@ function storageSizes(entries: readonly ZipEntry[]): Set<number> {
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight, keeping results in order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -229,7 +230,7 @@ class AtFile {
  * Decodes the pickle of one rank file (its small records in one read; a pickle too big for that streams
  * from the file) into its index record, tensors unread. Errors are the loader's, unmapped.
  */
-export async function decodeRankFile(runDir: string, f: RankFileName, archive: ZipArchive): Promise<TrainShardFile> {
+async function decodeRankFile(runDir: string, f: RankFileName, archive: ZipArchive): Promise<TrainShardFile> {
   try {
     const records = archive.entries.filter((e) => storageKey(e.name) === null && isStored(e));
     if (records.reduce((n, e) => n + e.size, 0) <= IN_MEMORY_BYTES) archive.loadSync(records);
@@ -242,7 +243,7 @@ export async function decodeRankFile(runDir: string, f: RankFileName, archive: Z
 }
 
 /** Scratch memory of a group join: one buffer per distinct file of a group, reused from group to group. */
-export type JoinScratch = Uint8Array[];
+type JoinScratch = Uint8Array[];
 
 /**
  * Joins `samples` over `index`, every file holding a row of one of them having its archive in `archives`
@@ -355,7 +356,7 @@ async function decodeGroup(runDir: string, members: readonly GroupMember[]): Pro
  * every sample they hold. The samples' rows are those of the whole step's index: the group holds every file
  * holding any of them, in the same order. Failures name the file's position in the step (`JoinFailure`).
  */
-export async function joinGroupAlone<D>(
+async function joinGroupAlone<D>(
   runDir: string,
   members: readonly GroupMember[],
   reduce: (row: TrainRow) => D,
@@ -443,8 +444,7 @@ export class TrainStepFiles {
   private readonly known = new Map<number, number[]>();
   private fullIndex: Promise<TrainIndex> | undefined;
   /** The last save of the catalog to the store (saves run one after another). */
-  private saving: Promise<void> = Promise.resolve();
-  private saveQueued = false;
+  private readonly writes = new LaterWrites();
 
   constructor(
     private readonly runDir: string,
@@ -462,7 +462,7 @@ export class TrainStepFiles {
 
   /** Settles once every catalog save asked for so far has been written (or has failed). */
   saved(): Promise<void> {
-    return this.saving;
+    return this.writes.settled();
   }
 
   /** Whether the whole index is already built (no file needs opening to join any sample). */
@@ -671,18 +671,13 @@ export class TrainStepFiles {
 
   /** Saves the catalog to the store soon (after the current work), once for any number of changes meanwhile. */
   private persist(): void {
-    if (!this.store || !this.catalogP || this.saveQueued) return;
+    if (!this.store || !this.catalogP) return;
     const store = this.store;
     const catalogP = this.catalogP;
-    this.saveQueued = true;
-    this.saving = this.saving
-      .then(() => new Promise<void>((r) => setImmediate(r)))
-      .then(async () => {
-        this.saveQueued = false;
-        const { twinOf, sizes, sources } = await catalogP;
-        if (sources) await store.save({ sources, twinOf, sizes: sizes.map((s) => [...s]), samples: new Map(this.known) });
-      })
-      .catch(() => {});
+    this.writes.request(async () => {
+      const { twinOf, sizes, sources } = await catalogP;
+      if (sources) await store.save({ sources, twinOf, sizes: sizes.map((s) => [...s]), samples: new Map(this.known) });
+    });
   }
 
   /**
