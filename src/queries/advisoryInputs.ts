@@ -109,16 +109,23 @@ export async function advisoryAnswer(
   run: RunModel,
   w: Window & { lowMfu: number },
   newestTrainId: number | undefined,
+  within: <T>(read: (store: TelemetryStore) => T) => T = (read) => read(run.telemetry),
 ): Promise<{ body: LocatedAdvisoryAnswer; complete: boolean }> {
-  const store = run.telemetry;
+  // the telemetry is read in two synchronous parts around the newest step's decode (a partial answer's view
+  // of the store holds only within them)
+  const before = within((store) => advisoryTelemetryAhead(store, w));
+  const rollout = newestTrainId === undefined ? null : await rolloutVerdictInputs(run, newestTrainId);
+  return within((store) => ({ body: advisoryFrom(store, w, before, rollout === 'writing' ? null : rollout), complete: rollout !== 'writing' }));
+}
+
+/** The MFU summary; reads the engine hours ahead (one selective read of each cold hour for every gauge and counter). */
+function advisoryTelemetryAhead(store: TelemetryStore, w: Window): { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] } {
   const series = metricSeries(store, [MFU_KEY, MFU_PEAK_KEY], { x: MFU_STEP_KEY });
   const numeric = (ys: readonly unknown[] = []): number[] => ys.map((v) => (typeof v === 'number' ? v : Number.NaN));
   const mfu = mfuSummary(numeric(series[MFU_KEY]?.y), numeric(series[MFU_PEAK_KEY]?.y));
   const meta = store.meta();
   const args = (meta?.args as Record<string, unknown> | undefined) ?? {};
   const gauges = advisoryEngineGauges(args);
-  // Each gauge summarised hour by hour (the hours read once for every gauge): memory holds an hour, not the run.
-  const gauge = (metric: string, perDpRank = false): EngineSeriesSummary[] => engineSummaries(store, metric, perDpRank, w.t0 ?? null, w.t1 ?? null, gauges);
   // One selective read of each cold hour for every gauge the rules can use and, in the recent hours, the
   // abort counters too, all parse threads sharing the hours (each series is then cut from these reads).
   const hasEngine = store.hasStream('engine_series');
@@ -129,7 +136,17 @@ export async function advisoryAnswer(
       ...(Number.isFinite(from) ? [{ t0: from, t1: null, metrics: ADVISORY_COUNTERS }] : []),
     ]);
   }
-  const rollout = newestTrainId === undefined ? null : await rolloutVerdictInputs(run, newestTrainId);
+  return { mfu, gauges };
+}
+
+/** The advisories, from the telemetry and the newest step's verdict inputs. */
+function advisoryFrom(store: TelemetryStore, w: Window & { lowMfu: number }, ahead: { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] }, rollout: AdvisoryInputs['rollout']): LocatedAdvisoryAnswer {
+  const { mfu, gauges } = ahead;
+  const meta = store.meta();
+  const args = (meta?.args as Record<string, unknown> | undefined) ?? {};
+  // Each gauge summarised hour by hour (the hours read once for every gauge): memory holds an hour, not the run.
+  const gauge = (metric: string, perDpRank = false): EngineSeriesSummary[] => engineSummaries(store, metric, perDpRank, w.t0 ?? null, w.t1 ?? null, gauges);
+  const hasEngine = store.hasStream('engine_series');
   const inputs: AdvisoryInputs = {
     args,
     edge: store.timeRange()?.[1] ?? null,
@@ -145,10 +162,10 @@ export async function advisoryAnswer(
           runningPerDpRank: hasDpRankSeries(store, 'sglang_num_running_reqs') ? gauge('sglang_num_running_reqs', true) : [],
         }
       : null,
-    rollout: rollout === 'writing' ? null : rollout,
+    rollout,
     mfu,
     lowMfu: w.lowMfu,
     metricsRecords: store.metricsRecords(),
   };
-  return { body: { advisories: computeAdvisories(inputs), mfu }, complete: rollout !== 'writing' };
+  return { advisories: computeAdvisories(inputs), mfu };
 }

@@ -4,9 +4,11 @@ import { FLAT_STREAMS, PARTITIONED_STREAMS } from '../run/telemetry/records.ts';
 import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import type { RunModel } from '../run/model.ts';
+import type { TelemetryStore } from '../run/telemetry/store.ts';
 import type {
   BubblesAnswer,
   Conversation,
+  Coverage,
   EngineSeriesAnswer,
   Fleet,
   GpuAnswer,
@@ -50,6 +52,12 @@ export interface Window {
   t1?: number;
 }
 
+/** A heatmap's wire frame; `coverage` (also in the frame's header) when it covers only the hours read so far. */
+export interface HeatmapAnswer {
+  frame: Uint8Array;
+  coverage?: Coverage;
+}
+
 /** How the server presents the run (`--follow`, `--use-utilization-overview`). */
 export interface Presentation {
   follow: boolean;
@@ -81,8 +89,8 @@ export interface RunSources {
   phases(w: Window & { lanes?: string }): Promise<PhasesAnswer>;
   gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer>;
   gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer>;
-  /** The framed heatmap bytes. */
-  heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<Uint8Array>;
+  /** The framed heatmap bytes, and their coverage when the answer is partial. */
+  heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<HeatmapAnswer>;
   fleet(w: Window & { xBuckets: number }): Promise<Fleet>;
   outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer>;
   engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer>;
@@ -247,20 +255,35 @@ export class RunAnswers implements RunSources {
     return gpuProcesses(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes });
   }
 
-  async heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<Uint8Array> {
-    return encodeHeatmap(heatmap(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, xBuckets: w.xBuckets, lanes: w.lanes, maxRows: w.maxRows }));
+  /**
+   * A whole-window answer: over the store itself once every hour of the window is read; while the warm-up
+   * still reads some, at once over the hours it finished, with their `coverage`.
+   */
+  private progressive<T extends object>(w: Window, answer: (store: TelemetryStore) => T): T & { coverage?: Coverage } {
+    const folded = this.store.foldedView(w.t0 ?? null, w.t1 ?? null);
+    if (folded === null) return answer(this.store);
+    return { ...folded.run(answer), coverage: folded.coverage };
+  }
+
+  async heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<HeatmapAnswer> {
+    const q = { t0: w.t0, t1: w.t1, metric: w.metric, xBuckets: w.xBuckets, lanes: w.lanes, maxRows: w.maxRows };
+    // the request strip reads trajectories, which the warm-up does not read ahead
+    if (w.metric === 'lifecycle') return { frame: encodeHeatmap(heatmap(this.store, q)) };
+    const h = this.progressive(w, (store) => heatmap(store, q));
+    if (h.coverage === undefined) return { frame: encodeHeatmap(h) };
+    return { frame: encodeHeatmap({ header: { ...h.header, coverage: h.coverage }, values: h.values }), coverage: h.coverage };
   }
 
   async fleet(w: Window & { xBuckets: number }): Promise<Fleet> {
-    return fleet(this.store, { t0: w.t0, t1: w.t1, xBuckets: w.xBuckets });
+    return this.progressive(w, (store) => fleet(store, { t0: w.t0, t1: w.t1, xBuckets: w.xBuckets }));
   }
 
   async outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer> {
-    return outliers(this.store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK });
+    return this.progressive(w, (store) => outliers(store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK }));
   }
 
   async engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer> {
-    return engineSeries(this.store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank });
+    return this.progressive(w, (store) => engineSeries(store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank }));
   }
 
   async bubbles(): Promise<BubblesAnswer> {
@@ -304,6 +327,12 @@ export class RunAnswers implements RunSources {
     ]);
     const cached = this.advisoryCache.get(key);
     if (cached) return cached;
+    const folded = store.foldedView(w.t0 ?? null, w.t1 ?? null);
+    if (folded !== null) {
+      // over the hours read so far, never kept
+      const partial = await advisoryAnswer(this.model, w, ids.train.at(-1), folded.run);
+      return { ...partial.body, coverage: folded.coverage };
+    }
     const answer = await advisoryAnswer(this.model, w, ids.train.at(-1));
     if (answer.complete) {
       if (this.advisoryCache.size >= ADVISORY_ANSWERS_KEPT) this.advisoryCache.delete(this.advisoryCache.keys().next().value as string);

@@ -4,6 +4,7 @@
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
 import type { MiddlewareHandler } from 'hono';
+import { PARTIAL_HEADER } from './json.ts';
 
 
 /** Bytes the kept bodies of one run may hold together; a body over half of it is never kept. */
@@ -47,7 +48,8 @@ export function answerCache(version: () => string | null, budget = ANSWER_CACHE_
       headers.delete('content-length');
     }
     c.res = new Response(body, { status: 200, headers });
-    if (version() !== before || body.byteLength > budget / 2) return;
+    // a partial answer (read while the history is still being read) is never kept as if it were complete
+    if (version() !== before || body.byteLength > budget / 2 || headers.has(PARTIAL_HEADER)) return;
     kept.set(key, { status: 200, headers: [...headers], body });
     total += body.byteLength;
     for (const [k, v] of kept) {

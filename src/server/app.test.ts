@@ -49,7 +49,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     phases: record('phases', { phases: [{ t0: 1, t1: Number.NaN }] }),
     gpu: record('gpu', { lanes: { a: { ts: new Float64Array([1, 2]), util: [Infinity, 3] } } }),
     gpuProcesses: record('gpuProcesses', { processes: [] }),
-    heatmap: async () => new Uint8Array([1, 0, 0, 0, 0x7b]),
+    heatmap: async () => ({ frame: new Uint8Array([1, 0, 0, 0, 0x7b]) }),
     fleet: record('fleet', {}),
     outliers: record('outliers', { outliers: [] }),
     engineSeries: record('engineSeries', { series: [] }),
@@ -173,7 +173,7 @@ describe('answers', () => {
 
   test('large heatmap frames are gzipped too, byte-exact after decoding', async () => {
     const frame = new Uint8Array(8000).map((_, i) => (i < 4 ? [2, 0, 0, 0][i] : i % 7));
-    const app = createApp({ run: stubRun({ heatmap: async () => frame }) });
+    const app = createApp({ run: stubRun({ heatmap: async () => ({ frame }) }) });
     const res = await get(app, '/api/timeline/heatmap', { 'accept-encoding': 'gzip' });
     assert.equal(res.headers.get('content-encoding'), 'gzip');
     assert.deepEqual(new Uint8Array(gunzipSync(Buffer.from(await res.arrayBuffer()))), frame);

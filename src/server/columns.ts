@@ -7,7 +7,7 @@
 //   gpu            header {kind: "gpu", lanes: ["<node>:<gpu>", …]}; columns offsets, ts (f64), util, mem_mb, power_w
 //                  (each the narrowest type that holds all its values exactly: u8, u16, i32 or u32 when they are
 //                  integers, f32 when every value is one, else f64; a column with a gap is a float column)
-//   engine_series  header {kind: "engine_series", series: [{addr, labels}, …]}; columns offsets, ts, value (f64)
+//   engine_series  header {kind: "engine_series", series: [{addr, labels}, …], coverage?}; columns offsets, ts, value (f64)
 //   phases         header {kind: "phases", strings: […]}; columns name, node, role (u32 ids into strings),
 //                  t0, t1 (f64), gpu, rank (i32): one row per phase
 import type { Context } from 'hono';
@@ -97,7 +97,8 @@ export function gpuFrame(a: GpuAnswer): Uint8Array[] {
 }
 
 export function engineSeriesFrame(a: EngineSeriesAnswer): Uint8Array[] {
-  return framePieces({ kind: 'engine_series', series: a.series.map((s) => ({ addr: s.addr, labels: s.labels })) }, concat(a.series, ['ts', 'value']));
+  const header = { kind: 'engine_series', series: a.series.map((s) => ({ addr: s.addr, labels: s.labels })), ...(a.coverage ? { coverage: a.coverage } : {}) };
+  return framePieces(header, concat(a.series, ['ts', 'value']));
 }
 
 export function phasesFrame(a: PhasesAnswer): Uint8Array[] {

@@ -149,6 +149,14 @@ export function jsonResponse(c: Context, value: unknown, status: 200 | 400 | 404
   return typeof body === 'string' ? c.body(body) : c.body(body);
 }
 
+/** The header a partial answer (one with `coverage`) carries: kept-answer caches never keep such a response. */
+export const PARTIAL_HEADER = 'x-rlsight-coverage';
+
+/** Marks the response partial (`done/total` hours read) when the answer has a coverage. */
+export function markPartial(c: Context, coverage: { hours_done: number; hours_total: number } | undefined): void {
+  if (coverage !== undefined) c.header(PARTIAL_HEADER, `${coverage.hours_done}/${coverage.hours_total}`);
+}
+
 /** Warnings listed on one answer at most (the rest are counted in a last line). */
 const WARNINGS_LISTED = 100;
 

@@ -4,7 +4,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { metricKeyList } from '../queries/metrics.ts';
 import { scrubPaths } from './errors.ts';
-import { jsonResponse, withWarnings } from './json.ts';
+import { jsonResponse, markPartial, withWarnings } from './json.ts';
 import type { AdvisoryAnswer } from '../wire/index.ts';
 import { parseParams, timelineWindow, windowShape } from './params.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
@@ -24,15 +24,17 @@ export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
 
   app.get('/api/advisory', async (c) => {
     const q = parseParams(advisoryQuery, c.req.query());
-    const { advisories, mfu } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
-    const body: AdvisoryAnswer = { advisories: advisories.map(({ level, message }) => ({ level, message })), mfu };
+    const { advisories, mfu, coverage } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
+    markPartial(c, coverage);
+    const body: AdvisoryAnswer = { advisories: advisories.map(({ level, message }) => ({ level, message })), mfu, ...(coverage ? { coverage } : {}) };
     return jsonResponse(c, withWarnings(body, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 
   app.get('/api/rlsight/advisory', async (c) => {
     const q = parseParams(advisoryQuery, c.req.query());
-    const { advisories, mfu } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
-    const body = { advisories: advisories.map(({ level, message, window, lanes }) => ({ level, message, window, lanes })), mfu };
+    const { advisories, mfu, coverage } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
+    markPartial(c, coverage);
+    const body = { advisories: advisories.map(({ level, message, window, lanes }) => ({ level, message, window, lanes })), mfu, ...(coverage ? { coverage } : {}) };
     return jsonResponse(c, withWarnings(body, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 }

@@ -5,7 +5,7 @@ import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } 
 import type { RunSources } from '../queries/runAnswers.ts';
 import { columnsResponse, engineSeriesFrame, gpuFrame, phasesFrame, wantsColumns } from './columns.ts';
 import { scrubPaths } from './errors.ts';
-import { jsonResponse, withWarnings } from './json.ts';
+import { jsonResponse, markPartial, withWarnings } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams, timelineWindow, windowShape } from './params.ts';
 
 const lanes = z.string().optional();
@@ -54,24 +54,29 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/heatmap', async (c) => {
     const q = parseParams(heatmapQuery, c.req.query());
-    const frame = await run.heatmap({ t0: q.t0, t1: q.t1, lanes: q.lanes, metric: q.metric, xBuckets: q.x_buckets, maxRows: q.max_rows });
+    const { frame, coverage } = await run.heatmap({ t0: q.t0, t1: q.t1, lanes: q.lanes, metric: q.metric, xBuckets: q.x_buckets, maxRows: q.max_rows });
+    markPartial(c, coverage);
     return c.body(frame as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': 'application/octet-stream' });
   });
 
   app.get('/api/timeline/fleet', async (c) => {
     const q = parseParams(fleetQuery, c.req.query());
     const answer = await run.fleet({ t0: q.t0, t1: q.t1, xBuckets: q.x_buckets });
+    markPartial(c, answer.coverage);
     return jsonResponse(c, withWarnings(answer, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 
   app.get('/api/timeline/outliers', async (c) => {
     const q = parseParams(outliersQuery, c.req.query());
-    return jsonResponse(c, await run.outliers({ t0: q.t0, t1: q.t1, criterion: q.criterion, topK: q.top_k }));
+    const answer = await run.outliers({ t0: q.t0, t1: q.t1, criterion: q.criterion, topK: q.top_k });
+    markPartial(c, answer.coverage);
+    return jsonResponse(c, answer);
   });
 
   app.get('/api/timeline/engine_series', async (c) => {
     const q = parseParams(engineQuery, c.req.query());
     const answer = await run.engineSeries({ t0: q.t0, t1: q.t1, metric: q.metric, maxPoints: q.max_points, perDpRank: q.per_dp_rank });
+    markPartial(c, answer.coverage);
     return wantsColumns(c) ? columnsResponse(c, engineSeriesFrame(answer)) : jsonResponse(c, answer);
   });
 

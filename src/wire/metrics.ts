@@ -1,4 +1,5 @@
 // `/api/metrics` (scalar series per key) and the advisories (`/api/advisory`, `/api/rlsight/advisory`).
+import type { Coverage } from './timeline.ts';
 
 /** A logged value: numbers mostly, strings and booleans as written. */
 export type MetricValue = number | string | boolean;
@@ -57,10 +58,14 @@ export interface Mfu {
 export interface AdvisoryAnswer {
   advisories: Advisory[];
   mfu: Mfu | null;
+  /** rlsight's own, while the telemetry history is still being read (see `LocatedAdvisoryAnswer`). */
+  coverage?: Coverage;
 }
 
 /** `/api/rlsight/advisory`: each advisory with the window and lanes it concerns. */
 export interface LocatedAdvisoryAnswer {
   advisories: LocatedAdvisory[];
   mfu: Mfu | null;
+  /** Present while the telemetry history is still being read: the advisories judged the hours read so far. */
+  coverage?: Coverage;
 }

@@ -92,6 +92,18 @@ export type HeatmapRow =
   | { first_sample: number; last_sample: number; count: number; t0: number; t1: number };
 
 /** The JSON header of a heatmap frame (`[u32 LE header length][header][u8 rows × x_buckets]`), in the reference's key order. */
+/**
+ * How much of a whole-window answer's telemetry was read: present only on a partial answer, given while the
+ * server still reads the run's history (the warm-up). A complete answer has no `coverage`.
+ */
+export interface Coverage {
+  /** Hours of the window read, of all it overlaps. */
+  hours_done: number;
+  hours_total: number;
+  /** The stretches of the window not read yet (`[t0, t1]`, ascending): the answer is empty there. */
+  unread: [number, number][];
+}
+
 export interface HeatmapHeader {
   rows: HeatmapRow[];
   /** Lifecycle only: trajectories before the row cap. */
@@ -102,6 +114,7 @@ export interface HeatmapHeader {
   metric: string;
   scale: { max: number } | null;
   palette: string[] | null;
+  coverage?: Coverage;
 }
 
 export interface FleetBand {
@@ -120,6 +133,7 @@ export interface Fleet {
   palette: string[];
   composition: Record<string, number[]>;
   band: FleetBand;
+  coverage?: Coverage;
 }
 
 export interface Outlier {
@@ -130,6 +144,7 @@ export interface Outlier {
 
 export interface OutliersAnswer {
   outliers: Outlier[];
+  coverage?: Coverage;
 }
 
 /** One engine series (one engine, or one DP rank of it). */
@@ -142,6 +157,7 @@ export interface EngineSeries {
 
 export interface EngineSeriesAnswer {
   series: EngineSeries[];
+  coverage?: Coverage;
 }
 
 /** Per rollout step: how long it took and what fraction of it training waited. */

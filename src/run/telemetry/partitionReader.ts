@@ -264,9 +264,16 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     return this.cache.get(key)?.offset ?? null;
   }
 
-  /** The files overlapping `[t0, t1]` (legacy always). */
+  /**
+   * While set, the only files reads may touch (partition keys): a partial answer reads the hours already
+   * folded and leaves the others out, rather than parsing them.
+   */
+  hourFilter: ReadonlySet<string> | null = null;
+
+  /** The files overlapping `[t0, t1]` (legacy always), within `hourFilter` when one is set. */
   private overlapping(t0?: number | null, t1?: number | null): PartitionFile[] {
-    return this.listing.filter((f) => !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));
+    const only = this.hourFilter;
+    return this.listing.filter((f) => (only === null || only.has(f.key)) && !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));
   }
 
   /**

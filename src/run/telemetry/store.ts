@@ -48,7 +48,7 @@ import { MemoryBudget } from './memoryBudget.ts';
 import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
 import { columnsFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
-import { WarmUp, type WarmUpProgress } from './warmUp.ts';
+import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
@@ -97,6 +97,12 @@ export interface TelemetryStoreOptions {
   cacheDir?: string;
   /** Bytes the raw partition columns of all streams may hold together (default `DEFAULT_MEMORY_BUDGET`). */
   memoryBudget?: number;
+}
+
+/** A partial answer's way to the hours read so far (see `TelemetryStore.foldedView`). */
+export interface FoldedView {
+  coverage: { hours_done: number; hours_total: number; unread: [number, number][] };
+  run<T>(fn: (view: TelemetryStore) => T): T;
 }
 
 /** Default byte budget of the resident raw columns: keeps a 1,024-GPU run's server well under 512 MiB. */
@@ -292,6 +298,54 @@ export class TelemetryStore {
   /** Hours persisted of all, for a progress bar (`null` without a cache directory). */
   warmUpProgress(): WarmUpProgress | null {
     return this.warm?.progress() ?? null;
+  }
+
+  /**
+   * While the warm-up still has hours of `[t0, t1]` (null: the run's edge) to read, a way to answer over the
+   * hours it finished — `run(fn)` calls `fn` with a view of this store whose gpu_util, engine_series and
+   * phases reads see only those hours (nothing is parsed for the others) — and how much that covers. Null when
+   * every hour of the window is read: answer from the store itself. The hours left are moved to the front of
+   * the warm-up. The view is a new object each time, so caches keyed on the store never keep its answers.
+   */
+  foldedView(t0: number | null, t1: number | null): FoldedView | null {
+    if (this.warm === null) return null;
+    const open = this.warm.openHours();
+    if (open.size === 0) return null;
+    const readers = WARMED.map((st) => this.partitions[st] as PartitionReader<any>);
+    const hours = new Map<string, { lo: number; hi: number }>();
+    for (const r of readers) {
+      for (const f of r.overlappingFiles(t0, t1)) if (f.size > 0 && !hours.has(f.key)) hours.set(f.key, { lo: f.lo, hi: f.hi });
+    }
+    const unreadKeys = new Set([...hours.keys()].filter((k) => open.has(k)));
+    if (unreadKeys.size === 0) return null;
+    this.warm.prefer(unreadKeys);
+    const range = this.range;
+    const lo = t0 ?? range?.[0] ?? -Infinity;
+    const hi = t1 ?? range?.[1] ?? Infinity;
+    const unread: [number, number][] = [];
+    for (const h of [...unreadKeys].map((k) => hours.get(k)!).sort((a, b) => a.lo - b.lo)) {
+      const a = Math.max(h.lo, lo);
+      const b = Math.min(h.hi, hi);
+      if (!(b > a)) continue;
+      const last = unread.at(-1);
+      if (last !== undefined && last[1] >= a) last[1] = Math.max(last[1], b);
+      else unread.push([a, b]);
+    }
+    const folded = new Set<string>();
+    for (const r of readers) for (const f of r.files()) if (!open.has(f.key)) folded.add(f.key);
+    const coverage = { hours_done: hours.size - unreadKeys.size, hours_total: hours.size, unread };
+    return {
+      coverage,
+      run: <T>(fn: (view: TelemetryStore) => T): T => {
+        const view = Object.create(this) as TelemetryStore;
+        for (const r of readers) r.hourFilter = folded;
+        try {
+          return fn(view);
+        } finally {
+          for (const r of readers) r.hourFilter = null;
+        }
+      },
+    };
   }
 
   /** Waits (at most `timeoutMs`) for the parse workers to start; returns how many are ready (0 without a pool). */

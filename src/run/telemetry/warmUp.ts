@@ -26,7 +26,7 @@ interface Task {
 }
 
 /** Streams worth persisting ahead, in the order a task list takes them within an hour. */
-const WARMED: readonly PartitionedStream[] = ['gpu_util', 'engine_series', 'phases'];
+export const WARMED: readonly PartitionedStream[] = ['gpu_util', 'engine_series', 'phases'];
 
 export class WarmUp {
   private queue: Task[] | null = null;
@@ -71,9 +71,22 @@ export class WarmUp {
   progress(): WarmUpProgress {
     const hours = new Set<string>();
     for (const stream of WARMED) for (const f of this.readers[stream].files()) if (f.size > 0) hours.add(f.key);
-    this.queue ??= this.plan();
-    const open = new Set([...this.queue, ...this.pending.map((p) => p.task)].map((t) => t.file.key));
+    const open = this.openHours();
     return { hoursDone: [...hours].filter((h) => !open.has(h)).length, hoursTotal: hours.size, running: open.size > 0 };
+  }
+
+  /** The hours (partition keys) with work left in some stream: reading them would parse JSONL. */
+  openHours(): Set<string> {
+    this.queue ??= this.plan();
+    return new Set([...this.queue, ...this.pending.map((p) => p.task)].map((t) => t.file.key));
+  }
+
+  /** Moves the work of these hours to the front of the queue (newest first among them): someone is waiting for them. */
+  prefer(keys: ReadonlySet<string>): void {
+    this.queue ??= this.plan();
+    const first = this.queue.filter((t) => keys.has(t.file.key));
+    if (first.length === 0) return;
+    this.queue = [...first, ...this.queue.filter((t) => !keys.has(t.file.key))];
   }
 
   /**

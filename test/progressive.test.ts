@@ -1,0 +1,142 @@
+// Whole-window answers while the warm-up still reads the run's history: they answer at once over the hours it
+// finished, say so (`coverage`, and a header that keeps them out of the kept answers), parse no JSONL for the
+// hours not read yet, and once every hour is read equal the complete answers byte for byte.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { generateSyntheticRun } from '../src/demo/index.ts';
+import { decodeHeatmapFrame } from '../src/queries/heatmapFrame.ts';
+import { RunAnswers } from '../src/queries/runAnswers.ts';
+import type { RunModel } from '../src/run/model.ts';
+import { TelemetryStore } from '../src/run/telemetry/store.ts';
+import { createApp } from '../src/server/app.ts';
+import type { Coverage } from '../src/wire/index.ts';
+
+const URLS = [
+  '/api/timeline/fleet?x_buckets=240',
+  '/api/timeline/outliers?criterion=lowest_util&top_k=4',
+  '/api/timeline/outliers?criterion=start_lag&top_k=4',
+  '/api/timeline/heatmap?metric=util&x_buckets=120',
+  '/api/timeline/heatmap?metric=phase&x_buckets=120',
+  '/api/timeline/engine_series?metric=sglang_num_running_reqs',
+  '/api/timeline/engine_series?metric=sglang_gen_throughput&format=columns',
+  '/api/rlsight/advisory',
+  '/api/advisory',
+];
+
+/** A run model over a telemetry store alone (no dumps): what the timeline answers read. */
+function telemetryOnly(store: TelemetryStore, dir: string): RunModel {
+  return {
+    format: 'miles',
+    dir,
+    telemetry: store,
+    roots: [dir],
+    cacheDir: null,
+    rolloutIds: async () => ({ train: [], eval: [] }),
+    hasTokenizer: () => false,
+    advance: async () => {},
+    warnings: () => [],
+    close: async () => store.close(),
+  } as unknown as RunModel;
+}
+
+function appOver(store: TelemetryStore, dir: string) {
+  return createApp({ run: new RunAnswers(telemetryOnly(store, dir)) });
+}
+
+async function body(app: ReturnType<typeof createApp>, url: string): Promise<{ bytes: Buffer; partial: string | null }> {
+  const res = await app.request(url, { headers: { host: '127.0.0.1' } });
+  assert.equal(res.status, 200, url);
+  return { bytes: Buffer.from(await res.arrayBuffer()), partial: res.headers.get('x-rlsight-coverage') };
+}
+
+/** The coverage an answer carries (JSON, heatmap frame header or columnar frame header). */
+function coverageOf(url: string, bytes: Buffer): Coverage | undefined {
+  if (url.includes('/heatmap')) return decodeHeatmapFrame(bytes).header.coverage;
+  if (url.includes('format=columns')) {
+    const len = bytes.readUInt32LE(4);
+    return JSON.parse(bytes.subarray(8, 8 + len).toString('utf8')).coverage;
+  }
+  return JSON.parse(bytes.toString('utf8')).coverage;
+}
+
+describe('progressive whole-window answers', () => {
+  let root = '';
+  let dash = '';
+  before(async () => {
+    root = mkdtempSync(join(tmpdir(), 'rlsight-progressive-'));
+    await generateSyntheticRun(join(root, 'run'), { gpus: 8, hours: 2, samplesPerStep: 32, seed: 7 });
+    dash = join(root, 'run', 'dashboard');
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  test('answer at once over the hours read, with their coverage, and equal the complete answers once all are read', async () => {
+    const complete = new Map<string, Buffer>();
+    const plain = TelemetryStore.open(dash, { parseWorkers: 0 });
+    const plainApp = appOver(plain, join(root, 'run'));
+    for (const url of URLS) {
+      const a = await body(plainApp, url);
+      assert.equal(a.partial, null, url);
+      assert.equal(coverageOf(url, a.bytes), undefined, url);
+      complete.set(url, a.bytes);
+    }
+
+    const store = TelemetryStore.open(dash, { parseWorkers: 0, cacheDir: join(root, 'cache') });
+    const app = appOver(store, join(root, 'run'));
+    const total = store.warmUpProgress()!.hoursTotal;
+    assert.ok(total >= 3, `the run spans ${total} hours`);
+    const parsed = (): number => store.partitions.gpu_util.rowsParsed + store.partitions.engine_series.rowsParsed + store.partitions.phases.rowsParsed;
+    const seen = new Map<string, number>();
+    let rounds = 0;
+    for (;;) {
+      const progress = store.warmUpProgress()!;
+      if (!progress.running) break;
+      rounds++;
+      const parsedBefore = parsed();
+      for (const url of URLS) {
+        const a = await body(app, url);
+        const cov = coverageOf(url, a.bytes);
+        assert.ok(cov !== undefined, `${url} during the warm-up carries its coverage`);
+        assert.equal(cov.hours_total, total, url);
+        assert.equal(cov.hours_done, progress.hoursDone, url);
+        assert.equal(a.partial, `${cov.hours_done}/${cov.hours_total}`, url);
+        assert.ok(cov.unread.length > 0 && cov.unread.every(([a0, a1]) => a1 > a0), url);
+        // asked again after more hours were read, it is not the kept earlier answer
+        assert.ok(cov.hours_done >= (seen.get(url) ?? 0), url);
+        seen.set(url, cov.hours_done);
+      }
+      assert.equal(parsed(), parsedBefore, 'a partial answer parses no JSONL');
+      // the newest hours are read first: a partial fleet's util band over a read stretch is the complete one's
+      const fleet = JSON.parse((await body(app, URLS[0]!)).bytes.toString('utf8'));
+      const want = JSON.parse(complete.get(URLS[0]!)!.toString('utf8'));
+      const width = (fleet.t1 - fleet.t0) / fleet.x_buckets;
+      let compared = 0;
+      for (let b = 0; b < fleet.x_buckets; b++) {
+        const lo = fleet.t0 + b * width;
+        const hi = lo + width;
+        const unread = (fleet.coverage as Coverage).unread.some(([u0, u1]) => u1 > lo - 1 && u0 < hi + 1);
+        if (unread) {
+          if (fleet.coverage.unread.some(([u0, u1]: [number, number]) => u0 <= lo && u1 >= hi)) assert.equal(fleet.band.p50[b], null, `bucket ${b} lies unread`);
+          continue;
+        }
+        assert.equal(fleet.band.p50[b], want.band.p50[b], `bucket ${b}`);
+        assert.equal(fleet.band.min[b], want.band.min[b], `bucket ${b}`);
+        compared++;
+      }
+      if (progress.hoursDone > 0) assert.ok(compared > 0);
+      // three files (gpu_util, engine_series, phases) make an hour
+      for (let i = 0; i < 3; i++) store.warmUpStep();
+      assert.ok(rounds <= total + 1);
+    }
+    assert.ok(rounds >= 2, 'answers were asked at several stages of the warm-up');
+    for (const url of URLS) {
+      const a = await body(app, url);
+      assert.equal(a.partial, null, url);
+      assert.ok(a.bytes.equals(complete.get(url)!), `${url}: the answer after the warm-up is the complete one`);
+    }
+    store.close();
+    plain.close();
+  });
+});
