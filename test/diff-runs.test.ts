@@ -60,6 +60,18 @@ describe('diffs across two runs', () => {
     assert.deepEqual([self.b.run, self.flipped.length], ['healthy', 0]);
   });
 
+  test('under a run’s own path the diff starts from that run and still reaches the other; search stays in that run', async () => {
+    const own = await json<StepDiff>('/api/runs/collapse/rlsight/diff/steps?a=2&b=2');
+    assert.deepEqual([own.a.run, own.b.run], ['collapse', 'collapse']);
+    const across = await json<StepDiff>('/api/runs/collapse/rlsight/diff/steps?a=2&b=2&run_b=healthy');
+    assert.deepEqual([across.a.run, across.b.run], ['collapse', 'healthy']);
+    const samples = await json<SampleDiff>('/api/runs/collapse/rlsight/diff/samples?a=0:3&b=0:3&run_b=healthy');
+    assert.deepEqual([samples.a.run, samples.b.run], ['collapse', 'healthy']);
+    const missing = await fetch(new URL('/api/runs/nope/rlsight/diff/steps?a=2&b=2', server.url));
+    assert.equal(missing.status, 404);
+    assert.match(((await missing.json()) as { detail: string }).detail, /no run named "nope"/);
+  });
+
   test('a sample against itself in the other run aligns as one matched stretch', async () => {
     const d = await json<SampleDiff>('/api/rlsight/diff/samples?a=0:3&b=0:3&run_a=healthy&run_b=collapse');
     assert.deepEqual([d.a.run, d.b.run], ['healthy', 'collapse']);

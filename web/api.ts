@@ -1,5 +1,6 @@
 // The only door to data: typed fetches of the rlsight HTTP API, with 503 retry and readable errors.
 import { COLUMNS_ACCEPT, decodeColumns, type Frame } from './columns.ts';
+import { scopedPath } from './chosenRun.ts';
 import { store } from './store.ts';
 
 export class ApiError extends Error {
@@ -25,7 +26,7 @@ export function apiUrl(path: string, params: Params = {}): string {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
   const s = q.toString();
-  return `./api/${path.replace(/^\/?(api\/)?/, '')}${s ? `?${s}` : ''}`;
+  return `./api/${scopedPath(path)}${s ? `?${s}` : ''}`;
 }
 
 // Absolute server paths must never reach the screen; keep only the file name.

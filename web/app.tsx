@@ -7,7 +7,10 @@ import { fmtWall } from './format.ts';
 import { WarmUpBar } from './components/warmUpBar.tsx';
 import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
+import { RunSelector, unknownRunText } from './components/runSelector.tsx';
+import { loadRuns, runList } from './runs.ts';
 import { useStore } from './store.ts';
+import { RunsView } from './views/runs/index.tsx';
 import { DiffView } from './views/diff/index.tsx';
 import { HealthView } from './views/health/index.tsx';
 import { HeaderSearch } from './views/search/headerSearch.tsx';
@@ -23,17 +26,22 @@ export function App() {
   const r = useRoute();
   const writing = useStore(stillWriting);
   const connected = useStore(liveConnected);
+  const runs = useStore(runList);
+  const runId = r.params.get('run') || null;
+  const unknownRun = runId !== null && runs !== null && runs.length > 0 && !runs.some((x) => x.id === runId);
 
+  useEffect(() => void loadRuns(), []);
   useEffect(() => {
     void refreshMeta();
-  }, []);
+  }, [runId]);
   useEffect(() => {
     if (m?.mode === 'follow') startLive();
-  }, [m?.mode]);
+  }, [m?.mode, runId]);
   useEffect(() => {
-    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace', health: 'Health', diff: 'Step diff', 'sample-diff': 'Sample diff' };
-    document.title = `${names[r.view]} · ${m?.run_name ?? 'rlsight'}`;
-  }, [r.view, m?.run_name]);
+    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace', health: 'Health', diff: 'Step diff', 'sample-diff': 'Sample diff', runs: 'Runs' };
+    document.title = `${names[r.view]} · ${runId ?? m?.run_name ?? 'rlsight'}`;
+  }, [r.view, m?.run_name, runId]);
+  const shownRun = runId ?? runs?.find((x) => x.primary)?.id ?? runs?.[0]?.id ?? null;
 
   const latest = m?.rollout_ids.train.at(-1) ?? m?.rollout_ids.eval.at(-1);
   const latestEval = !m?.rollout_ids.train.length && !!m?.rollout_ids.eval.length;
@@ -45,33 +53,36 @@ export function App() {
   return (
     <>
       <header class="topbar">
-        <a class="brand" href="#/">
+        <a class="brand" href={href('/')}>
           rl<span>sight</span>
         </a>
         <nav aria-label="views">
-          <a href="#/" class={r.view === 'metrics' ? 'active' : ''}>
+          <a href={href('/')} class={r.view === 'metrics' ? 'active' : ''}>
             Metrics
           </a>
-          <a href="#/timeline" class={r.view === 'timeline' ? 'active' : ''}>
+          <a href={href('/timeline')} class={r.view === 'timeline' ? 'active' : ''}>
             Compute Utilization
           </a>
-          <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : '#/trace'} class={r.view === 'trace' ? 'active' : ''}>
+          <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : href('/trace')} class={r.view === 'trace' ? 'active' : ''}>
             Trace
           </a>
           <a
-            href={stepId !== undefined ? href(`/rollout/${stepId}`, { eval: evalQ }) : '#/rollout'}
+            href={stepId !== undefined ? href(`/rollout/${stepId}`, { eval: evalQ }) : href('/rollout')}
             class={r.view === 'rollout' ? 'active' : ''}
           >
             Rollouts
           </a>
-          <a href={sampleHref ?? '#/rollout'} class={r.view === 'sample' ? 'active' : ''}>
+          <a href={sampleHref ?? href('/rollout')} class={r.view === 'sample' ? 'active' : ''}>
             Sample
           </a>
-          <a href="#/health" class={r.view === 'health' ? 'active' : ''}>
+          <a href={href('/health')} class={r.view === 'health' ? 'active' : ''}>
             Health
           </a>
-          <a href="#/diff" class={r.view === 'diff' || r.view === 'sample-diff' ? 'active' : ''}>
+          <a href={href('/diff')} class={r.view === 'diff' || r.view === 'sample-diff' ? 'active' : ''}>
             Diff
+          </a>
+          <a href={href('/runs')} class={r.view === 'runs' ? 'active' : ''}>
+            Runs
           </a>
         </nav>
         <HeaderSearch />
@@ -81,10 +92,11 @@ export function App() {
               dump still being written — retrying…
             </span>
           )}
+          {runs && runs.length > 1 && shownRun !== null && <RunSelector runs={runs} chosen={shownRun} />}
           {m && (
             <>
-              <span class="run-name" title="run name">
-                {m.run_name ?? 'unnamed run'}
+              <span class="run-name" title={`run ${shownRun ?? ''}`} data-run={shownRun ?? undefined}>
+                {runs && runs.length > 1 && m.run_name !== shownRun ? `${shownRun} · ${m.run_name ?? 'unnamed run'}` : (m.run_name ?? 'unnamed run')}
               </span>
               {m.mode === 'follow' ? (
                 <span
@@ -98,7 +110,7 @@ export function App() {
                   ◼ static
                 </span>
               )}
-              <WarmUpBar initial={m.warmup} />
+              <WarmUpBar key={runId ?? ''} initial={m.warmup} />
               {m.time_range && (
                 <span class="edge" title="newest data written by the run">
                   data → {fmtWall(m.time_range[1])}
@@ -115,8 +127,14 @@ export function App() {
         </div>
       </header>
       {m?.warnings && m.warnings.length > 0 && <DamageBanner warnings={m.warnings} />}
-      <main id="view">
-        {err && !m ? (
+      <main id="view" key={runId ?? ''}>
+        {unknownRun ? (
+          <div class="error-note" role="alert">
+            <strong>Unknown run.</strong> {unknownRunText(runId, runs)}
+          </div>
+        ) : r.view === 'runs' ? (
+          <RunsView route={r} />
+        ) : err && !m ? (
           <ErrorNote error={err}>
             <button onClick={() => void refreshMeta()}>retry</button>
           </ErrorNote>

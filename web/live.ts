@@ -1,5 +1,6 @@
 // Run catalog (/api/meta) kept fresh by the server's event stream, so live runs update without a reload.
-import { getJson } from './api.ts';
+import { apiUrl, getJson } from './api.ts';
+import { chosenRun } from './chosenRun.ts';
 import { store } from './store.ts';
 import type { Meta } from '../src/wire/index.ts';
 import type { RunEvent } from '../src/wire/index.ts';
@@ -11,19 +12,31 @@ export const liveTick = store(0);
 export const liveConnected = store(false);
 
 let inflight: Promise<void> | null = null;
+/** The run `meta` describes: an answer for a run no longer chosen is dropped. */
+let metaRun: string | null = chosenRun.get();
 
 export function refreshMeta(): Promise<void> {
-  inflight ??= getJson<Meta>('meta')
+  const run = chosenRun.get();
+  if (run !== metaRun) {
+    metaRun = run;
+    inflight = null;
+    meta.set(null);
+    metaError.set(null);
+  }
+  if (inflight) return inflight;
+  const mine: Promise<void> = getJson<Meta>('meta')
     .then((m) => {
+      if (metaRun !== run) return;
       meta.set(m);
       metaError.set(null);
     })
     .catch((e) => {
-      if (!meta.get()) metaError.set(e);
+      if (metaRun === run && !meta.get()) metaError.set(e);
     })
     .finally(() => {
-      inflight = null;
+      if (inflight === mine) inflight = null;
     });
+  inflight = mine;
   return inflight;
 }
 
@@ -43,9 +56,16 @@ function onServerChange() {
 // Every change the server announces (hello only opens the stream).
 const EVENT_NAMES: RunEvent['event'][] = ['steps', 'rollout', 'keys', 'lanes', 'edge'];
 
+let sourceRun: string | null = null;
+
+/** Opens the event stream of the chosen run (its own feed under `/api/runs/{id}/events`), closing another run's. */
 export function startLive(): void {
-  if (source || typeof EventSource === 'undefined') return;
-  source = new EventSource('./api/events');
+  if (typeof EventSource === 'undefined') return;
+  const run = chosenRun.get();
+  if (source && sourceRun === run) return;
+  source?.close();
+  sourceRun = run;
+  source = new EventSource(run === null ? apiUrl('events') : `./api/runs/${encodeURIComponent(run)}/events`);
   source.onopen = () => liveConnected.set(true);
   source.onerror = () => liveConnected.set(false);
   for (const name of EVENT_NAMES) source.addEventListener(name, onServerChange);

@@ -1,7 +1,8 @@
 // The whole screen state lives in the URL hash: `#/<view path>?<params>`, so every screen is a permalink.
+import { chosenRun } from './chosenRun.ts';
 import { store, useStore } from './store.ts';
 
-export type View = 'metrics' | 'timeline' | 'rollout' | 'sample' | 'trace' | 'health' | 'diff' | 'sample-diff';
+export type View = 'metrics' | 'timeline' | 'rollout' | 'sample' | 'trace' | 'health' | 'diff' | 'sample-diff' | 'runs';
 
 export interface Route {
   view: View;
@@ -26,6 +27,7 @@ export function parseHash(hash: string): Route {
     return { ...base, view: 'trace', rolloutId: id };
   }
   if (path[0] === 'health') return { ...base, view: 'health' };
+  if (path[0] === 'runs') return { ...base, view: 'runs' };
   if (path[0] === 'diff') return { ...base, view: path[1] === 'sample' ? 'sample-diff' : 'diff' };
   if (path[0] === 'rollout') {
     const id = path[1] === undefined ? null : int(path[1]);
@@ -42,9 +44,12 @@ export function parseHash(hash: string): Route {
 }
 
 export const route = store<Route>(parseHash(location.hash));
+chosenRun.set(route.get().params.get('run') || null);
 
 function sync() {
-  route.set(parseHash(location.hash));
+  const r = parseHash(location.hash);
+  chosenRun.set(r.params.get('run') || null);
+  route.set(r);
 }
 window.addEventListener('hashchange', sync);
 window.addEventListener('popstate', sync);
@@ -55,10 +60,12 @@ export function useRoute(): Route {
 
 type ParamValue = string | number | boolean | null | undefined;
 
-/** Builds `#/path?params`, dropping empty values and `false`. */
+/** Builds `#/path?params`, dropping empty values and `false`; the chosen run (`run=`) goes along unless `params` names one. */
 export function href(path: string, params: Record<string, ParamValue> | URLSearchParams = {}): string {
   const q = new URLSearchParams();
   const entries = params instanceof URLSearchParams ? [...params.entries()] : Object.entries(params);
+  const run = chosenRun.get();
+  if (run !== null && !entries.some(([k]) => k === 'run')) entries.push(['run', run]);
   for (const [k, v] of entries) {
     if (v === undefined || v === null || v === '' || v === false) continue;
     q.set(k, v === true ? '1' : String(v));
@@ -70,6 +77,8 @@ export function href(path: string, params: Record<string, ParamValue> | URLSearc
 export function routePath(r: Route): string {
   if (r.view === 'timeline') return '/timeline';
   if (r.view === 'health') return '/health';
+  if (r.view === 'runs') return '/runs';
+  if (r.view === 'trace') return `/trace/${r.rolloutId ?? ''}`;
   if (r.view === 'diff') return '/diff';
   if (r.view === 'sample-diff') return '/diff/sample';
   if (r.view === 'rollout') return `/rollout/${r.rolloutId ?? ''}`;

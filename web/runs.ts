@@ -1,5 +1,6 @@
 // The runs the server answers about (`/api/runs`), each with its colour; the chosen ones live in the URL (`runs=`).
 import { getJson } from './api.ts';
+import { chosenRun } from './chosenRun.ts';
 import { store } from './store.ts';
 import { SERIES_COLORS } from './theme.ts';
 import type { RunListing, RunsAnswer } from '../src/wire/index.ts';
@@ -22,13 +23,19 @@ export function runColor(runs: readonly RunListing[], id: string): string {
   return SERIES_COLORS[i % SERIES_COLORS.length]!;
 }
 
-/** The chosen runs from the `runs` parameter (known ids, in list order); the primary run when none is chosen. */
+/** The id of the run the app shows: the `run=` choice, else the server's primary run (null without a listing). */
+export function shownRunId(runs: readonly RunListing[] | null): string | null {
+  return chosenRun.get() ?? runs?.find((r) => r.primary)?.id ?? runs?.[0]?.id ?? null;
+}
+
+/** The chosen runs from the `runs` parameter (known ids, the shown run first, then list order); the shown run when none is chosen. */
 export function chosenRuns(runs: readonly RunListing[], param: string | null): RunListing[] {
   const wanted = new Set((param ?? '').split(',').filter(Boolean));
-  const picked = runs.filter((r) => wanted.has(r.id));
+  const shown = shownRunId(runs);
+  const picked = runs.filter((r) => wanted.has(r.id)).sort((a, b) => Number(b.id === shown) - Number(a.id === shown));
   if (picked.length) return picked;
-  const primary = runs.find((r) => r.primary) ?? runs[0];
-  return primary ? [primary] : [];
+  const first = runs.find((r) => r.id === shown) ?? runs[0];
+  return first ? [first] : [];
 }
 
 /** The API path of `path` for one run. */

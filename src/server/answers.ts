@@ -143,12 +143,23 @@ const crossStepDiffQuery = z.object({
 /**
  * The routes that answer across the runs a server holds (mounted on the server app, ahead of the first
  * run's reference paths): `/api/rlsight/search?runs=all|ID,ID` and `/api/rlsight/diff/{steps,samples}?run_a&run_b`
- * (run B defaults to run A).
- * Without those parameters they answer for the first run, like its own routes.
+ * (run B defaults to run A). Without those parameters they answer for the first run, like its own routes; under
+ * `/api/runs/{id}/rlsight/…` (`prefix` with a `:run` segment) for that run, so an app showing one run can still
+ * compare it with another.
  */
-export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): void {
-  const pick = (id: string | undefined, param: string): NamedRun => {
+/** The run named by the path (`/api/runs/{id}/…`), if any. */
+function homeRun(c: Context): string | undefined {
+  return (c.req.param() as Record<string, string | undefined>).run;
+}
+
+export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], prefix = '/api'): void {
+  const pick = (id: string | undefined, param: string, home?: string): NamedRun => {
     const all = runs();
+    if (id === undefined && home !== undefined) {
+      const r = all.find((x) => x.id === home);
+      if (!r) throw new NotFound(`no run named ${JSON.stringify(home)} (see /api/runs)`);
+      return r;
+    }
     if (id === undefined) {
       if (!all[0]) throw new NotFound('no run is being served');
       return all[0];
@@ -157,9 +168,9 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): vo
     if (!r) throw new BadArgument(param, `${param}: no run named ${JSON.stringify(id)} (see /api/runs)`);
     return r;
   };
-  app.get('/api/rlsight/search', (c) => {
+  app.get(`${prefix}/rlsight/search`, (c) => {
     const q = parseParams(crossSearchQuery, c.req.query());
-    const chosen = q.runs === undefined ? [pick(undefined, 'runs')] : q.runs === 'all' ? [...runs()] : q.runs.split(',').map((id) => pick(id, 'runs'));
+    const chosen = q.runs === undefined ? [pick(undefined, 'runs', homeRun(c))] : q.runs === 'all' ? [...runs()] : q.runs.split(',').map((id) => pick(id, 'runs'));
     return searchResponse(
       c,
       (search) => chosen.map((r) => ({ search: searchOf(search, r.answers), run: r.answers, name: r.id })),
@@ -169,19 +180,19 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[]): vo
       q.runs !== undefined,
     );
   });
-  app.get('/api/rlsight/diff/steps', async (c) => {
+  app.get(`${prefix}/rlsight/diff/steps`, async (c) => {
     const q = parseParams(crossStepDiffQuery, c.req.query());
-    const ra = pick(q.run_a, 'run_a');
-    const rb = pick(q.run_b ?? q.run_a, 'run_b');
+    const ra = pick(q.run_a, 'run_a', homeRun(c));
+    const rb = pick(q.run_b ?? q.run_a, 'run_b', homeRun(c));
     const { diffSide, stepDiff } = await loadStepDiff();
     const a = await diffSide(ra.answers, q.a, q.eval_a, ra.id);
     const b = await diffSide(rb.answers, q.b, q.eval_b, rb.id);
     return jsonResponse(c, stepDiff(a, b));
   });
-  app.get('/api/rlsight/diff/samples', async (c) => {
+  app.get(`${prefix}/rlsight/diff/samples`, async (c) => {
     const q = parseParams(crossSampleDiffQuery, c.req.query());
-    const ra = pick(q.run_a, 'run_a');
-    const rb = pick(q.run_b ?? q.run_a, 'run_b');
+    const ra = pick(q.run_a, 'run_a', homeRun(c));
+    const rb = pick(q.run_b ?? q.run_a, 'run_b', homeRun(c));
     return jsonResponse(c, await sampleDiffAnswer(q, ra.answers, rb.answers, [ra.id, rb.id]));
   });
 }

@@ -118,6 +118,13 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0))) };
     return jsonResponse(c, body);
   });
+  const namedRuns = () =>
+    runs.runs().flatMap((r) => {
+      const answers = r.run.answers?.();
+      return answers ? [{ id: r.id, answers, roots: r.run.roots }] : [];
+    });
+  // A run's own search and diffs may reach the other runs held (`runs=`, `run_b`): answered here, not by its API.
+  mountRunsAnswers(app, namedRuns, '/api/runs/:run');
   app.all('/api/runs/:run/*', (c) => {
     const served = runs.get(c.req.param('run'));
     if (!served) return c.json({ detail: `no run named ${JSON.stringify(c.req.param('run'))} (see /api/runs)` }, 404);
@@ -126,12 +133,7 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     return served.api.fetch(forRunApi(c.req.raw, path.startsWith(prefix) ? path.slice(prefix.length) : ''), c.env);
   });
   // Search and step diff across the runs held (`?runs=`, `?run_a&run_b`), ahead of the first run's own routes.
-  mountRunsAnswers(app, () =>
-    runs.runs().flatMap((r) => {
-      const answers = r.run.answers?.();
-      return answers ? [{ id: r.id, answers, roots: r.run.roots }] : [];
-    }),
-  );
+  mountRunsAnswers(app, namedRuns);
   app.all('/api/*', (c) => {
     const first = runs.runs()[0];
     if (!first) return c.json({ detail: 'no run is being served' }, 404);

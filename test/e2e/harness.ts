@@ -80,17 +80,29 @@ async function startOn(base: string, opts: DemoOptions): Promise<Served> {
     others.push(join(base, 'collapse'));
     await generateDemoRun(others[0]!, { steps: opts.steps ?? 4, seed: 7, collapse: true });
   }
+  return spawnServer(base, runDir, ['serve', '--dump-details', runDir, ...others, '--follow', ...(opts.extraArgs ?? [])]);
+}
+
+/** `rlsight demo` itself (its two runs, `healthy` and `collapse`, ~200 steps each), written under a temporary folder. */
+export async function serveRlsightDemo(): Promise<Served> {
+  const base = mkdtempSync(join(tmpdir(), 'rlsight-e2e-demo-'));
+  try {
+    return await spawnServer(base, join(base, 'healthy'), ['demo', '--out', base]);
+  } catch (e) {
+    rmSync(base, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Starts `rlsight ARGS --port P` and waits until it serves; stopping it removes `base`. */
+async function spawnServer(base: string, runDir: string, args: string[]): Promise<Served> {
   const port = await freePort();
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [RLSIGHT_BIN, 'serve', '--dump-details', runDir, ...others, '--port', String(port), '--follow', ...(opts.extraArgs ?? [])],
-    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child: ChildProcess = spawn(process.execPath, [RLSIGHT_BIN, ...args, '--port', String(port)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stdout!.on('data', (d) => (log += d));
   child.stderr!.on('data', (d) => (log += d));
   await new Promise<void>((res, rej) => {
-    const t = setTimeout(() => rej(new Error(`server did not start:\n${log}`)), 60_000);
+    const t = setTimeout(() => rej(new Error(`server did not start:\n${log}`)), 180_000);
     const check = () => {
       if (/serving http/.test(log)) {
         clearTimeout(t);

@@ -1,23 +1,18 @@
-// Links out of the diffs to one run's views: the primary run's at the reference paths, another run's with `run=`.
+// Links out of the diffs to one run's views (`run=` names the run when the server holds several).
 import { href } from '../../route.ts';
 
 export interface SideRun {
   /** The run's id when the server holds several, else null. */
   run: string | null;
-  primary: boolean;
 }
 
 export function sampleHref(side: SideRun, step: number, sample: number, evaluation = false): string {
-  return href(`/rollout/${step}/sample/${sample}`, { eval: evaluation, run: side.primary ? null : side.run });
+  return href(`/rollout/${step}/sample/${sample}`, { eval: evaluation, run: side.run ?? undefined });
 }
 
-/**
- * A step's group: in the Rollouts view for the primary run (that view reads one run), else the group's best
- * sample in the Sample view (which steps through the group).
- */
-export function groupHref(side: SideRun, step: number, group: number | null, bestSample: number | null): string | null {
-  if (side.primary) return href(`/rollout/${step}`, { group });
-  return bestSample === null ? null : sampleHref(side, step, bestSample);
+/** A step's group in the Rollouts view of its run. */
+export function groupHref(side: SideRun, step: number, group: number | null): string {
+  return href(`/rollout/${step}`, { group, run: side.run ?? undefined });
 }
 
 /** The sample diff of `a` (of run A) against `b` (of run B). */

@@ -10,6 +10,7 @@ import { useApi } from '../../useApi.ts';
 import { SIDE_COLORS, TokenSeries } from './charts.tsx';
 import { sampleHref } from './links.ts';
 import { useServedRuns, useSteps } from './servedRuns.ts';
+import { shownRunId } from '../../runs.ts';
 
 const PASSED = ['a', 'b', 'step', 'group', 'eval', 'eval_a', 'eval_b', 'run_a', 'run_b'] as const;
 
@@ -135,7 +136,7 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
   const diff = useApi(key, (signal) => getJson<SampleDiff>('rlsight/diff/samples', params, signal));
   const seriesName = p.get('series') ?? 'lp_diff';
   const d = diff.data;
-  const primary = served?.find((r) => r.primary)?.id ?? null;
+  const primary = shownRunId(served);
   const runOf = (which: Which) => (served ? (which === 'a' ? p.get('run_a') ?? primary : p.get('run_b') ?? p.get('run_a') ?? primary) : null);
   const across = served !== null && runOf('a') !== runOf('b');
 
@@ -189,7 +190,7 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
       <div class="panel diff-sample" data-side={which}>
         <h3>
           <span class="swatch" style={{ background: SIDE_COLORS[which] }} />{' '}
-          <a href={sampleHref({ run, primary: run === null || run === primary }, s.step, s.sample_index, s.evaluation)} data-testid={`open-${which}`}>
+          <a href={sampleHref({ run }, s.step, s.sample_index, s.evaluation)} data-testid={`open-${which}`}>
             {served ? `${name} · ` : ''}
             {s.evaluation ? 'eval ' : ''}step {s.step} · sample {s.sample_index}
           </a>{' '}

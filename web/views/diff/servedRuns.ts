@@ -2,7 +2,7 @@
 import { useEffect } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import type { Meta, RunListing } from '../../../src/wire/index.ts';
-import { loadRuns, runList, runPath } from '../../runs.ts';
+import { loadRuns, runList, runPath, shownRunId } from '../../runs.ts';
 import { useStore } from '../../store.ts';
 import { useApi } from '../../useApi.ts';
 
@@ -13,10 +13,10 @@ export function useServedRuns(): RunListing[] | null {
   return all && all.length > 1 ? all : null;
 }
 
-/** A run's train (or eval) steps: the primary run's from the app's meta (kept fresh when following), another's fetched. */
+/** A run's train (or eval) steps: the shown run's from the app's meta (kept fresh when following), another's fetched. */
 export function useSteps(runs: RunListing[] | null, run: string | null, meta: Meta, evaluation: boolean): { steps: number[] | null; error: unknown } {
   const listing = runs?.find((r) => r.id === run);
-  const other = listing && !listing.primary ? listing : null;
+  const other = listing && listing.id !== shownRunId(runs) ? listing : null;
   const m = useApi(other ? `meta|${other.id}` : null, (signal) => getJson<Meta>(runPath(other!, 'meta'), {}, signal));
   const pick = (x: Meta) => (evaluation ? x.rollout_ids.eval : x.rollout_ids.train);
   if (!other) return { steps: pick(meta), error: null };

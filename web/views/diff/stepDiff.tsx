@@ -8,6 +8,7 @@ import type { Meta, RunListing, StepDiff } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { Histogram, SIDE_COLORS } from './charts.tsx';
 import { useServedRuns, useSteps } from './servedRuns.ts';
+import { shownRunId } from '../../runs.ts';
 import { groupHref, sampleDiffHref, sampleHref, type SideRun } from './links.ts';
 import { diffRuns, diffSteps } from './sides.ts';
 
@@ -44,7 +45,7 @@ function SidePicker(props: { which: Which; runs: RunListing[] | null; run: strin
 export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
   const served = useServedRuns();
   const p = route.params;
-  const primary = served?.find((r) => r.primary)?.id ?? served?.[0]?.id ?? null;
+  const primary = shownRunId(served);
   const runs = diffRuns(served?.map((r) => r.id) ?? [], primary, p.get('run_a'), p.get('run_b'));
   const sa = useSteps(served, runs.a, meta, false);
   const sb = useSteps(served, runs.b, meta, false);
@@ -67,7 +68,7 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
     setParams(next, false);
   };
 
-  const side = (run: string | null): SideRun => ({ run, primary: run === null || run === primary });
+  const side = (run: string | null): SideRun => ({ run });
   const [ra, rb] = [side(runs.a), side(runs.b)];
   const name = (run: string | null) => served?.find((r) => r.id === run)?.name ?? run ?? '';
   const across = runs.a !== runs.b;
@@ -135,10 +136,9 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
                 <tbody>
                   {d.flipped.map((f) => {
                     const group = (s: SideRun, step: number, g: typeof f.a) => {
-                      const link = groupHref(s, step, g.group_index, g.best_sample);
                       return (
                         <>
-                          {link ? <a href={link}>group {g.group_index}</a> : `group ${g.group_index}`} {g.outcome} ({fmtNum(g.reward_mean)})
+                          <a href={groupHref(s, step, g.group_index)}>group {g.group_index}</a> {g.outcome} ({fmtNum(g.reward_mean)})
                         </>
                       );
                     };

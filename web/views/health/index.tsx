@@ -6,6 +6,7 @@ import { liveTick } from '../../live.ts';
 import { useStore } from '../../store.ts';
 import type { HealthAnswer, HealthCell, Meta, SignalSpec } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
+import { href } from '../../route.ts';
 import { evidenceHref } from './evidence.ts';
 
 function cellText(c: HealthCell): string {
@@ -53,7 +54,7 @@ export function HealthView({ meta }: { meta: Meta }) {
             {rows.map((r) => (
               <tr>
                 <th scope="row">
-                  <a href={`#/rollout/${r.step}`}>{r.step}</a>
+                  <a href={href(`/rollout/${r.step}`)}>{r.step}</a>
                 </th>
                 {signals.map((s) => {
                   const c = r.cells[s.id];

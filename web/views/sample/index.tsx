@@ -12,13 +12,9 @@ import { Conversation } from './conversation.tsx';
 import { LifecycleStrip, lifecycleWindow } from './lifecycle.tsx';
 import { TokensPanel } from './tokens.tsx';
 
-export function SampleView({ meta: primaryMeta, route }: { meta: Meta; route: Route }) {
-  // `run=ID`: a sample of another run the server holds (linked from the diffs); its answers come from /api/runs/ID/.
+export function SampleView({ meta, route }: { meta: Meta; route: Route }) {
+  // `run=ID` (the app's run choice) already sends every request to /api/runs/ID/.
   const runId = route.params.get('run');
-  const other = useApi(runId ? `meta|${runId}` : null, (signal) => getJson<Meta>(`runs/${encodeURIComponent(runId!)}/meta`, {}, signal));
-  if (runId && other.error) return <ErrorNote error={other.error} />;
-  if (runId && !other.data) return <Loading what={`run ${runId}`} />;
-  const meta = runId ? other.data! : primaryMeta;
   const evaluation = route.params.get('eval') === '1';
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const id = route.rolloutId ?? ids.at(-1) ?? null;
@@ -29,11 +25,10 @@ export function SampleView({ meta: primaryMeta, route }: { meta: Meta; route: Ro
 
 function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Route; id: number; evaluation: boolean; runId: string | null }) {
   const p = route.params;
-  const api = (path: string) => (runId ? `runs/${encodeURIComponent(runId)}/${path}` : path);
   const idx = route.sampleIndex;
   const tab = p.get('tab') === 'tokens' ? 'tokens' : 'conversation';
   const known = (evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train).includes(id);
-  const summary = useApi(known ? `${runId}|${id}|${evaluation}` : null, (signal) => getJson<Table>(api(`rollout/${id}/summary`), { eval: evaluation }, signal));
+  const summary = useApi(known ? `${runId}|${id}|${evaluation}` : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
   const rows = summary.data?.rows ?? [];
   const order = rows.map((r) => Number(r.sample_index));
   const row = rows.find((r) => Number(r.sample_index) === idx);
@@ -42,10 +37,10 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
 
   // rlsight's route answers 200 with `recorded: false` for a sample without a conversation (no 404 in the console).
   const conv = useApi(exists && idx !== null ? `${runId}|${id}|${idx}|${evaluation}` : null, (signal) =>
-    getJson<Conv>(api(`rlsight/rollout/${id}/sample/${idx}/messages`), { eval: evaluation }, signal).then((c) => (c.recorded === false ? null : c)),
+    getJson<Conv>(`rlsight/rollout/${id}/sample/${idx}/messages`, { eval: evaluation }, signal).then((c) => (c.recorded === false ? null : c)),
   );
   const traj = useApi(!evaluation && exists && idx !== null ? `${runId}|${id}|${idx}` : null, (signal) =>
-    getJson<Trajectories>(api(`rollout/${id}/trajectories`), { sample_index: idx }, signal).catch(() => null),
+    getJson<Trajectories>(`rollout/${id}/trajectories`, { sample_index: idx }, signal).catch(() => null),
   );
 
   const keep = (q: URLSearchParams) => {
@@ -69,7 +64,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
   if (!known)
     return (
       <Empty>
-        {evaluation ? 'Eval step' : 'Step'} {id} is not recorded in this run. <a href="#/rollout">Open the latest step</a>.
+        {evaluation ? 'Eval step' : 'Step'} {id} is not recorded in this run. <a href={href('/rollout')}>Open the latest step</a>.
       </Empty>
     );
   if (idx === null) {
@@ -120,7 +115,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
             {row.mean_abs_lp_diff != null && <span class="chip">mean |lp diff| {fmtNum(row.mean_abs_lp_diff)}</span>}
           </>
         )}
-        <Downloads what="sample" path={api(`rlsight/export/sample/${id}/${idx}`)} formats={['json']} params={{ eval: evaluation || undefined }} />
+        <Downloads what="sample" path={`rlsight/export/sample/${id}/${idx}`} formats={['json']} params={{ eval: evaluation || undefined }} />
         {group !== undefined && group !== null && (
           <a class="downloads" href={href('/diff/sample', { step: id, group: String(group), eval: evaluation, run_a: runId })} title="this group's best and worst samples side by side">
             ⇄ best vs worst
@@ -177,7 +172,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
           <Conversation messages={conv.data.messages} />
         )
       ) : (
-        <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} api={api} />
+        <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} />
       )}
     </div>
   );

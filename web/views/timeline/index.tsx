@@ -35,7 +35,7 @@ export function TimelineView({ meta, route }: { meta: Meta; route: Route }) {
       <Empty>
         <strong>No timeline for this run.</strong> It was recorded without the collector, so there is no phase or GPU telemetry to draw.
         <br />
-        Metrics fall back to the <code>dump/*</code> aggregates, and <a href="#/rollout">Rollouts</a> and samples work as usual.
+        Metrics fall back to the <code>dump/*</code> aggregates, and <a href={href('/rollout')}>Rollouts</a> and samples work as usual.
       </Empty>
     );
   return <Timeline meta={meta} route={route} range={meta.time_range} />;
