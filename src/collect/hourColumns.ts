@@ -12,7 +12,7 @@ import { decodePersistedParse, encodePersistedParse } from '../run/telemetry/par
 import type { ParsedColumns } from '../run/telemetry/parseJob.ts';
 import type { PhaseBlock } from '../run/telemetry/phaseBlock.ts';
 import { type ColumnsKind, engineSeriesColumnsKind, phaseColumnsKind } from '../run/telemetry/partitionKinds.ts';
-import type { HourBlock } from '../run/telemetry/partitionReader.ts';
+import type { HourBlock } from '../run/telemetry/partitionBlock.ts';
 import { columnsFile, hourStart, HOUR_SECONDS, type ColumnsStream } from '../formats/dashboard/index.ts';
 import { type RollupFs, writeChangedHours } from './gpuRollups.ts';
 

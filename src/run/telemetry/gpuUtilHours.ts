@@ -11,7 +11,8 @@ import type { LaneTable } from './interning.ts';
 import type { FileStat, TelemetryIo } from './io.ts';
 import type { BudgetOwner, MemoryBudget } from './memoryBudget.ts';
 import type { PartitionCache } from './partitionCache.ts';
-import type { PartitionFile, PartitionReader } from './partitionReader.ts';
+import type { PartitionFile } from './partitionListing.ts';
+import type { PartitionReader } from './partitionReader.ts';
 
 /** Rows of an hour with store-wide lane ids (compact: `memPower`; wide: `mem` and `power`). */
 export type GpuUtilRows = GpuUtilRowsIn;

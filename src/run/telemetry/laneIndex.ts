@@ -7,7 +7,7 @@ import type { TelemetryIo } from './io.ts';
 import { stampOf } from './io.ts';
 import type { LaneFacts } from './laneCatalog.ts';
 import { LaneScan, laneEntries, MAX_LANE_CATALOG_BYTES, parseLaneCatalog } from './laneCatalog.ts';
-import type { PartitionFile } from './partitionReader.ts';
+import type { PartitionFile } from './partitionListing.ts';
 import type { PhaseBlock } from './phaseBlock.ts';
 import type { LaneEntry, TopologySnapshot } from './records.ts';
 import type { WarnLine } from './flatStreams.ts';

@@ -7,7 +7,8 @@ import type { EngineSeriesBlock } from './engineSeriesBlock.ts';
 import type { EngineSeriesTable } from './interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { strAsc } from './laneCatalog.ts';
-import type { PartitionFile, PartitionReader } from './partitionReader.ts';
+import type { PartitionFile } from './partitionListing.ts';
+import type { PartitionReader } from './partitionReader.ts';
 
 const MIB = 1 << 20;
 /** Hours sampled from their raw bytes at most (the rest are named once parsed or persisted). */

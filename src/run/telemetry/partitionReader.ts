@@ -1,95 +1,30 @@
-// Lazy hourly partitions of one stream: `{stream}/{YYYYMMDD_HH}.jsonl` (+ the legacy flat file),
-// parsed on first use into blocks, tailed by byte offset, kept in an LRU.
-import { join } from 'node:path';
+// One stream's hourly partitions read lazily: the listing (partitionListing.ts), whole blocks parsed on
+// first use and tailed by byte offset, selective views (partitionViews.ts), resident blocks and persisted
+// parses (partitionResidency.ts), cold files shared with the parse threads.
 import type { TelemetryIo } from './io.ts';
 import { nodeIo } from './io.ts';
-import type { BudgetOwner, MemoryBudget } from './memoryBudget.ts';
-import type { CachedPartition, PartitionCache, PersistedParses } from './partitionCache.ts';
+import type { MemoryBudget } from './memoryBudget.ts';
+import type { PartitionCache, PersistedParses } from './partitionCache.ts';
 import type { FileStat } from './io.ts';
 import type { BadLine } from './lineScan.ts';
-import { parsePythonJson } from './lineScan.ts';
-import type { ParsedColumns, ParseResult } from './parseJob.ts';
+import type { ParseResult } from './parseJob.ts';
 import type { ParsePool } from './parsePool.ts';
 import type { PartitionedStream } from './records.ts';
-import { flatFile, hourKey, hourStart, partitionFile, partitionKeyOf } from '../../formats/dashboard/layout.ts';
-import { OPEN_T1, PARTITION_CACHE_BLOCKS } from './records.ts';
+import { PARTITION_CACHE_BLOCKS } from './records.ts';
+import type { BlockKind, HourBlock } from './partitionBlock.ts';
+import { PartitionListing, type PartitionFile } from './partitionListing.ts';
+import { loadPersisted, persistedFor, ResidentBlocks, viewKey, type CacheEntry } from './partitionResidency.ts';
+import { fillView, viewBlock, type ViewReads } from './partitionViews.ts';
 
-/** What every block type offers the reader. */
-export interface HourBlock {
-  readonly key: string;
-  readonly lo: number;
-  readonly hi: number;
-  readonly length: number;
-  tsMin: number;
-  tsMax: number;
-  /** The view a selectively read block holds (null = every row of the file). */
-  view?: string | null;
-  trim(): void;
-  bytesResident(): number;
-}
-
-/** How one stream's blocks are made and filled. */
-export interface BlockKind<B extends HourBlock> {
-  /** Typical bytes per line, to size a block before a cold fill. */
-  bytesPerRow: number;
-  create(key: string, lo: number, hi: number, rowsHint: number): B;
-  /** Parses complete lines `buf[start, end)` into `block`; returns the number of lines consumed. */
-  parse(buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
-  /**
-   * Optional selective parse for a named subset (a "view", e.g. some engine metrics): parses only the
-   * lines of `buf[start, end)` the view selects. Returns the number of lines walked (0 when it does not
-   * count them), or -1 when the bytes do not allow it (the reader then falls back to the whole block).
-   */
-  parseView?(view: string, buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
-  /** A block over columns another thread parsed (see parseJob.ts); needed to share cold parses with a pool. */
-  adopt?(key: string, lo: number, hi: number, data: ParsedColumns): B;
-  /** A whole block as the columns a parse thread would hand over (what the partition cache persists). */
-  export?(block: B): ParsedColumns;
-  /**
-   * Distinct views of one file read selectively before a further one reads the whole file instead
-   * (which then serves every view): a few asks are cheaper as views, many are not. Default: no limit.
-   */
-  viewsBeforeWhole?: number;
-}
-
-export interface PartitionFile {
-  /** `YYYYMMDD_HH`, or `legacy` for the flat v1 file `{stream}.jsonl`. */
-  key: string;
-  path: string;
-  /** Path relative to the `dashboard/` directory (used in warnings). */
-  rel: string;
-  /** Hour bounds `[lo, hi)`; infinite for the legacy file. */
-  lo: number;
-  hi: number;
-  /** Size at the last listing. */
-  size: number;
-}
-
-interface CacheEntry<B> {
-  block: B;
-  offset: number;
-  lines: number;
-  /** File key this entry reads. */
-  file: string;
-  /** The view it holds (`null` = every line). */
-  view: string | null;
-  /** Inode of the file when it was first read (a replaced file is read again). */
-  ino: number;
-  /** The view's names, split once (for covering lookups). */
-  names?: Set<string>;
-}
-
-export class PartitionReader<B extends HourBlock> implements BudgetOwner {
+export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   readonly stream: PartitionedStream;
-  private readonly dir: string;
-  private readonly kind: BlockKind<B>;
-  private readonly capacity: number;
-  private readonly onBad: (file: string, line: number, message: string) => void;
+  readonly kind: BlockKind<B>;
+  /** Resident blocks (whole files and views) and their place in the budget. */
+  readonly blocks: ResidentBlocks<B>;
+  /** Notes a skipped line of a file (remembered per file, so a persisted parse reports it again when loaded). */
+  readonly onBad: (file: string, line: number, message: string) => void;
   private readonly badLines = new Map<string, Map<number, string>>();
-  private listing: PartitionFile[] = [];
-  private readonly cache = new Map<string, CacheEntry<B>>();
-  private firstStamps = new Map<string, number[]>();
-  private lastStamps: { path: string; size: number; stamps: number[] } | null = null;
+  private readonly listing: PartitionListing;
   /** Rows parsed from disk so far (re-parses after eviction count again). */
   rowsParsed = 0;
   /** Files read (cold or tail) so far; lets tests check laziness. */
@@ -106,12 +41,10 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   diskCache: PartitionCache | null = null;
   /** The parses the collector wrote beside the partitions (read only; null: none are looked for). */
   runParses: PersistedParses | null = null;
-  /** The byte budget shared with the store's other streams (null: only the block count limits). */
-  budget: MemoryBudget | null = null;
   /** Cold files served by the partition cache so far. */
   cacheFills = 0;
   /** Called after each chunk this thread parses during a shared cold read (hands work to idle workers). */
-  private betweenChunks: (() => void) | null = null;
+  betweenChunks: (() => void) | null = null;
 
   constructor(
     dashboardDir: string,
@@ -119,69 +52,44 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     kind: BlockKind<B>,
     onBad: (file: string, line: number, message: string) => void,
     capacity = PARTITION_CACHE_BLOCKS,
-    private readonly io: TelemetryIo = nodeIo,
+    readonly io: TelemetryIo = nodeIo,
   ) {
-    this.dir = dashboardDir;
     this.stream = stream;
     this.kind = kind;
-    // every skipped line is remembered per file, so a persisted parse reports them again when loaded
     this.onBad = (file, line, message) => {
       let lines = this.badLines.get(file);
       if (lines === undefined) this.badLines.set(file, (lines = new Map()));
       lines.set(line, message);
       onBad(file, line, message);
     };
-    this.capacity = capacity;
+    this.blocks = new ResidentBlocks(capacity);
+    this.listing = new PartitionListing(dashboardDir, stream, io, this.onBad, () => this.now());
     this.refreshListing();
   }
 
   /** The clock partition names are checked against (far-future hours are refused). */
   now: () => number = Date.now;
 
+  /** The byte budget shared with the store's other streams (null: only the block count limits). */
+  get budget(): MemoryBudget | null {
+    return this.blocks.budget;
+  }
+
+  set budget(b: MemoryBudget | null) {
+    this.blocks.budget = b;
+  }
+
   /** Re-lists the files and their sizes; returns the files not listed before. */
   refreshListing(): PartitionFile[] {
-    const before = new Set(this.listing.map((f) => f.key));
-    const files: PartitionFile[] = [];
-    const legacy = join(this.dir, flatFile(this.stream));
-    const legacyRefused = this.io.refusal?.(legacy) ?? null;
-    if (legacyRefused !== null) this.onBad(flatFile(this.stream), 0, legacyRefused);
-    const legacySize = this.io.stat(legacy)?.size ?? null;
-    if (legacySize !== null) files.push({ key: 'legacy', path: legacy, rel: flatFile(this.stream), lo: -Infinity, hi: Infinity, size: legacySize });
-    const names = this.io.list(join(this.dir, this.stream));
-    const hours: PartitionFile[] = [];
-    for (const name of names) {
-      const key = partitionKeyOf(name);
-      if (key === null) continue;
-      const rel = partitionFile(this.stream, key);
-      const lo = partitionHourStart(key, this.now());
-      // Only a real hour is a partition: a copy under another name (`19700112_99`, a far-future hour) would
-      // be read on top of the real one, doubling its points.
-      if (typeof lo === 'string') {
-        this.onBad(rel, 0, `${lo}: skipped`);
-        continue;
-      }
-      const path = join(this.dir, rel);
-      const refused = this.io.refusal?.(path) ?? null;
-      if (refused !== null) {
-        this.onBad(rel, 0, refused);
-        continue;
-      }
-      const size = this.io.stat(path)?.size ?? null;
-      if (size === null) continue;
-      hours.push({ key, path, rel, lo, hi: lo + 3600, size });
-    }
-    hours.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    files.push(...hours);
-    this.listing = files;
-    return files.filter((f) => !before.has(f.key));
+    return this.listing.refresh();
   }
 
   files(): readonly PartitionFile[] {
-    return this.listing;
+    return this.listing.files();
   }
 
   hasData(): boolean {
-    return this.listing.some((f) => f.size > 0);
+    return this.listing.files().some((f) => f.size > 0);
   }
 
   /** Blocks of the files overlapping `[t0, t1]` (legacy always), legacy first then hours ascending; rows unfiltered. */
@@ -256,12 +164,12 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
 
   /** The whole block of `key` if it is resident (no read, no LRU change), else null. */
   residentBlock(key: string): B | null {
-    return this.cache.get(key)?.block ?? null;
+    return this.blocks.get(key)?.block ?? null;
   }
 
   /** Bytes of the file the resident whole block of `key` was parsed to, or null when it is not resident. */
   parsedOffset(key: string): number | null {
-    return this.cache.get(key)?.offset ?? null;
+    return this.blocks.get(key)?.offset ?? null;
   }
 
   /**
@@ -272,8 +180,7 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
 
   /** The files overlapping `[t0, t1]` (legacy always), within `hourFilter` when one is set. */
   private overlapping(t0?: number | null, t1?: number | null): PartitionFile[] {
-    const only = this.hourFilter;
-    return this.listing.filter((f) => (only === null || only.has(f.key)) && !((t0 != null && f.hi <= t0) || (t1 != null && f.lo > t1) || (t1 != null && f.lo === t1 && this.startsAfter(f, t1))));
+    return this.listing.overlapping(t0, t1, this.hourFilter);
   }
 
   /**
@@ -311,131 +218,12 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   }
 
   /**
-   * Whether an hour file starting exactly at `t1` holds nothing at or before it: rows of an hour file are
-   * stamped at or after its hour start and appended in time order, so its first line is its earliest.
-   * Phases are filed by end hour (an interval in a later file can start earlier): never skipped.
-   */
-  private startsAfter(f: PartitionFile, t1: number): boolean {
-    if (this.stream === 'phases' || f.size === 0) return false;
-    const line = this.io.firstLine(f.path);
-    if (line === null) return false;
-    const stamps = this.stampsOf(line);
-    return stamps.length > 0 && stamps[0] > t1;
-  }
-
-  /** Whether `f` already holds as many resident views as its kind reads before reading it whole. */
-  private viewsSpent(f: PartitionFile): boolean {
-    const limit = this.kind.viewsBeforeWhole;
-    if (limit === undefined) return false;
-    let n = 0;
-    for (const e of this.cache.values()) if (e.file === f.key && e.view !== null) n++;
-    return n >= limit;
-  }
-
-  /** A resident view of `f` holding every name of `view` (newline-separated names), most recent first. */
-  private coveringView(f: PartitionFile, view: string): { key: string; e: CacheEntry<B> } | null {
-    const exactKey = `${f.key}\u0000${view}`;
-    const exact = this.cache.get(exactKey);
-    if (exact !== undefined) return { key: exactKey, e: exact };
-    let want: string[] | null = null;
-    for (const [key, e] of this.cache) {
-      if (e.file !== f.key || e.view === null) continue;
-      want ??= view === '' ? [] : view.split('\n');
-      e.names ??= new Set(e.view === '' ? [] : e.view.split('\n'));
-      if (want.every((n) => e.names!.has(n))) return { key, e };
-    }
-    return null;
-  }
-
-  /**
    * The block of one file restricted to a view (see `BlockKind.parseView`): a resident view holding
    * every name asked for serves it; the whole block when it is resident anyway or when the view cannot
    * be read selectively.
    */
   viewBlock(f: PartitionFile, view: string): B {
-    const whole = this.cache.get(f.key);
-    if (whole !== undefined || this.kind.parseView === undefined) return this.block(f);
-    const key = `${f.key}\u0000${view}`;
-    const covering = this.coveringView(f, view);
-    if (covering !== null) {
-      this.cache.delete(covering.key);
-      this.cache.set(covering.key, covering.e);
-      this.used(covering.key, covering.e);
-      return covering.e.block;
-    }
-    if (this.viewsSpent(f)) return this.block(f);
-    const st = this.io.stat(f.path);
-    const adopt = this.kind.adopt;
-    const persisted = st !== null && adopt !== undefined ? this.persistedFor(f, st) : [];
-    if (st !== null && adopt !== undefined && persisted.length > 0) {
-      // a persisted whole parse serves the view (from its slices when the layout allows, else whole)
-      let hit: CachedPartition | null = null;
-      for (const p of persisted) if ((hit = p.loadView(this.stream, f.key, st, view)) !== null) break;
-      if (hit === null) return this.block(f);
-      const e: CacheEntry<B> = { block: adopt(f.key, f.lo, f.hi, hit.result.data), offset: hit.result.offset, lines: hit.result.lines, file: f.key, view, ino: hit.ino };
-      if ('view' in e.block) e.block.view = view;
-      this.cacheFills++;
-      if (st.size > e.offset && !this.fillView(f, e)) return this.block(f);
-      return this.keepView(key, e);
-    }
-    return this.coldView(f, key, view, st?.ino ?? 0);
-  }
-
-  /** A view read from the file's lines. */
-  private coldView(f: PartitionFile, key: string, view: string, ino: number): B {
-    const e: CacheEntry<B> = { block: this.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino };
-    if ('view' in e.block) e.block.view = view;
-    if (!this.fillView(f, e)) return this.block(f);
-    return this.keepView(key, e);
-  }
-
-  private keepView(key: string, e: CacheEntry<B>): B {
-    this.cache.set(key, e);
-    e.block.trim();
-    this.used(key, e);
-    this.evict();
-    return e.block;
-  }
-
-  private fillView(f: PartitionFile, e: CacheEntry<B>): boolean {
-    this.fills++;
-    const before = e.block.length;
-    let ok = true;
-    const bad: BadLine = (line, message) => this.onBad(f.rel, line, message);
-    const r = this.io.readLines(f.path, e.offset, (chunk) => {
-      if (!ok) return;
-      const n = this.kind.parseView!(e.view!, chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
-      if (n < 0) ok = false;
-      else e.lines += n;
-      this.betweenChunks?.();
-    });
-    if (!ok) return false;
-    e.offset = r.offset;
-    this.rowsParsed += e.block.length - before;
-    return true;
-  }
-
-  private evict(): void {
-    while (this.cache.size > this.capacity) {
-      const oldest = this.cache.keys().next().value as string;
-      this.drop(oldest);
-    }
-  }
-
-  /** Removes a resident entry (and its place in the budget). */
-  private drop(key: string): void {
-    if (!this.cache.delete(key)) return;
-    this.budget?.forget(this, key);
-  }
-
-  /** Records a use of a resident entry with the budget (which may drop older entries of any stream). */
-  private used(key: string, e: CacheEntry<B>): void {
-    this.budget?.touch(this, key, e.block.bytesResident());
-  }
-
-  /** The budget asks to drop an entry. */
-  release(key: string): void {
-    this.cache.delete(key);
+    return viewBlock(this, f, view);
   }
 
   /**
@@ -451,13 +239,13 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
     // Per file: read whole, or the view (unless a resident view covers it: then it is not cold).
     const viewOf = new Map<PartitionFile, string | null>();
     for (const f of files) {
-      if (f.size === 0 || this.cache.has(f.key)) continue;
+      if (f.size === 0 || this.blocks.has(f.key)) continue;
       // a persisted parse is read faster here than a worker parses the file
       const st = this.diskCache?.handles(this.stream) || this.runParses?.handles(this.stream) ? this.io.stat(f.path) : null;
       if (st !== null && this.persistedFor(f, st).length > 0) continue;
       const view = viewFor(f);
       if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
-      else if (this.coveringView(f, view) === null) viewOf.set(f, this.viewsSpent(f) ? null : view);
+      else if (this.blocks.coveringView(f, view) === null) viewOf.set(f, this.blocks.viewsSpent(f, this.kind.viewsBeforeWhole) ? null : view);
     }
     const queue = [...viewOf.keys()];
     if (queue.length < 2) return;
@@ -493,31 +281,31 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   }
 
   private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>): void {
-    const key = r.view === null ? f.key : `${f.key}\u0000${r.view}`;
-    if (this.cache.has(key)) return;
+    const key = r.view === null ? f.key : viewKey(f.key, r.view);
+    if (this.blocks.has(key)) return;
     // persisted before adopting: adopting maps the worker's ids onto this store's in place
     if (r.view === null) this.diskCache?.save(this.stream, f.key, ino, r);
     const block = adopt(f.key, f.lo, f.hi, r.data);
     if (r.view !== null && 'view' in block) block.view = r.view;
     for (const [line, message] of r.warnings) this.onBad(f.rel, line, message);
     const e = { block, offset: r.offset, lines: r.lines, file: f.key, view: r.view, ino };
-    this.cache.set(key, e);
-    if (r.view === null) for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.drop(k);
+    this.blocks.set(key, e);
+    if (r.view === null) this.blocks.dropViewsOf(f.key);
     if (r.offset > f.size) f.size = r.offset;
     this.fills++;
     this.workerFills++;
     this.rowsParsed += block.length;
-    this.used(key, e);
-    this.evict();
+    this.blocks.used(key, e);
+    this.blocks.evict();
   }
 
   /** Whether the file's block is parsed and resident. */
   isCached(key: string): boolean {
-    return this.cache.has(key);
+    return this.blocks.has(key);
   }
 
   cachedKeys(): string[] {
-    return [...this.cache.keys()];
+    return [...this.blocks.keys()];
   }
 
   /**
@@ -525,16 +313,14 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
    * `refreshCached`, i.e. `follow()`); a cold one is parsed up to the file's complete lines.
    */
   block(f: PartitionFile): B {
-    let e = this.cache.get(f.key);
+    let e = this.blocks.get(f.key);
     if (e !== undefined) {
-      this.cache.delete(f.key);
-      this.cache.set(f.key, e);
-      this.used(f.key, e);
+      this.blocks.bump(f.key, e);
       return e.block;
     }
     const st = this.io.stat(f.path);
     const size = st?.size ?? 0;
-    const persisted = st !== null && this.kind.adopt !== undefined ? this.loadPersisted(f, st) : null;
+    const persisted = st !== null && this.kind.adopt !== undefined ? loadPersisted(this.persistedFor(f, st), this.stream, f, st) : null;
     if (persisted !== null) {
       // the columns parsed by an earlier process; only bytes appended since are parsed now
       const r = persisted.result;
@@ -545,38 +331,20 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
       this.badLines.delete(f.rel);
       e = { block: this.kind.create(f.key, f.lo, f.hi, Math.ceil(size / this.kind.bytesPerRow)), offset: 0, lines: 0, file: f.key, view: null, ino: st?.ino ?? 0 };
     }
-    this.cache.set(f.key, e);
+    this.blocks.set(f.key, e);
     const added = this.fill(f, e);
     e.block.trim();
     if (persisted === null || added > 0) this.persist(f, e);
     // a whole block supersedes the file's views
-    for (const k of [...this.cache.keys()]) if (k.startsWith(`${f.key}\u0000`)) this.drop(k);
-    this.used(f.key, e);
-    this.evict();
+    this.blocks.dropViewsOf(f.key);
+    this.blocks.used(f.key, e);
+    this.blocks.evict();
     return e.block;
   }
 
-  /**
-   * The places holding a valid persisted parse of `f` as it is now (the cache directory, the collector's
-   * file beside the partition), the one covering most of the file first (the cache's on a tie).
-   */
-  private persistedFor(f: PartitionFile, st: FileStat): PersistedParses[] {
-    const found: { p: PersistedParses; covered: number }[] = [];
-    for (const p of [this.diskCache, this.runParses]) {
-      if (p === null || !p.handles(this.stream)) continue;
-      const covered = p.covered(this.stream, f.key, st);
-      if (covered >= 0) found.push({ p, covered });
-    }
-    return found.sort((a, b) => b.covered - a.covered).map((x) => x.p);
-  }
-
-  /** The best persisted whole parse of `f` (see `persistedFor`); a damaged one gives way to the next. */
-  private loadPersisted(f: PartitionFile, st: FileStat): CachedPartition | null {
-    for (const p of this.persistedFor(f, st)) {
-      const hit = p.load(this.stream, f.key, st);
-      if (hit !== null) return hit;
-    }
-    return null;
+  /** The places holding a valid persisted parse of `f` as it is now, the one covering most of the file first. */
+  persistedFor(f: PartitionFile, st: FileStat): PersistedParses[] {
+    return persistedFor([this.diskCache, this.runParses], this.stream, f, st);
   }
 
   /** The engine metric names a persisted parse of `f` records exactly (it covers the whole file), or null. */
@@ -594,13 +362,13 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
 
   /** Persists the file's block if it is resident whole (and the cache takes this stream). */
   persistResident(f: PartitionFile): void {
-    const e = this.cache.get(f.key);
+    const e = this.blocks.get(f.key);
     if (e !== undefined) this.persist(f, e);
   }
 
   /** Reads a file whole so its parse is persisted (a warm-up step; it stays resident only within the budget). */
   warm(f: PartitionFile): void {
-    const e = this.cache.get(f.key);
+    const e = this.blocks.get(f.key);
     if (e !== undefined) this.persist(f, e);
     else this.block(f);
   }
@@ -629,11 +397,11 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
   /** Tails every resident block; never-read partitions stay lazy. Returns rows added. */
   refreshCached(): number {
     let added = 0;
-    const byKey = new Map(this.listing.map((f) => [f.key, f]));
-    for (const [key, e] of [...this.cache]) {
+    const byKey = new Map(this.listing.files().map((f) => [f.key, f]));
+    for (const [key, e] of this.blocks.snapshot()) {
       const f = byKey.get(e.file);
       if (f === undefined) {
-        this.drop(key);
+        this.blocks.drop(key);
         continue;
       }
       const st = this.io.stat(f.path);
@@ -641,14 +409,14 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
       f.size = size;
       if (size < e.offset || (st !== null && st.ino !== e.ino)) {
         // the file was replaced or rewritten shorter: forget it; the next read parses it again
-        this.drop(key);
+        this.blocks.drop(key);
         if (e.view === null) added += this.block(f).length;
       } else if (size > e.offset) {
         if (e.view === null) added += this.fill(f, e);
         else {
           const before = e.block.length;
-          if (this.fillView(f, e)) added += e.block.length - before;
-          else this.drop(key);
+          if (fillView(this, f, e)) added += e.block.length - before;
+          else this.blocks.drop(key);
         }
       }
     }
@@ -657,9 +425,7 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
 
   /** Resident bytes of all cached blocks. */
   bytesResident(): number {
-    let b = 0;
-    for (const e of this.cache.values()) b += e.block.bytesResident();
-    return b;
+    return this.blocks.bytesResident();
   }
 
   /**
@@ -667,52 +433,6 @@ export class PartitionReader<B extends HourBlock> implements BudgetOwner {
    * the last complete line in the final 64 KiB of the newest one (undecodable lines ignored).
    */
   edgeStamps(): number[] {
-    const nonEmpty = this.listing.filter((f) => f.size > 0);
-    if (nonEmpty.length === 0) return [];
-    const oldest = nonEmpty[0];
-    const newest = nonEmpty[nonEmpty.length - 1];
-    let first = this.firstStamps.get(oldest.path);
-    if (first === undefined) {
-      const line = this.io.firstLine(oldest.path);
-      first = line === null ? [] : this.stampsOf(line);
-      if (line !== null) this.firstStamps.set(oldest.path, first);
-    }
-    let last: number[];
-    if (this.lastStamps && this.lastStamps.path === newest.path && this.lastStamps.size === newest.size) last = this.lastStamps.stamps;
-    else {
-      const line = this.io.lastLine(newest.path);
-      last = line === null ? [] : this.stampsOf(line);
-      this.lastStamps = { path: newest.path, size: newest.size, stamps: last };
-    }
-    return [...first, ...last];
+    return this.listing.edgeStamps();
   }
-
-  private stampsOf(line: Buffer): number[] {
-    let o: any;
-    try {
-      o = parsePythonJson(line.toString('utf8'));
-    } catch {
-      return [];
-    }
-    if (o === null || typeof o !== 'object') return [];
-    if (this.stream === 'phases') {
-      if (typeof o.t0 !== 'number' || typeof o.t1 !== 'number') return [];
-      return o.t1 === OPEN_T1 ? [o.t0] : [o.t0, o.t1];
-    }
-    return typeof o.ts === 'number' ? [o.ts] : [];
-  }
-}
-
-/** How far past the machine's clock an hour partition may be named (clocks of a cluster and a laptop differ). */
-const FUTURE_SLACK_S = 7 * 86400;
-
-/**
- * Start (epoch seconds) of the hour a partition stem names, or why it names none: `YYYYMMDD_HH` of a real
- * date and hour, not far in the future.
- */
-export function partitionHourStart(key: string, nowMs: number): number | string {
-  const lo = hourStart(key);
-  if (lo === null || hourKey(lo) !== key) return 'not an hour partition name (YYYYMMDD_HH of a real hour)';
-  if (lo > nowMs / 1000 + FUTURE_SLACK_S) return 'an hour partition in the future';
-  return lo;
 }

@@ -70,7 +70,7 @@ import type {
 } from './records.ts';
 import { PARTITION_CACHE_BLOCKS, PHASE_LOOKAHEAD_S } from './records.ts';
 
-export type { PartitionFile } from './partitionReader.ts';
+export type { PartitionFile } from './partitionListing.ts';
 export type { GpuUtilHour, GpuUtilRows } from './gpuUtilHours.ts';
 export type { GpuUtilCells } from './gpuUtilRollup.ts';
 export { UTIL_CELL_S, rowMem, rowPower } from './gpuUtilRollup.ts';

@@ -4,7 +4,8 @@
 // cache files are the result, so a later cold answer reads columns instead of JSONL.
 import type { TelemetryIo } from './io.ts';
 import type { PartitionCache } from './partitionCache.ts';
-import type { PartitionFile, PartitionReader } from './partitionReader.ts';
+import type { PartitionFile } from './partitionListing.ts';
+import type { PartitionReader } from './partitionReader.ts';
 import type { ParsePool } from './parsePool.ts';
 import type { ParseResult } from './parseJob.ts';
 import type { PartitionedStream } from './records.ts';

@@ -8,7 +8,7 @@ import { CSS } from '../../theme.ts';
 import type { Fleet } from '../../../src/wire/index.ts';
 import { drawBand } from './layers/fleetBand.ts';
 import { drawComposition } from './layers/fleetComposition.ts';
-import { LEFT } from './laneCanvas.tsx';
+import { LEFT } from './layers/laneRow.ts';
 import type { Viewport } from './viewport.ts';
 
 const RIGHT = 12;

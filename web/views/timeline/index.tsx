@@ -12,7 +12,9 @@ import type { Bubble, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, 
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
-import { LaneCanvas, type LaneInfo, type Overlay, REQUEST_STRIP_ROWS } from './laneCanvas.tsx';
+import { LaneCanvas } from './laneCanvas.tsx';
+import type { LaneInfo, Overlay } from './layers/laneRow.ts';
+import { REQUEST_STRIP_ROWS } from './layers/lifecycleStrip.ts';
 import { fmtScore, LaneSelection, type QuickPick } from './laneSelection.tsx';
 import { Legend } from './legend.tsx';
 import { StickyAxis } from './stickyAxis.tsx';

@@ -2,36 +2,27 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { CanvasBox, type CanvasSize } from '../../components/canvasBox.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
-import { fmtElapsed, fmtIntRanges, fmtLaneRoles, fmtNum, fmtWall } from '../../format.ts';
+import { fmtElapsed, fmtLaneRoles, fmtWall } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { href, navigate } from '../../route.ts';
-import { ACCENT, CSS } from '../../theme.ts';
 import type { Bubble, GpuSeries, Topology } from '../../../src/wire/index.ts';
-import type { EngineSeriesView, LanePhases } from '../../columns.ts';
-import { drawEngineOverlay, enginesForLane } from './layers/engineOverlay.ts';
-import { drawLifecycle, type Lifecycle } from './layers/lifecycleStrip.ts';
-import { drawPhaseBand, hasOverlap } from './layers/phaseBand.ts';
-import { drawGrid, drawSteps, drawTimeAxis } from './layers/timeAxis.ts';
-import { drawMem, drawUtil } from './layers/utilLine.ts';
+import type { LanePhases } from '../../columns.ts';
+import { drawLaneRow, LANE_H, type LaneInfo, laneTip, laneValuesTip, LEFT, type Overlay, PHASE_H } from './layers/laneRow.ts';
+import {
+  densityTip,
+  drawRequestStrip,
+  LC_TITLE,
+  type Lifecycle,
+  lifecycleCellAt,
+  lifecycleHeight,
+  requestTip,
+  rowDensity,
+  rowLastTime,
+  rowSample,
+} from './layers/lifecycleStrip.ts';
+import { bubbleAt, drawGrid, drawSteps, drawTimeAxis, stepTip } from './layers/timeAxis.ts';
 import { findSampleStep, knownSampleStep } from './sampleStep.ts';
-import { type Frame, lastAtOrBefore, nearestIndex, tOf, type Viewport } from './viewport.ts';
-
-export interface LaneInfo {
-  key: string;
-  node: string;
-  gpu: number;
-  index: number;
-  ranks: number[];
-  roles: string[];
-  /** Why this lane was picked (a quick pick's score with its unit); such lanes are highlighted. */
-  score?: string;
-}
-
-export interface Overlay {
-  metric: string;
-  byAddr: Map<string, EngineSeriesView>;
-  max: number;
-}
+import { type Frame, tOf, type Viewport } from './viewport.ts';
 
 interface Props {
   lanes: LaneInfo[];
@@ -55,35 +46,9 @@ interface Props {
   header?: boolean;
 }
 
-/** Width of the lane labels; the fleet overview above uses the same so both share one time axis. */
-export const LEFT = 118;
 const RIGHT = 12;
 const STEP_H = 18;
 const AXIS_H = 20;
-const PHASE_H = 14;
-const UTIL_H = 32;
-const LANE_H = PHASE_H + UTIL_H + 10;
-const LC_TITLE = 18;
-
-/** Request rows are at least this tall, so each is a target a pointer can hit. */
-export const MIN_REQUEST_ROW_H = 4;
-/** Tall enough for one step's batch (128 requests and the stragglers around it) at one row each. */
-const MAX_STRIP_H = 600;
-/** How many rows the strip asks for: beyond this the server folds requests into density rows. */
-export const REQUEST_STRIP_ROWS = Math.floor(MAX_STRIP_H / MIN_REQUEST_ROW_H);
-
-export function lifecycleHeight(rows: number): number {
-  return rows ? Math.max(24, rows * Math.min(10, Math.max(MIN_REQUEST_ROW_H, MAX_STRIP_H / rows))) : 0;
-}
-
-/** A density row: several consecutive requests drawn as one (the window holds more than fit). */
-interface DensityRow {
-  first_sample: number;
-  last_sample: number;
-  count: number;
-  t0: number;
-  t1: number;
-}
 
 export function LaneCanvas(p: Props) {
   const lcRows = p.lifecycle?.header.rows.length ?? 0;
@@ -112,42 +77,17 @@ export function LaneCanvas(p: Props) {
     return row >= 0 && row < lcRows ? row : null;
   }
 
-  /** Time of a row's last painted cell: the sample's last event, which the consuming step closes after. */
-  function rowLastTime(row: number): number {
-    const lc = p.lifecycle!;
-    const { x_buckets: xb, t0, t1 } = lc.header;
-    for (let c = xb - 1; c >= 0; c--) if (lc.values[row * xb + c]) return t0 + ((c + 1) / xb) * (t1 - t0);
-    return t1;
-  }
-
-  /** The lifecycle state id painted at time t on a row (0 where the row is idle). */
-  function lifecycleCellAt(row: number, t: number): number {
-    const h = p.lifecycle!.header;
-    const col = Math.floor(((t - h.t0) / (h.t1 - h.t0)) * h.x_buckets);
-    return col >= 0 && col < h.x_buckets ? p.lifecycle!.values[row * h.x_buckets + col]! : 0;
-  }
-
   /** The training step whose span holds t (from the step bubbles), or null. */
   function stepAt(t: number): number | null {
-    const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
+    const b = bubbleAt(p.bubbles, t);
     return b && b.step !== null && p.stepIds.includes(b.step) ? b.step : null;
   }
 
-  function rowDensity(row: number): DensityRow | null {
-    const info = p.lifecycle?.header.rows[row] as Partial<DensityRow> | undefined;
-    return info && typeof info.count === 'number' ? (info as DensityRow) : null;
-  }
-
-  function rowSample(row: number): { sample: number; group: number } | null {
-    const info = p.lifecycle?.header.rows[row] as { sample_index?: number; group_index?: number } | undefined;
-    return info && typeof info.sample_index === 'number' ? { sample: info.sample_index, group: info.group_index ?? -1 } : null;
-  }
-
   function openRow(row: number) {
-    const s = rowSample(row);
+    const s = rowSample(p.lifecycle, row);
     if (!s) return;
     setOpening({ sample: s.sample, failed: false });
-    findSampleStep(s.sample, p.stepIds, p.bubbles, rowLastTime(row)).then((hit) => {
+    findSampleStep(s.sample, p.stepIds, p.bubbles, rowLastTime(p.lifecycle!, row)).then((hit) => {
       if (hit) {
         setOpening(null);
         hideTip();
@@ -165,64 +105,8 @@ export function LaneCanvas(p: Props) {
     ctx.font = '11.5px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     ctx.textAlign = 'left';
-    p.lanes.forEach((lane, i) => {
-      const y = lanesTop + i * LANE_H;
-      // Label: index and train ranks, then node:gpu, then roles (what a user looks a lane up by).
-      ctx.fillStyle = CSS.text;
-      const gLabel = lane.index >= 0 ? `g${lane.index}` : 'g?';
-      ctx.fillText(gLabel, 8, y + PHASE_H / 2 + 1);
-      const gWidth = ctx.measureText(gLabel).width;
-      ctx.fillStyle = CSS.muted;
-      ctx.font = '10.5px system-ui, sans-serif';
-      if (lane.ranks.length) ctx.fillText(`rank ${fmtIntRanges(lane.ranks)}`, 8 + gWidth + 6, y + PHASE_H / 2 + 1, LEFT - 20 - gWidth);
-      ctx.fillText(p.multiNode ? `${lane.node}:${lane.gpu}` : `gpu ${lane.gpu}`, 8, y + PHASE_H + 12, LEFT - 12);
-      if (lane.score !== undefined) {
-        ctx.fillStyle = ACCENT;
-        ctx.fillRect(0, y, 3, LANE_H - 8);
-        ctx.font = 'bold 10.5px system-ui, sans-serif';
-        ctx.fillText(lane.score, 8, y + PHASE_H + 26, LEFT - 12);
-      } else if (lane.roles.length) ctx.fillText(lane.roles.join('+'), 8, y + PHASE_H + 26, LEFT - 12);
-      ctx.font = '11.5px system-ui, sans-serif';
-      ctx.fillStyle = 'rgba(255,255,255,0.03)';
-      ctx.fillRect(LEFT, y + PHASE_H + 2, f.width, UTIL_H);
-      drawPhaseBand(ctx, f, p.phasesByLane.get(lane.key), y, PHASE_H);
-      const g = p.gpu[lane.key];
-      const note = laneNote(lane.key);
-      if (note) {
-        ctx.fillStyle = CSS.muted;
-        ctx.fillText(note, LEFT + 8, y + PHASE_H + 2 + UTIL_H / 2);
-      }
-      if (g) {
-        drawUtil(ctx, f, g.ts, g.util, y + PHASE_H + 2, UTIL_H);
-        if (p.showMem) drawMem(ctx, f, g.ts, g.mem_mb, p.memMax, y + PHASE_H + 2, UTIL_H);
-      }
-      if (p.overlay) {
-        const spans = enginesForLane(p.topology, lane.node, lane.gpu, p.vp.t0, p.vp.t1);
-        drawEngineOverlay(ctx, f, spans, p.overlay.byAddr, p.overlay.max, y + PHASE_H + 2, UTIL_H);
-      }
-    });
-    if (p.lifecycle && lcRows) {
-      ctx.fillStyle = CSS.text;
-      ctx.fillText('requests', 8, lcTop + LC_TITLE / 2);
-      ctx.fillStyle = CSS.muted;
-      const total = p.lifecycle.header.rows_total ?? lcRows;
-      const perRow = rowDensity(0)?.count ?? 1;
-      ctx.fillText(
-        `${total} request${total === 1 ? '' : 's'}${perRow > 1 ? ` · up to ${perRow} per row (zoom in to see each)` : ''}${total > lcRows && perRow === 1 ? ` · first ${lcRows}` : ''} · queued / generating / tool`,
-        LEFT,
-        lcTop + LC_TITLE / 2,
-      );
-      const h = p.lifecycle.header;
-      // The strip was fetched for its own window; place it on the shared axis.
-      const x0 = LEFT + ((h.t0 - p.vp.t0) / (p.vp.t1 - p.vp.t0)) * f.width;
-      const x1 = LEFT + ((h.t1 - p.vp.t0) / (p.vp.t1 - p.vp.t0)) * f.width;
-      ctx.save();
-      ctx.beginPath();
-      ctx.rect(LEFT, lcTop + LC_TITLE, f.width, lcH);
-      ctx.clip();
-      drawLifecycle(ctx, p.lifecycle, x0, lcTop + LC_TITLE, x1 - x0, lcH);
-      ctx.restore();
-    }
+    p.lanes.forEach((lane, i) => drawLaneRow(ctx, f, p, lane, lanesTop + i * LANE_H, laneNote(lane.key)));
+    if (p.lifecycle && lcRows) drawRequestStrip(ctx, f, p.lifecycle, lcTop, lcH);
     if (p.lanes.length) markPainted('timeline');
   }
 
@@ -244,87 +128,43 @@ export function LaneCanvas(p: Props) {
     const t = tOf(f, x);
     const time = `${fmtElapsed(t - p.origin)}  (${fmtWall(t).slice(11)})`;
     if (y < stepH) {
-      const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
-      if (!b) return hideTip();
-      return showTip(e.clientX, e.clientY, [
-        `step ${b.step}`,
-        `step_time = ${fmtNum(b.step_time)} s`,
-        `wait_ratio = ${fmtNum(b.wait_ratio)}`,
-        'click = zoom to this step',
-      ]);
+      const b = bubbleAt(p.bubbles, t);
+      return b ? showTip(e.clientX, e.clientY, stepTip(b)) : hideTip();
     }
     const li = Math.floor((y - lanesTop) / LANE_H);
     if (li >= 0 && li < p.lanes.length) {
       const lane = p.lanes[li]!;
-      const lines = [`g${lane.index}  ${lane.key}${lane.ranks.length || lane.roles.length ? `  ${fmtLaneRoles(lane)}` : ''}   ${time}`];
-      const lanePhases = p.phasesByLane.get(lane.key);
-      let shown = 0;
-      for (let i = 0; i < (lanePhases?.length ?? 0); i++) {
-        const q = lanePhases!;
-        if (!(q.t0[i]! <= t && q.t1[i]! >= t)) continue;
-        lines.push(`phase: ${q.strings[q.name[i]!]}${q.rank[i]! >= 0 ? ` (rank ${q.rank[i]})` : ''}  ${fmtElapsed(q.t0[i]! - p.origin)} → ${fmtElapsed(q.t1[i]! - p.origin)}`);
-        shown++;
-      }
-      if (!shown) lines.push('phase: —');
-      if (hasOverlap(lanePhases)) lines.push('half-height bands: this GPU runs trainer and engine phases at once (colocated) — train on top, rollout below');
+      const note = laneNote(lane.key);
+      const lines = laneTip(p, lane, t, time, p.origin, note);
       const step = stepAt(t);
       if (step !== null && y - (lanesTop + li * LANE_H) < PHASE_H) lines.push(`click = open step ${step}'s Rollouts`);
-      const note = laneNote(lane.key);
-      if (note) lines.push(note);
-      const g = p.gpu[lane.key];
-      if (g?.ts.length) {
-        const k = nearestIndex(g.ts, t);
-        lines.push(`util: ${g.util[k]}%   mem: ${(g.mem_mb[k]! / 1024).toFixed(1)} GB${g.power_w ? `   power: ${fmtNum(g.power_w[k])} W` : ''}`);
-      }
-      if (p.overlay) {
-        const span = enginesForLane(p.topology, lane.node, lane.gpu, t, t)[0];
-        const s = span && p.overlay.byAddr.get(span.addr);
-        if (s?.ts.length) {
-          const k = lastAtOrBefore(s.ts, t);
-          lines.push(`${p.overlay.metric}: ${k >= 0 ? fmtNum(s.value[k]) : '—'}`, `engine: ${span.addr.replace(/^https?:\/\//, '')}`);
-        } else lines.push(`${p.overlay.metric}: —`);
-      }
+      lines.push(...laneValuesTip(p, lane, t, note));
       return showTip(e.clientX, e.clientY, lines);
     }
     const row = lifecycleRowAt(y);
     if (row !== null) {
-      const h = p.lifecycle!.header;
-      const col = Math.floor(((t - h.t0) / (h.t1 - h.t0)) * h.x_buckets);
-      const s = rowSample(row);
+      const s = rowSample(p.lifecycle, row);
       if (!s) return hideTip();
       c.style.cursor = 'pointer';
-      const cell = col >= 0 && col < h.x_buckets ? p.lifecycle!.values[row * h.x_buckets + col]! : 0;
+      const cell = lifecycleCellAt(p.lifecycle!, row, t);
       // Only a drawn segment is the request: the idle rest of its row opens nothing.
       if (!cell) return hideTip();
-      const state = h.palette?.[cell] || '—';
-      const dense = rowDensity(row);
+      const state = p.lifecycle!.header.palette?.[cell] || '—';
+      const dense = rowDensity(p.lifecycle, row);
       if (dense) {
         c.style.cursor = 'zoom-in';
-        return showTip(e.clientX, e.clientY, [
-          `${dense.count} requests (samples ${dense.first_sample} … ${dense.last_sample})   ${time}`,
-          `busiest state here: ${state}`,
-          'click = zoom to these requests (each gets its own row)',
-        ]);
+        return showTip(e.clientX, e.clientY, densityTip(dense, state, time));
       }
       const tipLines = () => {
         const known = knownSampleStep(s.sample, p.stepIds);
-        return [
-          `sample ${s.sample} (group ${s.group})   ${time}`,
-          `state: ${state}`,
-          known === 'none'
-            ? 'not in any dumped training step'
-            : known
-              ? `step ${known.rolloutId} · status: ${known.lane.status ?? 'unfinished'}`
-              : 'step · status: …',
-          known === 'none' ? 'no sample page to open' : 'click = open this sample',
-        ];
+        return requestTip(s, state, time, known && known !== 'none' ? { rolloutId: known.rolloutId, status: known.lane.status ?? null } : known);
       };
       hoverRow.current = row;
       showTip(e.clientX, e.clientY, tipLines());
       if (!knownSampleStep(s.sample, p.stepIds)) {
         const { clientX, clientY } = e;
         // The status comes with the step's answer; refresh the tip if the pointer is still on this row.
-        findSampleStep(s.sample, p.stepIds, p.bubbles, rowLastTime(row)).then(() => {
+        findSampleStep(s.sample, p.stepIds, p.bubbles, rowLastTime(p.lifecycle!, row)).then(() => {
           if (hoverRow.current === row) showTip(clientX, clientY, tipLines());
         });
       }
@@ -343,21 +183,21 @@ export function LaneCanvas(p: Props) {
     if (x < LEFT) return;
     if (y < stepH) {
       const t = tOf(f, x);
-      const b = p.bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
+      const b = bubbleAt(p.bubbles, t);
       if (b && b.step_time != null) p.onViewport({ t0: b.ts - b.step_time, t1: b.ts });
       return;
     }
     e.preventDefault();
     setDrag({ x0: x, x1: x });
     const pressedRow = lifecycleRowAt(y);
-    const pressedOnRequest = pressedRow !== null && lifecycleCellAt(pressedRow, tOf(f, x)) !== 0;
+    const pressedOnRequest = pressedRow !== null && lifecycleCellAt(p.lifecycle!, pressedRow, tOf(f, x)) !== 0;
     const li = Math.floor((y - lanesTop) / LANE_H);
     const pressedStep = li >= 0 && li < p.lanes.length && y - (lanesTop + li * LANE_H) < PHASE_H ? stepAt(tOf(f, x)) : null;
     const up = (ev: MouseEvent) => {
       window.removeEventListener('mouseup', up);
       // A click (no drag) on a lifecycle row opens that sample.
       const click = Math.abs(ev.clientX - e.clientX) <= 4 && Math.abs(ev.clientY - e.clientY) <= 4;
-      const dense = pressedOnRequest ? rowDensity(pressedRow!) : null;
+      const dense = pressedOnRequest ? rowDensity(p.lifecycle, pressedRow!) : null;
       if (click && dense) {
         const pad = Math.max(1, (dense.t1 - dense.t0) * 0.05);
         p.onViewport({ t0: dense.t0 - pad, t1: dense.t1 + pad });
@@ -398,7 +238,7 @@ export function LaneCanvas(p: Props) {
       style={{ position: 'relative' }}
       data-requests-total={p.lifecycle?.header.rows_total ?? 0}
       data-request-rows={lcRows}
-      data-request-density={lcRows && rowDensity(0) ? 'folded' : 'each'}
+      data-request-density={lcRows && rowDensity(p.lifecycle, 0) ? 'folded' : 'each'}
       data-strip-top={lcTop + LC_TITLE}
       data-lanes-top={lanesTop}
       data-lane-height={LANE_H}

@@ -4,7 +4,7 @@ import { useRef } from 'preact/hooks';
 import { CanvasBox, type CanvasSize } from '../../components/canvasBox.tsx';
 import { ACCENT, CSS } from '../../theme.ts';
 import type { Bubble } from '../../../src/wire/index.ts';
-import { LEFT } from './laneCanvas.tsx';
+import { LEFT } from './layers/laneRow.ts';
 import { drawSteps, drawTimeAxis } from './layers/timeAxis.ts';
 import type { Frame, Viewport } from './viewport.ts';
 

@@ -1,5 +1,5 @@
 // Layer: the shared time axis (elapsed since run start) with grid lines, and step spans from the bubbles.
-import { fmtElapsed, timeStep } from '../../../format.ts';
+import { fmtElapsed, fmtNum, timeStep } from '../../../format.ts';
 import { CSS } from '../../../theme.ts';
 import type { Bubble } from '../../../../src/wire/index.ts';
 import { type Frame, xOf } from '../viewport.ts';
@@ -66,4 +66,14 @@ export function drawSteps(ctx: CanvasRenderingContext2D, f: Frame, bubbles: Bubb
     if (label) ctx.fillText(label, Math.max(x0, f.left) + 4, top + h / 2);
   }
   ctx.restore();
+}
+
+/** The step bubble whose span holds t, or undefined. */
+export function bubbleAt(bubbles: readonly Bubble[], t: number): Bubble | undefined {
+  return bubbles.find((bb) => bb.step_time != null && t >= bb.ts - bb.step_time && t <= bb.ts);
+}
+
+/** The tooltip of the step bar over a step. */
+export function stepTip(b: Bubble): string[] {
+  return [`step ${b.step}`, `step_time = ${fmtNum(b.step_time)} s`, `wait_ratio = ${fmtNum(b.wait_ratio)}`, 'click = zoom to this step'];
 }
