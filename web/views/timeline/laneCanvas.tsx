@@ -5,9 +5,8 @@ import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { fmtElapsed, fmtLaneRoles, fmtWall } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { href, navigate } from '../../route.ts';
-import type { Bubble, GpuSeries, Topology } from '../../../src/wire/index.ts';
-import type { LanePhases } from '../../columns.ts';
-import { drawLaneRow, LANE_H, type LaneInfo, laneTip, laneValuesTip, LEFT, type Overlay, PHASE_H } from './layers/laneRow.ts';
+import type { Bubble } from '../../../src/wire/index.ts';
+import { drawLaneRow, LANE_H, type LaneData, type LaneInfo, laneTip, laneValuesTip, LEFT, PHASE_H } from './layers/laneRow.ts';
 import {
   densityTip,
   drawRequestStrip,
@@ -24,19 +23,12 @@ import { bubbleAt, drawGrid, drawSteps, drawTimeAxis, stepTip } from './layers/t
 import { findSampleStep, knownSampleStep } from './sampleStep.ts';
 import { type Frame, tOf, type Viewport } from './viewport.ts';
 
-interface Props {
+interface Props extends LaneData {
   lanes: LaneInfo[];
-  phasesByLane: Map<string, LanePhases>;
-  gpu: Record<string, GpuSeries>;
-  overlay: Overlay | null;
-  topology: Topology | null;
-  showMem: boolean;
-  memMax: number;
   lifecycle: Lifecycle | null;
   bubbles: Bubble[];
   origin: number;
   vp: Viewport;
-  multiNode: boolean;
   /** Training step ids, to find which step a lifecycle row's sample belongs to. */
   stepIds: readonly number[];
   /** `replace` for continuous changes (wheel zoom); discrete ones push a history entry. */
