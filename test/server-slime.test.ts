@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { SlimeAnswers } from '../src/queries/slimeAnswers.ts';
+import { answersFor } from '../src/queries/slimeAnswers.ts';
 import { SlimeRunModel } from '../src/run/slime/index.ts';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
 import { fixturePath, readFixtureJson } from './support/fixtures.ts';
@@ -25,7 +25,7 @@ describe('serving a slime --dump-details folder', () => {
     mkdirSync(join(tmp, 'rollout_data'), { recursive: true });
     for (const f of ['0.pt', '1.pt', 'eval_0.pt']) copyFileSync(fixturePath('slime-trace', 'rollout_data', f), join(tmp, 'rollout_data', f));
     writeFileSync(join(tmp, 'rollout_data', '2.pt'), 'PK\u0003\u0004 truncated');
-    server = await startServer(new SlimeAnswers(SlimeRunModel.fromDumpDetails(tmp), { rolloutNumGpus: 8, evalDatasetNames: ['aime24', 'gsm8k_test'] }), { port: 0 });
+    server = await startServer(answersFor(SlimeRunModel.fromDumpDetails(tmp), { slime: { rolloutNumGpus: 8, evalDatasetNames: ['aime24', 'gsm8k_test'] } }), { port: 0 });
   });
   after(async () => {
     await server.close();

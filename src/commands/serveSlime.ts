@@ -67,7 +67,7 @@ export async function serveSlime(argv: string[]): Promise<number> {
   if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new SlimeServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
   const port = values.port === undefined ? 7788 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SlimeServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
-  const sources = new SlimeAnswers(model, {
+  const sources = new SlimeAnswers(model, model, {
     rolloutNumGpus: gpus,
     evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean),
   });

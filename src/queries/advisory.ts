@@ -1,7 +1,6 @@
 // Run-health alarms and sglang tuning advice: liveness alarms first, tuning only on a run without alarms.
 // Each advisory also says which time window (and which lanes) it is about, for the app to link to.
-import type { MetricsRecord } from '../run/telemetry/records.ts';
-import { compareNodes, strAsc } from '../run/telemetry/laneCatalog.ts';
+import { compareNodes, strAsc, type MetricsRecord } from '../run/model.ts';
 import { pyFixed, pyG, pyPercent } from '../formats/pythonFormat.ts';
 import { findStragglers } from './stragglers.ts';
 import { ExactSum } from './exactSum.ts';

@@ -1,8 +1,7 @@
 // What the advisory rules read, gathered from a run: phases, engine gauges and counters, the newest step's
 // tables, MFU. The engine reads are selective (only the metrics and hours the rules use).
 import { damageOf, DumpStillWriting } from '../run/errors.ts';
-import type { RunModel } from '../run/model.ts';
-import type { TelemetryStore } from '../run/telemetry/store.ts';
+import type { RunModel, TelemetrySource } from '../run/model.ts';
 import type { LocatedAdvisoryAnswer } from '../wire/metrics.ts';
 import {
   ABORT_WINDOW_S,
@@ -35,12 +34,12 @@ interface Window {
 }
 
 /** Every point of one engine metric (no downsampling). */
-function engineValues(store: TelemetryStore, metric: string, w: Window, perDpRank = false): EngineSeriesData[] {
+function engineValues(store: TelemetrySource, metric: string, w: Window, perDpRank = false): EngineSeriesData[] {
   return engineSeries(store, { ...w, metric, maxPoints: Number.MAX_SAFE_INTEGER, perDpRank }).series;
 }
 
 /** Every raw phase event, read off the columns without the fields the stall rule does not use. */
-function rawPhases(store: TelemetryStore): RawPhase[] {
+function rawPhases(store: TelemetrySource): RawPhase[] {
   const out: RawPhase[] = [];
   const s = store.strings;
   for (const b of store.phaseBlocks()) {
@@ -51,7 +50,7 @@ function rawPhases(store: TelemetryStore): RawPhase[] {
 }
 
 /** Where the first read of the recent counters starts (-Infinity without engine data). */
-function recentCountersFrom(store: TelemetryStore): number {
+function recentCountersFrom(store: TelemetrySource): number {
   const newest = store.engineSeriesBounds()?.newestStamp ?? null;
   return newest === null ? -Infinity : newest - ABORT_WINDOW_S - COUNTER_SLACK_S;
 }
@@ -61,7 +60,7 @@ function recentCountersFrom(store: TelemetryStore): number {
  * scrape, widened until every series reaches back past the window (else the whole run), so a cold advisory
  * does not parse hours of engine history. The run-wide counters are read only if the alarm fires.
  */
-function recentCounters(store: TelemetryStore): Pick<EngineInputs, 'requestsTotal' | 'abortsTotal' | 'runCounters'> {
+function recentCounters(store: TelemetrySource): Pick<EngineInputs, 'requestsTotal' | 'abortsTotal' | 'runCounters'> {
   const whole = (): { requests: EngineSeriesData[]; aborts: EngineSeriesData[] } => {
     store.engineSeriesBlocks(null, null, ADVISORY_COUNTERS);
     return { requests: engineValues(store, 'sglang_num_requests_total', {}), aborts: engineValues(store, 'sglang_num_aborted_requests_total', {}) };
@@ -109,7 +108,7 @@ export async function advisoryAnswer(
   run: RunModel,
   w: Window & { lowMfu: number },
   newestTrainId: number | undefined,
-  within: <T>(read: (store: TelemetryStore) => T) => T = (read) => read(run.telemetry),
+  within: <T>(read: (store: TelemetrySource) => T) => T = (read) => read(run.telemetry),
 ): Promise<{ body: LocatedAdvisoryAnswer; complete: boolean }> {
   // the telemetry is read in two synchronous parts around the newest step's decode (a partial answer's view
   // of the store holds only within them)
@@ -119,7 +118,7 @@ export async function advisoryAnswer(
 }
 
 /** The MFU summary; reads the engine hours ahead (one selective read of each cold hour for every gauge and counter). */
-function advisoryTelemetryAhead(store: TelemetryStore, w: Window): { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] } {
+function advisoryTelemetryAhead(store: TelemetrySource, w: Window): { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] } {
   const series = metricSeries(store, [MFU_KEY, MFU_PEAK_KEY], { x: MFU_STEP_KEY });
   const numeric = (ys: readonly unknown[] = []): number[] => ys.map((v) => (typeof v === 'number' ? v : Number.NaN));
   const mfu = mfuSummary(numeric(series[MFU_KEY]?.y), numeric(series[MFU_PEAK_KEY]?.y));
@@ -140,7 +139,7 @@ function advisoryTelemetryAhead(store: TelemetryStore, w: Window): { mfu: Locate
 }
 
 /** The advisories, from the telemetry and the newest step's verdict inputs. */
-function advisoryFrom(store: TelemetryStore, w: Window & { lowMfu: number }, ahead: { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] }, rollout: AdvisoryInputs['rollout']): LocatedAdvisoryAnswer {
+function advisoryFrom(store: TelemetrySource, w: Window & { lowMfu: number }, ahead: { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] }, rollout: AdvisoryInputs['rollout']): LocatedAdvisoryAnswer {
   const { mfu, gauges } = ahead;
   const meta = store.meta();
   const args = (meta?.args as Record<string, unknown> | undefined) ?? {};

@@ -1,13 +1,11 @@
 // What the answers no single chart gives (health, search, diffs, exports) read of an open run: step tables,
 // sample texts, token views, logged metrics and telemetry records. Any run format that yields these works.
-import type { MetricsRecord, PhaseEvent, TopologySnapshot } from '../run/telemetry/records.ts';
+import type { MetricsRecord, PhaseEvent, SampleTextRecord, TopologySnapshot } from '../run/model.ts';
 import { basename } from 'node:path';
-import { DerivedCache } from '../run/derivedCache.ts';
 import { DumpStillWriting } from '../run/errors.ts';
 import type { Conversation, RolloutTable, TokenView } from '../wire/index.ts';
 import type { StepAggregate } from './rollouts.ts';
 import type { RunAnswers } from './runAnswers.ts';
-import type { SampleTextRecord } from '../run/model.ts';
 
 /** The searchable text of one sample. */
 export interface SampleText {
@@ -68,13 +66,13 @@ function sampleText(t: SampleTextRecord, step: number, evaluation: boolean): Sam
 export function answerRunOf(run: RunAnswers): AnswerRun {
   const { model } = run;
   const store = model.telemetry;
-  const cache = new DerivedCache(model.cacheDir);
+  const cache = run.cache;
   let unstamped = 0;
   return {
     name: store.meta()?.run_name ?? basename(model.dir),
     stepStamp: (step, evaluation) => model.stepStamp?.(step, evaluation) ?? Promise.resolve(`unstamped:${unstamped++}`),
-    readCache: (name) => cache.read(name),
-    writeCache: (name, text) => cache.write(name, text),
+    readCache: (name) => cache?.read(name) ?? Promise.resolve(null),
+    writeCache: (name, text) => cache?.write(name, text) ?? Promise.resolve(),
     rolloutIds: () => model.rolloutIds(),
     summary: (step, evaluation) => run.summary(step, evaluation),
     groups: (step, evaluation) => run.groups(step, evaluation),

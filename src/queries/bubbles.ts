@@ -1,5 +1,5 @@
 // Pipeline bubbles: per rollout step, how long it took and what fraction of it training waited.
-import type { MetricsRecord } from '../run/telemetry/records.ts';
+import type { MetricsRecord } from '../run/model.ts';
 import type { Bubble } from '../wire/timeline.ts';
 
 export type { Bubble };

@@ -1,6 +1,5 @@
 // Engine series: raw sglang gauges/counters per (addr, labels), DP ranks folded, derived rates and means.
-import type { EngineSeriesBlock, EngineSeriesTable, StreamName } from '../run/telemetry/store.ts';
-import { strAsc } from '../run/telemetry/laneCatalog.ts';
+import { strAsc, type EngineSeriesBlock, type EngineSeriesTable, type StreamName } from '../run/model.ts';
 import { strideIndices, pick } from './downsample.ts';
 import {
   ENGINE_MEAN_METRICS,

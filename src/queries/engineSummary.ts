@@ -2,7 +2,7 @@
 // series (dp ranks folded as the engine_series answer folds them) the point count, the exact sum, the
 // maximum and the time extent. Memory holds one hour's rows, not the run's points; the sums are exactly
 // rounded, so they do not depend on the hours the points were folded in.
-import type { EngineSeriesBlock, EngineSeriesTable } from '../run/telemetry/store.ts';
+import type { EngineSeriesBlock, EngineSeriesTable } from '../run/model.ts';
 import { buildEngineParts, dpFoldFor } from './engineParts.ts';
 import { identities, metricRowsOf, partsOf, type EngineSeriesSource } from './engineSeries.ts';
 import { ExactSum } from './exactSum.ts';

@@ -3,7 +3,7 @@
 import { encodeCsv } from '../formats/csv.ts';
 import { encodeParquet } from '../formats/parquetWrite.ts';
 import { encodeEventFile, type ScalarEvent } from '../formats/tfevents.ts';
-import type { MetricsRecord } from '../run/telemetry/records.ts';
+import type { MetricsRecord } from '../run/model.ts';
 import type { AnswerRun } from './answerRun.ts';
 import { BadArgument } from '../run/errors.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';

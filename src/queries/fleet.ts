@@ -1,7 +1,6 @@
 // Fleet overview: per time bucket, the phase mix across all lanes and the util quantile band — O(buckets), never O(lanes).
-import type { GpuUtilHour } from '../run/telemetry/store.ts';
+import { FLAT_STREAMS, PARTITIONED_STREAMS, type GpuUtilHour } from '../run/model.ts';
 import { windowPass } from './gpuWindowPass.ts';
-import { PARTITIONED_STREAMS, FLAT_STREAMS } from '../run/telemetry/records.ts';
 import { phaseComposition, utilBand, type FleetBand } from './fleetBand.ts';
 import { heatmapLaneRows, phaseHeatmapMatrix, resolveHeatmapWindow, type HeatmapSource } from './heatmap.ts';
 import { FLEET_X_BUCKETS, checkLimit } from './limits.ts';

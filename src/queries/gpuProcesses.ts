@@ -1,5 +1,5 @@
 // Per-process VRAM samples of the selected GPUs: coarse snapshots the client resolves to the nearest.
-import type { GpuProcessSample, LaneEntry } from '../run/telemetry/records.ts';
+import type { GpuProcessSample, LaneEntry } from '../run/model.ts';
 import { resolveLanes } from './lanes.ts';
 import { checkTimelineWindow } from './limits.ts';
 

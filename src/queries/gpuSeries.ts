@@ -1,7 +1,5 @@
 // GPU series per lane: util / mem / power over a window, min/max-downsampled on util so spikes survive.
-import type { GpuUtilBlock, LaneTable } from '../run/telemetry/store.ts';
-import type { LaneEntry } from '../run/telemetry/records.ts';
-import { compareLanes } from '../run/telemetry/laneCatalog.ts';
+import { compareLanes, type GpuUtilBlock, type LaneEntry, type LaneTable } from '../run/model.ts';
 import { minmaxIndices } from './downsample.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';
 import { SERIES_MAX_POINTS, checkLimit, checkTimelineWindow } from './limits.ts';

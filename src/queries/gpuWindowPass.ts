@@ -3,10 +3,9 @@
 // its rows; only columns a bucket edge or the window cuts read their rows. Bucketing is monotone in ts,
 // so a column whose start and end fall in one bucket holds only rows of that bucket: the visits are the
 // same as a pass over every row, with a cell's maximum or sum in place of its rows'.
-import type { GpuUtilBlock, GpuUtilCells, GpuUtilHour, GpuUtilRows } from '../run/telemetry/store.ts';
-import { UTIL_CELL_S, rowsOfBlock } from '../run/telemetry/store.ts';
+import { rowsOfBlock, UTIL_CELL_S, type GpuUtilBlock, type GpuUtilCells, type GpuUtilHour, type GpuUtilRows } from '../run/model.ts';
 
-export { rowMem, rowPower } from '../run/telemetry/store.ts';
+export { rowMem, rowPower } from '../run/model.ts';
 
 /** What a pass does with what it visits (bucket `x`, store lane id `lane`). */
 export interface WindowVisitor {

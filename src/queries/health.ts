@@ -1,6 +1,6 @@
 // The health board: one row per train step, one cell per known failure signal, each coloured by a threshold
 // and pointing at the evidence. Pure: it reads step tables, logged metrics and telemetry records handed to it.
-import type { MetricsRecord, TopologySnapshot } from '../run/telemetry/records.ts';
+import type { MetricsRecord, TopologySnapshot } from '../run/model.ts';
 import type {
   Evidence,
   HealthAnswer,

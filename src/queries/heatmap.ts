@@ -1,9 +1,7 @@
 // Heatmaps: lanes × time buckets of util / mem / power maxima, phase ids, or trajectory lifecycle states.
-import type { GpuUtilBlock, GpuUtilHour, LaneTable, MetricsRecord, StreamName, TrajectoryEvent } from '../run/telemetry/store.ts';
-import type { LaneEntry } from '../run/telemetry/records.ts';
+import { UTIL_CELL_S, type GpuUtilBlock, type GpuUtilHour, type LaneEntry, type LaneTable, type MetricsRecord, type StreamName, type TrajectoryEvent } from '../run/model.ts';
 import { BadArgument } from '../run/errors.ts';
 import { encodeHeatmapFrame } from './heatmapFrame.ts';
-import { UTIL_CELL_S } from '../run/telemetry/store.ts';
 import { blockHours, rowMem, rowPower, windowPass } from './gpuWindowPass.ts';
 import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, foldLifecycleRows, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';
 import { resolveLanes, selectiveLaneKeys, type LaneSelection } from './lanes.ts';

@@ -1,6 +1,6 @@
 // The lane-selection grammar (`rank:0-3, g:8, node:10.0.0.1, gpu:10.0.0.1:3, engine:15004, every:8,
 // role:train`): a union of terms resolved against the lane index.
-import type { LaneEntry } from '../run/telemetry/records.ts';
+import type { LaneEntry } from '../run/model.ts';
 import { BadArgument } from '../run/errors.ts';
 import { pyStrRepr } from '../formats/pythonFormat.ts';
 

@@ -1,5 +1,5 @@
 // Scalar metrics (`metrics.jsonl`) as series per key, on a step axis or on wall-clock time.
-import type { MetricsRecord, MetricValue } from '../run/telemetry/records.ts';
+import type { MetricsRecord, MetricValue } from '../run/model.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate, type StepAggregateMetric } from './rollouts.ts';
 import { BadArgument } from '../run/errors.ts';
 import type { MetricSeries, MetricsAnswer } from '../wire/metrics.ts';

@@ -1,7 +1,6 @@
 // Outlier lanes: the lowest mean util, or the slowest mean duration of a named phase.
-import type { GpuUtilHour, LaneTable, StreamName } from '../run/telemetry/store.ts';
+import { compareLanes, type GpuUtilHour, type LaneTable, type StreamName } from '../run/model.ts';
 import { windowPass } from './gpuWindowPass.ts';
-import { compareLanes } from '../run/telemetry/laneCatalog.ts';
 import { BadArgument } from '../run/errors.ts';
 import { phaseRowsOf } from './heatmap.ts';
 import { pyStrRepr } from '../formats/pythonFormat.ts';

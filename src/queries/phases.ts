@@ -1,9 +1,5 @@
 // Phases by lane: raw Timer intervals resolved into one row per GPU lane, for the timeline and carpet.
-import type { PhaseBlock } from '../run/telemetry/phaseBlock.ts';
-import type { StringTable } from '../run/telemetry/interning.ts';
-import type { LaneEntry, RunMeta, TopologyWindow } from '../run/telemetry/records.ts';
-import { INITIALIZE_PHASE, OPEN_T1 } from '../run/telemetry/records.ts';
-import { compareLanes } from '../run/telemetry/laneCatalog.ts';
+import { compareLanes, INITIALIZE_PHASE, OPEN_T1, type LaneEntry, type PhaseBlock, type RunMeta, type StringTable, type TopologyWindow } from '../run/model.ts';
 import type { LaneSelection } from './lanes.ts';
 import type { Phase } from '../wire/timeline.ts';
 

@@ -1,10 +1,8 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
-import { FLAT_STREAMS, PARTITIONED_STREAMS } from '../run/telemetry/records.ts';
+import { FLAT_STREAMS, PARTITIONED_STREAMS, type DerivedEntries, type RunModel, type TelemetrySource } from '../run/model.ts';
 import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
-import type { RunModel } from '../run/model.ts';
-import type { TelemetryStore } from '../run/telemetry/store.ts';
 import type {
   BubblesAnswer,
   Conversation,
@@ -166,7 +164,11 @@ export class RunAnswers implements RunSources {
   private readonly stepOfSample = new Map<number, number>();
   private answerRun: AnswerRun | undefined;
 
-  constructor(readonly model: RunModel) {}
+  constructor(
+    readonly model: RunModel,
+    /** The run's derived entries (search indexes), handed in by whoever opened it; null keeps none. */
+    readonly cache: DerivedEntries | null = null,
+  ) {}
 
   answers(): AnswerRun {
     this.answerRun ??= answerRunOf(this);
@@ -259,7 +261,7 @@ export class RunAnswers implements RunSources {
    * A whole-window answer: over the store itself once every hour of the window is read; while the warm-up
    * still reads some, at once over the hours it finished, with their `coverage`.
    */
-  private progressive<T extends object>(w: Window, answer: (store: TelemetryStore) => T): T & { coverage?: Coverage } {
+  private progressive<T extends object>(w: Window, answer: (store: TelemetrySource) => T): T & { coverage?: Coverage } {
     const folded = this.store.foldedView(w.t0 ?? null, w.t1 ?? null);
     if (folded === null) return answer(this.store);
     return { ...folded.run(answer), coverage: folded.coverage };

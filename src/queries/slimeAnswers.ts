@@ -1,8 +1,7 @@
 // The answers about a slime run: everything a run answers (Rollouts, Sample, search, exports), plus slime's
 // per-step metrics (perf/, rollout/, eval/ and the corrected perf_fixed/) and the request traces.
 import { NotFound } from '../run/errors.ts';
-import type { RunModel } from '../run/model.ts';
-import { SlimeRunModel } from '../run/slime/index.ts';
+import type { DerivedEntries, RunModel, TraceSource } from '../run/model.ts';
 import type { Meta, MetricsAnswer, RolloutTable } from '../wire/index.ts';
 import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
@@ -14,15 +13,17 @@ export class SlimeAnswers extends RunAnswers {
   private memo: { key: string; steps: ReturnType<typeof slimeStepMetrics> } | null = null;
 
   constructor(
-    readonly slime: SlimeRunModel,
+    model: RunModel,
+    private readonly traces: TraceSource,
     private readonly inputs: StepMetricsInputs = {},
+    cache: DerivedEntries | null = null,
   ) {
-    super(slime);
+    super(model, cache);
   }
 
   private async steps(): Promise<ReturnType<typeof slimeStepMetrics>> {
-    const train = await this.slime.allDumps(false);
-    const evals = await this.slime.allDumps(true);
+    const train = await this.traces.allDumps(false);
+    const evals = await this.traces.allDumps(true);
     // Decoded dumps are reused while unchanged; the metrics are recomputed only when the set changes.
     const key = [...train, ...evals].map((d) => `${d.file}:${d.samples.length}`).join('|');
     if (this.memo?.key !== key) this.memo = { key, steps: slimeStepMetrics(train, evals, this.inputs) };
@@ -34,7 +35,7 @@ export class SlimeAnswers extends RunAnswers {
    * sample's reward is its raw reward (a miles run reads it from the train dumps).
    */
   private async tables(rolloutId: number, evaluation: boolean): Promise<{ summary: RolloutTable; groups: RolloutTable }> {
-    const base = stepTables(await this.slime.step(rolloutId, evaluation)).summary;
+    const base = stepTables(await this.model.step(rolloutId, evaluation)).summary;
     const summary = evaluation ? base : { ...base, rows: base.rows.map((r) => ({ ...r, raw_reward: r.reward })) };
     return { summary, groups: rolloutGroups(summary) };
   }
@@ -49,7 +50,7 @@ export class SlimeAnswers extends RunAnswers {
 
   override async stepAggregates(): Promise<StepAggregate[]> {
     const out: StepAggregate[] = [];
-    for (const d of await this.slime.allDumps(false)) {
+    for (const d of await this.traces.allDumps(false)) {
       const t = await this.tables(d.rolloutId, false);
       out.push(stepAggregate(t.summary, t.groups));
     }
@@ -59,7 +60,7 @@ export class SlimeAnswers extends RunAnswers {
   override async meta(p: Presentation): Promise<Meta> {
     const m = await super.meta(p);
     const own = slimeMetricKeys(await this.steps());
-    return { ...m, run_name: m.run_name ?? this.slime.dir.split('/').pop() ?? null, metric_keys: [...own, ...m.metric_keys.filter((k) => !own.includes(k))], capabilities: { ...m.capabilities, has_metrics: true } };
+    return { ...m, run_name: m.run_name ?? this.model.dir.split('/').pop() ?? null, metric_keys: [...own, ...m.metric_keys.filter((k) => !own.includes(k))], capabilities: { ...m.capabilities, has_metrics: true } };
   }
 
   override async metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer> {
@@ -74,12 +75,12 @@ export class SlimeAnswers extends RunAnswers {
   }
 
   async trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer> {
-    const d = await this.slime.dump(rolloutId, evaluation);
+    const d = await this.traces.dump(rolloutId, evaluation);
     return traceView(d.samples, d);
   }
 
   async traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails> {
-    const d = await this.slime.dump(rolloutId, evaluation);
+    const d = await this.traces.dump(rolloutId, evaluation);
     const s = d.samples[row];
     const details = s ? traceDetails(s) : null;
     if (!details) throw new NotFound(`row ${row} of ${d.file} has no trace`);
@@ -87,7 +88,7 @@ export class SlimeAnswers extends RunAnswers {
   }
 }
 
-/** The answers for an open run: slime runs get their metrics and traces too. */
-export function answersFor(model: RunModel, inputs: StepMetricsInputs = {}): RunAnswers {
-  return model instanceof SlimeRunModel ? new SlimeAnswers(model, inputs) : new RunAnswers(model);
+/** The answers for an open run: a run that records per-request traces (slime) gets their metrics and traces too. */
+export function answersFor(model: RunModel, opts: { cache?: DerivedEntries | null; slime?: StepMetricsInputs } = {}): RunAnswers {
+  return model.traces ? new SlimeAnswers(model, model.traces, opts.slime, opts.cache ?? null) : new RunAnswers(model, opts.cache ?? null);
 }

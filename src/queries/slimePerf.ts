@@ -14,7 +14,7 @@ import {
   type SlimeSample,
   type SlimeValue,
   type TraceEventRecord,
-} from '../run/slime/sample.ts';
+} from '../run/model.ts';
 
 export type MetricDict = Record<string, number>;
 

@@ -1,5 +1,5 @@
 // slime's per-step metrics over every dump of a run, and `/api/metrics` series of them (x = rollout id).
-import type { SlimeDump } from '../run/slime/dump.ts';
+import type { SlimeDump } from '../run/model.ts';
 import type { MetricSeries, MetricsAnswer } from '../wire/metrics.ts';
 import { evalDatasets, evalMetrics, rolloutStepMetrics, type RolloutMetricsOptions } from './slimePerf.ts';
 

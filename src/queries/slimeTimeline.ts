@@ -12,7 +12,7 @@ import {
   sampleTrace,
   type SlimeSample,
   type SlimeValue,
-} from '../run/slime/sample.ts';
+} from '../run/model.ts';
 import { pyRepr } from '../formats/pythonFormat.ts';
 import { pyString } from '../formats/pythonJson.ts';
 

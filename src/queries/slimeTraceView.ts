@@ -4,7 +4,7 @@
 // span, or the current `sglang_pd_*` child spans), placed where SGLang's own time stamps put them, so
 // the overlapping durations overlap instead of being laid end to end.
 import { PyFloat } from '../formats/torch/value.ts';
-import { isRecord, pyNumber, sampleTrace, traceEvents, type SlimeSample } from '../run/slime/sample.ts';
+import { isRecord, pyNumber, sampleTrace, traceEvents, type SlimeSample } from '../run/model.ts';
 import type { TraceAnswer, TraceDetails, TraceItem, TraceItemDetails, TraceRow } from '../wire/trace.ts';
 import { buildTraceItems, type CacheItem, type CacheSpanItem, type CacheValue } from './slimeTimeline.ts';
 import { traceRequests } from './slimePerf.ts';

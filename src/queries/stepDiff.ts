@@ -1,7 +1,7 @@
 // What changed between two steps (of one run or of two): per-sample distributions with their deltas, GRPO
 // groups whose outcome flipped (matched by prompt), logged and dump/* metrics side by side, and the samples
 // that moved most. Pure over the step tables, prompts and metrics records handed to it.
-import type { MetricsRecord } from '../run/telemetry/records.ts';
+import type { MetricsRecord } from '../run/model.ts';
 import type { Cell, DistributionDiff, FlippedGroup, GroupOutcome, MetricPair, MovedSample, SampleDiff, StepDiff, StepRef, TableRow } from '../wire/index.ts';
 import type { AnswerRun } from './answerRun.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';

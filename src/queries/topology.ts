@@ -1,5 +1,5 @@
 // The engine topology over time and the lanes it is drawn on.
-import type { LaneEntry, TopologyWindow } from '../run/telemetry/records.ts';
+import type { LaneEntry, TopologyWindow } from '../run/model.ts';
 import type { Topology } from '../wire/timeline.ts';
 
 

@@ -1,5 +1,5 @@
 // Trajectory lifecycle lanes: one lane per sample, its attempts and gen/tool segments (backend §7.10).
-import type { MetricsRecord, TrajectoryEvent } from '../run/telemetry/records.ts';
+import type { MetricsRecord, TrajectoryEvent } from '../run/model.ts';
 import { bubbles } from './bubbles.ts';
 import type { Trajectories, Trajectory, TrajectoryAttempt, TrajectorySegment } from '../wire/rollout.ts';
 

@@ -39,6 +39,22 @@ export class DumpInconsistent extends Error {
   }
 }
 
+/** A file that is not a readable slime rollout dump (HTTP 422; the CLI prints it and exits non-zero). */
+export class SlimeDumpError extends Error {
+  override readonly name = 'SlimeDumpError';
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+  ) {
+    super(`${file}: ${problem}`);
+  }
+}
+
+/** An outside source a run's answers read (Prometheus for `--prometheus URL`) cannot be reached or answered badly (HTTP 503). */
+export class SourceUnavailable extends Error {
+  override readonly name: string = 'SourceUnavailable';
+}
+
 /**
  * Errors that mean "a file of the run is damaged", each naming the file and the problem: the decoders' own
  * (zip, pickle, torch, parquet), a refused file (not regular, or a symlink out of the run) and inconsistent

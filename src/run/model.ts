@@ -2,8 +2,50 @@
 // live collection next) is one adapter folder beside this file that opens a run directory into a RunModel.
 // The model yields records — samples, train digests, per-token values, conversations, telemetry columns —
 // never finished answers: the queries assemble those.
+//
+// Everything above src/run/ (queries, server, commands) sees a run only through this file, `open.ts` and
+// `errors.ts`: the record shapes and the few value helpers that come with them are re-exported here.
 import type { TensorNumbers } from '../formats/torch/tensorData.ts';
-import type { TelemetryStore } from './telemetry/store.ts';
+import type { EngineSeriesBlock, EngineSeriesTable, GpuUtilBlock, GpuUtilHour, LaneTable, PhaseBlock, StringTable } from './telemetry/store.ts';
+import type {
+  DataBufferSample,
+  GpuProcessSample,
+  LaneEntry,
+  MetricsRecord,
+  PhaseEvent,
+  RunMeta,
+  StreamName,
+  TopologySnapshot,
+  TopologyWindow,
+  TrajectoryEvent,
+} from './telemetry/records.ts';
+import type { SlimeDump } from './slime/dump.ts';
+import type { WarmUpProgress } from './telemetry/warmUp.ts';
+
+export type {
+  DataBufferSample,
+  EngineInfo,
+  GpuProcessSample,
+  LaneEntry,
+  MetricsRecord,
+  MetricValue,
+  PhaseEvent,
+  RunMeta,
+  StreamName,
+  TopologySnapshot,
+  TopologyWindow,
+  TrajectoryEvent,
+} from './telemetry/records.ts';
+export { FLAT_STREAMS, INITIALIZE_PHASE, OPEN_T1, PARTITIONED_STREAMS } from './telemetry/records.ts';
+export type { EngineSeriesBlock, EngineSeriesTable, GpuUtilBlock, GpuUtilCells, GpuUtilHour, GpuUtilRows, LaneTable, PhaseBlock, StringTable } from './telemetry/store.ts';
+export { UTIL_CELL_S, rowMem, rowPower } from './telemetry/gpuUtilRollup.ts';
+export { rowsOfBlock } from './telemetry/gpuUtilHours.ts';
+export { compareLanes, compareNodes, strAsc } from './telemetry/laneCatalog.ts';
+export type { WarmUpProgress } from './telemetry/warmUp.ts';
+export type { SlimeDump } from './slime/dump.ts';
+export type { SlimeSample, SlimeValue, TraceCarrier, TraceEventRecord } from './slime/sample.ts';
+export { Opaque } from './slime/sample.ts';
+export { effectiveResponseLength, isRecord, pyFloatOf, pyNumber, responseLength, rewardValue, sampleIndex, sampleStatus, sampleTrace, traceEvents } from './slime/sample.ts';
 
 /** The numeric elements of a per-token value. */
 export type Numbers = TensorNumbers;
@@ -109,6 +151,75 @@ export interface SampleTextRecord {
 export type ConversationRecord = Record<string, unknown> & { sample_index: number };
 
 /**
+ * A run's telemetry streams (`dashboard/`): the lane catalog, phases, gpu columns and their rollup cells,
+ * engine series, the flat streams (metrics, topology, data buffer, trajectory, gpu processes), the time
+ * window they cover and a version per stream. Blocks grow only at their end (see telemetry/store.ts for
+ * how each is laid out). A run without telemetry yields an empty one.
+ */
+export interface TelemetrySource {
+  meta(): RunMeta | null;
+  /** `[min, max]` over every stream, or null when empty. */
+  timeRange(): [number, number] | null;
+  hasStream(stream: StreamName): boolean;
+  /** Changes whenever that stream's data may have changed (answers may be kept until then). */
+  streamVersion(stream: StreamName): number;
+  /** The lane index in `(node, gpu)` order; `laneIndexVersion` changes whenever it does. */
+  laneIndex(): readonly LaneEntry[];
+  readonly laneIndexVersion: number;
+  /** Interned lane, string and engine series ids of the blocks. */
+  readonly lanes: LaneTable;
+  readonly strings: StringTable;
+  readonly engineSeries: EngineSeriesTable;
+  metricsRecords(): readonly MetricsRecord[];
+  metricKeys(): string[];
+  stepKeys(): string[];
+  topologySnapshots(): readonly TopologySnapshot[];
+  topologyWindows(): TopologyWindow[];
+  dataBufferSamples(): readonly DataBufferSample[];
+  latestDataBufferLength(): number | null;
+  /** With `lanes` (`"<node>:<gpu>"` keys) cold hours may be read for those lanes only. */
+  gpuUtilBlocks(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): GpuUtilBlock[];
+  /** The same blocks one at a time for a single pass (a long window stays within the memory budget). */
+  gpuUtilPass(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Iterable<GpuUtilBlock>;
+  /** The hours one at a time with their rollup cells (whole-window answers). */
+  gpuUtilHours(t0?: number | null, t1?: number | null): Iterable<GpuUtilHour>;
+  /** With `metrics`, cold hours may be read for those metrics only (rows of others may remain). */
+  engineSeriesBlocks(t0?: number | null, t1?: number | null, metrics?: readonly string[]): EngineSeriesBlock[];
+  engineSeriesPass(t0?: number | null, t1?: number | null, metrics?: readonly string[]): Iterable<EngineSeriesBlock>;
+  /** Starts reading what the asks will need (a hint; answers do not wait for it). */
+  engineSeriesReadAhead(asks: readonly { t0?: number | null; t1?: number | null; metrics: readonly string[] }[]): void;
+  /** The first hour holding engine series and the newest stamp seen, or null without engine series. */
+  engineSeriesBounds(): { firstHour: number; newestStamp: number | null } | null;
+  /** Distinct raw engine metric names, without parsing blocks. */
+  engineMetricsPresent(): string[];
+  phaseBlocks(t0?: number | null, t1?: number | null): PhaseBlock[];
+  phaseEvents(t0?: number | null, t1?: number | null): PhaseEvent[];
+  trajectoryEvents(t0?: number | null, t1?: number | null): TrajectoryEvent[];
+  gpuProcessRows(t0?: number | null, t1?: number | null): GpuProcessSample[];
+  /** How far the background warm-up of cold hours has come, or null when there is none. */
+  warmUpProgress(): WarmUpProgress | null;
+  /**
+   * While the warm-up still has hours of `[t0, t1]` (null: the run's edge) to read, answers over the hours it
+   * finished and what they cover; null once every hour of the window is read (answer from the source itself).
+   */
+  foldedView(t0: number | null, t1: number | null): FoldedView | null;
+}
+
+/** A partial answer's way to the hours read so far: `run(fn)` calls `fn` with a view that sees only those. */
+export interface FoldedView {
+  coverage: { hours_done: number; hours_total: number; unread: [number, number][] };
+  run<T>(fn: (view: TelemetrySource) => T): T;
+}
+
+/** A run's per-request traces (slime rollout dumps carry one per sample). */
+export interface TraceSource {
+  /** One step's dump with every sample as dumped (fields and trace); NotFound when there is no such step. */
+  dump(rolloutId: number, evaluation: boolean): Promise<SlimeDump>;
+  /** Every readable dump of one kind, ascending (unreadable ones are reported through the run's warnings). */
+  allDumps(evaluation: boolean): Promise<SlimeDump[]>;
+}
+
+/**
  * An open run. Every method reads only what it needs, lazily; failures are typed (see errors.ts). Nothing
  * here writes inside the run directory.
  */
@@ -117,8 +228,10 @@ export interface RunModel {
   readonly format: string;
   /** The run directory (absolute). */
   readonly dir: string;
-  /** The telemetry streams (`dashboard/`): columns, lanes, metrics records. */
-  readonly telemetry: TelemetryStore;
+  /** The telemetry streams (`dashboard/`): columns, lanes, metrics records; empty when the run has none. */
+  readonly telemetry: TelemetrySource;
+  /** The per-request traces, when the format records them (slime). */
+  readonly traces?: TraceSource;
   /** Absolute directories whose paths must never appear in an answer. */
   readonly roots: readonly string[];
   /** Where derived caches may be written (never inside the run), or null. */
@@ -148,6 +261,17 @@ export interface RunModel {
   /** Problems met while reading (skipped lines, unreadable files), as one-line messages. */
   warnings(): string[];
   close(): Promise<void>;
+}
+
+/**
+ * Derived data kept for a run outside it (`--cache-dir`): named text entries, written whole. Whoever opens
+ * the run hands it to the queries (they never reach the file system themselves).
+ */
+export interface DerivedEntries {
+  /** An entry's text, or null when there is none (or no cache). */
+  read(name: string): Promise<string | null>;
+  /** Stores an entry; `text` is only called with a cache. A failure to write is ignored. */
+  write(name: string, text: () => string): Promise<void>;
 }
 
 export interface OpenRunOptions {

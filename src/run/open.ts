@@ -1,7 +1,14 @@
-// Opens a run directory with the adapter of its format. A new format is one adapter folder and one line here.
+// Opens a run directory with the adapter of its format, and finds run directories under a root (`rlsight
+// serve --runs ROOT`). A new format is one adapter folder and one line here.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { milesAdapter } from './miles/index.ts';
 import { slimeAdapter } from './slime/index.ts';
-import type { OpenRunOptions, RunAdapter, RunModel } from './model.ts';
+import { DerivedCache } from './derivedCache.ts';
+import type { DerivedEntries, OpenRunOptions, RunAdapter, RunModel } from './model.ts';
+
+export { foreground } from './foreground.ts';
+export { PrometheusEngineSource } from './prometheus/engineSource.ts';
 
 /** Every format rlsight reads, in the order they are tried. */
 export const RUN_ADAPTERS: readonly RunAdapter[] = [slimeAdapter, milesAdapter];
@@ -15,4 +22,37 @@ export function runFormats(dir: string): string[] {
 export function openRunModel(dir: string, options: OpenRunOptions = {}): Promise<RunModel> {
   const adapter = RUN_ADAPTERS.find((a) => a.detect(dir)) ?? milesAdapter;
   return adapter.open(dir, options);
+}
+
+/** The run's derived entries under its cache directory (none without one), to hand to the queries. */
+export function derivedEntries(model: RunModel): DerivedEntries {
+  return new DerivedCache(model.cacheDir);
+}
+
+/** How deep below the root run directories are looked for (`ROOT/project/run` is found). */
+const MAX_DEPTH = 2;
+
+/** Run directories under `root` (the root itself when it is one), sorted by path; a run's own subfolders are not searched. */
+export function discoverRunDirs(root: string, depth = MAX_DEPTH): string[] {
+  if (runFormats(root).length > 0) return [root];
+  if (depth === 0) return [];
+  let names: string[];
+  try {
+    names = readdirSync(root).sort();
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const name of names) {
+    if (name.startsWith('.')) continue;
+    const p = join(root, name);
+    let isDir = false;
+    try {
+      isDir = statSync(p).isDirectory();
+    } catch {
+      continue;
+    }
+    if (isDir) out.push(...discoverRunDirs(p, depth - 1));
+  }
+  return out;
 }

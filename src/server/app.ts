@@ -23,7 +23,7 @@ import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
 import { mountTrace } from './trace.ts';
-import { foreground } from '../run/foreground.ts';
+import { foreground } from '../run/open.ts';
 
 export interface AppOptions {
   /** `--follow`: the app is told to expect growth (`meta.mode`). */

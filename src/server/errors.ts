@@ -1,9 +1,7 @@
 // Maps typed failures to HTTP answers: 503 still writing, 404 missing, 400 bad argument, 422 a damaged file
 // (named relative to the run, with the problem); paths never leak.
 import type { Context } from 'hono';
-import { BadArgument, damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
-import { SlimeDumpError } from '../run/slime/dump.ts';
-import { PrometheusUnavailable } from '../run/prometheus/engineSource.ts';
+import { BadArgument, damageOf, DumpStillWriting, NotFound, SlimeDumpError, SourceUnavailable } from '../run/errors.ts';
 
 /** Seconds a client should wait before asking again for a dump that is still being written. */
 export const RETRY_AFTER_S = 5;
@@ -29,7 +27,7 @@ export function classify(err: unknown): HttpFailure | null {
   if (err instanceof BadArgument) return { status: 400, detail: err.message };
   if (err instanceof NotFound) return { status: 404, detail: err.message };
   if (err instanceof SlimeDumpError) return { status: 422, detail: err.message };
-  if (err instanceof PrometheusUnavailable) return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
+  if (err instanceof SourceUnavailable) return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
   if (err instanceof DumpStillWriting) {
     return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };
   }

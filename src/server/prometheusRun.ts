@@ -1,7 +1,7 @@
 // `--prometheus URL`: a run recorded without scraped engine series takes them from Prometheus range
 // queries instead (the Compute Utilization overlays and the sglang metrics category). A run that has
 // its own engine_series stream keeps it.
-import { PrometheusEngineSource } from '../run/prometheus/engineSource.ts';
+import { PrometheusEngineSource } from '../run/open.ts';
 import type { EngineSeriesAnswer } from '../wire/timeline.ts';
 import type { Presentation, RunSources, Window } from '../queries/runAnswers.ts';
 import type { Meta } from '../wire/meta.ts';

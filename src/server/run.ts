@@ -2,11 +2,12 @@
 import type { RunAnswers } from '../queries/runAnswers.ts';
 import { answersFor } from '../queries/slimeAnswers.ts';
 import type { OpenRunOptions } from '../run/model.ts';
-import { openRunModel } from '../run/open.ts';
+import { derivedEntries, openRunModel } from '../run/open.ts';
 
 export type { OpenRunOptions };
 export type OpenRun = RunAnswers;
 
 export async function openRun(runDir: string, opts: OpenRunOptions = {}): Promise<RunAnswers> {
-  return answersFor(await openRunModel(runDir, opts));
+  const model = await openRunModel(runDir, opts);
+  return answersFor(model, { cache: derivedEntries(model) });
 }

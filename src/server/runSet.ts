@@ -2,7 +2,7 @@
 // with `--runs ROOT` the root is searched again on every follow tick and new runs join the list.
 import { basename, resolve } from 'node:path';
 import type { RunSources } from '../queries/runAnswers.ts';
-import { discoverRunDirs } from '../run/discover.ts';
+import { discoverRunDirs } from '../run/open.ts';
 import { type AppOptions, type RunSet, type ServedRun, runApi } from './app.ts';
 import { EventFeed, FOLLOW_INTERVAL_MS, type Follower, startFollow } from './events.ts';
 

@@ -43,8 +43,13 @@ function layerOf(rel: string): string | null {
 
 const FS_MODULES = new Set(['fs', 'node:fs', 'fs/promises', 'node:fs/promises']);
 
-/** Why `from` may not import `to` (layers) or the bare module `bare`; null when allowed. */
-function ruleBroken(from: string, to: string | null, bare: string | null, typeOnly: boolean, isTest: boolean): string | null {
+/** The run's face: all that the layers above src/run/ may import of it. */
+const RUN_FACE = new Set(['src/run/model.ts', 'src/run/open.ts', 'src/run/errors.ts'].map((p) => p.split('/').join(sep)));
+/** Layers that see a run only through its face (their tests may build one from the adapters). */
+const ABOVE_THE_FACE = new Set(['src/queries', 'src/server']);
+
+/** Why `from` may not import `to` (layers; `target` the file) or the bare module `bare`; null when allowed. */
+function ruleBroken(from: string, to: string | null, target: string | null, bare: string | null, typeOnly: boolean, isTest: boolean): string | null {
   if (bare !== null) {
     // A query's test may stage run files to open a model over; the query itself never reads them.
     if (from === 'src/queries' && FS_MODULES.has(bare) && !isTest) return 'queries never touch the file system';
@@ -52,6 +57,9 @@ function ruleBroken(from: string, to: string | null, bare: string | null, typeOn
     return null;
   }
   if (to === null || to === from) return null;
+  if (ABOVE_THE_FACE.has(from) && to === 'src/run' && !isTest && target !== null && !RUN_FACE.has(target)) {
+    return `${from} sees a run only through src/run/model.ts, open.ts and errors.ts`;
+  }
   if (from === 'src/formats' || from === 'src/run') {
     if (to === 'src/queries' || to === 'src/server' || to === 'web') return `${from} is below ${to}`;
     if (from === 'src/formats' && to === 'src/run') return 'formats are below the run model';
@@ -92,8 +100,9 @@ export function importViolations(root: string): ImportViolation[] {
       if (from === null) continue;
       for (const { specifier, typeOnly } of importsOf(readFileSync(path, 'utf8'))) {
         const isPath = specifier.startsWith('.') || specifier.startsWith('/');
-        const to = isPath ? layerOf(relative(root, resolve(dirname(path), specifier))) : null;
-        const rule = ruleBroken(from, to, isPath ? null : specifier, typeOnly, /\.test\.tsx?$/.test(file));
+        const target = isPath ? relative(root, resolve(dirname(path), specifier)) : null;
+        const to = target === null ? null : layerOf(target);
+        const rule = ruleBroken(from, to, target, isPath ? null : specifier, typeOnly, /\.test\.tsx?$/.test(file));
         if (rule) out.push({ file, specifier, rule });
       }
     }

@@ -169,8 +169,11 @@ class MilesRun implements RunModel {
   }
 }
 
+/** An open miles run with its concrete telemetry store (what tests of the store's caches look into). */
+export type MilesRunModel = RunModel & { readonly telemetry: TelemetryStore };
+
 /** Opens a miles run; `reader` tunes the dump reader (tests observe decodes, move the worker threshold). */
-export async function openMilesRun(runDir: string, opts: OpenRunOptions & { reader?: DumpReaderOptions } = {}): Promise<RunModel> {
+export async function openMilesRun(runDir: string, opts: OpenRunOptions & { reader?: DumpReaderOptions } = {}): Promise<MilesRunModel> {
   const dir = resolve(runDir);
   if (!isDir(dir)) throw new NotFound('the run directory does not exist');
   const dumps = await DumpReader.open(dir, { ...opts.reader, tensorLru: opts.tensorLru ?? opts.reader?.tensorLru, cacheDir: opts.cacheDir ?? opts.reader?.cacheDir });

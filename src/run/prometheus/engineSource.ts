@@ -2,10 +2,11 @@
 // run): range queries over `/api/v1/query_range`, SGLang's metric names (`sglang:num_running_reqs`)
 // mapped onto rlsight's (`sglang_num_running_reqs`), the step chosen so a series stays within maxPoints.
 import type { EngineSeries } from '../../wire/timeline.ts';
+import { SourceUnavailable } from '../errors.ts';
 
 /** Prometheus answered with an error, or could not be reached (HTTP 503 to a client: try again later). */
-export class PrometheusUnavailable extends Error {
-  override readonly name = 'PrometheusUnavailable';
+export class PrometheusUnavailable extends SourceUnavailable {
+  override readonly name: string = 'PrometheusUnavailable';
 }
 
 /**

@@ -7,19 +7,11 @@ import { advanceFor, startTorchDecode, type TorchDecode, type TorchFile } from '
 import { readTensorNumbers } from '../../formats/torch/tensorData.ts';
 import { isPyTuple, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { ZipError } from '../../formats/zip.ts';
+import { SlimeDumpError } from '../errors.ts';
 import { pendingSamples } from '../miles/sampleText.ts';
 import { Opaque, pyNumber, type SlimeSample, type SlimeValue } from './sample.ts';
 
-/** A file that is not a readable slime rollout dump (HTTP 422; the CLI prints it and exits non-zero). */
-export class SlimeDumpError extends Error {
-  override readonly name = 'SlimeDumpError';
-  constructor(
-    readonly file: string,
-    readonly problem: string,
-  ) {
-    super(`${file}: ${problem}`);
-  }
-}
+export { SlimeDumpError };
 
 export interface SlimeDump {
   file: string;

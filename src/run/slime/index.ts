@@ -4,7 +4,7 @@
 import { join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
 import { BadArgument, NotFound } from '../errors.ts';
-import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import type { ConversationRecord, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import type { SlimeDump } from './dump.ts';
 import { looksLikeSlimeDir, sampleByIndex, SlimeRun } from './run.ts';
@@ -95,9 +95,11 @@ function sampleTextRecord(s: SlimeSample): SampleTextRecord {
 }
 
 /** The dumps of a slime run as the run model. `traced` gives the queries the samples themselves (traces). */
-export class SlimeRunModel implements RunModel {
+export class SlimeRunModel implements RunModel, TraceSource {
   readonly format = 'slime';
   readonly roots: readonly string[];
+  /** Every sample's trace comes with its dump. */
+  readonly traces: TraceSource = this;
 
   constructor(
     readonly run: SlimeRun,
