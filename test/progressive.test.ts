@@ -9,10 +9,10 @@ import { after, before, describe, test } from 'node:test';
 import { generateSyntheticRun } from '../src/demo/index.ts';
 import { decodeHeatmapFrame } from '../src/queries/heatmapFrame.ts';
 import { RunAnswers } from '../src/queries/runAnswers.ts';
-import type { RunModel } from '../src/run/model.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
 import { createApp } from '../src/server/app.ts';
 import type { Coverage } from '../src/wire/index.ts';
+import { telemetryOnlyRun } from './support/telemetryRun.ts';
 
 const URLS = [
   '/api/timeline/fleet?x_buckets=240',
@@ -26,24 +26,8 @@ const URLS = [
   '/api/advisory',
 ];
 
-/** A run model over a telemetry store alone (no dumps): what the timeline answers read. */
-function telemetryOnly(store: TelemetryStore, dir: string): RunModel {
-  return {
-    format: 'miles',
-    dir,
-    telemetry: store,
-    roots: [dir],
-    cacheDir: null,
-    rolloutIds: async () => ({ train: [], eval: [] }),
-    hasTokenizer: () => false,
-    advance: async () => {},
-    warnings: () => [],
-    close: async () => store.close(),
-  } as unknown as RunModel;
-}
-
 function appOver(store: TelemetryStore, dir: string) {
-  return createApp({ run: new RunAnswers(telemetryOnly(store, dir)) });
+  return createApp({ run: new RunAnswers(telemetryOnlyRun(store, dir)) });
 }
 
 async function body(app: ReturnType<typeof createApp>, url: string): Promise<{ bytes: Buffer; partial: string | null }> {

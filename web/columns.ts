@@ -2,7 +2,7 @@
 // "RLC1", u32 LE header length, header JSON, then each column's little-endian values 8-byte aligned.
 // Columns become typed-array views over the received bytes, never copied; series i of a per-series
 // answer is `[offsets[i], offsets[i+1])` of every column.
-import type { GpuSeries } from '../src/wire/index.ts';
+import type { Coverage, GpuSeries } from '../src/wire/index.ts';
 
 const TYPES = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u32: Uint32Array, i16: Int16Array, u16: Uint16Array, i8: Int8Array, u8: Uint8Array } as const;
 type Column = InstanceType<(typeof TYPES)[keyof typeof TYPES]>;
@@ -50,6 +50,8 @@ export function gpuLanes(f: Frame<{ lanes: string[] }>): Record<string, GpuSerie
 /** The engine_series frame's header: each series' address and labels, in answer order. */
 export interface EngineSeriesHeader {
   series: { addr: string; labels: Record<string, string> }[];
+  /** Present on a partial answer (the server still reads the run's history). */
+  coverage?: Coverage;
 }
 
 /** One engine series over the frame's columns: `ts` and `value` are views (a JSON null is NaN). */

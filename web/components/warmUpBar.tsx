@@ -6,7 +6,9 @@ import { store, useStore } from '../store.ts';
 import type { Meta, WarmUpProgress } from '../../src/wire/index.ts';
 
 const POLL_MS = 2000;
-const progress = store<WarmUpProgress | null>(null);
+/** The warm-up's progress as last polled (null before the first poll); partial answers refine on it (see coverage.tsx). */
+export const warmUpProgress = store<WarmUpProgress | null>(null);
+const progress = warmUpProgress;
 
 export function WarmUpBar({ initial }: { initial: WarmUpProgress | undefined }) {
   const p = useStore(progress) ?? initial ?? null;

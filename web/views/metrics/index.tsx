@@ -1,5 +1,5 @@
 // Metrics view: category sidebar, global search, a grid of synced charts over step or wall time, EMA smoothing.
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { getColumns, getJson } from '../../api.ts';
 import { type EngineSeriesHeader, type EngineSeriesView, engineSeriesOf } from '../../columns.ts';
 import { Downloads } from '../../components/downloads.tsx';
@@ -8,7 +8,8 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Meta, MetricSeries as Series, RunListing, Topology } from '../../../src/wire/index.ts';
+import type { Coverage, Meta, MetricSeries as Series, RunListing, Topology } from '../../../src/wire/index.ts';
+import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
@@ -193,16 +194,22 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
     tick,
   );
 
+  // Engine series asked while the server still reads the run's history are partial: asked again as it reads more.
+  const engineShown = useRef<Coverage | undefined>(undefined);
+  const engineRefine = useRefine(engineShown.current);
   const engineData = useApi(
     engine.length ? `${engine.join(',')}|${perDp}|${runKey}` : null,
     async (signal) => {
       const out: Record<string, (EngineSeriesView & { run?: RunListing })[]> = {};
+      let partial: Coverage | undefined;
       await Promise.all(
         engine.map(async (k) => {
           const perRun = await Promise.all(
             targets.map(async (run) => {
               // The columnar frame: each series' ts and value are views over the received bytes, drawn as they are.
-              const series = engineSeriesOf(await getColumns<EngineSeriesHeader>(pathFor(run, 'timeline/engine_series'), { metric: k, max_points: 1000, per_dp_rank: perDp }, signal));
+              const frame = await getColumns<EngineSeriesHeader>(pathFor(run, 'timeline/engine_series'), { metric: k, max_points: 1000, per_dp_rank: perDp }, signal);
+              if (frame.header.coverage && (!partial || frame.header.coverage.hours_done < partial.hours_done)) partial = frame.header.coverage;
+              const series = engineSeriesOf(frame);
               // Several runs: each series is named after its run too, and drawn in the run's colour.
               return overlay ? series.map((e) => ({ ...e, run: run! })) : series;
             }),
@@ -210,9 +217,10 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
           out[k] = perRun.flat();
         }),
       );
+      engineShown.current = partial;
       return out;
     },
-    tick,
+    `${tick}|${engineRefine}`,
   );
 
   const onZoom = (z: [number, number] | null) => setParams({ zx: z ? `${+z[0].toPrecision(10)},${+z[1].toPrecision(10)}` : null });
@@ -295,6 +303,11 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
       {loggedData.error ? <ErrorNote error={loggedData.error} /> : null}
       {engineData.error ? <ErrorNote error={engineData.error} /> : null}
       {(loggedData.loading && !loggedData.data) || (engineData.loading && !engineData.data) ? <Loading what="metrics" /> : null}
+      {engineData.data && engineShown.current && (
+        <p class="hint">
+          engine series cover the hours of history read so far <CoverageNote coverage={engineShown.current} />
+        </p>
+      )}
       <div class="chart-grid">
         {loggedData.data &&
           logged.map((k) => {

@@ -3,7 +3,9 @@ import { getJson } from '../../api.ts';
 import { ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtElapsed, fmtPct } from '../../format.ts';
 import { href } from '../../route.ts';
-import type { LocatedAdvisory as Advisory, Mfu } from '../../../src/wire/index.ts';
+import { useRef } from 'preact/hooks';
+import type { Coverage, LocatedAdvisory as Advisory, LocatedAdvisoryAnswer } from '../../../src/wire/index.ts';
+import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import type { Viewport } from './viewport.ts';
 
@@ -21,11 +23,14 @@ const MAX_LANES_LABEL = 48;
 
 export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
   const key = w ? `${w.t0},${w.t1}` : 'run';
+  const shown = useRef<Coverage | undefined>(undefined);
+  const refine = useRefine(shown.current);
   const res = useApi(
     key,
-    (signal) => getJson<{ advisories: Advisory[]; mfu: Mfu | null }>('rlsight/advisory', w ? { t0: w.t0, t1: w.t1 } : {}, signal),
-    tick,
+    (signal) => getJson<LocatedAdvisoryAnswer>('rlsight/advisory', w ? { t0: w.t0, t1: w.t1 } : {}, signal),
+    `${tick}|${refine}`,
   );
+  shown.current = res.data?.coverage;
   const linkFor = (a: Advisory) => {
     const p = new URLSearchParams(params);
     let win: [number, number] | null = null;
@@ -72,6 +77,7 @@ export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
         <header>
           <h3>Advisory</h3>
           <span class="muted" style={{ fontSize: '11.5px' }}>{w ? 'for this window' : 'whole run'}</span>
+          <CoverageNote coverage={res.data?.coverage} />
         </header>
         {res.error ? (
           <ErrorNote error={res.error} />
@@ -79,7 +85,7 @@ export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
           <Loading what="advisory" />
         ) : res.data.advisories.length === 0 ? (
           <p class="muted" style={{ margin: 0, fontSize: '12.5px' }}>
-            Nothing to suggest: no rule fired{w ? ' in this window' : ''}. Rules compare engine series and step timings against the run's configuration.
+            Nothing to suggest{res.data.coverage ? ' yet' : ''}: no rule fired{w ? ' in this window' : ''}{res.data.coverage ? ' in the hours read so far' : ''}. Rules compare engine series and step timings against the run's configuration.
           </p>
         ) : (
           <ul class="advisory">

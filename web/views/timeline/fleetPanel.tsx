@@ -9,6 +9,8 @@ import type { Fleet } from '../../../src/wire/index.ts';
 import { drawBand } from './layers/fleetBand.ts';
 import { drawComposition } from './layers/fleetComposition.ts';
 import { LEFT } from './layers/laneRow.ts';
+import { drawUnread } from './layers/unread.ts';
+import { CoverageNote } from '../../components/coverage.tsx';
 import type { Viewport } from './viewport.ts';
 
 const RIGHT = 12;
@@ -34,6 +36,8 @@ export function FleetPanel({ fleet, origin, onViewport }: { fleet: Fleet; origin
     ctx.textAlign = 'left';
     drawComposition(ctx, fleet, LEFT, 0, w, COMP_H);
     drawBand(ctx, fleet, LEFT, COMP_H + GAP, w, BAND_H);
+    drawUnread(ctx, fleet.coverage, fleet.t0, fleet.t1, LEFT, 0, w, COMP_H);
+    drawUnread(ctx, fleet.coverage, fleet.t0, fleet.t1, LEFT, COMP_H + GAP, w, BAND_H);
     markPainted('fleet');
   }
 
@@ -75,6 +79,7 @@ export function FleetPanel({ fleet, origin, onViewport }: { fleet: Fleet; origin
       <div class="fleet-title">
         <strong style={{ color: '#e8e4de' }}>Fleet overview · {fleet.lanes} GPUs</strong>
         <span>top: share of GPUs per phase · bottom: util p10–p90 band, median, dashed min</span>
+        <CoverageNote coverage={fleet.coverage} />
       </div>
       <CanvasBox height={height} draw={draw} label="fleet overview" onMouseMove={hover} onMouseLeave={hideTip} onClick={click} style={{ cursor: 'pointer' }} />
     </section>

@@ -1,5 +1,5 @@
 // Compute Utilization: per-GPU lanes (≤ 64) or the fleet overview, lane grammar, quick picks, advisory — all in the URL.
-import { useMemo, useState } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, getColumns, getJson, getRaster } from '../../api.ts';
 import { type EngineSeriesHeader, type EngineSeriesView, engineSeriesOf, gpuLanes, type LanePhases, type PhasesHeader, phaseLanes } from '../../columns.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
@@ -8,7 +8,8 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Bubble, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Topology } from '../../../src/wire/index.ts';
+import type { Bubble, Coverage, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Topology } from '../../../src/wire/index.ts';
+import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
@@ -130,24 +131,36 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   );
   const urlError = lanesData.error instanceof ApiError && lanesData.error.status === 400 && grammarParam ? lanesData.error : null;
 
+  // Whole-window answers read while the server still reads the history are partial (`coverage`): each asks
+  // again when more hours are read (the answer on screen stays meanwhile, without a spinner).
+  const overlayShown = useRef<Coverage | undefined>(undefined);
+  const overlayRefine = useRefine(overlayShown.current);
   const overlayData = useApi(
     overlayMetric ? `${overlayMetric}|${winKey}` : null,
-    (signal) => getColumns<EngineSeriesHeader>('timeline/engine_series', { metric: overlayMetric!, t0: vp.t0, t1: vp.t1, max_points: GPU_POINTS }, signal).then(engineSeriesOf),
-    tick,
+    (signal) =>
+      getColumns<EngineSeriesHeader>('timeline/engine_series', { metric: overlayMetric!, t0: vp.t0, t1: vp.t1, max_points: GPU_POINTS }, signal).then((f) => ({
+        series: engineSeriesOf(f),
+        coverage: f.header.coverage,
+      })),
+    `${tick}|${overlayRefine}`,
     true,
   );
+  overlayShown.current = overlayData.data?.coverage;
   const lifecycle = useApi(
     winKey,
     (signal) => getRaster<HeatmapHeader>('timeline/heatmap', { metric: 'lifecycle', t0: vp.t0, t1: vp.t1, x_buckets: LIFECYCLE_BUCKETS, max_rows: REQUEST_STRIP_ROWS }, signal).catch(() => null),
     tick,
     true,
   );
+  const fleetShown = useRef<Coverage | undefined>(undefined);
+  const fleetRefine = useRefine(fleetShown.current);
   const fleet = useApi(
     fleetMode ? winKey : null,
     (signal) => getJson<Fleet>('timeline/fleet', { t0: vp.t0, t1: vp.t1, x_buckets: FLEET_BUCKETS }, signal),
-    tick,
+    `${tick}|${fleetRefine}`,
     true,
   );
+  fleetShown.current = fleet.data?.coverage;
 
   const view = useMemo(() => {
     const phasesByLane = lanesData.data?.phases.byLane ?? new Map<string, LanePhases>();
@@ -189,7 +202,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     if (!overlayMetric || !overlayData.data) return null;
     const byAddr = new Map<string, EngineSeriesView>();
     let max = 0;
-    for (const s of overlayData.data) {
+    for (const s of overlayData.data.series) {
       if (!byAddr.has(s.addr)) byAddr.set(s.addr, s);
       for (const v of s.value) if (v != null && v > max) max = v;
     }
@@ -239,7 +252,8 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
           <span class="muted" data-testid="window" style={{ fontSize: '12.5px' }}>
             {fmtElapsed(vp.t0 - T0)} → {fmtElapsed(vp.t1 - T0)} ({fmtDuration(span)}) · {fmtWall(vp.t0).slice(0, 19)} UTC
           </span>
-          {(lanesData.loading || overlayData.loading) && <span class="spinner" title="loading" />}
+          {(lanesData.loading || (overlayData.loading && !overlayData.data?.coverage)) && <span class="spinner" title="loading" />}
+          {overlayMetric && <CoverageNote coverage={overlayData.data?.coverage} />}
           <a
             href={`./api/rlsight/export/perfetto?t0=${vp.t0.toFixed(3)}&t1=${vp.t1.toFixed(3)}`}
             download
@@ -311,8 +325,10 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
           <header>
             <h3>Run</h3>
           </header>
-          <p class="muted" style={{ margin: 0, fontSize: '12.5px' }}>
-            {allLanes.length} GPU{allLanes.length === 1 ? '' : 's'} on {new Set(allLanes.map((l) => l.node)).size} node(s) · {fmtDuration(T1 - T0)} of data
+          <p class="muted" style={{ margin: 0, fontSize: '12.5px' }} data-testid="run-facts">
+            {/* the lane catalog is not known until it arrives: say nothing about GPUs rather than "0 GPUs" */}
+            {base.data ? `${allLanes.length} GPU${allLanes.length === 1 ? '' : 's'} on ${new Set(allLanes.map((l) => l.node)).size} node(s) · ` : ''}
+            {fmtDuration(T1 - T0)} of data
             {meta.data_buffer_length != null ? ` · data buffer: ${meta.data_buffer_length} groups` : ''}
           </p>
           <p class="hint">
