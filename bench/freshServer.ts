@@ -31,6 +31,7 @@ export function statusMiB(pid: number | undefined, key: string): number {
 }
 
 export interface FreshServer {
+  readonly pid: number;
   cpuMs(): number;
   mib(key: string): number;
   stop(): Promise<void>;
@@ -52,6 +53,7 @@ export async function startFreshServer(opts: { bin: string; runDir: string; port
     child.once('exit', (code) => fail(new Error(`rlsight serve exited with ${code}: ${out}`)));
   });
   return {
+    pid: child.pid!,
     cpuMs: () => cpuMs(child.pid),
     mib: (key) => statusMiB(child.pid, key),
     async stop() {

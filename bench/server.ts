@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { resolveSequence } from './requestSequence.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -100,35 +101,13 @@ async function json(path: string): Promise<any> {
 // The request sequence, resolved against the run by a first process.
 const probeCache = mkdtempSync(join(scratch, 'probe-'));
 const probe = await startServer(probeCache);
-const meta = await json('/api/meta');
-const [r0, r1] = meta.time_range ?? [0, 0];
-const win = `t0=${Math.max(r0, r1 - 3600)}&t1=${r1}`;
-const rid = meta.rollout_ids.train.at(-1) ?? 0;
-const summary = await json(`/api/rollout/${rid}/summary`);
-const longest = [...(summary.rows ?? [])].sort((a: any, b: any) => (b.total_length ?? 0) - (a.total_length ?? 0))[0];
-const sampleIndex = longest?.sample_index ?? 0;
-const engineMetric = meta.engine_metric_keys.includes('sglang_num_running_reqs') ? 'sglang_num_running_reqs' : meta.engine_metric_keys[0];
+const families = (await resolveSequence(base)).reference;
 await probe.stop();
 rmSync(probeCache, { recursive: true, force: true });
 
-const COLUMNS = 'application/vnd.rlsight.columns';
-const families: Record<string, string> = {
-  advisory_run: '/api/advisory',
-  engine_series_run: `/api/timeline/engine_series?metric=${encodeURIComponent(engineMetric ?? 'none')}`,
-  fleet_run: '/api/timeline/fleet',
-  gpu_1h_64: `/api/timeline/gpu?${win}&lanes=g:0-63`,
-  summary: `/api/rollout/${Math.max(0, rid - 1)}/summary`,
-  tokens: `/api/rollout/${rid}/sample/${sampleIndex}/tokens`,
-  gpu_1h_all: `/api/timeline/gpu?${win}`,
-  gpu_1h_64_columns: `/api/timeline/gpu?${win}&lanes=g:0-63`,
-  gpu_1h_all_columns: `/api/timeline/gpu?${win}`,
-  outliers: '/api/timeline/outliers?criterion=lowest_util',
-  heatmap_util_1h: `/api/timeline/heatmap?metric=util&${win}`,
-  phases_1h_64: `/api/timeline/phases?${win}&lanes=g:0-63`,
-};
 const picked = values.families ? values.families.split(',') : Object.keys(families);
 /** The frame for the `*_columns` families, JSON for the rest. */
-const fetchFamily = (name: string) => get(families[name], name.endsWith('_columns') ? COLUMNS : undefined);
+const fetchFamily = (name: string) => get(families[name].path, families[name].accept);
 
 /** One process runs the whole sequence in order: its start, each answer cold, and its peak RSS. */
 async function sequence(cacheDir: string): Promise<{ first_answer_ms: number; peak_rss_mib: number; cold_ms: Record<string, number> }> {
