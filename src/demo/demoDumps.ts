@@ -11,6 +11,7 @@ import type { PlannedSample, RunPlan, StepPlan } from './demoPlan.ts';
 import { pyDumps, type PyJson } from '../formats/pythonJson.ts';
 import { SeededRandom } from './random.ts';
 import type { DemoTokenizer } from './vocabulary.ts';
+import { mirrorFile, rolloutFile, STEP_DIRS, trainFile, trajectoryFile } from '../formats/miles/layout.ts';
 
 /** Per-token numbers of one sample, shared by its rollout dump and every train rank holding it. */
 export interface TokenStats {
@@ -232,20 +233,20 @@ export interface StepDumpPaths {
 /** Writes every dump of `step` in the order training does; the train companion `{id}_0.pt` lands last. */
 export async function writeStepDumps(runDir: string, plan: RunPlan, step: StepPlan): Promise<StepDumpPaths> {
   const { config, tokenizer } = plan;
-  for (const d of ['rollout_data', 'train_data', 'dashboard_columns', 'trajectory']) mkdirSync(join(runDir, d), { recursive: true });
+  for (const d of STEP_DIRS) mkdirSync(join(runDir, d), { recursive: true });
   let evalRollout: string | null = null;
   if (step.evalSamples.length) {
     const stats = step.evalSamples.map((s) => tokenStats(config.seed, step.step, s, 0));
-    writeSidecar(join(runDir, 'trajectory', `eval_${step.step}.jsonl`), step.evalSamples, tokenizer);
-    writeParquetMirror(join(runDir, 'dashboard_columns', `rollout_eval_${step.step}.parquet`), step.evalSamples, stats);
-    evalRollout = join(runDir, 'rollout_data', `eval_${step.step}.pt`);
+    writeSidecar(join(runDir, trajectoryFile(step.step, true)), step.evalSamples, tokenizer);
+    writeParquetMirror(join(runDir, mirrorFile(step.step, true)), step.evalSamples, stats);
+    evalRollout = join(runDir, rolloutFile(step.step, true));
     await saveTorch({ rollout_id: step.step, metadata: {}, samples: step.evalSamples.map((s, i) => sampleDict(s, stats[i], tokenizer)) }, evalRollout);
   }
   const advantages = grpoAdvantages(step.samples);
   const stats = step.samples.map((s) => tokenStats(config.seed, step.step, s, advantages.get(s.index)!));
-  writeSidecar(join(runDir, 'trajectory', `${step.step}.jsonl`), step.samples, tokenizer);
-  writeParquetMirror(join(runDir, 'dashboard_columns', `rollout_${step.step}.parquet`), step.samples, stats);
-  const rollout = join(runDir, 'rollout_data', `${step.step}.pt`);
+  writeSidecar(join(runDir, trajectoryFile(step.step, false)), step.samples, tokenizer);
+  writeParquetMirror(join(runDir, mirrorFile(step.step, false)), step.samples, stats);
+  const rollout = join(runDir, rolloutFile(step.step, false));
   await saveTorch(
     {
       rollout_id: step.step,
@@ -293,7 +294,7 @@ async function writeTrainDumps(runDir: string, layout: ClusterLayout, step: Step
       rolloutData.returns = per((s, st) => new Float32Array(s.responseLength).fill(st.advantage));
       rolloutData.entropy = per((_, st) => st.entropy);
     }
-    const path = join(runDir, 'train_data', `${step.step}_${rank}.pt`);
+    const path = join(runDir, trainFile(step.step, rank));
     await saveTorch({ rollout_id: step.step, rank, rollout_data: rolloutData, cp_rank: c.cp, cp_size: cp, qkv_format: 'thd' }, path);
     paths.push(path);
   }

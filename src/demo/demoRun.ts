@@ -8,8 +8,10 @@ import { writeStepDumps } from './demoDumps.ts';
 import { DemoTelemetry, initialCarry } from './demoTelemetry.ts';
 import { type PyJson } from '../formats/pythonJson.ts';
 import { metaJson } from '../formats/dashboard/encode.ts';
+import { DASHBOARD_DIR, META_FILE } from '../formats/dashboard/layout.ts';
 import { historyMetricsLines } from './metricHistory.ts';
 import { TelemetryWriter } from './telemetryWriter.ts';
+import { ROLLOUT_DIR, rolloutNameOf, TOKENIZER_DIR, TOKENIZER_FILE } from '../formats/miles/layout.ts';
 
 export interface DemoRunOptions {
   /** 128 GPUs (16 nodes) instead of 16, so the fleet overview (> 64 lanes) is exercised. */
@@ -88,7 +90,7 @@ function walk(dir: string, visit: (path: string) => void): void {
 export async function generateDemoRun(outDir: string, opts: DemoRunOptions = {}): Promise<DemoRunInfo> {
   const progress = opts.onProgress ?? (() => {});
   const config = demoConfig({ large: opts.large, seed: opts.seed, steps: opts.steps, firstStep: opts.historySteps ?? 0, collapse: opts.collapse });
-  if (existsSync(join(outDir, 'dashboard', 'meta.json')) || existsSync(join(outDir, 'rollout_data'))) {
+  if (existsSync(join(outDir, DASHBOARD_DIR, META_FILE)) || existsSync(join(outDir, ROLLOUT_DIR))) {
     throw new Error(`demo output ${outDir} already holds a run; choose an empty folder`);
   }
   const plan = planRun(config);
@@ -151,9 +153,9 @@ export async function generateDemoRun(outDir: string, opts: DemoRunOptions = {})
 }
 
 function writeTokenizer(outDir: string, plan: RunPlan): void {
-  const dir = join(outDir, 'tokenizer');
+  const dir = join(outDir, TOKENIZER_DIR);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(plan.tokenizer.tokenizerJson(), null, 2));
+  writeFileSync(join(outDir, TOKENIZER_FILE), JSON.stringify(plan.tokenizer.tokenizerJson(), null, 2));
   writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(plan.tokenizer.tokenizerConfig(), null, 2));
 }
 
@@ -182,10 +184,10 @@ export async function appendDemoStep(runDir: string): Promise<AppendedStep> {
   if (!runId.startsWith(RUN_ID_PREFIX)) throw new Error(`${runDir} was not made by the demo generator (wandb_run_id ${JSON.stringify(runId)})`);
   const seed = Number(runId.slice(RUN_ID_PREFIX.length));
   const large = meta.args.actor_num_nodes === 16;
-  const ids = readdirSync(join(runDir, 'rollout_data'))
-    .map((f) => /^(\d+)\.pt$/.exec(f))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => Number(m[1]));
+  const ids = readdirSync(join(runDir, ROLLOUT_DIR)).flatMap((f) => {
+    const step = rolloutNameOf(f);
+    return step !== null && step !== 'not a step' && !step.evaluation ? [step.id] : [];
+  });
   // The detailed steps start at the smallest dumped id (the metrics-only history lies before it).
   const firstStep = ids.length ? Math.min(...ids) : 0;
   const nextId = ids.length ? Math.max(...ids) + 1 : 0;

@@ -29,6 +29,7 @@ import {
 import { TelemetryWriter } from './telemetryWriter.ts';
 import { DashboardWriter } from '../collect/dashboardWriter.ts';
 import { CollectorSidecars } from '../collect/sidecars.ts';
+import { STEP_DIRS, TOKENIZER_DIR, TOKENIZER_FILE } from '../formats/miles/layout.ts';
 
 export interface SyntheticRunOptions {
   /** GPUs in the fleet (a multiple of `gpusPerNode`); default 1,024. */
@@ -422,7 +423,7 @@ export async function generateSyntheticRun(outDir: string, opts: SyntheticRunOpt
 
   let bytes = writer.bytes;
   for (const f of ['meta.json', 'lane_catalog.json']) bytes += statSync(join(dashboard, f)).size;
-  if (dumpSteps > 0) for (const d of ['rollout_data', 'train_data', 'dashboard_columns', 'trajectory', 'tokenizer']) bytes += folderBytes(join(outDir, d));
+  if (dumpSteps > 0) for (const d of [...STEP_DIRS, TOKENIZER_DIR]) bytes += folderBytes(join(outDir, d));
   return {
     runDir: outDir,
     gpus,
@@ -497,9 +498,9 @@ async function writeSyntheticDump(outDir: string, shape: DumpShape): Promise<voi
     maxResponseLen: Math.round(shape.meanResponse * 1.6),
   };
   if (shape.step === 0) {
-    mkdirSync(join(outDir, 'tokenizer'), { recursive: true });
-    writeFileSync(join(outDir, 'tokenizer', 'tokenizer.json'), JSON.stringify(tokenizer.tokenizerJson()));
-    writeFileSync(join(outDir, 'tokenizer', 'tokenizer_config.json'), JSON.stringify(tokenizer.tokenizerConfig()));
+    mkdirSync(join(outDir, TOKENIZER_DIR), { recursive: true });
+    writeFileSync(join(outDir, TOKENIZER_FILE), JSON.stringify(tokenizer.tokenizerJson()));
+    writeFileSync(join(outDir, TOKENIZER_DIR, 'tokenizer_config.json'), JSON.stringify(tokenizer.tokenizerConfig()));
   }
   const rng = SeededRandom.derive(shape.seed, 'synthetic-dump', shape.step);
   const samples: PlannedSample[] = [];

@@ -2,6 +2,7 @@
 import { realpath } from 'node:fs/promises';
 import { confinedPath, readRegularFile } from '../formats/fileAccess.ts';
 import { join } from 'node:path';
+import { TOKENIZER_DIR, TOKENIZER_FILE } from '../formats/miles/layout.ts';
 import { Tokenizer } from '@huggingface/tokenizers';
 
 export class RunTokenizer {
@@ -11,15 +12,15 @@ export class RunTokenizer {
 
   /** Loads `{runDir}/tokenizer/tokenizer.json` (+ `tokenizer_config.json`); null when the run has none. */
   static async load(runDir: string): Promise<RunTokenizer | null> {
-    const dir = join(runDir, 'tokenizer');
+    const dir = join(runDir, TOKENIZER_DIR);
     let json: unknown;
     try {
       // Read only inside the run once symlinks resolve (a link out of the run is refused, not followed).
-      const path = await confinedPath(await realpath(runDir), join(dir, 'tokenizer.json'), 'tokenizer/tokenizer.json');
+      const path = await confinedPath(await realpath(runDir), join(runDir, TOKENIZER_FILE), TOKENIZER_FILE);
       json = JSON.parse((await readRegularFile(path)).toString('utf8'));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
-      throw new Error(`tokenizer/tokenizer.json: ${(e as Error).message}`);
+      throw new Error(`${TOKENIZER_FILE}: ${(e as Error).message}`);
     }
     let config: unknown = {};
     try {

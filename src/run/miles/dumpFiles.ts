@@ -12,10 +12,6 @@ import { openTorchDocument, type TorchDocument } from './torchDocument.ts';
 /** How long a file's stat answer is trusted before a warm read re-checks it. */
 const STAT_REUSE_MS = 1000;
 
-export function stem(id: number, evaluation: boolean): string {
-  return `${evaluation ? 'eval_' : ''}${id}`;
-}
-
 export function isMissing(e: unknown): boolean {
   const code = (e as NodeJS.ErrnoException)?.code;
   return code === 'ENOENT' || code === 'ENOTDIR';

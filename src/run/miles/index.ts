@@ -10,6 +10,8 @@ import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
 import { chatText } from './sampleText.ts';
 import { foreground } from '../foreground.ts';
+import { MIRROR_DIR, ROLLOUT_DIR, rolloutFile, TRAIN_DIR, trajectoryFile } from '../../formats/miles/layout.ts';
+import { DASHBOARD_DIR } from '../../formats/dashboard/layout.ts';
 
 /**
  * How long after opening the warm-up's first step waits: a server's start and its first answers (the
@@ -21,7 +23,7 @@ const WARM_UP_DELAY_MS = 1000;
 const MAX_NOTED_DAMAGE = 1000;
 
 /** What a miles run directory holds: any of these marks one. */
-const MARKERS = ['dashboard', 'rollout_data', 'train_data', 'dashboard_columns'];
+const MARKERS = [DASHBOARD_DIR, ROLLOUT_DIR, TRAIN_DIR, MIRROR_DIR];
 
 function isDir(p: string): boolean {
   try {
@@ -88,9 +90,8 @@ class MilesRun implements RunModel {
 
   /** The rollout dump's and the sidecar's mtime and size. */
   async stepStamp(rolloutId: number, evaluation: boolean): Promise<string> {
-    const stem = `${evaluation ? 'eval_' : ''}${rolloutId}`;
     const parts = await Promise.all(
-      [`rollout_data/${stem}.pt`, `trajectory/${stem}.jsonl`].map((name) =>
+      [rolloutFile(rolloutId, evaluation), trajectoryFile(rolloutId, evaluation)].map((name) =>
         stat(join(this.dir, name)).then(
           (st) => `${st.mtimeMs}:${st.size}`,
           () => '-',

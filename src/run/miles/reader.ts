@@ -14,12 +14,13 @@ import type { DumpedSampleText } from './sampleText.ts';
 import { batchRawRewards, buildTrainRow, checkTrainSamples, type TrainRow } from './trainDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
 import type { TrainStepFiles } from './trainStep.ts';
-import { checkId, DumpFiles, isMissing, stem } from './dumpFiles.ts';
+import { checkId, DumpFiles, isMissing} from './dumpFiles.ts';
 import { RolloutDumpReader, type RolloutWorker } from './rolloutReader.ts';
 import { TrainDumpReader } from './trainReader.ts';
 import { TokenMirror, type SampleTokens } from './tokenMirror.ts';
 import { TrajectorySidecar } from './trajectorySidecar.ts';
 import { TokenizerReader } from './tokenizerReader.ts';
+import { stepStem } from '../../formats/miles/layout.ts';
 
 const STEP_CACHE_VERSION = 2;
 
@@ -153,11 +154,11 @@ export class DumpReader {
 
   /** The rollout side and joined train row of one sample, kept for the next reads of the same sample. */
   private async sampleRead(rolloutId: number, evaluation: boolean, sampleIndex: number): Promise<SampleRead> {
-    const key = `${stem(rolloutId, evaluation)}:${sampleIndex}`;
+    const key = `${stepStem(rolloutId, evaluation)}:${sampleIndex}`;
     const step = evaluation ? null : await this.train.step(rolloutId);
     // The rank files' catalog is read (or its identities checked on the thread pool) while the mirror opens.
     step?.prefetch();
-    const mirrorStamp = (await this.mirror.stamp(stem(rolloutId, evaluation))) ?? 'no mirror';
+    const mirrorStamp = (await this.mirror.stamp(rolloutId, evaluation)) ?? 'no mirror';
     const stamp = `${mirrorStamp}\n${step?.stamp ?? ''}`;
     const cached = this.sampleReads.get(key);
     if (cached && cached.stamp === stamp) return cached;
@@ -180,7 +181,7 @@ export class DumpReader {
   /** The rollout side of one sample: from the parquet mirror, else (mirror missing or foreign) the `.pt`. */
   private async rolloutTokens(rolloutId: number, evaluation: boolean, sampleIndex: number): Promise<SampleTokens> {
     const unknown = () => new NotFound(`unknown sample_index ${sampleIndex} in rollout ${rolloutId}`);
-    const fromMirror = await this.mirror.sampleTokens(stem(rolloutId, evaluation), sampleIndex, unknown);
+    const fromMirror = await this.mirror.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
     return fromMirror ?? this.rollouts.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
   }
 
@@ -227,7 +228,7 @@ export class DumpReader {
   /** The joined step (rollout samples + train digests), from the resident LRU, the disk cache or the dumps. */
   private async joined(rolloutId: number, evaluation: boolean): Promise<JoinedStep> {
     checkId('rollout_id', rolloutId);
-    const key = stem(rolloutId, evaluation);
+    const key = stepStem(rolloutId, evaluation);
     const rollout = await this.rollouts.stamp(rolloutId, evaluation);
     const trainFiles = evaluation ? [] : await this.train.fileNames(rolloutId);
     const stamp = [rollout.stamp, ...trainFiles.map((f) => f.name)].join('\n');
@@ -296,7 +297,7 @@ export class DumpReader {
     }
     const dump = await dumpP;
     const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests, rawRewards: raw };
-    await this.writeStepCache(stem(rolloutId, evaluation), rolloutName, trainFiles, records);
+    await this.writeStepCache(stepStem(rolloutId, evaluation), rolloutName, trainFiles, records);
     return { stamp, records };
   }
 

@@ -14,8 +14,9 @@ import { dumpSampleText, dumpSamples, pendingSamples, type DumpedSampleText } fr
 import type { TorchDocument } from './torchDocument.ts';
 import type { JoinedGroup, JoinHelper } from './trainStep.ts';
 import type { WorkerError } from './rolloutDecodeWorker.ts';
-import { checkId, isMissing, stem, type DumpFiles } from './dumpFiles.ts';
+import { checkId, isMissing, type DumpFiles } from './dumpFiles.ts';
 import type { SampleTokens } from './tokenMirror.ts';
+import { rolloutFile, stepStem } from '../../formats/miles/layout.ts';
 
 /**
  * Work done on a streamed rollout decode between two hand-outs of its finished samples (ms): short at first
@@ -41,7 +42,7 @@ export class RolloutDumpReader {
 
   /** The dump's run-relative name and a stamp of its size and modification time. */
   async stamp(rolloutId: number, evaluation: boolean): Promise<{ name: string; stamp: string; mtimeMs: number }> {
-    const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
+    const name = rolloutFile(rolloutId, evaluation);
     try {
       const st = await this.files.recentStat(await this.files.runPath(name));
       return { name, stamp: `${st.mtimeMs}:${st.size}`, mtimeMs: st.mtimeMs };
@@ -61,7 +62,7 @@ export class RolloutDumpReader {
   }
 
   async load(rolloutId: number, evaluation: boolean, withTokens = false): Promise<RolloutDump> {
-    const name = `rollout_data/${stem(rolloutId, evaluation)}.pt`;
+    const name = rolloutFile(rolloutId, evaluation);
     const doc = await this.openDocument(name, withTokens);
     try {
       return decodeRolloutDump(doc.value, { rolloutId, evaluation, file: name, withTokens });
@@ -75,7 +76,7 @@ export class RolloutDumpReader {
 
   /** One sample's rollout side from the dump itself (decoded once, kept for the next read of the same step). */
   async sampleTokens(rolloutId: number, evaluation: boolean, sampleIndex: number, unknown: () => Error): Promise<SampleTokens> {
-    const key = stem(rolloutId, evaluation);
+    const key = stepStem(rolloutId, evaluation);
     let dump = this.fallbacks.get(key);
     if (!dump) {
       await this.stamp(rolloutId, evaluation);

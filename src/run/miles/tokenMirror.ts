@@ -9,6 +9,7 @@ import { LaterWrites } from '../derivedCache.ts';
 import { FRESH_SECONDS } from './discovery.ts';
 import { Lru } from './lru.ts';
 import { isMissing, type DumpFiles } from './dumpFiles.ts';
+import { mirrorFile, stepStem } from '../../formats/miles/layout.ts';
 
 /** Columns of `dashboard_columns/rollout_*.parquet`; a mirror with another column set is not trusted. */
 export const ROLLOUT_COLUMNS = ['sample_index', 'response_length', 'total_length', 'tokens', 'loss_mask', 'rollout_log_probs'];
@@ -52,16 +53,16 @@ export class TokenMirror {
   constructor(private readonly files: DumpFiles) {}
 
   /** A stamp of the step's mirror as it is now, or null without a usable mirror. */
-  async stamp(key: string): Promise<string | null> {
-    return (await this.mirror(key))?.stamp ?? null;
+  async stamp(rolloutId: number, evaluation: boolean): Promise<string | null> {
+    return (await this.mirror(rolloutId, evaluation))?.stamp ?? null;
   }
 
   /**
    * One sample's row of the step's mirror (`unknown` when the mirror lacks the sample), or null without a
    * usable mirror (missing, or with another column set).
    */
-  async sampleTokens(key: string, sampleIndex: number, unknown: () => Error): Promise<SampleTokens | null> {
-    const mirror = await this.lease(key);
+  async sampleTokens(rolloutId: number, evaluation: boolean, sampleIndex: number, unknown: () => Error): Promise<SampleTokens | null> {
+    const mirror = await this.lease(rolloutId, evaluation);
     if (!mirror) return null;
     try {
       let rowNo = mirror.rowBySample.get(sampleIndex);
@@ -80,9 +81,9 @@ export class TokenMirror {
   }
 
   /** The open mirror of a step, held for the caller (who must decrement `users` and settle it when done). */
-  private async lease(key: string): Promise<MirrorEntry | null> {
+  private async lease(rolloutId: number, evaluation: boolean): Promise<MirrorEntry | null> {
     for (;;) {
-      const m = await this.mirror(key);
+      const m = await this.mirror(rolloutId, evaluation);
       if (!m) return null;
       // Evicted and closed between its opening and now: the next call opens it again.
       if (m.closed) continue;
@@ -91,8 +92,9 @@ export class TokenMirror {
     }
   }
 
-  private async mirror(key: string): Promise<MirrorEntry | null> {
-    const name = `dashboard_columns/rollout_${key}.parquet`;
+  private async mirror(rolloutId: number, evaluation: boolean): Promise<MirrorEntry | null> {
+    const key = stepStem(rolloutId, evaluation);
+    const name = mirrorFile(rolloutId, evaluation);
     const path = await this.files.runPath(name);
     let st;
     try {

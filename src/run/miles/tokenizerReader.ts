@@ -3,6 +3,7 @@
 import type { RunTokenizer } from '../tokenizer.ts';
 import { TokenTexts } from './tokenTexts.ts';
 import type { DumpFiles } from './dumpFiles.ts';
+import { TOKENIZER_FILE } from '../../formats/miles/layout.ts';
 
 export class TokenizerReader {
   private tokenizer: Promise<RunTokenizer | null> | undefined;
@@ -21,7 +22,7 @@ export class TokenizerReader {
     // Loaded with the first token read (the tokenizer library is not needed before one).
     this.tokenizer ??= import('../tokenizer.ts').then(({ RunTokenizer }) => RunTokenizer.load(this.files.runDir)).catch((e: unknown) => {
       const message = (e as Error).message ?? String(e);
-      this.files.noteLayout('tokenizer/tokenizer.json', `${message.replace(/^\S*tokenizer\.json: /, '').replace(/: skipped$/, '')}: token texts skipped`);
+      this.files.noteLayout(TOKENIZER_FILE, `${message.replace(/^\S*tokenizer\.json: /, '').replace(/: skipped$/, '')}: token texts skipped`);
       return null;
     });
     return this.tokenizer;

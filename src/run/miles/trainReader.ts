@@ -12,6 +12,7 @@ import { CP_SHARDED_FIELDS, rowValue, type RowFieldReader, type TokenField, type
 import { readNumbers } from './torchDocument.ts';
 import { TrainStepFiles, type RankFileName, type StepCatalog, type StepCatalogStore } from './trainStep.ts';
 import { isMissing, type DumpFiles } from './dumpFiles.ts';
+import { TRAIN_DIR, trainFile, trainRankOf } from '../../formats/miles/layout.ts';
 
 const TRAIN_CATALOG_VERSION = 1;
 /** Rank files up to this size are read whole when a step is joined (most of their storages are needed). */
@@ -28,7 +29,7 @@ export class TrainDumpReader {
 
   /** `train_data/` file names, re-read only when the directory changes. */
   private async trainListing(): Promise<string[]> {
-    const dir = join(this.files.runDir, 'train_data');
+    const dir = join(this.files.runDir, TRAIN_DIR);
     let st;
     try {
       st = await this.files.recentStat(dir);
@@ -40,7 +41,7 @@ export class TrainDumpReader {
     if (this.listing && this.listing.stamp === stamp) return this.listing.names;
     if (!st.isDirectory()) {
       // The run still answers from its rollout dumps alone.
-      this.files.noteLayout('train_data', `${fileKind(st)}, not a directory: train dumps skipped`);
+      this.files.noteLayout(TRAIN_DIR, `${fileKind(st)}, not a directory: train dumps skipped`);
       this.listing = { stamp, names: [], unplain: new Set() };
       return [];
     }
@@ -53,13 +54,11 @@ export class TrainDumpReader {
 
   /** One step's rank files, by rank. */
   async fileNames(rolloutId: number): Promise<RankFileName[]> {
-    const prefix = `${rolloutId}_`;
     const out: RankFileName[] = [];
     for (const n of await this.trainListing()) {
-      if (!n.startsWith(prefix) || !n.endsWith('.pt')) continue;
-      const r = n.slice(prefix.length, -3);
-      if (!/^\d+$/.test(r)) continue;
-      out.push({ name: `train_data/${n}`, rank: Number(r), listedRegular: this.listing?.unplain.has(n) === false });
+      const rank = trainRankOf(n, rolloutId);
+      if (rank === null) continue;
+      out.push({ name: trainFile(rolloutId, rank), rank, listedRegular: this.listing?.unplain.has(n) === false });
     }
     return out.sort((a, b) => a.rank - b.rank);
   }
@@ -73,7 +72,7 @@ export class TrainDumpReader {
     if (cached && cached.stamp === stamp) return cached;
     // A plain file resolves inside the run when its folder does: only the folder and what is not a plain
     // file (a symlink) need resolving.
-    await this.files.runPath('train_data');
+    await this.files.runPath(TRAIN_DIR);
     const unplain = this.listing?.unplain;
     for (const f of files) if (!unplain || unplain.has(basename(f.name))) await this.files.runPath(f.name);
     const step = new TrainStepFiles(

@@ -5,7 +5,8 @@ import { readRegularFile } from '../../formats/fileAccess.ts';
 import type { ConversationRecord } from '../model.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { Lru } from './lru.ts';
-import { checkId, isMissing, stem, type DumpFiles } from './dumpFiles.ts';
+import { checkId, isMissing, type DumpFiles } from './dumpFiles.ts';
+import { trajectoryFile } from '../../formats/miles/layout.ts';
 
 export class TrajectorySidecar {
   private readonly read = new Lru<string, { stamp: string; rows: Map<number, ConversationRecord> }>(4);
@@ -15,7 +16,7 @@ export class TrajectorySidecar {
   /** One step's recorded conversations (sidecar rows, as written) by sample id; null without a sidecar. */
   async conversations(rolloutId: number, evaluation = false): Promise<ReadonlyMap<number, ConversationRecord> | null> {
     checkId('rollout_id', rolloutId);
-    const name = `trajectory/${stem(rolloutId, evaluation)}.jsonl`;
+    const name = trajectoryFile(rolloutId, evaluation);
     const path = await this.files.runPath(name);
     let st;
     try {
