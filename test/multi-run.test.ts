@@ -63,6 +63,19 @@ describe('several runs in one server', () => {
     );
   });
 
+  test('/api/runs gives each run its status, edge, scalar meta.json args and the newest value of the metrics asked for', async () => {
+    const listed = (await (await get('/api/runs?latest=rollout/rewards_mean,perf/step_time,nope/never')).json()) as any;
+    const metrics = (await (await get('/api/runs/collapse/metrics?keys=rollout/rewards_mean,perf/step_time&x=rollout/step')).json()) as any;
+    const r = listed.runs[1];
+    assert.deepEqual([r.status, r.warnings, r.config], ['finished', [], { colocate: true }]);
+    assert.ok(r.end_ts > r.start_ts, `edge ${r.end_ts} after start ${r.start_ts}`);
+    assert.deepEqual(r.latest, { 'rollout/rewards_mean': metrics['rollout/rewards_mean'].y.at(-1), 'perf/step_time': metrics['perf/step_time'].y.at(-1), 'nope/never': null });
+    assert.equal(typeof r.latest['perf/step_time'], 'number');
+    const tooMany = await get(`/api/runs?latest=${Array.from({ length: 17 }, (_, i) => `k${i}`).join(',')}`);
+    assert.equal(tooMany.status, 400);
+    assert.match(((await tooMany.json()) as any).detail, /latest: at most 16/);
+  });
+
   test('every golden request answers the same bytes under /api/runs/{first}/ as under the reference path', async () => {
     const requests = [...new Set(loadGoldens().map((g) => g.request))].filter((r) => r.startsWith('/api/'));
     assert.ok(requests.length > 250, `${requests.length} requests`);

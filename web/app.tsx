@@ -95,9 +95,11 @@ export function App() {
           {runs && runs.length > 1 && shownRun !== null && <RunSelector runs={runs} chosen={shownRun} />}
           {m && (
             <>
-              <span class="run-name" title={`run ${shownRun ?? ''}`} data-run={shownRun ?? undefined}>
-                {runs && runs.length > 1 && m.run_name !== shownRun ? `${shownRun} · ${m.run_name ?? 'unnamed run'}` : (m.run_name ?? 'unnamed run')}
-              </span>
+              {!(runs && runs.length > 1) && (
+                <span class="run-name" title="run name">
+                  {m.run_name ?? 'unnamed run'}
+                </span>
+              )}
               {m.mode === 'follow' ? (
                 <span
                   class={`badge ${connected ? 'live' : 'stale'}`}

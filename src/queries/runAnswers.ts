@@ -44,6 +44,7 @@ import { STEP_AGGREGATE_METRICS, stepAggregate, stepTables, type StepAggregate }
 import { tokenView } from './tokens.ts';
 import { topology } from './topology.ts';
 import { rolloutTrajectories } from './trajectoryLanes.ts';
+import { latestValues, runConfig, runStatus } from './runsTable.ts';
 
 export interface Window {
   t0?: number;
@@ -79,8 +80,8 @@ export interface RunCatalog {
  */
 export interface RunSources {
   meta(p: Presentation): Promise<Meta>;
-  /** The run as `/api/runs` lists it, under the URL name `id`. */
-  listing(id: string, primary: boolean): Promise<RunListing>;
+  /** The run as `/api/runs` lists it, under the URL name `id`, with the newest value of each `latest` key. */
+  listing(id: string, primary: boolean, opts?: { follow?: boolean; latest?: readonly string[] }): Promise<RunListing>;
   topology(): Promise<Topology>;
   /** rlsight's own: the lanes a selection picks (`/api/rlsight/lanes`). */
   selectLanes(grammar: string | undefined): Promise<LanesAnswer>;
@@ -223,9 +224,16 @@ export class RunAnswers implements RunSources {
     };
   }
 
-  async listing(id: string, primary: boolean): Promise<RunListing> {
+  async listing(id: string, primary: boolean, opts: { follow?: boolean; latest?: readonly string[] } = {}): Promise<RunListing> {
     const store = this.store;
-    const [ids, catalog] = await Promise.all([this.model.rolloutIds(), this.catalog()]);
+    const keys = opts.latest ?? [];
+    const [ids, catalog, latest] = await Promise.all([
+      this.model.rolloutIds(),
+      this.catalog(),
+      keys.length ? this.metrics({ keys: [...keys], x: 'rollout/step' }).then((a) => latestValues(a, keys)) : {},
+    ]);
+    const warnings = this.warnings();
+    const edge = store.timeRange()?.[1] ?? null;
     return {
       id,
       name: store.meta()?.run_name || basename(this.model.dir),
@@ -234,6 +242,11 @@ export class RunAnswers implements RunSources {
       steps: Math.max(catalog.steps.length, ids.train.length),
       formats: [this.model.format],
       primary,
+      end_ts: edge,
+      status: runStatus(warnings, opts.follow ?? false, edge, Date.now() / 1000),
+      warnings,
+      config: runConfig(store.meta()?.args),
+      latest,
     };
   }
 

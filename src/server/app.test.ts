@@ -60,7 +60,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     groups: record('groups', {}),
     trajectories: record('trajectories', {}),
     sampleStep: record('sampleStep', {}),
-    listing: async (id, primary) => ({ id, name: 'r', start_ts: 1, gpus: 0, steps: 1, formats: ['miles'], primary }),
+    listing: async (id, primary) => ({ id, name: 'r', start_ts: 1, gpus: 0, steps: 1, formats: ['miles'], primary, end_ts: null, status: 'finished', warnings: [], config: {}, latest: {} }),
     messages: record('messages', {}),
     tokens: record('tokens', {}),
     advance: async () => {},

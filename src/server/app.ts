@@ -16,6 +16,8 @@ import { mountAnswers, mountRunsAnswers } from './answers.ts';
 import { failureResponse } from './errors.ts';
 import { EventFeed, mountEvents } from './events.ts';
 import { jsonResponse } from './json.ts';
+import { parseParams } from './params.ts';
+import { z } from 'zod';
 import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
 import { mountRollout } from './rollout.ts';
@@ -91,6 +93,15 @@ function forRunApi(req: Request, rest: string): Request {
   return new Request(url, req);
 }
 
+/** Latest values the runs table may ask for at once (one metrics read per run and key). */
+const MAX_LATEST_KEYS = 16;
+const runsQuery = z.object({
+  latest: z
+    .string()
+    .refine((v) => v.split(',').filter(Boolean).length <= MAX_LATEST_KEYS, `latest: at most ${MAX_LATEST_KEYS} metric keys`)
+    .optional(),
+});
+
 /** The app over several runs. */
 export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Hono {
   const { runs } = args;
@@ -115,7 +126,9 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
 
   app.get('/api/runs', async (c) => {
     const listed = runs.runs();
-    const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0))) };
+    const { latest } = parseParams(runsQuery, c.req.query());
+    const keys = latest?.split(',').filter(Boolean) ?? [];
+    const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys }))) };
     return jsonResponse(c, body);
   });
   const namedRuns = () =>

@@ -1,5 +1,10 @@
 // `/api/runs`: the runs one server answers about, each also under `/api/runs/{id}/…`.
 
+/** live: followed and still writing; finished: no longer writing; damaged: reading met problems (see `warnings`). */
+export type RunStatus = 'live' | 'finished' | 'damaged';
+
+export type RunConfigValue = string | number | boolean;
+
 export interface RunListing {
   /** The run's name in URLs (`/api/runs/{id}/…`): its folder name, made unique. */
   id: string;
@@ -14,6 +19,15 @@ export interface RunListing {
   formats: string[];
   /** Whether the reference paths (`/api/…`) answer for it. */
   primary: boolean;
+  /** Newest data written (telemetry edge), or null when the run has no timestamps. */
+  end_ts: number | null;
+  status: RunStatus;
+  /** What reading it met (skipped lines, unreadable files): why it is damaged. */
+  warnings: string[];
+  /** `meta.json`'s scalar args (model, learning rate, batch and group size, parallelism, …). */
+  config: Record<string, RunConfigValue>;
+  /** The newest value of each metric asked for with `?latest=KEY,KEY` (empty without it). */
+  latest: Record<string, number | null>;
 }
 
 export interface RunsAnswer {

@@ -95,7 +95,7 @@ export async function serveRlsightDemo(): Promise<Served> {
 }
 
 /** Starts `rlsight ARGS --port P` and waits until it serves; stopping it removes `base`. */
-async function spawnServer(base: string, runDir: string, args: string[]): Promise<Served> {
+export async function spawnServer(base: string, runDir: string, args: string[]): Promise<Served> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [RLSIGHT_BIN, ...args, '--port', String(port)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';

@@ -101,19 +101,85 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.equal(hashParams(page).get('run'), 'collapse');
     await page.goForward();
     await page.reload();
-    await page.waitForSelector('header.topbar select[aria-label=run]');
-    assert.equal(await page.$eval('header.topbar select[aria-label=run]', (s: any) => s.value), 'collapse');
+    await page.waitForSelector('header.topbar [data-testid=run-selector]');
+    assert.equal(await page.getAttribute('header.topbar [data-testid=run-selector]', 'data-run'), 'collapse');
+    assert.doesNotMatch((await page.textContent('header.topbar'))!, /healthy/, 'the header names the chosen run only');
 
     const seen = recordRequests(page);
     await page.goto(`${served.url}#/health?run=collapse`);
     await page.waitForSelector('table.health-board tbody tr');
-    await page.selectOption('header.topbar select[aria-label=run]', 'healthy');
+    await page.click('header.topbar [data-testid=run-selector]');
+    await page.click('header.topbar [role=option][data-run=healthy]');
     await page.waitForFunction(() => /run=healthy/.test(location.hash));
-    await page.waitForFunction(() => /healthy/.test(document.querySelector('header.topbar .run-name')?.textContent ?? ''));
+    await page.waitForFunction(() => /healthy/.test(document.querySelector('header.topbar [data-testid=run-selector]')?.textContent ?? ''));
     await page.waitForSelector('table.health-board tbody tr');
     assert.ok(seen.some((p) => p.startsWith('/api/runs/healthy/rlsight/health')));
     await page.goBack();
-    await page.waitForFunction(() => /collapse/.test(document.querySelector('header.topbar .run-name')?.textContent ?? ''));
+    await page.waitForFunction(() => /collapse/.test(document.querySelector('header.topbar [data-testid=run-selector]')?.textContent ?? ''));
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('the runs table lists both runs with their configuration and latest values; sort, filter and compare picks live in the URL', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/?run=collapse`);
+    await page.click('header.topbar nav a:text-is("Runs")');
+    await page.waitForSelector('table.runs-table tbody tr');
+    assert.equal(hashParams(page).get('run'), 'collapse');
+    const headers = await page.$$eval('table.runs-table thead th[data-col]', (ths) => ths.map((t: any) => t.getAttribute('data-col')));
+    for (const col of ['format', 'status', 'start', 'duration', 'gpus', 'steps', 'model', 'lr', 'batch', 'group', 'parallel', 'm:rollout/rewards_mean', 'm:rollout/zero_std_group_ratio', 'm:perf/step_time'])
+      assert.ok(headers.includes(col), `column ${col} in ${headers}`);
+    const cell = (run: string, col: string) => page.textContent(`table.runs-table tr[data-run="${run}"] td[data-col="${col}"]`);
+    assert.deepEqual(await page.$$eval('table.runs-table tbody tr', (trs) => trs.map((t: any) => t.getAttribute('data-run'))), ['healthy', 'collapse']);
+    assert.equal(await cell('collapse', 'model'), 'Qwen/Qwen3-8B');
+    assert.equal(await cell('collapse', 'group'), '8');
+    assert.equal(await cell('collapse', 'status'), 'finished');
+    assert.equal(await cell('collapse', 'steps'), '200');
+    const listed = await api<{ runs: { id: string; latest: Record<string, number> }[] }>('runs?latest=rollout/zero_std_group_ratio');
+    const zs = listed.runs.find((r) => r.id === 'collapse')!.latest['rollout/zero_std_group_ratio']!;
+    assert.equal(Number(await cell('collapse', 'm:rollout/zero_std_group_ratio')), Number(zs.toFixed(3)));
+    // Sort by the latest zero-std share, highest first; then filter by text.
+    await page.click('table.runs-table th[data-col="m:rollout/zero_std_group_ratio"] button');
+    await page.click('table.runs-table th[data-col="m:rollout/zero_std_group_ratio"] button');
+    assert.equal(hashParams(page).get('desc'), '1');
+    const order = await page.$$eval('table.runs-table tbody tr', (trs) => trs.map((t: any) => t.getAttribute('data-run')));
+    const healthyZs = listed.runs.find((r) => r.id === 'healthy')!.latest['rollout/zero_std_group_ratio']!;
+    assert.deepEqual(order, zs > healthyZs ? ['collapse', 'healthy'] : ['healthy', 'collapse']);
+    await page.fill('input[aria-label="filter runs"]', 'collapse');
+    await page.waitForFunction(() => document.querySelectorAll('table.runs-table tbody tr').length === 1);
+    await page.fill('input[aria-label="filter runs"]', '');
+    await page.waitForFunction(() => document.querySelectorAll('table.runs-table tbody tr').length === 2);
+    // An arg column chosen by the user is kept in the URL, like the picks to compare.
+    await page.click('summary:text-is("arg columns")');
+    await page.click('input[data-option="rollout_max_response_len"]');
+    await page.waitForSelector('table.runs-table th[data-col="arg:rollout_max_response_len"]');
+    await page.check('input[aria-label="compare healthy"]');
+    await page.check('input[aria-label="compare collapse"]');
+    await page.reload();
+    await page.waitForSelector('table.runs-table th[data-col="arg:rollout_max_response_len"]');
+    assert.equal(await page.isChecked('input[aria-label="compare collapse"]'), true);
+    const metricsLink = await page.getAttribute('[data-testid=runs-compare] a:text-is("Metrics")', 'href');
+    assert.match(metricsLink!, /runs=healthy(%2C|,)collapse/);
+    await screenshot(page, 'runs-table');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('the header fits 1000 px: view names on one line, the run named in full', async () => {
+    const w = await openPage(browser, 1000, 700);
+    const { page } = w;
+    await page.goto(`${served.url}#/timeline?run=collapse`);
+    await page.waitForSelector('header.topbar [data-testid=run-selector]');
+    const fit = await page.evaluate(() => {
+      const h = document.querySelector('header.topbar');
+      const sel = document.querySelector('[data-testid=run-selector]');
+      const heights = [...h.querySelectorAll('nav a')].map((a: any) => a.getBoundingClientRect().height);
+      return { overflow: h.scrollWidth - h.clientWidth, heights, clipped: sel.scrollWidth - sel.clientWidth, right: sel.getBoundingClientRect().right };
+    });
+    assert.equal(fit.overflow, 0, 'nothing runs off the header');
+    assert.ok(Math.max(...fit.heights) <= 50, `each view name on one line: ${fit.heights}`);
+    assert.equal(fit.clipped, 0, 'the run name is not cut');
+    assert.ok(fit.right <= 1000);
+    await screenshot(page, 'header-1000px');
     assert.deepEqual(w.problems(), []);
   });
 

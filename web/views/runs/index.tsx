@@ -1,6 +1,236 @@
-// Runs table (`#/runs`): one row per served run.
-import type { Route } from '../../route.ts';
+// Runs table (`#/runs`): one row per served run — what it is (format, status, start, duration, GPUs, steps), how
+// it was configured (meta.json's args) and where it stands (the latest value of chosen metrics). Sort, filter,
+// and pick runs to compare; the choices live in the URL (`sort`, `desc`, `q`, `metrics`, `args`, `pick`).
+import type { ComponentChildren } from 'preact';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { getJson } from '../../api.ts';
+import { ErrorNote, Loading } from '../../components/status.tsx';
+import { fmtDuration, fmtNum, fmtWall } from '../../format.ts';
+import { liveTick, meta } from '../../live.ts';
+import { href, setParams, type Route } from '../../route.ts';
+import { runColor, runList } from '../../runs.ts';
+import { useStore } from '../../store.ts';
+import type { RunConfigValue, RunListing, RunsAnswer } from '../../../src/wire/index.ts';
+import { useApi } from '../../useApi.ts';
 
-export function RunsView(_: { route: Route }) {
+/** The latest values shown unless the URL chooses others: reward, zero-std share, step time. */
+export const DEFAULT_METRICS = ['rollout/rewards_mean', 'rollout/zero_std_group_ratio', 'perf/step_time'];
+/** New runs under `--runs ROOT --follow` are listed within this. */
+const POLL_MS = 5000;
+
+/** Key configuration columns: the first arg a run records under any of the names. */
+const KEY_CONFIG: { id: string; label: string; args: string[] }[] = [
+  { id: 'model', label: 'model', args: ['hf_checkpoint', 'model_name', 'model', 'load'] },
+  { id: 'lr', label: 'lr', args: ['lr', 'learning_rate'] },
+  { id: 'batch', label: 'batch', args: ['global_batch_size', 'rollout_batch_size'] },
+  { id: 'group', label: 'group size', args: ['n_samples_per_prompt'] },
+];
+const PARALLELISM: [string, string][] = [
+  ['TP', 'tensor_model_parallel_size'],
+  ['PP', 'pipeline_model_parallel_size'],
+  ['CP', 'context_parallel_size'],
+  ['EP', 'expert_model_parallel_size'],
+];
+
+type Cell = string | number | null;
+
+interface Column {
+  id: string;
+  label: string;
+  title?: string;
+  value: (r: RunListing) => Cell;
+  show?: (r: RunListing) => ComponentChildren;
+}
+
+function keyConfig(r: RunListing, names: string[]): RunConfigValue | null {
+  for (const n of names) if (r.config[n] !== undefined) return r.config[n]!;
   return null;
+}
+
+function parallelism(r: RunListing): string | null {
+  const parts = PARALLELISM.filter(([, k]) => typeof r.config[k] === 'number').map(([l, k]) => `${l}${r.config[k]}`);
+  return parts.length ? parts.join(' ') : null;
+}
+
+const duration = (r: RunListing) => (r.start_ts !== null && r.end_ts !== null ? Math.max(0, r.end_ts - r.start_ts) : null);
+const list = (v: string | null) => (v ?? '').split(',').filter(Boolean);
+const scalar = (v: RunConfigValue | null): Cell => (v === null ? null : typeof v === 'boolean' ? String(v) : v);
+const cellText = (v: Cell) => (v === null ? '—' : typeof v === 'number' ? fmtNum(v) : v);
+
+export function RunsView({ route }: { route: Route }) {
+  const p = route.params;
+  const metricKeys = p.has('metrics') ? list(p.get('metrics')) : DEFAULT_METRICS;
+  const argCols = list(p.get('args'));
+  const picked = new Set(list(p.get('pick')));
+  const sort = p.get('sort') ?? 'start';
+  const desc = p.get('desc') === '1';
+  const m = useStore(meta);
+  const tick = useStore(liveTick);
+  const [poll, setPoll] = useState(0);
+  // A followed server may gain runs (`--runs ROOT --follow`): ask again while the table is open.
+  useEffect(() => {
+    if (m?.mode !== 'follow') return;
+    const t = setInterval(() => setPoll((n) => n + 1), POLL_MS);
+    return () => clearInterval(t);
+  }, [m?.mode]);
+  const res = useApi(`runs|${metricKeys.join(',')}`, (signal) => getJson<RunsAnswer>('runs', { latest: metricKeys.join(',') }, signal), `${tick}|${poll}`);
+  const [filter, setFilter] = useState(p.get('q') ?? '');
+  // The header's run choice learns of runs that joined.
+  useEffect(() => {
+    if (res.data && res.data.runs.length !== (runList.get()?.length ?? 0)) runList.set(res.data.runs);
+  }, [res.data]);
+
+  const runs = res.data?.runs ?? [];
+  const allArgs = useMemo(() => [...new Set(runs.flatMap((r) => Object.keys(r.config)))].sort(), [runs]);
+  const columns: Column[] = [
+    { id: 'format', label: 'format', value: (r) => r.formats.join(', ') },
+    {
+      id: 'status',
+      label: 'status',
+      value: (r) => r.status,
+      show: (r) => (
+        <span class={`run-status ${r.status}`} title={r.warnings.join('\n') || undefined} data-status={r.status}>
+          {r.status === 'damaged' ? `⚠ damaged: ${r.warnings[0]}${r.warnings.length > 1 ? ` (+${r.warnings.length - 1})` : ''}` : r.status}
+        </span>
+      ),
+    },
+    { id: 'start', label: 'start', value: (r) => r.start_ts, show: (r) => (r.start_ts === null ? '—' : fmtWall(r.start_ts)) },
+    { id: 'duration', label: 'duration', value: duration, show: (r) => (duration(r) === null ? '—' : fmtDuration(duration(r)!)) },
+    { id: 'gpus', label: 'GPUs', value: (r) => r.gpus },
+    { id: 'steps', label: 'steps', value: (r) => r.steps },
+    ...KEY_CONFIG.map((c): Column => ({ id: c.id, label: c.label, title: c.args.join(' / '), value: (r) => scalar(keyConfig(r, c.args)) })),
+    { id: 'parallel', label: 'parallelism', title: PARALLELISM.map(([, k]) => k).join(', '), value: parallelism },
+    ...argCols.map((a): Column => ({ id: `arg:${a}`, label: a, title: 'meta.json arg', value: (r) => scalar(r.config[a] ?? null) })),
+    ...metricKeys.map((k): Column => ({ id: `m:${k}`, label: k, title: 'latest value', value: (r) => r.latest[k] ?? null, show: (r) => fmtNum(r.latest[k] ?? null) })),
+  ];
+
+  const needle = filter.trim().toLowerCase();
+  const shown = useMemo(() => {
+    const text = (r: RunListing) => [r.id, r.name, r.status, ...r.formats, ...Object.entries(r.config).map(([k, v]) => `${k}=${v}`)].join(' ').toLowerCase();
+    const rows = needle ? runs.filter((r) => needle.split(/\s+/).every((w) => text(r).includes(w))) : [...runs];
+    const col = sort === 'name' ? { value: (r: RunListing) => r.name } : columns.find((c) => c.id === sort);
+    if (col) {
+      rows.sort((a, b) => {
+        const x = col.value(a);
+        const y = col.value(b);
+        if (x === y) return 0;
+        if (x === null) return 1;
+        if (y === null) return -1;
+        const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true });
+        return desc ? -c : c;
+      });
+    }
+    return rows;
+  }, [runs, needle, sort, desc, columns.map((c) => c.id).join()]);
+
+  if (res.error) return <ErrorNote error={res.error} />;
+  if (!res.data) return <Loading what="runs" />;
+
+  const sortBy = (id: string) => setParams({ sort: id, desc: sort === id ? !desc : false }, false);
+  const toggle = (id: string) => {
+    const next = new Set(picked);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    setParams({ pick: runs.filter((r) => next.has(r.id)).map((r) => r.id).join(',') });
+  };
+  const chosen = runs.filter((r) => picked.has(r.id));
+  const ids = chosen.map((r) => r.id);
+  const arrow = (id: string) => (sort === id ? (desc ? ' ▾' : ' ▴') : '');
+
+  return (
+    <section class="runs-view">
+      <h2 class="view-title">
+        Runs — {runs.length} served{m?.mode === 'follow' ? ', new runs appear as they start' : ''}
+      </h2>
+      <div class="runs-controls">
+        <input
+          type="search"
+          placeholder="filter: name, status, arg=value…"
+          aria-label="filter runs"
+          value={filter}
+          onInput={(e) => {
+            const v = (e.currentTarget as HTMLInputElement).value;
+            setFilter(v);
+            setParams({ q: v });
+          }}
+        />
+        <ColumnChooser label="metric columns" chosen={metricKeys} options={m?.metric_keys ?? []} param="metrics" defaults={DEFAULT_METRICS} />
+        <ColumnChooser label="arg columns" chosen={argCols} options={allArgs} param="args" defaults={[]} />
+        <span class="runs-compare" data-testid="runs-compare">
+          {chosen.length < 2 ? (
+            <span class="hint">tick two or more runs to compare them</span>
+          ) : (
+            <>
+              compare {ids.join(' · ')}: <a href={href('/', { runs: ids.join(','), run: ids[0] })}>Metrics</a>
+              <a href={href('/health', { runs: ids.join(','), run: ids[0] })}>Health</a>
+              <a href={href('/rollout', { runs: ids.slice(0, 2).join(','), run: ids[0] })}>Rollouts</a>
+              <a href={href('/timeline', { runs: ids.slice(0, 2).join(','), run: ids[0] })}>Compute</a>
+              <a href={href('/diff', { run: ids[0], run_a: ids[0], run_b: ids[1] })}>Diff</a>
+            </>
+          )}
+        </span>
+      </div>
+      <div class="runs-scroll">
+        <table class="runs-table" data-testid="runs-table">
+          <thead>
+            <tr>
+              <th scope="col" class="pick" aria-label="compare" />
+              <th scope="col" aria-sort={sort === 'name' ? (desc ? 'descending' : 'ascending') : undefined}>
+                <button type="button" onClick={() => sortBy('name')}>
+                  run{arrow('name')}
+                </button>
+              </th>
+              {columns.map((c) => (
+                <th scope="col" title={c.title} data-col={c.id} aria-sort={sort === c.id ? (desc ? 'descending' : 'ascending') : undefined}>
+                  <button type="button" onClick={() => sortBy(c.id)}>
+                    {c.label}
+                    {arrow(c.id)}
+                  </button>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((r) => (
+              <tr data-run={r.id} key={r.id}>
+                <td class="pick">
+                  <input type="checkbox" aria-label={`compare ${r.id}`} checked={picked.has(r.id)} onChange={() => toggle(r.id)} />
+                </td>
+                <th scope="row">
+                  <span class="swatch" style={{ background: runColor(runs, r.id) }} />
+                  <a href={href('/', { run: r.id })} title={`open ${r.id}`}>
+                    {r.id}
+                  </a>
+                  {r.name !== r.id && <span class="run-label"> {r.name}</span>}
+                </th>
+                {columns.map((c) => (
+                  <td data-col={c.id}>{c.show ? c.show(r) : cellText(c.value(r))}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {shown.length === 0 && <p class="hint">No run matches “{filter}”.</p>}
+    </section>
+  );
+}
+
+/** Adds or removes optional columns (kept in the URL). */
+function ColumnChooser(props: { label: string; chosen: string[]; options: string[]; param: string; defaults: string[] }) {
+  const { label, chosen, options, param, defaults } = props;
+  const set = (next: string[]) => setParams({ [param]: next.join(',') === defaults.join(',') ? null : next.join(',') || (defaults.length ? ',' : null) }, false);
+  return (
+    <details class="column-chooser">
+      <summary>{label}</summary>
+      <div class="column-options">
+        {options.map((o) => (
+          <label>
+            <input type="checkbox" checked={chosen.includes(o)} onChange={() => set(chosen.includes(o) ? chosen.filter((x) => x !== o) : [...chosen, o])} data-option={o} />
+            {o}
+          </label>
+        ))}
+      </div>
+    </details>
+  );
 }

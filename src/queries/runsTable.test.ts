@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { LIVE_EDGE_S, latestValues, runConfig, runStatus } from './runsTable.ts';
+
+test('a run is damaged when reading met problems, live only while followed and writing, else finished', () => {
+  assert.equal(runStatus(['metrics.jsonl: line 3 skipped'], true, 100, 100), 'damaged');
+  assert.equal(runStatus([], true, 100, 100 + LIVE_EDGE_S), 'live');
+  assert.equal(runStatus([], true, 100, 101 + LIVE_EDGE_S), 'finished');
+  assert.equal(runStatus([], false, 100, 100), 'finished');
+  assert.equal(runStatus([], true, null, 100), 'finished');
+});
+
+test('the configuration keeps scalar args only', () => {
+  assert.deepEqual(runConfig({ lr: 1e-6, hf_checkpoint: 'Qwen/Qwen3-8B', colocate: true, nested: { a: 1 }, none: null, bad: Number.NaN, list: [1] }), {
+    lr: 1e-6,
+    hf_checkpoint: 'Qwen/Qwen3-8B',
+    colocate: true,
+  });
+  assert.deepEqual(runConfig(undefined), {});
+  assert.deepEqual(runConfig([1, 2]), {});
+});
+
+test('the latest value is the newest finite number of each key', () => {
+  const answer = { a: { x: [0, 1, 2], y: [1, 2, null], ts: [0, 0, 0] }, b: { x: [0], y: ['text'], ts: [0] } };
+  assert.deepEqual(latestValues(answer, ['a', 'b', 'c']), { a: 2, b: null, c: null });
+});
