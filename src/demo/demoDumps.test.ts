@@ -1,25 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cpResponseRanges } from '../run/miles/trainDump.ts';
-import { cpSlices, grpoAdvantages, partitionByDp } from './demoDumps.ts';
+import { grpoAdvantages, partitionByDp } from './demoDumps.ts';
 import type { PlannedSample } from './demoPlan.ts';
 
 const sample = (index: number, groupIndex: number, reward: number, length: number) => ({ index, groupIndex, reward, tokens: new Array(length).fill(0) }) as unknown as PlannedSample;
 
 describe('train dump layout', () => {
-  it('splits a response into zigzag CP slices that together cover it exactly once', () => {
-    for (const [total, response, cp] of [[100, 60, 2], [37, 30, 2], [250, 10, 4], [9, 8, 2], [64, 63, 4]]) {
-      const seen = new Array(response).fill(0);
-      for (let r = 0; r < cp; r++) {
-        const ours = cpSlices(total, response, cp, r);
-        // The reader reassembles with its own arithmetic; both must agree.
-        assert.deepEqual(ours, cpResponseRanges(total, response, cp, r));
-        for (const [lo, hi] of ours) for (let i = lo; i < hi; i++) seen[i]++;
-      }
-      assert.ok(seen.every((n) => n === 1), `total ${total} response ${response} cp ${cp}: ${seen}`);
-    }
-  });
-
   it('partitions a batch into equal-size DP shards balanced by length, rows in index order', () => {
     const batch = Array.from({ length: 12 }, (_, i) => sample(i, Math.floor(i / 4), 0, 10 + i * 7));
     const shards = partitionByDp(batch, 3);

@@ -12,6 +12,7 @@ import { pyDumps, type PyJson } from '../formats/pythonJson.ts';
 import { SeededRandom } from './random.ts';
 import type { DemoTokenizer } from './vocabulary.ts';
 import { mirrorFile, rolloutFile, STEP_DIRS, trainFile, trajectoryFile } from '../formats/miles/layout.ts';
+import { cpResponseRanges } from '../formats/miles/cpSplit.ts';
 
 /** Per-token numbers of one sample, shared by its rollout dump and every train rank holding it. */
 export interface TokenStats {
@@ -198,22 +199,9 @@ export function partitionByDp(samples: PlannedSample[], dp: number): PlannedSamp
   return shards;
 }
 
-/** Response positions `[lo, hi)` held by `cpRank` under the zigzag split of the logits. */
-export function cpSlices(totalLength: number, responseLength: number, cpSize: number, cpRank: number): [number, number][] {
-  const prompt = totalLength - responseLength;
-  const chunk = Math.ceil(totalLength / (2 * cpSize));
-  const out: [number, number][] = [];
-  for (const c of [cpRank, 2 * cpSize - cpRank - 1]) {
-    const lo = Math.max(c * chunk, prompt - 1);
-    const hi = Math.min((c + 1) * chunk, totalLength - 1);
-    if (lo < hi) out.push([lo - (prompt - 1), hi - (prompt - 1)]);
-  }
-  return out;
-}
-
 function cpSlice(values: Float32Array | Float64Array, s: PlannedSample, cpSize: number, cpRank: number): Float32Array {
   if (cpSize === 1) return Float32Array.from(values);
-  const parts = cpSlices(s.tokens.length, s.responseLength, cpSize, cpRank);
+  const parts = cpResponseRanges(s.tokens.length, s.responseLength, cpSize, cpRank);
   const n = parts.reduce((a, [lo, hi]) => a + hi - lo, 0);
   const out = new Float32Array(n);
   let o = 0;

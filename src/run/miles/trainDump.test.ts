@@ -7,13 +7,13 @@ import {
   batchRawRewards,
   buildTrainRow,
   checkTrainSamples,
-  cpResponseRanges,
   indexShardFile,
   indexTrainFiles,
   rowValue,
   type TrainIndex,
 } from './trainDump.ts';
 import { readNumbers } from './torchDocument.ts';
+import { cpResponseRanges } from '../../formats/miles/cpSplit.ts';
 
 function f32(values: number[]): Tensor {
   const bytes = new Uint8Array(Float32Array.from(values).buffer);

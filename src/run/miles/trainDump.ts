@@ -4,6 +4,7 @@ import type { PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { asInt, asNumber, asString, field, isDict, isList, scalarReward } from './pyFields.ts';
 import { lengthOf, readNumbers, type Numbers } from './torchDocument.ts';
+import { cpResponseRanges } from '../../formats/miles/cpSplit.ts';
 
 /** Per-token fields a context-parallel rank stores only its zigzag slice of. */
 export const CP_SHARDED_FIELDS = [
@@ -195,25 +196,6 @@ export function checkTrainSamples(index: TrainIndex, known: ReadonlySet<number>)
 export function batchRawRewards(index: TrainIndex, sampleCount: number): (number | null)[] | null {
   for (const f of index.files) if (f.rawReward) return f.rawReward.length === sampleCount ? f.rawReward.map(scalarReward) : null;
   return null;
-}
-
-/** Response positions `[lo, hi)` of the zigzag CP slice held by `cpRank` (in the order the rank stores them). */
-export function cpResponseRanges(
-  totalLength: number,
-  responseLength: number,
-  cpSize: number,
-  cpRank: number,
-  paddedLength = totalLength,
-): [number, number][] {
-  const prompt = totalLength - responseLength;
-  const chunk = Math.ceil(paddedLength / (2 * cpSize));
-  const out: [number, number][] = [];
-  for (const c of [cpRank, 2 * cpSize - cpRank - 1]) {
-    const lo = Math.max(c * chunk, prompt - 1);
-    const hi = Math.min((c + 1) * chunk, totalLength - 1);
-    if (lo < hi) out.push([lo - (prompt - 1), hi - (prompt - 1)]);
-  }
-  return out;
 }
 
 function sameNumbers(a: Numbers, b: Numbers): boolean {

@@ -11,9 +11,10 @@ import { saveTorch, type Picklable } from '../../formats/torch/writer.ts';
 import { Storage, Tensor } from '../../formats/torch/value.ts';
 import { digestTrainRow } from './trainDigest.ts';
 import { openTorchDocument } from './torchDocument.ts';
-import { buildTrainRow, cpResponseRanges, rowValue, type TrainIndex } from './trainDump.ts';
+import { buildTrainRow, rowValue, type TrainIndex } from './trainDump.ts';
 import { readNumbers } from './torchDocument.ts';
 import { joinClaimed, storageCatalogOf, storageFingerprint, TrainStepFiles, type JoinedGroup, type JoinFailure, type JoinHelper, type RankFileName } from './trainStep.ts';
+import { cpResponseRanges } from '../../formats/miles/cpSplit.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rlsight-trainstep-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
