@@ -2,7 +2,7 @@
 // Each advisory also says which time window (and which lanes) it is about, for the app to link to.
 import { compareNodes, strAsc, type MetricsRecord } from '../run/model.ts';
 import { pyFixed, pyG, pyPercent } from '../formats/pythonFormat.ts';
-import { findStragglers } from './stragglers.ts';
+import { findStragglers, SKEW_MIN_SPREAD_S, type Skew } from './stragglers.ts';
 import { ExactSum } from './exactSum.ts';
 import type { EngineSeriesSummary } from './engineSummary.ts';
 import type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory, Mfu } from '../wire/metrics.ts';
@@ -124,23 +124,41 @@ export function computeAdvisories(inputs: AdvisoryInputs): LocatedAdvisory[] {
 export const STRAGGLERS_NAMED = 3;
 
 function stragglerAdvice({ phases, startTs }: AdvisoryInputs): LocatedAdvisory[] {
-  const found = findStragglers(phases, startTs ?? -Infinity);
+  const { stragglers: found, skew } = findStragglers(phases, startTs ?? -Infinity);
   const out = found.slice(0, STRAGGLERS_NAMED).map((s) => {
     // Zoomed on its worst step, with the peers' median and its own moment both in view.
     const pad = Math.max(s.worst.at - s.worst.median, 10);
     return located(
       'warning',
-      `rank ${s.rank} ${s.verb} ${s.phase} ${pyFixed(s.lag, 1)} s after the median of its peers in ${s.lateSteps} of ${s.steps} steps — ` +
-        `the collectives of every step wait for it; look at its node ${s.node}`,
+      `rank ${s.rank} ${s.verb} ${s.phase} ${pyFixed(s.lag, 1)} s after the median rank (its median lag over ${s.steps} steps), ` +
+        `an outlier against its peers' spread in ${s.lateSteps} of them — the collectives of every step wait for it; look at its node ${s.node}`,
       { t0: s.worst.median - pad, t1: s.worst.at + pad },
       `rank:${s.rank}`,
     );
   });
   const rest = found.slice(STRAGGLERS_NAMED);
   if (rest.length) {
-    out.push(located('info', `${rest.length} more rank(s) start the train phases late in most steps`, null, rankLanes(rest.map((s) => s.rank))));
+    out.push(located('info', `${rest.length} more rank(s) are outliers entering the train phases in most steps`, null, rankLanes(rest.map((s) => s.rank))));
   }
+  if (skew) out.push(located('info', skewMessage(skew), { t0: skew.widest.t0 - 5, t1: skew.widest.t1 + 5 }, null));
   return out;
+}
+
+/** The skew in one sentence: its spread, its order and what usually causes that order. */
+export function skewMessage(k: Skew): string {
+  const order =
+    k.order === 'none'
+      ? `in no fixed rank order (rank ${k.first} earliest, rank ${k.last} latest by median lag)`
+      : `in ${k.order === 'rank' ? '' : 'reverse '}rank order (rank ${k.first} first, rank ${k.last} last)`;
+  const cause =
+    k.order === 'none'
+      ? 'likely uneven input loading or host load, not one slow rank'
+      : 'likely work handed out one rank at a time (data loading, a weight broadcast or a launch in rank order)';
+  return (
+    `skew, not a straggler: the ${k.ranks} train ranks leave train_wait spread over ${pyFixed(k.spread, 1)} s (median step; ` +
+    `${k.skewedSteps} of ${k.steps} steps spread ${SKEW_MIN_SPREAD_S} s or more), ${order}, and no rank is an outlier against that spread — ` +
+    `${cause}; every step waits for the last rank`
+  );
 }
 
 /**

@@ -14,6 +14,7 @@ import type {
 } from '../wire/index.ts';
 import { readableStep, type AnswerRun } from './answerRun.ts';
 import { BadArgument } from '../run/errors.ts';
+import { ENTRY_PHASE, judgeStep } from './stragglers.ts';
 import type { TableRow } from '../wire/index.ts';
 
 export type { HealthAnswer, HealthSignal, SignalSpec } from '../wire/index.ts';
@@ -53,7 +54,7 @@ export const DEFAULT_SIGNALS: readonly SignalSpec[] = [
   { id: 'length_jump', label: 'length jump', warn: 0.25, fire: 0.5, doc: '|relative change of the mean response length| from the previous step' },
   { id: 'step_time', label: 'step time ×median', warn: 1.5, fire: 2, doc: 'step wall time over the run’s median step time' },
   { id: 'engine_restart', label: 'engine restarts', warn: 0.5, fire: 0.5, doc: 'rollout engines that came back on a new address during the step' },
-  { id: 'straggler', label: 'straggler (s)', warn: 5, fire: 10, doc: 'seconds the latest train rank started the step after the median rank' },
+  { id: 'straggler', label: 'straggler (s)', warn: 5, fire: 10, doc: 'seconds the latest outlier train rank entered the step after the median rank (0 when no rank is an outlier)' },
 ];
 
 /** One train step as the board reads it; null tables when its dump could not be read. */
@@ -219,33 +220,31 @@ function restartTimes(topology: readonly TopologySnapshot[]): { ts: number; engi
 }
 
 /**
- * The straggler of a window: per train rank, when it started working in the step (the end of its
- * `train_wait` inside the window, else its first phase's start there); the answer is the latest rank and
- * how far behind the median rank it started.
+ * The straggler of a window: per train rank, when it entered the step (the end of its `train_wait` inside
+ * the window, else its first phase's start there), judged as the stragglers rule judges a step; the answer
+ * is the latest outlier rank and its lag behind the median rank, or the spread when no rank is an outlier.
  */
-function straggler(phases: readonly HealthPhase[], w: { t0: number; t1: number }): { rank: number; late: number } | null {
+function straggler(phases: readonly HealthPhase[], w: { t0: number; t1: number }): { rank: number; late: number; threshold: number } | { spread: number; ranks: number } | null {
   const waited = new Map<number, number>();
   const started = new Map<number, number>();
   for (const p of phases) {
     if (p.role !== 'train' || p.rank < 0) continue;
     // A still-open interval has t1 = -1: it has not ended, so it marks no start.
-    if (p.name === 'train_wait') {
+    if (p.name === ENTRY_PHASE) {
       if (p.t1 >= p.t0 && p.t1 > w.t0 && p.t1 <= w.t1) waited.set(p.rank, Math.min(waited.get(p.rank) ?? Infinity, p.t1));
     } else if (p.t0 > w.t0 && p.t0 <= w.t1) started.set(p.rank, Math.min(started.get(p.rank) ?? Infinity, p.t0));
   }
   const entry = new Map(started);
   for (const [r, t] of waited) entry.set(r, t);
-  if (entry.size < 2) return null;
-  const mid = median([...entry.values()])!;
+  const j = judgeStep(entry);
+  if (j === null) return null;
   let rank = -1;
-  let latest = -Infinity;
-  for (const [r, t] of entry) {
-    if (t > latest) {
-      latest = t;
-      rank = r;
-    }
+  let late = -Infinity;
+  for (const r of j.late) {
+    const lag = j.lags.get(r)!;
+    if (lag > late) [rank, late] = [r, lag];
   }
-  return { rank, late: latest - mid };
+  return rank >= 0 ? { rank, late, threshold: j.threshold } : { spread: j.spread, ranks: entry.size };
 }
 
 /** The board over a run's train steps. Steps come in ascending order; jumps compare with the previous one listed. */
@@ -376,13 +375,20 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
     } else cells.engine_restart = { ...EMPTY, detail: 'no topology telemetry' };
 
     const lag = w && hasTrainPhases ? straggler(inputs.phases, w) : null;
-    cells.straggler = lag
-      ? {
-          value: lag.late,
-          detail: `rank ${lag.rank} started ${fmt(lag.late, 1)} s after the median rank`,
-          evidence: { view: 'timeline', t0: w!.t0, t1: w!.t1, lanes: `rank:${lag.rank}` },
-        }
-      : { ...EMPTY, detail: 'no train phase telemetry' };
+    cells.straggler =
+      lag === null
+        ? { ...EMPTY, detail: hasTrainPhases ? 'fewer than 3 train ranks in the step' : 'no train phase telemetry' }
+        : 'rank' in lag
+          ? {
+              value: lag.late,
+              detail: `rank ${lag.rank} entered this step ${fmt(lag.late, 1)} s after the median rank (an outlier: late from ${fmt(lag.threshold, 1)} s)`,
+              evidence: { view: 'timeline', t0: w!.t0, t1: w!.t1, lanes: `rank:${lag.rank}` },
+            }
+          : {
+              value: 0,
+              detail: `no rank is an outlier; the ${lag.ranks} ranks entered within ${fmt(lag.spread, 1)} s of each other`,
+              evidence: { view: 'timeline', t0: w!.t0, t1: w!.t1 },
+            };
 
     const full = {} as Record<HealthSignal, HealthCell>;
     for (const id of HEALTH_SIGNALS) {

@@ -6,7 +6,7 @@ import { phaseRowsOf } from './heatmap.ts';
 import { pyStrRepr } from '../formats/pythonFormat.ts';
 import type { PhaseSource } from './phases.ts';
 import { OUTLIER_TOP_K, checkLimit } from './limits.ts';
-import { laneStartLags } from './stragglers.ts';
+import { ENTRY_FALLBACK_PHASE, ENTRY_PHASE, laneStartLags, type StragglerPhase } from './stragglers.ts';
 import type { Outlier, OutliersAnswer } from '../wire/timeline.ts';
 
 export interface OutlierSource extends PhaseSource {
@@ -23,6 +23,8 @@ export interface OutlierQuery {
   t1?: number | null;
   /** Within OUTLIER_TOP_K. */
   topK?: number;
+  /** `start_lag`: the run attempt's start; earlier attempts' phases are not this attempt's steps (as for the advisory). */
+  since?: number | null;
 }
 
 export type { Outlier };
@@ -103,8 +105,32 @@ export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer 
   }
   if (q.criterion === START_LAG) {
     // Seconds behind the median of the peers entering the train phases, latest first.
-    const scored = laneStartLags(phaseRowsOf(store, t0, t1, null));
+    const scored = laneStartLags(trainEntries(store, t0, t1), q.since ?? -Infinity);
     return { outliers: scored.sort((a, b) => b.score - a.score || compareLanes(a, b)).slice(0, topK) };
   }
   throw new BadArgument('criterion', `unknown outlier criterion ${pyStrRepr(q.criterion)}`);
+}
+
+/** The train ranks' entry phases in the window, read as the straggler finding reads them, with the lanes each ran on. */
+function trainEntries(store: OutlierSource, t0: number | null, t1: number | null): (StragglerPhase & { lanes: string[] })[] {
+  const s = store.strings;
+  const blocks = store.phaseBlocks(t0, t1);
+  // Looked up after the blocks are read: reading them interns their names.
+  const names = new Set([s.find(ENTRY_PHASE), s.find(ENTRY_FALLBACK_PHASE)]);
+  const out: (StragglerPhase & { lanes: string[] })[] = [];
+  for (const b of blocks) {
+    const starts = b.gpuStart;
+    const gpus = b.gpuList;
+    for (let i = 0; i < b.length; i++) {
+      if (!names.has(b.name[i]) || b.rank[i] < 0) continue;
+      const e0 = b.t0[i];
+      const e1 = b.t1[i] === -1 ? Infinity : b.t1[i];
+      if ((t1 !== null && e0 >= t1) || (t0 !== null && e1 <= t0)) continue;
+      const node = s.str(b.node[i]);
+      const lanes: string[] = [];
+      for (let k = starts[i]; k < starts[i + 1]; k++) lanes.push(`${node}:${gpus[k]}`);
+      out.push({ name: s.str(b.name[i]), t0: e0, t1: b.t1[i], node, rank: b.rank[i], lanes });
+    }
+  }
+  return out;
 }

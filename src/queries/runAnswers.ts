@@ -294,7 +294,7 @@ export class RunAnswers implements RunSources {
   }
 
   async outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer> {
-    return this.progressive(w, (store) => outliers(store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK }));
+    return this.progressive(w, (store) => outliers(store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK, since: store.meta()?.start_ts ?? null }));
   }
 
   async engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer> {

@@ -140,6 +140,8 @@ export interface Outlier {
   node: string;
   gpu: number;
   score: number;
+  /** `start_lag` only: the lane is an outlier against its peers' spread in most steps (a straggler), not just behind the median. */
+  straggler?: boolean;
 }
 
 export interface OutliersAnswer {

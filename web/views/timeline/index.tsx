@@ -26,8 +26,6 @@ const LANE_VIEW_MAX = 64;
 const DEFAULT_FLEET_LANES = 8;
 /** Late starters added to the default lane sample of a large cluster, so the worst outliers are on screen. */
 const DEFAULT_LATE_LANES = 2;
-/** Seconds behind its peers at which a lane is a late starter (the server's straggler threshold). */
-const LATE_START_S = 2;
 const GPU_POINTS = 2000;
 const LIFECYCLE_BUCKETS = 1200;
 const FLEET_BUCKETS = 600;
@@ -87,7 +85,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
         getJson<LanesAnswer>('rlsight/lanes', { lanes: 'all' }, signal).then((r) => r.lanes),
         getJson<{ bubbles: Bubble[] }>('timeline/bubbles', {}, signal).then((b) => b.bubbles),
         getJson<{ outliers: Outlier[] }>('timeline/outliers', { criterion: 'start_lag', top_k: DEFAULT_LATE_LANES }, signal)
-          .then((r) => r.outliers.filter((o) => o.score >= LATE_START_S))
+          .then((r) => r.outliers.filter((o) => o.straggler === true))
           .catch(() => [] as Outlier[]),
       ]);
       return { topology, lanes, bubbles, late };
@@ -190,7 +188,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     } else if (!shownGrammar || !grammarParam) {
       // The default sample marks its late starters.
       const lateKeys = new Set(late.map((o) => laneKey(o.node, o.gpu)));
-      const score = new Map(late.map((o) => [laneKey(o.node, o.gpu), `late ${fmtScore(o.score, 's')}`]));
+      const score = new Map(late.map((o) => [laneKey(o.node, o.gpu), `straggler, median lag ${fmtScore(o.score, 's')}`]));
       if (lateKeys.size) lanes = lanes.map((l) => (lateKeys.has(l.key) ? { ...l, score: score.get(l.key) } : l));
     }
     let memMax = 0;

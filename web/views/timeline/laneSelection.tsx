@@ -20,14 +20,11 @@ export function fmtScore(score: number, unit: string): string {
   return `${score.toFixed(1)} ${unit}`;
 }
 
-/** The `start_lag` score at which a lane counts as late (the server's straggler threshold). */
-const LATE_S = 2;
 
 /** Why none of the picked lanes is an outlier, or null when the worst stands out. */
 function noOutlierReason(criterion: string, outliers: Outlier[], unit: string): string | null {
   const scores = outliers.map((o) => o.score);
-  const worst = scores[0]!;
-  if (criterion === 'start_lag') return worst < LATE_S ? `no lane reaches the train phases ${LATE_S} s or more after its peers` : null;
+  if (criterion === 'start_lag') return outliers.some((o) => o.straggler) ? null : `no lane is an outlier against its peers' spread (the score is its median lag behind the median rank)`;
   const spread = Math.max(...scores) - Math.min(...scores);
   const flat = criterion === 'lowest_util' ? spread < 2 : spread < 0.05 * Math.max(...scores.map(Math.abs));
   return flat && outliers.length > 1 ? `the ${outliers.length} picked lanes are within ${fmtScore(spread, unit)} of each other` : null;
@@ -182,7 +179,7 @@ export function LaneSelection(p: Props) {
         <span class="muted" style={{ fontSize: '12px' }}>
           quick picks (this window):
         </span>
-        <button disabled={busy} onClick={() => quickPick('start_lag', 'late start', 's')} title="lanes that reach train_wait's end or actor_train latest after their peers (median over steps)">
+        <button disabled={busy} onClick={() => quickPick('start_lag', 'late start', 's')} title="lanes by median lag: seconds after the median rank that a lane leaves train_wait (or starts actor_train), median over steps">
           late start
         </button>
         <button disabled={busy} onClick={() => quickPick('lowest_util', 'lowest util', '%')}>
