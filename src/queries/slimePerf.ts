@@ -5,6 +5,7 @@ import { deflateSync } from 'node:zlib';
 import {
   effectiveResponseLength,
   isRecord,
+  pyIntOrFloat,
   pyNumber,
   responseLength,
   rewardValue,
@@ -107,9 +108,9 @@ function addStats(out: MetricDict, key: string, values: readonly number[]): void
   out[`${key}/min`] = s.min;
 }
 
-/** slime's value filter: a Python int or float, not a bool, finite. */
-function perfValue(v: SlimeValue | undefined): number | undefined {
-  const n = pyNumber(v);
+/** slime's value filter, to the letter: `isinstance(v, (int, float))`, not a bool, finite (numpy float32/int64 and strings fail it). */
+function slimePerfValue(v: SlimeValue | undefined): number | undefined {
+  const n = pyIntOrFloat(v);
   return n !== undefined && Number.isFinite(n) ? n : undefined;
 }
 
@@ -122,7 +123,7 @@ export function requestPerfMetricsCompat(samples: readonly SlimeSample[]): Metri
       if (ev.type !== 'span_end' || ev.name !== 'sglang_generate' || !isRecord(ev.attrs)) continue;
       requests++;
       for (const [metric, field] of ALL_PERF_FIELDS) {
-        const v = perfValue(ev.attrs[field]);
+        const v = slimePerfValue(ev.attrs[field]);
         if (v === undefined) continue;
         let list = byMetric.get(metric);
         if (!list) byMetric.set(metric, (list = []));
@@ -168,7 +169,7 @@ export function traceRequests(events: readonly TraceEventRecord[]): TraceRequest
     if (ev.type === 'span_end' && REQUEST_SPANS.has(name)) {
       const r: TraceRequest = { name, spanId: typeof ev.span_id === 'string' ? ev.span_id : null, values: new Map() };
       if (isRecord(ev.attrs)) for (const [, field] of ALL_PERF_FIELDS) {
-        const v = perfValue(ev.attrs[field]);
+        const v = slimePerfValue(ev.attrs[field]);
         if (v !== undefined) r.values.set(field, v);
       }
       requests.push(r);
@@ -187,7 +188,7 @@ export function traceRequests(events: readonly TraceEventRecord[]): TraceRequest
     if (!r) continue;
     for (const [k, raw] of Object.entries(attrs)) {
       if (!k.startsWith('pd_')) continue;
-      const v = perfValue(raw);
+      const v = slimePerfValue(raw);
       if (v !== undefined && !r.values.has(k)) r.values.set(k, v);
     }
   }

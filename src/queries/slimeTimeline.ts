@@ -3,10 +3,11 @@
 // spans / point events / orphan ends, depth lanes, open spans clipped with a reason, the legacy [P]/[D]
 // virtual lanes, rounding to 6 decimals. Values keep Python's int/float distinction (PyFloat) so the
 // JSON text can match slime's byte for byte.
-import { PyFloat, Tensor } from '../formats/torch/value.ts';
+import { NumpyScalar, PyFloat, Tensor } from '../formats/torch/value.ts';
 import {
   isRecord,
   Opaque,
+  numpyStr,
   pyFloatOf,
   pyNumber,
   sampleTrace,
@@ -121,6 +122,8 @@ export function jsonSafe(v: SlimeValue | undefined): CacheValue {
   if (Array.isArray(v)) return v.map(jsonSafe);
   if (v instanceof Tensor) return `tensor(<${v.dtype} ${JSON.stringify(v.shape)}>)`;
   if (v instanceof Opaque) return v.text;
+  // numpy float64 is a Python float and kept; any other numpy scalar is not a str/int/float/bool: its str().
+  if (v instanceof NumpyScalar) return v.dtype === 'float64' ? floatOf(v.value as number) : numpyStr(v);
   const out: CacheAttrs = {};
   for (const [k, x] of Object.entries(v)) out[k] = jsonSafe(x);
   return out;

@@ -45,7 +45,7 @@ export type { WarmUpProgress } from './telemetry/warmUp.ts';
 export type { SlimeDump } from './slime/dump.ts';
 export type { SlimeSample, SlimeValue, TraceCarrier, TraceEventRecord } from './slime/sample.ts';
 export { Opaque } from './slime/sample.ts';
-export { effectiveResponseLength, isRecord, pyFloatOf, pyNumber, responseLength, rewardValue, sampleIndex, sampleStatus, sampleTrace, traceEvents } from './slime/sample.ts';
+export { effectiveResponseLength, isRecord, numpyStr, pyFloatOf, pyIntOrFloat, pyNumber, responseLength, rewardValue, sampleIndex, sampleStatus, sampleTrace, traceEvents } from './slime/sample.ts';
 
 /** The numeric elements of a per-token value. */
 export type Numbers = TensorNumbers;

@@ -41,6 +41,8 @@ export interface OpenTorchOptions {
   typedLists?: boolean;
   /** Integral floats as PyFloat (see UnpickleOptions.boxIntegralFloats). */
   boxIntegralFloats?: boolean;
+  /** numpy scalars as NumpyScalar with their dtype (see UnpickleOptions.keepNumpyScalars). */
+  keepNumpyScalars?: boolean;
   /** Number lists kept only as their length (see UnpickleOptions.lengthOnlyUnder). */
   lengthOnlyUnder?: ReadonlySet<string>;
 }
@@ -140,7 +142,7 @@ async function startTorchArchiveDecode(archive: ZipArchive, opts: Omit<OpenTorch
       return s;
     };
 
-    const unpickleOpts = { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats, lengthOnlyUnder: opts.lengthOnlyUnder };
+    const unpickleOpts = { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats, keepNumpyScalars: opts.keepNumpyScalars, lengthOnlyUnder: opts.lengthOnlyUnder };
     let unpickler: Unpickler;
     const limit = opts.wholePickleLimit ?? WHOLE_PICKLE_LIMIT;
     if (pkl.size <= limit) {

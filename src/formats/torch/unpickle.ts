@@ -1,7 +1,7 @@
 // A pickle VM for what torch.save and Python write (protocols 0–5). Globals outside an explicit
 // allowlist become inert PyObject records: decoding a pickle never runs anything.
 import { PickleError } from './errors.ts';
-import { DTYPE_BYTES, isPyTuple, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
+import { DTYPE_BYTES, isPyTuple, NumpyScalar, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type DType, type PyValue } from './value.ts';
 
 export interface UnpickleOptions {
   /** Named in every error. */
@@ -19,6 +19,11 @@ export interface UnpickleOptions {
    * them (JS numbers cannot tell `2.0` from `2`). Off by default; ignored for typed lists.
    */
   boxIntegralFloats?: boolean;
+  /**
+   * Keep numpy scalars (`np.float32(1.5)`, `np.int64(3)`) as NumpyScalar with their dtype instead of
+   * plain numbers, for readers that must apply Python's type rules to them. Off by default.
+   */
+  keepNumpyScalars?: boolean;
   /**
    * With `typedLists`: a number list that is the value of a dict key named here (`{'tokens': [...]}`) is
    * scanned but not kept: it decodes as a zero-filled typed array of its length (views of one shared
@@ -1447,18 +1452,20 @@ export class Unpickler {
     if (!dt || raw.length !== DTYPE_BYTES[dt]) return this.inert('numpy.core.multiarray', 'scalar', a);
     const b = dtype.byteorder === '>' ? byteswap(raw, raw.length) : raw;
     const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    let v: number | bigint | boolean;
     switch (dt) {
-      case 'float64': return view.getFloat64(0, true);
-      case 'float32': return view.getFloat32(0, true);
-      case 'float16': return halfToFloat(view.getUint16(0, true));
-      case 'int64': return intValue(view.getBigInt64(0, true));
-      case 'int32': return view.getInt32(0, true);
-      case 'int16': return view.getInt16(0, true);
-      case 'int8': return view.getInt8(0);
-      case 'uint8': return view.getUint8(0);
-      case 'bool': return view.getUint8(0) !== 0;
+      case 'float64': v = view.getFloat64(0, true); break;
+      case 'float32': v = view.getFloat32(0, true); break;
+      case 'float16': v = halfToFloat(view.getUint16(0, true)); break;
+      case 'int64': v = intValue(view.getBigInt64(0, true)) as number | bigint; break;
+      case 'int32': v = view.getInt32(0, true); break;
+      case 'int16': v = view.getInt16(0, true); break;
+      case 'int8': v = view.getInt8(0); break;
+      case 'uint8': v = view.getUint8(0); break;
+      case 'bool': v = view.getUint8(0) !== 0; break;
       default: return this.inert('numpy.core.multiarray', 'scalar', a);
     }
+    return this.opts.keepNumpyScalars ? new NumpyScalar(dt, v) : v;
   }
 
   /** Protocol-5 numpy arrays: `_frombuffer(buffer, dtype, shape, order)`. */

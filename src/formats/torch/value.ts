@@ -64,6 +64,17 @@ export class PyFloat {
   constructor(readonly value: number) {}
 }
 
+/**
+ * A numpy scalar as numpy typed it (only when decoding with `keepNumpyScalars`). Python code that asks
+ * `isinstance(x, (int, float))` accepts only `float64` among them (numpy's one Python-float subclass).
+ */
+export class NumpyScalar {
+  constructor(
+    readonly dtype: DType,
+    readonly value: number | bigint | boolean,
+  ) {}
+}
+
 /** A Python tuple: an Array that remembers it was a tuple (so the writer can write it back as one). */
 export class PyTuple<T = unknown> extends Array<T> {
   static of<T>(...items: T[]): PyTuple<T> {
@@ -154,6 +165,8 @@ export type PyValue =
   | PyEnum
   /** Only when decoding with `boxIntegralFloats`: a float whose value is integral. */
   | PyFloat
+  /** Only when decoding with `keepNumpyScalars`: a numpy scalar with its dtype. */
+  | NumpyScalar
   /** Only when decoding with `typedLists`: a list of numbers. */
   | Int32Array
   | Float64Array;

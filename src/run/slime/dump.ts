@@ -5,11 +5,11 @@ import { basename } from 'node:path';
 import { PickleError, TorchFormatError } from '../../formats/torch/errors.ts';
 import { advanceFor, startTorchDecode, type TorchDecode, type TorchFile } from '../../formats/torch/load.ts';
 import { readTensorNumbers } from '../../formats/torch/tensorData.ts';
-import { isPyTuple, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type PyValue } from '../../formats/torch/value.ts';
+import { isPyTuple, NumpyScalar, PyEnum, PyFloat, PyObject, PyTuple, Storage, Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { ZipError } from '../../formats/zip.ts';
 import { SlimeDumpError } from '../errors.ts';
 import { pendingSamples } from '../miles/sampleText.ts';
-import { Opaque, pyNumber, type SlimeSample, type SlimeValue } from './sample.ts';
+import { numpyStr, Opaque, pyNumber, type SlimeSample, type SlimeValue } from './sample.ts';
 
 export { SlimeDumpError };
 
@@ -83,7 +83,7 @@ export async function* streamSlimeDump(path: string, opts: ReadDumpOptions = {})
   const name = opts.name ?? path;
   let decode: TorchDecode;
   try {
-    decode = await startTorchDecode(path, { boxIntegralFloats: true });
+    decode = await startTorchDecode(path, { boxIntegralFloats: true, keepNumpyScalars: true });
   } catch (err) {
     throw dumpFailure(err, name, path);
   }
@@ -214,12 +214,13 @@ function pyKey(k: PyValue): string {
   if (typeof k === 'boolean') return k ? 'True' : 'False';
   if (typeof k === 'number' || typeof k === 'bigint') return String(k);
   if (k instanceof PyFloat) return `${k.value}.0`;
+  if (k instanceof NumpyScalar) return numpyStr(k);
   return describe(k);
 }
 
 function toSlimeValue(v: PyValue): SlimeValue {
   if (v === null || typeof v === 'boolean' || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'string') return v;
-  if (v instanceof PyFloat || v instanceof Tensor) return v;
+  if (v instanceof PyFloat || v instanceof Tensor || v instanceof NumpyScalar) return v;
   if (Array.isArray(v) || v instanceof PyTuple) return (v as PyValue[]).map(toSlimeValue);
   if (v instanceof Int32Array || v instanceof Float64Array) return Array.from(v);
   if (v instanceof Set) return [...v].map(toSlimeValue);

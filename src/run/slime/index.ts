@@ -3,6 +3,7 @@
 // parquet mirror and no trajectory sidecar: the records come from the samples themselves.
 import { join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
+import { NumpyScalar } from '../../formats/torch/value.ts';
 import { BadArgument, NotFound } from '../errors.ts';
 import type { ConversationRecord, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
@@ -21,6 +22,7 @@ function plain(v: SlimeValue | undefined): unknown {
   const n = pyNumber(v);
   if (n !== undefined) return n;
   if (v === null || typeof v === 'boolean' || typeof v === 'string') return v;
+  if (v instanceof NumpyScalar && typeof v.value === 'boolean') return v.value;
   return String(v);
 }
 

@@ -1,10 +1,10 @@
 // One slime sample as `Sample.to_dict()` dumped it, in plain values; the trace carrier kept as recorded.
-import { PyFloat, Tensor } from '../../formats/torch/value.ts';
+import { NumpyScalar, PyFloat, Tensor } from '../../formats/torch/value.ts';
 
 /**
  * A dumped value after decoding: Python dicts become objects (keys as Python's `str` prints them),
  * tuples and sets become arrays, integral floats stay PyFloat (so `2.0` can be written back as Python
- * writes it), tensors stay lazy and anything else the pickle named stays an inert `Opaque`.
+ * writes it), numpy scalars keep their dtype (Python's type rules tell them apart), tensors stay lazy and anything else the pickle named stays an inert `Opaque`.
  */
 export type SlimeValue =
   | null
@@ -13,6 +13,7 @@ export type SlimeValue =
   | bigint
   | string
   | PyFloat
+  | NumpyScalar
   | Tensor
   | Opaque
   | SlimeValue[]
@@ -40,12 +41,73 @@ export interface SlimeSample {
   topPOffsets: number[] | null;
 }
 
-/** The number a Python int or float holds; undefined for anything else (bools included). */
+/**
+ * The number a Python int or float holds, or a numeric numpy scalar (what `float(x)` reads); undefined
+ * for anything else (bools, numpy bools and strings included).
+ */
 export function pyNumber(v: SlimeValue | undefined): number | undefined {
   if (typeof v === 'number') return v;
   if (v instanceof PyFloat) return v.value;
   if (typeof v === 'bigint') return Number(v);
+  if (v instanceof NumpyScalar && typeof v.value !== 'boolean') return Number(v.value);
   return undefined;
+}
+
+/**
+ * The number of a value for which Python's `isinstance(v, (int, float)) and not isinstance(v, bool)`
+ * holds: a Python int or float, or numpy float64 (a float subclass); not float32, int64, numpy bools,
+ * strings. slime's `perf/` filter reads values this way.
+ */
+export function pyIntOrFloat(v: SlimeValue | undefined): number | undefined {
+  if (v instanceof NumpyScalar) return v.dtype === 'float64' ? (v.value as number) : undefined;
+  return pyNumber(v);
+}
+
+/** Python's `str(x)` of a numpy scalar: float32/float16 in their own shortest digits (`88.5`, not `88.5000…`). */
+export function numpyStr(v: NumpyScalar): string {
+  if (typeof v.value === 'boolean') return v.value ? 'True' : 'False';
+  if (typeof v.value === 'bigint' || v.dtype.startsWith('int') || v.dtype.startsWith('uint')) return String(v.value);
+  const x = v.value;
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  const roundTrips = (s: string): boolean => (v.dtype === 'float32' ? Math.fround(Number(s)) === x : v.dtype === 'float16' ? halfRound(Number(s)) === x : Number(s) === x);
+  let digits = String(x);
+  for (let p = 1; p <= 17; p++) {
+    const s = x.toPrecision(p);
+    if (roundTrips(s)) {
+      digits = s;
+      break;
+    }
+  }
+  return pyFloatText(Number(digits), digits);
+}
+
+/** Python's repr layout for a float with the given significant digits: positional in [1e-4, 1e16), else `1e+20`. */
+function pyFloatText(x: number, digits: string): string {
+  const [mant, expPart] = Number(digits).toExponential().split('e');
+  const sig = mant!.replace('.', '').replace('-', '');
+  const exp = Number(expPart);
+  const neg = x < 0 ? '-' : '';
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  if (Math.abs(x) >= 1e-4 && Math.abs(x) < 1e16) {
+    if (exp >= sig.length - 1) return `${neg}${sig}${'0'.repeat(exp - sig.length + 1)}.0`;
+    if (exp >= 0) return `${neg}${sig.slice(0, exp + 1)}.${sig.slice(exp + 1)}`;
+    return `${neg}0.${'0'.repeat(-exp - 1)}${sig}`;
+  }
+  const m = sig.length > 1 ? `${sig[0]}.${sig.slice(1)}` : sig;
+  return `${neg}${m}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+}
+
+/** The float16 nearest to `x` (round to nearest even), as a number. */
+function halfRound(x: number): number {
+  if (!Number.isFinite(x) || x === 0) return x;
+  const e = Math.max(Math.floor(Math.log2(Math.abs(x))), -14);
+  const ulp = 2 ** (e - 10);
+  const q = x / ulp;
+  const r = Math.round(q);
+  const even = Math.abs(q - Math.trunc(q)) === 0.5 ? 2 * Math.round(q / 2) : r;
+  const h = even * ulp;
+  return Math.abs(h) > 65504 ? Math.sign(h) * Infinity : h;
 }
 
 /** A Python `float(v)` conversion as the trace tools do it (numbers, bools, numeric strings). */
@@ -64,7 +126,7 @@ export function pyFloatOf(v: SlimeValue | undefined): number | undefined {
 }
 
 export function isRecord(v: SlimeValue | undefined): v is { [key: string]: SlimeValue } {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof PyFloat) && !(v instanceof Tensor) && !(v instanceof Opaque);
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof PyFloat) && !(v instanceof NumpyScalar) && !(v instanceof Tensor) && !(v instanceof Opaque);
 }
 
 export function sampleTrace(s: SlimeSample): TraceCarrier | null {
