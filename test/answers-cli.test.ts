@@ -148,7 +148,7 @@ describe('rlsight health and export over the miles fixture', () => {
   test('health --fail-on exits 1 naming the step and signal that fired', () => {
     const r = cli('health', '--dump-details', run.dir, '--fail-on', 'engine_restart,zero_std');
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /fired: step 1: engine_restart 1 > 0\.5 \(.*15004 → .*15006\)/);
+    assert.match(r.stderr, /fired: step 1: engine_restart 1 >= 0\.5 \(.*15004 → .*15006\)/);
     assert.doesNotMatch(r.stderr, /zero_std/);
   });
 

@@ -6,9 +6,10 @@ import type { AnswerRun } from '../queries/answerRun.ts';
 /** A usage problem: printed as one line, exit code 2. */
 export class CommandUsageError extends Error {}
 
-/** Exit codes: 0 success, 1 a failure (a fired gate, unreadable data), 2 bad usage. */
+/** Exit codes: 0 success, 1 a failure (a fired gate, unreadable data), 2 bad usage (a missing flag, a directory that is not a run), 3 some of the run could not be read. */
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
+export const EXIT_INCOMPLETE = 3;
 
 export function requireFlag(value: string | undefined, flag: string): string {
   if (value === undefined || value === '') throw new CommandUsageError(`--${flag} is required`);
@@ -37,6 +38,8 @@ export async function openRunDir(dir: string, cacheDir?: string): Promise<Opened
     throw new CommandUsageError(`--dump-details: no such directory: ${dir}`);
   }
   if (!isDir) throw new CommandUsageError(`--dump-details: not a directory: ${dir}`);
+  const { runFormats } = await import('../run/open.ts');
+  if (runFormats(abs).length === 0) throw new CommandUsageError(`--dump-details: not a run: ${dir} holds no rollout dumps or telemetry`);
   const { openRun } = await import('../server/run.ts');
   const run = await openRun(abs, { cacheDir: cacheDir ? resolve(cacheDir) : undefined }).catch((e: Error & { param?: string }) => {
     throw e.param ? new CommandUsageError(`--${e.param === 'cacheDir' ? 'cache-dir' : e.param}: ${e.message}`) : e;

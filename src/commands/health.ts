@@ -1,12 +1,13 @@
 // `rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]`: the health board
-// in the terminal, and a CI gate that exits 1 naming every listed signal that fired.
+// in the terminal, and a CI gate that exits 1 naming every listed signal that fired, 3 when it could not read everything.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { failures, HEALTH_SIGNALS, healthSignals, parseSignalList, runHealth, type HealthAnswer, type SignalSpec } from '../queries/health.ts';
-import { CommandUsageError, EXIT_FAILED, openRunDir, requireFlag, runCommand } from './common.ts';
+import { CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, openRunDir, requireFlag, runCommand } from './common.ts';
 
 export const HEALTH_USAGE = `  rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
-                                   per-step failure signals; exit 1 when a --fail-on signal fired
+                                   per-step failure signals; exit 1 when a --fail-on signal fired,
+                                   3 when a step could not be read (and none fired), 2 on bad usage
                                    (signals: ${HEALTH_SIGNALS.join(', ')})`;
 
 /** Thresholds from `--health-config FILE` (JSON), or the defaults. */
@@ -80,7 +81,8 @@ export async function healthCommand(argv: string[]): Promise<number> {
       for (const w of answer.warnings) console.error(`warning: ${w}`);
       const failed = failures(answer, failOn);
       for (const f of failed) console.error(`rlsight health: fired: ${f}`);
-      return failed.length ? EXIT_FAILED : 0;
+      // A fired gate outranks a partial read: what was read already fails the gate.
+      return failed.length ? EXIT_FAILED : answer.warnings.length ? EXIT_INCOMPLETE : 0;
     } finally {
       await run.close();
     }

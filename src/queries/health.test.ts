@@ -142,5 +142,5 @@ test('failures lists only the gated signals, with step and reason', () => {
   assert.deepEqual(failures(answer, ['lp_drift']), []);
   const lines = failures(answer, ['zero_std', 'truncation']);
   assert.equal(lines.length, 2);
-  assert.match(lines[0], /^step 2: zero_std 1 > 0.5 \(4\/4 groups have zero reward std\)$/);
+  assert.match(lines[0], /^step 2: zero_std 1 >= 0.5 \(4\/4 groups have zero reward std\)$/);
 });

@@ -13,7 +13,7 @@ import type {
   Threshold,
 } from '../wire/index.ts';
 import { readableStep, type AnswerRun } from './answerRun.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument, damageOf } from '../run/errors.ts';
 import { ENTRY_PHASE, judgeStep } from './stragglers.ts';
 import type { TableRow } from '../wire/index.ts';
 
@@ -49,7 +49,7 @@ export const DEFAULT_SIGNALS: readonly SignalSpec[] = [
   },
   { id: 'truncation', label: 'truncated', warn: 0.1, fire: 0.25, doc: 'fraction of samples cut at the response-length limit' },
   { id: 'mixed_version', label: 'mixed version', warn: 0.5, fire: 0.9, doc: 'fraction of samples generated across more than one weight version' },
-  { id: 'staleness', label: 'staleness', warn: 1, fire: 2, doc: 'largest step − oldest weight version over the step’s samples' },
+  { id: 'staleness', label: 'staleness', warn: 2, fire: 3, doc: 'largest step − oldest weight version over the step’s samples' },
   { id: 'reward_jump', label: 'reward jump', warn: 0.15, fire: 0.3, doc: '|change of the mean reward| from the previous step' },
   { id: 'length_jump', label: 'length jump', warn: 0.25, fire: 0.5, doc: '|relative change of the mean response length| from the previous step' },
   { id: 'step_time', label: 'step time ×median', warn: 1.5, fire: 2, doc: 'step wall time over the run’s median step time' },
@@ -62,6 +62,8 @@ export interface HealthStep {
   step: number;
   summary: readonly TableRow[] | null;
   groups: readonly TableRow[] | null;
+  /** Why the step's dump could not be read (`file: problem`): its row is marked damaged. */
+  damaged?: string;
 }
 
 export interface HealthPhase {
@@ -165,8 +167,8 @@ const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
 function levelOf(value: number | null, t: Threshold): HealthLevel {
   if (value === null) return 'none';
-  if (value > t.fire) return 'fire';
-  if (value > t.warn) return 'warn';
+  if (value >= t.fire) return 'fire';
+  if (value >= t.warn) return 'warn';
   return 'ok';
 }
 
@@ -330,7 +332,7 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
           }
         : EMPTY;
     } else {
-      for (const id of ['lp_drift', 'imp_ratio', 'truncation', 'mixed_version', 'staleness'] as const) cells[id] = { ...EMPTY, detail: 'dump not readable' };
+      for (const id of ['lp_drift', 'imp_ratio', 'truncation', 'mixed_version', 'staleness'] as const) cells[id] = { ...EMPTY, detail: st.damaged ? `dump damaged: ${st.damaged}` : 'dump not readable' };
     }
 
     cells.reward_jump =
@@ -395,7 +397,7 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
       const c = cells[id] ?? EMPTY;
       full[id] = { ...c, level: levelOf(c.value, spec(id)) };
     }
-    rows.push({ step: st.step, cells: full });
+    rows.push(st.damaged ? { step: st.step, cells: full, damaged: st.damaged } : { step: st.step, cells: full });
   }
 
   const fired: HealthFiring[] = [];
@@ -412,18 +414,28 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
 export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]): string[] {
   return answer.fired
     .filter((f) => failOn.includes(f.signal))
-    .map((f) => `step ${f.step}: ${f.signal} ${fmt(f.value, 4)} > ${f.fire} (${f.detail})`);
+    .map((f) => `step ${f.step}: ${f.signal} ${fmt(f.value, 4)} >= ${f.fire} (${f.detail})`);
 }
 
-/** The board of an open run: every visible train step (a step still being written is skipped with a warning). */
+/**
+ * The board of an open run: every visible train step. A step still being written is skipped, and a damaged
+ * step is a row marked damaged (its dump's signals show no data), each with a warning naming the file.
+ */
 export async function runHealth(run: AnswerRun, signals: readonly SignalSpec[] = DEFAULT_SIGNALS): Promise<HealthAnswer> {
   const warnings: string[] = [];
   const steps: HealthStep[] = [];
   for (const step of (await run.rolloutIds()).train) {
-    const summary = await readableStep(() => run.summary(step, false), step, warnings);
-    if (!summary) continue;
-    const groups = await run.groups(step, false);
-    steps.push({ step, summary: summary.rows, groups: groups.rows });
+    try {
+      const summary = await readableStep(() => run.summary(step, false), step, warnings);
+      if (!summary) continue;
+      const groups = await run.groups(step, false);
+      steps.push({ step, summary: summary.rows, groups: groups.rows });
+    } catch (e) {
+      const damage = damageOf(e);
+      if (damage === null) throw e;
+      warnings.push(`step ${step}: damaged: ${damage}`);
+      steps.push({ step, summary: null, groups: null, damaged: damage });
+    }
   }
   return healthBoard({
     steps,

@@ -47,6 +47,8 @@ export interface HealthCell {
 export interface HealthRow {
   step: number;
   cells: Record<HealthSignal, HealthCell>;
+  /** The step's dump could not be read: the file and the problem (also in the answer's `warnings`). */
+  damaged?: string;
 }
 
 export interface HealthFiring {

@@ -52,9 +52,10 @@ export function HealthView({ meta }: { meta: Meta }) {
           </thead>
           <tbody>
             {rows.map((r) => (
-              <tr>
-                <th scope="row">
+              <tr class={r.damaged ? 'damaged' : undefined} data-damaged={r.damaged}>
+                <th scope="row" title={r.damaged ? `damaged: ${r.damaged}` : undefined}>
                   <a href={href(`/rollout/${r.step}`)}>{r.step}</a>
+                  {r.damaged && <span class="health-damaged"> damaged</span>}
                 </th>
                 {signals.map((s) => {
                   const c = r.cells[s.id];
