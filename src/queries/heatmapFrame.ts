@@ -1,45 +1,23 @@
 // The heatmap wire frame: `[u32 LE header_len][header JSON][u8 matrix]`, header bytes as Python's json.dumps writes them.
-import { pyRepr } from '../formats/pythonFormat.ts';
+import { pyDumps, PyFloat, type PyJson } from '../formats/pythonJson.ts';
 
 /** Header keys whose numbers are Python floats (printed `1000000.0`); every other number is an int. */
 const FLOAT_KEYS = new Set(['t0', 't1', 'max']);
 
-function pyString(s: string): string {
-  let out = '"';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 0x22) out += '\\"';
-    else if (c === 0x5c) out += '\\\\';
-    else if (c === 0x0a) out += '\\n';
-    else if (c === 0x0d) out += '\\r';
-    else if (c === 0x09) out += '\\t';
-    else if (c === 0x08) out += '\\b';
-    else if (c === 0x0c) out += '\\f';
-    else if (c < 0x20 || c > 0x7e) out += `\\u${c.toString(16).padStart(4, '0')}`; // ensure_ascii
-    else out += s[i];
-  }
-  return `${out}"`;
-}
-
-function pyNumber(x: number, asFloat: boolean): string {
-  if (!Number.isFinite(x)) return 'null'; // non-finite header floats are served as null
-  if (asFloat || !Number.isInteger(x)) return pyRepr(x);
-  return String(x);
+/** A header value as Python holds it: numbers under FLOAT_KEYS are floats, non-finite numbers are served as null. */
+function headerValue(v: unknown, floatContext: boolean): PyJson {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'number') return !Number.isFinite(v) ? null : floatContext ? new PyFloat(v) : v;
+  if (typeof v === 'boolean' || typeof v === 'string') return v;
+  if (Array.isArray(v)) return v.map((x) => headerValue(x, floatContext));
+  const out: Record<string, PyJson> = Object.create(null);
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) if (x !== undefined) out[k] = headerValue(x, FLOAT_KEYS.has(k));
+  return out;
 }
 
 /** `json.dumps(value)` with default separators (`", "`, `": "`) and `ensure_ascii`. */
 export function pyJsonDumps(value: unknown, floatContext = false): string {
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'number') return pyNumber(value, floatContext);
-  if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'string') return pyString(value);
-  if (Array.isArray(value)) return `[${value.map((v) => pyJsonDumps(v, floatContext)).join(', ')}]`;
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    if (v === undefined) continue;
-    parts.push(`${pyString(k)}: ${pyJsonDumps(v, FLOAT_KEYS.has(k))}`);
-  }
-  return `{${parts.join(', ')}}`;
+  return pyDumps(headerValue(value, floatContext));
 }
 
 /** The framed bytes of a heatmap: header length (u32 LE), header JSON, then the row-major u8 matrix. */

@@ -5,12 +5,11 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
-import type { ConversationRecord, RolloutIds, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
+import type { ConversationRecord, RolloutIds, SampleTextRecord, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
 import { discoverRolloutIds } from './discovery.ts';
 import { BadArgument, damageOf, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import type { RolloutDump } from './rolloutDump.ts';
-import type { DumpedSampleText } from './sampleText.ts';
 import { batchRawRewards, buildTrainRow, checkTrainSamples, type TrainRow } from './trainDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
 import type { TrainStepFiles } from './trainStep.ts';
@@ -191,8 +190,8 @@ export class DumpReader {
   }
 
   /** Every sample's searchable text (prompt, response, label, metadata, ids), in batch order. */
-  async sampleTexts(rolloutId: number, evaluation = false): Promise<DumpedSampleText[]> {
-    const out: DumpedSampleText[] = [];
+  async sampleTexts(rolloutId: number, evaluation = false): Promise<SampleTextRecord[]> {
+    const out: SampleTextRecord[] = [];
     for await (const batch of this.sampleTextBatches(rolloutId, evaluation)) for (const t of batch) out.push(t);
     return out;
   }
@@ -202,7 +201,7 @@ export class DumpReader {
    * decoding at a time, the event loop served between slices): the first samples are searched long before
    * the last ones are read.
    */
-  sampleTextBatches(rolloutId: number, evaluation = false): AsyncGenerator<DumpedSampleText[]> {
+  sampleTextBatches(rolloutId: number, evaluation = false): AsyncGenerator<SampleTextRecord[]> {
     return this.rollouts.sampleTextBatches(rolloutId, evaluation);
   }
 

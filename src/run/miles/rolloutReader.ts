@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { advanceFor, openTorchFile, startTorchDecode } from '../../formats/torch/load.ts';
 import type { PyValue } from '../../formats/torch/value.ts';
 import { startModuleWorker } from '../../ownFiles.ts';
-import type { TrainDigest } from '../model.ts';
+import type { SampleTextRecord, TrainDigest } from '../model.ts';
 import { DumpInconsistent, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { decodeRolloutDump, PER_TOKEN_LISTS, type RolloutDump } from './rolloutDump.ts';
-import { dumpSampleText, dumpSamples, pendingSamples, type DumpedSampleText } from './sampleText.ts';
+import { dumpSampleText, dumpSamples, pendingSamples } from './sampleText.ts';
 import type { TorchDocument } from './torchDocument.ts';
 import type { JoinedGroup, JoinHelper } from './trainStep.ts';
 import type { WorkerError } from './rolloutDecodeWorker.ts';
@@ -98,7 +98,7 @@ export class RolloutDumpReader {
    * of decoding at a time, the event loop served between slices): the first samples are searched long before
    * the last ones are read.
    */
-  async *sampleTextBatches(rolloutId: number, evaluation = false): AsyncGenerator<DumpedSampleText[]> {
+  async *sampleTextBatches(rolloutId: number, evaluation = false): AsyncGenerator<SampleTextRecord[]> {
     checkId('rollout_id', rolloutId);
     const { name } = await this.stamp(rolloutId, evaluation);
     this.files.onDecode(name);
@@ -110,7 +110,7 @@ export class RolloutDumpReader {
     let sliceMs = TEXT_SLICE_MS.first;
     try {
       for (;;) {
-        const batch: DumpedSampleText[] = [];
+        const batch: SampleTextRecord[] = [];
         let finished = false;
         try {
           const file = this.textSliceOpcodes ? decode.advance(this.textSliceOpcodes) : advanceFor(decode, sliceMs);

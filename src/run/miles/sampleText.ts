@@ -3,16 +3,9 @@
 import { completedListItems, type PendingPickle } from '../../formats/torch/unpickle.ts';
 import { PyEnum, PyObject, Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
+import type { SampleTextRecord } from '../model.ts';
 import { asInt, asNumber, enumText, field, isDict, isList } from './pyFields.ts';
 
-export interface DumpedSampleText {
-  sampleIndex: number;
-  groupIndex: number | null;
-  status: string;
-  reward: number | null;
-  fields: Record<string, string>;
-  ids: string[];
-}
 
 /** A chat message list as `role: content` lines; a string as itself. */
 export function chatText(v: unknown): string {
@@ -91,7 +84,7 @@ export function pendingSamples(p: PendingPickle): PyValue[] {
 }
 
 /** The text of the sample at `position` of a dump's list, or null when it has no index; `file` names it in errors. */
-export function dumpSampleText(d: PyValue, position: number, file: string): DumpedSampleText | null {
+export function dumpSampleText(d: PyValue, position: number, file: string): SampleTextRecord | null {
   if (!isDict(d)) throw new DumpInconsistent(file, `sample at position ${position} is not a dict`);
   const index = asInt(field(d, 'index'));
   if (index === null) return null;
