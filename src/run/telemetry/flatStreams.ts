@@ -7,8 +7,13 @@ import { stampOf } from './io.ts';
 import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from './lineScan.ts';
 import type { DataBufferSample, EngineInfo, FlatStream, MetricsRecord, MetricValue, RunMeta, TopologySnapshot, TopologyWindow } from './records.ts';
 import { strAsc } from './laneCatalog.ts';
+import { FLAT_STREAMS, flatFile } from '../../formats/dashboard/layout.ts';
+import { ENGINE_INFO_FIELDS, FIELDS, META_FIELDS } from '../../formats/dashboard/records.ts';
 
-const META_KEYS = ['run_name', 'start_ts', 'args', 'schema_version'];
+/** Why a record lacks or adds keys of its declared fields. */
+function keysProblem(what: string, fields: readonly string[]): string {
+  return `${what} must have exactly the keys ${fields.join(', ')}`;
+}
 
 interface FlatTail {
   stream: FlatStream;
@@ -47,7 +52,7 @@ export class FlatStreams {
     private readonly io: TelemetryIo,
     private readonly warn: WarnLine,
   ) {
-    this.tails = (['metrics', 'topology', 'data_buffer'] as const).map((stream) => ({ stream, path: join(dir, `${stream}.jsonl`), rel: `${stream}.jsonl`, offset: 0, lines: 0 }));
+    this.tails = FLAT_STREAMS.map((stream) => ({ stream, path: join(dir, flatFile(stream)), rel: flatFile(stream), offset: 0, lines: 0 }));
   }
 
   /** Reads a rewritten `meta.json` and the complete lines appended to each stream since the last call. */
@@ -122,7 +127,7 @@ export class FlatStreams {
       const o = parsePythonJson(this.io.readText(path)) as any;
       // Unlike the reference (strict `Meta(**json)`), keys a newer writer adds are ignored, not fatal.
       if (o === null || typeof o !== 'object' || typeof o.run_name !== 'string' || !isNum(o.start_ts)) {
-        throw new Error(`expected the keys ${META_KEYS.join(', ')}`);
+        throw new Error(`expected the keys ${META_FIELDS.join(', ')}`);
       }
       this._meta = { run_name: o.run_name, start_ts: o.start_ts, args: o.args && typeof o.args === 'object' ? o.args : {}, schema_version: isInt(o.schema_version) ? o.schema_version : 1 };
     } catch (err) {
@@ -178,7 +183,7 @@ export class FlatStreams {
   private add(stream: FlatStream, o: any, newKeys: string[], newSteps: string[]): string | null {
     if (o === null || typeof o !== 'object' || Array.isArray(o)) return `${stream} record must be an object`;
     if (stream === 'metrics') {
-      if (!hasExactKeys(o, ['ts', 'step_key', 'step', 'metrics'])) return 'metrics record must have exactly the keys ts, step_key, step, metrics';
+      if (!hasExactKeys(o, FIELDS.metrics)) return keysProblem('metrics record', FIELDS.metrics);
       if (!isNum(o.ts) || !(o.step_key === null || typeof o.step_key === 'string') || !(o.step === null || typeof o.step === 'number') || o.metrics === null || typeof o.metrics !== 'object' || Array.isArray(o.metrics)) {
         return 'metrics record has a value of the wrong type';
       }
@@ -199,13 +204,11 @@ export class FlatStreams {
       return null;
     }
     if (stream === 'topology') {
-      if (!hasExactKeys(o, ['ts', 'engines'])) return 'topology record must have exactly the keys ts, engines';
+      if (!hasExactKeys(o, FIELDS.topology)) return keysProblem('topology record', FIELDS.topology);
       if (!isNum(o.ts) || !Array.isArray(o.engines)) return 'topology record has a value of the wrong type';
       const engines: EngineInfo[] = [];
       for (const e of o.engines) {
-        if (!hasExactKeys(e, ['addr', 'worker_type', 'engine_rank', 'gpus', 'gpu_uuids'])) {
-          return 'topology engine must have exactly the keys addr, worker_type, engine_rank, gpus, gpu_uuids';
-        }
+        if (!hasExactKeys(e, ENGINE_INFO_FIELDS)) return keysProblem('topology engine', ENGINE_INFO_FIELDS);
         if (
           typeof e.addr !== 'string' ||
           typeof e.worker_type !== 'string' ||
@@ -222,7 +225,7 @@ export class FlatStreams {
       this.stamp(o.ts);
       return null;
     }
-    if (!hasExactKeys(o, ['ts', 'length'])) return 'data_buffer record must have exactly the keys ts, length';
+    if (!hasExactKeys(o, FIELDS.data_buffer)) return keysProblem('data_buffer record', FIELDS.data_buffer);
     if (!isNum(o.ts) || !isInt(o.length)) return 'data_buffer record has a value of the wrong type';
     this.dataBuffer.push({ ts: o.ts, length: o.length });
     this.stamp(o.ts);
