@@ -1,12 +1,15 @@
-// Many parallel requests right after start (every cache cold) and warm: never a 5xx.
+// Many parallel requests right after start (every cache cold) and warm: never a 5xx; the reference's
+// requests replayed by 16 clients at once get exactly the bytes one client gets alone.
 import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
 import { openRun } from '../src/server/run.ts';
 import { everyEndpoint } from './support/endpoints.ts';
-import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
+import { copyFixtureRun, readFixtureJson, type RunCopy } from './support/fixtures.ts';
 
 /** Extra mirror-only steps (more than the mirror cache holds), each a copy of step 1's token mirror. */
 const EXTRA_STEPS = [3, 4, 5, 6, 7, 8];
@@ -27,6 +30,41 @@ async function statuses(base: string, paths: string[]): Promise<Map<number, stri
 
 function fivexx(m: Map<number, string[]>): string[] {
   return [...m].filter(([s]) => s >= 500).flatMap(([s, ps]) => ps.map((p) => `${s} ${p}`));
+}
+
+/** Every distinct request the reference answered (the golden index), bad ones included. */
+const goldenRequests = [...new Set(readFixtureJson<{ entries: { request: string }[] }>('miles-demo', 'golden', 'index.json').entries.map((e) => e.request))];
+
+/** Status, type and body of one GET; a client that takes gzip has its body gunzipped, one that does not must get it plain. */
+function answer(base: string, path: string, gzip: boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, base), { headers: { 'accept-encoding': gzip ? 'gzip' : 'identity' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const encoding = res.headers['content-encoding'];
+        if (encoding !== undefined && !(gzip && encoding === 'gzip')) reject(new Error(`${path}: ${encoding} to a client taking ${gzip ? 'gzip' : 'identity'}`));
+        const body = encoding === 'gzip' ? gunzipSync(raw) : raw;
+        resolve(`${res.statusCode} ${res.headers['content-type']}\n${body.toString('base64')}`);
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** `xs` in an order of its own for client `k` (a fixed permutation, so a failure can be replayed). */
+function orderFor<T>(xs: readonly T[], k: number): T[] {
+  const out = [...xs];
+  let s = k + 1;
+  for (let i = out.length - 1; i > 0; i--) {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    const j = s % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
 }
 
 describe('concurrent requests', () => {
@@ -56,6 +94,30 @@ describe('concurrent requests', () => {
       const answers = await statuses(server.url, warm);
       assert.deepEqual(fivexx(answers), []);
       assert.equal(answers.get(200)?.length, 300);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('the reference requests replayed by 16 clients at once, each in its own order, answer byte for byte as to one client alone', async () => {
+    const alone = new Map<string, string>();
+    let server = await serve();
+    try {
+      for (const path of goldenRequests) alone.set(path, await answer(server.url, path, false));
+    } finally {
+      await server.close();
+    }
+    server = await serve(); // cold again: the 16 clients ask while everything is computed for the first time
+    try {
+      const differing: string[] = [];
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, k) => {
+          for (const path of orderFor(goldenRequests, k)) {
+            if ((await answer(server.url, path, k % 2 === 0)) !== alone.get(path)) differing.push(`client ${k}: ${path}`);
+          }
+        }),
+      );
+      assert.deepEqual(differing, []);
     } finally {
       await server.close();
     }

@@ -6,8 +6,7 @@
 // The quick preset (LinearRouter): registering routes costs nothing and no matcher is compiled on the
 // first request, which is on the way to a server's first answer; a few dozen routes match as fast.
 import { Hono } from 'hono/quick';
-import { COMPRESSIBLE_CONTENT_TYPE_REGEX, compress } from 'hono/compress';
-import { answerCache } from './answerCache.ts';
+import { compress } from 'hono/compress';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
 import type { SignalSpec } from '../queries/health.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
@@ -21,6 +20,7 @@ import { z } from 'zod';
 import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
 import { mountRollout } from './rollout.ts';
+import { compressible, sharedAnswers } from './sharedAnswers.ts';
 import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
@@ -63,8 +63,8 @@ export function runApi(run: RunSources, feed: EventFeed, options: AppOptions = {
   const api = new Hono();
   api.onError((err, c) => failureResponse(c, err, run.roots));
   mountMeta(api, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
-  // telemetry answers are kept while the run's telemetry is unchanged
-  api.use('/api/timeline/*', answerCache(() => run.telemetryVersion?.() ?? null));
+  // answers asked for at once are computed once; telemetry answers are kept while the run's telemetry is unchanged
+  api.use('/api/*', sharedAnswers({ version: () => run.telemetryVersion?.() ?? null }));
   mountTimeline(api, run);
   mountMetrics(api, run, options.lowMfu ?? DEFAULT_LOW_MFU);
   mountRollout(api, run);
@@ -120,8 +120,8 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
       done();
     }
   });
-  // Heatmap frames are mostly runs of equal bytes: gzip them too.
-  app.use(compress({ contentTypeFilter: (type) => COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith('application/octet-stream') || type.startsWith('application/vnd.rlsight.columns') }));
+  // what the run APIs do not gzip themselves (the event stream, search, the app); heatmap frames too
+  app.use(compress({ contentTypeFilter: compressible }));
   app.onError((err, c) => failureResponse(c, err, runs.runs().flatMap((r) => r.run.roots)));
 
   app.get('/api/runs', async (c) => {

@@ -1,0 +1,215 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { gunzipSync } from 'node:zlib';
+import { Hono } from 'hono';
+import { PARTIAL_HEADER } from './json.ts';
+import { Gate } from './scheduler.ts';
+import { sharedAnswers } from './sharedAnswers.ts';
+
+/** A run API whose answers count their computations and may be held until `release()`. */
+function app(opts: { budget?: number; gate?: Gate } = {}) {
+  const state = { version: 'v1' as string | null, computed: 0, status: 200, moveWhileComputing: false, partial: false, held: null as Promise<void> | null, pulled: 0 };
+  const api = new Hono();
+  api.use('/api/*', sharedAnswers({ version: () => state.version, budget: opts.budget, gate: opts.gate ?? new Gate(8, 64) }));
+  const answer = async (c: any) => {
+    state.computed++;
+    if (state.held) await state.held;
+    if (state.moveWhileComputing) state.version = `${state.version}+`;
+    const n = Number(c.req.param('n'));
+    if (state.partial) c.header(PARTIAL_HEADER, '1/2');
+    return c.json({ n, version: state.version, filler: 'x'.repeat(n) }, state.status as 200);
+  };
+  api.get('/api/timeline/t/:n', answer);
+  api.get('/api/rollout/:n/summary', answer);
+  // a long body produced piece by piece as it is read
+  api.get('/api/timeline/stream', (c) => {
+    state.computed++;
+    let i = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        state.pulled++;
+        if (i++ === 1000) controller.close();
+        else controller.enqueue(new Uint8Array(65536).fill(48 + (i % 10)));
+      },
+    });
+    return c.body(body, 200, { 'content-type': 'application/json' });
+  });
+  const hold = (): (() => void) => {
+    let release = (): void => {};
+    state.held = new Promise((r) => (release = r));
+    return () => {
+      state.held = null;
+      release();
+    };
+  };
+  return { api, state, hold };
+}
+
+const get = (api: Hono, path: string, init: { gzip?: boolean; signal?: AbortSignal } = {}) =>
+  api.request(path, { headers: init.gzip ? { 'accept-encoding': 'gzip' } : {}, signal: init.signal });
+const bytesOf = async (res: Response): Promise<Buffer> => Buffer.from(await res.arrayBuffer());
+const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 5));
+
+test('16 identical requests asked at once are computed once and all get the same bytes, gzip or not', async () => {
+  for (const path of ['/api/timeline/t/5000', '/api/rollout/3/summary']) {
+    const { api, state, hold } = app();
+    const release = hold();
+    const plain = Array.from({ length: 16 }, () => get(api, path));
+    const gzipped = Array.from({ length: 16 }, () => get(api, path, { gzip: true }));
+    await tick();
+    release();
+    const plainBodies = await Promise.all((await Promise.all(plain)).map(bytesOf));
+    const gzRes = await Promise.all(gzipped);
+    for (const r of gzRes) assert.equal(r.headers.get('content-encoding'), 'gzip');
+    const gzBodies = await Promise.all(gzRes.map(bytesOf));
+    assert.equal(state.computed, 2, `${path}: one plain computation, one gzipped`);
+    assert.equal(new Set(plainBodies.map((b) => b.toString('base64'))).size, 1);
+    assert.equal(new Set(gzBodies.map((b) => b.toString('base64'))).size, 1);
+    assert.equal(gunzipSync(gzBodies[0]).toString(), plainBodies[0].toString());
+  }
+});
+
+test('an asker arriving while the body is sent reads it from the start', async () => {
+  const { api, state } = app();
+  const first = await get(api, '/api/timeline/stream');
+  const reader = first.body!.getReader();
+  await reader.read();
+  const second = bytesOf(await get(api, '/api/timeline/stream'));
+  const rest: Uint8Array[] = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    rest.push(value);
+  }
+  assert.equal((await second).byteLength, 1000 * 65536);
+  assert.equal(state.computed, 1);
+});
+
+test('the same request under the same telemetry version is answered from the kept body; step answers are shared but not kept', async () => {
+  const { api, state } = app();
+  const a = await (await get(api, '/api/timeline/t/10')).text();
+  const b = await (await get(api, '/api/timeline/t/10')).text();
+  assert.equal(a, b);
+  assert.equal(state.computed, 1);
+  await get(api, '/api/timeline/t/11');
+  assert.equal(state.computed, 2);
+  state.version = 'v2';
+  assert.equal(JSON.parse(await (await get(api, '/api/timeline/t/10')).text()).version, 'v2');
+  assert.equal(state.computed, 3);
+  await (await get(api, '/api/rollout/1/summary')).text();
+  await (await get(api, '/api/rollout/1/summary')).text();
+  assert.equal(state.computed, 5);
+});
+
+test('gzip-accepting clients get the kept body gzipped, equal after decoding', async () => {
+  const { api, state } = app();
+  const plain = await (await get(api, '/api/timeline/t/5000')).text();
+  const first = await get(api, '/api/timeline/t/5000', { gzip: true });
+  assert.equal(first.headers.get('content-encoding'), 'gzip');
+  const second = await get(api, '/api/timeline/t/5000', { gzip: true });
+  assert.equal(gunzipSync(await bytesOf(first)).toString(), plain);
+  assert.equal(gunzipSync(await bytesOf(second)).toString(), plain);
+  assert.equal(state.computed, 2); // one plain, one gzipped
+});
+
+test('errors, answers computed while the version moved, partial answers, oversized bodies and runs without a version are never kept', async () => {
+  const { api, state } = app({ budget: 4000 });
+  state.status = 404;
+  await get(api, '/api/timeline/t/1');
+  await get(api, '/api/timeline/t/1');
+  assert.equal(state.computed, 2);
+  state.status = 200;
+  state.moveWhileComputing = true;
+  await get(api, '/api/timeline/t/2');
+  state.moveWhileComputing = false;
+  await get(api, '/api/timeline/t/2');
+  await get(api, '/api/timeline/t/2');
+  assert.equal(state.computed, 4);
+  await get(api, '/api/timeline/t/3000');
+  await get(api, '/api/timeline/t/3000');
+  assert.equal(state.computed, 6);
+  state.version = null;
+  await get(api, '/api/timeline/t/2');
+  await get(api, '/api/timeline/t/2');
+  assert.equal(state.computed, 8);
+});
+
+test('a partial answer is shared by the askers of the moment, never by a later one', async () => {
+  const { api, state, hold } = app();
+  state.partial = true;
+  const release = hold();
+  const now = Array.from({ length: 4 }, () => get(api, '/api/timeline/t/7'));
+  await tick();
+  release();
+  for (const r of await Promise.all(now)) assert.equal(r.headers.get(PARTIAL_HEADER), '1/2');
+  assert.equal(state.computed, 1);
+  state.partial = false;
+  const later = await get(api, '/api/timeline/t/7');
+  assert.equal(later.headers.get(PARTIAL_HEADER), null);
+  assert.equal(state.computed, 2);
+});
+
+test('the byte budget drops the least recently used bodies', async () => {
+  const { api, state } = app({ budget: 4000 });
+  for (const n of [1000, 1001, 1002]) await get(api, `/api/timeline/t/${n}`);
+  await get(api, '/api/timeline/t/1000'); // kept
+  assert.equal(state.computed, 3);
+  for (const n of [1003, 1004]) await get(api, `/api/timeline/t/${n}`);
+  await get(api, '/api/timeline/t/1001'); // dropped: least recently used
+  assert.equal(state.computed, 6);
+});
+
+test('a heavy answer queued at the gate whose askers all went away is never computed; one still waited for is', async () => {
+  const gate = new Gate(1, 8);
+  const { api, state, hold } = app({ gate });
+  const release = hold();
+  const busy = get(api, '/api/rollout/1/summary'); // takes the gate's only place
+  await tick();
+  const gone = [new AbortController(), new AbortController()];
+  const queued = gone.map((a) => get(api, '/api/rollout/2/summary', { signal: a.signal }));
+  const stays = new AbortController();
+  const kept = [get(api, '/api/rollout/3/summary', { signal: stays.signal }), get(api, '/api/rollout/3/summary')];
+  await tick();
+  assert.deepEqual(gate.load, { inside: 1, waiting: 2 });
+  for (const a of gone) a.abort();
+  stays.abort(); // one of the two askers of step 3 leaves; the other still waits
+  await Promise.all(queued);
+  assert.deepEqual(gate.load, { inside: 1, waiting: 1 });
+  release();
+  await bytesOf(await busy);
+  assert.equal(JSON.parse((await bytesOf(await kept[1])).toString()).n, 3);
+  assert.equal(state.computed, 2, 'steps 1 and 3 computed; step 2 never');
+});
+
+test('a body whose only reader went away stops being produced', async () => {
+  const { api, state } = app();
+  const abort = new AbortController();
+  const res = await get(api, '/api/timeline/stream', { signal: abort.signal });
+  const reader = res.body!.getReader();
+  await reader.read();
+  await reader.cancel();
+  await tick();
+  const pulled = state.pulled;
+  await tick();
+  assert.ok(pulled < 100, `${pulled} of 1000 pieces produced`);
+  assert.equal(state.pulled, pulled);
+  // not kept: the next asker computes it again, whole
+  assert.equal((await bytesOf(await get(api, '/api/timeline/stream'))).byteLength, 1000 * 65536);
+  assert.equal(state.computed, 2);
+});
+
+test('cheap answers are not queued behind heavy ones; a full queue answers 503 with Retry-After', async () => {
+  const gate = new Gate(1, 1);
+  const { api, hold } = app({ gate });
+  api.get('/api/meta', (c) => c.json({ ok: true }));
+  const release = hold();
+  const heavy = [get(api, '/api/rollout/1/summary'), get(api, '/api/rollout/2/summary')];
+  await tick();
+  assert.equal((await get(api, '/api/meta')).status, 200);
+  const over = await get(api, '/api/rollout/3/summary');
+  assert.equal(over.status, 503);
+  assert.equal(over.headers.get('retry-after'), '5');
+  assert.match(JSON.parse(await over.text()).detail, /busy/);
+  release();
+  for (const r of await Promise.all(heavy)) assert.equal(r.status, 200);
+});

@@ -1,0 +1,227 @@
+// Answers shared by everyone asking at once, and kept while they cannot change. When a team opens the same
+// server at once, sixteen people ask for the same answers within seconds: the first asker's request
+// computes it (gzipped once when the client takes gzip) and everyone asking for the same bytes while it is
+// computed or sent reads the same chunks, from the start. Telemetry answers are kept afterwards while the
+// run's telemetry is unchanged (LRU within a byte budget), so a reload, a second viewer or the app returning
+// to a view costs a lookup. Heavy answers take their turn at the scheduler's gate; an answer whose every
+// asker went away stops: dropped before its turn, or its body no longer produced.
+import { once } from 'node:events';
+import { createGzip } from 'node:zlib';
+import type { Context, MiddlewareHandler, Next } from 'hono';
+import { COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
+import { PARTIAL_HEADER } from './json.ts';
+import { BUSY_RETRY_AFTER_S, type Gate, heavyAnswers, isHeavy, ServerBusy } from './scheduler.ts';
+
+/** Bytes the kept bodies of one run may hold together; a body over half of it is never kept. */
+export const KEPT_ANSWER_BYTES = 48 * 2 ** 20;
+
+/** Content types worth gzipping: text, JSON, and the binary frames (mostly runs of equal bytes). */
+export function compressible(type: string): boolean {
+  return COMPRESSIBLE_CONTENT_TYPE_REGEX.test(type) || type.startsWith('application/octet-stream') || type.startsWith('application/vnd.rlsight.columns');
+}
+
+interface Head {
+  status: number;
+  headers: [string, string][];
+}
+
+/** One answer being computed and sent: its head once known, its body's chunks as they are produced. */
+class Flight {
+  head: Head | null = null;
+  readonly chunks: Uint8Array[] = [];
+  bytes = 0;
+  finished = false;
+  failure: unknown = null;
+  /** Aborted once every asker went away before the body was produced. */
+  readonly abandoned = new AbortController();
+  private askers = 0;
+  private wakers: (() => void)[] = [];
+
+  /** Resolves when something changed (a head, a chunk, the end). */
+  changed(): Promise<void> {
+    return new Promise((r) => this.wakers.push(r));
+  }
+
+  wake(): void {
+    const w = this.wakers;
+    this.wakers = [];
+    for (const f of w) f();
+  }
+
+  /** One more asker; the returned function says it left (once). */
+  join(): () => void {
+    this.askers++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      if (--this.askers === 0 && !this.finished) this.abandoned.abort();
+    };
+  }
+
+  /** The answer for one asker: waits for the head, then reads the shared chunks from the first. */
+  async respond(signal: AbortSignal): Promise<Response> {
+    const leave = this.join();
+    signal.addEventListener('abort', leave, { once: true });
+    while (this.head === null && this.failure === null && !signal.aborted) await this.changed();
+    if (this.head === null) {
+      leave();
+      if (this.failure !== null && !signal.aborted) throw this.failure;
+      return new Response(null, { status: 499 }); // no one reads it
+    }
+    let next = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        while (next === this.chunks.length && !this.finished) await this.changed();
+        if (next < this.chunks.length) {
+          controller.enqueue(this.chunks[next++]);
+          return;
+        }
+        leave();
+        if (this.failure !== null) controller.error(this.failure);
+        else controller.close();
+      },
+      cancel: () => leave(),
+    });
+    return new Response(body, { status: this.head.status, headers: this.head.headers });
+  }
+}
+
+interface Kept {
+  head: Head;
+  body: Uint8Array;
+}
+
+export interface SharedAnswersOptions {
+  /** The run's telemetry version (null: nothing is kept). */
+  version: () => string | null;
+  /** Paths whose answers are kept after they are sent (the telemetry answers). */
+  keep?: (path: string) => boolean;
+  budget?: number;
+  gate?: Gate;
+}
+
+/** Never shared: the event stream stays open, search streams its matches as they are found. */
+const UNSHARED = /^\/api\/(events|rlsight\/search)$/;
+
+/**
+ * Shares GET answers among concurrent askers of the same URL, `Accept`, gzip-or-not and telemetry version;
+ * keeps the 200 answers `keep` picks, computed while the version did not move, that are not partial
+ * (`x-rlsight-coverage`: read while the history is still being read).
+ */
+export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
+  const keep = opts.keep ?? ((path: string) => path.startsWith('/api/timeline/'));
+  const budget = opts.budget ?? KEPT_ANSWER_BYTES;
+  const gate = opts.gate ?? heavyAnswers;
+  const flights = new Map<string, Flight>();
+  const kept = new Map<string, Kept>();
+  let keptBytes = 0;
+
+  const remember = (key: string, version: string, entry: Kept): void => {
+    kept.set(key, entry);
+    keptBytes += entry.body.byteLength;
+    for (const [k, v] of kept) {
+      // least recently used first; entries of older versions can never be asked for again
+      if (keptBytes <= budget && k.startsWith(`${version}\n`)) continue;
+      kept.delete(k);
+      keptBytes -= v.body.byteLength;
+    }
+  };
+
+  /** Computes the answer for every asker of `flight`: its turn at the gate, the handler, the body (gzipped once). */
+  const fly = async (flight: Flight, c: Context, next: Next, o: { key: string; version: string | null; gzip: boolean; heavy: boolean }): Promise<void> => {
+    let release = (): void => {};
+    try {
+      if (o.heavy) release = await gate.enter(flight.abandoned.signal);
+      await next();
+      const res = c.res;
+      const headers = new Headers(res.headers);
+      const gzip = o.gzip && res.body !== null && !headers.has('content-encoding') && compressible(headers.get('content-type') ?? '');
+      if (gzip) {
+        headers.set('content-encoding', 'gzip');
+        headers.set('vary', 'Accept-Encoding');
+        headers.delete('content-length');
+      }
+      flight.head = { status: res.status, headers: [...headers] };
+      flight.wake();
+      if (res.body !== null) await produce(flight, res.body, gzip);
+      flight.finished = true;
+      flights.delete(o.key);
+      flight.wake();
+      if (flight.abandoned.signal.aborted) return; // its body was cut short: never kept
+      const keepable = res.status === 200 && o.version !== null && opts.version() === o.version && !headers.has(PARTIAL_HEADER) && flight.bytes <= budget / 2;
+      if (keepable && keep(c.req.path)) remember(o.key, o.version!, { head: flight.head, body: Buffer.concat(flight.chunks, flight.bytes) });
+    } catch (err) {
+      flight.failure = err;
+      flight.finished = true;
+      flights.delete(o.key);
+      flight.wake();
+    } finally {
+      release();
+    }
+  };
+
+  return async (c, next) => {
+    if (c.req.method !== 'GET' || UNSHARED.test(c.req.path)) return next();
+    const version = opts.version();
+    const gzip = /\bgzip\b/i.test(c.req.header('accept-encoding') ?? '');
+    const key = `${version ?? ''}\n${c.req.url}\n${c.req.header('accept') ?? ''}\n${gzip}`;
+    const hit = kept.get(key);
+    if (hit !== undefined) {
+      kept.delete(key);
+      kept.set(key, hit);
+      return new Response(hit.body, { status: hit.head.status, headers: hit.head.headers });
+    }
+    let flight = flights.get(key);
+    if (flight === undefined) {
+      const mine = (flight = new Flight());
+      flights.set(key, mine);
+      // an answer no one waits for any more is not joined by a later asker: it computes afresh
+      mine.abandoned.signal.addEventListener('abort', () => flights.get(key) === mine && flights.delete(key), { once: true });
+      void fly(flight, c, next, { key, version, gzip, heavy: isHeavy(c.req.path, new URL(c.req.url).searchParams) });
+    }
+    let res: Response;
+    try {
+      res = await flight.respond(c.req.raw.signal);
+    } catch (err) {
+      if (!(err instanceof ServerBusy)) throw err;
+      res = new Response(JSON.stringify({ detail: err.message }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': String(BUSY_RETRY_AFTER_S) } });
+    }
+    // the asker that computed it holds the handler's response (read into the flight): replaced whole, not merged
+    c.res = undefined;
+    c.res = res;
+  };
+}
+
+/** Reads the handler's body into the flight's chunks (gzipped as it streams when `gzip`); stops when no one is left to read it. */
+async function produce(flight: Flight, body: ReadableStream<Uint8Array>, gzip: boolean): Promise<void> {
+  const reader = body.getReader();
+  const stop = (): void => void reader.cancel().catch(() => {});
+  flight.abandoned.signal.addEventListener('abort', stop, { once: true });
+  const add = (chunk: Uint8Array): void => {
+    flight.chunks.push(chunk);
+    flight.bytes += chunk.byteLength;
+    flight.wake();
+  };
+  try {
+    if (!gzip) {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        add(value);
+      }
+    }
+    const gz = createGzip({ level: 4 });
+    gz.on('data', add);
+    const ended = once(gz, 'end');
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!gz.write(value)) await once(gz, 'drain');
+    }
+    gz.end();
+    await ended;
+  } finally {
+    flight.abandoned.signal.removeEventListener('abort', stop);
+  }
+}
