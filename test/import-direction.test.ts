@@ -37,10 +37,14 @@ describe('import direction', () => {
       'web/views/a.tsx': "import { meta } from '../../src/wire/index.ts';\nimport type { Fleet } from '../../src/queries/fleet.ts';\n",
       'web/views/b.tsx': "import type { Meta } from '../../src/wire/index.ts';\nimport { h } from 'preact';\n",
       'web/views/c.tsx': "const load = () => import('../../src/server/run.ts');\n",
+      'web/views/d.tsx': "import { decodeFrame } from '../../src/formats/columnFrame.ts';\nimport { pyDumps } from '../../src/formats/pythonJson.ts';\n",
+      'src/formats/columnFrame.ts': "import { Buffer } from 'node:buffer';\nimport { createHash } from 'crypto';\n",
     });
     try {
       const found = importViolations(t.root).map((v) => `${v.file} ${v.specifier}`);
       assert.deepEqual(found.sort(), [
+        'src/formats/columnFrame.ts crypto',
+        'src/formats/columnFrame.ts node:buffer',
         'src/formats/zip.ts ../run/model.ts',
         'src/queries/metrics.ts fs/promises',
         'src/queries/metrics.ts node:fs',
@@ -52,6 +56,7 @@ describe('import direction', () => {
         'web/views/a.tsx ../../src/queries/fleet.ts',
         'web/views/a.tsx ../../src/wire/index.ts',
         'web/views/c.tsx ../../src/server/run.ts',
+        'web/views/d.tsx ../../src/formats/pythonJson.ts',
       ]);
     } finally {
       t.dispose();

@@ -1,32 +1,18 @@
-// The columnar frame the server sends for large series (Accept: application/vnd.rlsight.columns):
-// "RLC1", u32 LE header length, header JSON, then each column's little-endian values 8-byte aligned.
-// Columns become typed-array views over the received bytes, never copied; series i of a per-series
-// answer is `[offsets[i], offsets[i+1])` of every column.
+// The columnar frame the server sends for large series (Accept: application/vnd.rlsight.columns), decoded
+// by the server's own codec (src/formats/columnFrame.ts): columns become typed-array views over the received
+// bytes, never copied; series i of a per-series answer is `[offsets[i], offsets[i+1])` of every column.
 import type { Coverage, GpuSeries } from '../src/wire/index.ts';
+import { COLUMNS_MEDIA_TYPE, decodeFrame, type DecodedFrame, type FrameColumn } from '../src/formats/columnFrame.ts';
 
-const TYPES = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u32: Uint32Array, i16: Int16Array, u16: Uint16Array, i8: Int8Array, u8: Uint8Array } as const;
-type Column = InstanceType<(typeof TYPES)[keyof typeof TYPES]>;
+type Column = FrameColumn;
 
-export const COLUMNS_ACCEPT = 'application/vnd.rlsight.columns';
+export const COLUMNS_ACCEPT = COLUMNS_MEDIA_TYPE;
 
-export interface Frame<H> {
-  header: H;
-  columns: Record<string, Column>;
-}
+export type Frame<H> = DecodedFrame<H>;
 
+/** A frame fetched whole (its columns are views over the buffer). */
 export function decodeColumns<H>(buf: ArrayBuffer): Frame<H> {
-  const bytes = new Uint8Array(buf);
-  if (bytes.length < 8 || String.fromCharCode(bytes[0], bytes[1], bytes[2], bytes[3]) !== 'RLC1') throw new Error('not a columnar frame');
-  const len = new DataView(buf).getUint32(4, true);
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + len))) as H & { columns: { name: string; type: keyof typeof TYPES; length: number }[] };
-  const columns: Record<string, Column> = {};
-  let at = (8 + len + 7) & ~7;
-  for (const c of header.columns) {
-    const T = TYPES[c.type];
-    columns[c.name] = new T(buf, at, c.length);
-    at += (c.length * T.BYTES_PER_ELEMENT + 7) & ~7;
-  }
-  return { header, columns };
+  return decodeFrame<H>(new Uint8Array(buf));
 }
 
 /** Series `i`'s slice of a column (typed as f64: a narrower column's values read alike by index). */

@@ -9,6 +9,7 @@
 //
 // Column types: f64, f32, i32, u32, i16, u16, i8, u8 (`length` counts values, not bytes). Floats keep
 // NaN and ±Infinity exactly; JSON `null` has no float form, so series with gaps send NaN for null.
+// Browser-safe (no Node modules): the app decodes the frames it fetches with this same module.
 
 export type FrameColumn = Float64Array | Float32Array | Int32Array | Uint32Array | Int16Array | Uint16Array | Int8Array | Uint8Array;
 
@@ -54,9 +55,9 @@ export function framePieces(header: Record<string, unknown>, columns: Record<str
   if (!LITTLE_ENDIAN) throw new Error('columnar frames need a little-endian platform');
   const entries = Array.isArray(columns) ? columns : Object.entries(columns);
   const infos: FrameColumnInfo[] = entries.map(([name, col]) => ({ name, type: typeOf(col), length: col.length }));
-  const json = Buffer.from(JSON.stringify({ ...header, columns: infos }), 'utf8');
+  const json = new TextEncoder().encode(JSON.stringify({ ...header, columns: infos }));
   const head = new Uint8Array(pad8(8 + json.length));
-  head.set(Buffer.from(FRAME_MAGIC, 'latin1'), 0);
+  head.set(new TextEncoder().encode(FRAME_MAGIC), 0);
   new DataView(head.buffer).setUint32(4, json.length, true);
   head.set(json, 8);
   const pieces: Uint8Array[] = [head];

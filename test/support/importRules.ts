@@ -1,5 +1,6 @@
 // The layer rules of the source tree (bytes → model → query → JSON → view), checked over the import statements.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 /** One import that breaks a layer rule. */
@@ -41,6 +42,7 @@ function layerOf(rel: string): string | null {
   return null;
 }
 
+const NODE_BUILTINS = new Set(builtinModules);
 const FS_MODULES = new Set(['fs', 'node:fs', 'fs/promises', 'node:fs/promises']);
 
 /** The run's face: all that the layers above src/run/ may import of it. */
@@ -48,9 +50,13 @@ const RUN_FACE = new Set(['src/run/model.ts', 'src/run/open.ts', 'src/run/errors
 /** Layers that see a run only through its face (their tests may build one from the adapters). */
 const ABOVE_THE_FACE = new Set(['src/queries', 'src/server']);
 
+/** What the app imports of src beside the wire types: the column frame codec it shares with the server. */
+const APP_SHARED = new Set(['src/formats/columnFrame.ts'].map((p) => p.split('/').join(sep)));
+
 /** Why `from` may not import `to` (layers; `target` the file) or the bare module `bare`; null when allowed. */
-function ruleBroken(from: string, to: string | null, target: string | null, bare: string | null, typeOnly: boolean, isTest: boolean): string | null {
+function ruleBroken(from: string, to: string | null, target: string | null, bare: string | null, typeOnly: boolean, isTest: boolean, file: string): string | null {
   if (bare !== null) {
+    if (APP_SHARED.has(file) && (bare.startsWith('node:') || NODE_BUILTINS.has(bare))) return 'a module the app shares runs in the browser: no Node modules';
     // A query's test may stage run files to open a model over; the query itself never reads them.
     if (from === 'src/queries' && FS_MODULES.has(bare) && !isTest) return 'queries never touch the file system';
     if (from === 'src/wire' && !typeOnly) return 'the wire module holds types only';
@@ -67,6 +73,7 @@ function ruleBroken(from: string, to: string | null, target: string | null, bare
   if (from === 'src/queries' && (to === 'src/server' || to === 'web')) return `queries are below ${to}`;
   if (from === 'src/wire' && to !== 'src/wire') return 'the wire module imports nothing but itself';
   if (from === 'web' && to.startsWith('src')) {
+    if (target !== null && APP_SHARED.has(target)) return null;
     if (to !== 'src/wire') return 'the app reads answers through src/wire only';
     if (!typeOnly) return 'the app imports only types from src (`import type`)';
   }
@@ -102,7 +109,7 @@ export function importViolations(root: string): ImportViolation[] {
         const isPath = specifier.startsWith('.') || specifier.startsWith('/');
         const target = isPath ? relative(root, resolve(dirname(path), specifier)) : null;
         const to = target === null ? null : layerOf(target);
-        const rule = ruleBroken(from, to, target, isPath ? null : specifier, typeOnly, /\.test\.tsx?$/.test(file));
+        const rule = ruleBroken(from, to, target, isPath ? null : specifier, typeOnly, /\.test\.tsx?$/.test(file), file);
         if (rule) out.push({ file, specifier, rule });
       }
     }
