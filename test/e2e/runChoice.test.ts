@@ -72,13 +72,14 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.ok(groups.rows.length > 0);
     await page.locator('.tabs', { hasText: 'zero-std)' }).waitFor();
 
-    for (const route of ['#/timeline', '#/', '#/trace/199', '#/rollout/199/sample/0?tab=tokens', '#/diff']) {
+    const sample = Number((await api<RolloutTable>('runs/collapse/rollout/199/summary')).rows[0]!.sample_index);
+    for (const route of ['#/timeline', '#/', '#/trace/199', `#/rollout/199/sample/${sample}?tab=tokens`, '#/diff']) {
       const [path, q] = route.split('?');
       await page.goto(`${served.url}${path}?${q ? `${q}&` : ''}run=collapse`);
       await page.waitForLoadState('networkidle').catch(() => {});
       await page.waitForSelector('#view > *:not(.loading)');
     }
-    await page.waitForSelector('[data-testid=token-text] [data-pos]', { timeout: 20_000 }).catch(() => {});
+    await page.waitForSelector('[data-testid=token-text] [data-pos]', { timeout: 20_000 });
     for (const family of ['meta', 'metrics', 'timeline/', 'rollout/', 'rlsight/'])
       assert.ok(seen.some((p) => p.startsWith(`/api/runs/collapse/${family}`)), `a ${family} request was made: ${seen.join(' ')}`);
     assert.deepEqual(strays(seen, 'collapse'), [], 'every run-scoped request names the chosen run');

@@ -1,5 +1,6 @@
 // One floating tooltip for the whole app, positioned next to the cursor and kept inside the viewport.
-import { useLayoutEffect, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
+import { route } from '../route.ts';
 import { store, useStore } from '../store.ts';
 
 interface Tip {
@@ -21,6 +22,8 @@ export function hideTip(): void {
 export function Tooltip() {
   const t = useStore(tip);
   const ref = useRef<HTMLDivElement>(null);
+  // A new screen unmounts what the tip described without a mouseleave (Back, a key, a link): it goes too.
+  useEffect(() => route.subscribe(hideTip), []);
   useLayoutEffect(() => {
     const el = ref.current;
     if (!el || !t) return;

@@ -12,6 +12,22 @@ import { shownRunId } from '../../runs.ts';
 import { groupHref, sampleDiffHref, sampleHref, type SideRun } from './links.ts';
 import { diffRuns, diffSteps } from './sides.ts';
 
+/**
+ * The samples of a flipped group worth reading side by side: the better side's best against the worse side's
+ * worst (a failure against a success, never two failures), said in the link.
+ */
+function CompareFlip({ a, b, runA, runB, flip }: { a: number; b: number; runA: string | null; runB: string | null; flip: StepDiff['flipped'][number] }) {
+  const bBetter = (flip.b.reward_mean ?? 0) >= (flip.a.reward_mean ?? 0);
+  const sa = bBetter ? flip.a.worst_sample : flip.a.best_sample;
+  const sb = bBetter ? flip.b.best_sample : flip.b.worst_sample;
+  if (sa === null || sb === null) return null;
+  return (
+    <a href={sampleDiffHref(runA, runB, [a, sa], [b, sb])} data-testid="compare-flip" title="the better side's best sample against the worse side's worst">
+      compare A's {bBetter ? 'worst' : 'best'} with B's {bBetter ? 'best' : 'worst'}
+    </a>
+  );
+}
+
 export const delta = (d: number | null) => (d === null ? '' : `${d > 0 ? '+' : ''}${fmtNum(d)}`);
 
 type Which = 'a' | 'b';
@@ -148,9 +164,7 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
                         <td>{group(ra, a, f.a)}</td>
                         <td>{group(rb, b, f.b)}</td>
                         <td>
-                          {f.a.best_sample !== null && f.b.worst_sample !== null && (
-                            <a href={sampleDiffHref(runs.a, runs.b, [a, f.a.best_sample], [b, f.b.worst_sample])}>compare samples</a>
-                          )}
+                          <CompareFlip a={a} b={b} runA={runs.a} runB={runs.b} flip={f} />
                         </td>
                       </tr>
                     );

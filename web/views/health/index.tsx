@@ -6,7 +6,9 @@ import { liveTick } from '../../live.ts';
 import { useStore } from '../../store.ts';
 import type { HealthAnswer, HealthCell, Meta, SignalSpec } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
-import { href } from '../../route.ts';
+import { useEffect } from 'preact/hooks';
+import { href, numParam, route, setParams } from '../../route.ts';
+import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts';
 import { evidenceHref } from './evidence.ts';
 
 function cellText(c: HealthCell): string {
@@ -20,6 +22,124 @@ function signalTitle(s: SignalSpec): string {
   return `${s.doc}\nwarn above ${s.warn}, fires above ${s.fire}`;
 }
 
+/** A cell whose evidence opens from anywhere inside it (the link fills the cell). */
+function HealthTd({ signal, cell }: { signal: SignalSpec; cell: HealthCell }) {
+  const text = cellText(cell);
+  return (
+    <td class={`hc ${cell.level}`} data-signal={signal.id} title={`${signal.label}: ${cell.detail}`}>
+      {cell.evidence ? <a href={evidenceHref(cell.evidence)}>{text}</a> : <span>{text}</span>}
+    </td>
+  );
+}
+
+/**
+ * Runs × signals (`runs=ID,ID` or `runs=all` on a server holding several runs): each run's cells at its newest
+ * step, or at `at=STEP`. A run's evidence links open that run.
+ */
+function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
+  const all = useStore(runList);
+  useEffect(() => void loadRuns(), []);
+  const r = useStore(route);
+  const param = r.params.get('runs');
+  const wanted = (param ?? '').split(',').filter(Boolean);
+  const runs = (all ?? []).filter((x) => wanted.includes(x.id) || param === 'all');
+  const at = numParam(r.params, 'at');
+  const key = runs.length > 1 ? runs.map((x) => x.id).join(',') : null;
+  const boards = useApi(key, (signal) => Promise.all(runs.map((x) => getJson<HealthAnswer>(runPath(x, 'rlsight/health'), {}, signal))), tick);
+  if (!key && all && all.length > 1)
+    return (
+      <p class="hint">
+        <a href={href('/health', { runs: 'all' })} data-testid="health-compare">
+          Compare the {all.length} runs signal by signal
+        </a>
+      </p>
+    );
+  if (!key || !all) return null;
+  const shown = shownRunId(all);
+  return (
+    <div class="health-runs" data-testid="health-runs">
+      <h2 class="view-title">
+        Runs × signals at {at === null ? 'each run’s newest step' : `step ${at}`}{' '}
+        <label class="hint">
+          step{' '}
+          <input
+            type="number"
+            min={0}
+            value={at ?? ''}
+            placeholder="newest"
+            aria-label="step of the runs board"
+            onChange={(e) => setParams({ at: (e.currentTarget as HTMLInputElement).value || null })}
+          />
+        </label>
+      </h2>
+      {boards.error ? (
+        <ErrorNote error={boards.error} />
+      ) : !boards.data ? (
+        <Loading what="health of each run" />
+      ) : (
+        <div class="health-scroll">
+          <table class="health-board runs-board">
+            <thead>
+              <tr>
+                <th scope="col">run</th>
+                <th scope="col">step</th>
+                {signals.map((s) => (
+                  <th scope="col" title={signalTitle(s)} data-signal={s.id}>
+                    {s.label}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {runs.map((x, i) => {
+                const rows = boards.data![i]!.rows;
+                const row = at === null ? rows.at(-1) : rows.find((q) => q.step === at);
+                return (
+                  <tr data-run={x.id} class={x.id === shown ? 'shown' : ''}>
+                    <th scope="row">
+                      <span class="swatch" style={{ background: runColor(all, x.id) }} />
+                      <a href={href('/health', { run: x.id, runs: r.params.get('runs'), at })}>{x.id}</a>
+                    </th>
+                    <td>{row ? row.step : '—'}</td>
+                    {signals.map((s) =>
+                      row?.cells[s.id] ? (
+                        <RunHealthTd run={x.id} signal={s} cell={row.cells[s.id]} />
+                      ) : (
+                        <td class="hc none" data-signal={s.id} title={at === null ? 'no train step yet' : `step ${at} is not recorded in ${x.id}`}>
+                          –
+                        </td>
+                      ),
+                    )}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** A runs-board cell: its evidence opens in the run it belongs to. */
+function RunHealthTd({ run, signal, cell }: { run: string; signal: SignalSpec; cell: HealthCell }) {
+  const text = cellText(cell);
+  const link = cell.evidence ? withRun(evidenceHref(cell.evidence), run) : null;
+  return (
+    <td class={`hc ${cell.level}`} data-signal={signal.id} title={`${run} · ${signal.label}: ${cell.detail}`}>
+      {link ? <a href={link}>{text}</a> : <span>{text}</span>}
+    </td>
+  );
+}
+
+/** `link` with `run=` set to `run`. */
+function withRun(link: string, run: string): string {
+  const i = link.indexOf('?');
+  const q = new URLSearchParams(i >= 0 ? link.slice(i + 1) : '');
+  q.set('run', run);
+  return `${i >= 0 ? link.slice(0, i) : link}?${q}`;
+}
+
 export function HealthView({ meta }: { meta: Meta }) {
   const tick = useStore(liveTick);
   const board = useApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), tick);
@@ -30,6 +150,7 @@ export function HealthView({ meta }: { meta: Meta }) {
     return <Empty>No train steps in this run yet{meta.mode === 'follow' ? ' — rows appear as the job writes its dumps.' : '.'}</Empty>;
   return (
     <section class="health">
+      <RunsBoard signals={signals} tick={tick} />
       <h2 class="view-title">
         Health — {rows.length} steps, {fired.length === 0 ? 'no signal fired' : `${fired.length} signal${fired.length === 1 ? '' : 's'} fired`}
       </h2>
@@ -59,11 +180,8 @@ export function HealthView({ meta }: { meta: Meta }) {
                 </th>
                 {signals.map((s) => {
                   const c = r.cells[s.id];
-                  const text = cellText(c);
                   return (
-                    <td class={`hc ${c.level}`} data-signal={s.id} title={`${s.label}: ${c.detail}`}>
-                      {c.evidence ? <a href={evidenceHref(c.evidence)}>{text}</a> : text}
-                    </td>
+                    <HealthTd signal={s} cell={c} />
                   );
                 })}
               </tr>

@@ -1,0 +1,138 @@
+// Comparison across the demo's two runs (`run` and `collapse`, same recipe and seed) and the defects met on the
+// way: tooltips that outlived their view, Health cells that opened only from their digits, flipped groups
+// compared failure against failure.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser } from 'playwright-core';
+import type { HealthAnswer, RolloutTable, StepDiff } from '../../src/wire/index.ts';
+import { ensureWebBuilt, hasChromium, hashParams, hashPath, launch, openPage, screenshot, serveDemo, type Served } from './harness.ts';
+
+declare const document: any;
+const TOOLTIP = '.tooltip, [role=tooltip], [data-testid=tooltip]';
+
+describe('comparing runs and the defects around it (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let served: Served;
+  let browser: Browser;
+  const api = async <T>(path: string) => (await (await fetch(`${served.url}api/${path}`)).json()) as T;
+
+  before(async () => {
+    ensureWebBuilt();
+    served = await serveDemo({ steps: 4, compare: true });
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await served?.stop();
+  });
+
+  it('a token tooltip does not stay over Health after Back, nor a scatter tooltip over Metrics', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/health`);
+    await page.waitForSelector('table.health-board tbody tr');
+    const first = Number((await api<RolloutTable>('rollout/3/summary')).rows[0]!.sample_index);
+    await page.goto(`${served.url}#/rollout/3/sample/${first}?tab=tokens`);
+    const token = page.locator('[data-testid=token-text] [data-pos]').nth(3);
+    await token.waitFor();
+    await token.hover();
+    await page.waitForSelector(TOOLTIP);
+    await page.goBack();
+    await page.waitForSelector('table.health-board tbody tr');
+    assert.equal(await page.locator(TOOLTIP).count(), 0, 'no token tooltip over Health');
+
+    await page.goto(`${served.url}#/rollout/3`);
+    const scatter = page.locator('[data-testid=scatter]');
+    await scatter.waitFor();
+    await page.waitForTimeout(300);
+    // Hover a drawn point: a saturated pixel of the canvas (axes and grid are grey).
+    const point = await page.evaluate(() => {
+      const c = document.querySelector('[data-testid=scatter]');
+      const { data, width, height } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+      const r = c.getBoundingClientRect();
+      for (let i = 0; i < width * height; i++) {
+        const [R, G, B, A] = [data[4 * i], data[4 * i + 1], data[4 * i + 2], data[4 * i + 3]];
+        if (A > 200 && Math.max(R, G, B) - Math.min(R, G, B) > 90) return { x: r.left + ((i % width) * r.width) / width, y: r.top + (Math.floor(i / width) * r.height) / height };
+      }
+      return null;
+    });
+    assert.ok(point, 'the scatter draws points');
+    await page.mouse.move(point.x + 1, point.y + 1);
+    await page.waitForSelector(TOOLTIP);
+    await page.evaluate(() => (location.hash = '#/'));
+    await page.waitForSelector('.chart-panel');
+    assert.equal(await page.locator(TOOLTIP).count(), 0, 'no scatter tooltip over Metrics');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('a Health cell opens its evidence from anywhere in the cell, not only its digits', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/health`);
+    await page.waitForSelector('table.health-board tbody tr');
+    const cell = page.locator('table.health-board tbody tr').last().locator('td[data-signal=zero_std]');
+    const box = (await cell.boundingBox())!;
+    await page.mouse.click(box.x + 2, box.y + 2);
+    await page.waitForFunction(() => location.hash.startsWith('#/rollout/'));
+    assert.equal(hashParams(page).get('tab'), 'groups');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('Health compares runs signal by signal at the newest or a chosen step; each cell is that run’s', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/health`);
+    await page.click('[data-testid=health-compare]');
+    await page.waitForSelector('[data-testid=health-runs] tbody tr[data-run=collapse]');
+    const boards = { run: await api<HealthAnswer>('runs/run/rlsight/health'), collapse: await api<HealthAnswer>('runs/collapse/rlsight/health') };
+    const cellOf = (run: string) => page.textContent(`[data-testid=health-runs] tr[data-run="${run}"] td[data-signal=zero_std]`);
+    for (const run of ['run', 'collapse'] as const) {
+      const want = boards[run].rows.at(-1)!.cells.zero_std.value!;
+      assert.equal(Number(await cellOf(run)), Number(want.toFixed(3)), `${run} newest zero-std`);
+    }
+    await page.fill('input[aria-label="step of the runs board"]', '1');
+    await page.press('input[aria-label="step of the runs board"]', 'Enter');
+    await page.waitForFunction(() => location.hash.includes('at=1'));
+    await page.waitForFunction(() => /step 1/.test(document.querySelector('[data-testid=health-runs] h2')?.textContent ?? ''));
+    for (const run of ['run', 'collapse'] as const) {
+      const want = boards[run].rows.find((r) => r.step === 1)!.cells.zero_std.value!;
+      assert.equal(Number(await cellOf(run)), Number(want.toFixed(3)), `${run} zero-std at step 1`);
+    }
+    // The per-step board below stays the shown run's, its rows led by the step.
+    const steps = await page.$$eval('table.health-board:not(.runs-board) tbody tr', (trs) => trs.map((t: any) => t.cells[0].textContent.trim()));
+    assert.deepEqual(steps, boards.run.rows.map((r) => String(r.step)));
+    await screenshot(page, 'health-runs-board');
+    // A run's evidence opens in that run.
+    await page.click('[data-testid=health-runs] tr[data-run=collapse] td[data-signal=zero_std] a');
+    await page.waitForFunction(() => location.hash.startsWith('#/rollout/1'));
+    assert.equal(hashParams(page).get('run'), 'collapse');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('a flipped group compares a success with a failure (the better side’s best against the worse side’s worst)', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    const d = await api<StepDiff>('rlsight/diff/steps?a=3&b=3&run_a=run&run_b=collapse');
+    assert.ok(d.flipped.length > 0, 'the demo flips groups between the runs');
+    const rewards = {
+      run: await api<RolloutTable>('runs/run/rollout/3/summary'),
+      collapse: await api<RolloutTable>('runs/collapse/rollout/3/summary'),
+    };
+    const reward = (run: 'run' | 'collapse', i: number) => Number(rewards[run].rows.find((r) => Number(r.sample_index) === i)!.reward);
+    await page.goto(`${served.url}#/diff?a=3&b=3&run_a=run&run_b=collapse`);
+    await page.waitForSelector('[data-testid=flipped] tbody tr');
+    const links = await page.$$eval('[data-testid=flipped] [data-testid=compare-flip]', (as) => as.map((a: any) => a.getAttribute('href')));
+    assert.equal(links.length, d.flipped.length);
+    for (const link of links) {
+      const q = new URLSearchParams(link.slice(link.indexOf('?') + 1));
+      const ra = reward('run', Number(q.get('a')!.split(':')[1]));
+      const rb = reward('collapse', Number(q.get('b')!.split(':')[1]));
+      assert.notEqual(ra, rb, `${link}: a ${ra} against b ${rb}`);
+      assert.ok(Math.max(ra, rb) > 0, `${link}: not two failures`);
+    }
+    assert.match((await page.textContent('[data-testid=compare-flip]'))!, /A's (worst|best) with B's (best|worst)/);
+    assert.equal(hashPath(page), '#/diff');
+    assert.deepEqual(w.problems(), []);
+  });
+});
+
+declare const location: { hash: string };
