@@ -1,8 +1,9 @@
 // Collector and producer costs; prints one JSON line.
 //   node --import tsx bench/collect.ts
-// ingest_records_per_s: gpu_util lines through Collector.ingest (check + encode + hold) and the
-//   flush that appends them, per CPU second of the main thread (one core); over_http (wall time)
-//   adds loopback HTTP batches of 1,000 lines.
+// ingest_records_per_s: gpu_util lines through Collector.ingest (check + encode + hold + the
+//   write-ahead log's appends and group fsyncs, as `rlsight collect` runs) and the flush that appends
+//   them, per CPU second of the process; over_http (wall time) adds loopback HTTP batches of 1,000
+//   lines, each answered once it is in the write-ahead log.
 // python_*_us: rlsight client CPU time per call in the training thread (the sender thread idle).
 // rss_mib: collector process RSS before, holding a 10x burst (10 x 1,024 GPUs x one 5 s flush
 //   interval of 1 Hz samples, unflushed), and holding a full 500,000-record buffer.
@@ -88,15 +89,17 @@ function engineHour(minutes: number, t0 = 1_755_799_200): { records_per_s: numbe
 }
 
 function ingestRate(n: number): { records_per_s: number; flush_ms: number } {
-  const c = new Collector({ dashboardDir: join(root, `ingest${n}`), bufferCap: n + 1, log: () => {} });
+  const c = new Collector({ dashboardDir: join(root, `ingest${n}`), bufferCap: n + 1, log: () => {}, writeAheadLog: true });
   const bodies = batches(n, 1000);
+  // the bytes each batch arrived as (the HTTP handler has them; the log keeps them as they are)
+  const raw = bodies.map((b) => Buffer.from(b, 'utf8'));
   // CPU time, not wall time: on a loaded machine the process is often descheduled
   const cpu = () => {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;
   };
   const t0 = cpu();
-  for (const b of bodies) c.ingest('gpu_util', b);
+  for (let i = 0; i < bodies.length; i++) c.ingest('gpu_util', bodies[i], { producer: 'bench', seq: i + 1 }, raw[i]);
   const t1 = cpu();
   c.flush();
   const t2 = cpu();

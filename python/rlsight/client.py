@@ -1,5 +1,9 @@
 """The producer client: queues records in the caller's thread (microseconds, never blocking) and
-sends them to the collector from a daemon thread, in batches of 64 records or every 2 seconds."""
+sends them to the collector from a daemon thread, in batches of 64 records or every 2 seconds.
+
+A batch counts as sent once the collector answers that it is in its write-ahead log; until then it is
+sent again (numbered, so the collector never takes it twice) for up to ``retry_seconds``, then dropped
+and counted."""
 
 import atexit
 import collections
@@ -10,6 +14,7 @@ import os
 import threading
 import time
 import urllib.error
+import uuid
 import urllib.request
 
 from . import identity
@@ -20,6 +25,8 @@ BATCH_MAX_EVENTS = 64
 BATCH_MAX_SECONDS = 2.0
 HTTP_TIMEOUT_SECONDS = 2.0
 DEFAULT_QUEUE_SIZE = 100_000
+DEFAULT_RETRY_SECONDS = 600.0
+BATCH_HEADER = "X-Rlsight-Batch"
 OPEN_T1 = -1.0
 TRAJECTORY_KINDS = ("attempt_start", "gen_start", "gen_end", "tool_start", "tool_end", "attempt_end")
 COLLECTOR_FILE = "collector.json"
@@ -95,9 +102,13 @@ class Client:
 
     def __init__(self, address, token, *, dashboard_dir=None, node=None, gpus=None, rank=None,
                  queue_size=DEFAULT_QUEUE_SIZE, batch_size=BATCH_MAX_EVENTS, batch_seconds=BATCH_MAX_SECONDS,
-                 timeout=HTTP_TIMEOUT_SECONDS, register_atexit=True):
-        self.address = address.rstrip("/")
+                 timeout=HTTP_TIMEOUT_SECONDS, retry_seconds=DEFAULT_RETRY_SECONDS, register_atexit=True):
+        # address None: the collector has not started yet; it is looked for in dashboard_dir before each send
+        self.address = address.rstrip("/") if address else None
         self.token = token
+        self._producer = uuid.uuid4().hex[:16]
+        self._seq = 0
+        self._retry_seconds = float(retry_seconds)
         self._dashboard_dir = dashboard_dir
         self._node = node
         self._gpus = list(gpus) if gpus is not None else None
@@ -112,7 +123,7 @@ class Client:
         self._idle = threading.Event()
         self._idle.set()
         self._closed = False
-        self._pending = []  # (stream, [line, ...]) batches that failed, retried first
+        self._pending = []  # [stream, [line, ...], seq, first_try] batches not yet acknowledged, retried first
         self._warn = _RateLimited()
         self._close_hooks = []
         # counters (read them for diagnostics; they only grow)
@@ -280,11 +291,16 @@ class Client:
                 d[k] = float(d[k])
         return _dumps(d)
 
-    def _post(self, path, body, content_type):
-        req = urllib.request.Request(self.address + path, data=body, method="POST",
-                                     headers={"Content-Type": content_type, "Authorization": "Bearer " + self.token})
+    def _post(self, path, body, content_type, headers=None):
+        if self.address is None:
+            self._rediscover()
+            if self.address is None:
+                raise ConnectionError("no collector yet (%s not found)" % os.path.join(self._dashboard_dir or "", COLLECTOR_FILE))
+        all_headers = {"Content-Type": content_type, "Authorization": "Bearer " + self.token}
+        all_headers.update(headers or {})
+        req = urllib.request.Request(self.address + path, data=body, method="POST", headers=all_headers)
         with urllib.request.urlopen(req, timeout=self._timeout) as res:
-            return res.status
+            return res.read()
 
     def _post_router(self, addr):
         try:
@@ -302,12 +318,23 @@ class Client:
         except Exception:
             pass
 
-    def _send(self, stream, lines):
-        """True when the batch is done with (sent, or refused as bad); False to retry later."""
+    def _send(self, stream, lines, seq):
+        """True when the batch is done with (acknowledged, or refused as bad); False to retry later."""
         body = ("\n".join(lines) + "\n").encode("utf-8")
         try:
-            self._post("/v1/streams/" + stream, body, "application/x-ndjson")
-            self.sent += len(lines)
+            answer = self._post("/v1/streams/" + stream, body, "application/x-ndjson",
+                                {BATCH_HEADER: "%s/%d" % (self._producer, seq)})
+            rejected = 0
+            try:
+                doc = json.loads(answer or b"{}")
+                rejected = int(doc.get("rejected", 0)) if not doc.get("duplicate") else 0
+                if rejected:
+                    self._warn.warn("rejected lines " + stream, "rlsight collector left out %d bad %s line(s): %s",
+                                    rejected, stream, "; ".join(doc.get("problems", []))[:300])
+            except (ValueError, AttributeError, TypeError):
+                pass
+            self.rejected += rejected
+            self.sent += len(lines) - rejected
             return True
         except urllib.error.HTTPError as err:
             if err.code in (400, 404, 413):
@@ -327,7 +354,7 @@ class Client:
             return False
 
     def _held(self):
-        return len(self._queue) + sum(len(lines) for _, lines in self._pending)
+        return len(self._queue) + sum(len(b[1]) for b in self._pending)
 
     def _drain_once(self):
         batches = collections.OrderedDict()
@@ -344,24 +371,31 @@ class Client:
                 self._warn.warn("encode", "rlsight could not encode a %s record; dropping it", stream)
         for stream, lines in batches.items():
             for i in range(0, len(lines), 1000):
-                self._pending.append((stream, lines[i:i + 1000]))
-        # the pending list is bounded like the queue: the oldest go first
-        over = sum(len(lines) for _, lines in self._pending) - self._queue_size
-        while over > 0 and self._pending:
-            stream, lines = self._pending[0]
-            cut = min(over, len(lines))
+                self._seq += 1
+                self._pending.append([stream, lines[i:i + 1000], self._seq, None])
+        # the pending list is bounded like the queue (the oldest go first), and so is a batch's time of retrying
+        now = time.monotonic()
+        over = sum(len(b[1]) for b in self._pending) - self._queue_size
+        while self._pending and (over > 0 or (self._pending[0][3] is not None and now - self._pending[0][3] > self._retry_seconds)):
+            stream, lines = self._pending[0][0], self._pending[0][1]
+            if over <= 0:
+                self._warn.warn("gave up " + stream, "rlsight dropped a %s batch the collector did not acknowledge within %gs",
+                                stream, self._retry_seconds)
+            cut = len(lines) if over <= 0 else min(over, len(lines))
             self.dropped += cut
             over -= cut
             if cut == len(lines):
                 self._pending.pop(0)
             else:
-                self._pending[0] = (stream, lines[cut:])
+                self._pending[0][1] = lines[cut:]
         keep = []
         failed = False
-        for stream, lines in self._pending:
-            if failed or not self._send(stream, lines):
+        for batch in self._pending:
+            if batch[3] is None:
+                batch[3] = now
+            if failed or not self._send(batch[0], batch[1], batch[2]):
                 failed = True
-                keep.append((stream, lines))
+                keep.append(batch)
         self._pending = keep
         return not failed
 
@@ -434,9 +468,10 @@ def _read_collector_file(dashboard_dir):
 
 
 def connect(dump_details=None, *, collector=None, token=None, **kwargs):
-    """A client for the run at ``dump_details`` (its collector found through ``dashboard/collector.json``),
-    or for ``collector=URL`` with ``token``. Keyword arguments override the detected identity (node, gpus, rank)
-    and the batching (queue_size, batch_size, batch_seconds, timeout)."""
+    """A client for the run at ``dump_details`` (default: ``$RLSIGHT_DUMP_DETAILS``; its collector found
+    through ``dashboard/collector.json``), or for ``collector=URL`` with ``token``. A collector not started yet
+    is waited for in the background: records are queued meanwhile. Keyword arguments override the detected
+    identity (node, gpus, rank) and the batching (queue_size, batch_size, batch_seconds, timeout, retry_seconds)."""
     dashboard_dir = None
     if collector is None:
         if dump_details is None:
@@ -444,8 +479,13 @@ def connect(dump_details=None, *, collector=None, token=None, **kwargs):
         if dump_details is None:
             raise ValueError("rlsight.connect needs dump_details=DIR or collector=URL")
         dashboard_dir = os.path.join(dump_details, "dashboard")
-        info = _read_collector_file(dashboard_dir)
-        collector, token = info["address"], token or info["token"]
+        try:
+            info = _read_collector_file(dashboard_dir)
+            collector, token = info["address"], token or info["token"]
+        except (OSError, ValueError):
+            logger.warning("rlsight: no collector at %s yet; records are queued until it starts",
+                           os.path.join(dashboard_dir, COLLECTOR_FILE))
+            return Client(None, "", dashboard_dir=dashboard_dir, **kwargs)
     if token is None:
         raise ValueError("rlsight.connect(collector=...) needs token=... (from dashboard/collector.json)")
     return Client(collector, token, dashboard_dir=dashboard_dir, **kwargs)

@@ -385,8 +385,9 @@ def main(argv=None):
     client = connect(args.dump_details, collector=args.collector, token=args.token, node=node)
     sampler = GpuSampler(client.gpu_samples, node=node, interval=args.interval, push_processes=client.gpu_processes)
     if not sampler.start():
+        # the reason was logged by the sampler; a supervisor sees the failure in the exit status
         client.close(timeout=1.0)
-        return 0
+        return 1
     logger.info("sampling %d GPU(s) on %s through %s every %gs", sampler.backend.count(), node, sampler.backend.name, args.interval)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,6 +10,8 @@ class StubCollector:
         self.token = token
         self.status = status
         self.batches = []  # (path, [line, ...])
+        self.batch_ids = []  # the X-Rlsight-Batch header of each batch
+        self.answers = []  # (status, document) answered first, one per batch, before the default
         self.lock = threading.Lock()
         stub = self
 
@@ -20,12 +22,15 @@ class StubCollector:
                     self.send_response(401)
                     self.end_headers()
                     return
+                lines = [l for l in body.split("\n") if l]
                 with stub.lock:
-                    stub.batches.append((self.path, [l for l in body.split("\n") if l]))
-                self.send_response(stub.status)
+                    stub.batches.append((self.path, lines))
+                    stub.batch_ids.append(self.headers.get("X-Rlsight-Batch"))
+                    status, doc = stub.answers.pop(0) if stub.answers else (stub.status, {"accepted": len(lines), "rejected": 0})
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
-                self.wfile.write(json.dumps({"accepted": 1}).encode())
+                self.wfile.write(json.dumps(doc).encode())
 
             def log_message(self, *args):
                 pass

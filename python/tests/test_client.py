@@ -119,8 +119,73 @@ class DeadCollectorTest(unittest.TestCase):
             c.close(timeout=1)
             stub.close()
 
+    def test_a_batch_not_acknowledged_is_sent_again_under_the_same_number(self):
+        stub = StubCollector()
+        stub.answers = [(503, {"error": "write-ahead log failed"})]
+        c = Client(stub.address, stub.token, node="n", gpus=[], rank=0, batch_seconds=0.05, register_atexit=False)
+        try:
+            c.data_buffer(1, ts=1.0)
+            self.assertTrue(c.flush(10))
+            c.data_buffer(2, ts=2.0)
+            self.assertTrue(c.flush(10))
+            self.assertEqual(len(stub.batch_ids), 3)
+            first, again, second = stub.batch_ids
+            self.assertEqual(first, again)
+            producer, seq = first.split("/")
+            self.assertEqual(second, "%s/%d" % (producer, int(seq) + 1))
+            self.assertEqual(c.stats()["sent"], 2)
+        finally:
+            c.close(timeout=1)
+            stub.close()
+
+    def test_a_batch_never_acknowledged_is_dropped_and_counted_after_retry_seconds(self):
+        c = Client(closed_port(), "t" * 43, node="n", gpus=[], rank=0, batch_seconds=0.05, timeout=0.2, retry_seconds=0.3,
+                   register_atexit=False)
+        try:
+            for i in range(10):
+                c.log({"x": float(i)}, step=i, step_key="train/step")
+            deadline = time.monotonic() + 10
+            while c.stats()["held"] and time.monotonic() < deadline:
+                c.flush(0.2)
+            s = c.stats()
+            self.assertEqual((s["held"], s["dropped"], s["sent"]), (0, 10, 0))
+        finally:
+            c.close(timeout=0.2)
+
+    def test_bad_lines_the_collector_left_out_are_counted_as_rejected(self):
+        stub = StubCollector()
+        stub.answers = [(200, {"accepted": 2, "rejected": 1, "problems": ["gpu_util line 2, field util: expected an integer"]})]
+        c = Client(stub.address, stub.token, node="n", gpus=[], rank=0, register_atexit=False)
+        try:
+            c.gpu_samples([(1.0, "n", 0, 5, 10, 287.43), (1.0, "n", 1, "high", 10, 1), (1.0, "n", 2, 5, 10, 300)])
+            self.assertTrue(c.flush(5))
+            self.assertIn('"power_w":287.43', stub.lines("gpu_util")[0])
+            s = c.stats()
+            self.assertEqual((s["sent"], s["rejected"]), (2, 1))
+        finally:
+            c.close(timeout=1)
+            stub.close()
+
 
 class ConnectTest(unittest.TestCase):
+    def test_connect_before_the_collector_starts_waits_for_it(self):
+        stub = StubCollector()
+        with tempfile.TemporaryDirectory() as run:
+            with self.assertLogs("rlsight", level="WARNING") as logs:
+                c = rlsight.connect(dump_details=run, node="n", gpus=[], rank=0, batch_seconds=0.05, register_atexit=False)
+            self.assertIn("no collector at", logs.output[0])
+            try:
+                c.data_buffer(1, ts=1.0)
+                self.assertFalse(c.flush(0.3))
+                os.makedirs(os.path.join(run, "dashboard"))
+                with open(os.path.join(run, "dashboard", "collector.json"), "w") as f:
+                    json.dump({"address": stub.address, "token": stub.token, "pid": 1, "started_ts": 1.0}, f)
+                self.assertTrue(c.flush(10))
+                self.assertEqual(stub.lines("data_buffer"), ['{"ts":1.0,"length":1}'])
+            finally:
+                c.close(timeout=1)
+                stub.close()
+
     def test_connect_reads_collector_json_and_follows_a_restart(self):
         old, new = StubCollector(token="a" * 43), StubCollector(token="b" * 43)
         with tempfile.TemporaryDirectory() as run:

@@ -1,4 +1,6 @@
 import os
+import sys
+import subprocess
 import tempfile
 import time
 import types
@@ -64,6 +66,17 @@ class NoGpuTest(unittest.TestCase):
             self.assertIn("GPU telemetry unavailable on n1", logs.output[0])
             self.assertIn("nvidia-smi not found", logs.output[0])
             s.stop()
+
+    def test_the_command_exits_non_zero_with_its_message(self):
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, PATH=d, PYTHONPATH=os.path.dirname(os.path.dirname(gpu_sampler.__file__)))
+            # no pynvml/amdsmi importable and no nvidia-smi on PATH; no collector either
+            code = "import sys; sys.modules['pynvml'] = None; sys.modules['amdsmi'] = None; " \
+                   "from rlsight.gpu_sampler import main; raise SystemExit(main(sys.argv[1:]))"
+            r = subprocess.run([sys.executable, "-c", code, "--dump-details", d, "--node", "n1"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("GPU telemetry unavailable on n1", r.stderr)
 
 
 class NvidiaSmiTest(unittest.TestCase):

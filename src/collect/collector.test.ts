@@ -106,16 +106,35 @@ describe('collector', () => {
     assert.equal(existsSync(join(dir, COLLECTOR_FILE)), false, 'collector.json is removed on a clean stop');
   });
 
-  it('refuses bad, oversized and unauthenticated batches with nothing written', async () => {
+  it('drops a bad line and keeps the rest of its batch, counting it; takes a fractional power_w', async () => {
+    const dir = freshDir();
+    const svc = await startCollectorService({ dashboardDir: dir, port: 0, flushIntervalS: 3600, log: captureLog().log });
+    try {
+      const good = '{"ts":1000000.0,"node":"10.0.0.1","gpu":0,"util":20,"mem_mb":30000,"power_w":300}';
+      const fractional = '{"ts":1000001.0,"node":"10.0.0.1","gpu":0,"util":21,"mem_mb":30000,"power_w":287.43}';
+      const r = await post(svc, 'gpu_util', `${good}\n{"ts":1000000.0,"node":"10.0.0.1","gpu":1,"util":"high","mem_mb":1,"power_w":1}\n${fractional}\n`);
+      assert.equal(r.status, 200);
+      assert.equal(r.json.accepted, 2);
+      assert.equal(r.json.rejected, 1);
+      assert.match(r.json.problems[0], /gpu_util line 2, field util: expected an integer/);
+      assert.equal(svc.collector.flush(), true);
+      assert.deepEqual([...streamFiles(dir).values()], [`${good}\n${fractional}\n`]);
+      assert.equal(svc.collector.health().streams.gpu_util.rejected, 1);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('refuses batches with no good line, oversized and unauthenticated ones with nothing written', async () => {
     const dir = freshDir();
     const svc = await startCollectorService({ dashboardDir: dir, port: 0, flushIntervalS: 3600, maxBatchBytes: 4096, log: captureLog().log });
     try {
       const good = '{"ts":1000000.0,"node":"10.0.0.1","gpu":0,"util":20,"mem_mb":30000,"power_w":300}';
-      let r = await post(svc, 'gpu_util', `${good}\n${good}\n{"ts":1000000.0,"node":"10.0.0.1","gpu":1,"util":"high","mem_mb":1,"power_w":1}\n`);
+      let r = await post(svc, 'gpu_util', `{"ts":1000000.0,"node":"10.0.0.1","gpu":1,"util":"high","mem_mb":1,"power_w":1}\n`);
       assert.equal(r.status, 400);
-      assert.equal(r.json.line, 3);
+      assert.equal(r.json.line, 1);
       assert.equal(r.json.field, 'util');
-      assert.match(r.json.error, /gpu_util line 3, field util: expected an integer/);
+      assert.match(r.json.error, /gpu_util line 1, field util: expected an integer/);
       r = await post(svc, 'phases', '{"name":"x","t0":1.0,"t1":2.0,"node":"n","gpus":[0],"rank":0}\n');
       assert.equal(r.status, 400);
       assert.match(r.json.error, /field role: missing/);

@@ -3,6 +3,7 @@
 // flush interval. Holding is bounded (oldest dropped, counted); a failed write keeps the records and
 // says so on every attempt; the lane catalog is folded from what arrives and replaced atomically.
 import {
+  isStreamName,
   flatFile,
   hourKey,
   HOUR_SECONDS,
@@ -30,9 +31,11 @@ import { DashboardWriter, nodeCollectorFs, type CollectorFs } from './dashboardW
 import { CollectorSidecars } from './sidecars.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
+import { WriteAheadLog, type WalBatch } from './writeAheadLog.ts';
 import { DEFAULT_BUFFER_CAP } from './usage.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { WAL_DIR } from '../formats/dashboard/layout.ts';
 
 export type LogLevel = 'info' | 'warn' | 'error';
 export type Logger = (level: LogLevel, message: string) => void;
@@ -53,12 +56,19 @@ export interface CollectorOptions {
   fs?: CollectorFs;
   /** Epoch seconds (tests pin it). */
   now?: () => number;
+  /**
+   * Keep a write-ahead log in `dashboard/wal/` (the collector service always does): a batch counts as
+   * taken once it is on disk there, and a restart replays what a killed collector had not written.
+   */
+  writeAheadLog?: boolean;
 }
 
 /** Counters a health exposition reads; they only grow (except `buffered`). */
 export interface StreamHealth {
   received: number;
   dropped: number;
+  /** Lines left out of their batch as invalid. */
+  rejected: number;
   written: number;
   buffered: number;
 }
@@ -71,7 +81,29 @@ export interface CollectorHealth {
   tornTailsCut: number;
 }
 
-export type IngestOutcome = { ok: true; accepted: number } | { ok: false; problem: IngestProblem };
+export type IngestOutcome =
+  | {
+      ok: true;
+      accepted: number;
+      /** Invalid lines left out (the first few named in `problems`). */
+      rejected: number;
+      problems: IngestProblem[];
+      /** A retry of a batch this collector already has (nothing taken again). */
+      duplicate: boolean;
+      /** Settles once the batch is on disk (at once without a write-ahead log). */
+      durable: Promise<void>;
+    }
+  | { ok: false; problem: IngestProblem };
+
+/** Who sent a batch and its number among that producer's batches (numbers only grow). */
+export interface BatchId {
+  producer: string;
+  seq: number;
+}
+
+const DURABLE: Promise<void> = Promise.resolve();
+/** Problems named in an answer; the rest are counted. */
+const PROBLEMS_SHOWN = 5;
 
 /** The latest values a live exposition shows. */
 export interface LatestValues {
@@ -92,7 +124,10 @@ export class Collector {
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly buffers: Record<StreamName, StreamBuffer>;
-  private readonly counters: Record<StreamName, { received: number; dropped: number; written: number }>;
+  private readonly counters: Record<StreamName, { received: number; dropped: number; rejected: number; written: number }>;
+  private readonly wal: WriteAheadLog | null = null;
+  /** The previous flush's sizes, kept while its log rotation has not succeeded (its appends are not yet settled). */
+  private unsettledSizes: Record<string, number> | null = null;
   private readonly catalog = new LaneCatalogFold();
   private flushErrors = 0;
   private tornTailsCut = 0;
@@ -118,7 +153,7 @@ export class Collector {
     this.writer.onAppended = (rel, start, data, file) => this.sidecars.appended(rel, start, data, file);
     const cap = opts.bufferCap ?? DEFAULT_BUFFER_CAP;
     this.buffers = Object.fromEntries(STREAMS.map((s) => [s, new StreamBuffer(cap, isPartitioned(s))])) as Record<StreamName, StreamBuffer>;
-    this.counters = Object.fromEntries(STREAMS.map((s) => [s, { received: 0, dropped: 0, written: 0 }])) as Record<StreamName, { received: number; dropped: number; written: number }>;
+    this.counters = Object.fromEntries(STREAMS.map((s) => [s, { received: 0, dropped: 0, rejected: 0, written: 0 }])) as Record<StreamName, { received: number; dropped: number; rejected: number; written: number }>;
     fs.mkdirp(this.dir);
     const previous = this.readMeta();
     // A restarted collector continues the same run: its start (the `initialize` band) stays put.
@@ -130,6 +165,24 @@ export class Collector {
     };
     this.writer.replace(META_FILE, encodeMeta(this.meta));
     this.loadCatalog();
+    if (opts.writeAheadLog) {
+      this.wal = new WriteAheadLog(join(this.dir, WAL_DIR));
+      this.replay(this.wal);
+    }
+  }
+
+  /** Undoes a flush a kill interrupted, takes the log's batches again and writes them out (exactly once). */
+  private replay(wal: WriteAheadLog): void {
+    const r = wal.recover(this.dir);
+    for (const u of r.undone) this.log('warn', `cut ${u.bytes} bytes a killed collector had appended to ${u.file} (they are written again from the write-ahead log)`);
+    if (r.tornBytes > 0) this.log('warn', `ignored ${r.tornBytes} bytes of a write-ahead log entry a killed collector left half-written (never acknowledged)`);
+    let records = 0;
+    for (const b of r.batches) {
+      if (!isStreamName(b.stream)) continue;
+      records += this.apply(b.stream, ingestBatch(b.stream, b.body).records);
+    }
+    if (records > 0) this.log('info', `replayed ${records} records of ${r.batches.length} batches from the write-ahead log`);
+    this.flush();
   }
 
   private readMeta(): RunMeta | null {
@@ -178,17 +231,36 @@ export class Collector {
 
   // ------------------------------------------------------------------ ingest
 
-  /** One NDJSON batch of `stream`: all lines taken, or none (with the first problem). */
-  ingest(stream: StreamName, body: string): IngestOutcome {
+  /**
+   * One NDJSON batch of `stream`: its valid lines are taken and its invalid ones left out and counted; a
+   * batch with no valid line is refused (with the first problem). With a write-ahead log, `durable`
+   * settles once the batch is on disk, and a batch already logged under the same `id` is not taken twice.
+   * `bytes` (the body as it arrived) is logged as it is.
+   */
+  ingest(stream: StreamName, body: string, id?: BatchId, bytes?: Uint8Array): IngestOutcome {
+    if (id !== undefined && this.wal?.seen(id.producer, id.seq)) return { ok: true, accepted: 0, rejected: 0, problems: [], duplicate: true, durable: DURABLE };
     const r = ingestBatch(stream, body);
-    if (!r.ok) return r;
+    if (r.records.length === 0 && r.problems.length > 0) return { ok: false, problem: r.problems[0] };
+    this.counters[stream].rejected += r.problems.length;
+    const accepted = this.apply(stream, r.records);
+    const durable = this.wal === null || accepted === 0 ? DURABLE : this.wal.append({ stream, producer: id?.producer ?? '-', seq: id?.seq ?? 0, body: bytes ?? body });
+    return { ok: true, accepted, rejected: r.problems.length, problems: r.problems.slice(0, PROBLEMS_SHOWN), duplicate: false, durable };
+  }
+
+  private apply(stream: StreamName, records: IngestRecord[]): number {
     if (stream === 'topology') {
-      this.counters.topology.received += r.records.length;
-      for (const x of r.records) this.updateTopology(x.record as TopologySnapshot);
+      this.counters.topology.received += records.length;
+      for (const x of records) this.updateTopology(x.record as TopologySnapshot);
     } else {
-      for (const x of r.records) this.take(stream, x);
+      for (const x of records) this.take(stream, x);
     }
-    return { ok: true, accepted: r.records.length };
+    return records.length;
+  }
+
+  /** A record the collector produced itself (a scraped engine sample): held, and logged with the next group. */
+  takeOwn<S extends StreamName>(stream: S, x: IngestRecord<S>): void {
+    this.take(stream, x);
+    this.wal?.appendOwn(stream, x.line);
   }
 
   /** Holds one checked record (the scraper calls this directly). */
@@ -255,7 +327,9 @@ export class Collector {
     const known = new Set((this.lastTopology ?? []).map((e) => e.addr));
     const missing = [...this.scrapedEngines].some((a) => !known.has(a) && !this.actorEngines.has(a));
     if (missing) {
+      const before = this.buffers.topology.length;
       this.updateTopology({ ts: this.now(), engines: (this.lastTopology ?? []).filter((e) => e.worker_type !== 'external') });
+      if (this.buffers.topology.length > before) this.wal?.appendOwn('topology', this.buffers.topology.lines.at(-1)!);
     }
   }
 
@@ -286,21 +360,46 @@ export class Collector {
       }
     }
     const failed: string[] = [];
+    const fileOf = (s: StreamName, hour: number): string => (isPartitioned(s) ? partitionFile(s, hourKey(hour * HOUR_SECONDS)) : flatFile(s));
+    const groupsOf = Object.fromEntries(STREAMS.map((s) => [s, this.buffers[s].groups()])) as Record<StreamName, ReturnType<StreamBuffer['groups']>>;
+    if (this.wal !== null) {
+      // the sizes this flush starts from: a restart cuts the files back to them if the flush does not finish
+      try {
+        const sizes: Record<string, number> = {};
+        for (const s of STREAMS) for (const g of groupsOf[s]) sizes[fileOf(s, g.hour)] = this.writer.prepare(fileOf(s, g.hour));
+        this.wal.beginFlush({ ...sizes, ...(this.unsettledSizes ?? {}) });
+        this.unsettledSizes = { ...sizes, ...(this.unsettledSizes ?? {}) };
+      } catch (err) {
+        this.flushErrors++;
+        this.log('error', `write-ahead log in ${join(this.dir, WAL_DIR)} failed (${describe(err)}); nothing appended, everything held for the next flush`);
+        return false;
+      }
+    }
     for (const s of STREAMS) {
       const buf = this.buffers[s];
       if (buf.length === 0) continue;
-      const groups = buf.groups();
+      const groups = groupsOf[s];
       let i = 0;
       try {
         for (; i < groups.length; i++) {
           const g = groups[i];
-          this.writer.appendLines(buf.partitioned ? partitionFile(s as never, hourKey(g.hour * HOUR_SECONDS)) : flatFile(s), g.lines);
+          this.writer.appendLines(fileOf(s, g.hour), g.lines);
           this.counters[s].written += g.lines.length;
         }
         buf.keepOnly([]);
       } catch (err) {
         buf.keepOnly(groups.slice(i));
         failed.push(`${s} (${describe(err)})`);
+      }
+    }
+    if (this.wal !== null) {
+      // what is still held goes into the new log segment; the old one (and the flush mark) go
+      const held: WalBatch[] = STREAMS.filter((s) => this.buffers[s].length > 0).map((s) => ({ stream: s, producer: '-', seq: 0, body: this.buffers[s].lines.join('\n') }));
+      try {
+        this.wal.rotate(held);
+        this.unsettledSizes = null;
+      } catch (err) {
+        failed.push(`the write-ahead log (${describe(err)})`);
       }
     }
     for (const t of this.writer.tornTails.splice(0)) {

@@ -1,9 +1,11 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CommandUsageError } from '../commands/common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
+import { makeDirs } from './dashboardWriter.ts';
 import { startCollectorService } from './service.ts';
 
 export interface CollectFlags {
@@ -81,6 +83,20 @@ export function parseCollectFlags(argv: string[]): CollectFlags {
   };
 }
 
+/** Why the collector could not write in `dir` (created if missing), or null when it can: checked before anything starts. */
+function writeProblem(dir: string): string | null {
+  const probe = join(dir, `.write-check-${process.pid}`);
+  try {
+    makeDirs(dir);
+    writeFileSync(probe, '');
+    unlinkSync(probe);
+    return null;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    return e.code ? `${e.code} (${e.message})` : String(e.message);
+  }
+}
+
 /** Runs until SIGINT/SIGTERM; exit code 0 when the final flush wrote everything, 1 otherwise. */
 export async function collectCommand(argv: string[]): Promise<number> {
   let flags: CollectFlags;
@@ -94,6 +110,11 @@ export async function collectCommand(argv: string[]): Promise<number> {
     throw err;
   }
   const dashboardDir = join(flags.dumpDetails, DASHBOARD_DIR);
+  const unwritable = writeProblem(dashboardDir);
+  if (unwritable !== null) {
+    console.error(`rlsight collect: cannot write ${dashboardDir}: ${unwritable}`);
+    return 2;
+  }
   const service = await startCollectorService({
     dashboardDir,
     host: flags.host,

@@ -1,8 +1,8 @@
 // The collector's file side: appends whole lines to the stream files, replaces the lane catalog and
 // meta.json atomically. A file never ends in half a line for longer than a failed write takes to
 // undo, and a torn tail left by a crash is cut before anything is appended after it.
-import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, readSync, renameSync, ftruncateSync, writeSync, unlinkSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { closeSync, fchmodSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync, ftruncateSync, writeSync, unlinkSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 /** The file operations the writer needs; tests pass one that fails on purpose. */
 export interface CollectorFs {
@@ -14,6 +14,8 @@ export interface CollectorFs {
   /** Writes all of `data`, or throws (possibly after writing part of it). */
   write(fd: number, data: Buffer): void;
   truncate(fd: number, size: number): void;
+  /** Makes an appended file's data durable (absent: left to the OS). */
+  sync?(fd: number): void;
   close(fd: number): void;
   /** Writes `data` (or its pieces, one after another) to `path + ".tmp"` (mode) and renames it over `path`. */
   replace(path: string, tmpPath: string, data: string | Uint8Array | readonly Uint8Array[], mode: number): void;
@@ -22,8 +24,34 @@ export interface CollectorFs {
   remove(path: string): void;
 }
 
+/**
+ * Creates `dir` and its missing parents. Node's own recursive mkdir never returns for a path under a
+ * directory that refuses new entries (`/proc/x`), so each missing level is made on its own.
+ */
+export function makeDirs(dir: string): void {
+  const missing: string[] = [];
+  for (let d = resolve(dir); ; ) {
+    try {
+      if (statSync(d).isDirectory()) break;
+      throw Object.assign(new Error(`${d} is not a directory`), { code: 'ENOTDIR' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      missing.push(d);
+      if (dirname(d) === d) break;
+      d = dirname(d);
+    }
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+}
+
 export const nodeCollectorFs: CollectorFs = {
-  mkdirp: (dir) => void mkdirSync(dir, { recursive: true }),
+  mkdirp: makeDirs,
   openAppend: (path) => openSync(path, 'a+', 0o644),
   size: (fd) => fstatSync(fd).size,
   identity: (fd) => {
@@ -36,6 +64,7 @@ export const nodeCollectorFs: CollectorFs = {
     while (off < data.length) off += writeSync(fd, data, off, data.length - off);
   },
   truncate: (fd, size) => ftruncateSync(fd, size),
+  sync: (fd) => fdatasyncSync(fd),
   close: (fd) => closeSync(fd),
   replace: (path, tmpPath, data, mode) => {
     const fd = openSync(tmpPath, 'w', mode);
@@ -74,16 +103,9 @@ export class DashboardWriter {
   /** Appends complete lines (each without its newline) to `rel` under the dashboard directory. */
   appendLines(rel: string, lines: readonly string[]): number {
     if (lines.length === 0) return 0;
-    const path = join(this.dir, rel);
-    this.fs.mkdirp(dirname(path));
     const data = Buffer.from(lines.join('\n') + '\n', 'utf8');
-    const fd = this.fs.openAppend(path);
+    const { fd, size } = this.openForAppend(rel);
     try {
-      let size = this.fs.size(fd);
-      if (!this.clean.has(rel)) {
-        size = this.cutTornTail(fd, size, rel);
-        this.clean.add(rel);
-      }
       try {
         this.fs.write(fd, data);
       } catch (err) {
@@ -95,11 +117,37 @@ export class DashboardWriter {
         }
         throw err;
       }
+      this.fs.sync?.(fd);
       this.onAppended?.(rel, size, data, this.fs.identity?.(fd) ?? null);
     } finally {
       this.fs.close(fd);
     }
     return data.length;
+  }
+
+  /** Opens `rel` for appending; its size once a torn tail is cut (checked once per file and process). */
+  private openForAppend(rel: string): { fd: number; size: number } {
+    const path = join(this.dir, rel);
+    this.fs.mkdirp(dirname(path));
+    const fd = this.fs.openAppend(path);
+    try {
+      let size = this.fs.size(fd);
+      if (!this.clean.has(rel)) {
+        size = this.cutTornTail(fd, size, rel);
+        this.clean.add(rel);
+      }
+      return { fd, size };
+    } catch (err) {
+      this.fs.close(fd);
+      throw err;
+    }
+  }
+
+  /** The size `rel` will be appended at (its torn tail cut first); 0 for a file not there yet. */
+  prepare(rel: string): number {
+    const { fd, size } = this.openForAppend(rel);
+    this.fs.close(fd);
+    return size;
   }
 
   /** Cuts a last line that has no newline (a write the previous writer did not finish); returns the new size. */

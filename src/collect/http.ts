@@ -1,12 +1,12 @@
-// The collector's HTTP surface: `POST /v1/streams/{stream}` (an NDJSON batch), `POST /v1/router`
-// (where the SGLang router is), `GET /metrics` (Prometheus exposition). Every write needs the
-// run's token; a refused batch writes nothing.
+// The collector's HTTP surface: `POST /v1/streams/{stream}` (an NDJSON batch, answered once it is in
+// the write-ahead log), `POST /v1/router` (where the SGLang router is), `GET /metrics` (Prometheus
+// exposition). Every write needs the run's token; a refused batch writes nothing.
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { isStreamName, STREAMS } from '../formats/dashboard/layout.ts';
-import type { Collector } from './collector.ts';
+import type { BatchId, Collector } from './collector.ts';
 
 import { DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
 
@@ -18,6 +18,10 @@ export interface CollectorAppOptions {
   /** Called when a producer names the SGLang router. */
   setRouter?: (addr: string) => void;
 }
+
+/** `PRODUCER/SEQ`: a producer's batch number, so a retried batch the collector already has is not taken twice. */
+export const BATCH_HEADER = 'X-Rlsight-Batch';
+const BATCH_ID = /^([A-Za-z0-9_-]{1,64})\/(0|[1-9]\d{0,15})$/;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const routerBody = z.strictObject({ addr: z.string().regex(/^https?:\/\/[^\s/]+$/, 'expected http(s)://host:port') });
@@ -47,17 +51,33 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
     const stream = c.req.param('stream');
     if (!isStreamName(stream)) return c.json({ error: `unknown stream '${stream}' (expected one of ${STREAMS.join(', ')})` }, 404);
     let body: string;
+    const bytes = new Uint8Array(await c.req.arrayBuffer());
     try {
-      body = utf8.decode(await c.req.arrayBuffer());
+      body = utf8.decode(bytes);
     } catch {
       return c.json({ error: 'batch is not UTF-8 text' }, 400);
     }
-    const r = collector.ingest(stream, body);
+    const batchHeader = c.req.header(BATCH_HEADER);
+    let id: BatchId | undefined;
+    if (batchHeader !== undefined) {
+      const m = BATCH_ID.exec(batchHeader);
+      if (m === null) return c.json({ error: `${BATCH_HEADER}: expected PRODUCER/SEQ (letters, digits, - or _; a whole number), got '${batchHeader.slice(0, 80)}'` }, 400);
+      id = { producer: m[1], seq: Number(m[2]) };
+    }
+    const r = collector.ingest(stream, body, id, bytes);
     if (!r.ok) {
       const { line, field, message } = r.problem;
       return c.json({ error: `${stream} line ${line}${field ? `, field ${field}` : ''}: ${message}`, line, field }, 400);
     }
-    return c.json({ accepted: r.accepted });
+    try {
+      await r.durable;
+    } catch (err) {
+      collector.reportError(err);
+      c.header('Retry-After', '1');
+      return c.json({ error: `the batch could not be written to the write-ahead log (${(err as Error).message}); send it again` }, 503);
+    }
+    const problems = r.problems.map((p) => `${stream} line ${p.line}${p.field ? `, field ${p.field}` : ''}: ${p.message}`);
+    return c.json({ accepted: r.accepted, rejected: r.rejected, ...(problems.length ? { problems } : {}), ...(r.duplicate ? { duplicate: true } : {}) });
   });
 
   app.post('/v1/router', requireToken, bodyLimit({ maxSize: 4096 }), async (c) => {

@@ -1,5 +1,5 @@
 // One ingest batch: NDJSON lines of one stream, each validated by the layout's decoder and
-// re-encoded exactly as miles writes it. A batch is taken whole or refused whole.
+// re-encoded exactly as miles writes it. A bad line is left out and reported; the others are kept.
 import { decodeLine, encodeRecord, type GpuSample, type StreamName, type StreamRecord } from '../formats/dashboard/index.ts';
 import { pyFloat } from '../formats/pythonJson.ts';
 
@@ -16,7 +16,11 @@ export interface IngestProblem {
   message: string;
 }
 
-export type IngestResult<S extends StreamName> = { ok: true; records: IngestRecord<S>[] } | { ok: false; problem: IngestProblem };
+export interface IngestResult<S extends StreamName> {
+  records: IngestRecord<S>[];
+  /** The lines left out, in batch order. */
+  problems: IngestProblem[];
+}
 
 /**
  * A gpu_util line already in the on-disk encoding: compact, keys in order, plain ASCII strings, ints.
@@ -39,6 +43,7 @@ function canonicalGpuLine(text: string): IngestRecord<'gpu_util'> | null {
 /** Splits an NDJSON body into its lines (blank lines skipped, `\r\n` accepted) and checks each one. */
 export function ingestBatch<S extends StreamName>(stream: S, body: string): IngestResult<S> {
   const out: IngestRecord<S>[] = [];
+  const problems: IngestProblem[] = [];
   let start = 0;
   let lineNo = 0;
   const gpu = stream === 'gpu_util';
@@ -58,8 +63,11 @@ export function ingestBatch<S extends StreamName>(stream: S, body: string): Inge
     }
     if (text.trim() === '') continue;
     const d = decodeLine(stream, text);
-    if (!d.ok) return { ok: false, problem: { line: lineNo, ...d.problem } };
+    if (!d.ok) {
+      problems.push({ line: lineNo, ...d.problem });
+      continue;
+    }
     out.push({ record: d.record, line: encodeRecord(stream, d.record, d.floatKeys) });
   }
-  return { ok: true, records: out };
+  return { records: out, problems };
 }

@@ -57,7 +57,7 @@ function routableHost(): string {
 export async function startCollectorService(opts: CollectorServiceOptions): Promise<CollectorService> {
   const host = opts.host ?? '127.0.0.1';
   const token = opts.token ?? newToken();
-  const collector = new Collector(opts);
+  const collector = new Collector({ writeAheadLog: true, ...opts });
   const log = opts.log ?? stderrLogger;
   const scraper =
     opts.sglang === undefined
@@ -68,7 +68,7 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
           engineAddrs: () => collector.engineAddrs(),
           intervalS: opts.sglang.intervalS,
           whitelist: opts.sglang.whitelist,
-          sink: (record, line) => collector.take('engine_series', { record, line }),
+          sink: (record, line) => collector.takeOwn('engine_series', { record, line }),
           log,
           now: opts.now,
           get: opts.sglang.get,

@@ -26,7 +26,8 @@ export const RECORD_SCHEMAS = {
   metrics: z.strictObject({ ts: finite, step_key: z.union([str, z.null()]), step: z.union([int, z.null()]), metrics: z.record(str, metricValue) }),
   topology: z.strictObject({ ts: finite, engines: z.array(engineInfo) }),
   data_buffer: z.strictObject({ ts: finite, length: int }),
-  gpu_util: z.strictObject({ ts: finite, node: str, gpu: int, util: int, mem_mb: int, power_w: int }),
+  // power_w may be fractional: nvidia-smi reports watts with two decimals
+  gpu_util: z.strictObject({ ts: finite, node: str, gpu: int, util: int, mem_mb: int, power_w: finite }),
   engine_series: z.strictObject({ ts: finite, addr: str, metric: str, labels: z.record(str, str), value: anyFloat }),
   phases: z.strictObject({ name: str, t0: finite, t1: finite, node: str, gpus: z.array(int), rank: int, role: str }),
   trajectories: z.strictObject({ ts: finite, kind: str, sample_index: int, group_index: int, turn: int, weight_version: str, detail: str }),

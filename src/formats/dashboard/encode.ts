@@ -20,6 +20,8 @@ import type {
 
 /** An int field: Python prints ints without a fraction. */
 const int = (n: number): string => String(n);
+/** A number that is an int when whole (power_w: NVML gives integer watts, nvidia-smi fractional ones). */
+const intOrFloat = (n: number): string => (Number.isInteger(n) ? String(n) : pyFloat(n));
 
 /** `{"ts":…,"node":…,"gpu":` — shared by every GPU of one node's tick. */
 export function gpuUtilPrefix(ts: number, node: string): string {
@@ -27,7 +29,7 @@ export function gpuUtilPrefix(ts: number, node: string): string {
 }
 
 export function gpuUtilRest(prefix: string, gpu: number, util: number, memMb: number, powerW: number): string {
-  return `${prefix}${int(gpu)},"util":${int(util)},"mem_mb":${int(memMb)},"power_w":${int(powerW)}}`;
+  return `${prefix}${int(gpu)},"util":${int(util)},"mem_mb":${int(memMb)},"power_w":${intOrFloat(powerW)}}`;
 }
 
 export function gpuUtilLine(ts: number, node: string, gpu: number, util: number, memMb: number, powerW: number): string {

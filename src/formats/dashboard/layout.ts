@@ -27,6 +27,8 @@ export const LANE_CATALOG_FILE = 'lane_catalog.json';
 export const LANE_CATALOG_TMP = 'lane_catalog.json.tmp';
 /** The collector's address and token (mode 0600); never served. */
 export const COLLECTOR_FILE = 'collector.json';
+/** The collector's write-ahead log (segments and the flush mark; never read by a server). */
+export const WAL_DIR = 'wal';
 /** Read-side caches (the reader's, never a stream). */
 export const CACHE_DIR = 'cache';
 
