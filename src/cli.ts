@@ -31,7 +31,7 @@ serve options:
   --host HOST                   bind address (default 127.0.0.1)
   --port N                      port (default 7788)
   --follow                      tail a running job every 2 s and push changes to the app
-  --tensor-lru N                rollout steps kept decoded in memory (default 2)
+  --tensor-lru N                at most N rollout steps' records kept decoded (default: as many as fit in 32 MiB)
   --cache-dir DIR               where derived caches may be written (default: memory only)
   --memory-budget MIB           MiB the resident telemetry columns of each run may hold (default 192)
   --use-utilization-overview    always show the fleet overview instead of per-GPU lanes

@@ -290,4 +290,30 @@ describe('DumpReader freshness, fallbacks and caches', () => {
       run.dispose();
     }
   });
+
+  it('keeps recent steps by their bytes: 16 askers of three steps at once decode each once; past the budget a step is read again from the cache, never decoded again', async () => {
+    const run = copyFixtureRun();
+    const cacheDir = mkdtempSync(join(tmpdir(), 'rlsight-step-budget-'));
+    const decodes = (opened: string[]) => [0, 1, 2].map((id) => opened.filter((p) => p === `rollout_data/${id}.pt`).length);
+    try {
+      const opened: string[] = [];
+      // no cache directory: a step dropped from memory would be decoded again
+      const reader = await openReader(run.dir, { onDecode: recording(opened) });
+      const everyone = () => Promise.all(Array.from({ length: 16 }, (_, k) => Promise.all([0, 1, 2].map((id) => (k % 2 ? reader.summary(id) : reader.groups(id))))));
+      const answers = await everyone();
+      assert.equal(new Set(answers.map((a, k) => (k % 2 ? JSON.stringify(a) : ''))).size, 2, 'every asker got the same answers');
+      await everyone();
+      assert.deepEqual(decodes(opened), [1, 1, 1], 'each step decoded once, then kept');
+      // a budget no step fits in: every read goes back to the derived cache, none to the dump
+      const filler = await openReader(run.dir, { cacheDir });
+      for (const id of [0, 1, 2]) await filler.summary(id);
+      const tight: string[] = [];
+      const small = await openReader(run.dir, { cacheDir, onDecode: recording(tight), stepRecordBytes: 1 });
+      for (let round = 0; round < 3; round++) await Promise.all([0, 1, 2].map((id) => small.summary(id)));
+      assert.deepEqual(decodes(tight), [0, 0, 0], `read from the cache: ${tight}`);
+    } finally {
+      run.dispose();
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -14,7 +14,8 @@ export interface ServeFlags {
   host: string;
   port: number;
   follow: boolean;
-  tensorLru: number;
+  /** `--tensor-lru N`: at most N steps' records resident (else as many as their byte budget holds). */
+  tensorLru?: number;
   cacheDir?: string;
   /** MiB each run's resident telemetry columns may hold. */
   memoryBudgetMiB: number;
@@ -101,7 +102,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     host: values.host ?? '127.0.0.1',
     port: numberFlag('port', values.port, 7788, { int: true, min: 0, max: 65535 }),
     follow: values.follow ?? false,
-    tensorLru: numberFlag('tensor-lru', values['tensor-lru'], 2, { int: true, min: 0 }),
+    tensorLru: values['tensor-lru'] === undefined ? undefined : numberFlag('tensor-lru', values['tensor-lru'], 0, { int: true, min: 0 }),
     cacheDir: values['cache-dir'] ? resolve(values['cache-dir']) : undefined,
     memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], 192, { min: 16 }),
     useUtilizationOverview: values['use-utilization-overview'] ?? false,

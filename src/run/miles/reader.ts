@@ -9,6 +9,7 @@ import type { ConversationRecord, RolloutIds, SampleTextRecord, SampleTokenRecor
 import { discoverRolloutIds } from './discovery.ts';
 import { BadArgument, damageOf, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
+import { approxBytes, ByteBudgetLru } from '../byteBudget.ts';
 import type { RolloutDump } from './rolloutDump.ts';
 import { batchRawRewards, buildTrainRow, checkTrainSamples, type TrainRow } from './trainDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
@@ -23,11 +24,16 @@ import { stepStem } from '../../formats/miles/layout.ts';
 
 const STEP_CACHE_VERSION = 2;
 
+/** Bytes the decoded records of recent steps may take (a 4,096-sample step weighs ~2.5 MiB); the rest is re-read from the derived cache. */
+export const STEP_RECORD_BYTES = 32 * 2 ** 20;
+
 export interface DumpReaderOptions {
   /** Where computed summaries may be cached on disk; never inside the run directory. */
   cacheDir?: string;
-  /** How many joined steps stay resident (default 2). */
+  /** At most this many joined steps stay resident (default: as many as fit in `stepRecordBytes`). */
   tensorLru?: number;
+  /** Bytes the resident joined steps' records may take together (default STEP_RECORD_BYTES). */
+  stepRecordBytes?: number;
   /** Told the run-relative name of each dump file decoded on this thread (tests observe what a read costs). */
   onDecode?: (file: string) => void;
   /** Clock for the freshness rules, in ms (tests). */
@@ -54,7 +60,7 @@ interface SampleRead {
 type CachedStep = Omit<StepRecords, 'digests'> & { digests: [number, TrainDigest][] };
 
 export class DumpReader {
-  private readonly joinedSteps: Lru<string, JoinedStep>;
+  private readonly joinedSteps: ByteBudgetLru<string, JoinedStep>;
   private readonly sampleReads = new Lru<string, SampleRead>(16);
   private readonly failedSteps = new Lru<string, { stamp: string; error: unknown }>(64);
   private readonly rollouts: RolloutDumpReader;
@@ -65,11 +71,11 @@ export class DumpReader {
 
   private constructor(
     private readonly files: DumpFiles,
-    tensorLru: number,
+    keptSteps: { bytes: number; count: number },
     offThreadAbove: number,
     textSliceOpcodes: number | undefined,
   ) {
-    this.joinedSteps = new Lru(tensorLru);
+    this.joinedSteps = new ByteBudgetLru(keptSteps.bytes, (s) => approxBytes(s.records), keptSteps.count);
     this.rollouts = new RolloutDumpReader(files, offThreadAbove, textSliceOpcodes);
     this.train = new TrainDumpReader(files);
     this.mirror = new TokenMirror(files);
@@ -100,10 +106,10 @@ export class DumpReader {
         throw new BadArgument('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
       }
     }
-    const lru = options.tensorLru ?? 2;
-    if (!Number.isInteger(lru) || lru < 0) throw new BadArgument('tensorLru', `tensorLru must be a non-negative integer, got ${lru}`);
+    const lru = options.tensorLru ?? Infinity;
+    if (lru !== Infinity && (!Number.isInteger(lru) || lru < 0)) throw new BadArgument('tensorLru', `tensorLru must be a non-negative integer, got ${lru}`);
     const files = new DumpFiles(dir, realDir, cacheDir, options.onDecode ?? (() => {}), options.now ?? Date.now);
-    return new DumpReader(files, lru, options.decodeOffThreadAbove ?? 16 * 2 ** 20, options.textSliceOpcodes);
+    return new DumpReader(files, { bytes: options.stepRecordBytes ?? STEP_RECORD_BYTES, count: lru }, options.decodeOffThreadAbove ?? 16 * 2 ** 20, options.textSliceOpcodes);
   }
 
   /** Problems with the run's layout met while listing it (names that are not steps, folders that are files). */
