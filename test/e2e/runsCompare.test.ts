@@ -108,6 +108,47 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     assert.deepEqual(w.problems(), []);
   });
 
+  it('Rollouts sets the same step of two runs side by side: reward and length distributions, each run’s zero-std share', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/rollout/3?run=collapse`);
+    await page.click('[data-testid=rollout-compare]');
+    await page.waitForSelector('[data-testid=rollout-runs-compare] [data-metric=zero_std] .share-bar');
+    assert.deepEqual(hashParams(page).get('runs'), 'collapse,run');
+    for (const metric of ['reward', 'response_length']) assert.equal(await page.locator(`[data-testid=rollout-runs-compare] [data-metric=${metric}] svg.histogram`).count(), 1, metric);
+    for (const run of ['collapse', 'run']) {
+      const groups = await api<RolloutTable>(`runs/${run}/rollout/3/groups`);
+      const real = groups.rows.filter((g) => Number(g.n) >= 2);
+      const share = real.filter((g) => g.zero_std === true).length / real.length;
+      const shown = await page.textContent(`[data-testid=rollout-runs-compare] .share-bar[data-run="${run}"] [data-testid=zero-std-share]`);
+      assert.equal(Number(shown), Number(share.toFixed(3)), `${run} zero-std share`);
+    }
+    assert.match((await page.textContent('[data-testid=rollout-runs-compare] h3'))!, /collapse against run/);
+    await screenshot(page, 'rollouts-two-runs');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('Compute Utilization sets the step anatomy of two runs side by side on one time scale', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/timeline?run=collapse&runs=collapse,run`);
+    await page.waitForSelector('[data-testid=runs-anatomy] .anatomy-step');
+    const sides = await page.$$eval('[data-testid=runs-anatomy] .anatomy-side', (els) => els.map((e: any) => [e.getAttribute('data-run'), [...e.querySelectorAll('.anatomy-step')].map((s: any) => Number(s.getAttribute('data-step')))]));
+    const metrics = await api<Record<string, { x: number[]; y: number[] }>>('runs/run/metrics?keys=perf/step_time,perf/wait_time_ratio&x=rollout/step');
+    const steps = metrics['perf/step_time']!.x.slice(-12);
+    assert.deepEqual(sides, [
+      ['collapse', steps],
+      ['run', steps],
+    ]);
+    const wait = metrics['perf/wait_time_ratio']!.y.at(-1)!;
+    assert.equal(await page.textContent(`[data-testid=runs-anatomy] .anatomy-side[data-run=run] .anatomy-step[data-step="${steps.at(-1)}"] [data-testid=wait-share]`), `wait ${wait.toFixed(3)}`);
+    // One scale: the longest step's bar spans the most.
+    const widths = await page.$$eval('[data-testid=runs-anatomy] .anatomy-bar', (bars) => bars.map((b: any) => [...b.children].reduce((a: number, c: any) => a + c.getBoundingClientRect().width, 0)));
+    assert.ok(Math.max(...widths) > 0.9 * (await page.$eval('[data-testid=runs-anatomy] .anatomy-bar', (b: any) => b.getBoundingClientRect().width)));
+    await screenshot(page, 'timeline-two-runs');
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('a flipped group compares a success with a failure (the better side’s best against the worse side’s worst)', async () => {
     const w = await openPage(browser);
     const { page } = w;

@@ -9,7 +9,8 @@ const W = 320;
 const H = 120;
 const PAD = { l: 6, r: 6, t: 6, b: 18 };
 
-export function Histogram({ d }: { d: DistributionDiff }) {
+/** Both sides' shares over the server's bins, in the sides' colours (the diff's A/B, or each run's own). */
+export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; colors?: { a: string; b: string } }) {
   const n = d.counts_a.length;
   const total = (c: number[]) => Math.max(1, c.reduce((a, b) => a + b, 0));
   // Shares, so two sides of different sizes compare.
@@ -26,10 +27,10 @@ export function Histogram({ d }: { d: DistributionDiff }) {
   const meanLine = (m: number | null, color: string) => (m === null ? null : <line x1={xOf(m)} x2={xOf(m)} y1={PAD.t} y2={H - PAD.b} stroke={color} stroke-width="1.5" stroke-dasharray="3 2" />);
   return (
     <svg class="histogram" viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-label={`${d.label} on both sides`} data-metric={d.metric}>
-      {bars(d.counts_a, ta, SIDE_COLORS.a)}
-      {bars(d.counts_b, tb, SIDE_COLORS.b)}
-      {meanLine(d.a.mean, SIDE_COLORS.a)}
-      {meanLine(d.b.mean, SIDE_COLORS.b)}
+      {bars(d.counts_a, ta, colors.a)}
+      {bars(d.counts_b, tb, colors.b)}
+      {meanLine(d.a.mean, colors.a)}
+      {meanLine(d.b.mean, colors.b)}
       <line x1={PAD.l} x2={W - PAD.r} y1={H - PAD.b} y2={H - PAD.b} stroke="#55535a" />
       <text x={PAD.l} y={H - 4} class="axis">
         {fmtNum(lo)}

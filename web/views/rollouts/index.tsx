@@ -11,6 +11,7 @@ import { useStore } from '../../store.ts';
 import type { Meta, TableRow as Row, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { BatchAnatomy } from './anatomy.tsx';
+import { RunsCompare } from './compare.tsx';
 import { DumpSummary } from './dumpSummary.tsx';
 import { type ColorBy, colorOf, groupPalette, Scatter } from './scatter.tsx';
 import { StepBar, stepHref } from './stepBar.tsx';
@@ -93,6 +94,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
       ) : (
         <>
           <DumpSummary id={id} evaluation={evaluation} tick={tick} />
+          {!evaluation && <RunsCompare id={id} params={p} />}
           <Downloads what={`step ${id} table`} path={`rlsight/export/rollout/${id}`} formats={['csv', 'parquet']} params={{ eval: evaluation || undefined }} />
           <nav class="tabs" aria-label="rollout tabs">
             <a href={tabHref('samples')} class={tab === 'samples' ? 'active' : ''}>

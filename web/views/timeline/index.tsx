@@ -11,6 +11,7 @@ import { useStore } from '../../store.ts';
 import type { Bubble, Coverage, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Topology } from '../../../src/wire/index.ts';
 import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
+import { RunsAnatomy } from './runsAnatomy.tsx';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
 import { LaneCanvas } from './laneCanvas.tsx';
@@ -316,6 +317,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
             </>
           )}
         </section>
+        <RunsAnatomy params={p} />
       </div>
       <aside class="timeline-side">
         <AdvisoryPanel window={zoomed ? vp : null} origin={T0} params={p} tick={tick} />
