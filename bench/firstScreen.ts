@@ -2,7 +2,8 @@
 // directory: navigation -> first content (the view's first painted chart or table) and navigation -> settled
 // (no "loading" and no spinner left anywhere on the screen, and none for 2 s after). Views: Compute
 // Utilization, Metrics, Rollouts of the newest train step, Sample tokens of that step's longest sample.
-// Usage: node --import tsx bench/firstScreen.ts --run DIR [--bin PATH] [--port N] [--views a,b]. Prints one JSON line.
+// Usage: node --import tsx bench/firstScreen.ts --run DIR [--bin PATH] [--port N] [--views a,b] [--requests]. Prints one
+// JSON line; --requests adds each view's API requests (path, start, end ms after navigation).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -12,7 +13,7 @@ import { chromium } from 'playwright-core';
 import { load, round, startFreshServer } from './freshServer.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { run: { type: 'string' }, bin: { type: 'string' }, port: { type: 'string' }, views: { type: 'string' } } });
+const { values } = parseArgs({ options: { run: { type: 'string' }, bin: { type: 'string' }, port: { type: 'string' }, views: { type: 'string' }, requests: { type: 'boolean' } } });
 if (!values.run) throw new Error('--run DIR is required');
 const runDir = resolve(values.run);
 const bin = resolve(values.bin ?? join(repoRoot, 'bin', 'rlsight.mjs'));
@@ -21,6 +22,7 @@ const base = `http://127.0.0.1:${port}/`;
 const SETTLE_QUIET_MS = 2000;
 // evaluated in the page
 declare const window: { __firstScreen?: { first: number | null; settled: number | null; quiet: number } };
+declare const performance: { getEntriesByType(t: string): { name: string; startTime: number; responseEnd: number }[] };
 declare const document: { querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }> & Iterable<{ textContent: string | null }> };
 const TIMEOUT_MS = 180_000;
 
@@ -83,11 +85,20 @@ try {
       }
       const w = (await page.evaluate(() => window.__firstScreen)) as { first: number | null; settled: number | null };
       const left = timedOut ? await page.evaluate(() => [...document.querySelectorAll('.loading')].map((e) => e.textContent?.trim())) : [];
+      const requests = values.requests
+        ? await page.evaluate(() =>
+            performance
+              .getEntriesByType('resource')
+              .filter((r) => r.name.includes('/api/'))
+              .map((r) => [r.name.replace(/^.*\/api\//, ''), Math.round(r.startTime), Math.round(r.responseEnd)]),
+          )
+        : undefined;
       out[name] = {
         first_content_ms: w.first === null ? null : round(w.first),
         settled_ms: timedOut || w.settled === null ? null : round(w.settled),
         ...(timedOut ? { still_loading_after_ms: TIMEOUT_MS, loading: left } : {}),
         peak_rss_mib: server.mib('VmHWM'),
+        ...(requests ? { requests } : {}),
       };
     } finally {
       await page.close();

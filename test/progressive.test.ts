@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateSyntheticRun } from '../src/demo/index.ts';
 import { decodeHeatmapFrame } from '../src/queries/heatmapFrame.ts';
-import { RunAnswers } from '../src/queries/runAnswers.ts';
+import { defaultWindowS, RunAnswers } from '../src/queries/runAnswers.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
 import { createApp } from '../src/server/app.ts';
 import type { Coverage } from '../src/wire/index.ts';
@@ -26,8 +26,8 @@ const URLS = [
   '/api/advisory',
 ];
 
-function appOver(store: TelemetryStore, dir: string) {
-  return createApp({ run: new RunAnswers(telemetryOnlyRun(store, dir)) });
+function appOver(store: TelemetryStore, dir: string, decoded = { steps: 0 }) {
+  return createApp({ run: new RunAnswers(telemetryOnlyRun(store, dir, decoded)) });
 }
 
 async function body(app: ReturnType<typeof createApp>, url: string): Promise<{ bytes: Buffer; partial: string | null }> {
@@ -68,7 +68,8 @@ describe('progressive whole-window answers', () => {
     }
 
     const store = TelemetryStore.open(dash, { parseWorkers: 0, cacheDir: join(root, 'cache') });
-    const app = appOver(store, join(root, 'run'));
+    const decoded = { steps: 0 };
+    const app = appOver(store, join(root, 'run'), decoded);
     const total = store.warmUpProgress()!.hoursTotal;
     assert.ok(total >= 3, `the run spans ${total} hours`);
     const parsed = (): number => store.partitions.gpu_util.rowsParsed + store.partitions.engine_series.rowsParsed + store.partitions.phases.rowsParsed;
@@ -92,6 +93,7 @@ describe('progressive whole-window answers', () => {
         seen.set(url, cov.hours_done);
       }
       assert.equal(parsed(), parsedBefore, 'a partial answer parses no JSONL');
+      assert.equal(decoded.steps, 0, 'a partial advisory leaves the newest step to the complete answer');
       // the newest hours are read first: a partial fleet's util band over a read stretch is the complete one's
       const fleet = JSON.parse((await body(app, URLS[0]!)).bytes.toString('utf8'));
       const want = JSON.parse(complete.get(URLS[0]!)!.toString('utf8'));
@@ -118,9 +120,48 @@ describe('progressive whole-window answers', () => {
     for (const url of URLS) {
       const a = await body(app, url);
       assert.equal(a.partial, null, url);
+      if (url.includes('advisory')) assert.ok(decoded.steps > 0, 'the complete advisory judges the newest step');
       assert.ok(a.bytes.equals(complete.get(url)!), `${url}: the answer after the warm-up is the complete one`);
     }
     store.close();
     plain.close();
+  });
+
+  test('the timeline opens on as many newest hours as a first cold read of their GPU telemetry affords', async () => {
+    // 1,024 GPUs write ~320 MB of gpu_util an hour: the newest hour; a 128-GPU run, the widest window
+    assert.equal(defaultWindowS(323e6), 3600);
+    assert.equal(defaultWindowS(130e6), 4 * 3600);
+    assert.equal(defaultWindowS(250e6), 2 * 3600);
+    assert.equal(defaultWindowS(2e9), 3600);
+    assert.equal(defaultWindowS(0), 4 * 3600);
+    const store = TelemetryStore.open(dash, { parseWorkers: 0 });
+    const meta = JSON.parse((await body(appOver(store, join(root, 'run')), '/api/meta')).bytes.toString('utf8'));
+    assert.equal(meta.default_window_s, undefined, 'a small fleet opens on the widest window');
+    store.close();
+  });
+
+  test('window answers parse their cold hours on the parse threads alone and equal the answers read on this thread', async () => {
+    const urls = [
+      '/api/timeline/gpu?lanes=g:0,g:5&max_points=500',
+      '/api/timeline/gpu?lanes=g:1&format=columns',
+      '/api/timeline/phases?lanes=g:0,g:2',
+      '/api/timeline/heatmap?metric=lifecycle&x_buckets=200&max_rows=50',
+    ];
+    const plain = TelemetryStore.open(dash, { parseWorkers: 0 });
+    const threaded = TelemetryStore.open(dash, { parseWorkers: 1, parallelFromBytes: 0 });
+    try {
+      assert.equal(threaded.parseWorkersReady(), 1);
+      const plainApp = appOver(plain, join(root, 'run'));
+      const threadedApp = appOver(threaded, join(root, 'run'));
+      for (const url of urls) assert.ok((await body(threadedApp, url)).bytes.equals((await body(plainApp, url)).bytes), url);
+      for (const stream of ['gpu_util', 'phases', 'trajectories'] as const) {
+        const r = threaded.partitions[stream];
+        assert.ok(r.workerFills > 1, `${stream}: the thread read the hours`);
+        assert.equal(r.fills, r.workerFills, `${stream}: this thread parsed none`);
+      }
+    } finally {
+      threaded.close();
+      plain.close();
+    }
   });
 });

@@ -34,7 +34,7 @@ import { fleet } from './fleet.ts';
 import { gpuProcesses } from './gpuProcesses.ts';
 import { gpuSeries } from './gpuSeries.ts';
 import { encodeHeatmap, heatmap } from './heatmap.ts';
-import { resolveLanes, selectedLanes } from './lanes.ts';
+import { resolveLanes, selectedLanes, selectiveLaneKeys } from './lanes.ts';
 import { MAX_WINDOW_S } from './limits.ts';
 import { sampleConversation } from './messages.ts';
 import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
@@ -220,6 +220,7 @@ export class RunAnswers implements RunSources {
         max_window_s: MAX_WINDOW_S,
         use_utilization_overview: p.useUtilizationOverview,
       },
+      ...openingWindow(defaultWindowS(store.bytesPerHour('gpu_util'))),
       ...warmUpOf(store.warmUpProgress()),
     };
   }
@@ -258,11 +259,18 @@ export class RunAnswers implements RunSources {
     return { lanes: selectedLanes(grammar, this.store.laneIndex()) };
   }
 
+  // Window answers have their cold hours parsed on the parse threads first (this thread answers other
+  // requests meanwhile), then assemble from what is resident.
+
   async phases(w: Window & { lanes?: string }): Promise<PhasesAnswer> {
-    return { phases: phasesByLane(this.store, { t0: w.t0, t1: w.t1, lanes: resolveLanes(w.lanes, this.store.laneIndex()) }) };
+    const lanes = resolveLanes(w.lanes, this.store.laneIndex());
+    await this.store.readOnThreads('phases', w.t0, w.t1);
+    return { phases: phasesByLane(this.store, { t0: w.t0, t1: w.t1, lanes }) };
   }
 
   async gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer> {
+    const index = this.store.laneIndex();
+    await this.store.readOnThreads('gpu_util', w.t0, w.t1, selectiveLaneKeys(resolveLanes(w.lanes, index), index.length));
     return gpuSeries(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes, maxPoints: w.maxPoints });
   }
 
@@ -283,7 +291,10 @@ export class RunAnswers implements RunSources {
   async heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<HeatmapAnswer> {
     const q = { t0: w.t0, t1: w.t1, metric: w.metric, xBuckets: w.xBuckets, lanes: w.lanes, maxRows: w.maxRows };
     // the request strip reads trajectories, which the warm-up does not read ahead
-    if (w.metric === 'lifecycle') return { frame: encodeHeatmap(heatmap(this.store, q)) };
+    if (w.metric === 'lifecycle') {
+      await this.store.readOnThreads('trajectories', w.t0, w.t1);
+      return { frame: encodeHeatmap(heatmap(this.store, q)) };
+    }
     const h = this.progressive(w, (store) => heatmap(store, q));
     if (h.coverage === undefined) return { frame: encodeHeatmap(h) };
     return { frame: encodeHeatmap({ header: { ...h.header, coverage: h.coverage }, values: h.values }), coverage: h.coverage };
@@ -344,8 +355,9 @@ export class RunAnswers implements RunSources {
     if (cached) return cached;
     const folded = store.foldedView(w.t0 ?? null, w.t1 ?? null);
     if (folded !== null) {
-      // over the hours read so far, never kept
-      const partial = await advisoryAnswer(this.model, w, ids.train.at(-1), folded.run);
+      // At once over the hours read so far, never kept; the newest step's verdict (its groups and samples,
+      // seconds of dump decoding) is left to the complete answer.
+      const partial = await advisoryAnswer(this.model, w, undefined, folded.run);
       return { ...partial.body, coverage: folded.coverage };
     }
     const answer = await advisoryAnswer(this.model, w, ids.train.at(-1));
@@ -426,6 +438,23 @@ export class RunAnswers implements RunSources {
   warnings(): string[] {
     return this.model.warnings();
   }
+}
+
+/**
+ * gpu_util JSONL a fresh server reads for a few lanes in about a second on two parse threads: a selective read
+ * still scans every byte of the hours it reads.
+ */
+const FIRST_READ_BYTES = 768 * 2 ** 20;
+
+/** The timeline's opening window: whole hours whose gpu_util fits `FIRST_READ_BYTES` (a window of N hours touches N + 1 files), at least one, at most the widest. */
+export function defaultWindowS(gpuBytesPerHour: number): number {
+  if (!(gpuBytesPerHour > 0)) return MAX_WINDOW_S;
+  const hours = Math.floor(FIRST_READ_BYTES / gpuBytesPerHour) - 1;
+  return Math.min(MAX_WINDOW_S, Math.max(1, hours) * 3600);
+}
+
+function openingWindow(seconds: number): Pick<Meta, 'default_window_s'> {
+  return seconds < MAX_WINDOW_S ? { default_window_s: seconds } : {};
 }
 
 /** `warmup` while the background warm-up runs (only with a cache directory), nothing once it is done. */

@@ -196,6 +196,14 @@ export interface TelemetrySource {
   phaseEvents(t0?: number | null, t1?: number | null): PhaseEvent[];
   trajectoryEvents(t0?: number | null, t1?: number | null): TrajectoryEvent[];
   gpuProcessRows(t0?: number | null, t1?: number | null): GpuProcessSample[];
+  /**
+   * Parses on the parse threads, this thread free for other requests meanwhile, the cold hours a window read
+   * of `stream` would parse (gpu_util: for `lanes` only when given); the read that follows finds them
+   * resident. Without parse threads it does nothing (that read parses them itself).
+   */
+  readOnThreads(stream: 'gpu_util' | 'phases' | 'trajectories', t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Promise<void>;
+  /** Mean bytes of the stream's non-empty hour files as written (0 without any). */
+  bytesPerHour(stream: 'gpu_util' | 'engine_series' | 'phases'): number;
   /** How far the background warm-up of cold hours has come, or null when there is none. */
   warmUpProgress(): WarmUpProgress | null;
   /**

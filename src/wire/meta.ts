@@ -36,6 +36,12 @@ export interface Meta {
   engine_metric_keys: string[];
   step_keys: string[];
   capabilities: Capabilities;
+  /**
+   * rlsight's own: the window the timeline opens on (the newest stretch), in seconds, when narrower than
+   * `capabilities.max_window_s`: the run's GPU telemetry is so dense that a first, cold read of the widest
+   * window would keep the view waiting. Absent: open on the widest.
+   */
+  default_window_s?: number;
   /** Present while the background warm-up runs (only with `--cache-dir`; absent once every hour is done). */
   warmup?: WarmUpProgress;
   /** What was found damaged and skipped (one line per file and problem, relative to the run); absent when nothing is. */

@@ -124,7 +124,13 @@ class MilesRun implements RunModel {
       if (this.closed) return;
       // a request being answered gets the cores: the warm-up starts no parse meanwhile
       if (!foreground.backgroundMayRun()) {
-        this.warmTimer = setTimeout(tick, 100).unref();
+        // but what its threads finished is taken in, so they are free for the requests' own reads
+        try {
+          this.telemetry.warmUpCollect();
+        } catch {
+          // persisted again later
+        }
+        this.warmTimer = setTimeout(tick, 20).unref();
         return;
       }
       let more = false;

@@ -6,9 +6,13 @@ import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from '
 import { FROM_SOURCE, moduleUrl } from '../../ownFiles.ts';
 import type { ParseJob, ParseResult } from './parseJob.ts';
 
-/** Extra parsing threads by default: one fewer than the cores, at most two. */
+/**
+ * Parsing threads by default: one per core, at most two (window answers and the warm-up parse on them while
+ * the main thread answers requests; on one core there are none and the main thread parses).
+ */
 export function defaultParseWorkers(): number {
-  return Math.max(0, Math.min(2, availableParallelism() - 1));
+  const cores = availableParallelism();
+  return cores < 2 ? 0 : Math.min(2, cores);
 }
 
 // Plain CommonJS: the worker registers the TypeScript loader itself when the sources run as .ts.

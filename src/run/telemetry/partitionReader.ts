@@ -236,17 +236,7 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
     const pool = this.pool!;
     const adopt = this.kind.adopt;
     if (adopt === undefined) return;
-    // Per file: read whole, or the view (unless a resident view covers it: then it is not cold).
-    const viewOf = new Map<PartitionFile, string | null>();
-    for (const f of files) {
-      if (f.size === 0 || this.blocks.has(f.key)) continue;
-      // a persisted parse is read faster here than a worker parses the file
-      const st = this.diskCache?.handles(this.stream) || this.runParses?.handles(this.stream) ? this.io.stat(f.path) : null;
-      if (st !== null && this.persistedFor(f, st).length > 0) continue;
-      const view = viewFor(f);
-      if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
-      else if (this.blocks.coveringView(f, view) === null) viewOf.set(f, this.blocks.viewsSpent(f, this.kind.viewsBeforeWhole) ? null : view);
-    }
+    const viewOf = this.coldReads(files, viewFor);
     const queue = [...viewOf.keys()];
     if (queue.length < 2) return;
     queue.sort((a, b) => b.size - a.size);
@@ -278,6 +268,57 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
       this.betweenChunks = null;
     }
     for (const p of pending) if (!p.done) collect(p, pool.wait(p.slot));
+  }
+
+  /**
+   * The files among `files` a read would parse, each with what it would read of it: the whole file (null) or
+   * the view (unless a resident view covers it, or a persisted parse serves it: then it is not cold).
+   */
+  private coldReads(files: readonly PartitionFile[], viewFor: (f: PartitionFile) => string | null): Map<PartitionFile, string | null> {
+    const viewOf = new Map<PartitionFile, string | null>();
+    for (const f of files) {
+      if (f.size === 0 || this.blocks.has(f.key)) continue;
+      // a persisted parse is read faster here than a worker parses the file
+      const st = this.diskCache?.handles(this.stream) || this.runParses?.handles(this.stream) ? this.io.stat(f.path) : null;
+      if (st !== null && this.persistedFor(f, st).length > 0) continue;
+      const view = viewFor(f);
+      if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
+      else if (this.blocks.coveringView(f, view) === null) viewOf.set(f, this.blocks.viewsSpent(f, this.kind.viewsBeforeWhole) ? null : view);
+    }
+    return viewOf;
+  }
+
+  /**
+   * Parses the cold files `window(t0, t1, view)` would parse on the parse threads alone, this thread free for
+   * other requests meanwhile (it only awaits them and adopts their columns); the blocks land as `window`
+   * would put them. Without parse threads, or when none is free within `waitMs`, it leaves the rest to the
+   * read that follows (which parses on this thread). A thread busy with the warm-up frees up within one file.
+   */
+  async readOnThreads(t0: number | null | undefined, t1: number | null | undefined, view: string | null, waitMs = 30_000): Promise<void> {
+    const pool = this.pool;
+    const adopt = this.kind.adopt;
+    if (pool === null || pool.size === 0 || adopt === undefined) return;
+    const queue = [...this.coldReads(this.overlapping(t0, t1), () => view).entries()].sort((a, b) => b[0].size - a[0].size);
+    const pending: { slot: number; f: PartitionFile; ino: number }[] = [];
+    let lastProgress = performance.now();
+    while (queue.length > 0 || pending.length > 0) {
+      for (let i = pending.length - 1; i >= 0; i--) {
+        const p = pending[i]!;
+        const r = pool.poll(p.slot);
+        if (r === null) continue;
+        pending.splice(i, 1);
+        lastProgress = performance.now();
+        if (r !== 'failed') this.install(p.f, p.ino, r, adopt);
+      }
+      for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
+        const [f, v] = queue.shift()!;
+        pending.push({ slot, f, ino: this.io.stat(f.path)?.ino ?? 0 });
+        pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view: v, rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
+        lastProgress = performance.now();
+      }
+      if (pending.length === 0 && queue.length > 0 && performance.now() - lastProgress > waitMs) return;
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
   }
 
   private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>): void {

@@ -86,7 +86,7 @@ export interface TelemetryStoreOptions {
   /** Parsed partition blocks kept per stream (LRU); default 24. */
   cacheBlocks?: number;
   /**
-   * Worker threads that parse cold hour files alongside the main thread (default: cores - 1, at most
+   * Worker threads that parse cold hour files alongside the main thread (default: one per core, at most
    * 2). They start only once the partitions hold `parallelFromBytes` (default 256 MiB).
    */
   parseWorkers?: number;
@@ -293,6 +293,11 @@ export class TelemetryStore {
    */
   warmUpStep(): boolean {
     return this.warm?.step() ?? false;
+  }
+
+  /** Takes in the warm-up's finished thread parses without starting new ones (while requests are answered). */
+  warmUpCollect(): void {
+    this.warm?.collect();
   }
 
   /** Hours persisted of all, for a progress bar (`null` without a cache directory). */
@@ -553,6 +558,18 @@ export class TelemetryStore {
     const out: PhaseEvent[] = [];
     for (const b of this.phaseBlocks(t0, t1)) for (let i = 0; i < b.length; i++) out.push(b.event(i));
     return out;
+  }
+
+  bytesPerHour(stream: 'gpu_util' | 'engine_series' | 'phases'): number {
+    const sizes = this.partitions[stream].files().filter((f) => f.key !== 'legacy' && f.size > 0).map((f) => f.size);
+    return sizes.length === 0 ? 0 : sizes.reduce((a, b) => a + b, 0) / sizes.length;
+  }
+
+  /** See `TelemetrySource.readOnThreads`: phases read as `phaseBlocks` reads them (every hour up to `t1 + 4 h`). */
+  readOnThreads(stream: 'gpu_util' | 'phases' | 'trajectories', t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): Promise<void> {
+    if (stream === 'gpu_util') return this.partitions.gpu_util.readOnThreads(t0, t1, lanes == null ? null : viewOf(lanes));
+    if (stream === 'phases') return this.partitions.phases.readOnThreads(null, t1 == null ? null : t1 + PHASE_LOOKAHEAD_S, null);
+    return this.partitions.trajectories.readOnThreads(t0, t1, null);
   }
 
   /**

@@ -98,13 +98,7 @@ export class WarmUp {
     this.queue ??= this.plan();
     const pool = this.pool();
     if (pool !== null && pool.size > 0) {
-      for (let i = this.pending.length - 1; i >= 0; i--) {
-        const p = this.pending[i];
-        const r = pool.poll(p.slot);
-        if (r === null) continue;
-        this.pending.splice(i, 1);
-        this.finish(p.task, r);
-      }
+      this.collect();
       for (let slot = pool.idle(); slot >= 0 && this.queue.length > 0; slot = pool.idle()) {
         const task = this.queue.shift()!;
         if (task.rollupOnly) {
@@ -125,6 +119,22 @@ export class WarmUp {
     if (task?.rollupOnly) this.rollUp(task.file);
     else if (task !== undefined) this.readers[task.stream].warm(task.file);
     return this.queue.length > 0;
+  }
+
+  /**
+   * Takes in the parses the threads finished (persisting them) and hands out none: while requests are being
+   * answered the warm-up starts nothing, but a thread it used is freed for them.
+   */
+  collect(): void {
+    const pool = this.pool();
+    if (pool === null) return;
+    for (let i = this.pending.length - 1; i >= 0; i--) {
+      const p = this.pending[i];
+      const r = pool.poll(p.slot);
+      if (r === null) continue;
+      this.pending.splice(i, 1);
+      this.finish(p.task, r);
+    }
   }
 
   private finish(task: Task, r: ParseResult | 'failed'): void {

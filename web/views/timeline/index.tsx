@@ -53,8 +53,10 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   const zoomed = urlT0 !== null && urlT1 !== null;
   // By default the current attempt (a resumed run's metrics reach further back than its telemetry), at most the widest window.
   const attemptStart = meta.start_ts != null && meta.start_ts > T0 ? meta.start_ts : null;
-  const defaultVp = { t0: Math.max(T1 - maxW, attemptStart ?? -Infinity), t1: T1 };
-  const resetLabel = attemptStart !== null && attemptStart >= T1 - maxW ? 'this attempt' : T1 - T0 > maxW ? 'latest window' : 'whole run';
+  // The newest stretch the server can read at once (narrower than the widest window on a dense fleet).
+  const openW = Math.min(maxW, meta.default_window_s ?? maxW);
+  const defaultVp = { t0: Math.max(T1 - openW, attemptStart ?? -Infinity), t1: T1 };
+  const resetLabel = attemptStart !== null && attemptStart >= T1 - openW ? 'this attempt' : T1 - T0 > openW ? 'latest window' : 'whole run';
   const vp = clampViewport(zoomed ? { t0: urlT0, t1: urlT1 } : defaultVp, T0, Math.max(T1, T0 + 1), maxW);
   const grammarParam = p.get('lanes');
   const overlayParam = p.get('overlay');
