@@ -149,6 +149,58 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     assert.deepEqual(w.problems(), []);
   });
 
+  it('Metrics overlays runs see-through, brings the hovered run forward in every chart, and puts every chart it can on the chosen x axis', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/?cat=rollout&runs=run,collapse`);
+    await page.waitForFunction(() => [...document.querySelectorAll('.chart-panel[data-metric]')].every((p: any) => p.querySelectorAll('.u-legend .u-series').length === 3));
+    await page.waitForTimeout(300);
+    const chart = '.chart-panel[data-metric="rollout/zero_std_group_ratio"] .uplot canvas';
+    /** Mean and max alpha of the pixels drawn in `hex` (±24 per channel). */
+    const alphaOf = (hex: string) =>
+      page.evaluate(
+        ({ chart, hex }) => {
+          const c = document.querySelector(chart);
+          const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+          const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+          let n = 0;
+          let sum = 0;
+          let max = 0;
+          for (let i = 0; i < data.length; i += 4) {
+            if (data[i + 3] === 0 || want.some((w, k) => Math.abs(data[i + k] - w) > 24)) continue;
+            n++;
+            sum += data[i + 3];
+            max = Math.max(max, data[i + 3]);
+          }
+          return { n, mean: n ? sum / n : 0, max };
+        },
+        { chart, hex },
+      );
+    const before = await alphaOf('#ff8a3d');
+    assert.ok(before.n > 30, `the second run is drawn: ${JSON.stringify(before)}`);
+    assert.ok(before.max < 230, `overlaid lines are see-through: max alpha ${before.max}`);
+    const names = await page.$$eval('[data-testid=run-picker] label', (ls) => ls.map((l: any) => l.textContent.trim()));
+    await page.hover(`[data-testid=run-picker] label:has(input[data-run="run"])`);
+    await page.waitForFunction((n) => document.querySelector('.chart-panel[data-metric="rollout/zero_std_group_ratio"] .uplot')?.getAttribute('data-highlight') === n, names[0]);
+    await page.waitForTimeout(200);
+    const dimmed = await alphaOf('#ff8a3d');
+    assert.ok(dimmed.mean < before.mean / 2, `the other run is dimmed: ${before.mean.toFixed(0)} → ${dimmed.mean.toFixed(0)}`);
+    const highlighted = await page.$$eval('.chart-panel .uplot', (us) => us.map((u: any) => u.getAttribute('data-highlight')));
+    assert.ok(highlighted.every((h) => h === names[0]), `every chart brings the run forward: ${highlighted}`);
+    await page.mouse.move(5, 5);
+    await page.waitForFunction(() => !document.querySelector('.chart-panel .uplot')?.getAttribute('data-highlight'));
+
+    // The engine charts follow "time since start" too; on "step" they say why they stay on wall time.
+    await page.goto(`${served.url}#/?cat=sglang&x=rel&run=run`);
+    await page.waitForSelector('.chart-panel[data-metric] .u-legend .u-series');
+    assert.match(await page.$eval('.chart-panel[data-metric] .u-legend .u-series .u-label', (e: any) => e.textContent), /since start/);
+    assert.equal(await page.locator('[data-testid=axis-note]').count(), 0);
+    await page.goto(`${served.url}#/?cat=sglang&x=step&run=run`);
+    await page.waitForSelector('[data-testid=axis-note]');
+    assert.match((await page.textContent('[data-testid=axis-note]'))!, /wall time/);
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('a flipped group compares a success with a failure (the better side’s best against the worse side’s worst)', async () => {
     const w = await openPage(browser);
     const { page } = w;

@@ -1,7 +1,8 @@
 // One metric chart: raw series faint behind its smoothed line, synced cursor and zoom, values at the cursor, CSV export.
 import uPlot from 'uplot';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { UPlotChart } from '../../components/uplotChart.tsx';
+import { store, useStore } from '../../store.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { fmtNum } from '../../format.ts';
 import { alpha, CSS, SERIES_COLORS } from '../../theme.ts';
@@ -40,6 +41,10 @@ interface Props {
   onZoom: (z: [number, number] | null) => void;
   hidden?: Set<string>;
   markers?: Marker[];
+  /** Why this chart does not follow the x-axis choice (shown under its title). */
+  axisNote?: string;
+  /** Several runs overlaid: lines are drawn see-through so an identical history shows both. */
+  overlaid?: boolean;
 }
 
 const group = new Set<uPlot>();
@@ -182,7 +187,17 @@ function gapsAsNull(ys: uPlot.AlignedData[number]): uPlot.AlignedData[number] {
   return Array.from(col, (v) => (v != null && Number.isFinite(v) ? v : null));
 }
 
-export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden, markers }: Props) {
+/** Line opacity of overlaid runs: two identical histories blend instead of one hiding the other. */
+const OVERLAY_ALPHA = 0.7;
+/** Opacity of the series not hovered. */
+const DIMMED_ALPHA = 0.15;
+
+/** The run hovered in the run picker or in any overlaid chart: every overlaid chart brings its line forward. */
+export const hoveredRun = store<string | null>(null);
+
+export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden, markers, axisNote, overlaid }: Props) {
+  const hovered = useStore(hoveredRun);
+  const highlight = overlaid ? hovered : null;
   const [logY, setLogY] = useState(false);
   const unit = unitOf(metric);
   // A log scale needs positive values throughout.
@@ -209,11 +224,12 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       const value = (_u: uPlot, v: number | null) => fmtNum(v);
       if (smoothing > 0) {
         series.push({ label: `${t.label} (raw)`, stroke: alpha(color, 0.3), width: 1, spanGaps: true, gaps, points: { show: false }, value });
-        series.push({ label: t.label, stroke: color, width: 2, spanGaps: true, gaps, points: { show: false }, value });
+        series.push({ label: t.label, stroke: overlaid ? alpha(color, OVERLAY_ALPHA) : color, width: 2, spanGaps: true, gaps, points: { show: false }, value });
       } else {
         // Several engines on one chart: a dash per series keeps overlapping lines apart.
         const dash = visible.length > 1 ? DASHES[i % DASHES.length] : undefined;
-        series.push({ label: t.label, stroke: color, width: 1.75, dash, spanGaps: true, gaps, points: { show: !many, size: 5, fill: color }, value });
+        const stroke = overlaid ? alpha(color, OVERLAY_ALPHA) : color;
+        series.push({ label: t.label, stroke, width: 1.75, dash, spanGaps: true, gaps, points: { show: !many, size: 5, fill: stroke }, value });
       }
     });
     return {
@@ -228,7 +244,9 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         y: log ? { distr: 3 } : { range: yRange },
       },
       axes: [axis('x', xKind), axis('y', xKind, unit)],
-      cursor: { sync: { key: 'metrics', setSeries: false }, drag: { x: true, y: false }, points: { size: 6 } },
+      // The series nearest the cursor comes forward (the hovered run, when runs are overlaid).
+      focus: { alpha: DIMMED_ALPHA },
+      cursor: { sync: { key: 'metrics', setSeries: false }, drag: { x: true, y: false }, points: { size: 6 }, focus: { prox: 12 } },
       legend: { live: true },
       padding: [10, 12, 0, 0],
       hooks: {
@@ -239,6 +257,13 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
           },
         ],
         destroy: [(u) => group.delete(u)],
+        // Hovering near a run's line in one overlaid chart brings that run forward in all of them.
+        setSeries: [
+          (u, i, opts) => {
+            if (!overlaidRef.on || (opts as { focus?: boolean }).focus === undefined) return;
+            hoveredRun.set(i === null ? null : (String(u.series[i]?.label ?? '') || null));
+          },
+        ],
         // The x tick labels' boxes, for a test (and a reader) to check they never overlap.
         draw: [
           (u) => drawMarkers(u, markersRef.list),
@@ -285,11 +310,26 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   }, [seriesKey, xKind, xLabel, log, markers?.length ?? 0]);
 
   const markersRef = useMemo(() => ({ list: [] as Marker[] }), []);
+  const overlaidRef = useMemo(() => ({ on: false }), []);
+  overlaidRef.on = !!overlaid;
   markersRef.list = markers ?? [];
   const onZoomRef = useMemo(() => ({ fn: onZoom }), []);
   onZoomRef.fn = onZoom;
   const zoomRef = useMemo(() => ({ z: zoom }), []);
   zoomRef.z = zoom;
+
+  // A run hovered elsewhere (the run picker, another chart's legend) is brought forward here too.
+  const plot = useRef<uPlot | null>(null);
+  const focusRun = (u: uPlot, run: string | null) => {
+    const i = run ? u.series.findIndex((s, k) => k > 0 && s.label === run) : -1;
+    const want = i > 0 ? run! : '';
+    if ((u.root.getAttribute('data-highlight') ?? '') === want) return;
+    u.root.setAttribute('data-highlight', want);
+    u.setSeries(i > 0 ? i : null, { focus: true }, false);
+  };
+  useEffect(() => {
+    if (plot.current) focusRun(plot.current, highlight);
+  }, [highlight]);
 
   const points = visible.reduce((n, t) => n + (t.y as ArrayLike<number | null>).length - countGaps(t.y), 0);
 
@@ -318,10 +358,15 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         </button>
       </header>
       {description && <p class="desc">{description}</p>}
+      {axisNote && (
+        <p class="axis-note" data-testid="axis-note">
+          {axisNote}
+        </p>
+      )}
       {points === 0 ? (
         <p class="muted chart-empty">no values recorded for this key{xKind === 'step' ? ` on ${xLabel}` : ''}</p>
       ) : (
-        <UPlotChart options={options} data={data} height={200} label={`${metric} chart`} onCreate={() => markPainted('metrics')} />
+        <UPlotChart options={options} data={data} height={200} label={`${metric} chart`} onCreate={(u) => ((plot.current = u), focusRun(u, highlight), markPainted('metrics'))} />
       )}
     </section>
   );

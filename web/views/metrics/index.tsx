@@ -231,11 +231,12 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
   }, [engineData.data]);
 
   const loggedTables = useMemo(() => {
-    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string }>();
+    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string }>();
     for (const k of logged) {
       const tables: XYTable[] = [];
       let kind: XKind = 'step';
       let xLabel = '';
+      let note: string | undefined;
       targets.forEach((run, i) => {
         const s = loggedData.data?.[i]?.[k];
         if (!s) return;
@@ -247,9 +248,10 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         const x = !timed ? s.x : xKind === 'rel' ? s.ts.map((t) => t - start) : s.ts;
         kind = timed && xKind === 'time' ? 'time' : 'step';
         xLabel = !timed ? s.axis : xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
+        if (xKind !== 'step' && !timed) note = `on ${s.axis}: ${k.startsWith('dump/') ? 'dump/* aggregates are computed per step and carry no time' : 'this key has no time per point'}`;
         tables.push({ label: overlay ? run!.name : k, x, y, color: overlay ? runColor(allRuns, run!.id) : undefined });
       });
-      if (tables.length) out.set(k, { tables, kind, xLabel });
+      if (tables.length) out.set(k, { tables, kind, xLabel, note });
     }
     return out;
   }, [loggedData.data, xKind, runKey]);
@@ -270,9 +272,18 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
   }, [topology.data]);
   const engineTables = useMemo(() => {
     const out = new Map<string, XYTable[]>();
-    for (const [k, list] of Object.entries(engineData.data ?? {})) out.set(k, list.map((e) => ({ label: seriesLabel(e), x: e.ts, y: e.value, color: e.run ? runColor(allRuns, e.run.id) : undefined })));
+    for (const [k, list] of Object.entries(engineData.data ?? {}))
+      out.set(
+        k,
+        list.map((e) => {
+          // Time since start: each run's clock from its own start (else its first sample), like the logged keys.
+          const start = e.run?.start_ts ?? (targets.length === 1 ? targets[0]?.start_ts : null) ?? e.ts[0] ?? 0;
+          const x = xKind === 'rel' ? Float64Array.from(e.ts, (t) => t - start) : e.ts;
+          return { label: seriesLabel(e), x, y: e.value, color: e.run ? runColor(allRuns, e.run.id) : undefined };
+        }),
+      );
     return out;
-  }, [engineData.data]);
+  }, [engineData.data, xKind]);
 
   return (
     <>
@@ -324,6 +335,8 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                 smoothing={smoothing}
                 zoom={zoom}
                 onZoom={onZoom}
+                axisNote={t.note}
+                overlaid={overlay}
               />
             );
           })}
@@ -345,13 +358,15 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                 metric={k}
                 description={describe(k)}
                 tables={tables}
-                xKind="time"
-                xLabel="time (UTC)"
+                xKind={xKind === 'rel' ? 'step' : 'time'}
+                xLabel={xKind === 'rel' ? 'time since start (s)' : 'time (UTC)'}
                 smoothing={smoothing}
-                zoom={xKind === 'time' ? zoom : null}
+                zoom={xKind !== 'step' ? zoom : null}
                 onZoom={onZoom}
                 hidden={hiddenEngines}
-                markers={restarts}
+                markers={xKind === 'rel' ? [] : restarts}
+                axisNote={xKind === 'step' ? 'on wall time: engine series are sampled by the clock, not per step' : undefined}
+                overlaid={overlay}
               />
             );
           })}
