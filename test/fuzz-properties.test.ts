@@ -13,7 +13,7 @@ import { PickleError, TorchFormatError } from '../src/formats/torch/errors.ts';
 import { openTorchFile } from '../src/formats/torch/load.ts';
 import { unpickle } from '../src/formats/torch/unpickle.ts';
 import { ZipArchive, ZipError } from '../src/formats/zip.ts';
-import { decodeLine, type BadLine } from '../src/run/telemetry/lineScan.ts';
+import { decodeLine, type BadLine } from '../src/formats/columns/lineScan.ts';
 import { createApp } from '../src/server/app.ts';
 import { openRun } from '../src/server/run.ts';
 import { copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';

@@ -3,9 +3,9 @@
 // never makes a cold pass over the hours already written. Each rollup names the file it describes (its
 // inode and the bytes it covers); the reader uses it only while both still hold. An hour this process
 // did not write from its first byte, or one another writer also appended to, gets no rollup.
-import { GpuUtilBlock, GpuUtilParser } from '../run/telemetry/gpuUtilBlock.ts';
-import { encodeGpuRollup, foldGpuUtilRows, rowsOfColumns, type GpuUtilCells } from '../run/telemetry/gpuUtilRollup.ts';
-import { LaneTable } from '../run/telemetry/interning.ts';
+import { GpuUtilBlock, GpuUtilParser } from '../formats/columns/gpuUtilBlock.ts';
+import { encodeGpuRollup, foldGpuUtilRows, rowsOfColumns, type GpuUtilCells } from '../formats/columns/gpuUtilRollup.ts';
+import { LaneTable } from '../formats/columns/interning.ts';
 import { gpuRollupFile, hourStart, HOUR_SECONDS } from '../formats/dashboard/index.ts';
 
 /** What the rollups need of the collector's file system. */

@@ -6,13 +6,13 @@
 // did not write from its first byte, or one another writer also appended to, gets none.
 // Only the growing (newest) hour's columns stay in memory: an older hour is written once and let go; if
 // lines still arrive for it, its columns are read back from the file written.
-import type { EngineSeriesBlock, EngineSeriesColumns } from '../run/telemetry/engineSeriesBlock.ts';
-import { EngineSeriesTable, StringTable } from '../run/telemetry/interning.ts';
-import { decodePersistedParse, encodePersistedParse } from '../run/telemetry/partitionCache.ts';
-import type { ParsedColumns } from '../run/telemetry/parseJob.ts';
-import type { PhaseBlock } from '../run/telemetry/phaseBlock.ts';
-import { type ColumnsKind, engineSeriesColumnsKind, phaseColumnsKind } from '../run/telemetry/partitionKinds.ts';
-import type { HourBlock } from '../run/telemetry/partitionBlock.ts';
+import type { EngineSeriesBlock, EngineSeriesColumns } from '../formats/columns/engineSeriesBlock.ts';
+import { EngineSeriesTable, StringTable } from '../formats/columns/interning.ts';
+import { decodePersistedParse, encodePersistedParse } from '../formats/columns/colsFile.ts';
+import type { ParsedColumns } from '../formats/columns/parsedColumns.ts';
+import type { PhaseBlock } from '../formats/columns/phaseBlock.ts';
+import { type ColumnsKind, engineSeriesColumnsKind, phaseColumnsKind } from '../formats/columns/columnsKind.ts';
+import type { HourBlock } from '../formats/columns/hourBlock.ts';
 import { columnsFile, hourStart, HOUR_SECONDS, type ColumnsStream } from '../formats/dashboard/index.ts';
 import { type RollupFs, writeChangedHours } from './gpuRollups.ts';
 

@@ -41,8 +41,8 @@ test('bad gpu arguments are QueryErrors naming the parameter', () => {
 });
 
 test('lanes span blocks, out-of-order rows are sorted stably, spikes survive downsampling', async () => {
-  const { GpuUtilBlock } = await import('../run/telemetry/gpuUtilBlock.ts');
-  const { LaneTable } = await import('../run/telemetry/interning.ts');
+  const { GpuUtilBlock } = await import('../formats/columns/gpuUtilBlock.ts');
+  const { LaneTable } = await import('../formats/columns/interning.ts');
   const lanes = new LaneTable();
   const a = lanes.id('10.0.0.2', 0);
   const b = lanes.id('10.0.0.10', 1); // interned second, listed second (cluster order)

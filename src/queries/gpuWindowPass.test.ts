@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { GpuUtilBlock } from '../run/telemetry/gpuUtilBlock.ts';
-import { decodeGpuRollup, encodeGpuRollup, foldGpuUtilRows, UTIL_CELL_S } from '../run/telemetry/gpuUtilRollup.ts';
+import { GpuUtilBlock } from '../formats/columns/gpuUtilBlock.ts';
+import { decodeGpuRollup, encodeGpuRollup, foldGpuUtilRows, UTIL_CELL_S } from '../formats/columns/gpuUtilRollup.ts';
 import { LaneTable, rowsOfBlock, type GpuUtilHour } from '../run/telemetry/store.ts';
 import { laneBucketMax } from './fleet.ts';
 import { blockHours } from './gpuWindowPass.ts';

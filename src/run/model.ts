@@ -38,7 +38,7 @@ export type {
 } from './telemetry/records.ts';
 export { FLAT_STREAMS, INITIALIZE_PHASE, OPEN_T1, PARTITIONED_STREAMS } from './telemetry/records.ts';
 export type { EngineSeriesBlock, EngineSeriesTable, GpuUtilBlock, GpuUtilCells, GpuUtilHour, GpuUtilRows, LaneTable, PhaseBlock, StringTable } from './telemetry/store.ts';
-export { UTIL_CELL_S, rowMem, rowPower } from './telemetry/gpuUtilRollup.ts';
+export { UTIL_CELL_S, rowMem, rowPower } from '../formats/columns/gpuUtilRollup.ts';
 export { rowsOfBlock } from './telemetry/gpuUtilHours.ts';
 export { compareLanes, compareNodes, strAsc } from './telemetry/laneCatalog.ts';
 export type { WarmUpProgress } from './telemetry/warmUp.ts';

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import type { TelemetryIo } from './io.ts';
 import { stampOf } from './io.ts';
-import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from './lineScan.ts';
+import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from '../../formats/columns/lineScan.ts';
 import type { DataBufferSample, EngineInfo, FlatStream, MetricsRecord, MetricValue, RunMeta, TopologySnapshot, TopologyWindow } from './records.ts';
 import { strAsc } from './laneCatalog.ts';
 import { FLAT_STREAMS, flatFile } from '../../formats/dashboard/layout.ts';

@@ -3,11 +3,11 @@
 // cache; an hour without one is read once (parsed, or loaded from its persisted columns) and rolled up.
 // Rollups stay resident within the store's memory budget; raw rows are read only for the columns an
 // answer cannot take whole, as slices of the persisted columns when the hour is not resident.
-import type { GpuUtilBlock } from './gpuUtilBlock.ts';
+import type { GpuUtilBlock } from '../../formats/columns/gpuUtilBlock.ts';
 import { join } from 'node:path';
 import { gpuRollupFile } from '../../formats/dashboard/layout.ts';
-import { decodeGpuRollup, describesFile, foldGpuUtilRows, cellsBytes, extendable, rowsOfColumns, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
-import type { LaneTable } from './interning.ts';
+import { decodeGpuRollup, describesFile, foldGpuUtilRows, cellsBytes, extendable, rowsOfColumns, type GpuUtilCells, type GpuUtilRowsIn } from '../../formats/columns/gpuUtilRollup.ts';
+import type { LaneTable } from '../../formats/columns/interning.ts';
 import type { FileStat, TelemetryIo } from './io.ts';
 import type { BudgetOwner, MemoryBudget } from './memoryBudget.ts';
 import type { PartitionCache } from './partitionCache.ts';

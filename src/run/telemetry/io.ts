@@ -6,13 +6,8 @@ import { fileKind, isInside, readRegularFileSync } from '../../formats/fileAcces
 import { readCompleteLines, readFirstLine, readLastCompleteLine, readRange } from '../../formats/jsonlTail.ts';
 import type { TailChunk, TailResult } from '../../formats/jsonlTail.ts';
 
-export interface FileStat {
-  size: number;
-  ino: number;
-  mtimeMs: number;
-  /** Creation time where the file system keeps one (an inode reused by a new file has a new one); 0 when unknown. */
-  bornMs?: number;
-}
+export type { FileStat } from '../../formats/columns/colsFile.ts';
+import type { FileStat } from '../../formats/columns/colsFile.ts';
 
 export interface TelemetryIo {
   /** A regular file's size and identity; null when missing or not a regular file. */

@@ -1,14 +1,14 @@
 // The run's lane index: `lane_catalog.json` when the writer keeps one, else the lanes folded from the
 // streams (gpu_util rows, phase events, topology snapshots), each file folded once and tails after.
 import { join } from 'node:path';
-import type { GpuUtilBlock } from './gpuUtilBlock.ts';
-import type { LaneTable, StringTable } from './interning.ts';
+import type { GpuUtilBlock } from '../../formats/columns/gpuUtilBlock.ts';
+import type { LaneTable, StringTable } from '../../formats/columns/interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { stampOf } from './io.ts';
 import type { LaneFacts } from './laneCatalog.ts';
 import { LaneScan, laneEntries, MAX_LANE_CATALOG_BYTES, parseLaneCatalog } from './laneCatalog.ts';
 import type { PartitionFile } from './partitionListing.ts';
-import type { PhaseBlock } from './phaseBlock.ts';
+import type { PhaseBlock } from '../../formats/columns/phaseBlock.ts';
 import type { LaneEntry, TopologySnapshot } from './records.ts';
 import type { WarnLine } from './flatStreams.ts';
 

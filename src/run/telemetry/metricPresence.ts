@@ -3,8 +3,8 @@
 // MiB (each holds whole scrape ticks, and a scraper reports the same families every tick). At most
 // SAMPLED_HOURS such hours are sampled (the run's first and last two, and hours evenly spaced between), so
 // opening a run of days costs what opening a run of hours does; the others count once read or persisted.
-import type { EngineSeriesBlock } from './engineSeriesBlock.ts';
-import type { EngineSeriesTable } from './interning.ts';
+import type { EngineSeriesBlock } from '../../formats/columns/engineSeriesBlock.ts';
+import type { EngineSeriesTable } from '../../formats/columns/interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { strAsc } from './laneCatalog.ts';
 import type { PartitionFile } from './partitionListing.ts';

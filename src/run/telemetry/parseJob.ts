@@ -1,16 +1,14 @@
 // One cold partition parse, runnable on a worker thread: reads a file's complete lines from an offset
 // with the stream's parser and hands back transferable columns plus the strings they refer to.
 import { readCompleteLines } from '../../formats/jsonlTail.ts';
-import { ColumnBlock } from './columnBlock.ts';
-import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
-import { EngineSeriesBlock, EngineSeriesParser } from './engineSeriesBlock.ts';
-import type { GpuUtilColumns } from './gpuUtilBlock.ts';
-import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
-import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
-import type { PhaseColumns } from './phaseBlock.ts';
-import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
+import { ColumnBlock } from '../../formats/columns/columnBlock.ts';
+import { EngineSeriesBlock, EngineSeriesParser } from '../../formats/columns/engineSeriesBlock.ts';
+import { GpuUtilBlock, GpuUtilParser } from '../../formats/columns/gpuUtilBlock.ts';
+import { EngineSeriesTable, LaneTable, StringTable } from '../../formats/columns/interning.ts';
+import { PhaseBlock, PhaseParser } from '../../formats/columns/phaseBlock.ts';
 import type { PartitionedStream } from './records.ts';
-import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from './recordBlock.ts';
+import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from '../../formats/columns/recordBlock.ts';
+import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
 
 export interface ParseJob {
   stream: PartitionedStream;
@@ -20,23 +18,6 @@ export interface ParseJob {
   view: string | null;
   /** Expected rows, to size the columns. */
   rowsHint: number;
-}
-
-export type ParsedColumns =
-  | { stream: 'gpu_util'; columns: GpuUtilColumns; lanes: [string, number][] }
-  | { stream: 'engine_series'; columns: EngineSeriesColumns; series: [string, string, string][] }
-  | { stream: 'phases'; columns: PhaseColumns; strings: string[] }
-  | { stream: 'trajectories'; rows: { ts: number }[]; tsMin: number; tsMax: number }
-  | { stream: 'gpu_processes'; rows: { ts: number }[]; tsMin: number; tsMax: number };
-
-export interface ParseResult {
-  data: ParsedColumns;
-  /** Where the next read starts, and lines consumed. */
-  offset: number;
-  lines: number;
-  /** The view actually applied (null when the file had to be read whole). */
-  view: string | null;
-  warnings: [number, string][];
 }
 
 /** Interning tables of one parsing thread (ids local to it; the store maps them to its own). */

@@ -4,7 +4,8 @@
 import { availableParallelism } from 'node:os';
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { FROM_SOURCE, moduleUrl } from '../../ownFiles.ts';
-import type { ParseJob, ParseResult } from './parseJob.ts';
+import type { ParseJob } from './parseJob.ts';
+import type { ParseResult } from '../../formats/columns/parsedColumns.ts';
 
 /**
  * Parsing threads by default: one per core, at most two (window answers and the warm-up parse on them while

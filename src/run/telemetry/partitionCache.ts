@@ -7,38 +7,17 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, mkdirSync, statSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { columnArrayType, decodeFrame, framePieces, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
-import type { EngineSeriesColumns } from './engineSeriesBlock.ts';
-import type { GpuUtilColumns } from './gpuUtilBlock.ts';
+import { columnArrayType, decodeFrame, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
+import { decodePersistedParse, encodePersistedParse, inFileOrder, validHeader, type CachedPartition, type CacheHeader } from '../../formats/columns/colsFile.ts';
+import type { GpuUtilColumns } from '../../formats/columns/gpuUtilBlock.ts';
 import { hourStart, partitionFile } from '../../formats/dashboard/layout.ts';
-import { GPU_ROLLUP_VERSION, decodeGpuRollup, describesFile, encodeGpuRollup, extendable, foldGpuUtilRows, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from './gpuUtilRollup.ts';
+import { GPU_ROLLUP_VERSION, decodeGpuRollup, describesFile, encodeGpuRollup, extendable, foldGpuUtilRows, rowsOfColumns, type GpuRollupHeader, type GpuUtilCells, type GpuUtilRowsIn } from '../../formats/columns/gpuUtilRollup.ts';
 import type { FileStat, TelemetryIo } from './io.ts';
-import type { ParsedColumns, ParseResult } from './parseJob.ts';
+import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
 import type { PartitionedStream } from './records.ts';
-
-/** Bumped whenever the persisted layout or a parser's output changes: older files are ignored. */
-export const PARTITION_CACHE_VERSION = 2;
 
 /** Streams persisted (the low-volume record streams are cheap to parse and are not). */
 const CACHED: ReadonlySet<PartitionedStream> = new Set(['gpu_util', 'engine_series', 'phases']);
-
-interface CacheHeader {
-  version: number;
-  stream: PartitionedStream;
-  key: string;
-  ino: number;
-  /** The source file's creation time (0 when unknown), so a new file on a reused inode is not taken for it. */
-  born?: number;
-  /** Bytes of the source file parsed (complete lines), and lines consumed. */
-  offset: number;
-  lines: number;
-  warnings: [number, string][];
-  length: number;
-  tsMin: number | null;
-  tsMax: number | null;
-  /** Stream extras: the id tables the columns refer to, counts. */
-  extra: Record<string, unknown>;
-}
 
 /** Writes `pieces` one after another to a new file at `path`. */
 function writePieces(path: string, pieces: readonly Uint8Array[]): void {
@@ -48,70 +27,6 @@ function writePieces(path: string, pieces: readonly Uint8Array[]): void {
   } finally {
     closeSync(fd);
   }
-}
-
-export interface CachedPartition {
-  result: ParseResult;
-  ino: number;
-}
-
-/**
- * One whole-file parse of hour `key` of `stream` as the bytes of a persisted frame: what the partition
- * cache saves and the collector writes beside the partition. `source` names the parsed file (its inode
- * and creation time, 0 when unknown).
- */
-export function encodePersistedParse(stream: PartitionedStream, key: string, source: { ino: number; born: number }, r: ParseResult): Uint8Array[] {
-  const { extra, columns } = pack(r.data);
-  const c = (r.data as { columns?: { length: number; tsMin: number; tsMax: number } }).columns;
-  const header: CacheHeader = {
-    version: PARTITION_CACHE_VERSION,
-    stream,
-    key,
-    ino: source.ino,
-    born: source.born,
-    offset: r.offset,
-    lines: r.lines,
-    warnings: r.warnings,
-    length: c?.length ?? 0,
-    tsMin: c && Number.isFinite(c.tsMin) ? c.tsMin : null,
-    tsMax: c && Number.isFinite(c.tsMax) ? c.tsMax : null,
-    extra,
-  };
-  // pieces (views over the columns), so an hour's columns are written without a copy of them
-  return framePieces(header as unknown as Record<string, unknown>, columns);
-}
-
-/** The parse a persisted frame holds, when it is one of hour `key` of `stream` this version wrote, of the file with stat `st`; null otherwise. */
-export function decodePersistedParse(bytes: Uint8Array, stream: PartitionedStream, key: string, st: FileStat): CachedPartition | null {
-  try {
-    const { header, columns } = decodeFrame<CacheHeader>(bytes);
-    if (!validHeader(header, stream, key, st)) return null;
-    const data = unpack(stream, header, columns);
-    return { ino: header.ino, result: { data, offset: header.offset, lines: header.lines, view: null, warnings: header.warnings } };
-  } catch {
-    return null;
-  }
-}
-
-/** Whether a persisted header is this version's, of hour `key` of `stream`, and of the file with stat `st` as it is now (not longer than it). */
-function validHeader(h: CacheHeader, stream: PartitionedStream, key: string, st: FileStat): boolean {
-  return (
-    h !== null &&
-    typeof h === 'object' &&
-    h.version === PARTITION_CACHE_VERSION &&
-    h.stream === stream &&
-    h.key === key &&
-    Number.isInteger(h.ino) &&
-    Number.isInteger(h.offset) &&
-    h.offset >= 0 &&
-    Number.isInteger(h.lines) &&
-    Number.isInteger(h.length) &&
-    Array.isArray(h.warnings) &&
-    h.extra !== null &&
-    typeof h.extra === 'object' &&
-    sameFile(h, st) &&
-    h.offset <= st.size
-  );
 }
 
 /** Opens a persisted file for reading (null when it cannot be). */
@@ -420,113 +335,4 @@ export class PartitionCache extends PersistedParses {
       return { rows, lanes: layout.header.extra.lanes as [string, number][] };
     });
   }
-}
-
-/** Whether a persisted parse is of the file with stat `st` (its inode, and its creation time where both are known). */
-function sameFile(h: { ino: number; born?: number }, st: FileStat): boolean {
-  return describesFile({ key: '', offset: 0, ino: h.ino, born: Number(h.born) || 0 }, st);
-}
-
-/** Engine rows regrouped by metric (stable), each row keeping its file position in `row`. */
-function byMetric(c: EngineSeriesColumns, series: readonly [string, string, string][]): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
-  const n = c.length;
-  const metricOf = new Map<string, number>();
-  const seriesMetric = new Int32Array(series.length);
-  series.forEach(([, m], i) => {
-    let id = metricOf.get(m);
-    if (id === undefined) metricOf.set(m, (id = metricOf.size));
-    seriesMetric[i] = id;
-  });
-  const counts = new Uint32Array(metricOf.size + 1);
-  const sid = c.cols.series;
-  for (let i = 0; i < n; i++) counts[seriesMetric[sid[i]] + 1]++;
-  for (let m = 0; m < metricOf.size; m++) counts[m + 1] += counts[m];
-  const segments: Record<string, [number, number]> = {};
-  for (const [name, m] of metricOf) if (counts[m + 1] > counts[m]) segments[name] = [counts[m], counts[m + 1]];
-  const cursor = counts.slice(0, metricOf.size);
-  const ts = new Float64Array(n);
-  const out = new Uint32Array(n);
-  const value = new Float64Array(n);
-  const row = new Uint32Array(n);
-  for (let i = 0; i < n; i++) {
-    const k = cursor[seriesMetric[sid[i]]]++;
-    ts[k] = c.cols.ts[i];
-    out[k] = sid[i];
-    value[k] = c.cols.value[i];
-    row[k] = i;
-  }
-  return { extra: { series, segments }, columns: [['ts', ts], ['series', out], ['value', value], ['row', row]] };
-}
-
-/**
- * Rows picked from metric groups back in file order (by their `row`): each group (`sizes[g]` rows, one
- * after another) is in file order already, so a k-way merge of the groups restores it.
- */
-function inFileOrder(p: { ts: Float64Array; series: Uint32Array; value: Float64Array; row: Uint32Array }, n: number, sizes: readonly number[]): EngineSeriesColumns {
-  const ts = new Float64Array(n);
-  const series = new Uint32Array(n);
-  const value = new Float64Array(n);
-  const at = new Int32Array(sizes.length);
-  const end = new Int32Array(sizes.length);
-  let start = 0;
-  sizes.forEach((size, g) => {
-    at[g] = start;
-    end[g] = start += size;
-  });
-  let tsMin = NaN;
-  let tsMax = NaN;
-  for (let k = 0; k < n; k++) {
-    // the group whose next row comes first in the file (few groups: a linear pick is cheapest)
-    let best = -1;
-    for (let g = 0; g < sizes.length; g++) if (at[g] < end[g] && (best < 0 || p.row[at[g]] < p.row[at[best]])) best = g;
-    const i = at[best]++;
-    ts[k] = p.ts[i];
-    series[k] = p.series[i];
-    value[k] = p.value[i];
-    if (!(ts[k] >= tsMin)) tsMin = ts[k];
-    if (!(ts[k] <= tsMax)) tsMax = ts[k];
-  }
-  return { length: n, tsMin, tsMax, cols: { ts, series, value } };
-}
-
-/** A whole engine file back in file order from its metric groups. */
-function unpermuted(columns: Record<string, FrameColumn>, length: number, tsMin: number, tsMax: number): EngineSeriesColumns {
-  const row = columns.row as Uint32Array;
-  const ts = new Float64Array(length);
-  const series = new Uint32Array(length);
-  const value = new Float64Array(length);
-  const sts = columns.ts as Float64Array;
-  const sse = columns.series as Uint32Array;
-  const sva = columns.value as Float64Array;
-  for (let k = 0; k < length; k++) {
-    const i = row[k];
-    ts[i] = sts[k];
-    series[i] = sse[k];
-    value[i] = sva[k];
-  }
-  return { length, tsMin, tsMax, cols: { ts, series, value } };
-}
-
-function pack(d: ParsedColumns): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
-  if (d.stream === 'engine_series') return byMetric(d.columns, d.series);
-  if (d.stream === 'gpu_util' || d.stream === 'phases') {
-    const columns = Object.entries(d.columns.cols as Record<string, FrameColumn>).map(([n, c]) => [n, c.subarray(0, d.columns.length)] as [string, FrameColumn]);
-    if (d.stream === 'gpu_util') return { extra: { lanes: d.lanes }, columns };
-    columns.push(['gpuList', d.columns.gpuList.subarray(0, d.columns.gpuLen)]);
-    return { extra: { strings: d.strings, openCount: d.columns.openCount }, columns };
-  }
-  throw new Error(`${d.stream} is not persisted`);
-}
-
-function unpack(stream: PartitionedStream, h: CacheHeader, columns: Record<string, FrameColumn>): ParsedColumns {
-  const base = { length: h.length, tsMin: h.tsMin ?? NaN, tsMax: h.tsMax ?? NaN };
-  const cols = { ...columns };
-  if (stream === 'gpu_util') return { stream, columns: { ...base, cols: cols as any }, lanes: h.extra.lanes as [string, number][] };
-  if (stream === 'engine_series') return { stream, columns: unpermuted(cols, h.length, base.tsMin, base.tsMax), series: h.extra.series as [string, string, string][] };
-  if (stream === 'phases') {
-    const gpuList = cols.gpuList as Int32Array;
-    delete cols.gpuList;
-    return { stream, columns: { ...base, cols: cols as any, openCount: h.extra.openCount as number, gpuLen: gpuList.length, gpuList }, strings: h.extra.strings as string[] };
-  }
-  throw new Error(`${stream} is not persisted`);
 }

@@ -2,7 +2,7 @@
 // with their sizes, found by time window, and the stream's edge timestamps read without a scan.
 import { join } from 'node:path';
 import type { TelemetryIo } from './io.ts';
-import { parsePythonJson } from './lineScan.ts';
+import { parsePythonJson } from '../../formats/columns/lineScan.ts';
 import type { PartitionedStream } from './records.ts';
 import { OPEN_T1 } from './records.ts';
 import { flatFile, hourKey, hourStart, partitionFile, partitionKeyOf } from '../../formats/dashboard/layout.ts';

@@ -3,9 +3,10 @@
 // collector's files) that spare a cold parse.
 import type { BudgetOwner, MemoryBudget } from './memoryBudget.ts';
 import type { FileStat } from './io.ts';
-import type { CachedPartition, PersistedParses } from './partitionCache.ts';
+import type { PersistedParses } from './partitionCache.ts';
+import type { CachedPartition } from '../../formats/columns/colsFile.ts';
 import type { PartitionFile } from './partitionListing.ts';
-import type { HourBlock } from './partitionBlock.ts';
+import type { HourBlock } from '../../formats/columns/hourBlock.ts';
 import type { PartitionedStream } from './records.ts';
 
 export interface CacheEntry<B> {

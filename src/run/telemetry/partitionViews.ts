@@ -1,9 +1,10 @@
 // Selective reads of a partition file: a view (some names of a stream, e.g. a few engine metrics) parsed
 // from the file's lines or sliced from a persisted parse, served by any resident view that covers it.
 import type { FileStat, TelemetryIo } from './io.ts';
-import type { BadLine } from './lineScan.ts';
-import type { CachedPartition, PersistedParses } from './partitionCache.ts';
-import type { BlockKind, HourBlock } from './partitionBlock.ts';
+import type { BadLine } from '../../formats/columns/lineScan.ts';
+import type { PersistedParses } from './partitionCache.ts';
+import type { CachedPartition } from '../../formats/columns/colsFile.ts';
+import type { BlockKind, HourBlock } from '../../formats/columns/hourBlock.ts';
 import type { PartitionFile } from './partitionListing.ts';
 import { viewKey, type CacheEntry, type ResidentBlocks } from './partitionResidency.ts';
 import type { PartitionedStream } from './records.ts';

@@ -35,12 +35,12 @@
 //                           block has `view` set (the lanes/metrics it holds); whole blocks have
 //                           `view === null` — never key a cache on `block.key` alone.
 import { join } from 'node:path';
-import type { EngineSeriesBlock } from './engineSeriesBlock.ts';
+import type { EngineSeriesBlock } from '../../formats/columns/engineSeriesBlock.ts';
 import { FlatStreams } from './flatStreams.ts';
-import type { GpuUtilBlock } from './gpuUtilBlock.ts';
+import type { GpuUtilBlock } from '../../formats/columns/gpuUtilBlock.ts';
 import { GpuUtilHours, type GpuUtilHour } from './gpuUtilHours.ts';
 export { rowsOfBlock } from './gpuUtilHours.ts';
-import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
+import { EngineSeriesTable, LaneTable, StringTable } from '../../formats/columns/interning.ts';
 import type { TelemetryIo } from './io.ts';
 import { nodeIo } from './io.ts';
 import { LaneIndex } from './laneIndex.ts';
@@ -52,7 +52,7 @@ import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
-import type { PhaseBlock } from './phaseBlock.ts';
+import type { PhaseBlock } from '../../formats/columns/phaseBlock.ts';
 import { ParsePool, defaultParseWorkers } from './parsePool.ts';
 import type {
   DataBufferSample,
@@ -72,14 +72,14 @@ import { PARTITION_CACHE_BLOCKS, PHASE_LOOKAHEAD_S } from './records.ts';
 
 export type { PartitionFile } from './partitionListing.ts';
 export type { GpuUtilHour, GpuUtilRows } from './gpuUtilHours.ts';
-export type { GpuUtilCells } from './gpuUtilRollup.ts';
-export { UTIL_CELL_S, rowMem, rowPower } from './gpuUtilRollup.ts';
-export { GpuUtilBlock } from './gpuUtilBlock.ts';
-export { EngineSeriesBlock } from './engineSeriesBlock.ts';
-export { PhaseBlock } from './phaseBlock.ts';
-export { RecordBlock } from './recordBlock.ts';
-export { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
-export type { EngineSeriesKey } from './interning.ts';
+export type { GpuUtilCells } from '../../formats/columns/gpuUtilRollup.ts';
+export { UTIL_CELL_S, rowMem, rowPower } from '../../formats/columns/gpuUtilRollup.ts';
+export { GpuUtilBlock } from '../../formats/columns/gpuUtilBlock.ts';
+export { EngineSeriesBlock } from '../../formats/columns/engineSeriesBlock.ts';
+export { PhaseBlock } from '../../formats/columns/phaseBlock.ts';
+export { RecordBlock } from '../../formats/columns/recordBlock.ts';
+export { EngineSeriesTable, LaneTable, StringTable } from '../../formats/columns/interning.ts';
+export type { EngineSeriesKey } from '../../formats/columns/interning.ts';
 export * from './records.ts';
 
 export interface TelemetryStoreOptions {

@@ -7,7 +7,7 @@ import type { PartitionCache } from './partitionCache.ts';
 import type { PartitionFile } from './partitionListing.ts';
 import type { PartitionReader } from './partitionReader.ts';
 import type { ParsePool } from './parsePool.ts';
-import type { ParseResult } from './parseJob.ts';
+import type { ParseResult } from '../../formats/columns/parsedColumns.ts';
 import type { PartitionedStream } from './records.ts';
 
 export interface WarmUpProgress {

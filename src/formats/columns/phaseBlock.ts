@@ -2,8 +2,8 @@
 import type { StringTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
 import type { BadLine } from './lineScan.ts';
-import type { PhaseEvent } from './records.ts';
-import { OPEN_T1 } from './records.ts';
+import type { PhaseEvent } from '../dashboard/records.ts';
+import { OPEN_T1 } from '../dashboard/layout.ts';
 import { gpuProblem, phaseProblem, tsHorizon } from './valueDomain.ts';
 import { type BlockColumns, ColumnBlock, GrowableColumn } from './columnBlock.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';

@@ -4,7 +4,7 @@
 // edge or the window cuts needs its rows, and the row range says which to read. Maxima and integer sums
 // do not depend on row order, so a cell equals a pass over its rows exactly, and a grown hour extends
 // its cells by folding in the new rows only.
-import { decodeFrame, encodeFrame, type FrameColumn } from '../../formats/columnFrame.ts';
+import { decodeFrame, encodeFrame, type FrameColumn } from '../columnFrame.ts';
 import { MEM_BITS, MEM_MASK, type GpuUtilColumns } from './gpuUtilBlock.ts';
 
 /** Width of a rollup column, seconds. */

@@ -1,6 +1,6 @@
 // One partition of a low-volume stream (`trajectories`, `gpu_processes`) kept as validated records.
 import type { BadLine } from './lineScan.ts';
-import type { GpuProcessSample, TrajectoryEvent } from './records.ts';
+import type { GpuProcessSample, TrajectoryEvent } from '../dashboard/records.ts';
 import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from './lineScan.ts';
 
 export class RecordBlock<T extends { ts: number }> {

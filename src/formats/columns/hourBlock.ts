@@ -1,7 +1,7 @@
 // What a partition block is to the reader that fills it: its bounds and residency, and how one stream's
 // blocks are made, parsed (whole or a view), adopted from a parse thread and exported for the partition cache.
 import type { BadLine } from './lineScan.ts';
-import type { ParsedColumns } from './parseJob.ts';
+import type { ParsedColumns } from './parsedColumns.ts';
 
 /** What every block type offers the reader. */
 export interface HourBlock {
