@@ -37,12 +37,19 @@ describe('import direction', () => {
       'web/views/a.tsx': "import { meta } from '../../src/wire/index.ts';\nimport type { Fleet } from '../../src/queries/fleet.ts';\n",
       'web/views/b.tsx': "import type { Meta } from '../../src/wire/index.ts';\nimport { h } from 'preact';\n",
       'web/views/c.tsx': "const load = () => import('../../src/server/run.ts');\n",
+      'src/collect/hourColumns.ts': "import { encodePersistedParse } from '../run/telemetry/partitionCache.ts';\nimport { HOUR_SECONDS } from '../formats/dashboard/index.ts';\nimport type { RunModel } from '../run/model.ts';\n",
+      'src/collect/collector.test.ts': "import { TelemetryStore } from '../run/telemetry/store.ts';\n",
+      'src/demo/syntheticRun.ts': "import { DashboardWriter } from '../collect/dashboardWriter.ts';\nimport type { Meta } from '../wire/index.ts';\n",
+      'src/collect/service.ts': "const demo = () => import('../demo/demoRun.ts');\n",
       'web/views/d.tsx': "import { decodeFrame } from '../../src/formats/columnFrame.ts';\nimport { pyDumps } from '../../src/formats/pythonJson.ts';\n",
       'src/formats/columnFrame.ts': "import { Buffer } from 'node:buffer';\nimport { createHash } from 'crypto';\n",
     });
     try {
       const found = importViolations(t.root).map((v) => `${v.file} ${v.specifier}`);
       assert.deepEqual(found.sort(), [
+        'src/collect/hourColumns.ts ../run/telemetry/partitionCache.ts',
+        'src/collect/service.ts ../demo/demoRun.ts',
+        'src/demo/syntheticRun.ts ../collect/dashboardWriter.ts',
         'src/formats/columnFrame.ts crypto',
         'src/formats/columnFrame.ts node:buffer',
         'src/formats/zip.ts ../run/model.ts',

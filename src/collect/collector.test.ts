@@ -9,7 +9,7 @@ import { COLLECTOR_FILE, decodeLine, type StreamName } from '../formats/dashboar
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { Collector, type LogLevel } from './collector.ts';
 import { readCollectorFile } from './collectorFile.ts';
-import { nodeCollectorFs, type CollectorFs } from './dashboardWriter.ts';
+import { nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
 import { startCollectorService, type CollectorService } from './service.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-collect-'));

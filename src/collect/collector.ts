@@ -27,8 +27,8 @@ import {
   type TopologySnapshot,
   OPEN_T1,
 } from '../formats/dashboard/index.ts';
-import { DashboardWriter, nodeCollectorFs, type CollectorFs } from './dashboardWriter.ts';
-import { CollectorSidecars } from './sidecars.ts';
+import { DashboardWriter, nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
+import { CollectorSidecars } from '../formats/columns/sidecarWriter.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
 import { WriteAheadLog, type WalBatch } from './writeAheadLog.ts';

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import { columnsFile, engineSampleLine, phaseLine } from '../formats/dashboard/index.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { Collector } from './collector.ts';
-import { CollectorHourColumns } from './hourColumns.ts';
+import { CollectorHourColumns } from '../formats/columns/hourColumnsWriter.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-collect-columns-'));
 after(() => rmSync(root, { recursive: true, force: true }));

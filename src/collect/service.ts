@@ -5,7 +5,7 @@ import { serve } from '@hono/node-server';
 import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
 import { Collector, stderrLogger, type CollectorOptions } from './collector.ts';
 import { collectorFileText, newToken } from './collectorFile.ts';
-import { DashboardWriter } from './dashboardWriter.ts';
+import { DashboardWriter } from '../formats/dashboard/writer.ts';
 import { collectorRegistry } from './exposition.ts';
 import { createCollectorApp } from './http.ts';
 import { resolveScrapeMode, SglangScraper, type FetchText } from './sglangScraper.ts';

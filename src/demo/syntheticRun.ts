@@ -27,8 +27,8 @@ import {
   trajectoryLine,
 } from '../formats/dashboard/index.ts';
 import { TelemetryWriter } from './telemetryWriter.ts';
-import { DashboardWriter } from '../collect/dashboardWriter.ts';
-import { CollectorSidecars } from '../collect/sidecars.ts';
+import { DashboardWriter } from '../formats/dashboard/writer.ts';
+import { CollectorSidecars } from '../formats/columns/sidecarWriter.ts';
 import { STEP_DIRS, TOKENIZER_DIR, TOKENIZER_FILE } from '../formats/miles/layout.ts';
 
 export interface SyntheticRunOptions {

@@ -47,6 +47,8 @@ const FS_MODULES = new Set(['fs', 'node:fs', 'fs/promises', 'node:fs/promises'])
 
 /** The run's face: all that the layers above src/run/ may import of it. */
 const RUN_FACE = new Set(['src/run/model.ts', 'src/run/open.ts', 'src/run/errors.ts'].map((p) => p.split('/').join(sep)));
+/** Layers that write runs: the collector and the demo. */
+const WRITERS = new Set(['src/collect', 'src/demo']);
 /** Layers that see a run only through its face (their tests may build one from the adapters). */
 const ABOVE_THE_FACE = new Set(['src/queries', 'src/server']);
 
@@ -71,6 +73,11 @@ function ruleBroken(from: string, to: string | null, target: string | null, bare
     if (from === 'src/formats' && to === 'src/run') return 'formats are below the run model';
   }
   if (from === 'src/queries' && (to === 'src/server' || to === 'web')) return `queries are below ${to}`;
+  // The writers of runs build on the codecs alone: what the collector and the demo share with the reader is in src/formats.
+  if (WRITERS.has(from) && !isTest) {
+    if (to === 'src/run' && target !== null && !RUN_FACE.has(target)) return `${from} writes through src/formats, never src/run/ internals`;
+    if (WRITERS.has(to)) return `${from} and ${to} do not import each other`;
+  }
   if (from === 'src/wire' && to !== 'src/wire') return 'the wire module imports nothing but itself';
   if (from === 'web' && to.startsWith('src')) {
     if (target !== null && APP_SHARED.has(target)) return null;

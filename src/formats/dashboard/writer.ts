@@ -1,4 +1,4 @@
-// The collector's file side: appends whole lines to the stream files, replaces the lane catalog and
+// The dashboard's file side, for the collector and the synthetic run: appends whole lines to the stream files, replaces the lane catalog and
 // meta.json atomically. A file never ends in half a line for longer than a failed write takes to
 // undo, and a torn tail left by a crash is cut before anything is appended after it.
 import { closeSync, fchmodSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync, ftruncateSync, writeSync, unlinkSync } from 'node:fs';

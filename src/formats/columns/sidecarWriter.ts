@@ -1,9 +1,9 @@
-// Everything rlsight's collector writes beside the partitions it appends to (files the reference never
+// Everything rlsight's writers (the collector, the synthetic run) write beside the partitions they append to (files the reference never
 // reads): the gpu_util rollups and the parsed columns of engine_series and phases hours. Told of every
 // append, written after each flush (the growing hour at most once a minute) and at the final flush.
-import { COLUMNS_STREAMS, isColumnsStream, partitionKeyOf, type ColumnsStream } from '../formats/dashboard/index.ts';
-import { CollectorGpuRollups } from './gpuRollups.ts';
-import { CollectorHourColumns, type ColumnsFs } from './hourColumns.ts';
+import { COLUMNS_STREAMS, isColumnsStream, partitionKeyOf, type ColumnsStream } from '../dashboard/index.ts';
+import { CollectorGpuRollups } from './gpuRollupWriter.ts';
+import { CollectorHourColumns, type ColumnsFs } from './hourColumnsWriter.ts';
 
 export class CollectorSidecars {
   readonly rollups: CollectorGpuRollups;

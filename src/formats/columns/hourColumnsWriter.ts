@@ -1,4 +1,5 @@
-// The collector's parsed columns of engine_series and phases hours: as it appends an hour's lines it
+// The parsed columns of engine_series and phases hours a writer of the partitions keeps (the collector,
+// the synthetic run): as it appends an hour's lines it
 // parses them with the reader's own parsers and writes the hour's columns beside the partition, in the
 // form the reader's partition cache holds (`{stream}/{hour}.cols.rlc`), so a server over a collected run
 // reads columns instead of parsing the hours' JSONL. The rules are the gpu_util rollups' (gpuRollups.ts):
@@ -6,15 +7,15 @@
 // did not write from its first byte, or one another writer also appended to, gets none.
 // Only the growing (newest) hour's columns stay in memory: an older hour is written once and let go; if
 // lines still arrive for it, its columns are read back from the file written.
-import type { EngineSeriesBlock, EngineSeriesColumns } from '../formats/columns/engineSeriesBlock.ts';
-import { EngineSeriesTable, StringTable } from '../formats/columns/interning.ts';
-import { decodePersistedParse, encodePersistedParse } from '../formats/columns/colsFile.ts';
-import type { ParsedColumns } from '../formats/columns/parsedColumns.ts';
-import type { PhaseBlock } from '../formats/columns/phaseBlock.ts';
-import { type ColumnsKind, engineSeriesColumnsKind, phaseColumnsKind } from '../formats/columns/columnsKind.ts';
-import type { HourBlock } from '../formats/columns/hourBlock.ts';
-import { columnsFile, hourStart, HOUR_SECONDS, type ColumnsStream } from '../formats/dashboard/index.ts';
-import { type RollupFs, writeChangedHours } from './gpuRollups.ts';
+import type { EngineSeriesBlock, EngineSeriesColumns } from './engineSeriesBlock.ts';
+import { EngineSeriesTable, StringTable } from './interning.ts';
+import { decodePersistedParse, encodePersistedParse } from './colsFile.ts';
+import type { ParsedColumns } from './parsedColumns.ts';
+import type { PhaseBlock } from './phaseBlock.ts';
+import { type ColumnsKind, engineSeriesColumnsKind, phaseColumnsKind } from './columnsKind.ts';
+import type { HourBlock } from './hourBlock.ts';
+import { columnsFile, hourStart, HOUR_SECONDS, type ColumnsStream } from '../dashboard/index.ts';
+import { type RollupFs, writeChangedHours } from './gpuRollupWriter.ts';
 
 /** What the columns need of the collector's file system: the rollups' operations and reading back a file written. */
 export interface ColumnsFs extends RollupFs {

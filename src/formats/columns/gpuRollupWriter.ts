@@ -1,12 +1,12 @@
-// The collector's gpu_util rollups: as it appends an hour's lines it folds them into that hour's cells
+// The gpu_util rollups a writer of the partitions keeps (the collector, the synthetic run): as it appends an hour's lines it folds them into that hour's cells
 // (the same rollup the reader builds) and writes them beside the partition, so a server over a live run
 // never makes a cold pass over the hours already written. Each rollup names the file it describes (its
 // inode and the bytes it covers); the reader uses it only while both still hold. An hour this process
 // did not write from its first byte, or one another writer also appended to, gets no rollup.
-import { GpuUtilBlock, GpuUtilParser } from '../formats/columns/gpuUtilBlock.ts';
-import { encodeGpuRollup, foldGpuUtilRows, rowsOfColumns, type GpuUtilCells } from '../formats/columns/gpuUtilRollup.ts';
-import { LaneTable } from '../formats/columns/interning.ts';
-import { gpuRollupFile, hourStart, HOUR_SECONDS } from '../formats/dashboard/index.ts';
+import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
+import { encodeGpuRollup, foldGpuUtilRows, rowsOfColumns, type GpuUtilCells } from './gpuUtilRollup.ts';
+import { LaneTable } from './interning.ts';
+import { gpuRollupFile, hourStart, HOUR_SECONDS } from '../dashboard/index.ts';
 
 /** What the rollups need of the collector's file system. */
 export interface RollupFs {
