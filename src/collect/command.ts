@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { CommandUsageError } from '../commands/common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
-import { makeDirs } from './dashboardWriter.ts';
+import { makeDirs } from '../formats/dashboard/writer.ts';
 import { startCollectorService } from './service.ts';
 
 export interface CollectFlags {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Collector } from './collector.ts';
-import { nodeCollectorFs, type CollectorFs } from './dashboardWriter.ts';
+import { nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-wal-'));
 after(() => rmSync(root, { recursive: true, force: true }));

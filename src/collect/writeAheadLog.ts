@@ -6,7 +6,7 @@
 // segment, so every acknowledged record reaches its stream file exactly once.
 import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeDirs } from './dashboardWriter.ts';
+import { makeDirs } from '../formats/dashboard/writer.ts';
 
 /** A group is written and fsynced this long after its first batch at the latest… */
 export const GROUP_COMMIT_MS = 50;
