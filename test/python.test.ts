@@ -1,6 +1,8 @@
 // The Python package's own tests (stdlib unittest, python/tests) run as part of `npm test`.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -24,5 +26,21 @@ describe('python package rlsight', () => {
     assert.equal(r.error, undefined, `python3 could not run: ${r.error?.message}`);
     assert.equal(r.status, 0, out);
     assert.ok(ran >= 15, `only ${ran} tests ran:\n${out}`);
+  });
+
+  it('installs with pip without leaving build/ or *.egg-info beside its sources', (t) => {
+    if (spawnSync('python3', ['-m', 'pip', '--version']).status !== 0) return t.skip('pip is not available');
+    // A copy of python/, so the checkout stays untouched whatever the build does.
+    const work = mkdtempSync(join(tmpdir(), 'rlsight-pip-'));
+    try {
+      const src = join(work, 'python');
+      cpSync(join(REPO, 'python'), src, { recursive: true, filter: (p) => !p.includes('__pycache__') });
+      const r = spawnSync('python3', ['-m', 'pip', 'install', '--no-deps', '--target', join(work, 'site'), src], { encoding: 'utf8', timeout: 300_000 });
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      assert.ok(existsSync(join(work, 'site', 'rlsight', 'client.py')), 'the package was installed');
+      assert.deepEqual(readdirSync(src).sort(), readdirSync(join(REPO, 'python')).filter((f) => f !== '__pycache__').sort(), 'nothing new beside the sources');
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 });
