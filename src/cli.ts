@@ -79,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
-      console.error(`rlsight: port already in use (${(err as Error).message}); pick another with --port`);
+      console.error(`rlsight: port already in use (${(err as Error).message}); pick another with ${command === 'collect' ? '--listen HOST:PORT' : '--port'}`);
       return 2;
     }
     console.error(`rlsight: ${err instanceof Error ? err.message : String(err)}`);

@@ -57,6 +57,15 @@ function routableHost(): string {
 export async function startCollectorService(opts: CollectorServiceOptions): Promise<CollectorService> {
   const host = opts.host ?? '127.0.0.1';
   const token = opts.token ?? newToken();
+  // Listen before the collector writes anything (meta.json): a busy port fails with the run folder untouched.
+  let app: ReturnType<typeof createCollectorApp> | null = null;
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve(
+      { fetch: (req, ...rest) => (app ? app.fetch(req, ...rest) : new Response('collector starting', { status: 503 })), hostname: host, port: opts.port ?? 7789 },
+      () => resolve(s),
+    );
+    s.once('error', reject);
+  });
   const collector = new Collector({ writeAheadLog: true, ...opts });
   const log = opts.log ?? stderrLogger;
   const scraper =
@@ -80,11 +89,7 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
   };
   const registry = collectorRegistry(collector);
   const metrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
-  const app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics });
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 7789 }, () => resolve(s));
-    s.once('error', reject);
-  });
+  app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics });
   const port = (server.address() as AddressInfo).port;
   const shownHost = opts.advertiseHost ?? (host === '0.0.0.0' || host === '::' ? routableHost() : host);
   const address = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;

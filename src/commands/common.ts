@@ -1,5 +1,6 @@
 // What the answer commands (health, search, export) share: flag errors, opening a run, exit codes.
-import { statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { AnswerRun } from '../queries/answerRun.ts';
 
@@ -66,4 +67,28 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
     console.error(`rlsight: ${err instanceof Error ? err.message : String(err)}`);
     return EXIT_FAILED;
   }
+}
+
+/** Resolves when `host:port` can be bound (port 0 always can); rejects with the listen error (EADDRINUSE) otherwise. */
+export function portIsFree(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((ok, fail) => {
+    const probe = createServer();
+    probe.once('error', fail);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => ok()));
+  });
+}
+
+/**
+ * Removes a temp folder when the process ends: on exit, and on SIGINT/SIGTERM that arrive before a server
+ * installs its own handlers (which then exit through `process.exit`, so the exit hook still runs).
+ */
+export function removeOnExit(dir: string): void {
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const interrupted = (signal: NodeJS.Signals): void => {
+    // Only while nobody else handles the signal: a server's handler closes it and exits by itself.
+    if (process.listenerCount(signal) === 1) process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.on('SIGINT', interrupted);
+  process.on('SIGTERM', interrupted);
 }

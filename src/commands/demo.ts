@@ -4,7 +4,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseServeFlags, serve } from './serve.ts';
+import { portIsFree, removeOnExit } from './common.ts';
+import { parseServeFlags, portFlag, serve } from './serve.ts';
 
 /** Metrics-only steps before the demo's six detailed ones: ~200 steps of metrics, dumps for the last six. */
 const DEMO_HISTORY_STEPS = 194;
@@ -27,7 +28,14 @@ export async function demo(argv: string[]): Promise<void> {
       large: { type: 'boolean' },
     },
   });
+  const flags: string[] = [];
+  if (values.host !== undefined) flags.push('--host', values.host);
+  if (values.port !== undefined) flags.push('--port', values.port);
+  // A busy port fails now, before minutes of generating runs that could not be served.
+  await portIsFree(values.host ?? '127.0.0.1', portFlag(values.port));
+  const temp = values.out === undefined;
   const out = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-demo-'));
+  if (temp) removeOnExit(out);
   const { generateDemoRun } = await import('../demo/index.ts');
   const dirs: string[] = [];
   for (const run of DEMO_RUNS) {
@@ -36,8 +44,5 @@ export async function demo(argv: string[]): Promise<void> {
     await generateDemoRun(dir, { large: values.large ?? false, collapse: run.collapse, historySteps: DEMO_HISTORY_STEPS });
     dirs.push(dir);
   }
-  const flags = [...dirs];
-  if (values.host !== undefined) flags.push('--host', values.host);
-  if (values.port !== undefined) flags.push('--port', values.port);
-  await serve(parseServeFlags(flags));
+  await serve(parseServeFlags([...dirs, ...flags]));
 }

@@ -27,6 +27,11 @@ export interface ServeFlags {
   prometheus?: string;
 }
 
+/** The port to serve on: `--port N` in [0, 65535], 7788 by default. */
+export function portFlag(raw: string | undefined): number {
+  return numberFlag('port', raw, 7788, { int: true, min: 0, max: 65535 });
+}
+
 function numberFlag(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min?: number; max?: number } = {}): number {
   if (raw === undefined) return fallback;
   const v = Number(raw);
@@ -88,8 +93,14 @@ export function parseServeFlags(argv: string[]): ServeFlags {
       'allow-host': { type: 'string', multiple: true },
       'health-config': { type: 'string' },
       prometheus: { type: 'string' },
+      'rollout-num-gpus': { type: 'string' },
+      'eval-datasets': { type: 'string' },
     },
   });
+  // Inputs a slime dump lacks; a miles run logs the metrics they feed itself, so they would change nothing.
+  for (const flag of ['rollout-num-gpus', 'eval-datasets'] as const) {
+    if (values[flag] !== undefined) throw new UsageError(`--${flag}: only for slime runs (it fills in what a slime dump lacks); this run is not one and logs those metrics itself`);
+  }
   // Runs are served in command-line order, whichever way each was given.
   const runDirs = tokens.flatMap((t) =>
     t.kind === 'positional' ? [checkRunDir(t.value, 'serve')] : t.kind === 'option' && t.name === 'dump-details' && t.value !== undefined ? [checkRunDir(t.value)] : [],
@@ -100,7 +111,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     runDirs,
     runsRoot,
     host: values.host ?? '127.0.0.1',
-    port: numberFlag('port', values.port, 7788, { int: true, min: 0, max: 65535 }),
+    port: portFlag(values.port),
     follow: values.follow ?? false,
     tensorLru: values['tensor-lru'] === undefined ? undefined : numberFlag('tensor-lru', values['tensor-lru'], 0, { int: true, min: 0 }),
     cacheDir: values['cache-dir'] ? resolve(values['cache-dir']) : undefined,

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { ensureTracePageBuilt } from '../../test/support/cli.ts';
 import { fixturePath } from '../../test/support/fixtures.ts';
 import { PyFloat } from '../formats/torch/value.ts';
 import { saveTorch } from '../formats/torch/writer.ts';
@@ -13,9 +14,7 @@ import { writeTraceOutputs } from './trace.ts';
 const tmp = mkdtempSync(join(tmpdir(), 'rlsight-trace-cmd-'));
 const CLI = join(PACKAGE_ROOT, 'src', 'cli.ts');
 after(() => rmSync(tmp, { recursive: true, force: true }));
-before(() => {
-  if (!existsSync(join(PACKAGE_ROOT, 'web', 'dist', 'trace-standalone.js'))) execFileSync('npm', ['run', '--silent', 'build:trace'], { cwd: PACKAGE_ROOT, stdio: 'inherit' });
-});
+before(ensureTracePageBuilt);
 
 function cli(...args: string[]) {
   return spawnSync(process.execPath, ['--import', 'tsx', CLI, 'trace', ...args], { cwd: PACKAGE_ROOT, encoding: 'utf8' });

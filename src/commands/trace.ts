@@ -1,11 +1,12 @@
 // `rlsight trace FILE.pt [--out DIR] [--no-serve]`: slime's viewer cache (compatible) and a
 // self-contained page of ours for one slime rollout dump, optionally served on loopback.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PACKAGE_ROOT } from '../ownFiles.ts';
+import { removeOnExit } from './common.ts';
 import { timelineCache, timelineCacheJson } from '../queries/slimeTimeline.ts';
 import { traceDetails, traceView } from '../queries/slimeTraceView.ts';
 import { readSlimeDump, SlimeDumpError } from '../run/slime/dump.ts';
@@ -79,7 +80,12 @@ export async function traceCommand(argv: string[]): Promise<number> {
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TraceCommandError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
   const outDir = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-trace-'));
-  const out = await writeTraceOutputs(pt, outDir);
+  // A temp folder made for serving goes when the server does; with --no-serve it is the output, and stays.
+  if (!values.out && !values['no-serve']) removeOnExit(outDir);
+  const out = await writeTraceOutputs(pt, outDir).catch((e: unknown) => {
+    if (!values.out) rmSync(outDir, { recursive: true, force: true });
+    throw e;
+  });
   console.log(`pt: ${resolve(pt)} | cache: ${out.cache} | html: ${out.html} | samples: ${out.samples}`);
   if (values['no-serve']) return 0;
   // Only the two files are served, on loopback: not the dump's folder.

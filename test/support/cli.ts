@@ -1,6 +1,7 @@
 // The command line the tests spawn. bin/rlsight.mjs runs the dist/ bundle directly (no freshness check on
 // the start path), so a test that spawns it first rebuilds a bundle older than the sources.
 import { type ChildProcess, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isFresh } from '../../bin/freshness.mjs';
@@ -13,6 +14,11 @@ export const RLSIGHT_BIN = join(REPO, 'bin', 'rlsight.mjs');
 /** Rebuilds dist/ when it is missing or older than any file under src/. */
 export function ensureCliBuilt(): void {
   if (!isFresh(join(REPO, 'dist', 'cli.js'), join(REPO, 'src'))) execFileSync('npm', ['run', '--silent', 'build:cli'], { cwd: REPO, stdio: 'inherit' });
+}
+
+/** Builds the standalone trace page script (`rlsight trace` inlines it) when it is missing. */
+export function ensureTracePageBuilt(): void {
+  if (!existsSync(join(REPO, 'web', 'dist', 'trace-standalone.js'))) execFileSync('npm', ['run', '--silent', 'build:trace'], { cwd: REPO, stdio: 'inherit' });
 }
 
 /** The URL a spawned `rlsight serve` prints once it listens; rejects when it exits first. */
