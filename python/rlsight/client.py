@@ -27,6 +27,9 @@ HTTP_TIMEOUT_SECONDS = 2.0
 DEFAULT_QUEUE_SIZE = 100_000
 DEFAULT_RETRY_SECONDS = 600.0
 BATCH_HEADER = "X-Rlsight-Batch"
+SAMPLES_STREAM = "samples"
+# a samples batch stays well under the collector's default --max-batch-bytes (8 MiB)
+SAMPLES_BATCH_BYTES = 4 << 20
 OPEN_T1 = -1.0
 TRAJECTORY_KINDS = ("attempt_start", "gen_start", "gen_end", "tool_start", "tool_end", "attempt_end")
 COLLECTOR_FILE = "collector.json"
@@ -46,6 +49,46 @@ def _scalars_only(metrics):
             except Exception:  # a tensor with more than one element
                 pass
     return out
+
+
+def _plain(value):
+    """JSON for what json cannot encode: tensors and arrays as lists, numpy scalars as numbers, else str()."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "__float__"):
+        try:
+            return float(value)
+        except Exception:
+            pass
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+# generic names a trainer may use, and the sample field each one is recorded as
+_SAMPLE_ALIASES = {"group": "group_index", "messages": "prompt", "finish_reason": "status", "sample_index": "index",
+                   "old_log_probs": "log_probs", "advantage": "advantages"}
+
+
+def _sample_fields(sample):
+    """A sample as a plain dict: ``to_dict()`` for objects that have it (slime's Sample), else a copy with generic names
+    mapped to the recorded ones; a dict reward with ``reward_key`` keeps the scalar as ``reward``, the dict as ``reward_detail``."""
+    if hasattr(sample, "to_dict"):
+        return sample.to_dict()
+    fields = {}
+    for k, v in dict(sample).items():
+        k = _SAMPLE_ALIASES.get(k, k)
+        if k not in fields:
+            fields[k] = v
+    reward, key = fields.get("reward"), fields.get("reward_key")
+    if isinstance(reward, dict) and key in reward:
+        fields["reward_detail"] = reward
+        fields["reward"] = reward[key]
+    if "response_length" not in fields and isinstance(fields.get("loss_mask"), list):
+        fields["response_length"] = len(fields["loss_mask"])
+    return fields
 
 
 class _RateLimited:
@@ -108,6 +151,7 @@ class Client:
         self.token = token
         self._producer = uuid.uuid4().hex[:16]
         self._seq = 0
+        self._calls = 0
         self._retry_seconds = float(retry_seconds)
         self._dashboard_dir = dashboard_dir
         self._node = node
@@ -267,6 +311,27 @@ class Client:
         for s in samples:
             self._put("gpu_processes", tuple(s))
 
+    def samples(self, rollout_id, samples, evaluation=False):
+        """One rollout step's samples, in batch order; the collector writes them as ``samples/rollout_{id}.parquet``
+        (``eval_{id}`` with ``evaluation=True``) once all have arrived. Each sample is a dict (fields: index,
+        group_index, prompt (text or chat messages), response, tokens, response_length, reward (or a dict with
+        reward_key), status, loss_mask, rollout_log_probs, weight_versions, timing, metadata, label and, from the
+        train side, log_probs, ref_log_probs, entropy, advantages; anything else is kept too) or an object with
+        ``to_dict()`` such as slime's Sample. Recording a step again replaces it. The samples are encoded in the
+        calling thread (they may change afterwards), once per step."""
+        try:
+            samples = list(samples)
+            if not samples:
+                return
+            self._calls += 1
+            call = "%s-%d" % (self._producer, self._calls)
+            head = {"rollout_id": int(rollout_id), "evaluation": bool(evaluation), "call": call, "count": len(samples)}
+            for i, sample in enumerate(samples):
+                line = _dumps(dict(head, position=i, sample=_sample_fields(sample)), default=_plain)
+                self._put(SAMPLES_STREAM, line)
+        except Exception:
+            self._warn.warn("samples", "rlsight could not record the samples of rollout %r; dropping them", rollout_id)
+
     def set_router(self, addr):
         """Tells the collector where the SGLang router is (router scrape mode)."""
         threading.Thread(target=self._post_router, args=(addr,), daemon=True).start()
@@ -284,6 +349,8 @@ class Client:
     }
 
     def _encode(self, stream, record):
+        if stream == SAMPLES_STREAM:
+            return record  # encoded by samples() in the caller's thread
         fields = self._FIELDS[stream]
         d = dict(zip(fields, record))
         for k in ("ts", "t0", "t1"):
@@ -370,9 +437,9 @@ class Client:
                 self.rejected += 1
                 self._warn.warn("encode", "rlsight could not encode a %s record; dropping it", stream)
         for stream, lines in batches.items():
-            for i in range(0, len(lines), 1000):
+            for chunk in _chunks(lines, SAMPLES_BATCH_BYTES if stream == SAMPLES_STREAM else None):
                 self._seq += 1
-                self._pending.append([stream, lines[i:i + 1000], self._seq, None])
+                self._pending.append([stream, chunk, self._seq, None])
         # the pending list is bounded like the queue (the oldest go first), and so is a batch's time of retrying
         now = time.monotonic()
         over = sum(len(b[1]) for b in self._pending) - self._queue_size
@@ -457,6 +524,19 @@ class Client:
     def stats(self):
         return {"queued": self.queued, "sent": self.sent, "dropped": self.dropped, "rejected": self.rejected,
                 "send_failures": self.send_failures, "held": self._held()}
+
+
+def _chunks(lines, max_bytes):
+    """Batches of at most 1,000 lines and, with ``max_bytes``, about that many bytes (a longer line goes alone)."""
+    out, size = [], 0
+    for line in lines:
+        if out and (len(out) >= 1000 or (max_bytes is not None and size + len(line) > max_bytes)):
+            yield out
+            out, size = [], 0
+        out.append(line)
+        size += len(line) + 1
+    if out:
+        yield out
 
 
 def _read_collector_file(dashboard_dir):

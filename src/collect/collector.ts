@@ -32,9 +32,10 @@ import { CollectorSidecars } from '../formats/columns/sidecarWriter.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
 import { WriteAheadLog, type WalBatch } from './writeAheadLog.ts';
+import { SAMPLES_STREAM, SampleSteps } from './sampleSteps.ts';
 import { DEFAULT_BUFFER_CAP } from './usage.ts';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { WAL_DIR } from '../formats/dashboard/layout.ts';
 
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -61,7 +62,12 @@ export interface CollectorOptions {
    * taken once it is on disk there, and a restart replays what a killed collector had not written.
    */
   writeAheadLog?: boolean;
+  /** Compresses the pages of collected sample files (zstd; uncompressed without it). */
+  zstd?: (input: Uint8Array) => Uint8Array;
 }
+
+/** What producers send: a dashboard stream, or rollout samples. */
+export type IngestStream = StreamName | typeof SAMPLES_STREAM;
 
 /** Counters a health exposition reads; they only grow (except `buffered`). */
 export interface StreamHealth {
@@ -126,6 +132,8 @@ export class Collector {
   private readonly buffers: Record<StreamName, StreamBuffer>;
   private readonly counters: Record<StreamName, { received: number; dropped: number; rejected: number; written: number }>;
   private readonly wal: WriteAheadLog | null = null;
+  /** Rollout samples: held per step until complete, then written to `samples/` beside the dashboard. */
+  readonly samples: SampleSteps;
   /** The previous flush's sizes, kept while its log rotation has not succeeded (its appends are not yet settled). */
   private unsettledSizes: Record<string, number> | null = null;
   private readonly catalog = new LaneCatalogFold();
@@ -155,6 +163,12 @@ export class Collector {
     this.buffers = Object.fromEntries(STREAMS.map((s) => [s, new StreamBuffer(cap, isPartitioned(s))])) as Record<StreamName, StreamBuffer>;
     this.counters = Object.fromEntries(STREAMS.map((s) => [s, { received: 0, dropped: 0, rejected: 0, written: 0 }])) as Record<StreamName, { received: number; dropped: number; rejected: number; written: number }>;
     fs.mkdirp(this.dir);
+    this.samples = new SampleSteps(
+      dirname(this.dir),
+      { mkdirp: fs.mkdirp, replace: (path, tmp, data, mode) => fs.replace(path, tmp, data, mode), remove: fs.remove, touch: (path) => writeFileSync(path, '') },
+      opts.zstd,
+      this.log,
+    );
     const previous = this.readMeta();
     // A restarted collector continues the same run: its start (the `initialize` band) stays put.
     this.meta = {
@@ -178,8 +192,8 @@ export class Collector {
     if (r.tornBytes > 0) this.log('warn', `ignored ${r.tornBytes} bytes of a write-ahead log entry a killed collector left half-written (never acknowledged)`);
     let records = 0;
     for (const b of r.batches) {
-      if (!isStreamName(b.stream)) continue;
-      records += this.apply(b.stream, ingestBatch(b.stream, b.body).records);
+      if (b.stream === SAMPLES_STREAM) records += this.samples.take(b.body).accepted;
+      else if (isStreamName(b.stream)) records += this.apply(b.stream, ingestBatch(b.stream, b.body).records);
     }
     if (records > 0) this.log('info', `replayed ${records} records of ${r.batches.length} batches from the write-ahead log`);
     this.flush();
@@ -237,14 +251,23 @@ export class Collector {
    * settles once the batch is on disk, and a batch already logged under the same `id` is not taken twice.
    * `bytes` (the body as it arrived) is logged as it is.
    */
-  ingest(stream: StreamName, body: string, id?: BatchId, bytes?: Uint8Array): IngestOutcome {
+  ingest(stream: IngestStream, body: string, id?: BatchId, bytes?: Uint8Array): IngestOutcome {
     if (id !== undefined && this.wal?.seen(id.producer, id.seq)) return { ok: true, accepted: 0, rejected: 0, problems: [], duplicate: true, durable: DURABLE };
-    const r = ingestBatch(stream, body);
-    if (r.records.length === 0 && r.problems.length > 0) return { ok: false, problem: r.problems[0] };
-    this.counters[stream].rejected += r.problems.length;
-    const accepted = this.apply(stream, r.records);
+    let accepted: number;
+    let problems: IngestProblem[];
+    if (stream === SAMPLES_STREAM) {
+      // the last sample of a step writes the step's file; a replay of the log writes it again, the same
+      ({ accepted, problems } = this.samples.take(body));
+      if (accepted === 0 && problems.length > 0) return { ok: false, problem: problems[0] };
+    } else {
+      const r = ingestBatch(stream, body);
+      if (r.records.length === 0 && r.problems.length > 0) return { ok: false, problem: r.problems[0] };
+      this.counters[stream].rejected += r.problems.length;
+      accepted = this.apply(stream, r.records);
+      problems = r.problems;
+    }
     const durable = this.wal === null || accepted === 0 ? DURABLE : this.wal.append({ stream, producer: id?.producer ?? '-', seq: id?.seq ?? 0, body: bytes ?? body });
-    return { ok: true, accepted, rejected: r.problems.length, problems: r.problems.slice(0, PROBLEMS_SHOWN), duplicate: false, durable };
+    return { ok: true, accepted, rejected: problems.length, problems: problems.slice(0, PROBLEMS_SHOWN), duplicate: false, durable };
   }
 
   private apply(stream: StreamName, records: IngestRecord[]): number {
@@ -395,6 +418,7 @@ export class Collector {
     if (this.wal !== null) {
       // what is still held goes into the new log segment; the old one (and the flush mark) go
       const held: WalBatch[] = STREAMS.filter((s) => this.buffers[s].length > 0).map((s) => ({ stream: s, producer: '-', seq: 0, body: this.buffers[s].lines.join('\n') }));
+      for (const body of this.samples.held()) held.push({ stream: SAMPLES_STREAM, producer: '-', seq: 0, body });
       try {
         this.wal.rotate(held);
         this.unsettledSizes = null;

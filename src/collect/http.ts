@@ -7,6 +7,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { isStreamName, STREAMS } from '../formats/dashboard/layout.ts';
 import type { BatchId, Collector } from './collector.ts';
+import { SAMPLES_STREAM } from './sampleSteps.ts';
 
 import { DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
 
@@ -49,7 +50,7 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
 
   app.post('/v1/streams/:stream', requireToken, limit, async (c) => {
     const stream = c.req.param('stream');
-    if (!isStreamName(stream)) return c.json({ error: `unknown stream '${stream}' (expected one of ${STREAMS.join(', ')})` }, 404);
+    if (!isStreamName(stream) && stream !== SAMPLES_STREAM) return c.json({ error: `unknown stream '${stream}' (expected one of ${[...STREAMS, SAMPLES_STREAM].join(', ')})` }, 404);
     let body: string;
     const bytes = new Uint8Array(await c.req.arrayBuffer());
     try {

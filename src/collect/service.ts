@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { serve } from '@hono/node-server';
 import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
+import { zstdCompressor } from '../formats/zstd.ts';
 import { Collector, stderrLogger, type CollectorOptions } from './collector.ts';
 import { collectorFileText, newToken } from './collectorFile.ts';
 import { DashboardWriter } from '../formats/dashboard/writer.ts';
@@ -66,7 +67,7 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
     );
     s.once('error', reject);
   });
-  const collector = new Collector({ writeAheadLog: true, ...opts });
+  const collector = new Collector({ writeAheadLog: true, zstd: await zstdCompressor(), ...opts });
   const log = opts.log ?? stderrLogger;
   const scraper =
     opts.sglang === undefined

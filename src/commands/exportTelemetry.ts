@@ -2,6 +2,7 @@
 // Hive-partitioned Parquet (`stream=gpu_util/hour=20250821_18/part-0.parquet`; single-file streams under
 // `hour=all`), typed columns, zstd, one hour in memory at a time — for DuckDB, Spark or Trino when one
 // machine's viewer is not the tool. Lists (a phase's GPUs, labels, a metrics record's values) are JSON text.
+import { zstdCompressor } from '../formats/zstd.ts';
 import { mkdirSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -17,12 +18,6 @@ interface Column {
   data: ArrayLike<number | string | null>;
 }
 
-/** A zstd compressor for parquet pages (WebAssembly; Node 20 has no zstd of its own). */
-async function zstd(): Promise<(input: Uint8Array) => Uint8Array> {
-  const { Zstd } = await import('@hpcc-js/wasm-zstd');
-  const z = await Zstd.load();
-  return (input) => z.compress(input);
-}
 
 const isInt32 = (xs: ArrayLike<number>): boolean => {
   for (let i = 0; i < xs.length; i++) if (!Number.isInteger(xs[i]) || xs[i] > 2147483647 || xs[i] < -2147483648) return false;
@@ -108,7 +103,7 @@ function* partitions(store: TelemetryStore): Generator<{ stream: string; hour: s
 
 /** Writes the run's telemetry under `outDir`; returns the files and rows written per stream. */
 export async function writeTelemetryParquet(dashboardDir: string, outDir: string): Promise<Record<string, { files: number; rows: number }>> {
-  const compress = await zstd();
+  const compress = await zstdCompressor();
   const store = TelemetryStore.open(dashboardDir, { parseWorkers: 0 });
   const out: Record<string, { files: number; rows: number }> = {};
   try {

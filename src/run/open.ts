@@ -2,6 +2,7 @@
 // serve --runs ROOT`). A new format is one adapter folder and one line here.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { collectedAdapter } from './collected/index.ts';
 import { milesAdapter } from './miles/index.ts';
 import { slimeAdapter } from './slime/index.ts';
 import { DerivedCache } from './derivedCache.ts';
@@ -11,7 +12,7 @@ export { foreground } from './foreground.ts';
 export { PrometheusEngineSource } from './prometheus/engineSource.ts';
 
 /** Every format rlsight reads, in the order they are tried. */
-export const RUN_ADAPTERS: readonly RunAdapter[] = [slimeAdapter, milesAdapter];
+export const RUN_ADAPTERS: readonly RunAdapter[] = [collectedAdapter, slimeAdapter, milesAdapter];
 
 /** The formats whose files `dir` holds. */
 export function runFormats(dir: string): string[] {

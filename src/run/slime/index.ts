@@ -5,10 +5,12 @@ import { join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
 import { NumpyScalar } from '../../formats/torch/value.ts';
 import { BadArgument, NotFound } from '../errors.ts';
-import type { ConversationRecord, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import { digestTrainRow } from '../miles/trainDigest.ts';
+import type { TrainRow } from '../miles/trainDump.ts';
+import type { ConversationRecord, TrainDigest, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import type { SlimeDump } from './dump.ts';
-import { looksLikeSlimeDir, sampleByIndex, SlimeRun } from './run.ts';
+import { looksLikeSlimeDir, sampleByIndex, SlimeRun, type SampleDumpSource } from './run.ts';
 import { isRecord, pyNumber, responseLength, sampleIndex, sampleTrace, traceEvents, type SlimeSample, type SlimeValue } from './sample.ts';
 
 function numbers(v: SlimeValue | undefined): number[] {
@@ -96,18 +98,51 @@ function sampleTextRecord(s: SlimeSample): SampleTextRecord {
   };
 }
 
+function numberList(v: SlimeValue | undefined): Float64Array | null {
+  return Array.isArray(v) ? Float64Array.from(numbers(v)) : null;
+}
+
+/** A sample's own train-side values (log_probs, ref_log_probs, entropy, advantages) as a train row, or null without them. */
+function trainRowOf(s: SlimeSample): TrainRow | null {
+  const f = s.fields;
+  const index = sampleIndex(s);
+  const logProbs = numberList(f.log_probs);
+  const entropy = numberList(f.entropy);
+  const advantages = numberList(f.advantages);
+  if (index === null || (logProbs === null && entropy === null && advantages === null)) return null;
+  return {
+    sampleIndex: index,
+    rank: 0,
+    responseLength: responseLength(s),
+    totalLength: Array.isArray(f.tokens) ? f.tokens.length : 0,
+    reward: null,
+    lossMask: numberList(f.loss_mask),
+    logProbs,
+    rolloutLogProbs: numberList(f.rollout_log_probs),
+    refLogProbs: numberList(f.ref_log_probs),
+    entropy,
+    refEntropy: null,
+    advantages,
+    returns: null,
+    truncated: null,
+    weightVersions: null,
+    alignmentFailed: false,
+  };
+}
+
 /** The dumps of a slime run as the run model. `traced` gives the queries the samples themselves (traces). */
 export class SlimeRunModel implements RunModel, TraceSource {
-  readonly format = 'slime';
   readonly roots: readonly string[];
   /** Every sample's trace comes with its dump. */
   readonly traces: TraceSource = this;
 
   constructor(
-    readonly run: SlimeRun,
+    readonly run: SampleDumpSource,
     readonly telemetry: TelemetryStore,
     /** Where derived data (search texts and indexes) may be kept; never inside the run. */
     readonly cacheDir: string | null = null,
+    /** `slime`, or `collected` for the same samples recorded live by `rlsight collect`. */
+    readonly format: string = 'slime',
   ) {
     this.roots = [run.root, ...(cacheDir ? [cacheDir] : [])];
   }
@@ -147,8 +182,14 @@ export class SlimeRunModel implements RunModel, TraceSource {
   async step(rolloutId: number, evaluation: boolean): Promise<StepRecords> {
     const d = await this.dump(rolloutId, evaluation);
     const samples = d.samples.map(sampleRecord);
+    // slime records no train side; samples a trainer recorded through rlsight's client may carry one
+    const digests = new Map<number, TrainDigest>();
+    for (const s of d.samples) {
+      const row = trainRowOf(s);
+      if (row !== null && !digests.has(row.sampleIndex)) digests.set(row.sampleIndex, digestTrainRow(row));
+    }
     // slime dumps the samples before reward normalisation: their rewards are the raw rewards.
-    return { rolloutId, evaluation, samples, digests: new Map(), rawRewards: evaluation ? null : samples.map((s) => s.reward) };
+    return { rolloutId, evaluation, samples, digests, rawRewards: evaluation ? null : samples.map((s) => s.reward) };
   }
 
   private async sample(rolloutId: number, index: number, evaluation: boolean): Promise<SlimeSample> {
@@ -160,7 +201,14 @@ export class SlimeRunModel implements RunModel, TraceSource {
   async sampleTokens(rolloutId: number, index: number, evaluation: boolean): Promise<SampleTokenRecord> {
     const s = await this.sample(rolloutId, index, evaluation);
     const lp = Array.isArray(s.fields.rollout_log_probs) ? numbers(s.fields.rollout_log_probs) : null;
-    const mask = Array.isArray(s.fields.loss_mask) ? Float64Array.from(numbers(s.fields.loss_mask)) : null;
+    const list = (k: string): Float64Array | null => (Array.isArray(s.fields[k]) ? Float64Array.from(numbers(s.fields[k])) : null);
+    const mask = list('loss_mask');
+    // slime writes no train side; a trainer recording through rlsight's client may (log_probs, ref_log_probs, entropy, advantages)
+    const logProbs = list('log_probs');
+    const refLogProbs = list('ref_log_probs');
+    const entropy = list('entropy');
+    const advantages = list('advantages');
+    const hasTrain = mask !== null || logProbs !== null || refLogProbs !== null || entropy !== null || advantages !== null;
     return {
       rolloutId,
       sampleIndex: index,
@@ -169,8 +217,7 @@ export class SlimeRunModel implements RunModel, TraceSource {
       responseLength: responseLength(s),
       tokens: numbers(s.fields.tokens),
       rolloutLogProbs: lp,
-      // slime writes no train side; the loss mask is the sample's own.
-      train: mask ? { lossMask: mask, logProbs: null, rolloutLogProbs: null, refLogProbs: null, entropy: null, refEntropy: null, advantages: null, returns: null } : null,
+      train: hasTrain ? { lossMask: mask, logProbs, rolloutLogProbs: logProbs && lp ? Float64Array.from(lp) : null, refLogProbs, entropy, refEntropy: null, advantages, returns: null } : null,
       decodeToken: null,
     };
   }

@@ -81,7 +81,23 @@ interface Cached {
 /** How many decoded dumps stay resident. */
 export const SLIME_DUMPS_KEPT = 8;
 
-export class SlimeRun {
+/** Where a run's slime-shaped samples come from: slime's dump files, or the samples a collector recorded. */
+export interface SampleDumpSource {
+  /** The run's root folder (answers name files relative to it). */
+  readonly root: string;
+  refresh(): void;
+  warnings(): string[];
+  rolloutIds(): Promise<{ train: number[]; eval: number[] }>;
+  /** The samples of one step, or null when the run has none. */
+  dump(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null>;
+  allDumps(evaluation: boolean): Promise<SlimeDump[]>;
+  /** The samples in order, in batches handed out while the step is still being read. */
+  sampleBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SlimeSample[]>;
+  /** Changes whenever the files the step is read from change. */
+  stamp(rolloutId: number, evaluation: boolean): Promise<string>;
+}
+
+export class SlimeRun implements SampleDumpSource {
   private readonly cache = new Map<string, Cached>();
   private files: SlimeDumpFile[];
   private readonly problems: string[] = [];

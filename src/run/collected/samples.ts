@@ -1,0 +1,156 @@
+// The samples `rlsight collect` wrote (`samples/{rollout,eval}_{id}.parquet`), read back as the sample rows
+// slime's dumps hold: the same fields, in batch order. A step whose `.pending` marker is there without its
+// file is still arriving (DumpStillWriting: answered 503 with Retry-After).
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseSampleStepFile, PENDING_SUFFIX, SAMPLE_READ_COLUMNS, SAMPLES_DIR, sampleFieldsOfRow, sampleStepFile } from '../../formats/collectedSamples.ts';
+import { ParquetFile } from '../../formats/parquet.ts';
+import { DumpStillWriting, NotFound, SlimeDumpError } from '../errors.ts';
+import type { SlimeDump } from '../slime/dump.ts';
+import type { SlimeSample } from '../slime/sample.ts';
+import type { SampleDumpSource } from '../slime/run.ts';
+
+interface StepFile {
+  rolloutId: number;
+  evaluation: boolean;
+  /** Relative to the run root. */
+  name: string;
+  path: string;
+  hasFile: boolean;
+  pending: boolean;
+}
+
+/** Whether `dir` holds samples a collector wrote. */
+export function hasCollectedSamples(dir: string): boolean {
+  const d = join(resolve(dir), SAMPLES_DIR);
+  if (!existsSync(d)) return false;
+  try {
+    return readdirSync(d).some((n) => parseSampleStepFile(n) !== null);
+  } catch {
+    return false;
+  }
+}
+
+/** How many decoded steps stay resident. */
+const STEPS_KEPT = 8;
+
+export class CollectedSamples implements SampleDumpSource {
+  readonly root: string;
+  private steps: StepFile[] = [];
+  private readonly cache = new Map<string, { stamp: string; dump: SlimeDump }>();
+  private readonly problems: string[] = [];
+
+  constructor(dir: string) {
+    this.root = resolve(dir);
+    this.refresh();
+  }
+
+  refresh(): void {
+    const d = join(this.root, SAMPLES_DIR);
+    const byStep = new Map<string, StepFile>();
+    let names: string[] = [];
+    try {
+      names = readdirSync(d).sort();
+    } catch {
+      // no samples yet
+    }
+    for (const n of names) {
+      const p = parseSampleStepFile(n);
+      if (p === null) continue;
+      const key = `${p.evaluation}:${p.rolloutId}`;
+      const file = sampleStepFile(p.rolloutId, p.evaluation);
+      const s = byStep.get(key) ?? { rolloutId: p.rolloutId, evaluation: p.evaluation, name: `${SAMPLES_DIR}/${file}`, path: join(d, file), hasFile: false, pending: false };
+      if (p.pending) s.pending = true;
+      else s.hasFile = true;
+      byStep.set(key, s);
+    }
+    this.steps = [...byStep.values()];
+  }
+
+  warnings(): string[] {
+    return [...this.problems];
+  }
+
+  async rolloutIds(): Promise<{ train: number[]; eval: number[] }> {
+    const ids = (evaluation: boolean): number[] => this.steps.filter((s) => s.evaluation === evaluation).map((s) => s.rolloutId).sort((a, b) => a - b);
+    return { train: ids(false), eval: ids(true) };
+  }
+
+  private find(rolloutId: number, evaluation: boolean): StepFile | undefined {
+    return this.steps.find((s) => s.rolloutId === rolloutId && s.evaluation === evaluation);
+  }
+
+  async dump(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
+    const f = this.find(rolloutId, evaluation);
+    if (f === undefined) return null;
+    // a step recorded again keeps answering from its previous file until the new one is complete
+    if (!f.hasFile && !existsSync(f.path)) {
+      if (f.pending) throw new DumpStillWriting(f.name);
+      throw new NotFound(`${evaluation ? 'eval ' : ''}rollout ${rolloutId} is not in this run`);
+    }
+    let st;
+    try {
+      st = statSync(f.path);
+    } catch {
+      throw new NotFound(`${f.name}: no such file (removed since the run was opened)`);
+    }
+    const stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    const hit = this.cache.get(f.path);
+    if (hit && hit.stamp === stamp) return hit.dump;
+    const dump = await this.read(f);
+    this.cache.delete(f.path);
+    this.cache.set(f.path, { stamp, dump });
+    while (this.cache.size > STEPS_KEPT) this.cache.delete(this.cache.keys().next().value!);
+    return dump;
+  }
+
+  private async read(f: StepFile): Promise<SlimeDump> {
+    const file = await ParquetFile.open(f.path, f.name);
+    try {
+      const rows = await file.readRows(0, file.numRows, SAMPLE_READ_COLUMNS.filter((c) => file.columnNames.includes(c)));
+      const samples: SlimeSample[] = rows.map((row, i) => {
+        try {
+          return { row: i, fields: sampleFieldsOfRow(row) as SlimeSample['fields'], topPOffsets: null };
+        } catch (err) {
+          throw new SlimeDumpError(f.name, `row ${i}: ${(err as Error).message}`);
+        }
+      });
+      return { file: f.name, rolloutId: f.rolloutId, evaluation: f.evaluation, samples, warnings: [] };
+    } finally {
+      await file.close();
+    }
+  }
+
+  async allDumps(evaluation: boolean): Promise<SlimeDump[]> {
+    const out: SlimeDump[] = [];
+    const ids = await this.rolloutIds();
+    for (const id of evaluation ? ids.eval : ids.train) {
+      try {
+        const d = await this.dump(id, evaluation);
+        if (d) out.push(d);
+      } catch (err) {
+        if (err instanceof DumpStillWriting) continue;
+        const msg = err instanceof Error ? err.message : String(err);
+        if (!this.problems.includes(msg)) this.problems.push(msg);
+      }
+    }
+    return out;
+  }
+
+  async *sampleBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SlimeSample[]> {
+    const d = await this.dump(rolloutId, evaluation);
+    if (d) yield d.samples;
+  }
+
+  async stamp(rolloutId: number, evaluation: boolean): Promise<string> {
+    const f = this.find(rolloutId, evaluation);
+    if (f === undefined) return '-';
+    try {
+      const st = await stat(f.path);
+      return `${f.name}:${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return `${f.name}:-${existsSync(f.path + PENDING_SUFFIX) ? ':pending' : ''}`;
+    }
+  }
+}
