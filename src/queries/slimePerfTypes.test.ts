@@ -6,49 +6,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { PyFloat, PyObject, PyTuple } from '../formats/torch/value.ts';
+import { PyFloat } from '../formats/torch/value.ts';
 import { saveTorch } from '../formats/torch/writer.ts';
 import { readSlimeDump } from '../run/slime/dump.ts';
 import { numpyStr } from '../run/slime/sample.ts';
 import { NumpyScalar } from '../formats/torch/value.ts';
+import { np, tracedSample } from '../../test/support/numpyScalar.ts';
 import { requestPerfMetricsCompat, requestPerfMetricsFixed } from './slimePerf.ts';
 import { timelineCache, type CacheSpanItem } from './slimeTimeline.ts';
 import { plainJson, traceDetails } from './slimeTraceView.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rlsight-slime-types-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** A numpy scalar as numpy pickles it: `numpy.core.multiarray.scalar(dtype('<f4'), raw bytes)`. */
-function np(code: 'f4' | 'f8' | 'i8' | 'b1', x: number | boolean): PyObject {
-  const raw = new Uint8Array(code === 'b1' ? 1 : code === 'f4' ? 4 : 8);
-  const dv = new DataView(raw.buffer);
-  if (code === 'f4') dv.setFloat32(0, x as number, true);
-  else if (code === 'f8') dv.setFloat64(0, x as number, true);
-  else if (code === 'i8') dv.setBigInt64(0, BigInt(x as number), true);
-  else dv.setUint8(0, x ? 1 : 0);
-  const dtype = new PyObject('numpy', 'dtype', [code, false, true], PyTuple.of<unknown>(3, code === 'b1' ? '|' : '<', null, null, null, -1, -1, 0));
-  return new PyObject('numpy.core.multiarray', 'scalar', [dtype, raw]);
-}
-
-/** One sample whose trace holds one `sglang_generate` request with these end attrs. */
-function sample(index: number, attrs: Record<string, unknown>) {
-  const span = `s${index}`;
-  return {
-    index,
-    group_index: 0,
-    status: 'completed',
-    response_length: 10,
-    trace: {
-      version: 1,
-      trace_id: `t${index}`,
-      attempt: 0,
-      events: [
-        { type: 'span_start', name: 'sglang_generate', ts: 100 + index, span_id: span, attrs: {} },
-        { type: 'span_end', name: 'sglang_generate', ts: 101.5 + index, span_id: span, attrs },
-      ],
-    },
-  };
-}
 
 const REQUESTS = [
   // 0: a Python float counts; a numeric string and a bool do not.
@@ -69,7 +38,7 @@ const REQUESTS = [
 
 async function dump() {
   const path = join(dir, '0.pt');
-  await saveTorch({ rollout_id: 0, samples: REQUESTS.map((a, i) => sample(i, a)) } as never, path);
+  await saveTorch({ rollout_id: 0, samples: REQUESTS.map((a, i) => tracedSample(i, a)) } as never, path);
   return readSlimeDump(path);
 }
 

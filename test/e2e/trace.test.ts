@@ -2,10 +2,14 @@
 // search, zoom, details, the open-span reason and the click-through to the sample.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
+import { saveTorch } from '../../src/formats/torch/writer.ts';
 import { fixturePath } from '../support/fixtures.ts';
+import { np, tracedSample } from '../support/numpyScalar.ts';
 import { ensureWebBuilt, hasChromium, hashPath, launch, openPage, REPO, screenshot } from './harness.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from '../support/cli.ts';
 
@@ -98,6 +102,32 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
     assert.match(await page.textContent('[data-testid=trace-attrs]') ?? '', /start_attrs/);
     await screenshot(page, 'trace-current-details');
     assert.deepEqual(w.problems(), []);
+  });
+
+  it("attr values as slime's _json_safe renders them: numpy float32 88.5 is the string \"88.5\"", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-trace-types-'));
+    try {
+      mkdirSync(join(dir, 'rollout_data'));
+      const attrs = { e2e_latency: np('f4', 88.5), queue_time: np('f8', 0.25), decode_throughput: np('i8', 7), finish_reason: 'stop' };
+      await saveTorch({ rollout_id: 0, samples: [tracedSample(0, attrs)] } as never, join(dir, 'rollout_data', '0.pt'));
+      const s = await serveSlime(dir);
+      servers.push(s.child);
+      const w = await openPage(browser);
+      const { page } = w;
+      await page.goto(`${s.url}#/trace/0`);
+      await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+      const box = (await page.locator('[data-testid=trace-canvas]').boundingBox())!;
+      await page.mouse.click(box.x + LABEL_W + 4, box.y + AXIS_H + 8);
+      await page.waitForSelector('[data-testid=trace-attrs]');
+      const shown = (await page.textContent('[data-testid=trace-attrs]')) ?? '';
+      assert.match(shown, /e2e_latency\W+"88\.5"/);
+      assert.match(shown, /decode_throughput\W+"7"/);
+      assert.match(shown, /queue_time\W+0\.25\b/);
+      await screenshot(page, 'trace-json-safe-values');
+      assert.deepEqual(w.problems(), []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('legacy flat PD: [P]/[D] lanes, the open span and its reason, click-through to the sample', async () => {
