@@ -216,7 +216,12 @@ export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}
 
   app.get('/api/rlsight/diff/samples', async (c) => jsonResponse(c, await sampleDiffAnswer(parseParams(sampleDiffQuery, c.req.query()), run, run)));
 
-  app.get('/api/rlsight/health', async (c) => jsonResponse(c, await runHealth(run, signals)));
+  app.get('/api/rlsight/health', async (c) => {
+    const board = await runHealth(run, signals);
+    // A damaged step names its file: relative to the run, as every other answer names files.
+    const scrub = (m: string): string => scrubPaths(m, opts.roots ?? []);
+    return jsonResponse(c, { ...board, warnings: board.warnings.map(scrub), rows: board.rows.map((r) => (r.damaged ? { ...r, damaged: scrub(r.damaged) } : r)) });
+  });
 
   app.get('/api/rlsight/export/metrics', async (c) => {
     const { encodeTable, runMetricsTable, tableFormat } = await loadExports();

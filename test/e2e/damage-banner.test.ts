@@ -48,4 +48,19 @@ describe('damage banner', { skip: !hasChromium && 'no Chromium' }, () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'damage-banner.png') });
     assert.ok((await page.locator('#view').innerText()).length > 0, 'the view is still shown');
   });
+
+  test('the Health board keeps the damaged step as a row marked damaged, naming the file', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(`${server.url}#/health`);
+    const row = page.locator('.health-board tbody tr.damaged');
+    await row.waitFor();
+    assert.equal(await row.count(), 1);
+    assert.match(await row.locator('th').innerText(), /^1\s+damaged$/);
+    assert.match((await row.getAttribute('data-damaged')) ?? '', /rollout_data\/1\.pt/);
+    const warning = await page.locator('.health-warnings').innerText();
+    assert.match(warning, /step 1: damaged: rollout_data\/1\.pt: /);
+    assert.ok(!warning.includes(run.dir), 'no machine path');
+    assert.ok((await page.locator('.health-board tbody tr').count()) >= 3, 'the other steps are still on the board');
+    await page.screenshot({ path: join(SCREENSHOTS, 'health-damaged-step.png') });
+  });
 });
