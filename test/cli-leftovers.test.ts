@@ -108,6 +108,12 @@ describe('temp folders', () => {
     rmSync(join(tmp, made[0]!), { recursive: true, force: true });
   });
 
+  test('demo removes its temp folder when stopped with SIGTERM while serving', async () => {
+    const r = await interrupted(['demo', '--port', '0'], /serving http/, 'SIGTERM');
+    assert.equal(r.code, 0, r.out);
+    assert.deepEqual(leftovers(), []);
+  });
+
   test('demo removes its temp folder when interrupted while generating', async () => {
     const r = await interrupted(['demo', '--port', '0'], /generating a demo run/, 'SIGINT');
     assert.equal(r.code, 130, r.out);
