@@ -1,0 +1,1 @@
+"""Integrations of rlsight's producer client with training frameworks, through their own extension points."""

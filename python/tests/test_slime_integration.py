@@ -1,0 +1,60 @@
+import importlib
+import os
+import tempfile
+import types
+import unittest
+from unittest import mock
+
+from rlsight.integrations import slime as hooks
+
+
+class SlimeHooksTest(unittest.TestCase):
+    def setUp(self):
+        importlib.reload(hooks)  # a fresh module: no client yet
+
+    def tearDown(self):
+        c = hooks._client
+        if c is not None:
+            c.close(timeout=0.1)
+
+    def test_without_the_environment_they_warn_once_and_return_false(self):
+        with mock.patch.dict(os.environ, {}, clear=False):
+            os.environ.pop("RLSIGHT_DUMP_DETAILS", None)
+            with self.assertLogs("rlsight.slime", "WARNING") as logs:
+                self.assertIs(hooks.log_rollout_data(0, types.SimpleNamespace(), [], {}, 1.0), False)
+                self.assertIs(hooks.log_eval_rollout_data(0, types.SimpleNamespace(), {}, None), False)
+            self.assertEqual(len(logs.output), 1)
+            self.assertIn("RLSIGHT_DUMP_DETAILS is not set", logs.output[0])
+
+    def test_bad_input_never_raises_into_training(self):
+        with tempfile.TemporaryDirectory() as run, mock.patch.dict(os.environ, {"RLSIGHT_DUMP_DETAILS": run}):
+            with self.assertLogs("rlsight", "WARNING"):
+                self.assertIs(hooks.log_rollout_data(0, None, None, None, None), False)
+                self.assertIs(hooks.log_rollout_data(1, types.SimpleNamespace(), [object()], {}, 0.0), False)
+                self.assertIs(hooks.log_eval_rollout_data(0, None, {"x": {"rewards": []}}, None), False)
+            # the collector is waited for in the background; the client is there and closes
+            self.assertIsNotNone(hooks.client())
+            hooks.client().close(timeout=0.1)
+
+    def test_metrics_follow_slimes_formulas(self):
+        args = types.SimpleNamespace(advantage_estimator="grpo", reward_key=None, rollout_num_gpus=2)
+        samples = [
+            {"group_index": 0, "reward": 1.0, "response_length": 4, "loss_mask": [1, 1, 0, 1], "status": "completed",
+             "response": "a", "prefix_cache_info": {"cached_tokens": 2, "total_prompt_tokens": 8}, "non_generation_time": 0.0},
+            {"group_index": 0, "reward": 1.0, "response_length": 6, "loss_mask": None, "status": "truncated",
+             "response": "b", "prefix_cache_info": {"cached_tokens": 0, "total_prompt_tokens": 8}, "non_generation_time": 0.0},
+        ]
+        m = hooks.compute_metrics_from_samples(args, samples)
+        self.assertEqual(m["response_len/mean"], 4.5)
+        self.assertEqual(m["response_len/max"], 6)
+        self.assertEqual(m["zero_std/count_1.0"], 1)
+        self.assertEqual(m["prefix_cache_hit_rate"], 0.125)
+        self.assertEqual(m["truncated_ratio"], 0.5)
+        p = hooks.compute_perf_metrics_from_samples(args, samples, 2.0)
+        self.assertEqual(p["tokens_per_gpu_per_sec"], 2.5)
+        self.assertEqual(p["longest_effective_sample_tokens_per_sec"], 3.0)
+        self.assertNotIn("non_generation_time/mean", p)
+
+
+if __name__ == "__main__":
+    unittest.main()
