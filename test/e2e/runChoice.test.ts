@@ -78,8 +78,10 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
       await page.goto(`${served.url}${path}?${q ? `${q}&` : ''}run=collapse`);
       await page.waitForLoadState('networkidle').catch(() => {});
       await page.waitForSelector('#view > *:not(.loading)');
+      if (route.includes('tab=tokens')) await page.waitForSelector('[data-testid=token-text] [data-pos]', { timeout: 20_000 });
+      const links = await page.$$eval('a[href*="api/"]', (as) => as.map((a: any) => a.getAttribute('href')));
+      for (const link of links) assert.match(link, /(^|\/)api\/runs\/collapse\//, `${route}: a download link names the chosen run`);
     }
-    await page.waitForSelector('[data-testid=token-text] [data-pos]', { timeout: 20_000 });
     for (const family of ['meta', 'metrics', 'timeline/', 'rollout/', 'rlsight/'])
       assert.ok(seen.some((p) => p.startsWith(`/api/runs/collapse/${family}`)), `a ${family} request was made: ${seen.join(' ')}`);
     assert.deepEqual(strays(seen, 'collapse'), [], 'every run-scoped request names the chosen run');

@@ -201,6 +201,72 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     assert.deepEqual(w.problems(), []);
   });
 
+  it('bad URL values are named with what is shown instead: t0=abc, a window beyond the run, diff b=zz, trace/abc, trace/99', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    const note = () => page.locator('[data-testid=url-note]').first().textContent();
+    await page.goto(`${served.url}#/timeline?t0=abc&t1=5`);
+    await page.waitForSelector('[data-testid=url-note]');
+    assert.match((await note())!, /t0=“abc” is not a number/);
+    await page.goto(`${served.url}#/timeline?t0=100&t1=200`);
+    await page.waitForFunction(() => /outside the run's data/.test(document.querySelector('[data-testid=url-note]')?.textContent ?? ''));
+    await page.goto(`${served.url}#/diff?a=1&b=zz`);
+    await page.waitForSelector('[data-testid=url-note]');
+    assert.match((await note())!, /b=“zz” is not a step number \(steps 0–3\): showing step \d/);
+    await page.goto(`${served.url}#/trace/abc`);
+    await page.waitForSelector('[data-testid=url-note]');
+    assert.match((await note())!, /“abc” is not a step number.*Recorded steps: 0–3/);
+    await page.goto(`${served.url}#/trace/99`);
+    await page.waitForFunction(() => /Step 99 is not recorded/.test(document.querySelector('[data-testid=url-note]')?.textContent ?? ''));
+    assert.match((await note())!, /Recorded steps: 0–3/);
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('the lane selection starts afresh on a plain #/timeline; lane tooltips wrap inside their box', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    w.expect(/http 400: \/api\/rlsight\/lanes\?lanes=.*bogus/);
+    await page.goto(`${served.url}#/timeline?lanes=g:0-1`);
+    await page.waitForSelector('[data-testid=lanes]');
+    await page.fill('[data-testid=lane-grammar]', 'bogus:::');
+    await page.press('[data-testid=lane-grammar]', 'Enter');
+    await page.waitForSelector('[data-testid=lane-error]');
+    await page.click('header.topbar nav a:text-is("Compute Utilization")');
+    await page.waitForFunction(() => !location.hash.includes('lanes='));
+    await page.waitForFunction(() => !document.querySelector('[data-testid=lane-error]'));
+    assert.equal(await page.inputValue('[data-testid=lane-grammar]'), '');
+
+    const box = (await page.locator('[data-testid=lanes]').boundingBox())!;
+    let widest = -1;
+    for (let x = box.x + box.width * 0.3; x < box.x + box.width; x += box.width * 0.2)
+      for (let y = box.y + 8; y < box.y + Math.min(box.height, 200); y += 24) {
+        await page.mouse.move(x, y);
+        const over = await page.evaluate(() => {
+          const t = document.querySelector('.tooltip');
+          return t ? t.scrollWidth - t.clientWidth : null;
+        });
+        if (over !== null) widest = Math.max(widest, over);
+      }
+    assert.ok(widest >= 0, 'a lane tooltip was shown');
+    assert.equal(widest, 0, 'its text stays inside its box');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('search counts "1 step"; the sample lifecycle legend shows its colours', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    const first = Number((await api<RolloutTable>('rollout/3/summary')).rows[0]!.sample_index);
+    await page.goto(`${served.url}#/rollout/3/sample/${first}`);
+    await page.waitForSelector('[data-testid=lifecycle-legend]');
+    const swatches = await page.$$eval('[data-testid=lifecycle-legend] .swatch', (els) => els.map((e: any) => getComputedStyle(e).backgroundColor));
+    assert.equal(swatches.length, 3);
+    assert.equal(new Set(swatches).size, 3, `three colours: ${swatches}`);
+    await page.fill('input[placeholder^="search all steps"]', `3:${first}`);
+    await page.waitForFunction(() => /\(\d+ ms\)/.test(document.querySelector('.search-status')?.textContent ?? ''), undefined, { timeout: 20_000 });
+    assert.match((await page.textContent('.search-status'))!, / in 1 step \(/);
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('a flipped group compares a success with a failure (the better side’s best against the worse side’s worst)', async () => {
     const w = await openPage(browser);
     const { page } = w;
@@ -229,3 +295,4 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
 });
 
 declare const location: { hash: string };
+declare function getComputedStyle(e: unknown): { backgroundColor: string };

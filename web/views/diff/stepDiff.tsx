@@ -9,6 +9,7 @@ import { useApi } from '../../useApi.ts';
 import { Histogram, SIDE_COLORS } from './charts.tsx';
 import { useServedRuns, useSteps } from './servedRuns.ts';
 import { shownRunId } from '../../runs.ts';
+import { stepParamNote } from '../../urlNotes.ts';
 import { groupHref, sampleDiffHref, sampleHref, type SideRun } from './links.ts';
 import { diffRuns, diffSteps } from './sides.ts';
 
@@ -95,6 +96,14 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
       <SidePicker which="a" runs={served} run={runs.a} steps={sa.steps ?? []} step={a} choose={choose('a')} />
       <SidePicker which="b" runs={served} run={runs.b} steps={sb.steps ?? []} step={b} choose={choose('b')} />
       <span class="muted">histograms show each side’s share of samples per bin; dashed lines are the means</span>
+      {ready &&
+        [stepParamNote('a', p.get('a'), sa.steps!, a), stepParamNote('b', p.get('b'), sb.steps!, b)]
+          .filter((n) => n !== null)
+          .map((n) => (
+            <p class="url-note" role="status" data-testid="url-note">
+              {n}
+            </p>
+          ))}
     </div>
   );
   if (sa.error || sb.error) return <ErrorNote error={sa.error ?? sb.error} />;

@@ -8,6 +8,7 @@ import { useKeys } from '../../keyboard.ts';
 import { href, navigate, type Route } from '../../route.ts';
 import type { Conversation as Conv, Meta, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
+import { LIFECYCLE_COLORS } from '../../theme.ts';
 import { Conversation } from './conversation.tsx';
 import { LifecycleStrip, lifecycleWindow } from './lifecycle.tsx';
 import { TokensPanel } from './tokens.tsx';
@@ -136,12 +137,13 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
           j / k: next / previous sample
         </span>
       </div>
-      {lane && !runId && (
+      {lane && (
         <section class="panel" style={{ marginTop: '10px' }}>
           <header>
             <h3>Lifecycle</h3>
-            <span class="muted" style={{ fontSize: '12px' }}>
-              queued · generating (turn · weight version) · tool wait ·{' '}
+            <span class="muted lifecycle-legend" style={{ fontSize: '12px' }} data-testid="lifecycle-legend">
+              <i class="swatch" style={{ background: LIFECYCLE_COLORS.queue }} /> queued <i class="swatch" style={{ background: LIFECYCLE_COLORS.generating }} /> generating (turn ·
+              weight version) <i class="swatch" style={{ background: LIFECYCLE_COLORS.tool_wait }} /> tool wait ·{' '}
               <a href={href('/timeline', lifecycleWindow(lane))} data-testid="lifecycle-timeline-link">
                 see it on Compute Utilization
               </a>

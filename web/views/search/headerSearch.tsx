@@ -161,7 +161,7 @@ export function HeaderSearch() {
               : busy
                 ? `scanning step ${state.scanned}/${state.total || '…'} — ${state.matches.length} match${state.matches.length === 1 ? '' : 'es'} so far`
                 : state.done
-                  ? `${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${state.total} steps (${state.done.ms} ms)`
+                  ? `${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${state.total} step${state.total === 1 ? '' : 's'} (${state.done.ms} ms)`
                   : ''}
           </div>
           {state.matches.map((m, i) => (

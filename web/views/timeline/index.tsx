@@ -1,6 +1,6 @@
 // Compute Utilization: per-GPU lanes (≤ 64) or the fleet overview, lane grammar, quick picks, advisory — all in the URL.
 import { useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, getColumns, getJson, getRaster } from '../../api.ts';
+import { ApiError, apiUrl, getColumns, getJson, getRaster } from '../../api.ts';
 import { type EngineSeriesHeader, type EngineSeriesView, engineSeriesOf, gpuLanes, type LanePhases, type PhasesHeader, phaseLanes } from '../../columns.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtDuration, fmtElapsed, fmtWall, laneKey } from '../../format.ts';
@@ -12,6 +12,7 @@ import type { Bubble, Coverage, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnsw
 import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import { RunsAnatomy } from './runsAnatomy.tsx';
+import { windowParamNote } from '../../urlNotes.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
 import { LaneCanvas } from './laneCanvas.tsx';
@@ -58,6 +59,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
   const defaultVp = { t0: Math.max(T1 - openW, attemptStart ?? -Infinity), t1: T1 };
   const resetLabel = attemptStart !== null && attemptStart >= T1 - openW ? 'this attempt' : T1 - T0 > openW ? 'latest window' : 'whole run';
   const vp = clampViewport(zoomed ? { t0: urlT0, t1: urlT1 } : defaultVp, T0, Math.max(T1, T0 + 1), maxW);
+  const windowNote = windowParamNote(p.get('t0'), p.get('t1'), T0, Math.max(T1, T0 + 1), vp);
   const grammarParam = p.get('lanes');
   const overlayParam = p.get('overlay');
   const overlayMetric = overlayParam === 'none' ? null : overlayParam ?? (meta.engine_metric_keys.includes(OVERLAY_METRICS[0]!) ? OVERLAY_METRICS[0]! : null);
@@ -250,13 +252,18 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
               {resetLabel}
             </button>
           </span>
+          {windowNote && (
+            <span class="url-note" role="status" data-testid="url-note">
+              {windowNote}
+            </span>
+          )}
           <span class="muted" data-testid="window" style={{ fontSize: '12.5px' }}>
             {fmtElapsed(vp.t0 - T0)} → {fmtElapsed(vp.t1 - T0)} ({fmtDuration(span)}) · {fmtWall(vp.t0).slice(0, 19)} UTC
           </span>
           {(lanesData.loading || (overlayData.loading && !overlayData.data?.coverage)) && <span class="spinner" title="loading" />}
           {overlayMetric && <CoverageNote coverage={overlayData.data?.coverage} />}
           <a
-            href={`./api/rlsight/export/perfetto?t0=${vp.t0.toFixed(3)}&t1=${vp.t1.toFixed(3)}`}
+            href={apiUrl('rlsight/export/perfetto', { t0: vp.t0.toFixed(3), t1: vp.t1.toFixed(3) })}
             download
             data-testid="perfetto-download"
             title="this window as Chrome trace-event JSON (open at ui.perfetto.dev)"

@@ -1,5 +1,7 @@
 // Lane selection: grammar terms as chips, an input the server validates before it reaches the URL, outlier quick picks.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
+import { route } from '../../route.ts';
+import { useStore } from '../../store.ts';
 import { ApiError, errorText, getJson } from '../../api.ts';
 import type { Lane, Outlier } from '../../../src/wire/index.ts';
 import type { Viewport } from './viewport.ts';
@@ -66,6 +68,14 @@ export function LaneSelection(p: Props) {
   const [text, setText] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // Opening the plain view (`#/timeline`, a link or Back) starts the selection afresh: no stale text or error.
+  const r = useStore(route);
+  const plain = [...r.params.keys()].every((k) => k === 'run');
+  useEffect(() => {
+    if (!plain) return;
+    setText('');
+    setError(null);
+  }, [plain, r]);
   const pick = p.pick;
   const setPick = p.onPick;
   // The chosen phase stays chosen when a window lacks it (it is then listed as absent here).

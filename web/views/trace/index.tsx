@@ -1,11 +1,12 @@
 // Trace: one rollout dump's per-request traces (slime), drawn by the shared trace explorer; a sample's
 // row links to its conversation and tokens. Runs without traces say so.
 import { useEffect, useRef } from 'preact/hooks';
-import { getJson } from '../../api.ts';
+import { apiUrl, getJson } from '../../api.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { href, navigate, type Route } from '../../route.ts';
 import type { Meta, TraceAnswer, TraceDetails } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
+import { fmtIntRanges } from '../../format.ts';
 import { EXPLORER_CSS, mountTraceExplorer } from './explorer.ts';
 
 let styled = false;
@@ -14,7 +15,8 @@ export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
   const evaluation = route.params.get('eval') === '1';
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const id = route.rolloutId ?? ids.at(-1) ?? null;
-  const answer = useApi<TraceAnswer>(id === null ? null : `${id}|${evaluation}`, (signal) => getJson<TraceAnswer>('rlsight/trace', { rollout_id: id, eval: evaluation }, signal));
+  const known = id !== null && ids.includes(id) && !route.invalid;
+  const answer = useApi<TraceAnswer>(!known ? null : `${id}|${evaluation}`, (signal) => getJson<TraceAnswer>('rlsight/trace', { rollout_id: id, eval: evaluation }, signal));
   const host = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (!styled) {
@@ -41,6 +43,13 @@ export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
   }, [answer.data, id, evaluation]);
 
   if (id === null) return <Empty>No rollout dumps in this run, so there are no traces to show.</Empty>;
+  if (!known)
+    return (
+      <div class="error-note" role="alert" data-testid="url-note">
+        {route.invalid ?? `${evaluation ? 'Eval step' : 'Step'} ${id} is not recorded in this run`}. Recorded {evaluation ? 'eval ' : ''}steps: {ids.length ? fmtIntRanges(ids) : 'none yet'}.{' '}
+        {ids.length > 0 && <a href={href(`/trace/${ids.at(-1)}`, { eval: evaluation })}>Open the latest ({ids.at(-1)})</a>}
+      </div>
+    );
   if (answer.data && !answer.data.has_traces) {
     return <Empty>This run holds no per-request traces: they come from slime rollout dumps (each sample's trace of spans and events).</Empty>;
   }
@@ -58,7 +67,7 @@ export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
             {evaluation ? 'train steps' : 'eval steps'}
           </a>
         )}
-        <a href={`./api/rlsight/export/perfetto?rollout_id=${id}${evaluation ? '&eval=1' : ''}`} download style={{ marginLeft: 'auto' }} data-testid="perfetto-download">
+        <a href={apiUrl('rlsight/export/perfetto', { rollout_id: id, eval: evaluation ? 1 : undefined })} download style={{ marginLeft: 'auto' }} data-testid="perfetto-download">
           download Perfetto trace
         </a>
       </div>
