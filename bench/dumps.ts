@@ -180,7 +180,7 @@ async function generate(dir: string): Promise<void> {
 }
 
 async function measure(dir: string): Promise<Record<string, number>> {
-  const { openRun } = await import('../src/server/run.ts');
+  const { openRun } = await import('../src/commands/openRun.ts');
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
   const time = async <T>(f: () => Promise<T>): Promise<[number, T]> => {

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateDemoRun, reusableSyntheticRun } from '../src/demo/index.ts';
-import { perfettoForRun } from '../src/server/perfetto.ts';
-import { openRun } from '../src/server/run.ts';
+import { perfettoForRun } from '../src/queries/perfettoExport.ts';
+import { openRun } from '../src/commands/openRun.ts';
 
 const { values } = parseArgs({ options: { gpus: { type: 'string' }, hours: { type: 'string' }, window: { type: 'string' } } });
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-bench-perfetto-'));

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { SeededRandom } from '../src/demo/random.ts';
 import { PyFloat, saveTorch, type Picklable } from '../src/formats/torch/writer.ts';
 import { RunSearch, searchRun } from '../src/queries/search.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 
 const SAMPLES = process.env.RLSIGHT_BENCH_SMALL === '1' ? 256 : 4096;
 const WORDS_PER_RESPONSE = 600;
@@ -65,7 +65,7 @@ async function scan(search: RunSearch, run: Parameters<typeof searchRun>[1], q: 
 /** Cold scan, index build, warm scans of one run directory. */
 async function measure(dir: string) {
   const run = await openRun(dir);
-  const answers = run.answers();
+  const answers = run;
   const search = new RunSearch(answers);
   const cold = await scan(search, answers, '"zebra crossing protocol"');
   const buildStart = performance.now();

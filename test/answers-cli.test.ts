@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { parquetReadObjects } from 'hyparquet';
 import { generateDemoRun } from '../src/demo/index.ts';
 import { runHealth } from '../src/queries/health.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 
@@ -240,7 +240,7 @@ describe('the demo run’s story on the health board', () => {
     base = mkdtempSync(join(tmpdir(), 'rlsight-health-demo-'));
     await generateDemoRun(join(base, 'run'), { seed: 0 });
     const run = await openRun(join(base, 'run'));
-    board = await runHealth(run.answers());
+    board = await runHealth(run);
     await run.close();
   });
   after(() => rmSync(base, { recursive: true, force: true }));

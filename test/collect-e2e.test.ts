@@ -10,7 +10,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startCollectorService } from '../src/collect/service.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { startServer } from '../src/server/listen.ts';
 import { fakeEngine } from './support/fakeSglang.ts';
 

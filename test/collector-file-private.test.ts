@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { startServer } from '../src/server/listen.ts';
 import { copyFixtureRun } from './support/fixtures.ts';
 

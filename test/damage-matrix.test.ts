@@ -8,7 +8,7 @@ import { lutimesSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, sy
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startServer } from '../src/server/listen.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { askEndpoint, everyEndpoint } from './support/endpoints.ts';
 import { copyFixtureRun } from './support/fixtures.ts';
 

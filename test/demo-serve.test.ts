@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateDemoRun } from '../src/demo/index.ts';
 import { type RunningServer, startServer } from '../src/server/listen.ts';
-import { type OpenRun, openRun } from '../src/server/run.ts';
+import { type OpenRun, openRun } from '../src/commands/openRun.ts';
 
 /**
  * How the API names the engine series the demo's Prometheus scrapes write: gauges as written; counters

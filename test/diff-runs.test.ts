@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { generateDemoRun } from '../src/demo/index.ts';
 import { type RunningServer, startRunsServer } from '../src/server/listen.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { ServedRuns } from '../src/server/runSet.ts';
 import type { SampleDiff, StepDiff, TokenView } from '../src/wire/index.ts';
 import { assertAlignmentHolds } from './support/alignment.ts';

@@ -15,7 +15,7 @@ import { unpickle } from '../src/formats/torch/unpickle.ts';
 import { ZipArchive, ZipError } from '../src/formats/zip.ts';
 import { decodeLine, type BadLine } from '../src/formats/columns/lineScan.ts';
 import { createApp } from '../src/server/app.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
 
 /** Runs per property: enough to find the easy breaks on every CI run, small enough for its time budget. */

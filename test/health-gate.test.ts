@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { generateDemoRun } from '../src/demo/index.ts';
 import { createApp } from '../src/server/app.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 

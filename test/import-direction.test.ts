@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { importViolations, importsOf } from './support/importRules.ts';
+import { importCircles, importViolations, importsOf } from './support/importRules.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -23,6 +23,27 @@ describe('import direction', () => {
     assert.deepEqual(importViolations(repo), []);
   });
 
+  test('no runtime import circle anywhere', () => {
+    assert.deepEqual(importCircles(repo), []);
+  });
+
+  test('a runtime circle is reported; a type-only import back and a test\'s import are not', () => {
+    const t = tree({
+      'src/queries/a.ts': "import { b } from './b.ts';\n",
+      'src/queries/b.ts': "import { c } from '../server/c.ts';\n",
+      'src/server/c.ts': "export { a } from '../queries/a.ts';\n",
+      'src/commands/x.ts': "import { y } from './y.ts';\n",
+      'src/commands/y.ts': "import type { X } from './x.ts';\n",
+      'src/run/p.ts': "import { q } from './p.test.ts';\n",
+      'src/run/p.test.ts': "import { p } from './p.ts';\n",
+    });
+    try {
+      assert.deepEqual(importCircles(t.root), [['src/queries/a.ts', 'src/queries/b.ts', 'src/server/c.ts']]);
+    } finally {
+      t.dispose();
+    }
+  });
+
   test('each kind of violation is reported', () => {
     const t = tree({
       'src/run/miles/reader.ts': "import { summary } from '../../queries/rollouts.ts';\nimport type { X } from '../../server/app.ts';\n",
@@ -36,7 +57,7 @@ describe('import direction', () => {
       'src/wire/meta.ts': "import { z } from 'zod';\n",
       'web/views/a.tsx': "import { meta } from '../../src/wire/index.ts';\nimport type { Fleet } from '../../src/queries/fleet.ts';\n",
       'web/views/b.tsx': "import type { Meta } from '../../src/wire/index.ts';\nimport { h } from 'preact';\n",
-      'web/views/c.tsx': "const load = () => import('../../src/server/run.ts');\n",
+      'web/views/c.tsx': "const load = () => import('../../src/server/listen.ts');\n",
       'src/collect/hourColumns.ts': "import { encodePersistedParse } from '../run/telemetry/partitionCache.ts';\nimport { HOUR_SECONDS } from '../formats/dashboard/index.ts';\nimport type { RunModel } from '../run/model.ts';\n",
       'src/collect/collector.test.ts': "import { TelemetryStore } from '../run/telemetry/store.ts';\n",
       'src/demo/syntheticRun.ts': "import { DashboardWriter } from '../collect/dashboardWriter.ts';\nimport type { Meta } from '../wire/index.ts';\n",
@@ -62,7 +83,7 @@ describe('import direction', () => {
         'src/wire/meta.ts zod',
         'web/views/a.tsx ../../src/queries/fleet.ts',
         'web/views/a.tsx ../../src/wire/index.ts',
-        'web/views/c.tsx ../../src/server/run.ts',
+        'web/views/c.tsx ../../src/server/listen.ts',
         'web/views/d.tsx ../../src/formats/pythonJson.ts',
       ]);
     } finally {

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { type RunningServer, startRunsServer } from '../src/server/listen.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { ServedRuns } from '../src/server/runSet.ts';
 import { ageTree, fixturePath, loadGoldens } from './support/fixtures.ts';
 import { ensureCliBuilt, RLSIGHT_BIN, servingUrl } from './support/cli.ts';

@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PrometheusEngineSource, promQuery, rlsightName, stepFor } from '../src/run/prometheus/engineSource.ts';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
-import { withPrometheus } from '../src/server/prometheusRun.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { ageTree, fixturePath } from './support/fixtures.ts';
 
 const PROMETHEUS = process.env.RLSIGHT_PROMETHEUS ?? '/usr/bin/prometheus';
@@ -92,8 +91,7 @@ describe('engine series from a real Prometheus', { skip }, () => {
     cpSync(fixturePath('miles-demo', 'run'), runDir, { recursive: true });
     rmSync(join(runDir, 'dashboard', 'engine_series'), { recursive: true, force: true });
     ageTree(runDir);
-    const run = await openRun(runDir);
-    server = await startServer(withPrometheus(run, new PrometheusEngineSource(promUrl)), { port: 0 });
+    server = await startServer(await openRun(runDir, { prometheus: promUrl }), { port: 0 });
   });
 
   after(async () => {
@@ -105,9 +103,15 @@ describe('engine series from a real Prometheus', { skip }, () => {
   });
 
   it('answers from Prometheus are never kept (its series change with time, not with the run)', async () => {
-    const run = await openRun(fixturePath('miles-demo', 'run'));
-    assert.equal(typeof run.telemetryVersion, 'function');
-    assert.equal(withPrometheus(run, new PrometheusEngineSource('http://127.0.0.1:9')).telemetryVersion, undefined);
+    const own = await openRun(fixturePath('miles-demo', 'run'));
+    const outside = await openRun(fixturePath('miles-demo', 'run'), { prometheus: 'http://127.0.0.1:9' });
+    try {
+      assert.equal(typeof own.telemetryVersion(), 'string');
+      assert.equal(outside.telemetryVersion(), null);
+    } finally {
+      await own.close();
+      await outside.close();
+    }
   });
 
   it('meta advertises the SGLang series under rlsight names', async () => {

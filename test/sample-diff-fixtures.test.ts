@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { bestAndWorst, sampleDiff } from '../src/queries/stepDiff.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { assertAlignmentHolds } from './support/alignment.ts';
 import { ageTree, copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
 
@@ -29,7 +29,7 @@ describe('sample diff on the fixtures', () => {
       const copy = copyOf();
       const open = await openRun(copy.dir);
       try {
-        const run = open.answers();
+        const run = open;
         const { train } = await run.rolloutIds();
         assert.ok(train.length > 0, `${name} has train steps`);
         const step = train[0]!;
@@ -49,7 +49,7 @@ describe('sample diff on the fixtures', () => {
         assert.ok(pairs.length > 0, `${name}: some pair to compare`);
         for (const [sa, ia, sb, ib] of pairs) {
           const d = await sampleDiff({ run, step: sa, sampleIndex: ia, evaluation: false }, { run, step: sb, sampleIndex: ib, evaluation: false });
-          assertAlignmentHolds(d, await run.tokens(sa, ia, false), await run.tokens(sb, ib, false));
+          assertAlignmentHolds(d, await run.tokens(sa, ia, { start: 0, evaluation: false }), await run.tokens(sb, ib, { start: 0, evaluation: false }));
           assert.equal(d.first_divergence.token === null, d.alignment.deleted + d.alignment.inserted === 0, 'identical exactly when nothing is deleted or inserted');
         }
       } finally {

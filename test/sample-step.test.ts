@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type RunningServer, startServer } from '../src/server/listen.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
 
 describe('the step of a sample', () => {

@@ -9,29 +9,33 @@ import { after, before, describe, test } from 'node:test';
 import { Hono } from 'hono';
 import { generateDemoRun } from '../src/demo/index.ts';
 import { PyFloat, saveTorch } from '../src/formats/torch/writer.ts';
-import type { AnswerRun } from '../src/queries/answerRun.ts';
+import type { RunSources } from '../src/queries/runAnswers.ts';
 import type { StepDiff } from '../src/queries/stepDiff.ts';
 import { parseQuery, RunSearch, searchRun, type SearchEvent, type SearchMatch } from '../src/queries/search.ts';
 import { mountAnswers, mountRunsAnswers } from '../src/server/answers.ts';
 import { failureResponse } from '../src/server/errors.ts';
-import { openRun, type OpenRun } from '../src/server/run.ts';
+import { openRun, type OpenRun } from '../src/commands/openRun.ts';
 import { openMilesRun } from '../src/run/miles/index.ts';
 import { RunAnswers } from '../src/queries/runAnswers.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 import { ageTree, copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
 
-async function all(run: AnswerRun, q: string, search = new RunSearch(run)): Promise<SearchEvent[]> {
+async function all(run: RunSources, q: string, search = new RunSearch(run)): Promise<SearchEvent[]> {
   const out: SearchEvent[] = [];
   for await (const e of searchRun(search, run, q)) out.push(e);
   return out;
 }
+/** `inner` with some of its members replaced (a test's watch on what search reads). */
+function withMembers(inner: RunSources, members: Partial<RunSources>): RunSources {
+  return Object.assign(Object.create(inner) as RunSources, members);
+}
+
 /** A run that lists the steps whose texts are read (`eval_N` for eval steps). */
-function countingReads(inner: AnswerRun): { counted: AnswerRun; reads: string[] } {
+function countingReads(inner: RunSources): { counted: RunSources; reads: string[] } {
   const reads: string[] = [];
-  const counted: AnswerRun = {
-    ...inner,
+  const counted: RunSources = withMembers(inner, {
     sampleTextBatches: (step, evaluation) => (reads.push(`${evaluation ? 'eval_' : ''}${step}`), inner.sampleTextBatches(step, evaluation)),
-  };
+  });
   return { counted, reads };
 }
 const matches = (events: SearchEvent[]) => events.filter((e): e is SearchEvent & SearchMatch & { type: 'match' } => e.type === 'match');
@@ -74,7 +78,7 @@ test('a word matches its case-insensitive variants (ſun for sun) the same befor
     },
     readCache: async () => null,
     writeCache: async () => {},
-  } as unknown as AnswerRun;
+  } as unknown as RunSources;
   const search = new RunSearch(run);
   const cold = { whole: where(await all(run, 'sun ', search)), prefix: where(await all(run, 'sun', search)) };
   assert.deepEqual(cold.whole, ['0:0:response', '0:1:response']);
@@ -96,7 +100,7 @@ describe('search over the miles fixture', () => {
   });
 
   test('an exact phrase finds the one sample that says it, in its recorded conversation', async () => {
-    const ev = await all(run.answers(), '"answer for sample 33 is"');
+    const ev = await all(run, '"answer for sample 33 is"');
     assert.deepEqual(where(ev), ['1:33:conversation']);
     const m = matches(ev)[0];
     assert.equal(m.match, 'answer for sample 33 is');
@@ -107,27 +111,27 @@ describe('search over the miles fixture', () => {
   });
 
   test('a regular expression matches across steps, case as written', async () => {
-    const ev = await all(run.answers(), '/answer for sample 6[4-5]/');
+    const ev = await all(run, '/answer for sample 6[4-5]/');
     assert.deepEqual(where(ev), ['2:64:conversation', '2:65:conversation']);
-    assert.deepEqual(where(await all(run.answers(), '/ANSWER FOR SAMPLE 64/')), []);
-    assert.deepEqual(where(await all(run.answers(), '/ANSWER FOR SAMPLE 64/i')), ['2:64:conversation']);
+    assert.deepEqual(where(await all(run, '/ANSWER FOR SAMPLE 64/')), []);
+    assert.deepEqual(where(await all(run, '/ANSWER FOR SAMPLE 64/i')), ['2:64:conversation']);
   });
 
   test('words must all occur, whole, anywhere in the sample; the last may be a prefix while typing', async () => {
-    const both = where(await all(run.answers(), 'lookup 42 '));
+    const both = where(await all(run, 'lookup 42 '));
     assert.equal(both.length, 6, 'the six samples with a recorded conversation');
-    assert.deepEqual(where(await all(run.answers(), 'looku ')), [], 'a complete word matches whole words only');
-    assert.equal(where(await all(run.answers(), 'looku')).length, 6, 'the word being typed matches as a prefix');
+    assert.deepEqual(where(await all(run, 'looku ')), [], 'a complete word matches whole words only');
+    assert.equal(where(await all(run, 'looku')).length, 6, 'the word being typed matches as a prefix');
   });
 
   test('step:sample and a sample index open that sample', async () => {
-    assert.deepEqual(where(await all(run.answers(), '2:70')), ['2:70:sample_index']);
-    assert.deepEqual(where(await all(run.answers(), '33')), ['1:33:sample_index']);
-    assert.deepEqual(where(await all(run.answers(), '0:70')), [], 'sample 70 is not in step 0');
+    assert.deepEqual(where(await all(run, '2:70')), ['2:70:sample_index']);
+    assert.deepEqual(where(await all(run, '33')), ['1:33:sample_index']);
+    assert.deepEqual(where(await all(run, '0:70')), [], 'sample 70 is not in step 0');
   });
 
   test('progress follows every step and done closes the answer', async () => {
-    const ev = await all(run.answers(), 'nothing-like-this-anywhere');
+    const ev = await all(run, 'nothing-like-this-anywhere');
     assert.deepEqual(
       ev.filter((e) => e.type === 'progress').map((e) => (e.type === 'progress' ? `${e.evaluation ? 'eval_' : ''}${e.step}` : '')),
       ['0', '1', '2', 'eval_0'],
@@ -155,12 +159,12 @@ describe('search over the slime trace fixture', () => {
   });
 
   test('a trace id and an sglang request id name their sample', async () => {
-    assert.deepEqual(where(await all(run.answers(), '3c901ac5299d436fb101f7645d99e078')), ['0:0:id']);
-    assert.deepEqual(where(await all(run.answers(), 'f0bf7edf828c2bdd3e832223d43a0dcd')), ['0:0:id']);
+    assert.deepEqual(where(await all(run, '3c901ac5299d436fb101f7645d99e078')), ['0:0:id']);
+    assert.deepEqual(where(await all(run, 'f0bf7edf828c2bdd3e832223d43a0dcd')), ['0:0:id']);
   });
 
   test('a step is read once per search state, and again once its dump changes', async () => {
-    const { counted, reads } = countingReads(run.answers());
+    const { counted, reads } = countingReads(run);
     const search = new RunSearch(counted, false);
     const first = where(await all(counted, '"Natalia sold clips"', search));
     assert.deepEqual(reads, ['0', '1', 'eval_0']);
@@ -176,7 +180,7 @@ describe('search over the slime trace fixture', () => {
   });
 
   test('a prompt phrase finds every sample of its group', async () => {
-    const found = where(await all(run.answers(), '"Natalia sold clips"'));
+    const found = where(await all(run, '"Natalia sold clips"'));
     assert.ok(found.length >= 4, found.join(' '));
     assert.ok(found.every((w) => w.endsWith(':prompt')));
   });
@@ -198,41 +202,41 @@ describe('search over the demo', () => {
   });
 
   test('the phrase of one response finds it, and the index built after the scan answers the same', async () => {
-    const search = new RunSearch(run.answers());
-    const texts = await run.answers().sampleTexts(1, false);
+    const search = new RunSearch(run, true, run.cache);
+    const texts = await run.sampleTexts(1, false);
     const target = texts[7];
     // The tool call the response makes (its code is specific to the prompt).
     const code = /"code":"([^"]+)"/.exec(target.fields.response!)?.[1];
     assert.ok(code, 'the sample calls the python tool');
     const phrase = `"${code}"`;
-    const cold = where(await all(run.answers(), phrase, search));
+    const cold = where(await all(run, phrase, search));
     assert.ok(cold.includes(`1:${target.sample_index}:response`), cold.join(' '));
-    assert.ok(matches(await all(run.answers(), phrase, search)).every((m) => m.step !== 1 || m.group_index === target.group_index));
+    assert.ok(matches(await all(run, phrase, search)).every((m) => m.step !== 1 || m.group_index === target.group_index));
     await search.idle();
     assert.ok(readdirSync(cache).some((f) => f.startsWith('search_')), 'the indexed steps are cached');
-    assert.deepEqual(where(await all(run.answers(), phrase, search)), cold, 'warm (indexed) answers equal cold ones');
+    assert.deepEqual(where(await all(run, phrase, search)), cold, 'warm (indexed) answers equal cold ones');
     // A new search state over the same run reads the cache: same answer.
-    assert.deepEqual(where(await all(run.answers(), phrase, new RunSearch(run.answers()))), cold);
+    assert.deepEqual(where(await all(run, phrase, new RunSearch(run, true, run.cache))), cold);
   });
 
   test('cached steps are read from the cache until their dump changes', async () => {
-    const { counted, reads } = countingReads(run.answers());
-    const first = new RunSearch(counted);
+    const { counted, reads } = countingReads(run);
+    const first = new RunSearch(counted, true, run.cache);
     const before = where(await all(counted, '/a/', first));
     await first.idle();
     reads.length = 0;
-    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted))), before);
+    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted, true, run.cache))), before);
     assert.deepEqual(reads, [], 'every step came from the cache');
     const dump = join(base, 'run', 'rollout_data', '1.pt');
     const old = Date.now() / 1000 - 7200;
     utimesSync(dump, old, old);
-    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted))), before);
+    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted, true, run.cache))), before);
     assert.deepEqual(reads, ['1'], 'only the changed step is read again');
   });
 
   test('limit stops the scan with truncated set', async () => {
     const out: SearchEvent[] = [];
-    for await (const e of searchRun(new RunSearch(run.answers()), run.answers(), '/a/', { limit: 5 })) out.push(e);
+    for await (const e of searchRun(new RunSearch(run), run, '/a/', { limit: 5 })) out.push(e);
     assert.equal(matches(out).length, 5);
     const done = out.at(-1)!;
     assert.ok(done.type === 'done' && done.truncated);
@@ -267,11 +271,10 @@ describe('a cold step is searched while its dump is decoded', () => {
   });
 
   test('its first match arrives before the rest of the dump is read, and every answer equals the whole step’s', async () => {
-    const inner = run.answers();
+    const inner = run;
     let finished = false;
     let batches = 0;
-    const watched: AnswerRun = {
-      ...inner,
+    const watched: RunSources = withMembers(inner, {
       async *sampleTextBatches(step, evaluation) {
         for await (const batch of inner.sampleTextBatches(step, evaluation)) {
           batches++;
@@ -279,14 +282,13 @@ describe('a cold step is searched while its dump is decoded', () => {
         }
         finished = true;
       },
-    };
+    });
     // The same run with each step handed out whole.
-    const whole: AnswerRun = {
-      ...inner,
+    const whole: RunSources = withMembers(inner, {
       async *sampleTextBatches(step, evaluation) {
         yield await inner.sampleTexts(step, evaluation);
       },
-    };
+    });
     let finishedAtFirstMatch: boolean | null = null;
     const streamed: SearchEvent[] = [];
     for await (const e of searchRun(new RunSearch(watched, false), watched, '"zebra crossing"')) {
@@ -345,15 +347,14 @@ describe('GET /api/rlsight/search', () => {
     copy = copyFixtureRun('miles-demo');
     run = await openRun(copy.dir);
     const gate = new Promise<void>((r) => (release = r));
-    const inner = run.answers();
+    const inner = run;
     // Step 2's texts are held back until the test has read a match from step 0: the answer streams.
-    const held: AnswerRun = {
-      ...inner,
+    const held: RunSources = withMembers(inner, {
       async *sampleTextBatches(step, evaluation) {
         if (step === 2) await gate;
         yield* inner.sampleTextBatches(step, evaluation);
       },
-    };
+    });
     app = new Hono();
     app.onError((err, c) => failureResponse(c, err, [copy.dir]));
     mountAnswers(app, held, { roots: [copy.dir] });
@@ -428,8 +429,8 @@ describe('answers across the runs a server holds', () => {
     app = new Hono();
     app.onError((err, c) => failureResponse(c, err, [one.dir, two.dir]));
     mountRunsAnswers(app, () => [
-      { id: 'first', answers: runs[0].answers(), roots: [one.dir] },
-      { id: 'second', answers: runs[1].answers(), roots: [two.dir] },
+      { id: 'first', answers: runs[0], roots: [one.dir] },
+      { id: 'second', answers: runs[1], roots: [two.dir] },
     ]);
   });
   after(async () => {

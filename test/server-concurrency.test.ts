@@ -7,7 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { everyEndpoint } from './support/endpoints.ts';
 import { copyFixtureRun, readFixtureJson, type RunCopy } from './support/fixtures.ts';
 

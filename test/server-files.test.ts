@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { askEndpoint, everyEndpoint, HANG_MS } from './support/endpoints.ts';
 import { copyFixtureRun } from './support/fixtures.ts';
 

@@ -1,7 +1,7 @@
 // Replays every request the reference answered (golden/index.json) against our server over a copy of the run.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { type RunningServer, startServer } from '../src/server/listen.ts';
 import { copyFixtureRun, diffJson, readFixtureJson, type RunCopy } from './support/fixtures.ts';
 

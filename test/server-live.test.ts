@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { startServer } from '../src/server/listen.ts';
 import { copyFixtureRun, diffJson, readFixtureJson } from './support/fixtures.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';

@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
 
 /** Sends raw request bytes and returns the status line's code. */

@@ -132,7 +132,7 @@ describe('rlsight serve GLOB (a --save-debug-rollout-data template)', () => {
 
 describe('the Perfetto download over a miles run (Compute Utilization)', () => {
   it('one window of phases and counters', async () => {
-    const { openRun } = await import('../src/server/run.ts');
+    const { openRun } = await import('../src/commands/openRun.ts');
     const tmp = mkdtempSync(join(tmpdir(), 'rlsight-miles-perfetto-'));
     const { cpSync } = await import('node:fs');
     const { ageTree } = await import('./support/fixtures.ts');

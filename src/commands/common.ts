@@ -1,8 +1,8 @@
 // What the answer commands (health, search, export) share: flag errors, opening a run, exit codes.
-import { rmSync, statSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
-import type { AnswerRun } from '../queries/answerRun.ts';
+import { dirname, resolve } from 'node:path';
+import type { RunSources } from '../queries/runAnswers.ts';
 
 /** A usage problem: printed as one line, exit code 2. */
 export class CommandUsageError extends Error {}
@@ -25,7 +25,7 @@ export function intFlag(raw: string | undefined, flag: string, min = 0): number 
 }
 
 export interface OpenedRun {
-  answers: AnswerRun;
+  answers: RunSources;
   close(): Promise<void>;
 }
 
@@ -41,12 +41,12 @@ export async function openRunDir(dir: string, cacheDir?: string): Promise<Opened
   if (!isDir) throw new CommandUsageError(`--dump-details: not a directory: ${dir}`);
   const { runFormats } = await import('../run/open.ts');
   if (runFormats(abs).length === 0) throw new CommandUsageError(`--dump-details: not a run: ${dir} holds no rollout dumps or telemetry`);
-  const { openRun } = await import('../server/run.ts');
+  const { openRun } = await import('./openRun.ts');
   const run = await openRun(abs, { cacheDir: cacheDir ? resolve(cacheDir) : undefined }).catch((e: Error & { param?: string }) => {
     throw e.param ? new CommandUsageError(`--${e.param === 'cacheDir' ? 'cache-dir' : e.param}: ${e.message}`) : e;
   });
   return {
-    answers: run.answers(),
+    answers: run,
     close: () => run.close(),
   };
 }
@@ -91,4 +91,18 @@ export function removeOnExit(dir: string): void {
   };
   process.on('SIGINT', interrupted);
   process.on('SIGTERM', interrupted);
+}
+
+export interface ExportKind {
+  /** One usage line (after `rlsight export`). */
+  usage: string;
+  run(argv: string[]): Promise<number>;
+}
+
+/** Writes `bytes` to `path` whole (a temp file renamed into place, so a reader never sees half a file). */
+export function writeWhole(path: string, bytes: Uint8Array): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.partial`;
+  writeFileSync(tmp, bytes);
+  renameSync(tmp, path);
 }

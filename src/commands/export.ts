@@ -1,28 +1,13 @@
 // `rlsight export <kind> …`: one entry per kind of export. Each entry parses its own flags and writes its
 // own output; add a kind by adding an entry to EXPORTS.
-import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
-import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand } from './common.ts';
+import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
-
-export interface ExportKind {
-  /** One usage line (after `rlsight export`). */
-  usage: string;
-  run(argv: string[]): Promise<number>;
-}
-
-/** Writes `bytes` to `path` whole (a temp file renamed into place, so a reader never sees half a file). */
-export function writeWhole(path: string, bytes: Uint8Array): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.partial`;
-  writeFileSync(tmp, bytes);
-  renameSync(tmp, path);
-}
 
 function parse(argv: string[], options: ParseArgsConfig['options']) {
   return parseArgs({ args: argv, strict: true, allowPositionals: false, options }).values as Record<string, string | boolean | undefined>;

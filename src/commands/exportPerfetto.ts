@@ -3,10 +3,9 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { perfettoForRun } from '../server/perfetto.ts';
-import { openRun } from '../server/run.ts';
-import { CommandUsageError, requireFlag } from './common.ts';
-import type { ExportKind } from './export.ts';
+import { perfettoForRun } from '../queries/perfettoExport.ts';
+import { openRun } from './openRun.ts';
+import { CommandUsageError, requireFlag, writeWhole, type ExportKind } from './common.ts';
 
 /** Perfetto's UI loads traces up to about this size; a bigger export must be cut into windows. */
 export const PERFETTO_MAX_BYTES = 500 * 2 ** 20;
@@ -27,7 +26,6 @@ export const perfettoExport: ExportKind = {
     const t0 = floatFlag(v.t0, 't0');
     const t1 = floatFlag(v.t1, 't1');
     if (t0 !== undefined && t1 !== undefined && t1 <= t0) throw new CommandUsageError(`--t1 must be after --t0`);
-    const { writeWhole } = await import('./export.ts');
     const abs = resolve(dir);
     try {
       if (!statSync(abs).isDirectory()) throw new Error('not a directory');

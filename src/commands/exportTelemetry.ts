@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { CommandUsageError, requireFlag } from './common.ts';
-import type { ExportKind } from './export.ts';
+import type { ExportKind } from './common.ts';
 
 type ParquetType = 'DOUBLE' | 'INT32' | 'STRING';
 interface Column {

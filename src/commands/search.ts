@@ -25,7 +25,7 @@ export async function searchCommand(argv: string[]): Promise<number> {
     const problem = limitProblem(SEARCH_RESULTS, limit);
     if (problem) throw new CommandUsageError(`--${problem}`);
     const run = await openRunDir(dir, values['cache-dir']);
-    const search = new RunSearch(run.answers, values['cache-dir'] !== undefined);
+    const search = new RunSearch(run.answers, values['cache-dir'] !== undefined, run.answers.cache);
     try {
       let matches = 0;
       for await (const e of searchRun(search, run.answers, query, { limit })) {

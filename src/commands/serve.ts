@@ -142,7 +142,7 @@ function cacheFor(flags: ServeFlags, index: number, count: number): string | und
 }
 
 export async function serve(flags: ServeFlags): Promise<void> {
-  const { openRun } = await import('../server/run.ts');
+  const { openRun } = await import('./openRun.ts');
   const { ServedRuns } = await import('../server/runSet.ts');
   const { startRunsServer } = await import('../server/listen.ts');
   const { loadHealthConfig } = await import('./health.ts');
@@ -154,19 +154,18 @@ export async function serve(flags: ServeFlags): Promise<void> {
     }
   })();
   let opened = 0;
-  // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
-  const withEngines = async (run: RunSources): Promise<RunSources> =>
-    flags.prometheus ? (await import('../server/prometheusRun.ts')).prometheusFor(run, flags.prometheus) : run;
   const open = (dir: string): Promise<RunSources> =>
     openRun(dir, {
       tensorLru: flags.tensorLru,
       cacheDir: cacheFor(flags, opened++, flags.runsRoot ? 2 : flags.runDirs.length),
       memoryBudget: flags.memoryBudgetMiB * 2 ** 20,
+      // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
+      prometheus: flags.prometheus,
     }).catch((err: Error) => {
       // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
       const param = (err as { param?: string }).param;
       throw param ? new UsageError(`--${param === 'cacheDir' ? 'cache-dir' : param}: ${err.message}`) : err;
-    }).then(withEngines);
+    });
   const options = {
     healthSignals,
     host: flags.host,

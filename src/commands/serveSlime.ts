@@ -2,7 +2,7 @@
 // files a `--save-debug-rollout-data` template wrote.
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { SlimeAnswers } from '../queries/slimeAnswers.ts';
+import { answersOver } from './openRun.ts';
 import { SlimeRunModel } from '../run/slime/index.ts';
 import { looksLikeSlimeDir } from '../run/slime/run.ts';
 import { startServer } from '../server/listen.ts';
@@ -67,13 +67,12 @@ export async function serveSlime(argv: string[]): Promise<number> {
   if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new SlimeServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
   const port = values.port === undefined ? 7788 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SlimeServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
-  const sources = new SlimeAnswers(model, model, {
-    rolloutNumGpus: gpus,
-    evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean),
+  const served = answersOver(model, {
+    // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
+    prometheus: values.prometheus,
+    slime: { rolloutNumGpus: gpus, evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean) },
   });
   const host = values.host ?? '127.0.0.1';
-  // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
-  const served = values.prometheus ? await (await import('../server/prometheusRun.ts')).prometheusFor(sources, values.prometheus) : sources;
   const server = await startServer(served, { host, port, follow: values.follow ?? false, allowHosts: (values['allow-host'] as string[] | undefined) ?? [] });
   console.log(`rlsight serving ${server.url}  (slime run: ${ids.train.length} rollout and ${ids.eval.length} eval dumps)`);
   for (const w of run.warnings()) console.warn(`warning: ${w}`);

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { openRun } from '../server/run.ts';
+import { openRun } from '../commands/openRun.ts';
 import { generateDemoRun } from './index.ts';
 
 const KEY = 'rollout/zero_std_group_ratio';

@@ -4,7 +4,7 @@ import { encodeCsv } from '../formats/csv.ts';
 import { encodeParquet } from '../formats/parquetWrite.ts';
 import { encodeEventFile, type ScalarEvent } from '../formats/tfevents.ts';
 import type { MetricsRecord } from '../run/model.ts';
-import type { AnswerRun } from './answerRun.ts';
+import type { RunSources } from './runAnswers.ts';
 import { BadArgument } from '../run/errors.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate } from './rollouts.ts';
@@ -98,26 +98,26 @@ export function encodeTable(table: ExportTable, format: TableFormat): Uint8Array
 }
 
 /** The run's metrics table (logged keys and `dump/*` aggregates). */
-export async function runMetricsTable(run: AnswerRun): Promise<ExportTable> {
+export async function runMetricsTable(run: RunSources): Promise<ExportTable> {
   return metricsTable(run.metricsRecords(), await run.stepAggregates());
 }
 
 /** One step's rollout table, as the Rollouts view shows it. */
-export async function rolloutTable(run: AnswerRun, step: number, evaluation: boolean): Promise<ExportTable> {
+export async function rolloutTable(run: RunSources, step: number, evaluation: boolean): Promise<ExportTable> {
   const t = await run.summary(step, evaluation);
   return { columns: [...t.columns], rows: t.rows.map((r) => t.columns.map((c) => cellOf(r[c]))) };
 }
 
 /** The run as one TensorBoard event file. */
-export async function runEventFile(run: AnswerRun, createdAt: number): Promise<Uint8Array> {
+export async function runEventFile(run: RunSources, createdAt: number): Promise<Uint8Array> {
   const table = await runMetricsTable(run);
   const events = scalarEvents(table, stepWallTimes(run.metricsRecords()), createdAt);
   return encodeEventFile(events, createdAt);
 }
 
 /** One sample as JSON: its summary row, recorded conversation (when there is one) and per-token series. */
-export async function sampleDocument(run: AnswerRun, step: number, sampleIndex: number, evaluation: boolean): Promise<Record<string, unknown>> {
-  const tokens = await run.tokens(step, sampleIndex, evaluation);
+export async function sampleDocument(run: RunSources, step: number, sampleIndex: number, evaluation: boolean): Promise<Record<string, unknown>> {
+  const tokens = await run.tokens(step, sampleIndex, { start: 0, evaluation });
   const summary = await run.summary(step, evaluation);
   const row = summary.rows.find((r) => r.sample_index === sampleIndex) ?? null;
   let conversation: unknown = null;

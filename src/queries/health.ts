@@ -12,7 +12,8 @@ import type {
   SignalSpec,
   Threshold,
 } from '../wire/index.ts';
-import { readableStep, type AnswerRun } from './answerRun.ts';
+import { readableStep } from './rollouts.ts';
+import type { RunSources } from './runAnswers.ts';
 import { BadArgument, damageOf } from '../run/errors.ts';
 import { ENTRY_PHASE, judgeStep } from './stragglers.ts';
 import type { TableRow } from '../wire/index.ts';
@@ -421,7 +422,7 @@ export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]):
  * The board of an open run: every visible train step. A step still being written is skipped, and a damaged
  * step is a row marked damaged (its dump's signals show no data), each with a warning naming the file.
  */
-export async function runHealth(run: AnswerRun, signals: readonly SignalSpec[] = DEFAULT_SIGNALS): Promise<HealthAnswer> {
+export async function runHealth(run: RunSources, signals: readonly SignalSpec[] = DEFAULT_SIGNALS): Promise<HealthAnswer> {
   const warnings: string[] = [];
   const steps: HealthStep[] = [];
   for (const step of (await run.rolloutIds()).train) {

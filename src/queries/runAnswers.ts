@@ -1,6 +1,6 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
-import { FLAT_STREAMS, PARTITIONED_STREAMS, type DerivedEntries, type RunModel, type TelemetrySource } from '../run/model.ts';
+import { FLAT_STREAMS, PARTITIONED_STREAMS, type DerivedEntries, type MetricsRecord, type OutsideEngineSeries, type PhaseEvent, type RunModel, type SampleTextRecord, type TelemetrySource, type TopologySnapshot } from '../run/model.ts';
 import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import type {
@@ -27,7 +27,6 @@ import type {
 } from '../wire/index.ts';
 import { MFU_STEP_KEY } from './advisory.ts';
 import { advisoryAnswer } from './advisoryInputs.ts';
-import { answerRunOf, type AnswerRun } from './answerRun.ts';
 import { bubbles } from './bubbles.ts';
 import { engineMetricNames, engineSeries } from './engineSeries.ts';
 import { fleet } from './fleet.ts';
@@ -41,7 +40,10 @@ import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
 import { STEP_AGGREGATE_METRICS, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
+import type { SampleText } from './search.ts';
+import { noTraces } from './slimeTraceView.ts';
 import { tokenView } from './tokens.ts';
+import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { topology } from './topology.ts';
 import { rolloutTrajectories } from './trajectoryLanes.ts';
 import { latestValues, runConfig, runStatus } from './runsTable.ts';
@@ -75,10 +77,13 @@ export interface RunCatalog {
 }
 
 /**
- * An open run as the server sees it: one method per endpoint, arguments already validated. Failures are
- * typed (see run/errors.ts) and mapped to statuses by the server. Nothing here writes to the run.
+ * An open run as the server, the commands and the answers no single chart gives (health, search, diffs,
+ * exports) see it: one method per endpoint, arguments already validated. Failures are typed (see
+ * run/errors.ts) and mapped to statuses by the server. Nothing here writes to the run.
  */
 export interface RunSources {
+  /** The run's name as the server lists it. */
+  readonly name: string;
   meta(p: Presentation): Promise<Meta>;
   /** The run as `/api/runs` lists it, under the URL name `id`, with the newest value of each `latest` key. */
   listing(id: string, primary: boolean, opts?: { follow?: boolean; latest?: readonly string[] }): Promise<RunListing>;
@@ -104,14 +109,34 @@ export interface RunSources {
   messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
   tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView>;
 
-  /** The run as the health board, search, diffs and exports read it (`/api/rlsight/…`). */
-  answers?(): AnswerRun;
+  rolloutIds(): Promise<{ train: number[]; eval: number[] }>;
+  /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */
+  stepAggregates(): Promise<StepAggregate[]>;
+  /** Every sample's searchable text, in batch order. */
+  sampleTexts(step: number, evaluation: boolean): Promise<SampleText[]>;
+  /** The same texts in order, in batches handed out while the step is still being read. */
+  sampleTextBatches(step: number, evaluation: boolean): AsyncIterable<SampleText[]>;
+  /** Changes whenever the files a step's answers read change (its search texts are kept until then). */
+  stepStamp(step: number, evaluation: boolean): Promise<string>;
+  metricsRecords(): readonly MetricsRecord[];
+  topologySnapshots(): readonly TopologySnapshot[];
+  phaseEvents(): readonly PhaseEvent[];
+  startTs(): number | null;
+  /** Whether the run records per-request traces (slime rollout dumps carry them). */
+  readonly hasTraces: boolean;
+  /** A dump's request traces laid out for the Trace view; `has_traces: false` for a run without any. */
+  trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer>;
+  /** One sample's trace items with every attr; NotFound for a run without traces. */
+  traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails>;
+  /** The run's derived entries (search indexes kept in `--cache-dir`), handed in by whoever opened it; null keeps none. */
+  readonly cache: DerivedEntries | null;
 
   /**
    * A token that changes whenever a telemetry answer (`/api/timeline/*`) may change: every stream's
-   * version, the lane index and the time range. Answers may be kept while it stays the same.
+   * version, the lane index and the time range. Answers may be kept while it stays the same; null when
+   * they change with time instead (engine series from Prometheus).
    */
-  telemetryVersion?(): string;
+  telemetryVersion(): string | null;
   /** Reads what the run gained since the last call (`--follow`). */
   advance(): Promise<void>;
   /** What `--follow` diffs between ticks. */
@@ -121,6 +146,19 @@ export interface RunSources {
   /** Absolute directories whose paths must never appear in an answer. */
   readonly roots: readonly string[];
 }
+
+/** What whoever opens a run hands its answers: nothing of it is read from files by the queries. */
+export interface HandedIn {
+  /** The run's derived entries (search indexes kept in `--cache-dir`); none when absent. */
+  cache?: DerivedEntries | null;
+  /** Engine series from outside the run (`--prometheus URL`), shown when the run has none of its own. */
+  engines?: OutsideEngineSeries | null;
+  /** The clock an outside source's default window ends at (seconds). */
+  now?: () => number;
+}
+
+/** Without a window, the last hour of outside engine series is asked for. */
+export const OUTSIDE_ENGINE_WINDOW_S = 3600;
 
 /** Advisory answers kept (one per viewport the app asks about). */
 const ADVISORY_ANSWERS_KEPT = 16;
@@ -163,17 +201,77 @@ export class RunAnswers implements RunSources {
   private readonly advisoryCache = new Map<string, LocatedAdvisoryAnswer>();
   /** Sample id → its train step: a dumped step's samples never change. */
   private readonly stepOfSample = new Map<number, number>();
-  private answerRun: AnswerRun | undefined;
+  private unstamped = 0;
+
+  readonly cache: DerivedEntries | null;
+  private readonly engines: OutsideEngineSeries | null;
+  private readonly now: () => number;
 
   constructor(
     readonly model: RunModel,
-    /** The run's derived entries (search indexes), handed in by whoever opened it; null keeps none. */
-    readonly cache: DerivedEntries | null = null,
-  ) {}
+    handed: HandedIn = {},
+  ) {
+    this.cache = handed.cache ?? null;
+    this.engines = handed.engines ?? null;
+    this.now = handed.now ?? (() => Date.now() / 1000);
+  }
 
-  answers(): AnswerRun {
-    this.answerRun ??= answerRunOf(this);
-    return this.answerRun;
+  /** Engine series come from outside the run: it has an outside source and no engine_series stream of its own. */
+  private get outsideEngines(): OutsideEngineSeries | null {
+    return this.engines !== null && !this.store.hasStream('engine_series') ? this.engines : null;
+  }
+
+  get name(): string {
+    return this.store.meta()?.run_name ?? basename(this.model.dir);
+  }
+
+  rolloutIds(): Promise<{ train: number[]; eval: number[] }> {
+    return this.model.rolloutIds();
+  }
+
+  stepStamp(step: number, evaluation: boolean): Promise<string> {
+    return this.model.stepStamp?.(step, evaluation) ?? Promise.resolve(`unstamped:${this.unstamped++}`);
+  }
+
+  async sampleTexts(step: number, evaluation: boolean): Promise<SampleText[]> {
+    return (await this.model.sampleTexts(step, evaluation)).map((t) => sampleText(t, step, evaluation));
+  }
+
+  async *sampleTextBatches(step: number, evaluation: boolean): AsyncGenerator<SampleText[]> {
+    if (!this.model.sampleTextBatches) {
+      yield await this.sampleTexts(step, evaluation);
+      return;
+    }
+    for await (const batch of this.model.sampleTextBatches(step, evaluation)) yield batch.map((t) => sampleText(t, step, evaluation));
+  }
+
+  metricsRecords(): readonly MetricsRecord[] {
+    return this.store.metricsRecords();
+  }
+
+  topologySnapshots(): readonly TopologySnapshot[] {
+    return this.store.topologySnapshots();
+  }
+
+  phaseEvents(): readonly PhaseEvent[] {
+    return this.store.phaseEvents();
+  }
+
+  startTs(): number | null {
+    return this.store.meta()?.start_ts ?? null;
+  }
+
+  get hasTraces(): boolean {
+    return false;
+  }
+
+  async trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer> {
+    // Not an error: the app asks before it knows the run's format, and says so from the answer.
+    return noTraces(rolloutId, evaluation);
+  }
+
+  async traceDetails(_rolloutId: number, _evaluation: boolean, _row: number): Promise<TraceDetails> {
+    throw new NotFound('this run holds no per-request traces (slime rollout dumps carry them)');
   }
 
   /** Closes the run's files. */
@@ -189,13 +287,28 @@ export class RunAnswers implements RunSources {
     return this.model.telemetry;
   }
 
-  telemetryVersion(): string {
+  telemetryVersion(): string | null {
+    // Outside answers change with time, not with the run's files: none of this run's telemetry answers is kept.
+    if (this.engines !== null) return null;
     const store = this.store;
     const streams = [...PARTITIONED_STREAMS, ...FLAT_STREAMS].map((st) => store.streamVersion(st)).join(',');
     return `${streams}|${store.laneIndexVersion}|${JSON.stringify(store.timeRange())}|${store.meta()?.start_ts ?? ''}`;
   }
 
   async meta(p: Presentation): Promise<Meta> {
+    const m = await this.ownMeta(p);
+    const outside = this.outsideEngines;
+    if (outside === null) return m;
+    let names: string[] = [];
+    try {
+      names = await outside.metricNames();
+    } catch {
+      // The outside source is down: the run is still served, without engine series.
+    }
+    return { ...m, engine_metric_keys: names, capabilities: { ...m.capabilities, has_engine_series: names.length > 0 } };
+  }
+
+  private async ownMeta(p: Presentation): Promise<Meta> {
     const ids = await this.model.rolloutIds();
     const store = this.store;
     const meta = store.meta();
@@ -309,6 +422,13 @@ export class RunAnswers implements RunSources {
   }
 
   async engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer> {
+    const outside = this.outsideEngines;
+    if (outside !== null) {
+      const range = this.store.timeRange();
+      const t1 = w.t1 ?? range?.[1] ?? this.now();
+      const t0 = w.t0 ?? Math.max(range?.[0] ?? -Infinity, t1 - OUTSIDE_ENGINE_WINDOW_S);
+      return { series: await outside.series(w.metric, t0, t1, w.maxPoints) };
+    }
     return this.progressive(w, (store) => engineSeries(store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank }));
   }
 
@@ -455,6 +575,10 @@ export function defaultWindowS(gpuBytesPerHour: number): number {
 
 function openingWindow(seconds: number): Pick<Meta, 'default_window_s'> {
   return seconds < MAX_WINDOW_S ? { default_window_s: seconds } : {};
+}
+
+function sampleText(t: SampleTextRecord, step: number, evaluation: boolean): SampleText {
+  return { step, evaluation, sample_index: t.sampleIndex, group_index: t.groupIndex, status: t.status, reward: t.reward, fields: t.fields, ids: t.ids };
 }
 
 /** `warmup` while the background warm-up runs (only with a cache directory), nothing once it is done. */

@@ -3,7 +3,8 @@
 // kept (memory, and `--cache-dir` when given) with a full-text index (flexsearch) built behind the scans.
 import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
 import type { SearchEvent, SearchMatch } from '../wire/index.ts';
-import type { AnswerRun, SampleText } from './answerRun.ts';
+import type { DerivedEntries } from '../run/model.ts';
+import type { RunSources } from './runAnswers.ts';
 import { BadArgument, DumpStillWriting } from '../run/errors.ts';
 import { regexHits } from './boundedRegex.ts';
 import { checkLimit, SEARCH_RESULTS } from './limits.ts';
@@ -354,6 +355,20 @@ function idMatch(t: SampleText, field: string, text: string, run: string | undef
   return matchOf(t, field, text, [[0, text.length]], run);
 }
 
+/** The searchable text of one sample. */
+export interface SampleText {
+  step: number;
+  evaluation: boolean;
+  sample_index: number;
+  group_index: number | null;
+  status: string;
+  reward: number | null;
+  /** Named text fields: `prompt`, `response`, `label`, `conversation` (the sidecar's messages), `metadata`. */
+  fields: Record<string, string>;
+  /** Identifiers recorded with the sample: request ids, trace ids, session ids. */
+  ids: string[];
+}
+
 /**
  * Per-run search state: each step's texts and index, kept for STEPS_KEPT steps and, with a cache, on disk
  * (texts plus the exported index), invalidated when the step's files change.
@@ -363,9 +378,11 @@ export class RunSearch {
   private readonly reading = new Map<string, StepRead>();
 
   constructor(
-    private readonly run: AnswerRun,
+    private readonly run: RunSources,
     /** Whether scanned steps get an index (a one-shot scan without a cache has no later use for one). */
     private readonly indexing = true,
+    /** Where indexes outlive the process (`--cache-dir`), handed in by the server or the command; null keeps none. */
+    private readonly cache: DerivedEntries | null = null,
   ) {}
 
   /**
@@ -457,7 +474,7 @@ export class RunSearch {
   }
 
   private async fromCache(key: string, stamp: string): Promise<StepTexts | null> {
-    const text = await this.run.readCache(`search_${key}.json`);
+    const text = (await this.cache?.read(`search_${key}.json`)) ?? null;
     if (text === null) return null;
     try {
       const doc = JSON.parse(text) as { version: number; stamp: string; texts: SampleText[]; index: Record<string, string> };
@@ -476,7 +493,7 @@ export class RunSearch {
   private async toCache(st: StepTexts): Promise<void> {
     const index = st.index;
     if (!index) return;
-    await this.run.writeCache(`search_${st.key}.json`, () => {
+    await this.cache?.write(`search_${st.key}.json`, () => {
       const parts: Record<string, string> = {};
       index.export((k: string | number, v: unknown) => {
         parts[String(k)] = v as string;
@@ -496,13 +513,13 @@ export interface SearchOptions {
 /** A run to search: its search state and its name (matches carry the name when several runs are searched). */
 export interface SearchTarget {
   search: RunSearch;
-  run: AnswerRun;
+  run: RunSources;
   /** How matches name the run (default its name). */
   name?: string;
 }
 
 /** Searches one run; see `searchRuns`. */
-export function searchRun(search: RunSearch, run: AnswerRun, raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
+export function searchRun(search: RunSearch, run: RunSources, raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
   return searchRuns([{ search, run }], raw, opts);
 }
 

@@ -1,11 +1,11 @@
 // The answers about a slime run: everything a run answers (Rollouts, Sample, search, exports), plus slime's
 // per-step metrics (perf/, rollout/, eval/ and the corrected perf_fixed/) and the request traces.
 import { NotFound } from '../run/errors.ts';
-import type { DerivedEntries, RunModel, TraceSource } from '../run/model.ts';
+import type { RunModel, TraceSource } from '../run/model.ts';
 import type { Meta, MetricsAnswer, RolloutTable } from '../wire/index.ts';
 import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
-import { RunAnswers, type Presentation, type Window } from './runAnswers.ts';
+import { RunAnswers, type HandedIn, type Presentation, type Window } from './runAnswers.ts';
 import { slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
 import { traceDetails, traceView } from './slimeTraceView.ts';
 
@@ -16,9 +16,9 @@ export class SlimeAnswers extends RunAnswers {
     model: RunModel,
     private readonly traces: TraceSource,
     private readonly inputs: StepMetricsInputs = {},
-    cache: DerivedEntries | null = null,
+    handed: HandedIn = {},
   ) {
-    super(model, cache);
+    super(model, handed);
   }
 
   private async steps(): Promise<ReturnType<typeof slimeStepMetrics>> {
@@ -74,12 +74,16 @@ export class SlimeAnswers extends RunAnswers {
     return out;
   }
 
-  async trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer> {
+  override get hasTraces(): boolean {
+    return true;
+  }
+
+  override async trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer> {
     const d = await this.traces.dump(rolloutId, evaluation);
     return traceView(d.samples, d);
   }
 
-  async traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails> {
+  override async traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails> {
     const d = await this.traces.dump(rolloutId, evaluation);
     const s = d.samples[row];
     const details = s ? traceDetails(s) : null;
@@ -89,6 +93,6 @@ export class SlimeAnswers extends RunAnswers {
 }
 
 /** The answers for an open run: a run that records per-request traces (slime) gets their metrics and traces too. */
-export function answersFor(model: RunModel, opts: { cache?: DerivedEntries | null; slime?: StepMetricsInputs } = {}): RunAnswers {
-  return model.traces ? new SlimeAnswers(model, model.traces, opts.slime, opts.cache ?? null) : new RunAnswers(model, opts.cache ?? null);
+export function answersFor(model: RunModel, handed: HandedIn & { slime?: StepMetricsInputs } = {}): RunAnswers {
+  return model.traces ? new SlimeAnswers(model, model.traces, handed.slime, handed) : new RunAnswers(model, handed);
 }

@@ -3,7 +3,7 @@
 // that moved most. Pure over the step tables, prompts and metrics records handed to it.
 import type { MetricsRecord } from '../run/model.ts';
 import type { Cell, DistributionDiff, FlippedGroup, GroupOutcome, MetricPair, MovedSample, SampleDiff, StepDiff, StepRef, TableRow } from '../wire/index.ts';
-import type { AnswerRun } from './answerRun.ts';
+import type { RunSources } from './runAnswers.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate } from './rollouts.ts';
 import { NotFound } from '../run/errors.ts';
@@ -269,7 +269,7 @@ export function initialPrompt(prompt: string): string {
   return cut < 0 ? prompt : prompt.slice(0, cut);
 }
 
-export async function diffSide(run: AnswerRun, step: number, evaluation: boolean, name = run.name): Promise<DiffSide> {
+export async function diffSide(run: RunSources, step: number, evaluation: boolean, name = run.name): Promise<DiffSide> {
   const summary = await run.summary(step, evaluation);
   const texts = await run.sampleTexts(step, evaluation);
   const prompts = new Map<number, string>();
@@ -306,7 +306,7 @@ export function bestAndWorst(rows: readonly TableRow[], group: number): [number,
 }
 
 export interface SampleRef {
-  run: AnswerRun;
+  run: RunSources;
   step: number;
   sampleIndex: number;
   evaluation: boolean;
@@ -317,7 +317,7 @@ async function sampleSide(ref: SampleRef, label: string) {
   const named = (e: unknown) => {
     throw e instanceof NotFound ? new NotFound(`sample ${label} (${ref.run.name}): ${e.message}`) : e;
   };
-  const tokens = await ref.run.tokens(ref.step, ref.sampleIndex, ref.evaluation).catch(named);
+  const tokens = await ref.run.tokens(ref.step, ref.sampleIndex, { start: 0, evaluation: ref.evaluation }).catch(named);
   const summary = await ref.run.summary(ref.step, ref.evaluation);
   const texts = await ref.run.sampleTexts(ref.step, ref.evaluation);
   const row = summary.rows.find((r) => r.sample_index === ref.sampleIndex) ?? null;

@@ -6,6 +6,7 @@
 // Everything above src/run/ (queries, server, commands) sees a run only through this file, `open.ts` and
 // `errors.ts`: the record shapes and the few value helpers that come with them are re-exported here.
 import type { TensorNumbers } from '../formats/torch/tensorData.ts';
+import type { EngineSeries } from '../wire/timeline.ts';
 import type { EngineSeriesBlock, EngineSeriesTable, GpuUtilBlock, GpuUtilHour, LaneTable, PhaseBlock, StringTable } from './telemetry/store.ts';
 import type {
   DataBufferSample,
@@ -269,6 +270,16 @@ export interface RunModel {
   /** Problems met while reading (skipped lines, unreadable files), as one-line messages. */
   warnings(): string[];
   close(): Promise<void>;
+}
+
+/**
+ * Engine series kept outside the run (Prometheus, for `--prometheus URL`): what a run that scraped none
+ * shows instead. Failures are SourceUnavailable (errors.ts).
+ */
+export interface OutsideEngineSeries {
+  /** The rlsight names of the series it holds. */
+  metricNames(): Promise<string[]>;
+  series(metric: string, t0: number, t1: number, maxPoints: number): Promise<EngineSeries[]>;
 }
 
 /**

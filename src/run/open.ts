@@ -6,10 +6,10 @@ import { collectedAdapter } from './collected/index.ts';
 import { milesAdapter } from './miles/index.ts';
 import { slimeAdapter } from './slime/index.ts';
 import { DerivedCache } from './derivedCache.ts';
-import type { DerivedEntries, OpenRunOptions, RunAdapter, RunModel } from './model.ts';
+import type { DerivedEntries, OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel } from './model.ts';
 
 export { foreground } from './foreground.ts';
-export { PrometheusEngineSource } from './prometheus/engineSource.ts';
+import { PrometheusEngineSource } from './prometheus/engineSource.ts';
 
 /** Every format rlsight reads, in the order they are tried. */
 export const RUN_ADAPTERS: readonly RunAdapter[] = [collectedAdapter, slimeAdapter, milesAdapter];
@@ -23,6 +23,11 @@ export function runFormats(dir: string): string[] {
 export function openRunModel(dir: string, options: OpenRunOptions = {}): Promise<RunModel> {
   const adapter = RUN_ADAPTERS.find((a) => a.detect(dir)) ?? milesAdapter;
   return adapter.open(dir, options);
+}
+
+/** `--prometheus URL`: engine series from Prometheus range queries, for a run that scraped none. */
+export function openPrometheusEngines(url: string): OutsideEngineSeries {
+  return new PrometheusEngineSource(url);
 }
 
 /** The run's derived entries under its cache directory (none without one), to hand to the queries. */

@@ -3,7 +3,7 @@
 import type { Context, Hono } from 'hono';
 import { stream } from 'hono/streaming';
 import { z } from 'zod';
-import type { AnswerRun } from '../queries/answerRun.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
 import type { TableFormat } from '../queries/exports.ts';
 import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';
 import { SEARCH_RESULTS } from '../queries/limits.ts';
@@ -65,10 +65,10 @@ let exportsModule: Promise<typeof import('../queries/exports.ts')> | undefined;
 const loadExports = (): Promise<typeof import('../queries/exports.ts')> => (exportsModule ??= import('../queries/exports.ts'));
 
 /** One search state per run, shared by every route that searches it (its texts and indexes are kept there). */
-const searches = new WeakMap<AnswerRun, RunSearch>();
-function searchOf(search: SearchModule, run: AnswerRun): RunSearch {
+const searches = new WeakMap<RunSources, RunSearch>();
+function searchOf(search: SearchModule, run: RunSources): RunSearch {
   let s = searches.get(run);
-  if (!s) searches.set(run, (s = new search.RunSearch(run)));
+  if (!s) searches.set(run, (s = new search.RunSearch(run, true, run.cache)));
   return s;
 }
 
@@ -100,7 +100,7 @@ async function searchResponse(c: Context, targets: (search: SearchModule) => Sea
  * Two samples (`a`, `b` as STEP:SAMPLE, `a` of run A and `b` of run B), or a group's best and worst (`step`,
  * `group`, both of run A's step). `eval` applies to both sides unless `eval_a` / `eval_b` say otherwise.
  */
-async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: AnswerRun, runB: AnswerRun, names?: [string, string]) {
+async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: RunSources, runB: RunSources, names?: [string, string]) {
   const { bestAndWorst, sampleDiff } = await loadStepDiff();
   const evalA = q.eval_a ?? q.eval;
   let evalB = q.eval_b ?? q.eval;
@@ -125,7 +125,7 @@ async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: Answer
 /** A run a server holds, as the routes across runs see it. */
 export interface NamedRun {
   id: string;
-  answers: AnswerRun;
+  answers: RunSources;
   roots: readonly string[];
 }
 
@@ -197,7 +197,7 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], pre
   });
 }
 
-export function mountAnswers(app: Hono, run: AnswerRun, opts: AnswerOptions = {}): void {
+export function mountAnswers(app: Hono, run: RunSources, opts: AnswerOptions = {}): void {
   const signals = opts.healthSignals ?? DEFAULT_SIGNALS;
 
   // Matches stream as newline-delimited JSON while the steps are scanned; closing the request stops the scan.

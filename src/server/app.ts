@@ -64,12 +64,11 @@ export function runApi(run: RunSources, feed: EventFeed, options: AppOptions = {
   api.onError((err, c) => failureResponse(c, err, run.roots));
   mountMeta(api, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
   // answers asked for at once are computed once; telemetry answers are kept while the run's telemetry is unchanged
-  api.use('/api/*', sharedAnswers({ version: () => run.telemetryVersion?.() ?? null }));
+  api.use('/api/*', sharedAnswers({ version: () => run.telemetryVersion() }));
   mountTimeline(api, run);
   mountMetrics(api, run, options.lowMfu ?? DEFAULT_LOW_MFU);
   mountRollout(api, run);
-  const answers = run.answers?.();
-  if (answers) mountAnswers(api, answers, { healthSignals: options.healthSignals, roots: run.roots });
+  mountAnswers(api, run, { healthSignals: options.healthSignals, roots: run.roots });
   mountTrace(api, run);
   mountEvents(api, feed, options.follow ? 'follow' : 'static');
   api.notFound((c) => c.json({ detail: 'Not Found' }, 404));
@@ -131,12 +130,7 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys }))) };
     return jsonResponse(c, body);
   });
-  const namedRuns = () =>
-    runs.runs().flatMap((r) => {
-      const answers = r.run.answers?.();
-      return answers ? [{ id: r.id, answers, roots: r.run.roots }] : [];
-    });
-  // A run's own search and diffs may reach the other runs held (`runs=`, `run_b`): answered here, not by its API.
+  const namedRuns = () => runs.runs().map((r) => ({ id: r.id, answers: r.run, roots: r.run.roots }));
   mountRunsAnswers(app, namedRuns, '/api/runs/:run');
   app.all('/api/runs/:run/*', (c) => {
     const served = runs.get(c.req.param('run'));

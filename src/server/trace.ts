@@ -5,41 +5,23 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { windowProblem } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
-import { BadArgument, NotFound } from '../run/errors.ts';
-import { noTraces } from '../queries/slimeTraceView.ts';
-import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
+import { BadArgument } from '../run/errors.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';
-import { perfettoForRun } from './perfetto.ts';
-
-/** What a run that holds per-request traces (slime) answers. */
-export interface TraceSources {
-  trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer>;
-  traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails>;
-}
-
-function hasTraces(run: unknown): run is TraceSources {
-  return typeof (run as Partial<TraceSources>).trace === 'function' && typeof (run as Partial<TraceSources>).traceDetails === 'function';
-}
+import { perfettoForRun } from '../queries/perfettoExport.ts';
 
 const traceQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false) });
 const detailsQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false), row: intParam });
 const perfettoQuery = z.object({ t0: floatParam.optional(), t1: floatParam.optional(), rollout_id: intParam.optional(), eval: boolParam.default(false) });
 
 export function mountTrace(app: Hono, run: RunSources): void {
-  const none = (): never => {
-    throw new NotFound('this run holds no per-request traces (slime rollout dumps carry them)');
-  };
   app.get('/api/rlsight/trace', async (c) => {
     const q = parseParams(traceQuery, c.req.query());
-    // Not an error: the app asks before it knows the run's format, and says so from the answer.
-    if (!hasTraces(run)) return jsonResponse(c, noTraces(q.rollout_id, q.eval));
-    return jsonResponse(c, await (run as unknown as TraceSources).trace(q.rollout_id, q.eval));
+    return jsonResponse(c, await run.trace(q.rollout_id, q.eval));
   });
   app.get('/api/rlsight/trace/details', async (c) => {
     const q = parseParams(detailsQuery, c.req.query());
-    if (!hasTraces(run)) none();
-    return jsonResponse(c, await (run as unknown as TraceSources).traceDetails(q.rollout_id, q.eval, q.row));
+    return jsonResponse(c, await run.traceDetails(q.rollout_id, q.eval, q.row));
   });
   // The Perfetto download: one window (or one dump's traces) as Chrome trace-event JSON.
   app.get('/api/rlsight/export/perfetto', async (c) => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { startServer, type RunningServer } from '../../src/server/listen.ts';
-import { openRun } from '../../src/server/run.ts';
+import { openRun } from '../../src/commands/openRun.ts';
 import { copyFixtureRun, type RunCopy } from '../support/fixtures.ts';
 import { ensureWebBuilt, hasChromium, launch, SCREENSHOTS } from './harness.ts';
 

@@ -123,3 +123,60 @@ export function importViolations(root: string): ImportViolation[] {
   }
   return out;
 }
+
+/**
+ * Every runtime import circle among the source files under `root/src` and `root/web` (type-only imports load
+ * nothing and are left out; tests too): each circle as its files, relative to the root, sorted.
+ */
+export function importCircles(root: string): string[][] {
+  const edges = new Map<string, string[]>();
+  for (const top of ['src', 'web']) {
+    let files: string[];
+    try {
+      files = sourceFiles(join(root, top));
+    } catch {
+      continue;
+    }
+    for (const path of files) {
+      const file = relative(root, path);
+      if (/\.test\.tsx?$/.test(file)) continue;
+      const to: string[] = [];
+      for (const { specifier, typeOnly } of importsOf(readFileSync(path, 'utf8'))) {
+        if (typeOnly || !specifier.startsWith('.')) continue;
+        to.push(relative(root, resolve(dirname(path), specifier)));
+      }
+      edges.set(file, to);
+    }
+  }
+  // Tarjan's strongly connected components: a component of more than one file (or a file importing itself) is a circle.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!edges.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (edges.get(v) ?? []).includes(v)) circles.push(component.sort());
+  };
+  for (const v of [...edges.keys()].sort()) if (!index.has(v)) visit(v);
+  return circles.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+}

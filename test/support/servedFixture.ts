@@ -1,7 +1,7 @@
 // The app over a fresh copy of a fixture run, for one suite: opened before its tests, removed after.
 import { after, before } from 'node:test';
 import { createApp } from '../../src/server/app.ts';
-import { openRun, type OpenRun } from '../../src/server/run.ts';
+import { openRun, type OpenRun } from '../../src/commands/openRun.ts';
 import { copyFixtureRun, type RunCopy } from './fixtures.ts';
 
 export interface ServedFixture {

@@ -1,10 +1,9 @@
 // Gathers what a Perfetto export of one window holds from an open run's answers (the compute timeline of
 // a miles run; the request traces of a slime run), then lays it out as Chrome trace-event JSON.
-import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from '../queries/perfetto.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
-import type { RunSources } from '../queries/runAnswers.ts';
-import type { TraceSources } from './trace.ts';
+import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from './perfetto.ts';
+import type { RunSources } from './runAnswers.ts';
 
 export interface PerfettoWindow {
   t0?: number;
@@ -18,11 +17,6 @@ export interface PerfettoWindow {
 export const PERFETTO_ENGINE_POINTS = 2000;
 /** GPU samples per lane in an export. */
 export const PERFETTO_GPU_POINTS = 20000;
-
-function traceSource(run: RunSources): TraceSources | null {
-  const r = run as Partial<TraceSources>;
-  return typeof r.trace === 'function' && typeof r.traceDetails === 'function' ? (r as TraceSources) : null;
-}
 
 export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): Promise<ChromeTrace> {
   const meta = await run.meta({ follow: false, useUtilizationOverview: false });
@@ -38,14 +32,13 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
     }
     inputs.engine = engine;
   }
-  const traces = traceSource(run);
-  if (traces) {
+  if (run.hasTraces) {
     const list: TraceAnswer[] = [];
     const wanted =
       w.rolloutId !== undefined
         ? [{ id: w.rolloutId, evaluation: w.evaluation ?? false }]
         : [...meta.rollout_ids.train.map((id: number) => ({ id, evaluation: false })), ...meta.rollout_ids.eval.map((id: number) => ({ id, evaluation: true }))];
-    for (const { id, evaluation } of wanted) list.push(await traces.trace(id, evaluation));
+    for (const { id, evaluation } of wanted) list.push(await run.trace(id, evaluation));
     inputs.traces = list;
   }
   return perfettoTrace(inputs);
