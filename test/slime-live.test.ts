@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { startCollectorService } from '../src/collect/service.ts';
 import { createApp } from '../src/server/app.ts';
-import { openRun } from '../src/server/run.ts';
+import { openRun } from '../src/commands/openRun.ts';
 import { fixturePath, readFixtureJson } from './support/fixtures.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
