@@ -656,276 +656,241 @@ export class Unpickler {
    */
   private mark(buf: Uint8Array, dv: DataView, pos: number, end: number): number {
     const { stack, marks, seen } = this;
-      const target = stack.length > 0 ? stack[stack.length - 1] : undefined;
-      if (Array.isArray(target) && !isPyTuple(target)) {
-        if (target.length === 0 && this.typedLists) {
-          const key = this.lengthOnlyUnder && stack.length > 1 ? stack[stack.length - 2] : undefined;
-          if (typeof key === 'string' && this.lengthOnlyUnder!.has(key)) {
-            // Only its length is wanted: its numbers are counted, not kept.
-            const blocksEnd = this.scanNumberBatches(buf, dv, pos, end, seen, false);
-            if (blocksEnd > 0) {
-              const n = this.scanned;
-              if (this.zeros.length < n) this.zeros = new Int32Array(Math.max(n, 2 * this.zeros.length));
-              const typed = this.zeros.subarray(0, n);
-              stack[stack.length - 1] = typed;
-              this.replace(target, typed);
-              seen[0x65] = 1;
-              return blocksEnd;
-            }
-          }
-          // A fresh list decoded as a typed array: one pass over its `MARK <numbers> APPENDS` batches.
-          const blocksEnd = this.scanNumberBatches(buf, dv, pos, end, seen);
+    const target = stack.length > 0 ? stack[stack.length - 1] : undefined;
+    if (Array.isArray(target) && !isPyTuple(target)) {
+      if (target.length === 0 && this.typedLists) {
+        const key = this.lengthOnlyUnder && stack.length > 1 ? stack[stack.length - 2] : undefined;
+        if (typeof key === 'string' && this.lengthOnlyUnder!.has(key)) {
+          // Only its length is wanted: its numbers are counted, not kept.
+          const blocksEnd = this.scanNumberBatches(buf, dv, pos, end, seen, false);
           if (blocksEnd > 0) {
             const n = this.scanned;
-            const typed = this.scannedFloats ? this.numbers.slice(0, n) : Int32Array.from(this.numbers.subarray(0, n));
+            if (this.zeros.length < n) this.zeros = new Int32Array(Math.max(n, 2 * this.zeros.length));
+            const typed = this.zeros.subarray(0, n);
             stack[stack.length - 1] = typed;
             this.replace(target, typed);
             seen[0x65] = 1;
             return blocksEnd;
           }
-        } else if (target.length === 0) {
-          // A fresh list: count the numbers of its `MARK <numbers> APPENDS` batches first, so the
-          // list is sized once instead of growing batch by batch.
-          let q = pos;
-          let total = 0;
-          let blocksEnd = -1;
-          for (;;) {
-            let cnt = 0;
-            while (q < end) {
-              const w = NUMBER_WIDTH[buf[q]];
-              if (w === 0 || q + w > end) break;
-              seen[buf[q]] = 1;
-              q += w;
-              cnt++;
-            }
-            if (q >= end || buf[q] !== 0x65) break;
-            total += cnt;
-            blocksEnd = ++q;
-            if (q < end && buf[q] === 0x28) q++;
-            else break;
-          }
-          if (blocksEnd > 0 && total > 0) {
-            target.length = total;
-            fillNumbers(target as number[], buf, dv, pos, blocksEnd, this.boxFloats);
-            seen[0x65] = 1;
-            return blocksEnd;
-          }
         }
-        const start = target.length;
-        let p = pos;
-        while (p + 9 <= end) {
-          const o = buf[p];
-          if (o === 0x4b) {
-            target.push(buf[p + 1]);
-            p += 2;
-          } else if (o === 0x47) {
-            target.push(this.float(dv.getFloat64(p + 1, false)));
-            p += 9;
-          } else if (o === 0x4d) {
-            target.push(buf[p + 1] | (buf[p + 2] << 8));
-            p += 3;
-          } else if (o === 0x4a) {
-            target.push(buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24));
-            p += 5;
-          } else break;
-          seen[o] = 1;
-        }
-        if (p < end && buf[p] === 0x65) {
+        // A fresh list decoded as a typed array: one pass over its `MARK <numbers> APPENDS` batches.
+        const blocksEnd = this.scanNumberBatches(buf, dv, pos, end, seen);
+        if (blocksEnd > 0) {
+          const n = this.scanned;
+          const typed = this.scannedFloats ? this.numbers.slice(0, n) : Int32Array.from(this.numbers.subarray(0, n));
+          stack[stack.length - 1] = typed;
+          this.replace(target, typed);
           seen[0x65] = 1;
-          return p + 1;
+          return blocksEnd;
         }
-        // Not a plain run of numbers: hand what was read back to the stack and go on as usual.
-        marks.push(stack.length);
-        for (let i = start; i < target.length; i++) stack.push(target[i]);
-        target.length = start;
-        return p;
+      } else if (target.length === 0) {
+        // A fresh list: count the numbers of its `MARK <numbers> APPENDS` batches first, so the
+        // list is sized once instead of growing batch by batch.
+        let q = pos;
+        let total = 0;
+        let blocksEnd = -1;
+        for (;;) {
+          let cnt = 0;
+          while (q < end) {
+            const w = NUMBER_WIDTH[buf[q]];
+            if (w === 0 || q + w > end) break;
+            seen[buf[q]] = 1;
+            q += w;
+            cnt++;
+          }
+          if (q >= end || buf[q] !== 0x65) break;
+          total += cnt;
+          blocksEnd = ++q;
+          if (q < end && buf[q] === 0x28) q++;
+          else break;
+        }
+        if (blocksEnd > 0 && total > 0) {
+          target.length = total;
+          fillNumbers(target as number[], buf, dv, pos, blocksEnd, this.boxFloats);
+          seen[0x65] = 1;
+          return blocksEnd;
+        }
       }
+      const start = target.length;
+      let p = pos;
+      while (p + 9 <= end) {
+        const o = buf[p];
+        if (o === 0x4b) {
+          target.push(buf[p + 1]);
+          p += 2;
+        } else if (o === 0x47) {
+          target.push(this.float(dv.getFloat64(p + 1, false)));
+          p += 9;
+        } else if (o === 0x4d) {
+          target.push(buf[p + 1] | (buf[p + 2] << 8));
+          p += 3;
+        } else if (o === 0x4a) {
+          target.push(buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24));
+          p += 5;
+        } else break;
+        seen[o] = 1;
+      }
+      if (p < end && buf[p] === 0x65) {
+        seen[0x65] = 1;
+        return p + 1;
+      }
+      // Not a plain run of numbers: hand what was read back to the stack and go on as usual.
       marks.push(stack.length);
-      return pos;
+      for (let i = start; i < target.length; i++) stack.push(target[i]);
+      target.length = start;
+      return p;
+    }
+    marks.push(stack.length);
+    return pos;
+  }
+
+  /** Pops the innermost MARK: where its items start on the stack. */
+  private popMark(): number {
+    if (this.marks.length === 0) this.fail('no MARK on the stack');
+    return this.marks.pop()!;
   }
 
   /** The opcodes that build a list, tuple or dict from the stack (the caller reads the floor again after them). */
   private collection(op: number, floor: number): void {
     const { stack, marks } = this;
     switch (op) {
-    case 0x65: {
-      // APPENDS
-      if (marks.length === 0) this.fail('no MARK on the stack');
-      const m = marks.pop()!;
-      floor = this.floorOf(marks);
-      if (m < 1 || m - 1 < floor) this.fail('stack underflow: no list below the MARK');
-      const target = stack[m - 1];
-      if (Array.isArray(target) && !isPyTuple(target)) {
-        for (let i = m; i < stack.length; i++) target.push(stack[i]);
-      } else this.appendTo(stack, m - 1, stack.slice(m));
-      stack.length = m;
-      break;
+      case 0x65: {
+        // APPENDS
+        const m = this.popMark();
+        if (m < 1 || m - 1 < this.floorOf(marks)) this.fail('stack underflow: no list below the MARK');
+        const target = stack[m - 1];
+        if (Array.isArray(target) && !isPyTuple(target)) {
+          for (let i = m; i < stack.length; i++) target.push(stack[i]);
+        } else this.appendTo(stack, m - 1, stack.slice(m));
+        stack.length = m;
+        break;
+      }
+      case 0x61: {
+        // APPEND
+        if (stack.length - 2 < floor) this.fail('stack underflow');
+        const v = stack.pop()!;
+        const target = stack[stack.length - 1];
+        if (Array.isArray(target) && !isPyTuple(target)) target.push(v);
+        else this.appendTo(stack, stack.length - 1, [v]);
+        break;
+      }
+      case 0x75: {
+        // SETITEMS
+        const m = this.popMark();
+        if (m < 1 || m - 1 < this.floorOf(marks)) this.fail('stack underflow: no dict below the MARK');
+        if ((stack.length - m) % 2 !== 0) this.fail('odd number of items for SETITEMS');
+        this.setItems(stack, m - 1, m);
+        stack.length = m;
+        break;
+      }
+      case 0x73: // SETITEM
+        if (stack.length - 3 < floor) this.fail('stack underflow');
+        this.setItems(stack, stack.length - 3, stack.length - 2);
+        stack.length -= 2;
+        break;
+      case 0x85: // TUPLE1
+      case 0x86: // TUPLE2
+      case 0x87: // TUPLE3
+        if (stack.length - (op - 0x84) < floor) this.fail('stack underflow');
+        stack.push(this.tupleFrom(stack.length - (op - 0x84)));
+        break;
+      case 0x74: // TUPLE
+        stack.push(this.tupleFrom(this.popMark()));
+        break;
+      case 0x6c: // LIST
+        stack.push(this.popMarkItems(stack));
+        break;
+      case 0x64: {
+        // DICT
+        const m = this.popMark();
+        if ((stack.length - m) % 2 !== 0) this.fail('odd number of items for DICT');
+        stack.splice(m, 0, {});
+        this.setItems(stack, m, m + 1);
+        stack.length = m + 1;
+        break;
+      }
     }
-    case 0x61: {
-      // APPEND
-      if (stack.length - 2 < floor) this.fail('stack underflow');
-      const v = stack.pop()!;
-      const target = stack[stack.length - 1];
-      if (Array.isArray(target) && !isPyTuple(target)) target.push(v);
-      else this.appendTo(stack, stack.length - 1, [v]);
-      break;
-    }
-    case 0x75: {
-      // SETITEMS
-      if (marks.length === 0) this.fail('no MARK on the stack');
-      const m = marks.pop()!;
-      floor = this.floorOf(marks);
-      if (m < 1 || m - 1 < floor) this.fail('stack underflow: no dict below the MARK');
-      if ((stack.length - m) % 2 !== 0) this.fail('odd number of items for SETITEMS');
-      this.setItems(stack, m - 1, m);
-      stack.length = m;
-      break;
-    }
-    case 0x73: // SETITEM
-      if (stack.length - 3 < floor) this.fail('stack underflow');
-      this.setItems(stack, stack.length - 3, stack.length - 2);
-      stack.length -= 2;
-      break;
-    case 0x85: // TUPLE1
-    case 0x86: // TUPLE2
-    case 0x87: {
-      // TUPLE3
-      const k = op - 0x84;
-      if (stack.length - k < floor) this.fail('stack underflow');
-      const t = new PyTuple<PyValue>();
-      for (let i = stack.length - k; i < stack.length; i++) t.push(stack[i]);
-      stack.length -= k;
-      stack.push(t);
-      break;
-    }
-    case 0x74: {
-      // TUPLE
-      if (marks.length === 0) this.fail('no MARK on the stack');
-      const m = marks.pop()!;
-      floor = this.floorOf(marks);
-      const t = new PyTuple<PyValue>();
-      for (let i = m; i < stack.length; i++) t.push(stack[i]);
-      stack.length = m;
-      stack.push(t);
-      break;
-    }
-    case 0x6c: {
-      // LIST
-      if (marks.length === 0) this.fail('no MARK on the stack');
-      const m = marks.pop()!;
-      floor = this.floorOf(marks);
-      const l = stack.slice(m);
-      stack.length = m;
-      stack.push(l);
-      break;
-    }
-    case 0x64: {
-      // DICT
-      if (marks.length === 0) this.fail('no MARK on the stack');
-      const m = marks.pop()!;
-      floor = this.floorOf(marks);
-      if ((stack.length - m) % 2 !== 0) this.fail('odd number of items for DICT');
-      stack.splice(m, 0, {});
-      this.setItems(stack, m, m + 1);
-      stack.length = m + 1;
-      break;
-    }
-    }
+  }
+
+  /** The stack's items from `from` on, taken off it as a tuple. */
+  private tupleFrom(from: number): PyTuple<PyValue> {
+    const { stack } = this;
+    const t = new PyTuple<PyValue>();
+    for (let i = from; i < stack.length; i++) t.push(stack[i]);
+    stack.length = from;
+    return t;
   }
 
   /** The memo's opcodes (the PUT and GET forms, MEMOIZE); returns where decoding goes on. */
   private memoOp(op: number, buf: Uint8Array, dv: DataView, pos: number, end: number, floor: number): number {
     const { stack, memo } = this;
     switch (op) {
-    case 0x71: // BINPUT
-      if (pos + 1 > end) this.fail('truncated pickle');
-      if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
-      if (memo[buf[pos]] === undefined) this.memoSize++;
-      memo[buf[pos]] = this.noteMemo(stack[stack.length - 1], buf[pos]);
-      return pos + 1;
-    case 0x72: {
-      // LONG_BINPUT
-      if (pos + 4 > end) this.fail('truncated pickle');
-      if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
-      const idx = dv.getUint32(pos, true);
-      if (memo[idx] === undefined) this.memoSize++;
-      memo[idx] = this.noteMemo(stack[stack.length - 1], idx);
-      return pos + 4;
-    }
-    case 0x94: // MEMOIZE
-      if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
-      if (memo[this.memoSize] !== undefined) this.fail(`MEMOIZE would overwrite memo key ${this.memoSize}`);
-      memo[this.memoSize] = this.noteMemo(stack[stack.length - 1], this.memoSize);
-      this.memoSize++;
-      return pos;
-    case 0x68: {
-      // BINGET
-      if (pos + 1 > end) this.fail('truncated pickle');
-      const v = memo[buf[pos]];
-      if (v === undefined) this.fail(`memo key ${buf[pos]} is missing`);
-      stack.push(this.replaced ? this.resolve(v) : v);
-      return pos + 1;
-    }
-    case 0x6a: {
-      // LONG_BINGET
-      if (pos + 4 > end) this.fail('truncated pickle');
-      const idx = dv.getUint32(pos, true);
-      const v = memo[idx];
-      if (v === undefined) this.fail(`memo key ${idx} is missing`);
-      stack.push(this.replaced ? this.resolve(v) : v);
-      return pos + 4;
-    }
+      case 0x71: // BINPUT
+        if (pos + 1 > end) this.fail('truncated pickle');
+        if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
+        if (memo[buf[pos]] === undefined) this.memoSize++;
+        memo[buf[pos]] = this.noteMemo(stack[stack.length - 1], buf[pos]);
+        return pos + 1;
+      case 0x72: {
+        // LONG_BINPUT
+        if (pos + 4 > end) this.fail('truncated pickle');
+        if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
+        const idx = dv.getUint32(pos, true);
+        if (memo[idx] === undefined) this.memoSize++;
+        memo[idx] = this.noteMemo(stack[stack.length - 1], idx);
+        return pos + 4;
+      }
+      case 0x94: // MEMOIZE
+        if (stack.length <= floor) this.fail('stack underflow: nothing to memoize');
+        if (memo[this.memoSize] !== undefined) this.fail(`MEMOIZE would overwrite memo key ${this.memoSize}`);
+        memo[this.memoSize] = this.noteMemo(stack[stack.length - 1], this.memoSize);
+        this.memoSize++;
+        return pos;
+      case 0x68: {
+        // BINGET
+        if (pos + 1 > end) this.fail('truncated pickle');
+        const v = memo[buf[pos]];
+        if (v === undefined) this.fail(`memo key ${buf[pos]} is missing`);
+        stack.push(this.replaced ? this.resolve(v) : v);
+        return pos + 1;
+      }
+      case 0x6a: {
+        // LONG_BINGET
+        if (pos + 4 > end) this.fail('truncated pickle');
+        const idx = dv.getUint32(pos, true);
+        const v = memo[idx];
+        if (v === undefined) this.fail(`memo key ${idx} is missing`);
+        stack.push(this.replaced ? this.resolve(v) : v);
+        return pos + 4;
+      }
     }
     return pos;
   }
 
   /** A length-prefixed value (a UTF-8 string, a long) read from `this.pos`, the window refilled for it if need be. */
   private sized(op: number): void {
-    const stack = this.stack;
-    let buf = this.buf;
-    const dv = this.dv;
+    const { buf, dv, end } = this;
+    const long = op === 0x8a || op === 0x8b; // LONG1, LONG4
+    // SHORT_BINUNICODE and LONG1 count in one byte, BINUNICODE and LONG4 in four, BINUNICODE8 in eight
+    const w = op === 0x8c || op === 0x8a ? 1 : op === 0x58 || op === 0x8b ? 4 : 8;
     let pos = this.pos;
-    const end = this.end;
-    switch (op) {
-    case 0x58: // BINUNICODE
-    case 0x8c: // SHORT_BINUNICODE
-    case 0x8d: {
-      // BINUNICODE8
-      const w = op === 0x8c ? 1 : op === 0x58 ? 4 : 8;
-      if (pos + w > end) this.fail('truncated pickle');
-      const n = w === 1 ? buf[pos] : w === 4 ? dv.getUint32(pos, true) : this.u64(dv, pos);
-      pos += w;
-      if (pos + n > end) {
-        this.pos = pos;
-        this.need(n);
-        buf = this.buf;
-        pos = this.pos;
-      }
-      stack.push(decodeUtf8(buf, pos, pos + n));
-      this.pos = pos + n;
-      return;
-    }
-    case 0x8a: // LONG1
-    case 0x8b: {
-      // LONG4
-      const w = op === 0x8a ? 1 : 4;
-      if (pos + w > end) this.fail('truncated pickle');
-      const n = w === 1 ? buf[pos] : dv.getInt32(pos, true);
+    if (pos + w > end) this.fail('truncated pickle');
+    let n: number;
+    if (long) {
+      n = w === 1 ? buf[pos] : dv.getInt32(pos, true);
       if (n < 0) this.fail('negative LONG4 byte count');
       if (n > PICKLE_LIMITS.maxIntBytes) this.fail(`integer of ${n} bytes exceeds the limit of ${PICKLE_LIMITS.maxIntBytes}`);
-      pos += w;
-      if (pos + n > end) {
-        this.pos = pos;
-        this.need(n);
-        buf = this.buf;
-        pos = this.pos;
-      }
-      stack.push(decodeLong(buf, pos, n));
-      this.pos = pos + n;
-      return;
+    } else n = w === 1 ? buf[pos] : w === 4 ? dv.getUint32(pos, true) : this.u64(dv, pos);
+    pos += w;
+    if (pos + n > end) {
+      this.pos = pos;
+      this.need(n);
+      pos = this.pos;
     }
-    }
+    this.stack.push(long ? decodeLong(this.buf, pos, n) : decodeUtf8(this.buf, pos, pos + n));
+    this.pos = pos + n;
   }
+
 
   /**
    * Decodes the numbers of consecutive complete `<numbers> APPENDS [MARK <numbers> APPENDS …]` batches from
@@ -1074,9 +1039,8 @@ export class Unpickler {
     return stack[stack.length - 1];
   }
 
-  private popMarkItems(stack: PyValue[], marks: number[]): PyValue[] {
-    if (marks.length === 0) this.fail('no MARK on the stack');
-    const m = marks.pop()!;
+  private popMarkItems(stack: PyValue[]): PyValue[] {
+    const m = this.popMark();
     const items = stack.slice(m);
     stack.length = m;
     return items;
@@ -1100,10 +1064,10 @@ export class Unpickler {
     switch (op) {
       case 0x30: // POP
         if (stack.length > this.floorOf(marks)) stack.pop();
-        else this.popMarkItems(stack, marks);
+        else this.popMarkItems(stack);
         return;
       case 0x31: // POP_MARK
-        this.popMarkItems(stack, marks);
+        this.popMarkItems(stack);
         return;
       case 0x32: // DUP
         stack.push(this.topChecked(stack, marks));
@@ -1232,13 +1196,13 @@ export class Unpickler {
         // INST
         const module = this.readLine();
         const name = this.readLine();
-        const args = this.popMarkItems(stack, marks);
+        const args = this.popMarkItems(stack);
         stack.push(this.callGlobal(this.global(module, name), args, true));
         return;
       }
       case 0x6f: {
         // OBJ
-        const items = this.popMarkItems(stack, marks);
+        const items = this.popMarkItems(stack);
         if (items.length === 0) this.fail('OBJ without a class');
         stack.push(this.callGlobal(items[0], items.slice(1), true));
         return;
@@ -1263,14 +1227,14 @@ export class Unpickler {
         return;
       case 0x90: {
         // ADDITEMS
-        const items = this.popMarkItems(stack, marks);
+        const items = this.popMarkItems(stack);
         const s = this.topChecked(stack, marks);
         if (!(s instanceof Set)) this.fail('ADDITEMS target is not a set');
         for (const x of items) s.add(x);
         return;
       }
       case 0x91: // FROZENSET
-        stack.push(new Set(this.popMarkItems(stack, marks)));
+        stack.push(new Set(this.popMarkItems(stack)));
         return;
       case 0x82: // EXT1
       case 0x83: // EXT2
