@@ -53,6 +53,23 @@ export const SERIES_COLORS = [
   '#9aa5b1',
 ];
 
+/**
+ * Colour `i` of `n` series: the palette while it lasts; beyond it (16 engines on one chart) `n` hues evenly
+ * spaced around the wheel, so no two series share a colour.
+ */
+export function seriesColor(i: number, n: number): string {
+  if (n <= SERIES_COLORS.length) return SERIES_COLORS[i % SERIES_COLORS.length]!;
+  const hue = (210 + (360 * i) / n) % 360;
+  return hslHex(hue, i % 2 ? 0.62 : 0.8, i % 2 ? 0.58 : 0.66);
+}
+
+function hslHex(h: number, s: number, l: number): string {
+  const k = (n: number) => (n + h / 30) % 12;
+  const a = s * Math.min(l, 1 - l);
+  const f = (n: number) => Math.round(255 * (l - a * Math.max(-1, Math.min(k(n) - 3, 9 - k(n), 1))));
+  return `#${[f(0), f(8), f(4)].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+}
+
 export const CSS = {
   bg: '#121212',
   panel: '#1b1b1d',

@@ -267,6 +267,38 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     assert.deepEqual(w.problems(), []);
   });
 
+  it('engine charts break the line over silences, keep restart labels off the curves, and colour each engine as its legend does', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/?cat=sglang&q=latency&run=run`);
+    const chart = '.chart-panel[data-metric="sglang_e2e_latency_mean_s"]';
+    await page.waitForSelector(`${chart} .uplot[data-record-gaps]`);
+    const gaps = JSON.parse((await page.getAttribute(`${chart} .uplot`, 'data-record-gaps'))!) as Record<string, number>;
+    assert.ok(Object.values(gaps).some((n) => n > 0), `a silence of minutes is a gap, not a ramp: ${JSON.stringify(gaps)}`);
+    const marked = await page.getAttribute(chart, 'data-markers');
+    assert.ok(marked, 'the demo restarts an engine');
+    const { plotTop, boxes } = JSON.parse((await page.getAttribute(`${chart} .uplot`, 'data-marker-boxes'))!) as { plotTop: number; boxes: number[][] };
+    assert.ok(boxes.length > 0);
+    for (const [, , , bottom] of boxes) assert.ok(bottom! <= plotTop, `restart labels sit above the plot: ${bottom} > ${plotTop}`);
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i]!, boxes[j]!];
+        assert.ok(a[2]! < b[0]! || b[2]! < a[0]! || a[3]! <= b[1]! || b[3]! <= a[1]!, `labels ${i} and ${j} do not overlap`);
+      }
+    // Hiding an engine does not recolour the others: each line keeps its legend swatch's colour.
+    await page.locator('.engine-legend label').first().locator('input').uncheck();
+    await page.waitForTimeout(300);
+    const legend = await page.$$eval('.engine-legend label:has(.swatch)', (ls) =>
+      Object.fromEntries(ls.map((l: any) => [l.textContent.trim(), getComputedStyle(l.querySelector('.swatch')).backgroundColor])),
+    );
+    const lines = await page.$$eval(`${chart} .u-legend .u-series`, (ss) =>
+      ss.slice(1).map((s: any) => [s.querySelector('.u-label').textContent.replace(/^https?:\/\//, ''), getComputedStyle(s.querySelector('.u-marker')).borderColor]),
+    );
+    assert.ok(lines.length > 1);
+    for (const [label, colour] of lines) assert.equal(colour, legend[label!], `${label}: line and legend agree`);
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('a flipped group compares a success with a failure (the better side’s best against the worse side’s worst)', async () => {
     const w = await openPage(browser);
     const { page } = w;
@@ -295,4 +327,4 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
 });
 
 declare const location: { hash: string };
-declare function getComputedStyle(e: unknown): { backgroundColor: string };
+declare function getComputedStyle(e: unknown): { backgroundColor: string; borderColor: string };

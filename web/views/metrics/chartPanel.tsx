@@ -126,31 +126,39 @@ function breakLongGaps(u: uPlot, seriesIdx: number, idx0: number, idx1: number, 
   if (at.length < 3) return gaps;
   const dx = at.slice(1).map((k, j) => xs[k]! - xs[at[j]!]!).sort((a, b) => a - b);
   const typical = dx[dx.length >> 1]!;
+  let broken = 0;
   for (let j = 1; j < at.length; j++) {
     const a = xs[at[j - 1]!]!;
     const b = xs[at[j]!]!;
-    if (b - a > GAP_FACTOR * typical) uPlot.addGap(gaps, Math.round(u.valToPos(a, 'x', true)) + 1, Math.round(u.valToPos(b, 'x', true)));
+    if (b - a > GAP_FACTOR * typical) {
+      uPlot.addGap(gaps, Math.round(u.valToPos(a, 'x', true)) + 1, Math.round(u.valToPos(b, 'x', true)));
+      broken++;
+    }
   }
+  // How many gaps of the record each series leaves open (for a reader, and a test, to check).
+  const counts = JSON.parse(u.root.getAttribute('data-record-gaps') ?? '{}') as Record<string, number>;
+  counts[String(u.series[seriesIdx]?.label ?? seriesIdx)] = broken;
+  u.root.setAttribute('data-record-gaps', JSON.stringify(counts));
   return gaps;
 }
 /** A spacing this many times the median one is a gap in the record, not a slow stretch. */
 const GAP_FACTOR = 4;
 
-/** Dashed vertical lines with a short label at each marker inside the plot. */
+/** Dashed vertical lines at each marker; their labels sit above the plot (never over a curve), in rows that do not overlap. */
 function drawMarkers(u: uPlot, markers: readonly Marker[]): void {
   if (!markers.length) return;
   const { ctx } = u;
   const { left, top, width, height } = u.bbox;
+  const dpr = devicePixelRatio;
   ctx.save();
-  ctx.beginPath();
-  ctx.rect(left, top, width, height);
-  ctx.clip();
   ctx.strokeStyle = MARKER_COLOR;
   ctx.fillStyle = MARKER_COLOR;
   ctx.setLineDash([5, 4]);
-  ctx.lineWidth = 1.5 * devicePixelRatio;
-  ctx.font = `${10.5 * devicePixelRatio}px system-ui, sans-serif`;
+  ctx.lineWidth = 1.5 * dpr;
+  ctx.font = `${10.5 * dpr}px system-ui, sans-serif`;
   ctx.textBaseline = 'top';
+  const rows: [number, number][][] = [];
+  const boxes: number[][] = [];
   for (const m of markers) {
     const x = Math.round(u.valToPos(m.x, 'x', true));
     if (x < left || x > left + width) continue;
@@ -158,12 +166,26 @@ function drawMarkers(u: uPlot, markers: readonly Marker[]): void {
     ctx.moveTo(x, top);
     ctx.lineTo(x, top + height);
     ctx.stroke();
+    const w = ctx.measureText(m.label).width;
     const before = m.side === 'before';
-    ctx.textAlign = before ? 'right' : 'left';
-    ctx.fillText(m.label, x + (before ? -4 : 4) * devicePixelRatio, top + (before ? 2 : 14) * devicePixelRatio);
+    // Kept inside the canvas: a label that would run off an edge goes to the line's other side.
+    let x0 = before ? x - 4 * dpr - w : x + 4 * dpr;
+    if (x0 < 0) x0 = x + 4 * dpr;
+    if (x0 + w > u.ctx.canvas.width) x0 = x - 4 * dpr - w;
+    let row = rows.findIndex((r) => r.every(([a, b]) => x0 + w < a || x0 > b));
+    if (row < 0 || row >= MARKER_ROWS) row = row < 0 ? Math.min(rows.length, MARKER_ROWS - 1) : row;
+    (rows[row] ??= []).push([x0, x0 + w]);
+    const y = top - (MARKER_ROWS - row) * MARKER_ROW_PX * dpr;
+    ctx.textAlign = 'left';
+    ctx.fillText(m.label, x0, y);
+    boxes.push([x0 / dpr, y / dpr, (x0 + w) / dpr, y / dpr + MARKER_ROW_PX - 2]);
   }
   ctx.restore();
+  u.root.setAttribute('data-marker-boxes', JSON.stringify({ plotTop: top / dpr, boxes }));
 }
+/** Label rows above the plot, and their height in CSS pixels (the chart's top padding holds them). */
+const MARKER_ROWS = 2;
+const MARKER_ROW_PX = 13;
 const MARKER_COLOR = '#ff6b6b';
 
 const isValue = (v: number | null | undefined): boolean => v != null && Number.isFinite(v);
@@ -184,7 +206,8 @@ function gapsAsNull(ys: uPlot.AlignedData[number]): uPlot.AlignedData[number] {
   let i = 0;
   while (i < col.length && (col[i] == null || Number.isFinite(col[i]))) i++;
   if (i === col.length) return ys;
-  return Array.from(col, (v) => (v != null && Number.isFinite(v) ? v : null));
+  // An alignment hole stays `undefined` (spanned); a recorded non-finite value becomes a gap (null).
+  return Array.from(col, (v) => (v === undefined ? undefined : v !== null && Number.isFinite(v) ? v : null)) as (number | null)[];
 }
 
 /** Line opacity of overlaid runs: two identical histories blend instead of one hiding the other. */
@@ -210,7 +233,13 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
     const base = [joined[0], ...joined.slice(1).map(gapsAsNull)] as uPlot.AlignedData;
     if (smoothing <= 0) return base;
     const out: (ArrayLike<number | null> | number[])[] = [base[0]];
-    for (let i = 1; i < base.length; i++) out.push(base[i]! as number[], ema(Array.from(base[i]! as ArrayLike<number | null>), smoothing));
+    for (let i = 1; i < base.length; i++) {
+      const raw = Array.from(base[i]! as ArrayLike<number | null | undefined>);
+      // Alignment holes stay holes (spanned), not gaps, in the smoothed line too.
+      const smooth: (number | null | undefined)[] = ema(raw, smoothing);
+      for (let k = 0; k < raw.length; k++) if (raw[k] === undefined) smooth[k] = undefined;
+      out.push(base[i]! as number[], smooth as (number | null)[]);
+    }
     return out as uPlot.AlignedData;
   }, [visible, smoothing]);
 
@@ -218,18 +247,21 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   const options = useMemo<Omit<uPlot.Options, 'width' | 'height'>>(() => {
     const series: uPlot.Series[] = [{ label: xLabel, value: (_u, v) => (v == null ? '—' : xKind === 'time' ? new Date(v * 1000).toISOString().slice(11, 19) : String(v)) }];
     const gaps = xKind === 'time' ? breakLongGaps : undefined;
+    // On time charts uPlot calls `gaps` only when gaps are not spanned; the joins' alignment holes are
+    // `undefined`, which it spans anyway, so only recorded gaps (null) and long silences break a line.
+    const spanGaps = xKind !== 'time';
     visible.forEach((t, i) => {
       const color = t.color ?? SERIES_COLORS[i % SERIES_COLORS.length]!;
       const many = visible.length > 1 || t.x.length > 80;
       const value = (_u: uPlot, v: number | null) => fmtNum(v);
       if (smoothing > 0) {
-        series.push({ label: `${t.label} (raw)`, stroke: alpha(color, 0.3), width: 1, spanGaps: true, gaps, points: { show: false }, value });
-        series.push({ label: t.label, stroke: overlaid ? alpha(color, OVERLAY_ALPHA) : color, width: 2, spanGaps: true, gaps, points: { show: false }, value });
+        series.push({ label: `${t.label} (raw)`, stroke: alpha(color, 0.3), width: 1, spanGaps, gaps, points: { show: false }, value });
+        series.push({ label: t.label, stroke: overlaid ? alpha(color, OVERLAY_ALPHA) : color, width: 2, spanGaps, gaps, points: { show: false }, value });
       } else {
         // Several engines on one chart: a dash per series keeps overlapping lines apart.
         const dash = visible.length > 1 ? DASHES[i % DASHES.length] : undefined;
         const stroke = overlaid ? alpha(color, OVERLAY_ALPHA) : color;
-        series.push({ label: t.label, stroke, width: 1.75, dash, spanGaps: true, gaps, points: { show: !many, size: 5, fill: stroke }, value });
+        series.push({ label: t.label, stroke, width: 1.75, dash, spanGaps, gaps, points: { show: !many, size: 5, fill: stroke }, value });
       }
     });
     return {
@@ -248,7 +280,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       focus: { alpha: DIMMED_ALPHA },
       cursor: { sync: { key: 'metrics', setSeries: false }, drag: { x: true, y: false }, points: { size: 6 }, focus: { prox: 12 } },
       legend: { live: true },
-      padding: [10, 12, 0, 0],
+      padding: [markers?.length ? 10 + MARKER_ROWS * MARKER_ROW_PX : 10, 12, 0, 0],
       hooks: {
         init: [
           (u) => {

@@ -13,7 +13,7 @@ import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
-import { SERIES_COLORS } from '../../theme.ts';
+import { seriesColor } from '../../theme.ts';
 import { chosenRuns, loadRuns, runColor, runList, runPath } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
 
@@ -279,11 +279,12 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
           // Time since start: each run's clock from its own start (else its first sample), like the logged keys.
           const start = e.run?.start_ts ?? (targets.length === 1 ? targets[0]?.start_ts : null) ?? e.ts[0] ?? 0;
           const x = xKind === 'rel' ? Float64Array.from(e.ts, (t) => t - start) : e.ts;
-          return { label: seriesLabel(e), x, y: e.value, color: e.run ? runColor(allRuns, e.run.id) : undefined };
+          // One colour per engine, the legend's, whichever engines are hidden.
+          return { label: seriesLabel(e), x, y: e.value, color: e.run ? runColor(allRuns, e.run.id) : seriesColor(engineLabels.indexOf(seriesLabel(e)), engineLabels.length) };
         }),
       );
     return out;
-  }, [engineData.data, xKind]);
+  }, [engineData.data, xKind, engineLabels]);
 
   return (
     <>
@@ -305,7 +306,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                   setHidden(n);
                 }}
               />
-              <span class="swatch" style={{ background: SERIES_COLORS[i % SERIES_COLORS.length] }} />
+              <span class="swatch" style={{ background: seriesColor(i, engineLabels.length) }} data-engine={l} />
               {l.replace(/^https?:\/\//, '')}
             </label>
           ))}
