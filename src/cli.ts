@@ -38,6 +38,7 @@ serve options:
   --low-mfu-threshold X         MFU advisory threshold, 0 disables (default 0.15)
   --allow-host NAME             also answer requests for this Host name (repeatable)
   --prometheus URL              engine series from this Prometheus when the run scraped none
+  --tensorboard LOGDIR          the trainer's TensorBoard scalars (events.out.tfevents.*) among the metrics
   --health-config FILE          health-board thresholds (JSON: {"signal": {"warn": x, "fire": y}})
 
 ${COLLECT_USAGE}

@@ -21,6 +21,7 @@ export interface CollectFlags {
   scrapeMode: 'auto' | 'router' | 'direct';
   scrapeIntervalS: number;
   sglangMetrics?: string[];
+  tensorboard?: string;
 }
 
 function num(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min: number }): number {
@@ -57,6 +58,7 @@ export function parseCollectFlags(argv: string[]): CollectFlags {
       'sglang-scrape-mode': { type: 'string' },
       'sglang-scrape-interval': { type: 'string' },
       'sglang-metrics': { type: 'string' },
+      tensorboard: { type: 'string' },
     },
   });
   if (!values['dump-details']) throw new CommandUsageError('--dump-details DIR is required');
@@ -80,6 +82,7 @@ export function parseCollectFlags(argv: string[]): CollectFlags {
     scrapeMode: mode,
     scrapeIntervalS: num('sglang-scrape-interval', values['sglang-scrape-interval'], 2, { min: 0.1 }),
     sglangMetrics: metrics,
+    tensorboard: values.tensorboard === undefined ? undefined : resolve(values.tensorboard),
   };
 }
 
@@ -124,6 +127,7 @@ export async function collectCommand(argv: string[]): Promise<number> {
     runName: flags.runName,
     bufferCap: flags.bufferCap,
     maxBatchBytes: flags.maxBatchBytes,
+    tensorboard: flags.tensorboard,
     sglang: { router: flags.sglangRouter, mode: flags.scrapeMode, intervalS: flags.scrapeIntervalS, whitelist: flags.sglangMetrics },
   });
   console.log(`rlsight collect: writing ${dashboardDir}`);

@@ -9,6 +9,10 @@ import { collectorFileText, newToken } from './collectorFile.ts';
 import { DashboardWriter } from '../formats/dashboard/writer.ts';
 import { collectorRegistry } from './exposition.ts';
 import { createCollectorApp } from './http.ts';
+import { TensorBoardTail } from './tensorboardTail.ts';
+
+/** Seconds between reads of a `--tensorboard` logdir. */
+const TENSORBOARD_POLL_S = 2;
 import { resolveScrapeMode, SglangScraper, type FetchText } from './sglangScraper.ts';
 
 export interface CollectorServiceOptions extends CollectorOptions {
@@ -23,6 +27,8 @@ export interface CollectorServiceOptions extends CollectorOptions {
   token?: string;
   /** SGLang engine scraping (off when absent). */
   sglang?: ScrapeSettings;
+  /** A TensorBoard logdir whose scalars are recorded as metrics while it grows. */
+  tensorboard?: string;
 }
 
 
@@ -98,6 +104,8 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
   writer.replace(COLLECTOR_FILE, collectorFileText({ address, token, pid: process.pid, started_ts: Date.now() / 1000 }), 0o600);
   collector.start(opts.flushIntervalS ?? 5);
   scraper?.start();
+  const tensorboard = opts.tensorboard === undefined ? null : new TensorBoardTail(opts.tensorboard, opts.dashboardDir, (record, line) => collector.takeOwn('metrics', { record, line }), log);
+  tensorboard?.start(TENSORBOARD_POLL_S);
   let closed: Promise<boolean> | null = null;
   return {
     collector,
@@ -110,6 +118,7 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
         (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
         server.close(async () => {
           await scraper?.stop();
+          tensorboard?.stop();
           const ok = collector.close();
           writer.remove(COLLECTOR_FILE);
           resolve(ok);

@@ -15,4 +15,5 @@ export const COLLECT_USAGE = `collect options:
   --sglang-router URL           scrape SGLang engine metrics through this router
   --sglang-scrape-mode M        auto|router|direct (default auto = each engine's /metrics)
   --sglang-scrape-interval S    seconds between scrapes (default 2)
-  --sglang-metrics a,b,...      replace the scraped metric whitelist`;
+  --sglang-metrics a,b,...      replace the scraped metric whitelist
+  --tensorboard LOGDIR          record the trainer's TensorBoard scalars as metrics while the event files grow`;

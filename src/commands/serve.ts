@@ -25,6 +25,8 @@ export interface ServeFlags {
   healthConfig?: string;
   /** `--prometheus URL`: engine series from Prometheus for a run that scraped none. */
   prometheus?: string;
+  /** `--tensorboard LOGDIR`: the trainer's TensorBoard scalars among the run's metrics. */
+  tensorboard?: string;
 }
 
 /** The port to serve on: `--port N` in [0, 65535], 7788 by default. */
@@ -93,6 +95,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
       'allow-host': { type: 'string', multiple: true },
       'health-config': { type: 'string' },
       prometheus: { type: 'string' },
+      tensorboard: { type: 'string' },
       'rollout-num-gpus': { type: 'string' },
       'eval-datasets': { type: 'string' },
     },
@@ -121,7 +124,23 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     allowHosts: values['allow-host'] ?? [],
     healthConfig: values['health-config'],
     prometheus: values.prometheus,
+    tensorboard: tensorboardFlag(values.tensorboard, runDirs.length, runsRoot !== undefined),
   };
+}
+
+/** `--tensorboard LOGDIR`: an existing folder, for one run. */
+function tensorboardFlag(raw: string | undefined, runs: number, root: boolean): string | undefined {
+  if (raw === undefined) return undefined;
+  if (runs !== 1 || root) throw new UsageError('--tensorboard: give it with exactly one run directory (the logdir belongs to that run)');
+  const dir = resolve(raw);
+  let ok = false;
+  try {
+    ok = statSync(dir).isDirectory();
+  } catch {
+    // reported below
+  }
+  if (!ok) throw new UsageError(`--tensorboard: ${raw} is not a directory`);
+  return dir;
 }
 
 function banner(url: string, host: string, port: number, runs: readonly { id: string }[]): string {
@@ -161,6 +180,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
       memoryBudget: flags.memoryBudgetMiB * 2 ** 20,
       // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
       prometheus: flags.prometheus,
+      tensorboard: flags.tensorboard,
     }).catch((err: Error) => {
       // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
       const param = (err as { param?: string }).param;

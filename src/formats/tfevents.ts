@@ -140,3 +140,179 @@ export function encodeEventFile(events: readonly ScalarEvent[], createdAt: numbe
 export function eventFileName(createdAt: number, host: string): string {
   return `events.out.tfevents.${Math.floor(createdAt)}.${host.replace(/[^A-Za-z0-9._-]/g, '_') || 'rlsight'}`;
 }
+
+// ------------------------------------------------------------------------------------------ reading
+//
+// Summary.Value: tag (1), simple_value (2, float), metadata (9: plugin_data (1): plugin_name (1)), tensor (8).
+// TensorProto: dtype (1: DT_FLOAT 1, DT_DOUBLE 2, DT_HALF 19, DT_BFLOAT16 14), tensor_shape (2),
+// tensor_content (4, raw little-endian), float_val (5), double_val (6), half_val (13).
+
+/** One record's frame read from `buf` at `at`: the data, or why the bytes there are not a whole record. */
+export type TfRecordRead = { data: Uint8Array; next: number } | { partial: true } | { damaged: string };
+
+/** Reads the record at `at`; a record cut short (a file still being written) is `partial`. */
+export function readTfRecord(buf: Uint8Array, at: number): TfRecordRead {
+  if (buf.length - at < 12) return { partial: true };
+  const view = new DataView(buf.buffer, buf.byteOffset + at, 12);
+  const len = view.getBigUint64(0, true);
+  if (view.getUint32(8, true) !== maskedCrc32c(buf.subarray(at, at + 8))) return { damaged: `bad length checksum at byte ${at}` };
+  if (len > BigInt(buf.length - at - 16)) return { partial: true };
+  const n = Number(len);
+  const data = buf.subarray(at + 12, at + 12 + n);
+  const crc = new DataView(buf.buffer, buf.byteOffset + at + 12 + n, 4).getUint32(0, true);
+  if (crc !== maskedCrc32c(data)) return { damaged: `bad data checksum of the record at byte ${at}` };
+  return { data, next: at + 16 + n };
+}
+
+/** A protobuf reader over the wire types events use. */
+class ProtoReader {
+  at = 0;
+  constructor(private readonly b: Uint8Array) {}
+
+  get done(): boolean {
+    return this.at >= this.b.length;
+  }
+
+  varint(): bigint {
+    let x = 0n;
+    for (let shift = 0n; shift < 70n; shift += 7n) {
+      if (this.at >= this.b.length) throw new Error('truncated varint');
+      const byte = this.b[this.at++];
+      x |= BigInt(byte & 0x7f) << shift;
+      if (byte < 0x80) return x;
+    }
+    throw new Error('varint too long');
+  }
+
+  /** The next field: its number, wire type and, for length-delimited fields, its bytes. */
+  field(): { no: number; type: number } {
+    const key = Number(this.varint());
+    return { no: key >>> 3, type: key & 7 };
+  }
+
+  bytes(): Uint8Array {
+    const n = Number(this.varint());
+    if (this.at + n > this.b.length) throw new Error('truncated field');
+    const out = this.b.subarray(this.at, this.at + n);
+    this.at += n;
+    return out;
+  }
+
+  fixed(n: 4 | 8): DataView {
+    if (this.at + n > this.b.length) throw new Error('truncated field');
+    const v = new DataView(this.b.buffer, this.b.byteOffset + this.at, n);
+    this.at += n;
+    return v;
+  }
+
+  skip(type: number): void {
+    if (type === 0) this.varint();
+    else if (type === 1) this.fixed(8);
+    else if (type === 2) this.bytes();
+    else if (type === 5) this.fixed(4);
+    else throw new Error(`unsupported wire type ${type}`);
+  }
+}
+
+const utf8 = new TextDecoder();
+
+function halfToFloat(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const f = h & 0x3ff;
+  if (e === 0) return s * 2 ** -14 * (f / 1024);
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * 2 ** (e - 15) * (1 + f / 1024);
+}
+
+/** The single number of a scalar TensorProto, or null when it holds something else (text, several values). */
+function tensorScalar(b: Uint8Array): number | null {
+  const r = new ProtoReader(b);
+  let dtype = 0;
+  let content: Uint8Array | null = null;
+  const values: number[] = [];
+  while (!r.done) {
+    const f = r.field();
+    if (f.no === 1 && f.type === 0) dtype = Number(r.varint());
+    else if (f.no === 4 && f.type === 2) content = r.bytes();
+    else if ((f.no === 5 || f.no === 6) && f.type === 2) {
+      const p = r.bytes();
+      const w = f.no === 5 ? 4 : 8;
+      const v = new DataView(p.buffer, p.byteOffset, p.length);
+      for (let i = 0; i + w <= p.length; i += w) values.push(w === 4 ? v.getFloat32(i, true) : v.getFloat64(i, true));
+    } else if (f.no === 5 && f.type === 5) values.push(r.fixed(4).getFloat32(0, true));
+    else if (f.no === 6 && f.type === 1) values.push(r.fixed(8).getFloat64(0, true));
+    else if (f.no === 13 && f.type === 2) {
+      const p = new ProtoReader(r.bytes());
+      while (!p.done) values.push(halfToFloat(Number(p.varint())));
+    } else if (f.no === 13 && f.type === 0) values.push(halfToFloat(Number(r.varint())));
+    else r.skip(f.type);
+  }
+  if (content !== null && values.length === 0) {
+    const v = new DataView(content.buffer, content.byteOffset, content.length);
+    if (dtype === 1 && content.length === 4) values.push(v.getFloat32(0, true));
+    else if (dtype === 2 && content.length === 8) values.push(v.getFloat64(0, true));
+    else if (dtype === 19 && content.length === 2) values.push(halfToFloat(v.getUint16(0, true)));
+    else if (dtype === 14 && content.length === 2) values.push(new DataView(new Uint32Array([v.getUint16(0, true) << 16]).buffer).getFloat32(0, true));
+  }
+  if (![1, 2, 14, 19].includes(dtype) || values.length !== 1) return null;
+  return values[0];
+}
+
+function pluginName(metadata: Uint8Array): string | null {
+  const r = new ProtoReader(metadata);
+  while (!r.done) {
+    const f = r.field();
+    if (f.no === 1 && f.type === 2) {
+      const p = new ProtoReader(r.bytes());
+      while (!p.done) {
+        const g = p.field();
+        if (g.no === 1 && g.type === 2) return utf8.decode(p.bytes());
+        p.skip(g.type);
+      }
+    } else r.skip(f.type);
+  }
+  return null;
+}
+
+/** The scalars of one Event (simple_value, or a scalar tensor of the `scalars` plugin); null when it has none. */
+export function decodeScalarEvent(data: Uint8Array): { wallTime: number; step: number; scalars: { tag: string; value: number }[] } | null {
+  const r = new ProtoReader(data);
+  let wallTime = 0;
+  let step = 0;
+  const scalars: { tag: string; value: number }[] = [];
+  while (!r.done) {
+    const f = r.field();
+    if (f.no === 1 && f.type === 1) wallTime = r.fixed(8).getFloat64(0, true);
+    else if (f.no === 2 && f.type === 0) step = Number(BigInt.asIntN(64, r.varint()));
+    else if (f.no === 5 && f.type === 2) {
+      const summary = new ProtoReader(r.bytes());
+      while (!summary.done) {
+        const s = summary.field();
+        if (s.no !== 1 || s.type !== 2) {
+          summary.skip(s.type);
+          continue;
+        }
+        const v = new ProtoReader(summary.bytes());
+        let tag = '';
+        let simple: number | null = null;
+        let tensor: Uint8Array | null = null;
+        let plugin: string | null = null;
+        while (!v.done) {
+          const g = v.field();
+          if (g.no === 1 && g.type === 2) tag = utf8.decode(v.bytes());
+          else if (g.no === 2 && g.type === 5) simple = v.fixed(4).getFloat32(0, true);
+          else if (g.no === 8 && g.type === 2) tensor = v.bytes();
+          else if (g.no === 9 && g.type === 2) plugin = pluginName(v.bytes());
+          else v.skip(g.type);
+        }
+        if (simple !== null) scalars.push({ tag, value: simple });
+        else if (tensor !== null && plugin === 'scalars') {
+          const x = tensorScalar(tensor);
+          if (x !== null) scalars.push({ tag, value: x });
+        }
+      }
+    } else r.skip(f.type);
+  }
+  return scalars.length > 0 ? { wallTime, step, scalars } : null;
+}

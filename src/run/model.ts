@@ -300,6 +300,8 @@ export interface OpenRunOptions {
   cacheDir?: string;
   /** Bytes the resident telemetry columns may hold (see `TelemetryStore`). */
   memoryBudget?: number;
+  /** A TensorBoard logdir whose scalars join the run's metrics (`--tensorboard LOGDIR`). */
+  tensorboard?: string;
 }
 
 /** A format: whether a directory is one of its runs, and how to open it. */

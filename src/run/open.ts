@@ -4,6 +4,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectedAdapter } from './collected/index.ts';
 import { milesAdapter } from './miles/index.ts';
+import { withTensorBoard } from './tensorboard/index.ts';
 import { slimeAdapter } from './slime/index.ts';
 import { DerivedCache } from './derivedCache.ts';
 import type { DerivedEntries, OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel } from './model.ts';
@@ -20,9 +21,10 @@ export function runFormats(dir: string): string[] {
 }
 
 /** Opens `dir` with the first adapter that recognises it (a directory none recognises opens as an empty miles run). */
-export function openRunModel(dir: string, options: OpenRunOptions = {}): Promise<RunModel> {
+export async function openRunModel(dir: string, options: OpenRunOptions = {}): Promise<RunModel> {
   const adapter = RUN_ADAPTERS.find((a) => a.detect(dir)) ?? milesAdapter;
-  return adapter.open(dir, options);
+  const model = await adapter.open(dir, options);
+  return options.tensorboard === undefined ? model : withTensorBoard(model, options.tensorboard);
 }
 
 /** `--prometheus URL`: engine series from Prometheus range queries, for a run that scraped none. */

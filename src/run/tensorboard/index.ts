@@ -1,0 +1,83 @@
+// A trainer's TensorBoard logdir as a metric source beside a run (`serve DIR --tensorboard LOGDIR`): its
+// scalars join the run's metrics on the `tensorboard/step` axis (the writer's global step) and on wall time,
+// read again whenever the run is (`--follow` tails files still being written).
+import type { MetricsRecord, RunModel, StreamName, TelemetrySource } from '../model.ts';
+import { TENSORBOARD_STEP_KEY, TensorBoardLogdir, tensorBoardKey } from '../../formats/tfeventsLogdir.ts';
+
+/** The logdir's scalars as metrics records, one per event, in file order. */
+export class TensorBoardMetrics {
+  private readonly logdir: TensorBoardLogdir;
+  readonly records: MetricsRecord[] = [];
+  readonly keys = new Set<string>();
+  /** Grows with every read that found records. */
+  version = 0;
+
+  constructor(dir: string) {
+    this.logdir = new TensorBoardLogdir(dir);
+    this.read();
+  }
+
+  read(): void {
+    const events = this.logdir.read();
+    const several = this.logdir.runs().length > 1;
+    for (const e of events) {
+      const metrics: Record<string, number> = {};
+      for (const s of e.scalars) {
+        const key = tensorBoardKey(e.run, s.tag, several);
+        metrics[key] = s.value;
+        this.keys.add(key);
+      }
+      this.records.push({ ts: e.wallTime, step_key: TENSORBOARD_STEP_KEY, step: e.step, metrics });
+    }
+    if (events.length > 0) this.version++;
+  }
+
+  problems(): string[] {
+    return this.logdir.problems.map((p) => `tensorboard ${p}`);
+  }
+}
+
+/** The run's telemetry with the logdir's scalars added to its metrics. */
+function telemetryWith(t: TelemetrySource, tb: TensorBoardMetrics): TelemetrySource {
+  let merged: { own: number; tb: number; records: MetricsRecord[] } | null = null;
+  const records = (): readonly MetricsRecord[] => {
+    const own = t.metricsRecords();
+    if (merged === null || merged.own !== own.length || merged.tb !== tb.records.length) merged = { own: own.length, tb: tb.records.length, records: [...own, ...tb.records] };
+    return merged.records;
+  };
+  const extra: Partial<TelemetrySource> = {
+    metricsRecords: records,
+    metricKeys: () => [...new Set([...t.metricKeys(), ...tb.keys])].sort(),
+    stepKeys: () => [...new Set([...t.stepKeys(), ...(tb.records.length ? [TENSORBOARD_STEP_KEY] : [])])].sort(),
+    hasStream: (s: StreamName) => t.hasStream(s) || (s === 'metrics' && tb.records.length > 0),
+    streamVersion: (s: StreamName) => t.streamVersion(s) + (s === 'metrics' ? tb.version : 0),
+  };
+  return new Proxy(t, {
+    get(target, p) {
+      if (Object.hasOwn(extra, p)) return extra[p as keyof TelemetrySource];
+      const v = Reflect.get(target, p, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+/** `model` with the scalars of the TensorBoard logdir `dir` among its metrics. */
+export function withTensorBoard(model: RunModel, dir: string): RunModel {
+  const tb = new TensorBoardMetrics(dir);
+  const telemetry = telemetryWith(model.telemetry, tb);
+  const extra: Partial<RunModel> = {
+    telemetry,
+    advance: async () => {
+      await model.advance();
+      tb.read();
+    },
+    warnings: () => [...model.warnings(), ...tb.problems()],
+  };
+  return new Proxy(model, {
+    get(target, p) {
+      if (Object.hasOwn(extra, p)) return extra[p as keyof RunModel];
+      const v = Reflect.get(target, p, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}

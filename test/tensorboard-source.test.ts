@@ -1,0 +1,145 @@
+// A trainer's TensorBoard logdir as a metric source: event files written by the real writers
+// (torch.utils.tensorboard, tensorboardX) read as TensorBoard's own EventAccumulator reads them (golden.json),
+// a file still being written read to its last whole record, a damaged record refused by its checksum,
+// several runs in one logdir, the tensor form of a scalar, and `collect --tensorboard` recording them once.
+import assert from 'node:assert/strict';
+import { appendFileSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { startCollectorService } from '../src/collect/service.ts';
+import { openRun } from '../src/commands/openRun.ts';
+import { decodeScalarEvent, readTfRecord, tfRecord } from '../src/formats/tfevents.ts';
+import { createApp } from '../src/server/app.ts';
+import { fixturePath, readFixtureJson } from './support/fixtures.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'rlsight-tb-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const fresh = (): string => {
+  const d = join(root, `d${n++}`);
+  mkdirSync(d, { recursive: true });
+  return d;
+};
+
+type Golden = Record<string, Record<string, [number, number | null, number][]>>;
+const WRITERS = ['tb-torch', 'tb-tensorboardx'] as const;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function served(runDir: string, logdir: string): Promise<{ metrics: (keys: string[]) => Promise<any>; meta: () => Promise<any>; advance: () => Promise<void> }> {
+  const run = await openRun(runDir, { tensorboard: logdir });
+  const app = createApp({ run });
+  const get = async (p: string) => {
+    const r = await app.request(p, { headers: { host: '127.0.0.1' } });
+    assert.equal(r.status, 200, await r.clone().text());
+    return r.json();
+  };
+  return {
+    metrics: (keys) => get(`/api/metrics?keys=${encodeURIComponent(keys.join(','))}&x=tensorboard/step`),
+    meta: () => get('/api/meta'),
+    advance: () => run.model.advance(),
+  };
+}
+
+function eventFile(writer: string): string {
+  const dir = fixturePath(writer, 'logdir', 'slime_run');
+  return join(dir, readdirSync(dir)[0]);
+}
+
+describe('TensorBoard logdir as a metric source', () => {
+  for (const writer of WRITERS) {
+    it(`serves every scalar of ${writer} as TensorBoard reads it`, async () => {
+      const golden = readFixtureJson<{ scalars_by_run: Golden }>(writer, 'golden.json').scalars_by_run.slime_run;
+      const s = await served(fresh(), fixturePath(writer, 'logdir'));
+      const tags = Object.keys(golden);
+      const meta = await s.meta();
+      for (const t of tags) assert.ok(meta.metric_keys.includes(t), `${t} listed`);
+      const m = await s.metrics(tags);
+      for (const t of tags) {
+        assert.deepEqual(m[t].x, golden[t].map((p) => p[0]), `${t} steps`);
+        assert.deepEqual(m[t].y, golden[t].map((p) => p[1]), `${t} values`);
+        assert.deepEqual(m[t].ts, golden[t].map((p) => p[2]), `${t} wall times`);
+      }
+    });
+  }
+
+  it('reads a file still being written to its last whole record, and the rest once it is there', async () => {
+    const bytes = readFileSync(eventFile('tb-torch'));
+    // the end of the last record holding a scalar (histograms and text follow it)
+    let cut = 0;
+    for (let at = 0; ; ) {
+      const r = readTfRecord(bytes, at);
+      if (!('data' in r)) break;
+      if (decodeScalarEvent(r.data) !== null) cut = r.next - 7;
+      at = r.next;
+    }
+    const logdir = fresh();
+    const file = join(logdir, 'events.out.tfevents.1796592955.vm.1.0');
+    writeFileSync(file, bytes.subarray(0, cut));
+    const s = await served(fresh(), logdir);
+    const golden = readFixtureJson<{ scalars_by_run: Golden }>('tb-torch', 'golden.json').scalars_by_run.slime_run;
+    const total = Object.values(golden).reduce((k, v) => k + v.length, 0);
+    const count = async () => Object.values(await s.metrics(Object.keys(golden))).reduce((k: number, v) => k + (v as { x: number[] }).x.length, 0);
+    assert.equal(await count(), total - 1);
+    appendFileSync(file, bytes.subarray(cut));
+    await s.advance();
+    assert.equal(await count(), total);
+  });
+
+  it('stops at a record whose checksum fails, keeps what came before and says so', async () => {
+    const bytes = Buffer.from(readFileSync(eventFile('tb-tensorboardx')));
+    bytes[Math.floor(bytes.length / 2)] ^= 0xff;
+    const logdir = fresh();
+    writeFileSync(join(logdir, 'events.out.tfevents.1.vm'), bytes);
+    const s = await served(fresh(), logdir);
+    const m = await s.metrics(['train/loss']);
+    assert.ok(m['train/loss'].x.length > 5 && m['train/loss'].x.length < 40, `${m['train/loss'].x.length} points before the damage`);
+    const meta = await s.meta();
+    assert.match(JSON.stringify(meta.warnings ?? []), /tensorboard events\.out\.tfevents\.1\.vm: bad (data|length) checksum/);
+  });
+
+  it('names the scalars of several runs by their run folder, and reads the tensor form of a scalar', async () => {
+    const logdir = fresh();
+    for (const [run, writer] of [['torch', 'tb-torch'], ['tbx', 'tb-tensorboardx']] as const) {
+      mkdirSync(join(logdir, run));
+      copyFileSync(eventFile(writer), join(logdir, run, 'events.out.tfevents.1.vm'));
+    }
+    // a scalar as a tensor of the scalars plugin (what tf.summary and torch's new_style write): DT_FLOAT, float_val 0.75
+    const varint = (x: number): number[] => (x < 0x80 ? [x] : [(x & 0x7f) | 0x80, ...varint(x >>> 7)]);
+    const field = (no: number, bytes: number[]): number[] => [...varint((no << 3) | 2), ...varint(bytes.length), ...bytes];
+    const str = (s: string): number[] => [...Buffer.from(s)];
+    const f32 = [...Buffer.from(new Float32Array([0.75]).buffer)];
+    const f64 = [...Buffer.from(new Float64Array([1796592999.5]).buffer)];
+    const tensor = [0x08, 0x01, ...field(5, f32)];
+    const metadata = field(1, field(1, str('scalars')));
+    const value = [...field(1, str('custom/score')), ...field(8, tensor), ...field(9, metadata)];
+    const event = [0x09, ...f64, 0x10, 7, ...field(5, field(1, value))];
+    mkdirSync(join(logdir, 'tf'));
+    writeFileSync(join(logdir, 'tf', 'events.out.tfevents.2.vm'), tfRecord(Uint8Array.from(event)));
+    const s = await served(fresh(), logdir);
+    const m = await s.metrics(['torch/train/loss', 'tbx/train/loss', 'tf/custom/score', 'train/loss']);
+    assert.equal(m['torch/train/loss'].x.length, 40);
+    assert.equal(m['tbx/train/loss'].x.length, 40);
+    assert.equal(m['train/loss'].x.length, 0, 'with several runs a tag alone names none');
+    assert.deepEqual([m['tf/custom/score'].x, m['tf/custom/score'].y, m['tf/custom/score'].ts], [[7], [0.75], [1796592999.5]]);
+  });
+
+  it('collect --tensorboard records the scalars as metrics while they grow, once across a restart', async () => {
+    const logdir = fresh();
+    cpSync(fixturePath('tb-torch', 'logdir'), logdir, { recursive: true });
+    const run = fresh();
+    const dash = join(run, 'dashboard');
+    const tbLines = (): string[] => readFileSync(join(dash, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"tensorboard/step"'));
+    for (let round = 0; round < 2; round++) {
+      const svc = await startCollectorService({ dashboardDir: dash, port: 0, flushIntervalS: 0.1, tensorboard: logdir, log: () => {} });
+      await svc.close();
+    }
+    const lines = tbLines();
+    assert.equal(lines.length, 284);
+    assert.equal(new Set(lines).size, 284);
+    const s = await served(run, fresh());
+    const m = await s.metrics(['train/loss']);
+    const golden = readFixtureJson<{ scalars_by_run: Golden }>('tb-torch', 'golden.json').scalars_by_run.slime_run;
+    assert.deepEqual(m['train/loss'].y, golden['train/loss'].map((p) => p[1]));
+  });
+});
