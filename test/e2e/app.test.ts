@@ -367,7 +367,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
   it('every view is reachable from <nav> by ordinary links', async () => {
     const w = await open('#/');
     const links = await w.page.$$eval('nav[aria-label=views] a', (as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
-    assert.deepEqual(links.map((l) => l[0]), ['Metrics', 'Compute Utilization', 'Trace', 'Rollouts', 'Sample', 'Health', 'Diff']);
+    assert.deepEqual(links.map((l) => l[0]), ['Metrics', 'Compute Utilization', 'Trace', 'Rollouts', 'Sample', 'Health', 'Diff', 'Runs']);
     for (const [name] of links) {
       await w.page.click(`nav[aria-label=views] a:has-text("${name}")`);
       await w.page.waitForSelector(`nav[aria-label=views] a.active:has-text("${name}")`);

@@ -21,18 +21,23 @@ interface Seen {
   type: string | null;
 }
 
+/** A run-scoped path (`/api/runs/{id}/timeline/gpu`) as the family it asks for (`/api/timeline/gpu`). */
+function familyPath(pathname: string): string {
+  return pathname.replace(/^\/api\/runs\/[^/]+\//, '/api/');
+}
+
 /** Lets only columnar requests for the series answers through, and records what was asked and sent. */
 async function framesOnly(page: Page): Promise<{ seen: Seen[]; refused: string[] }> {
   const seen: Seen[] = [];
   const refused: string[] = [];
   await page.route(
-    (url) => SERIES_PATHS.includes(url.pathname),
+    (url) => SERIES_PATHS.includes(familyPath(url.pathname)),
     (route) => {
       const req = route.request();
       const url = new URL(req.url());
       const accept = req.headers()['accept'];
       if (accept !== COLUMNS && url.searchParams.get('format') !== 'columns') {
-        refused.push(url.pathname);
+        refused.push(familyPath(url.pathname));
         return route.abort();
       }
       return route.continue();
@@ -40,7 +45,7 @@ async function framesOnly(page: Page): Promise<{ seen: Seen[]; refused: string[]
   );
   page.on('response', (r) => {
     const url = new URL(r.url());
-    if (SERIES_PATHS.includes(url.pathname)) seen.push({ path: url.pathname, type: r.headers()['content-type'] ?? null, accept: r.request().headers()['accept'] });
+    if (SERIES_PATHS.includes(familyPath(url.pathname))) seen.push({ path: familyPath(url.pathname), type: r.headers()['content-type'] ?? null, accept: r.request().headers()['accept'] });
   });
   return { seen, refused };
 }
