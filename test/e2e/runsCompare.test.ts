@@ -299,6 +299,31 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     assert.deepEqual(w.problems(), []);
   });
 
+  it('the batch anatomy has a time axis with ticks and rows of at least 6 px that scroll under it', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/rollout/3`);
+    await page.waitForSelector('[data-testid=anatomy-axis][data-ticks]');
+    const ticks = (await page.getAttribute('[data-testid=anatomy-axis]', 'data-ticks'))!.split(' ');
+    assert.ok(ticks.length >= 3, `ticks ${ticks}`);
+    assert.equal(ticks[0], '+0:00');
+    const rows = page.locator('[data-testid=anatomy-rows]');
+    const rowH = Number(await rows.getAttribute('data-row-height'));
+    assert.ok(rowH >= 6, `row height ${rowH}`);
+    const n = Number((await page.textContent('[data-testid=batch-anatomy] h3'))!.match(/(\d+) samples/)![1]);
+    assert.equal(Math.round((await rows.boundingBox())!.height), n * rowH + 4);
+    const scroll = await page.$eval('[data-testid=anatomy-scroll]', (e: any) => [e.scrollHeight, e.clientHeight]);
+    assert.ok(scroll[0]! > scroll[1]!, `a tall batch scrolls: ${scroll}`);
+    // The axis stays in view while the rows scroll.
+    await page.$eval('[data-testid=anatomy-scroll]', (e: any) => (e.scrollTop = 300));
+    const [axisTop, boxTop] = await page.evaluate(() => [
+      document.querySelector('[data-testid=anatomy-axis]').getBoundingClientRect().top,
+      document.querySelector('[data-testid=anatomy-scroll]').getBoundingClientRect().top,
+    ]);
+    assert.ok(Math.abs(axisTop - boxTop) < 2, `axis sticks to the top: ${axisTop} vs ${boxTop}`);
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('a flipped group compares a success with a failure (the better side’s best against the worse side’s worst)', async () => {
     const w = await openPage(browser);
     const { page } = w;

@@ -232,7 +232,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     // The batch anatomy: one row per sample of the step, sortable both ways, with the consume line.
     await page.waitForSelector('[data-testid=batch-anatomy] canvas');
     assert.match((await page.textContent('[data-testid=batch-anatomy] h3'))!, /Batch anatomy · \d+ samples/);
-    const px = await canvasPixels(page, '[data-testid=batch-anatomy] canvas', ['#22b8cf', '#ff8a3d']);
+    const px = await canvasPixels(page, '[data-testid=anatomy-rows]', ['#22b8cf', '#ff8a3d']);
     assert.ok(px.matches['#22b8cf']! > 200 && px.matches['#ff8a3d']! > 20, `generation spans and the consume line drawn (${JSON.stringify(px.matches)})`);
     await page.click('[data-testid=batch-anatomy] button:has-text("duration")');
     assert.match((await page.textContent('[data-testid=batch-anatomy] [aria-pressed=true]'))!, /duration ▾/);

@@ -3,7 +3,7 @@
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { CanvasBox, type CanvasSize } from '../../components/canvasBox.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
-import { fmtDuration, fmtWall } from '../../format.ts';
+import { fmtDuration, fmtElapsed, fmtWall, timeStep } from '../../format.ts';
 import { ACCENT, CSS, LIFECYCLE_COLORS } from '../../theme.ts';
 import type { TableRow as Row, Trajectories, Trajectory } from '../../../src/wire/index.ts';
 
@@ -17,9 +17,10 @@ const SORTS: { key: SortKey; label: string }[] = [
 
 const LEFT = 64;
 const RIGHT = 12;
-const AXIS_H = 18;
-const ROW_H = 6;
-const MAX_H = 520;
+/** The time axis above the rows: start time, ticks since the start, the consume line's label. */
+const AXIS_H = 30;
+/** Every row at least this tall (readable, hoverable); a batch taller than the panel scrolls under the axis. */
+const ROW_H = 7;
 
 const startOf = (l: Trajectory) => Math.min(l.first_ts, ...l.attempts.map((a) => a.t0 ?? l.first_ts));
 const endOf = (l: Trajectory) => Math.max(l.last_ts, ...l.attempts.map((a) => a.t1 ?? l.last_ts));
@@ -42,24 +43,50 @@ export function BatchAnatomy({ traj, rows, onOpen }: { traj: Trajectories; rows:
   if (!lanes.length) return null;
   const t0 = Math.min(...lanes.map(startOf));
   const t1 = Math.max(traj.consume_ts ?? -Infinity, ...lanes.map(endOf));
-  const rowH = Math.max(2, Math.min(ROW_H, (MAX_H - AXIS_H) / lanes.length));
-  const height = AXIS_H + lanes.length * rowH + 4;
+  const rowH = ROW_H;
+  const height = lanes.length * rowH + 4;
+  const xOf = (t: number, w: number) => LEFT + ((t - t0) / ((t1 > t0 ? t1 : t0 + 1) - t0)) * w;
+
+  function drawAxis(ctx: CanvasRenderingContext2D, size: CanvasSize) {
+    const w = Math.max(10, size.width - LEFT - RIGHT);
+    ctx.font = '10.5px system-ui, sans-serif';
+    ctx.fillStyle = CSS.muted;
+    ctx.textBaseline = 'top';
+    ctx.fillText(`${fmtWall(t0).slice(11, 19)} UTC · ${fmtDuration(t1 - t0)}`, LEFT, 1);
+    const step = timeStep(Math.max(1, t1 - t0), Math.max(2, Math.floor(w / 70)));
+    ctx.strokeStyle = CSS.axis;
+    ctx.textAlign = 'center';
+    const ticks: string[] = [];
+    for (let s = 0; s <= t1 - t0 + 1e-9; s += step) {
+      const x = Math.round(xOf(t0 + s, w)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, AXIS_H - 5);
+      ctx.lineTo(x, AXIS_H);
+      ctx.stroke();
+      const label = fmtElapsed(s);
+      ctx.fillText(label, Math.min(Math.max(x, LEFT + 14), LEFT + w - 14), 15);
+      ticks.push(label);
+    }
+    ctx.canvas.setAttribute('data-ticks', ticks.join(' '));
+    if (traj.consume_ts != null) {
+      ctx.fillStyle = ACCENT;
+      ctx.textAlign = 'right';
+      ctx.fillText('consumed', Math.round(xOf(traj.consume_ts, w)) - 4, 1);
+    }
+  }
 
   function draw(ctx: CanvasRenderingContext2D, size: CanvasSize) {
     const w = Math.max(10, size.width - LEFT - RIGHT);
     geo.current = { t0, t1: t1 > t0 ? t1 : t0 + 1, w, rowH };
-    const x = (t: number) => LEFT + ((t - t0) / (geo.current.t1 - t0)) * w;
-    ctx.font = '10.5px system-ui, sans-serif';
-    ctx.fillStyle = CSS.muted;
+    const x = (t: number) => xOf(t, w);
     ctx.textBaseline = 'middle';
-    ctx.fillText(`${fmtWall(t0).slice(11)} → +${fmtDuration(t1 - t0)}`, LEFT, AXIS_H / 2);
     // Bars stay inside the plot, never over the row labels.
     ctx.save();
     ctx.beginPath();
-    ctx.rect(LEFT, AXIS_H, w, lanes.length * rowH);
+    ctx.rect(LEFT, 0, w, lanes.length * rowH);
     ctx.clip();
     lanes.forEach((l, i) => {
-      const y = AXIS_H + i * rowH;
+      const y = i * rowH;
       ctx.fillStyle = LIFECYCLE_COLORS.queue!;
       for (const a of l.attempts) ctx.fillRect(x(a.t0 ?? t0), y + rowH * 0.3, Math.max(1, x(a.t1 ?? t1) - x(a.t0 ?? t0)), Math.max(1, rowH * 0.4));
       for (const s of l.segments) {
@@ -73,25 +100,22 @@ export function BatchAnatomy({ traj, rows, onOpen }: { traj: Trajectories; rows:
       ctx.strokeStyle = ACCENT;
       ctx.setLineDash([4, 3]);
       ctx.beginPath();
-      ctx.moveTo(cx, AXIS_H - 4);
+      ctx.moveTo(cx, 0);
       ctx.lineTo(cx, height);
       ctx.stroke();
       ctx.setLineDash([]);
-      ctx.fillStyle = ACCENT;
-      ctx.textAlign = 'right';
-      ctx.fillText('consumed', cx - 4, AXIS_H / 2);
     }
     if (rowH >= 5) {
       ctx.textAlign = 'right';
       ctx.fillStyle = CSS.muted;
       ctx.font = `${Math.min(10, rowH + 3)}px system-ui, sans-serif`;
-      lanes.forEach((l, i) => ctx.fillText(`s${l.sample_index}`, LEFT - 6, AXIS_H + i * rowH + rowH / 2));
+      lanes.forEach((l, i) => ctx.fillText(`s${l.sample_index}`, LEFT - 6, i * rowH + rowH / 2));
     }
   }
 
   function laneAt(e: MouseEvent): Trajectory | null {
-    const i = Math.floor((e.offsetY - AXIS_H) / geo.current.rowH);
-    return e.offsetY >= AXIS_H && i >= 0 && i < lanes.length ? lanes[i]! : null;
+    const i = Math.floor(e.offsetY / geo.current.rowH);
+    return e.offsetY >= 0 && i >= 0 && i < lanes.length ? lanes[i]! : null;
   }
 
   function hover(e: MouseEvent) {
@@ -126,6 +150,10 @@ export function BatchAnatomy({ traj, rows, onOpen }: { traj: Trajectories; rows:
           ))}
         </span>
       </header>
+      <div class="anatomy-scroll" data-testid="anatomy-scroll">
+        <div class="anatomy-axis">
+          <CanvasBox height={AXIS_H} draw={drawAxis} label="time since the step's first request" data-testid="anatomy-axis" />
+        </div>
       <CanvasBox
         height={height}
         draw={draw}
@@ -139,7 +167,10 @@ export function BatchAnatomy({ traj, rows, onOpen }: { traj: Trajectories; rows:
             onOpen(l.sample_index);
           }
         }}
+        data-testid="anatomy-rows"
+        data-row-height={rowH}
       />
+      </div>
       <p class="hint">queued · generating · tool wait · dashed line: when training consumed the batch</p>
     </section>
   );
