@@ -9,7 +9,8 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pyFloat } from '../src/formats/pythonJson.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
-import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+import { ensureCliBuilt } from './support/cli.ts';
+import { killCollectorGroup, startCollectProcess, type RunningCollector } from './support/collectProcess.ts';
 
 // bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
 ensureCliBuilt();
@@ -19,37 +20,13 @@ const root = mkdtempSync(join(tmpdir(), 'rlsight-crash-'));
 /** Every process the test starts: none outlives it, whether it passes or fails. */
 const started: ChildProcess[] = [];
 after(() => {
-  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) killCollectorGroup(c);
   rmSync(root, { recursive: true, force: true });
 });
 
-interface Running {
-  child: ChildProcess;
-  address: string;
-  token: string;
-  exited: Promise<number | null>;
-  output: () => string;
-}
+type Running = RunningCollector;
 
-async function startCollect(runDir: string, previousPid?: number): Promise<Running> {
-  const child = spawn(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', runDir, '--listen', '127.0.0.1:0', '--flush-interval', '0.1'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
-  started.push(child);
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const file = join(runDir, 'dashboard', 'collector.json');
-  for (let i = 0; i < 600; i++) {
-    if (existsSync(file)) {
-      const info = JSON.parse(readFileSync(file, 'utf8'));
-      if (info.pid === child.pid && info.pid !== previousPid) return { child, address: info.address, token: info.token, exited, output: () => out };
-    }
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`collector did not start:\n${out}`);
-}
+const startCollect = (runDir: string, previousPid?: number): Promise<Running> => startCollectProcess(runDir, { flushInterval: '0.1', started, previousPid });
 
 const BASE = 1_755_799_200;
 const line = (i: number) => `{"ts":${pyFloat(BASE + i * 0.5)},"node":"10.0.0.1","gpu":${i % 8},"util":${i % 101},"mem_mb":${1000 + i},"power_w":300}`;

@@ -1,14 +1,16 @@
 // `rlsight collect` killed with SIGKILL (its whole process group) while producers send: every batch it
 // acknowledged is served afterwards, exactly once, whatever the moment of the kill.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
+import { SeededRandom } from '../src/demo/random.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
+import { killCollectorGroup, startCollectProcess, type RunningCollector } from './support/collectProcess.ts';
 
 ensureCliBuilt();
 
@@ -16,67 +18,17 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const root = mkdtempSync(join(tmpdir(), 'rlsight-durable-'));
 const started: ChildProcess[] = [];
 after(() => {
-  for (const c of started) if (c.exitCode === null && c.signalCode === null) killGroup(c);
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) killCollectorGroup(c);
   rmSync(root, { recursive: true, force: true });
 });
 
-function killGroup(c: ChildProcess): void {
-  try {
-    process.kill(-c.pid!, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
+type Running = RunningCollector;
 
-interface Running {
-  child: ChildProcess;
-  exited: Promise<number | null>;
-  output: () => string;
-}
-
-/** Starts `rlsight collect` as its own process group and waits for its collector.json. */
-async function startCollect(runDir: string, flushInterval: string): Promise<Running> {
-  const child = spawn(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', runDir, '--listen', '127.0.0.1:0', '--flush-interval', flushInterval], {
-    cwd: REPO,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  started.push(child);
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const file = join(runDir, 'dashboard', 'collector.json');
-  for (let i = 0; i < 1200; i++) {
-    if (existsSync(file)) {
-      try {
-        if (JSON.parse(readFileSync(file, 'utf8')).pid === child.pid) return { child, exited, output: () => out };
-      } catch {
-        // being replaced
-      }
-    }
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  killGroup(child);
-  throw new Error(`collector did not start:\n${out}`);
-}
+const startCollect = (runDir: string, flushInterval: string): Promise<Running> => startCollectProcess(runDir, { flushInterval, started });
 
 async function kill9(c: Running): Promise<void> {
-  killGroup(c.child);
+  killCollectorGroup(c.child);
   await c.exited;
-}
-
-/** A deterministic generator, so a failing kill schedule can be replayed from its seed. */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 const metricLine = (step: number): string => `{"ts":${1_755_799_200 + step}.25,"step_key":"train/step","step":${step},"metrics":{"train/loss":0.5,"train/step":${step}}}`;
@@ -98,7 +50,7 @@ describe('rlsight collect under kill -9', () => {
     const runDir = join(root, 'random');
     const seed = Number(process.env.RLSIGHT_KILL_SEED ?? Date.now() % 100000);
     console.log(`kill schedule seed ${seed} (RLSIGHT_KILL_SEED replays it)`);
-    const rand = random(seed);
+    const random = new SeededRandom(seed);
     let collector = await startCollect(runDir, '0.2');
     const acked = new Set<number>();
     let stop = false;
@@ -134,7 +86,7 @@ describe('rlsight collect under kill -9', () => {
       }
     })();
     for (let k = 0; k < 4; k++) {
-      await new Promise((r) => setTimeout(r, 150 + rand() * 900));
+      await new Promise((r) => setTimeout(r, 150 + random.next() * 900));
       await kill9(collector);
       collector = await startCollect(runDir, '0.2');
     }
