@@ -161,18 +161,9 @@ const round3 = (x: number) => Math.round(x * 1000) / 1000;
 /** Decode speed of one request under a full batch, tokens per second. */
 const DECODE_RATE: [number, number] = [7, 12];
 
-interface Draft {
-  index: number;
-  groupIndex: number;
-  conversation: Conversation;
-  tokens: number[];
-  promptLength: number;
-  responseLength: number;
-  lossMask: number[];
-  turnStarts: number[];
+/** A sample as drafted, before its attempts are timed: the planned sample's own fields and its pacing. */
+interface Draft extends Pick<PlannedSample, 'index' | 'groupIndex' | 'conversation' | 'tokens' | 'promptLength' | 'responseLength' | 'lossMask' | 'turnStarts' | 'status' | 'reward'> {
   turnTokens: number[];
-  status: 'completed' | 'truncated';
-  reward: number;
   rate: number;
   toolSeconds: number[];
 }

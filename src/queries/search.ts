@@ -356,13 +356,7 @@ function idMatch(t: SampleText, field: string, text: string, run: string | undef
 }
 
 /** The searchable text of one sample. */
-export interface SampleText {
-  step: number;
-  evaluation: boolean;
-  sample_index: number;
-  group_index: number | null;
-  status: string;
-  reward: number | null;
+export interface SampleText extends Pick<SearchMatch, 'step' | 'evaluation' | 'sample_index' | 'group_index' | 'status' | 'reward'> {
   /** Named text fields: `prompt`, `response`, `label`, `conversation` (the sidecar's messages), `metadata`. */
   fields: Record<string, string>;
   /** Identifiers recorded with the sample: request ids, trace ids, session ids. */

@@ -23,33 +23,31 @@ export const TIMELINE_CACHE_VERSION = 1;
 export type CacheValue = null | boolean | number | string | PyFloat | CacheValue[] | { [key: string]: CacheValue };
 export type CacheAttrs = { [key: string]: CacheValue };
 
-export interface CacheSpanItem {
+/** What spans and points of the timeline cache both carry: where they sit and whose child they are. */
+interface CacheItemPlace {
+  attempt: number;
+  span_id: CacheValue;
+  parent_span_id: CacheValue;
+  parent_span_name: CacheValue;
+  lane: number;
+  depth: number;
+}
+
+export interface CacheSpanItem extends CacheItemPlace {
   type: 'span';
   state: 'closed_span' | 'open_span';
   name: CacheValue;
   start_ts: number;
   end_ts: number | null;
   display_end_ts: number;
-  attempt: number;
-  span_id: CacheValue;
-  parent_span_id: CacheValue;
-  parent_span_name: CacheValue;
-  lane: number;
-  depth: number;
   attrs: { start_attrs: CacheAttrs; end_attrs: CacheAttrs };
 }
 
-export interface CachePointItem {
+export interface CachePointItem extends CacheItemPlace {
   type: 'event' | 'orphan_end';
   state: 'point_event' | 'orphan_end';
   name: CacheValue;
   ts: number;
-  attempt: number;
-  span_id: CacheValue;
-  parent_span_id: CacheValue;
-  parent_span_name: CacheValue;
-  lane: number;
-  depth: number;
   attrs: CacheAttrs;
 }
 

@@ -23,20 +23,7 @@ import type {
 import type { SlimeDump } from './slime/dump.ts';
 import type { WarmUpProgress } from './telemetry/warmUp.ts';
 
-export type {
-  DataBufferSample,
-  EngineInfo,
-  GpuProcessSample,
-  LaneEntry,
-  MetricsRecord,
-  MetricValue,
-  PhaseEvent,
-  RunMeta,
-  StreamName,
-  TopologySnapshot,
-  TopologyWindow,
-  TrajectoryEvent,
-} from './telemetry/records.ts';
+export type * from './telemetry/records.ts';
 export { FLAT_STREAMS, INITIALIZE_PHASE, OPEN_T1, PARTITIONED_STREAMS } from './telemetry/records.ts';
 export type { EngineSeriesBlock, EngineSeriesTable, GpuUtilBlock, GpuUtilCells, GpuUtilHour, GpuUtilRows, LaneTable, PhaseBlock, StringTable } from './telemetry/store.ts';
 export { UTIL_CELL_S, rowMem, rowPower } from '../formats/columns/gpuUtilRollup.ts';

@@ -1,6 +1,7 @@
 // The record of each telemetry stream, field for field as miles' dataclasses declare them (the key
 // order of every line on disk).
 import type { StreamName } from './layout.ts';
+import type { Engine } from '../../wire/timeline.ts';
 
 /** `meta.json`. */
 export interface RunMeta {
@@ -20,14 +21,8 @@ export interface MetricsRecord {
   metrics: Record<string, MetricValue>;
 }
 
-export interface EngineInfo {
-  addr: string;
-  worker_type: string;
-  engine_rank: number;
-  /** `[node, gpu]` of every GPU of every member node. */
-  gpus: [string, number][];
-  gpu_uuids: (string | null)[];
-}
+/** One engine of a topology record, as the app is served it (`gpus`: `[node, gpu]` of every GPU of every member node). */
+export type EngineInfo = Engine;
 
 /** The full engine topology; snapshot N holds until snapshot N+1. */
 export interface TopologySnapshot {

@@ -2,6 +2,7 @@
 // across TP/PP duplicates and CP slices.
 import type { PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
+import type { TrainTokens } from '../model.ts';
 import { asInt, asNumber, asString, field, isDict, isList, scalarReward } from './pyFields.ts';
 import { lengthOf, readNumbers, type Numbers } from './torchDocument.ts';
 import { cpResponseRanges } from '../../formats/miles/cpSplit.ts';
@@ -60,7 +61,8 @@ export interface TrainIndex {
   locations: Map<number, RowLocation[]>;
 }
 
-export interface TrainRow {
+/** One sample's joined train row: its per-token values (`TrainTokens`) and scalars. */
+export interface TrainRow extends TrainTokens {
   sampleIndex: number;
   /** Rank of the lowest-rank file holding the sample. */
   rank: number;
@@ -68,14 +70,6 @@ export interface TrainRow {
   totalLength: number;
   /** Normalized reward (`rewards`). */
   reward: number | null;
-  lossMask: Numbers | null;
-  logProbs: Numbers | null;
-  rolloutLogProbs: Numbers | null;
-  refLogProbs: Numbers | null;
-  entropy: Numbers | null;
-  refEntropy: Numbers | null;
-  advantages: Numbers | null;
-  returns: Numbers | null;
   truncated: number | null;
   weightVersions: string[] | null;
   alignmentFailed: boolean;

@@ -2,22 +2,7 @@
 
 export { FLAT_STREAMS, OPEN_T1, PARTITIONED_STREAMS, hourKey, hourStart, phasePartitionTs } from '../../formats/dashboard/layout.ts';
 export type { FlatStream, PartitionedStream, StreamName } from '../../formats/dashboard/layout.ts';
-export type {
-  DataBufferSample,
-  EngineInfo,
-  EngineSample,
-  GpuProcessSample,
-  GpuSample,
-  MetricsRecord,
-  MetricValue,
-  PhaseEvent,
-  PhaseRole,
-  RunMeta,
-  TopologySnapshot,
-  TrajectoryEvent,
-  TrajectoryKind,
-} from '../../formats/dashboard/records.ts';
-import type { EngineInfo } from '../../formats/dashboard/records.ts';
+export type * from '../../formats/dashboard/records.ts';
 
 /** Phase reads look this far past the window's end: phases are filed by their END hour. */
 export const PHASE_LOOKAHEAD_S = 14400;
@@ -25,12 +10,8 @@ export const PHASE_LOOKAHEAD_S = 14400;
 export const PARTITION_CACHE_BLOCKS = 24;
 export const INITIALIZE_PHASE = 'initialize';
 
-/** Snapshot N holds on `[t0, t1)`; the last window has `t1 = null`. */
-export interface TopologyWindow {
-  t0: number;
-  t1: number | null;
-  engines: EngineInfo[];
-}
+/** Snapshot N holds on `[t0, t1)`; the last window has `t1 = null` (the shape the app is served). */
+export type { TopologyWindow } from '../../wire/timeline.ts';
 
 /** One GPU lane as the lane index serves it; `index` is its position in `(node, gpu)` order. */
 export interface LaneEntry {
