@@ -53,6 +53,7 @@ describe('import direction', () => {
       'src/queries/store.ts': "import type { TelemetryStore } from '../run/telemetry/store.ts';\n",
       'src/queries/store.test.ts': "import { TelemetryStore } from '../run/telemetry/store.ts';\n",
       'src/server/run.ts': "import { SlimeRunModel } from '../run/slime/index.ts';\nimport type { RunModel } from '../run/model.ts';\n",
+      'src/commands/trace.ts': "import { readSlimeDump } from '../run/slime/dump.ts';\nimport { openDumpFile } from '../run/open.ts';\n",
       'src/queries/ok.test.ts': "import { writeFileSync } from 'node:fs';\n",
       'src/wire/meta.ts': "import { z } from 'zod';\n",
       'web/views/a.tsx': "import { meta } from '../../src/wire/index.ts';\nimport type { Fleet } from '../../src/queries/fleet.ts';\n",
@@ -70,6 +71,7 @@ describe('import direction', () => {
       assert.deepEqual(found.sort(), [
         'src/collect/hourColumns.ts ../run/telemetry/partitionCache.ts',
         'src/collect/service.ts ../demo/demoRun.ts',
+        'src/commands/trace.ts ../run/slime/dump.ts',
         'src/demo/syntheticRun.ts ../collect/dashboardWriter.ts',
         'src/formats/columnFrame.ts crypto',
         'src/formats/columnFrame.ts node:buffer',

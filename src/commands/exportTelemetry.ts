@@ -7,7 +7,7 @@ import { mkdirSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parquetWriteFile } from 'hyparquet-writer';
-import { TelemetryStore } from '../run/telemetry/store.ts';
+import { openTelemetry } from '../run/open.ts';
 import { CommandUsageError, requireFlag } from './common.ts';
 import type { ExportKind } from './common.ts';
 
@@ -28,7 +28,7 @@ const numbers = (n: number, at: (i: number) => number): Float64Array => Float64A
 const intOrDouble = (name: string, xs: Float64Array): Column => (isInt32(xs) ? { name, type: 'INT32', data: Int32Array.from(xs) } : { name, type: 'DOUBLE', data: xs });
 
 /** Each partition of each stream as columns, one at a time (the store keeps only its memory budget resident). */
-function* partitions(store: TelemetryStore): Generator<{ stream: string; hour: string; columns: Column[] }> {
+function* partitions(store: ReturnType<typeof openTelemetry>): Generator<{ stream: string; hour: string; columns: Column[] }> {
   const p = store.partitions;
   for (const f of p.gpu_util.files()) {
     const b = p.gpu_util.block(f);
@@ -104,7 +104,7 @@ function* partitions(store: TelemetryStore): Generator<{ stream: string; hour: s
 /** Writes the run's telemetry under `outDir`; returns the files and rows written per stream. */
 export async function writeTelemetryParquet(dashboardDir: string, outDir: string): Promise<Record<string, { files: number; rows: number }>> {
   const compress = await zstdCompressor();
-  const store = TelemetryStore.open(dashboardDir, { parseWorkers: 0 });
+  const store = openTelemetry(dashboardDir);
   const out: Record<string, { files: number; rows: number }> = {};
   try {
     for (const part of partitions(store)) {

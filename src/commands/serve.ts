@@ -4,6 +4,8 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { RunSources } from '../queries/runAnswers.ts';
+import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
+import { runFormats } from '../run/open.ts';
 import { CommandUsageError as UsageError } from './common.ts';
 
 export interface ServeFlags {
@@ -27,6 +29,8 @@ export interface ServeFlags {
   prometheus?: string;
   /** `--tensorboard LOGDIR`: the trainer's TensorBoard scalars among the run's metrics. */
   tensorboard?: string;
+  /** slime's `--rollout-num-gpus` and `--eval-datasets` (its step metrics; a slime run's only). */
+  slime: StepMetricsInputs;
 }
 
 /** The port to serve on: `--port N` in [0, 65535], 7788 by default. */
@@ -100,15 +104,16 @@ export function parseServeFlags(argv: string[]): ServeFlags {
       'eval-datasets': { type: 'string' },
     },
   });
-  // Inputs a slime dump lacks; a miles run logs the metrics they feed itself, so they would change nothing.
-  for (const flag of ['rollout-num-gpus', 'eval-datasets'] as const) {
-    if (values[flag] !== undefined) throw new UsageError(`--${flag}: only for slime runs (it fills in what a slime dump lacks); this run is not one and logs those metrics itself`);
-  }
   // Runs are served in command-line order, whichever way each was given.
   const runDirs = tokens.flatMap((t) =>
     t.kind === 'positional' ? [checkRunDir(t.value, 'serve')] : t.kind === 'option' && t.name === 'dump-details' && t.value !== undefined ? [checkRunDir(t.value)] : [],
   );
   const runsRoot = values.runs === undefined ? undefined : checkRoot(values.runs);
+  // Inputs a slime dump lacks; a miles run logs the metrics they feed itself, so they would change nothing.
+  const onlySlime = runsRoot === undefined && runDirs.length > 0 && runDirs.every((d) => runFormats(d).includes('slime'));
+  for (const flag of ['rollout-num-gpus', 'eval-datasets'] as const) {
+    if (values[flag] !== undefined && !onlySlime) throw new UsageError(`--${flag}: only for slime runs (it fills in what a slime dump lacks); this run is not one and logs those metrics itself`);
+  }
   if (runDirs.length === 0 && runsRoot === undefined) throw new UsageError('a run directory is required: serve DIR [DIR...], --runs ROOT or --dump-details DIR');
   return {
     runDirs,
@@ -125,6 +130,10 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     healthConfig: values['health-config'],
     prometheus: values.prometheus,
     tensorboard: tensorboardFlag(values.tensorboard, runDirs.length, runsRoot !== undefined),
+    slime: {
+      rolloutNumGpus: values['rollout-num-gpus'] === undefined ? undefined : numberFlag('rollout-num-gpus', values['rollout-num-gpus'], 0, { int: true, min: 1 }),
+      evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean),
+    },
   };
 }
 
@@ -181,6 +190,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
       // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
       prometheus: flags.prometheus,
       tensorboard: flags.tensorboard,
+      slime: flags.slime,
     }).catch((err: Error) => {
       // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
       const param = (err as { param?: string }).param;

@@ -1,10 +1,9 @@
-// `rlsight serve` over a slime run: `--dump-details DIR` with slime's layout, or `FILE.pt|GLOB` for the
-// files a `--save-debug-rollout-data` template wrote.
+// `rlsight serve FILE.pt|GLOB`: the slime rollout dumps a `--save-debug-rollout-data` template wrote, served
+// as one run. A run directory of any format (slime's `--dump-details DIR` layout included) is `serve DIR`.
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { answersOver } from './openRun.ts';
-import { SlimeRunModel } from '../run/slime/index.ts';
-import { looksLikeSlimeDir } from '../run/slime/run.ts';
+import { openDumpFiles } from '../run/open.ts';
 import { startServer } from '../server/listen.ts';
 
 export const SLIME_SERVE_USAGE = `  rlsight serve FILE.pt|'GLOB' [options]     serve slime rollout dumps (--save-debug-rollout-data files)`;
@@ -43,13 +42,11 @@ const ANY_SERVE_OPTIONS = {
   'health-config': { type: 'string' },
 } as const;
 
-/** Whether these `serve` arguments name a slime run (a .pt file or glob, or a slime-layout folder). */
-export function isSlimeServe(argv: string[]): boolean {
-  const { values, positionals } = parseArgs({ args: argv, strict: false, allowPositionals: true, options: ANY_SERVE_OPTIONS });
-  // Positional run folders (`serve DIR [DIR...]`) are the generic multi-run serve unless slime laid them out.
-  if (positionals.length > 0) return positionals.some((p) => !isDirectory(p) || looksLikeSlimeDir(p));
-  const dir = values['dump-details'];
-  return typeof dir === 'string' && looksLikeSlimeDir(dir);
+/** Whether these `serve` arguments name dump files (a .pt file or glob) rather than run directories. */
+export function isDumpFilesServe(argv: string[]): boolean {
+  const { positionals } = parseArgs({ args: argv, strict: false, allowPositionals: true, options: ANY_SERVE_OPTIONS });
+  // Run folders of any format (`serve DIR [DIR...]`, slime's layout included) are the multi-run serve.
+  return positionals.some((p) => !isDirectory(p));
 }
 
 export class SlimeServeError extends Error {}
@@ -59,10 +56,9 @@ export async function serveSlime(argv: string[]): Promise<number> {
   if (positionals.length > 1) throw new SlimeServeError('serve: give one FILE.pt or one quoted GLOB');
   if (positionals.length === 1 && values['dump-details']) throw new SlimeServeError('serve: give either --dump-details DIR or FILE.pt|GLOB, not both');
   const spec = positionals[0];
-  const model = spec ? SlimeRunModel.fromTemplate(spec) : SlimeRunModel.fromDumpDetails(values['dump-details']!);
-  const run = model.run;
-  const ids = await run.rolloutIds();
-  if (ids.train.length + ids.eval.length === 0) throw new SlimeServeError(`serve: no slime rollout dump in ${spec ?? values['dump-details']}${run.warnings().length ? ` (${run.warnings()[0]})` : ''}`);
+  const model = openDumpFiles(spec);
+  const ids = await model.rolloutIds();
+  if (ids.train.length + ids.eval.length === 0) throw new SlimeServeError(`serve: no slime rollout dump in ${spec}${model.warnings().length ? ` (${model.warnings()[0]})` : ''}`);
   const gpus = values['rollout-num-gpus'] === undefined ? undefined : Number(values['rollout-num-gpus']);
   if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new SlimeServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
   const port = values.port === undefined ? 7788 : Number(values.port);
@@ -75,7 +71,7 @@ export async function serveSlime(argv: string[]): Promise<number> {
   const host = values.host ?? '127.0.0.1';
   const server = await startServer(served, { host, port, follow: values.follow ?? false, allowHosts: (values['allow-host'] as string[] | undefined) ?? [] });
   console.log(`rlsight serving ${server.url}  (slime run: ${ids.train.length} rollout and ${ids.eval.length} eval dumps)`);
-  for (const w of run.warnings()) console.warn(`warning: ${w}`);
+  for (const w of model.warnings()) console.warn(`warning: ${w}`);
   await new Promise<void>((done) => {
     const stop = (): void => void server.close().then(done);
     process.once('SIGINT', stop);

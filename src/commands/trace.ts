@@ -9,8 +9,9 @@ import { PACKAGE_ROOT } from '../ownFiles.ts';
 import { removeOnExit } from './common.ts';
 import { timelineCache, timelineCacheJson } from '../queries/slimeTimeline.ts';
 import { traceDetails, traceView } from '../queries/slimeTraceView.ts';
-import { readSlimeDump, SlimeDumpError } from '../run/slime/dump.ts';
-import { sampleTrace } from '../run/slime/sample.ts';
+import { SlimeDumpError } from '../run/errors.ts';
+import { sampleTrace } from '../run/model.ts';
+import { openDumpFile } from '../run/open.ts';
 import type { TraceDetails } from '../wire/trace.ts';
 
 export const TRACE_USAGE = `  rlsight trace FILE.pt [--out DIR] [--no-serve] [--port N]
@@ -45,7 +46,7 @@ export function standalonePage(title: string, data: unknown, script: string): st
 /** Reads the dump and writes both files into `outDir`; never beside the dump unless `outDir` is its folder. */
 export async function writeTraceOutputs(ptPath: string, outDir: string, now = Date.now() / 1000): Promise<TraceOutputs> {
   const abs = resolve(ptPath);
-  const dump = await readSlimeDump(abs, { name: ptPath });
+  const dump = await openDumpFile(abs, ptPath);
   const traced = dump.samples.filter((s) => sampleTrace(s) !== null).length;
   if (traced === 0) {
     throw new SlimeDumpError(ptPath, `none of its ${dump.samples.length} samples carries a trace (slime records one per sample while it generates; dumps made without tracing have none)`);

@@ -6,6 +6,8 @@ import { encodeEventFile, type ScalarEvent } from '../formats/tfevents.ts';
 import type { MetricsRecord } from '../run/model.ts';
 import type { RunSources } from './runAnswers.ts';
 import { BadArgument } from '../run/errors.ts';
+import type { MetricsAnswer } from '../wire/metrics.ts';
+import { MFU_STEP_KEY } from './advisory.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate } from './rollouts.ts';
 
@@ -35,10 +37,11 @@ function cellOf(v: unknown): ExportCell {
 }
 
 /**
- * The run's metrics with one row per step (`_step`), one column per logged key and per `dump/*` aggregate.
- * Records logged against any step key share a row by step number; a key logged twice at a step keeps the last.
+ * The run's metrics with one row per step (`_step`), one column per logged key, per `dump/*` aggregate and per
+ * key of `series` (steps as x: metrics computed from the dumps, such as a slime run's). Records logged against
+ * any step key share a row by step number; a key logged twice at a step keeps the last.
  */
-export function metricsTable(records: readonly MetricsRecord[], aggregates: readonly StepAggregate[]): ExportTable {
+export function metricsTable(records: readonly MetricsRecord[], aggregates: readonly StepAggregate[], series: MetricsAnswer = {}): ExportTable {
   const byStep = new Map<number, Map<string, ExportCell>>();
   const keys = new Set<string>();
   const row = (step: number): Map<string, ExportCell> => {
@@ -61,6 +64,10 @@ export function metricsTable(records: readonly MetricsRecord[], aggregates: read
       keys.add(k);
       r.set(k, a[m]);
     }
+  }
+  for (const [k, s] of Object.entries(series)) {
+    keys.add(k);
+    s.x.forEach((step, i) => row(step).set(k, cellOf(s.y[i])));
   }
   const columns = [STEP_COLUMN, ...[...keys].sort()];
   const rows = [...byStep.keys()].sort((a, b) => a - b).map((s) => {
@@ -97,9 +104,17 @@ export function encodeTable(table: ExportTable, format: TableFormat): Uint8Array
   return encodeParquet(table.columns, table.rows);
 }
 
-/** The run's metrics table (logged keys and `dump/*` aggregates). */
+/** The run's metrics table: every key the app lists for the run (logged keys, `dump/*` aggregates, metrics computed from its dumps). */
 export async function runMetricsTable(run: RunSources): Promise<ExportTable> {
-  return metricsTable(run.metricsRecords(), await run.stepAggregates());
+  const records = run.metricsRecords();
+  const aggregates = await run.stepAggregates();
+  const logged = new Set(metricsTable(records, aggregates).columns);
+  for (const r of records) for (const k of Object.keys(r.metrics)) logged.add(k);
+  // Keys no record carries (a slime run's perf/, rollout/ and eval/, computed from its dumps) come from the series the charts draw.
+  const listed = (await run.meta({ follow: false, useUtilizationOverview: false })).metric_keys;
+  const computed = listed.filter((k) => !logged.has(k));
+  const series = computed.length > 0 ? await run.metrics({ keys: computed, x: MFU_STEP_KEY }) : {};
+  return metricsTable(records, aggregates, series);
 }
 
 /** One step's rollout table, as the Rollouts view shows it. */

@@ -1,12 +1,14 @@
 // Opens a run directory with the adapter of its format, and finds run directories under a root (`rlsight
 // serve --runs ROOT`). A new format is one adapter folder and one line here.
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { collectedAdapter } from './collected/index.ts';
 import { milesAdapter } from './miles/index.ts';
 import { withTensorBoard } from './tensorboard/index.ts';
-import { slimeAdapter } from './slime/index.ts';
+import { readSlimeDump, type SlimeDump } from './slime/dump.ts';
+import { slimeAdapter, SlimeRunModel } from './slime/index.ts';
 import { DerivedCache } from './derivedCache.ts';
+import { TelemetryStore } from './telemetry/store.ts';
 import type { DerivedEntries, OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel } from './model.ts';
 
 export { foreground } from './foreground.ts';
@@ -25,6 +27,27 @@ export async function openRunModel(dir: string, options: OpenRunOptions = {}): P
   const adapter = RUN_ADAPTERS.find((a) => a.detect(dir)) ?? milesAdapter;
   const model = await adapter.open(dir, options);
   return options.tensorboard === undefined ? model : withTensorBoard(model, options.tensorboard);
+}
+
+/**
+ * `rlsight serve FILE.pt|GLOB`: the slime rollout dumps a `--save-debug-rollout-data` template wrote, as one
+ * run (no telemetry beside loose dump files).
+ */
+export function openDumpFiles(spec: string): RunModel {
+  return SlimeRunModel.fromTemplate(spec);
+}
+
+/** One slime rollout dump on its own (`rlsight trace FILE.pt`): its samples as dumped, traces included; errors name it `name`. */
+export function openDumpFile(path: string, name = path): Promise<SlimeDump> {
+  return readSlimeDump(resolve(path), { name });
+}
+
+/**
+ * A run's telemetry streams on their own (`rlsight export telemetry`): the store with its hour partitions, read
+ * one hour at a time on the calling thread.
+ */
+export function openTelemetry(dashboardDir: string): TelemetryStore {
+  return TelemetryStore.open(dashboardDir, { parseWorkers: 0 });
 }
 
 /** `--prometheus URL`: engine series from Prometheus range queries, for a run that scraped none. */

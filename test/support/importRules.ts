@@ -50,7 +50,7 @@ const RUN_FACE = new Set(['src/run/model.ts', 'src/run/open.ts', 'src/run/errors
 /** Layers that write runs: the collector and the demo. */
 const WRITERS = new Set(['src/collect', 'src/demo']);
 /** Layers that see a run only through its face (their tests may build one from the adapters). */
-const ABOVE_THE_FACE = new Set(['src/queries', 'src/server']);
+const ABOVE_THE_FACE = new Set(['src/queries', 'src/server', 'src/commands']);
 
 /** What the app imports of src beside the wire types: the column frame codec it shares with the server. */
 const APP_SHARED = new Set(['src/formats/columnFrame.ts'].map((p) => p.split('/').join(sep)));

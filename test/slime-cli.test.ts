@@ -1,0 +1,100 @@
+// A slime run goes wherever the command line goes, opened by its format like any other run: `serve DIR` serves
+// it as `serve --dump-details DIR` does, one server holds it beside a miles run (`serve A B`, `--runs ROOT`),
+// and `export metrics` writes every metric key the app lists for it.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { openRun } from '../src/commands/openRun.ts';
+import { ensureCliBuilt, RLSIGHT_BIN, servingUrl } from './support/cli.ts';
+import { ageTree, fixturePath } from './support/fixtures.ts';
+
+ensureCliBuilt();
+
+const scratch = mkdtempSync(join(tmpdir(), 'rlsight-slime-cli-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A copy of a fixture run under the scratch folder, its files old enough to be read as finished. */
+function placed(name: string, from: string): string {
+  const dir = join(scratch, name);
+  cpSync(from, dir, { recursive: true });
+  ageTree(dir);
+  return dir;
+}
+
+const slime = placed('slime-run', fixturePath('slime-trace'));
+const miles = placed('miles-run', fixturePath('miles-demo', 'run'));
+
+/** Starts `rlsight serve ARGS --port 0`, runs `fn` against it, stops it. */
+async function serving<T>(args: string[], fn: (url: string) => Promise<T>): Promise<T> {
+  const child: ChildProcess = spawn(process.execPath, [RLSIGHT_BIN, 'serve', ...args, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  try {
+    const url = await servingUrl(child).catch((e: Error) => {
+      throw new Error(`${e.message}\n${err}`);
+    });
+    return await fn(url);
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+const get = async (url: string, path: string): Promise<any> => {
+  const r = await fetch(new URL(path, url));
+  assert.equal(r.status, 200, `${path}: ${await r.clone().text()}`);
+  return r.json();
+};
+
+describe('slime runs on the command line', () => {
+  test('serve DIR opens a slime layout as serve --dump-details DIR does', async () => {
+    const asked = ['/api/meta', '/api/rollout/0/summary', '/api/rlsight/trace?rollout_id=0', '/api/metrics?keys=perf/request/e2e_latency/mean&x=rollout/step'];
+    const byFlag = await serving(['--dump-details', slime], (url) => Promise.all(asked.map((p) => get(url, p))));
+    const byDir = await serving([slime], (url) => Promise.all(asked.map((p) => get(url, p))));
+    assert.deepEqual(byDir, byFlag);
+    assert.equal(byDir[2].has_traces, true);
+    assert.ok(byDir[0].metric_keys.length > 100, `${byDir[0].metric_keys.length} metric keys`);
+  });
+
+  test('one server holds a miles and a slime run side by side, each answering as its format does', async () => {
+    const check = async (url: string): Promise<void> => {
+      const { runs } = await get(url, '/api/runs');
+      const formats = Object.fromEntries(runs.map((r: { id: string; formats: string[] }) => [r.id, r.formats]));
+      assert.deepEqual(formats, { 'miles-run': ['miles'], 'slime-run': ['slime'] });
+      assert.equal((await get(url, '/api/runs/slime-run/rlsight/trace?rollout_id=0')).has_traces, true);
+      assert.equal((await get(url, '/api/runs/miles-run/rlsight/trace?rollout_id=0')).has_traces, false);
+      const alone = await serving([slime], (one) => get(one, '/api/rollout/1/summary'));
+      assert.deepEqual(await get(url, '/api/runs/slime-run/rollout/1/summary'), alone);
+    };
+    await serving([miles, slime], check);
+    await serving(['--runs', scratch], check);
+  });
+
+  test('export metrics on a slime run writes every metric key the app lists for it', async () => {
+    const out = join(scratch, 'slime-metrics.csv');
+    const r = spawnSync(process.execPath, [RLSIGHT_BIN, 'export', 'metrics', '--dump-details', slime, '--out', out], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const [header, ...rows] = readFileSync(out, 'utf8').trim().split(/\r?\n/);
+    const columns = header.split(',');
+    const run = await openRun(slime);
+    try {
+      const listed = (await run.meta({ follow: false, useUtilizationOverview: false })).metric_keys;
+      assert.equal(listed.length, 170);
+      assert.deepEqual(columns.slice(1).sort(), [...listed].sort());
+    } finally {
+      await run.close();
+    }
+    assert.equal(columns[0], '_step');
+    assert.deepEqual(
+      rows.map((line) => line.split(',')[0]),
+      ['0', '1'],
+    );
+    // A key computed from the dumps has its value at each train step, as the chart draws it.
+    const latency = columns.indexOf('rollout/response_len/mean');
+    assert.ok(rows.every((line) => Number.isFinite(Number(line.split(',')[latency]))), 'rollout/response_len/mean at every step');
+  });
+});
