@@ -1,27 +1,19 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from '../../test/support/fixtures.ts';
-import { TelemetryStore } from '../run/telemetry/store.ts';
+import { diffJson, fixtureTelemetry, loadGoldens } from '../../test/support/fixtures.ts';
 import { BadArgument } from '../run/errors.ts';
 import { DUMP_METRIC_PREFIX, WALL_TIME_X, dumpMetricSeries, metricKeyList, metricSeries, metricsAnswer } from './metrics.ts';
 import type { StepAggregate } from './rollouts.ts';
 
 describe('metrics on the demo run', () => {
-  let run: RunCopy;
-  let store: TelemetryStore;
-  before(() => {
-    run = copyFixtureRun();
-    store = TelemetryStore.open(join(run.dir, 'dashboard'));
-  });
-  after(() => run.dispose());
+  const fixture = fixtureTelemetry();
 
   const goldens = loadGoldens().filter((g) => g.group === 'metrics' && g.status === 200);
 
   test('catalog parts of /api/meta', () => {
     const meta = loadGoldens().find((g) => g.group === 'meta')!.body;
-    assert.deepEqual(store.metricKeys(), meta.metric_keys);
-    assert.deepEqual(store.stepKeys(), meta.step_keys);
+    assert.deepEqual(fixture.store.metricKeys(), meta.metric_keys);
+    assert.deepEqual(fixture.store.stepKeys(), meta.step_keys);
   });
 
   for (const g of goldens.filter((x) => !x.request.includes(DUMP_METRIC_PREFIX))) {
@@ -30,7 +22,7 @@ describe('metrics on the demo run', () => {
       const keys = p.get('keys')!.split(',').filter((k) => k !== '');
       const t0 = p.get('t0');
       const t1 = p.get('t1');
-      const out = metricSeries(store, keys, { x: p.get('x') ?? 'rollout/step', t0: t0 === null ? null : Number(t0), t1: t1 === null ? null : Number(t1) });
+      const out = metricSeries(fixture.store, keys, { x: p.get('x') ?? 'rollout/step', t0: t0 === null ? null : Number(t0), t1: t1 === null ? null : Number(t1) });
       assert.equal(diffJson(out, g.body), null);
     });
   }
@@ -48,7 +40,7 @@ describe('metrics on the demo run', () => {
       const p = new URL(g.request, 'http://x').searchParams;
       const keys = p.get('keys')!.split(',').filter((k) => k !== '');
       let asked = 0;
-      const out = await metricsAnswer(store, keys, { x: p.get('x') ?? 'rollout/step' }, () => {
+      const out = await metricsAnswer(fixture.store, keys, { x: p.get('x') ?? 'rollout/step' }, () => {
         asked++;
         return aggregates;
       });
@@ -59,19 +51,19 @@ describe('metrics on the demo run', () => {
   }
 
   test('dump aggregates are not asked for without a dump/* key', async () => {
-    await metricsAnswer(store, ['rollout/rewards_mean'], { x: 'rollout/step' }, () => assert.fail('asked'));
+    await metricsAnswer(fixture.store, ['rollout/rewards_mean'], { x: 'rollout/step' }, () => assert.fail('asked'));
   });
 
   test('null aggregates are dropped; unknown dump columns and empty key lists are 400s', async () => {
     const out = dumpMetricSeries([{ ...aggregates[0], reward_mean: null }, aggregates[1]], ['dump/reward_mean']);
     assert.deepEqual(out['dump/reward_mean'].x, [1]);
-    await assert.rejects(metricsAnswer(store, ['dump/nope'], { x: 'rollout/step' }, () => aggregates), (e: unknown) => e instanceof BadArgument && e.param === 'keys' && e.message === "unknown dump metric 'dump/nope'");
+    await assert.rejects(metricsAnswer(fixture.store, ['dump/nope'], { x: 'rollout/step' }, () => aggregates), (e: unknown) => e instanceof BadArgument && e.param === 'keys' && e.message === "unknown dump metric 'dump/nope'");
     assert.throws(() => metricKeyList(',,'), (e: unknown) => e instanceof BadArgument && e.param === 'keys');
     assert.deepEqual(metricKeyList('a,,a,b'), ['a', 'a', 'b']);
   });
 
   test('wall-clock axis: x is the record time, whatever the step key', () => {
-    const out = metricSeries(store, ['perf/step_time'], { x: WALL_TIME_X, t0: 1000200 });
+    const out = metricSeries(fixture.store, ['perf/step_time'], { x: WALL_TIME_X, t0: 1000200 });
     assert.deepEqual(out['perf/step_time'], { x: [1000225, 1000325], y: [94, 93], ts: [1000225, 1000325] });
   });
 });

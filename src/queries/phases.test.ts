@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from '../../test/support/fixtures.ts';
+import { diffJson, fixtureTelemetry, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { resolveLanes } from './lanes.ts';
 import { phasesByLane } from './phases.ts';
@@ -17,13 +17,7 @@ function num(v: string | null): number | undefined {
 }
 
 describe('phasesByLane on the demo run', () => {
-  let run: RunCopy;
-  let store: TelemetryStore;
-  before(() => {
-    run = copyFixtureRun();
-    store = TelemetryStore.open(join(run.dir, 'dashboard'));
-  });
-  after(() => run.dispose());
+  const fixture = fixtureTelemetry();
 
   const goldens = loadGoldens().filter((g) => g.request.startsWith('/api/timeline/phases'));
 
@@ -34,8 +28,8 @@ describe('phasesByLane on the demo run', () => {
   for (const g of goldens.filter((x) => x.status === 200)) {
     test(`${g.file} ${g.request}`, () => {
       const p = query(g.request);
-      const lanes = resolveLanes(p.get('lanes'), store.laneIndex());
-      const phases = phasesByLane(store, { t0: num(p.get('t0')), t1: num(p.get('t1')), lanes });
+      const lanes = resolveLanes(p.get('lanes'), fixture.store.laneIndex());
+      const phases = phasesByLane(fixture.store, { t0: num(p.get('t0')), t1: num(p.get('t1')), lanes });
       assert.equal(diffJson({ phases }, g.body), null);
     });
   }

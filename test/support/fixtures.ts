@@ -3,6 +3,8 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utime
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
+import { TelemetryStore } from '../../src/run/telemetry/store.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -42,6 +44,22 @@ export function copyFixtureRun(name = 'miles-demo'): RunCopy {
   cpSync(fixturePath(name, 'run'), dir, { recursive: true });
   ageTree(dir);
   return { dir, dispose: () => rmSync(base, { recursive: true, force: true }) };
+}
+
+/** The fixture run's telemetry for one suite: copied and opened before its tests, removed after them. */
+export function fixtureTelemetry(name = 'miles-demo'): { readonly store: TelemetryStore } {
+  let run: RunCopy;
+  let store: TelemetryStore;
+  before(() => {
+    run = copyFixtureRun(name);
+    store = TelemetryStore.open(join(run.dir, 'dashboard'));
+  });
+  after(() => run.dispose());
+  return {
+    get store() {
+      return store;
+    },
+  };
 }
 
 /** A golden answer of the miles-demo fixture. */

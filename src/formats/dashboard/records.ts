@@ -1,7 +1,7 @@
 // The record of each telemetry stream, field for field as miles' dataclasses declare them (the key
 // order of every line on disk).
 import type { StreamName } from './layout.ts';
-import type { Engine } from '../../wire/timeline.ts';
+import type { Engine, GpuProcess } from '../../wire/timeline.ts';
 
 /** `meta.json`. */
 export interface RunMeta {
@@ -78,15 +78,8 @@ export interface TrajectoryEvent {
   detail: string;
 }
 
-/** VRAM one process holds on one GPU. */
-export interface GpuProcessSample {
-  ts: number;
-  node: string;
-  gpu: number;
-  pid: number;
-  name: string;
-  mem_mb: number;
-}
+/** VRAM one process holds on one GPU (as the app is served it). */
+export type GpuProcessSample = GpuProcess;
 
 export interface DataBufferSample {
   ts: number;
