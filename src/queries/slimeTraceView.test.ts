@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fixturePath } from '../../test/support/fixtures.ts';
 import { readSlimeDump } from '../run/slime/dump.ts';
-import { pdSegments, traceDetails, traceView } from './slimeTraceView.ts';
+import { attrText, pdSegments, traceDetails, traceView } from './slimeTraceView.ts';
 
 test('current layout: [P]/[D] lanes from the sglang_pd_* child spans, overlapping phases overlap', async () => {
   const d = await readSlimeDump(fixturePath('slime-trace', 'rollout_data', '0.pt'));
@@ -65,4 +65,9 @@ test('pdSegments derives the missing outer durations and skips zeros', () => {
     ['pd_prefill_bootstrap_duration', 0, 0.002, false],
     ['pd_prefill_forward_duration', 0.002, 0.102, false],
   ]);
+});
+
+test('an item’s scalar attrs become its search words; nested values and empties are left out, long values cut', () => {
+  assert.equal(attrText({ error_type: 'TimeoutError', retries: 2, ok: false, nested: { a: 1 }, empty: '' }, { finish: 'x'.repeat(100) }), `error_type=TimeoutError retries=2 ok=false finish=${'x'.repeat(80)}`);
+  assert.equal(attrText({ nested: { a: 1 } }, undefined), undefined);
 });

@@ -4,7 +4,7 @@
 // span, or the current `sglang_pd_*` child spans), placed where SGLang's own time stamps put them, so
 // the overlapping durations overlap instead of being laid end to end.
 import { PyFloat } from '../formats/torch/value.ts';
-import { isRecord, pyNumber, sampleTrace, traceEvents, type SlimeSample } from '../run/model.ts';
+import { isRecord, pyNumber, sampleTrace, traceEvents, type SlimeSample, type SlimeValue } from '../run/model.ts';
 import type { TraceAnswer, TraceDetails, TraceItem, TraceItemDetails, TraceRow } from '../wire/trace.ts';
 import { buildTraceItems, type CacheItem, type CacheSpanItem, type CacheValue } from './slimeTimeline.ts';
 import { traceRequests } from './slimePerf.ts';
@@ -155,6 +155,7 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
         attempt: it.attempt,
         id,
         ...(it.state === 'open_span' ? { clipped_by: str(it.attrs.end_attrs.clipped_by) ?? 'self' } : {}),
+        ...withAttrText(attrText(it.attrs.start_attrs, it.attrs.end_attrs)),
       });
     } else {
       const parent = typeof it.parent_span_id === 'string' ? byId.get(it.parent_span_id) : undefined;
@@ -178,6 +179,7 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
         attempt: it.attempt,
         id,
         ...(parent ? {} : { orphan_parent: true }),
+        ...withAttrText(attrText(it.attrs)),
       });
     }
   }
@@ -251,6 +253,24 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
     orphans: out.filter((i) => i.kind === 'orphan').length,
   };
   return { row, details };
+}
+
+const withAttrText = (text: string | undefined): { attr_text?: string } => (text === undefined ? {} : { attr_text: text });
+
+/** Longest attr value kept in an item's search text. */
+const ATTR_TEXT_VALUE_CHARS = 80;
+
+/** An item's scalar attrs as `key=value` words (nested records one level down), or undefined when it has none. */
+export function attrText(...records: (SlimeValue | undefined)[]): string | undefined {
+  const words: string[] = [];
+  for (const rec of records) {
+    if (!isRecord(rec)) continue;
+    for (const [k, v] of Object.entries(rec)) {
+      const value = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' ? String(v) : pyNumber(v) !== undefined ? String(pyNumber(v)) : null;
+      if (value !== null && value !== '') words.push(`${k}=${value.slice(0, ATTR_TEXT_VALUE_CHARS)}`);
+    }
+  }
+  return words.length ? words.join(' ') : undefined;
 }
 
 function sourceOf(f: SlimeSample['fields']): string | null {

@@ -23,6 +23,8 @@ export interface TraceItem {
   inner?: boolean;
   /** Point events and orphans whose parent span is not in the trace. */
   orphan_parent?: boolean;
+  /** Its scalar attrs as `key=value` words (each value cut at 80 characters), for search: absent without any. */
+  attr_text?: string;
 }
 
 export interface TraceRow {

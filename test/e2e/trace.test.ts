@@ -104,6 +104,40 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
     assert.deepEqual(w.problems(), []);
   });
 
+  it('search finds span attributes; zoom and the selected span are in the URL and survive a reload; long labels end in an ellipsis', async () => {
+    const s = await serveSlime(fixturePath('slime-trace'));
+    servers.push(s.child);
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${s.url}#/trace/1`);
+    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    const total = Number((await canvasState(page)).drawnRows);
+    assert.ok(Number((await canvasState(page)).cutLabels) > 0, 'labels longer than their span are shortened with an ellipsis');
+    await page.fill('[data-testid=trace-search]', 'TimeoutError');
+    await page.waitForFunction((n) => { const d = document.querySelector('[data-testid=trace-canvas]').dataset.drawnRows; return d !== String(n); }, total);
+    const found = Number((await canvasState(page)).drawnRows);
+    assert.ok(found >= 1 && found < total, `an attr value finds its samples: ${found} of ${total}`);
+    await page.fill('[data-testid=trace-search]', '');
+    await page.waitForFunction((n) => document.querySelector('[data-testid=trace-canvas]').dataset.drawnRows === String(n), total);
+    // Zoom by dragging, then pick the first span: both reach the URL.
+    const box = (await page.locator('[data-testid=trace-canvas]').boundingBox())!;
+    await page.mouse.move(box.x + LABEL_W + 2, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + LABEL_W + 2 + (box.width - LABEL_W) / 3, box.y + 60, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => location.hash.includes('tz='));
+    const zoomed = (await canvasState(page)).view;
+    await page.mouse.click(box.x + LABEL_W + 4, box.y + AXIS_H + 8);
+    await page.waitForSelector('[data-testid=trace-attrs]');
+    await page.waitForFunction(() => /span=\d+(%3A|:)\d+/.test(location.hash));
+    const attrs = await page.textContent('[data-testid=trace-attrs]');
+    await page.reload();
+    await page.waitForSelector('[data-testid=trace-attrs]');
+    assert.equal(await page.textContent('[data-testid=trace-attrs]'), attrs, 'the same span is selected');
+    assert.equal((await canvasState(page)).view, zoomed, 'the same zoom');
+    assert.deepEqual(w.problems(), []);
+  });
+
   it("attr values as slime's _json_safe renders them: numpy float32 88.5 is the string \"88.5\"", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rlsight-trace-types-'));
     try {

@@ -7,6 +7,10 @@ export interface ExplorerHost {
   loadDetails(row: number): Promise<TraceDetails>;
   /** Click-through to the sample's conversation and tokens (absent: no button). */
   openSample?(row: TraceRow): void;
+  /** The zoom (seconds since the answer's t0) and the selected span (row, item id) to open with. */
+  initial?: { view?: [number, number] | null; select?: { row: number; item: number | null } | null };
+  /** Told whenever the zoom or the selection changes (null view: fit all), e.g. to keep them in the URL. */
+  onState?(state: { view: [number, number] | null; select: { row: number; item: number | null } | null }): void;
 }
 
 const LANE_H = 16;
@@ -48,6 +52,19 @@ function fmtAbs(epoch: number): string {
   return new Date(epoch * 1000).toISOString().slice(11, 23);
 }
 
+/** `text` cut to `maxW` pixels with an ellipsis (whole when it fits). */
+function fitText(ctx: CanvasRenderingContext2D, text: string, maxW: number): string {
+  if (ctx.measureText(text).width <= maxW) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= maxW) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo > 0 ? `${text.slice(0, lo)}…` : '';
+}
+
 function niceStep(range: number, target: number): number {
   const raw = range / target;
   const p = 10 ** Math.floor(Math.log10(raw));
@@ -59,7 +76,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
   root.classList.add('trace-explorer');
   root.replaceChildren();
   const bar = el('div', { class: 'trace-toolbar' });
-  const search = el('input', { type: 'search', placeholder: 'search sample, status, label, trace id, request id, span name', 'aria-label': 'search', 'data-testid': 'trace-search', size: '42' });
+  const search = el('input', { type: 'search', placeholder: 'search sample, status, label, trace id, request id, span name, attr value', 'aria-label': 'search', 'data-testid': 'trace-search', size: '42' });
   const status = el('select', { 'aria-label': 'status filter', 'data-testid': 'trace-status' });
   const attempt = el('select', { 'aria-label': 'attempt filter', 'data-testid': 'trace-attempt' });
   const nameSel = el('select', { 'aria-label': 'name filter', 'data-testid': 'trace-name' });
@@ -106,7 +123,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
   const matches = (r: TraceRow, q: string): boolean => {
     if (!q) return true;
     const hay = [r.sample_index, r.row, r.status, r.label, r.source, r.trace_id, ...r.request_ids].map((x) => String(x ?? '').toLowerCase());
-    return hay.some((h) => h.includes(q)) || r.items.some((i) => i.name.toLowerCase().includes(q));
+    return hay.some((h) => h.includes(q)) || r.items.some((i) => i.name.toLowerCase().includes(q) || (i.attr_text?.toLowerCase().includes(q) ?? false));
   };
   const itemVisible = (i: TraceItem): boolean => (attempt.value === '' || i.attempt === Number(attempt.value)) && (nameSel.value === '' || i.name === nameSel.value);
 
@@ -163,6 +180,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     }
     let drawnRows = 0;
     let drawnItems = 0;
+    let cutLabels = 0;
     const pdLanes = new Set<string>();
     for (let i = lo; i < rows.length && offsets[i] - top < h; i++) {
       const r = rows[i];
@@ -243,12 +261,11 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
             ctx.globalAlpha = 1;
             ctx.fillStyle = '#111';
             const text = it.kind === 'open' ? `${it.name} (open, clipped at ${it.clipped_by})` : it.name;
-            ctx.save();
-            ctx.beginPath();
-            ctx.rect(x0, ly, xw, 12);
-            ctx.clip();
-            ctx.fillText(text, Math.max(x0, LABEL_W) + 3, ly + 10);
-            ctx.restore();
+            const left = Math.max(x0, LABEL_W) + 3;
+            // A label longer than its span ends in an ellipsis, never cut mid-letter.
+            const shown = fitText(ctx, text, x0 + xw - left - 3);
+            if (shown) ctx.fillText(shown, left, ly + 10);
+            if (shown !== text) cutLabels++;
           }
           hits.push({ x: x0, y: ly, w: xw, h: 12, row: r, item: it });
         }
@@ -281,6 +298,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     }
     canvas.dataset.drawnRows = String(drawnRows);
     canvas.dataset.drawnItems = String(drawnItems);
+    canvas.dataset.cutLabels = String(cutLabels);
     canvas.dataset.pdLanes = [...pdLanes].sort().join(',');
     canvas.dataset.view = `${v0.toFixed(6)},${v1.toFixed(6)}`;
   }
@@ -290,8 +308,14 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     return v0 + ((px - LABEL_W) / plotW) * (v1 - v0);
   }
 
+  function report(): void {
+    const fitted = v0 === globalStart && v1 === globalEnd;
+    host.onState?.({ view: fitted ? null : [v0, v1], select: selected ? { row: selected.row.row, item: selected.item?.id ?? null } : null });
+  }
+
   async function showDetails(row: TraceRow, item: TraceItem | null): Promise<void> {
     selected = { row, item };
+    report();
     schedule();
     details.replaceChildren(el('h3', {}, `sample #${row.sample_index ?? row.row}`));
     const facts = el('dl');
@@ -351,6 +375,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
       v0 = a;
       v1 = Math.max(b, a + 1e-6);
       schedule();
+      report();
       return;
     }
     const r = canvas.getBoundingClientRect();
@@ -370,6 +395,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     v0 = globalStart;
     v1 = globalEnd;
     schedule();
+    report();
   });
   canvas.addEventListener(
     'wheel',
@@ -381,6 +407,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
       v0 = t - (t - v0) * k;
       v1 = t + (v1 - t) * k;
       schedule();
+      wheelReport();
     },
     { passive: false },
   );
@@ -388,15 +415,33 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     v0 = globalStart;
     v1 = globalEnd;
     schedule();
+    report();
+  };
+  // Wheel zoom arrives in bursts: the state is told once it settles.
+  let wheelTimer: ReturnType<typeof setTimeout> | undefined;
+  const wheelReport = (): void => {
+    clearTimeout(wheelTimer);
+    wheelTimer = setTimeout(report, 250);
   };
   for (const c of [search, status, attempt, nameSel, sort, desc]) c.addEventListener('input', refilter);
   timeMode.addEventListener('input', schedule);
   refilter();
-  // Zoom to the first row's extent when a search narrows to one sample is left to the user; fit all here.
+  // Open where the host asks (a permalink): its zoom, and its selected span with the details.
+  const start = host.initial;
+  if (start?.view && start.view[1] > start.view[0]) {
+    v0 = start.view[0];
+    v1 = start.view[1];
+    schedule();
+  }
+  if (start?.select) {
+    const row = all.find((r) => r.row === start.select!.row);
+    if (row) void showDetails(row, start.select.item === null ? null : (row.items.find((i) => i.id === start.select!.item) ?? null));
+  }
   return {
     destroy() {
       window.removeEventListener('resize', onResize);
       window.removeEventListener('mouseup', onUp);
+      clearTimeout(wheelTimer);
       if (frame) cancelAnimationFrame(frame);
       root.replaceChildren();
     },

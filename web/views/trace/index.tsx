@@ -3,13 +3,21 @@
 import { useEffect, useRef } from 'preact/hooks';
 import { apiUrl, getJson } from '../../api.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
-import { href, navigate, type Route } from '../../route.ts';
+import { href, navigate, setParams, type Route } from '../../route.ts';
 import type { Meta, TraceAnswer, TraceDetails } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { fmtIntRanges } from '../../format.ts';
 import { EXPLORER_CSS, mountTraceExplorer } from './explorer.ts';
 
 let styled = false;
+
+/** The explorer's zoom and selection from the URL (`tz=T0,T1` seconds since the trace's start, `span=ROW[:ITEM]`). */
+function traceState(p: URLSearchParams): { view: [number, number] | null; select: { row: number; item: number | null } | null } {
+  const tz = (p.get('tz') ?? '').split(',').map(Number);
+  const view: [number, number] | null = tz.length === 2 && tz.every(Number.isFinite) && tz[1]! > tz[0]! ? [tz[0]!, tz[1]!] : null;
+  const m = /^(\d+)(?::(\d+))?$/.exec(p.get('span') ?? '');
+  return { view, select: m ? { row: Number(m[1]), item: m[2] === undefined ? null : Number(m[2]) } : null };
+}
 
 export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
   const evaluation = route.params.get('eval') === '1';
@@ -38,6 +46,10 @@ export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
       openSample: (row) => {
         if (row.sample_index !== null) navigate(href(`/rollout/${id}/sample/${row.sample_index}`, { eval: evaluation }));
       },
+      // The zoom (`tz=`) and the selected span (`span=ROW:ITEM`) live in the URL, so a trace screen is a permalink.
+      initial: traceState(route.params),
+      onState: ({ view, select }) =>
+        setParams({ tz: view ? view.map((v) => +v.toFixed(6)).join(',') : null, span: select ? `${select.row}${select.item === null ? '' : `:${select.item}`}` : null }),
     });
     return () => mounted.destroy();
   }, [answer.data, id, evaluation]);
