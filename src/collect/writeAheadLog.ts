@@ -8,9 +8,10 @@ import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readdirSy
 import { join } from 'node:path';
 import { makeDirs } from '../formats/dashboard/writer.ts';
 
-/** A group is written and fsynced this long after its first batch at the latest… */
-export const GROUP_COMMIT_MS = 50;
-/** …or as soon as it holds this many bytes. */
+/**
+ * A group is written and fsynced as soon as the previous group's fsync has returned (batches arriving
+ * meanwhile join the next group), or at once when it holds this many bytes.
+ */
 export const GROUP_COMMIT_BYTES = 1 << 20;
 
 const SEGMENT = /^(\d{12})\.log$/;
@@ -86,7 +87,10 @@ export class WriteAheadLog {
   private pendingBytes = 0;
   /** Resolved when the group holding their batch is fsynced. */
   private waiting: { resolve: () => void; reject: (err: Error) => void }[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private scheduled: NodeJS.Immediate | null = null;
+  /** An fsync is under way; `again`: a group is waiting for it to return. */
+  private inFlight = false;
+  private again = false;
   /** The fsync in flight (a segment is closed only once it returns). */
   private syncing: Promise<void> = Promise.resolve();
   /** Lines the collector took itself (scraped engine series), logged with the next group. */
@@ -155,7 +159,7 @@ export class WriteAheadLog {
     this.push(entry(b));
     const done = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
     if (this.pendingBytes >= GROUP_COMMIT_BYTES) this.commit();
-    else this.timer ??= setTimeout(() => this.commit(), GROUP_COMMIT_MS);
+    else this.schedule();
     return done;
   }
 
@@ -164,7 +168,18 @@ export class WriteAheadLog {
     let lines = this.own.get(stream);
     if (lines === undefined) this.own.set(stream, (lines = []));
     lines.push(line);
-    this.timer ??= setTimeout(() => this.commit(), GROUP_COMMIT_MS);
+    this.schedule();
+  }
+
+  /** The next group goes once this turn of the event loop is over, or when the fsync under way returns. */
+  private schedule(): void {
+    if (this.inFlight) this.again = true;
+    else this.scheduled ??= setImmediate(() => this.commit());
+  }
+
+  private cancelScheduled(): void {
+    if (this.scheduled !== null) clearImmediate(this.scheduled);
+    this.scheduled = null;
   }
 
   private push(pieces: Uint8Array[]): void {
@@ -181,8 +196,7 @@ export class WriteAheadLog {
 
   /** Writes the group to the segment now and fsyncs it in the background; its batches are acknowledged then. */
   commit(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.cancelScheduled();
     this.takeOwn();
     if (this.pending.length === 0 && this.waiting.length === 0) return;
     const waiting = this.waiting;
@@ -194,11 +208,17 @@ export class WriteAheadLog {
       return;
     }
     const fd = this.fd;
+    this.inFlight = true;
     this.syncing = this.syncing.then(
       () =>
         new Promise<void>((resolve) =>
           fdatasync(fd, (err) => {
             for (const w of waiting) (err ? w.reject(err) : w.resolve());
+            this.inFlight = false;
+            if (this.again) {
+              this.again = false;
+              this.schedule();
+            }
             resolve();
           }),
         ),
@@ -216,8 +236,7 @@ export class WriteAheadLog {
 
   /** Before a flush appends: writes and fsyncs what is pending, and notes the sizes the flush starts from. */
   beginFlush(sizes: Record<string, number>): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.cancelScheduled();
     this.takeOwn();
     const waiting = this.waiting;
     this.waiting = [];
