@@ -3,7 +3,9 @@
 // warm (the same process asked again); start to the first /api/meta and peak RSS over the sequence.
 // Each time is to the last byte of the body as sent (gzip when the server compresses it, as a browser
 // asks); `warm_decoded_p50_ms` adds the client's gunzip. The `*_columns` families ask for the binary
-// frame the app reads; the others get the JSON scripts get.
+// frame the app reads; the others get the JSON scripts get. A cold answer given while the warm-up still reads
+// the history is partial: its `coverage` (hours read/all) is listed beside it. `warm_up_empty_cache`: a fresh
+// process on an empty cache asked nothing else, until every hour is read, and its CPU time.
 // Usage: node --import tsx bench/server.ts [--run DIR] [--large] [--warm N] [--port N] [--families a,b]
 // Without --run it generates the demo run (`--large`: 128 GPUs) into a temp folder first. Prints one JSON line.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -14,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { cpuMs } from './freshServer.ts';
 import { resolveSequence } from './requestSequence.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,6 +42,8 @@ interface Server {
   firstAnswerMs: number;
   /** Peak RSS so far (VmHWM), MiB. */
   peakMiB(): number;
+  /** CPU time of every thread so far, ms. */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
@@ -71,11 +76,11 @@ async function startServer(cacheDir: string): Promise<Server> {
     child.kill('SIGTERM');
     await exited;
   };
-  return { firstAnswerMs, peakMiB, stop };
+  return { firstAnswerMs, peakMiB, cpuMs: () => cpuMs(child.pid), stop };
 }
 
 /** One GET: time to the body's last byte as sent, and that plus the client's gunzip. */
-function get(path: string, accept?: string): Promise<{ ms: number; decodedMs: number; status: number; bytes: number; wireBytes: number }> {
+function get(path: string, accept?: string): Promise<{ ms: number; decodedMs: number; status: number; bytes: number; wireBytes: number; coverage: string | null }> {
   const t = performance.now();
   return new Promise((resolve, reject) => {
     const req = request(base + path, { headers: { 'accept-encoding': 'gzip', ...(accept ? { accept } : {}) } }, (res) => {
@@ -86,7 +91,8 @@ function get(path: string, accept?: string): Promise<{ ms: number; decodedMs: nu
         const ms = performance.now() - t;
         const wire = Buffer.concat(chunks);
         const body = res.headers['content-encoding'] === 'gzip' ? gunzipSync(wire) : wire;
-        resolve({ ms, decodedMs: performance.now() - t, status: res.statusCode ?? 0, bytes: body.byteLength, wireBytes: wire.byteLength });
+        const coverage = res.headers['x-rlsight-coverage'];
+        resolve({ ms, decodedMs: performance.now() - t, status: res.statusCode ?? 0, bytes: body.byteLength, wireBytes: wire.byteLength, coverage: typeof coverage === 'string' ? coverage : null });
       });
     });
     req.on('error', reject);
@@ -127,19 +133,27 @@ async function warmUpDone(): Promise<number> {
 }
 
 // 1. cold, empty cache: each answer in a fresh process with a new cache directory
-const coldEmpty: Record<string, { status: number; bytes: number; wireBytes: number; ms: number }> = {};
+const coldEmpty: Record<string, { status: number; bytes: number; wireBytes: number; ms: number; coverage: string | null }> = {};
 const startEmpty: number[] = [];
 for (const name of picked) {
   const dir = mkdtempSync(join(scratch, 'empty-'));
   const s = await startServer(dir);
   startEmpty.push(s.firstAnswerMs);
   const r = await fetchFamily(name);
-  coldEmpty[name] = { status: r.status, bytes: r.bytes, wireBytes: r.wireBytes, ms: round(r.ms) };
+  coldEmpty[name] = { status: r.status, bytes: r.bytes, wireBytes: r.wireBytes, ms: round(r.ms), coverage: r.coverage };
   await s.stop();
   rmSync(dir, { recursive: true, force: true });
 }
 
-// 2. the whole sequence in one process with an empty cache (peak RSS), then let its warm-up finish
+// 2. a fresh process on an empty cache, asked nothing but its progress: every hour read, and the CPU it took
+const idleCache = mkdtempSync(join(scratch, 'idle-'));
+const idle = await startServer(idleCache);
+const warmUpEmptyMs = idle.firstAnswerMs + (await warmUpDone());
+const warmUpCpuMs = idle.cpuMs();
+await idle.stop();
+rmSync(idleCache, { recursive: true, force: true });
+
+// 3. the whole sequence in one process with an empty cache (peak RSS), then let its warm-up finish
 const warmCache = mkdtempSync(join(scratch, 'cache-'));
 const seqEmpty = await sequence(warmCache);
 const warming = await startServer(warmCache);
@@ -147,7 +161,7 @@ const warmUpMs = await warmUpDone();
 for (const name of picked) await fetchFamily(name); // the dump reader's own summary cache too
 await warming.stop();
 
-// 3. cold with the warm cache: each answer in a fresh process; then warm: the same request again
+// 4. cold with the warm cache: each answer in a fresh process; then warm: the same request again
 const coldCached: Record<string, number> = {};
 const warm: Record<string, number> = {};
 const warmDecoded: Record<string, number> = {};
@@ -178,11 +192,12 @@ console.log(
     start_ms: { empty_cache: median(startEmpty), warm_cache: median(startCached) },
     peak_rss_mib: { empty_cache: seqEmpty.peak_rss_mib, warm_cache: seqCached.peak_rss_mib },
     warm_up_ms: round(warmUpMs),
+    warm_up_empty_cache: { ms: round(warmUpEmptyMs), server_cpu_ms: round(warmUpCpuMs) },
     load_average: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
     table: Object.fromEntries(
       picked.map((n) => [
         n,
-        { status: coldEmpty[n].status, bytes: coldEmpty[n].bytes, wire_bytes: coldEmpty[n].wireBytes, cold_empty_ms: coldEmpty[n].ms, cold_cached_ms: coldCached[n], warm_p50_ms: warm[n], warm_decoded_p50_ms: warmDecoded[n] },
+        { status: coldEmpty[n].status, coverage: coldEmpty[n].coverage ?? 'complete', bytes: coldEmpty[n].bytes, wire_bytes: coldEmpty[n].wireBytes, cold_empty_ms: coldEmpty[n].ms, cold_cached_ms: coldCached[n], warm_p50_ms: warm[n], warm_decoded_p50_ms: warmDecoded[n] },
       ]),
     ),
     sequence: { empty_cache: seqEmpty, warm_cache: seqCached },
