@@ -86,6 +86,9 @@ function rawCopy(run: string): string {
 
 async function answers(run: string, cacheDir?: string): Promise<{ body: unknown; store: TelemetryStore; close(): Promise<void> }> {
   const model = await openMilesRun(run, { cacheDir });
+  // Answers asked while the warm-up has hours of their streams left are partial (with their coverage): these
+  // are asked once it has read every hour (it reads an hour the collector's file does not describe).
+  for (let i = 0; i < 100 && (model.telemetry as TelemetryStore).warmUpStep(); i++);
   const a = new RunAnswers(model);
   const [r0, r1] = model.telemetry.timeRange()!;
   const body = {

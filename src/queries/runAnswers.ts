@@ -1,6 +1,6 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
-import { FLAT_STREAMS, PARTITIONED_STREAMS, type DerivedEntries, type MetricsRecord, type OutsideEngineSeries, type PhaseEvent, type RunModel, type SampleTextRecord, type TelemetrySource, type TopologySnapshot } from '../run/model.ts';
+import { FLAT_STREAMS, PARTITIONED_STREAMS, type DerivedEntries, type MetricsRecord, type OutsideEngineSeries, type PhaseEvent, type RunModel, type SampleTextRecord, type TelemetrySource, type TopologySnapshot, type WarmedStream } from '../run/model.ts';
 import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import type {
@@ -393,10 +393,10 @@ export class RunAnswers implements RunSources {
 
   /**
    * A whole-window answer: over the store itself once every hour of the window is read; while the warm-up
-   * still reads some, at once over the hours it finished, with their `coverage`.
+   * still reads some of the `streams` it reads, at once over the hours it finished, with their `coverage`.
    */
-  private progressive<T extends object>(w: Window, answer: (store: TelemetrySource) => T): T & { coverage?: Coverage } {
-    const folded = this.store.foldedView(w.t0 ?? null, w.t1 ?? null);
+  private progressive<T extends object>(w: Window, streams: readonly WarmedStream[], answer: (store: TelemetrySource) => T): T & { coverage?: Coverage } {
+    const folded = this.store.foldedView(w.t0 ?? null, w.t1 ?? null, streams);
     if (folded === null) return answer(this.store);
     return { ...folded.run(answer), coverage: folded.coverage };
   }
@@ -408,17 +408,17 @@ export class RunAnswers implements RunSources {
       await this.store.readOnThreads('trajectories', w.t0, w.t1);
       return { frame: encodeHeatmap(heatmap(this.store, q)) };
     }
-    const h = this.progressive(w, (store) => heatmap(store, q));
+    const h = this.progressive(w, w.metric === 'phase' ? ['phases'] : ['gpu_util'], (store) => heatmap(store, q));
     if (h.coverage === undefined) return { frame: encodeHeatmap(h) };
     return { frame: encodeHeatmap({ header: { ...h.header, coverage: h.coverage }, values: h.values }), coverage: h.coverage };
   }
 
   async fleet(w: Window & { xBuckets: number }): Promise<Fleet> {
-    return this.progressive(w, (store) => fleet(store, { t0: w.t0, t1: w.t1, xBuckets: w.xBuckets }));
+    return this.progressive(w, ['gpu_util', 'phases'], (store) => fleet(store, { t0: w.t0, t1: w.t1, xBuckets: w.xBuckets }));
   }
 
   async outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer> {
-    return this.progressive(w, (store) => outliers(store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK, since: store.meta()?.start_ts ?? null }));
+    return this.progressive(w, w.criterion === 'lowest_util' ? ['gpu_util'] : ['phases'], (store) => outliers(store, { t0: w.t0, t1: w.t1, criterion: w.criterion, topK: w.topK, since: store.meta()?.start_ts ?? null }));
   }
 
   async engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer> {
@@ -429,7 +429,7 @@ export class RunAnswers implements RunSources {
       const t0 = w.t0 ?? Math.max(range?.[0] ?? -Infinity, t1 - OUTSIDE_ENGINE_WINDOW_S);
       return { series: await outside.series(w.metric, t0, t1, w.maxPoints) };
     }
-    return this.progressive(w, (store) => engineSeries(store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank }));
+    return this.progressive(w, ['engine_series'], (store) => engineSeries(store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank }));
   }
 
   async bubbles(): Promise<BubblesAnswer> {
@@ -473,7 +473,7 @@ export class RunAnswers implements RunSources {
     ]);
     const cached = this.advisoryCache.get(key);
     if (cached) return cached;
-    const folded = store.foldedView(w.t0 ?? null, w.t1 ?? null);
+    const folded = store.foldedView(w.t0 ?? null, w.t1 ?? null, ['engine_series', 'phases']);
     if (folded !== null) {
       // At once over the hours read so far, never kept; the newest step's verdict (its groups and samples,
       // seconds of dump decoding) is left to the complete answer.

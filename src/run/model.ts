@@ -198,8 +198,11 @@ export interface TelemetrySource {
    * While the warm-up still has hours of `[t0, t1]` (null: the run's edge) to read, answers over the hours it
    * finished and what they cover; null once every hour of the window is read (answer from the source itself).
    */
-  foldedView(t0: number | null, t1: number | null): FoldedView | null;
+  foldedView(t0: number | null, t1: number | null, streams?: readonly WarmedStream[]): FoldedView | null;
 }
+
+/** The streams the warm-up reads ahead (a partial answer names those it reads). */
+export type WarmedStream = 'gpu_util' | 'engine_series' | 'phases';
 
 /** A partial answer's way to the hours read so far: `run(fn)` calls `fn` with a view that sees only those. */
 export interface FoldedView {

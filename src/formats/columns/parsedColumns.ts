@@ -19,4 +19,6 @@ export interface ParseResult {
   /** The view actually applied (null when the file had to be read whole). */
   view: string | null;
   warnings: [number, string][];
+  /** The parse thread persisted the parse itself (a warm-up parse): `data` is empty. */
+  persisted?: boolean;
 }

@@ -6,6 +6,7 @@ import { EngineSeriesBlock, EngineSeriesParser } from '../../formats/columns/eng
 import { GpuUtilBlock, GpuUtilParser } from '../../formats/columns/gpuUtilBlock.ts';
 import { EngineSeriesTable, LaneTable, StringTable } from '../../formats/columns/interning.ts';
 import { PhaseBlock, PhaseParser } from '../../formats/columns/phaseBlock.ts';
+import { PartitionCache } from './partitionCache.ts';
 import type { PartitionedStream } from './records.ts';
 import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from '../../formats/columns/recordBlock.ts';
 import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
@@ -18,6 +19,11 @@ export interface ParseJob {
   view: string | null;
   /** Expected rows, to size the columns. */
   rowsHint: number;
+  /**
+   * Persist the whole parse to this partition cache here, on the parsing thread, and hand back none of its
+   * columns (a warm-up parse: nothing of it stays resident, so nothing needs to cross threads).
+   */
+  persist?: { cacheDir: string; dashboardDir: string; key: string; ino: number };
 }
 
 /** Interning tables of one parsing thread (ids local to it; the store maps them to its own). */
@@ -32,6 +38,16 @@ export class ParseContext {
 
 /** Runs one job; returns the result and the buffers to transfer. */
 export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfer: ArrayBuffer[] } {
+  const out = parse(ctx, job);
+  const p = job.persist;
+  if (p === undefined || out.result.view !== null) return out;
+  new PartitionCache(p.cacheDir, p.dashboardDir).save(job.stream, p.key, p.ino, out.result);
+  const { stream } = out.result.data;
+  const data = { stream, rows: [], tsMin: Infinity, tsMax: -Infinity } as unknown as ParsedColumns;
+  return { result: { ...out.result, data, persisted: true }, transfer: [] };
+}
+
+function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfer: ArrayBuffer[] } {
   const warnings: [number, string][] = [];
   const bad = (line: number, message: string): void => {
     warnings.push([line, message]);

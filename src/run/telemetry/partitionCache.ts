@@ -196,8 +196,8 @@ export class PartitionCache extends PersistedParses {
 
   /** `cacheDir` may hold caches of several runs: each run's sit under a digest of its `dashboard/` path. */
   constructor(
-    cacheDir: string,
-    private readonly dashboardDir: string,
+    readonly cacheDir: string,
+    readonly dashboardDir: string,
   ) {
     const root = join(cacheDir, 'telemetry', createHash('sha256').update(dashboardDir).digest('hex').slice(0, 16));
     super((stream, key) => join(root, stream, `${key}.rlc`));

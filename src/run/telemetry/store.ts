@@ -49,6 +49,7 @@ import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
 import { columnsFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
 import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
+import type { WarmedStream } from '../model.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
@@ -306,17 +307,17 @@ export class TelemetryStore {
   }
 
   /**
-   * While the warm-up still has hours of `[t0, t1]` (null: the run's edge) to read, a way to answer over the
-   * hours it finished — `run(fn)` calls `fn` with a view of this store whose gpu_util, engine_series and
-   * phases reads see only those hours (nothing is parsed for the others) — and how much that covers. Null when
+   * While the warm-up still has hours of `[t0, t1]` (null: the run's edge) of `streams` (those an answer reads)
+   * to read, a way to answer over the hours it finished — `run(fn)` calls `fn` with a view of this store whose
+   * reads of those streams see only those hours (nothing is parsed for the others) — and how much that covers. Null when
    * every hour of the window is read: answer from the store itself. The hours left are moved to the front of
    * the warm-up. The view is a new object each time, so caches keyed on the store never keep its answers.
    */
-  foldedView(t0: number | null, t1: number | null): FoldedView | null {
+  foldedView(t0: number | null, t1: number | null, streams: readonly WarmedStream[] = WARMED as WarmedStream[]): FoldedView | null {
     if (this.warm === null) return null;
-    const open = this.warm.openHours();
+    const open = this.warm.openHours(streams);
     if (open.size === 0) return null;
-    const readers = WARMED.map((st) => this.partitions[st] as PartitionReader<any>);
+    const readers = streams.map((st) => this.partitions[st] as PartitionReader<any>);
     const hours = new Map<string, { lo: number; hi: number }>();
     for (const r of readers) {
       for (const f of r.overlappingFiles(t0, t1)) if (f.size > 0 && !hours.has(f.key)) hours.set(f.key, { lo: f.lo, hi: f.hi });

@@ -76,10 +76,10 @@ export class WarmUp {
     return { hoursDone: [...hours].filter((h) => !open.has(h)).length, hoursTotal: hours.size, running: open.size > 0 };
   }
 
-  /** The hours (partition keys) with work left in some stream: reading them would parse JSONL. */
-  openHours(): Set<string> {
+  /** The hours (partition keys) with work left in some of `streams` (default: any): reading them would parse JSONL. */
+  openHours(streams: readonly PartitionedStream[] = WARMED): Set<string> {
     this.queue ??= this.plan();
-    return new Set([...this.queue, ...this.pending.map((p) => p.task)].map((t) => t.file.key));
+    return new Set([...this.queue, ...this.pending.map((p) => p.task)].filter((t) => streams.includes(t.stream)).map((t) => t.file.key));
   }
 
   /** Moves the work of these hours to the front of the queue (newest first among them): someone is waiting for them. */
@@ -111,7 +111,9 @@ export class WarmUp {
           continue;
         }
         this.pending.push({ slot, task });
-        pool.submit(slot, { stream: task.stream, path: task.file.path, offset: 0, view: null, rowsHint: Math.ceil(task.file.size / 100) });
+        // the thread persists the parse itself: its columns never cross to this thread
+        const persist = { cacheDir: this.cache.cacheDir, dashboardDir: this.cache.dashboardDir, key: task.file.key, ino: task.ino };
+        pool.submit(slot, { stream: task.stream, path: task.file.path, offset: 0, view: null, rowsHint: Math.ceil(task.file.size / 100), persist });
       }
       return this.queue.length > 0 || this.pending.length > 0;
     }
@@ -143,6 +145,6 @@ export class WarmUp {
       return;
     }
     // a file replaced while it was parsed is planned again later
-    if (this.io.stat(task.file.path)?.ino === task.ino) this.cache.save(task.stream, task.file.key, task.ino, r);
+    if (!r.persisted && this.io.stat(task.file.path)?.ino === task.ino) this.cache.save(task.stream, task.file.key, task.ino, r);
   }
 }

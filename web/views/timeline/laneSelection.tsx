@@ -3,7 +3,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { route } from '../../route.ts';
 import { useStore } from '../../store.ts';
 import { ApiError, errorText, getJson } from '../../api.ts';
-import type { Lane, Outlier } from '../../../src/wire/index.ts';
+import type { Coverage, Lane, Outlier, OutliersAnswer } from '../../../src/wire/index.ts';
+import { CoverageNote } from '../../components/coverage.tsx';
 import type { Viewport } from './viewport.ts';
 
 /** A quick pick on screen: its lanes worst first, each with its score; the lane view keeps that order. */
@@ -15,6 +16,8 @@ export interface QuickPick {
   grammar: string;
   /** Why no lane stands out, when none does. */
   noOutlier: string | null;
+  /** Present when the pick ranked only the hours the server had read so far. */
+  coverage?: Coverage;
 }
 
 /** A score as shown beside a picked lane: with its unit, one decimal. */
@@ -127,14 +130,14 @@ export function LaneSelection(p: Props) {
   async function quickPick(criterion: string, label: string, unit: string) {
     setBusy(true);
     try {
-      const r = await getJson<{ outliers: Outlier[] }>('timeline/outliers', { criterion, t0: p.vp.t0, t1: p.vp.t1, top_k: 8 });
+      const r = await getJson<OutliersAnswer>('timeline/outliers', { criterion, t0: p.vp.t0, t1: p.vp.t1, top_k: 8 });
       if (!r.outliers.length) {
-        setError(`${label}: no lane has data for that in this window`);
+        setError(`${label}: no lane has data for that in ${r.coverage ? 'the hours of this window read so far' : 'this window'}`);
         return;
       }
       setError(null);
       const grammar = r.outliers.map((o) => `gpu:${o.node}:${o.gpu}`).join(', ');
-      setPick({ label, unit, outliers: r.outliers, grammar, noOutlier: noOutlierReason(criterion, r.outliers, unit) });
+      setPick({ label, unit, outliers: r.outliers, grammar, noOutlier: noOutlierReason(criterion, r.outliers, unit), coverage: r.coverage });
       p.onChange(grammar);
     } catch (err) {
       setError(errorText(err));
@@ -217,6 +220,7 @@ export function LaneSelection(p: Props) {
           <span class="muted" style={{ fontSize: '12px' }} data-testid="pick-result">
             {pick.label}, worst first: {pickSummary(pick, indexOf)}
             {pick.noOutlier && <strong data-testid="no-outlier"> · no outlier: {pick.noOutlier}</strong>}
+            {pick.coverage && <> · ranked over the hours read so far <CoverageNote coverage={pick.coverage} /></>}
           </span>
         )}
         {busy && <span class="spinner" />}
