@@ -45,7 +45,7 @@ export function collectorRegistry(collector: Collector): Registry {
     },
   });
 
-  const perStream = (name: string, help: string, pick: (h: { received: number; dropped: number; written: number; buffered: number }) => number, counter: boolean): void => {
+  const perStream = (name: string, help: string, pick: (h: { received: number; dropped: number; rejected: number; written: number; buffered: number }) => number, counter: boolean): void => {
     const config = {
       name,
       help,
@@ -66,6 +66,7 @@ export function collectorRegistry(collector: Collector): Registry {
   };
   perStream('rlsight_collector_records_received_total', 'Records accepted from producers and the scraper, per stream.', (h) => h.received, true);
   perStream('rlsight_collector_records_dropped_total', 'Records dropped because a stream held its buffer cap, per stream.', (h) => h.dropped, true);
+  perStream('rlsight_collector_records_rejected_total', 'Invalid lines left out of their batch, per stream.', (h) => h.rejected, true);
   perStream('rlsight_collector_records_written_total', 'Records appended to the run directory, per stream.', (h) => h.written, true);
   perStream('rlsight_collector_buffered_records', 'Records held in memory awaiting a flush, per stream.', (h) => h.buffered, false);
   new Counter({

@@ -3,6 +3,7 @@ import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { ParquetFile } from '../formats/parquet.ts';
 import { Collector } from './collector.ts';
 import { nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
 
@@ -91,5 +92,32 @@ describe('write-ahead log', () => {
     new Collector({ dashboardDir: dir, log: (_l, m) => log.push(m), writeAheadLog: true });
     assert.deepEqual(lines(dir, 'metrics.jsonl'), Array.from({ length: 10 }, (_, i) => metric(i)));
     assert.ok(log.some((m) => /ignored \d+ bytes of a write-ahead log entry/.test(m)), log.join('\n'));
+  });
+});
+
+describe('write-ahead log of samples', () => {
+  it('keeps the samples of a step still arriving across a kill, and writes the step once the rest arrive', async () => {
+    const dir = join(freshDir(), 'dashboard');
+    const line = (position: number) => JSON.stringify({ rollout_id: 3, evaluation: false, call: 'p-1', count: 3, position, sample: { index: position, response: `answer ${position}`, tokens: [1, 2, position] } });
+    const first = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const r = first.ingest('samples', `${line(0)}\n${line(1)}\n`, { producer: 'p', seq: 1 });
+    assert.ok(r.ok && r.accepted === 2);
+    await r.durable;
+    const samplesDir = join(dir, '..', 'samples');
+    assert.deepEqual(readdirSync(samplesDir), ['rollout_000003.parquet.pending']);
+    // the first collector is gone; the next one still holds the two samples and completes the step with the third
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const r2 = second.ingest('samples', `${line(2)}\n`, { producer: 'p', seq: 2 });
+    assert.ok(r2.ok && r2.accepted === 1);
+    await r2.durable;
+    assert.deepEqual(readdirSync(samplesDir), ['rollout_000003.parquet']);
+    const file = await ParquetFile.open(join(samplesDir, 'rollout_000003.parquet'));
+    try {
+      const rows = await file.readRows(0, file.numRows, ['position', 'response']);
+      assert.deepEqual(rows.map((x) => [x.position, x.response]), [[0, 'answer 0'], [1, 'answer 1'], [2, 'answer 2']]);
+    } finally {
+      await file.close();
+    }
+    assert.equal(second.close(), true);
   });
 });
