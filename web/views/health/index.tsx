@@ -18,6 +18,19 @@ function cellText(c: HealthCell): string {
   return Math.abs(v) >= 10 ? v.toFixed(1) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toFixed(3);
 }
 
+/** One column head per signal, with what it watches in its title. */
+function SignalHeads({ signals }: { signals: readonly SignalSpec[] }) {
+  return (
+    <>
+      {signals.map((s) => (
+        <th scope="col" title={signalTitle(s)} data-signal={s.id}>
+          {s.label}
+        </th>
+      ))}
+    </>
+  );
+}
+
 function signalTitle(s: SignalSpec): string {
   return `${s.doc}\nwarn above ${s.warn}, fires above ${s.fire}`;
 }
@@ -83,11 +96,7 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
               <tr>
                 <th scope="col">run</th>
                 <th scope="col">step</th>
-                {signals.map((s) => (
-                  <th scope="col" title={signalTitle(s)} data-signal={s.id}>
-                    {s.label}
-                  </th>
-                ))}
+                <SignalHeads signals={signals} />
               </tr>
             </thead>
             <tbody>
@@ -164,11 +173,7 @@ export function HealthView({ meta }: { meta: Meta }) {
           <thead>
             <tr>
               <th scope="col">step</th>
-              {signals.map((s) => (
-                <th scope="col" title={signalTitle(s)} data-signal={s.id}>
-                  {s.label}
-                </th>
-              ))}
+              <SignalHeads signals={signals} />
             </tr>
           </thead>
           <tbody>
