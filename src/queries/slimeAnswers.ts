@@ -67,10 +67,10 @@ export class SlimeAnswers extends RunAnswers {
     const steps = await this.steps();
     const own = new Set(slimeMetricKeys(steps));
     const mine = slimeMetricsAnswer(steps, q.keys.filter((k) => own.has(k)));
-    const rest = q.keys.filter((k) => !own.has(k));
-    const theirs = rest.length ? await super.metrics({ ...q, keys: rest }) : {};
+    // what the run logged itself (a run recorded live logs slime's metrics, rollout_time included) comes first
+    const logged = await super.metrics(q);
     const out: MetricsAnswer = {};
-    for (const k of q.keys) out[k] = mine[k] ?? theirs[k];
+    for (const k of q.keys) out[k] = logged[k] !== undefined && (logged[k].x.length > 0 || mine[k] === undefined) ? logged[k] : mine[k];
     return out;
   }
 
