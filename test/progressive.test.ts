@@ -140,6 +140,20 @@ describe('progressive whole-window answers', () => {
     store.close();
   });
 
+  test('while people are asking, the warm-up leaves a parse thread free for their window reads', () => {
+    const store = TelemetryStore.open(dash, { parseWorkers: 2, parallelFromBytes: 0, cacheDir: join(root, 'cache-threads') });
+    try {
+      assert.equal(store.parseWorkersReady(), 2);
+      const pool = store.partitions.gpu_util.pool!;
+      store.warmUpStep(1);
+      assert.ok(pool.idle() >= 0, 'one thread left free');
+      store.warmUpStep();
+      assert.equal(pool.idle(), -1, 'quiet: every thread reads ahead');
+    } finally {
+      store.close();
+    }
+  });
+
   test('window answers parse their cold hours on the parse threads alone and equal the answers read on this thread', async () => {
     const urls = [
       '/api/timeline/gpu?lanes=g:0,g:5&max_points=500',

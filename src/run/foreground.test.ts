@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Foreground, MAX_DEFER_MS, QUIET_MS } from './foreground.ts';
+import { ALL_THREADS_AFTER_MS, Foreground, MAX_DEFER_MS, QUIET_MS } from './foreground.ts';
 
 test('background work waits while a request is in flight and a moment after, but never starves', () => {
   let now = 1_000;
@@ -35,4 +35,18 @@ test('background work waits while a request is in flight and a moment after, but
   b();
   now += QUIET_MS;
   assert.equal(f.backgroundMayRun(), true);
+});
+
+test('how long no one has asked: from the start, then from the last answer; nothing while a request is answered', () => {
+  let now = 1_000;
+  const f = new Foreground(() => now);
+  assert.equal(f.quietForMs(), 0);
+  now += ALL_THREADS_AFTER_MS;
+  assert.equal(f.quietForMs(), ALL_THREADS_AFTER_MS, 'quiet since the start');
+  const done = f.begin();
+  assert.equal(f.quietForMs(), 0);
+  now += 300;
+  done();
+  now += 100;
+  assert.equal(f.quietForMs(), 100);
 });

@@ -7,6 +7,8 @@
 export const QUIET_MS = 250;
 /** The longest the background defers to requests in a row, ms. */
 export const MAX_DEFER_MS = 5_000;
+/** How long after the last request the background takes every parse thread (before that it leaves one free for requests), ms. */
+export const ALL_THREADS_AFTER_MS = 5_000;
 
 export class Foreground {
   private active = 0;
@@ -14,7 +16,11 @@ export class Foreground {
   /** When the background began deferring (null: it is not deferring). */
   private deferringSince: number | null = null;
 
-  constructor(private readonly now: () => number = () => performance.now()) {}
+  private readonly started: number;
+
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.started = now();
+  }
 
   /** Marks a request begun; call the returned function once it is answered. */
   begin(): () => void {
@@ -26,6 +32,15 @@ export class Foreground {
       this.active--;
       this.lastEnd = this.now();
     };
+  }
+
+  /**
+   * Milliseconds since the last request was answered (0 while one is being answered); a process's first
+   * moments count from its start, when a viewer's first requests are on their way.
+   */
+  quietForMs(): number {
+    const t = this.now();
+    return this.active > 0 ? 0 : Math.min(t - this.lastEnd, t - this.started);
   }
 
   /** Whether background work may start now (else it should ask again a little later). */

@@ -9,7 +9,7 @@ import { confinedNodeIo } from '../telemetry/io.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
 import { chatText } from './sampleText.ts';
-import { foreground } from '../foreground.ts';
+import { ALL_THREADS_AFTER_MS, foreground } from '../foreground.ts';
 import { MIRROR_DIR, ROLLOUT_DIR, rolloutFile, TRAIN_DIR, trajectoryFile } from '../../formats/miles/layout.ts';
 import { DASHBOARD_DIR } from '../../formats/dashboard/layout.ts';
 
@@ -135,7 +135,8 @@ class MilesRun implements RunModel {
       }
       let more = false;
       try {
-        more = this.telemetry.warmUpStep();
+        // while people are asking, one parse thread stays free for their window reads
+        more = this.telemetry.warmUpStep(foreground.quietForMs() >= ALL_THREADS_AFTER_MS ? Infinity : 1);
       } catch {
         // a file that cannot be read now is read (and reported) by the query that needs it
       }

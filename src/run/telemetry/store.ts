@@ -292,8 +292,8 @@ export class TelemetryStore {
    * One bounded step of the background warm-up (persisting every hour not yet in `cacheDir`, newest
    * first); returns whether work remains. Without a cache directory there is nothing to warm.
    */
-  warmUpStep(): boolean {
-    return this.warm?.step() ?? false;
+  warmUpStep(maxThreads = Infinity): boolean {
+    return this.warm?.step(maxThreads) ?? false;
   }
 
   /** Takes in the warm-up's finished thread parses without starting new ones (while requests are answered). */

@@ -91,15 +91,15 @@ export class WarmUp {
   }
 
   /**
-   * Does a bounded piece of work: collects finished worker parses and hands out new ones, or (without
-   * workers) parses one file here. Returns whether work remains.
+   * Does a bounded piece of work: collects finished worker parses and hands out new ones to at most
+   * `maxThreads` threads at once, or (without workers) parses one file here. Returns whether work remains.
    */
-  step(): boolean {
+  step(maxThreads = Infinity): boolean {
     this.queue ??= this.plan();
     const pool = this.pool();
     if (pool !== null && pool.size > 0) {
       this.collect();
-      for (let slot = pool.idle(); slot >= 0 && this.queue.length > 0; slot = pool.idle()) {
+      for (let slot = pool.idle(); slot >= 0 && this.queue.length > 0 && this.pending.length < maxThreads; slot = pool.idle()) {
         const task = this.queue.shift()!;
         if (task.rollupOnly) {
           this.rollUp(task.file);
