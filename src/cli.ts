@@ -61,8 +61,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
-    if (command === 'collect') return await (await import('./collect/command.ts')).collectCommand(rest);
-    if (command === 'prometheus-config') return await (await import('./collect/prometheusConfig.ts')).prometheusConfigCommand(rest);
+    if (command === 'collect') return await (await import('./commands/collect.ts')).collectCommand(rest);
+    if (command === 'prometheus-config') return await (await import('./commands/prometheusConfig.ts')).prometheusConfigCommand(rest);
     if (command === 'health') return await (await import('./commands/health.ts')).healthCommand(rest);
     if (command === 'search') return await (await import('./commands/search.ts')).searchCommand(rest);
     if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);

@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { prometheusConfig } from '../src/collect/prometheusConfig.ts';
+import { prometheusConfig } from '../src/commands/prometheusConfig.ts';
 import { startCollectorService } from '../src/collect/service.ts';
 import { defaultEngineState, routerMetricsText, serveText } from './support/fakeSglang.ts';
 

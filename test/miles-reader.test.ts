@@ -9,7 +9,8 @@ import { ageTree, copyFixtureRun, diffJson, loadGoldens, type Golden, type RunCo
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { z } from 'zod';
 import { dumpMetricSeries } from '../src/queries/metrics.ts';
-import { BadArgument, DumpStillWriting, NotFound } from '../src/run/errors.ts';
+import { DumpStillWriting, NotFound, RefusedOption } from '../src/run/errors.ts';
+import { BadArgument } from '../src/queries/limits.ts';
 import type { DumpReaderOptions } from '../src/run/miles/reader.ts';
 import { boolParam, intParam, parseParams } from '../src/server/params.ts';
 import { openAnswers, type Answers } from './support/answers.ts';
@@ -122,10 +123,10 @@ describe('DumpReader over the miles-demo run', () => {
       assert.equal(d, null, `${g.file} ${g.request}: ${d}`);
       return;
     }
-    // The reference's 422s are parameters that do not parse; its 400s are arguments the reader refuses.
-    const expected = g.status === 404 ? NotFound : g.status === 422 ? BadArgument : BadArgument;
+    // The reference's 422s are parameters that do not parse; its 400s are arguments the reader or a query refuses.
+    const expected = g.status === 404 ? [NotFound] : [BadArgument, RefusedOption];
     await assert.rejects(answer(reader, g.request), (e: unknown) => {
-      assert.ok(e instanceof expected, `${g.file} ${g.request}: expected ${expected.name}, got ${String(e)}`);
+      assert.ok(expected.some((c) => e instanceof c), `${g.file} ${g.request}: expected ${expected.map((c) => c.name).join(' or ')}, got ${String(e)}`);
       assert.ok(!(e as Error).message.includes(run.dir), `${g.file}: detail leaks the run path: ${(e as Error).message}`);
       return true;
     });
@@ -178,7 +179,7 @@ describe('DumpReader over the miles-demo run', () => {
   });
 
   it('refuses a cache directory inside the run', async () => {
-    await assert.rejects(openReader(run.dir, { cacheDir: join(run.dir, 'dashboard', 'cache') }), BadArgument);
+    await assert.rejects(openReader(run.dir, { cacheDir: join(run.dir, 'dashboard', 'cache') }), RefusedOption);
   });
 });
 

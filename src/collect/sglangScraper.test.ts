@@ -127,7 +127,7 @@ describe('SGLang scraper', () => {
 
 describe('prometheus-config and the router registration', () => {
   it('prints a config scraping the router and the collector', async () => {
-    const { prometheusConfig } = await import('./prometheusConfig.ts');
+    const { prometheusConfig } = await import('../commands/prometheusConfig.ts');
     const yml = prometheusConfig({ router: '10.0.0.5:30000', collector: '10.0.0.1:7789', scrapeIntervalS: 2 });
     assert.match(yml, /scrape_interval: 2s/);
     assert.match(yml, /job_name: sglang-router\n {4}metrics_path: \/engine_metrics\n {4}static_configs:\n {6}- targets: \['10.0.0.5:30000'\]/);

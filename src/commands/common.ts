@@ -60,7 +60,7 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
       console.error(`rlsight: ${(err as Error).message}`);
       return EXIT_USAGE;
     }
-    if ((err as { param?: string }).param !== undefined && (err as Error).name === 'BadArgument') {
+    if ((err as { param?: string }).param !== undefined && ((err as Error).name === 'BadArgument' || (err as Error).name === 'RefusedOption')) {
       console.error(`rlsight: ${(err as Error).message}`);
       return EXIT_USAGE;
     }

@@ -3,7 +3,7 @@
 // a running regex on the thread that runs it — except a script run in a vm context with a timeout, whose
 // watchdog terminates it. So the scan loop runs there, over the same strings (nothing is copied).
 import { Script, createContext } from 'node:vm';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 
 /** How long one scan (one batch of a step's samples) may take before the query is refused. */
 export const REGEX_SCAN_LIMIT_MS = 2000;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { minmaxDownsample, minmaxIndices, strideDownsample, strideIndices } from './downsample.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 
 test('strideIndices matches numpy linspace(0, n-1, m).astype(int64)', () => {
   assert.deepEqual([...strideIndices(10, 4)], [0, 3, 6, 9]);

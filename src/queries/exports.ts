@@ -5,7 +5,7 @@ import { encodeParquet } from '../formats/parquetWrite.ts';
 import { encodeEventFile, type ScalarEvent } from '../formats/tfevents.ts';
 import type { MetricsRecord } from '../run/model.ts';
 import type { RunSources } from './runAnswers.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import type { MetricsAnswer } from '../wire/metrics.ts';
 import { MFU_STEP_KEY } from './advisory.ts';
 import { DUMP_METRIC_PREFIX } from './metrics.ts';

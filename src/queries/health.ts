@@ -14,7 +14,8 @@ import type {
 } from '../wire/index.ts';
 import { readableStep } from './rollouts.ts';
 import type { RunSources } from './runAnswers.ts';
-import { BadArgument, damageOf } from '../run/errors.ts';
+import { damageOf } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import { ENTRY_PHASE, judgeStep } from './stragglers.ts';
 import type { TableRow } from '../wire/index.ts';
 

@@ -1,6 +1,6 @@
 // Heatmaps: lanes × time buckets of util / mem / power maxima, phase ids, or trajectory lifecycle states.
 import { UTIL_CELL_S, type GpuUtilBlock, type GpuUtilHour, type LaneEntry, type LaneTable, type MetricsRecord, type StreamName, type TrajectoryEvent } from '../run/model.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import { encodeHeatmapFrame } from './heatmapFrame.ts';
 import { blockHours, rowMem, rowPower, windowPass } from './gpuWindowPass.ts';
 import { LIFECYCLE_MAX_ROWS, LIFECYCLE_PALETTE, bucketOf, foldLifecycleRows, magnitudeBytes, paintLifecycle, paintPhases, peakOf } from './heatmapPaint.ts';

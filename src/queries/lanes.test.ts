@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { copyFixtureRun, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import type { LaneEntry } from '../run/telemetry/records.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import { laneGrammar, resolveLanes } from './lanes.ts';
 
 const lane = (node: string, gpu: number, index: number, ranks: number[], engine_addrs: string[], roles: string[]): LaneEntry => ({ node, gpu, index, ranks, engine_addrs, roles });

@@ -1,7 +1,7 @@
 // The lane-selection grammar (`rank:0-3, g:8, node:10.0.0.1, gpu:10.0.0.1:3, engine:15004, every:8,
 // role:train`): a union of terms resolved against the lane index.
 import type { LaneEntry } from '../run/model.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import { pyStrRepr } from '../formats/pythonFormat.ts';
 
 /** One parsed term of a lane selection. */

@@ -1,7 +1,18 @@
 // Every limit a query puts on its arguments, named once, with the rule that checks it. The server builds its
 // request schemas from these; the queries check the same rules when called directly.
-import { BadArgument } from '../run/errors.ts';
 import { pyFixed, pyRepr } from '../formats/pythonFormat.ts';
+
+/** A request argument that cannot be used: malformed, out of range, or unknown (HTTP 400 naming it). */
+export class BadArgument extends Error {
+  override readonly name = 'BadArgument';
+  constructor(
+    /** The parameter at fault (`t1`, `lanes`, `rollout_id`, …). */
+    readonly param: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** The widest timeline window a query answers (4 h), in seconds. */
 export const MAX_WINDOW_S = 14400;

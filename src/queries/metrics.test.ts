@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { diffJson, fixtureTelemetry, loadGoldens } from '../../test/support/fixtures.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import { DUMP_METRIC_PREFIX, WALL_TIME_X, dumpMetricSeries, metricKeyList, metricSeries, metricsAnswer } from './metrics.ts';
 import type { StepAggregate } from './rollouts.ts';
 

@@ -1,7 +1,7 @@
 // Scalar metrics (`metrics.jsonl`) as series per key, on a step axis or on wall-clock time.
 import type { MetricsRecord, MetricValue } from '../run/model.ts';
 import { STEP_AGGREGATE_METRICS, type StepAggregate, type StepAggregateMetric } from './rollouts.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import type { MetricSeries, MetricsAnswer } from '../wire/metrics.ts';
 
 /** The `x` value that puts points on wall-clock time (`x` = record `ts`) whatever their step key. */

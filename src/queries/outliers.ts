@@ -1,7 +1,7 @@
 // Outlier lanes: the lowest mean util, or the slowest mean duration of a named phase.
 import { compareLanes, type GpuUtilHour, type LaneTable, type StreamName } from '../run/model.ts';
 import { windowPass } from './gpuWindowPass.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import { phaseRowsOf } from './heatmap.ts';
 import { pyStrRepr } from '../formats/pythonFormat.ts';
 import type { PhaseSource } from './phases.ts';

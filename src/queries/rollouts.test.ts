@@ -1,7 +1,7 @@
 // Summary, groups and step aggregates on small hand-built samples (masking, degenerate groups, nulls).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import type { SampleRecord, StepRecords, TrainDigest } from '../run/model.ts';
 import { dumpMetricSeries } from './metrics.ts';
 import { rolloutGroups, rolloutSummary, stepAggregate, SUMMARY_COLUMNS_WITH_TRAIN, SUMMARY_COLUMNS_WITHOUT_TRAIN } from './rollouts.ts';

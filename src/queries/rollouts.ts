@@ -1,5 +1,6 @@
 // Per-sample, per-group and per-step views of one rollout step (the rollouts table and the dump/* metrics).
-import { BadArgument, DumpStillWriting } from '../run/errors.ts';
+import { DumpStillWriting } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import type { SampleRecord, StepRecords, TrainDigest } from '../run/model.ts';
 import type { StepAggregateMetric } from '../wire/metrics.ts';
 import type { RolloutTable, TableRow } from '../wire/rollout.ts';

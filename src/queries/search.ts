@@ -5,7 +5,8 @@ import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
 import type { SearchEvent, SearchMatch } from '../wire/index.ts';
 import type { DerivedEntries } from '../run/model.ts';
 import type { RunSources } from './runAnswers.ts';
-import { BadArgument, DumpStillWriting } from '../run/errors.ts';
+import { DumpStillWriting } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import { regexHits } from './boundedRegex.ts';
 import { checkLimit, SEARCH_RESULTS } from './limits.ts';
 

@@ -1,7 +1,7 @@
 // The token view on small hand-built samples: windows, response offsets, loss-masked positions, bad ranges.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import type { SampleTokenRecord, TrainTokens } from '../run/model.ts';
 import { tokenView } from './tokens.ts';
 

@@ -1,5 +1,5 @@
 // The per-token view of one sample: a window of its tokens with the response-relative per-token stats.
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from './limits.ts';
 import type { Numbers, SampleTokenRecord, TrainTokens } from '../run/model.ts';
 import type { TokenStatValues, TokenView } from '../wire/rollout.ts';
 

@@ -1,10 +1,14 @@
-// Typed failures of reading a run and answering about it; the server maps each class to one HTTP status.
+// Typed failures of reading a run; the server maps each class to one HTTP status (a query's argument errors are
+// BadArgument, beside the limits in queries/limits.ts).
 
-/** A request argument that cannot be used: malformed, out of range, or unknown (HTTP 400 naming it). */
-export class BadArgument extends Error {
-  override readonly name = 'BadArgument';
+/**
+ * A value the run layer was handed that it cannot use: an open option (a cache directory inside the run, a
+ * negative tensor LRU) or an id that is no integer (HTTP 400, or a usage error on the command line, naming `param`).
+ */
+export class RefusedOption extends Error {
+  override readonly name = 'RefusedOption';
   constructor(
-    /** The parameter at fault (`t1`, `lanes`, `rollout_id`, …). */
+    /** The option or argument at fault (`cacheDir`, `tensorLru`, `rollout_id`, …). */
     readonly param: string,
     message: string,
   ) {

@@ -1,7 +1,8 @@
 // Maps typed failures to HTTP answers: 503 still writing, 404 missing, 400 bad argument, 422 a damaged file
 // (named relative to the run, with the problem); paths never leak.
 import type { Context } from 'hono';
-import { BadArgument, damageOf, DumpStillWriting, NotFound, SlimeDumpError, SourceUnavailable } from '../run/errors.ts';
+import { damageOf, DumpStillWriting, NotFound, RefusedOption, SlimeDumpError, SourceUnavailable } from '../run/errors.ts';
+import { BadArgument } from '../queries/limits.ts';
 
 /** Seconds a client should wait before asking again for a dump that is still being written. */
 export const RETRY_AFTER_S = 5;
@@ -24,7 +25,7 @@ export function scrubPaths(message: string, roots: readonly string[]): string {
 
 /** The HTTP answer for a thrown error, or null when it is a defect (a 500 the caller logs). */
 export function classify(err: unknown): HttpFailure | null {
-  if (err instanceof BadArgument) return { status: 400, detail: err.message };
+  if (err instanceof BadArgument || err instanceof RefusedOption) return { status: 400, detail: err.message };
   if (err instanceof NotFound) return { status: 404, detail: err.message };
   if (err instanceof SlimeDumpError) return { status: 422, detail: err.message };
   if (err instanceof SourceUnavailable) return { status: 503, detail: err.message, headers: { 'Retry-After': String(RETRY_AFTER_S) } };

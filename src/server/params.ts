@@ -2,7 +2,7 @@
 // failure is a BadArgument (400) naming the parameter.
 import { z } from 'zod';
 import { type IntLimit, limitProblem, windowProblem } from '../queries/limits.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from '../queries/limits.ts';
 
 const FLOAT_RE = /^[+-]?(\d+(_\d+)*\.?(\d+(_\d+)*)?|\.\d+(_\d+)*)([eE][+-]?\d+)?$/;
 const INT_RE = /^[+-]?\d+(_\d+)*$/;

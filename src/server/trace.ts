@@ -5,7 +5,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { windowProblem } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
-import { BadArgument } from '../run/errors.ts';
+import { BadArgument } from '../queries/limits.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';
 import { perfettoForRun } from '../queries/perfettoExport.ts';

@@ -4,7 +4,7 @@ import type { Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { confinedPath } from '../../formats/fileAccess.ts';
-import { BadArgument, DumpStillWriting, NotFound } from '../errors.ts';
+import { RefusedOption, DumpStillWriting, NotFound } from '../errors.ts';
 import { DerivedCache } from '../derivedCache.ts';
 import { FRESH_SECONDS } from './discovery.ts';
 import { openTorchDocument, type TorchDocument } from './torchDocument.ts';
@@ -18,7 +18,7 @@ export function isMissing(e: unknown): boolean {
 }
 
 export function checkId(name: string, v: number): void {
-  if (!Number.isSafeInteger(v)) throw new BadArgument(name, `${name} must be an integer, got ${String(v)}`);
+  if (!Number.isSafeInteger(v)) throw new RefusedOption(name, `${name} must be an integer, got ${String(v)}`);
 }
 
 export class DumpFiles {

@@ -7,7 +7,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
 import type { ConversationRecord, RolloutIds, SampleTextRecord, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
 import { discoverRolloutIds } from './discovery.ts';
-import { BadArgument, damageOf, NotFound } from '../errors.ts';
+import { RefusedOption, damageOf, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { approxBytes, ByteBudgetLru } from '../byteBudget.ts';
 import type { RolloutDump } from './rolloutDump.ts';
@@ -96,18 +96,18 @@ export class DumpReader {
       if (isMissing(e)) throw new NotFound('the dump directory does not exist');
       throw e;
     }
-    if (!st.isDirectory()) throw new BadArgument('runDir', 'the dump path is not a directory');
+    if (!st.isDirectory()) throw new RefusedOption('runDir', 'the dump path is not a directory');
     let cacheDir: string | null = null;
     const realDir = await realpath(dir);
     if (options.cacheDir !== undefined) {
       cacheDir = resolve(options.cacheDir);
       // Compared after resolving symlinks: a linked cache folder (or run) must not put a cache file inside the run.
       if (isInside(realDir, await realpathOfFuture(cacheDir))) {
-        throw new BadArgument('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
+        throw new RefusedOption('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
       }
     }
     const lru = options.tensorLru ?? Infinity;
-    if (lru !== Infinity && (!Number.isInteger(lru) || lru < 0)) throw new BadArgument('tensorLru', `tensorLru must be a non-negative integer, got ${lru}`);
+    if (lru !== Infinity && (!Number.isInteger(lru) || lru < 0)) throw new RefusedOption('tensorLru', `tensorLru must be a non-negative integer, got ${lru}`);
     const files = new DumpFiles(dir, realDir, cacheDir, options.onDecode ?? (() => {}), options.now ?? Date.now);
     return new DumpReader(files, { bytes: options.stepRecordBytes ?? STEP_RECORD_BYTES, count: lru }, options.decodeOffThreadAbove ?? 16 * 2 ** 20, options.textSliceOpcodes);
   }

@@ -4,7 +4,7 @@
 import { join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
 import { NumpyScalar } from '../../formats/torch/value.ts';
-import { BadArgument, NotFound } from '../errors.ts';
+import { RefusedOption, NotFound } from '../errors.ts';
 import { digestTrainRow } from '../miles/trainDigest.ts';
 import type { TrainRow } from '../miles/trainDump.ts';
 import type { ConversationRecord, TrainDigest, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
@@ -275,7 +275,7 @@ export async function openSlimeRun(dir: string, opts: OpenRunOptions = {}): Prom
   let cacheDir: string | null = null;
   if (opts.cacheDir !== undefined) {
     cacheDir = resolve(opts.cacheDir);
-    if (isInside(root, cacheDir)) throw new BadArgument('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
+    if (isInside(root, cacheDir)) throw new RefusedOption('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
   }
   return SlimeRunModel.fromDumpDetails(root, cacheDir);
 }

@@ -2,11 +2,11 @@
 import { resolve, join } from 'node:path';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { CommandUsageError } from '../commands/common.ts';
+import { CommandUsageError } from './common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
-import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from './usage.ts';
+import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
 import { makeDirs } from '../formats/dashboard/writer.ts';
-import { startCollectorService } from './service.ts';
+import { startCollectorService } from '../collect/service.ts';
 
 export interface CollectFlags {
   dumpDetails: string;

@@ -1,8 +1,8 @@
 // `rlsight prometheus-config --router HOST:PORT [--collector HOST:PORT]`: a prometheus.yml that
 // scrapes the SGLang router's aggregated engine metrics and the collector's own /metrics.
 import { parseArgs } from 'node:util';
-import { CommandUsageError } from '../commands/common.ts';
-import { parseHostPort } from './command.ts';
+import { CommandUsageError } from './common.ts';
+import { parseHostPort } from './collect.ts';
 
 export interface PrometheusTargets {
   router?: string;
