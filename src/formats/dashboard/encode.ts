@@ -126,26 +126,23 @@ export function encodeDataBuffer(s: DataBufferSample): string {
  * Any record as its line (without the newline). `floatKeys` applies to metrics only (see `encodeMetrics`).
  */
 export function encodeRecord<S extends StreamName>(stream: S, record: StreamRecord[S], floatKeys?: ReadonlySet<string>): string {
-  switch (stream) {
-    case 'metrics':
-      return encodeMetrics(record as MetricsRecord, floatKeys ? (k) => floatKeys.has(k) : undefined);
-    case 'topology':
-      return encodeTopology(record as TopologySnapshot);
-    case 'data_buffer':
-      return encodeDataBuffer(record as DataBufferSample);
-    case 'gpu_util':
-      return encodeGpuSample(record as GpuSample);
-    case 'engine_series':
-      return encodeEngineSample(record as EngineSample);
-    case 'phases':
-      return phaseLine(record as PhaseEvent);
-    case 'trajectories':
-      return trajectoryLine(record as TrajectoryEvent);
-    case 'gpu_processes':
-      return encodeGpuProcess(record as GpuProcessSample);
-  }
-  throw new Error(`unknown stream ${stream as string}`);
+  if (stream === 'metrics') return encodeMetrics(record as MetricsRecord, floatKeys ? (k) => floatKeys.has(k) : undefined);
+  const encode = ENCODERS[stream] as ((r: StreamRecord[S]) => string) | undefined;
+  if (encode === undefined) throw new Error(`unknown stream ${stream as string}`);
+  return encode(record);
 }
+
+/** Each stream's line encoder (metrics also takes its float keys, see `encodeRecord`). */
+const ENCODERS: { [S in StreamName]: (record: StreamRecord[S]) => string } = {
+  metrics: (r) => encodeMetrics(r),
+  topology: encodeTopology,
+  data_buffer: encodeDataBuffer,
+  gpu_util: encodeGpuSample,
+  engine_series: encodeEngineSample,
+  phases: phaseLine,
+  trajectories: trajectoryLine,
+  gpu_processes: encodeGpuProcess,
+};
 
 /** `meta.json`: `json.dumps(asdict(meta), indent=1)`; `args` values as Python holds them. */
 export function metaJson(runName: string, startTs: number, args: Record<string, PyJson>): string {
