@@ -1,5 +1,7 @@
 import importlib
 import os
+import subprocess
+import sys
 import tempfile
 import types
 import unittest
@@ -35,6 +37,17 @@ class SlimeHooksTest(unittest.TestCase):
             # the collector is waited for in the background; the client is there and closes
             self.assertIsNotNone(hooks.client())
             hooks.client().close(timeout=0.1)
+
+    def test_an_exit_without_any_collector_is_not_held_up(self):
+        code = ("import types; from rlsight.integrations import slime as h; "
+                "print(h.log_rollout_data(0, types.SimpleNamespace(), [{'group_index': 0, 'reward': 1.0, 'response_length': 1, "
+                "'loss_mask': [1], 'status': 'completed', 'response': 'x', 'non_generation_time': 0.0}], {}, 1.0))")
+        with tempfile.TemporaryDirectory() as run:
+            env = dict(os.environ, RLSIGHT_DUMP_DETAILS=run, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(hooks.__file__))))
+            # the close waits for a collector that never came at most a second, not RLSIGHT_CLOSE_TIMEOUT
+            r = subprocess.run([sys.executable, "-c", code], env=dict(env, RLSIGHT_CLOSE_TIMEOUT="120"), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "False")
 
     def test_metrics_follow_slimes_formulas(self):
         args = types.SimpleNamespace(advantage_estimator="grpo", reward_key=None, rollout_num_gpus=2)

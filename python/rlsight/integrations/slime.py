@@ -58,6 +58,8 @@ def _close_at_exit():
             timeout = float(os.environ.get("RLSIGHT_CLOSE_TIMEOUT", "30"))
         except ValueError:
             timeout = 30.0
+        if c.address is None:
+            timeout = min(timeout, 1.0)  # no collector ever appeared: the exit is not held up for one
         c.close(timeout=timeout)
 
 
