@@ -151,6 +151,7 @@ function withRun(link: string, run: string): string {
 
 export function HealthView({ meta }: { meta: Meta }) {
   const tick = useStore(liveTick);
+  const all = useStore(runList);
   const board = useApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), tick);
   if (board.error) return <ErrorNote error={board.error} />;
   if (!board.data) return <Loading what="health board" />;
@@ -161,7 +162,7 @@ export function HealthView({ meta }: { meta: Meta }) {
     <section class="health">
       <RunsBoard signals={signals} tick={tick} />
       <h2 class="view-title">
-        Health — {rows.length} steps, {fired.length === 0 ? 'no signal fired' : `${fired.length} signal${fired.length === 1 ? '' : 's'} fired`}
+        Health{(all?.length ?? 0) > 1 ? ` of ${shownRunId(all)}` : ''} — {rows.length} steps, {fired.length === 0 ? 'no signal fired' : `${fired.length} signal${fired.length === 1 ? '' : 's'} fired`}
       </h2>
       {warnings.length > 0 && (
         <p class="health-warnings" role="status">

@@ -101,7 +101,7 @@ export function RunsView({ route }: { route: Route }) {
     ...KEY_CONFIG.map((c): Column => ({ id: c.id, label: c.label, title: c.args.join(' / '), value: (r) => scalar(keyConfig(r, c.args)) })),
     { id: 'parallel', label: 'parallelism', title: PARALLELISM.map(([, k]) => k).join(', '), value: parallelism },
     ...argCols.map((a): Column => ({ id: `arg:${a}`, label: a, title: 'meta.json arg', value: (r) => scalar(r.config[a] ?? null) })),
-    ...metricKeys.map((k): Column => ({ id: `m:${k}`, label: k, title: 'latest value', value: (r) => r.latest[k] ?? null, show: (r) => fmtNum(r.latest[k] ?? null) })),
+    ...metricKeys.map((k): Column => ({ id: `m:${k}`, label: k.slice(k.lastIndexOf('/') + 1), title: `${k}: latest value`, value: (r) => r.latest[k] ?? null, show: (r) => fmtNum(r.latest[k] ?? null) })),
   ];
 
   const needle = filter.trim().toLowerCase();
