@@ -43,6 +43,7 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     await page.goto(`${served.url}#/rollout/3`);
     const scatter = page.locator('[data-testid=scatter]');
     await scatter.waitFor();
+    await scatter.scrollIntoViewIfNeeded();
     await page.waitForTimeout(300);
     // Hover a drawn point: a saturated pixel of the canvas (axes and grid are grey).
     const point = await page.evaluate(() => {
