@@ -4,7 +4,7 @@ import { stillWriting } from './api.ts';
 import { ErrorNote, Loading } from './components/status.tsx';
 import { Tooltip } from './components/tooltip.tsx';
 import { fmtWall } from './format.ts';
-import { WarmUpBar } from './components/warmUpBar.tsx';
+import { WarmUpBar, warmUpProgress } from './components/warmUpBar.tsx';
 import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
 import { RunSelector, unknownRunText } from './components/runSelector.tsx';
@@ -32,6 +32,8 @@ export function App() {
 
   useEffect(() => void loadRuns(), []);
   useEffect(() => {
+    // Another run's warm-up is not this one's: its progress is polled afresh.
+    warmUpProgress.set(null);
     void refreshMeta();
   }, [runId]);
   useEffect(() => {
