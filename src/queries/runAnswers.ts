@@ -21,6 +21,7 @@ import type {
   RolloutTable,
   RunListing,
   SampleStep,
+  SearchMatch,
   TokenView,
   Topology,
   Trajectories,
@@ -40,7 +41,6 @@ import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
 import { STEP_AGGREGATE_METRICS, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
-import type { SampleText } from './search.ts';
 import { noTraces } from './slimeTraceView.ts';
 import { tokenView } from './tokens.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
@@ -145,6 +145,14 @@ export interface RunSources {
   warnings(): string[];
   /** Absolute directories whose paths must never appear in an answer. */
   readonly roots: readonly string[];
+}
+
+/** The searchable text of one sample. */
+export interface SampleText extends Pick<SearchMatch, 'step' | 'evaluation' | 'sample_index' | 'group_index' | 'status' | 'reward'> {
+  /** Named text fields: `prompt`, `response`, `label`, `conversation` (the sidecar's messages), `metadata`. */
+  fields: Record<string, string>;
+  /** Identifiers recorded with the sample: request ids, trace ids, session ids. */
+  ids: string[];
 }
 
 /** What whoever opens a run hands its answers: nothing of it is read from files by the queries. */

@@ -4,7 +4,7 @@
 import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
 import type { SearchEvent, SearchMatch } from '../wire/index.ts';
 import type { DerivedEntries } from '../run/model.ts';
-import type { RunSources } from './runAnswers.ts';
+import type { RunSources, SampleText } from './runAnswers.ts';
 import { DumpStillWriting } from '../run/errors.ts';
 import { BadArgument } from './limits.ts';
 import { regexHits } from './boundedRegex.ts';
@@ -354,14 +354,6 @@ function textMatches(st: StepTexts, q: TextQuery, run: string | undefined): Sear
 
 function idMatch(t: SampleText, field: string, text: string, run: string | undefined): SearchMatch {
   return matchOf(t, field, text, [[0, text.length]], run);
-}
-
-/** The searchable text of one sample. */
-export interface SampleText extends Pick<SearchMatch, 'step' | 'evaluation' | 'sample_index' | 'group_index' | 'status' | 'reward'> {
-  /** Named text fields: `prompt`, `response`, `label`, `conversation` (the sidecar's messages), `metadata`. */
-  fields: Record<string, string>;
-  /** Identifiers recorded with the sample: request ids, trace ids, session ids. */
-  ids: string[];
 }
 
 /**
