@@ -98,27 +98,29 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
+/** Every source file under `root/src` and `root/web`: its path and its path relative to the root. */
+function checkedFiles(root: string): { path: string; file: string }[] {
+  return ['src', 'web'].flatMap((top) => {
+    try {
+      return sourceFiles(join(root, top)).map((path) => ({ path, file: relative(root, path) }));
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** Every import under `root/src` and `root/web` that breaks a layer rule. */
 export function importViolations(root: string): ImportViolation[] {
   const out: ImportViolation[] = [];
-  for (const top of ['src', 'web']) {
-    let files: string[];
-    try {
-      files = sourceFiles(join(root, top));
-    } catch {
-      continue;
-    }
-    for (const path of files) {
-      const file = relative(root, path);
-      const from = layerOf(file);
-      if (from === null) continue;
-      for (const { specifier, typeOnly } of importsOf(readFileSync(path, 'utf8'))) {
-        const isPath = specifier.startsWith('.') || specifier.startsWith('/');
-        const target = isPath ? relative(root, resolve(dirname(path), specifier)) : null;
-        const to = target === null ? null : layerOf(target);
-        const rule = ruleBroken(from, to, target, isPath ? null : specifier, typeOnly, /\.test\.tsx?$/.test(file), file);
-        if (rule) out.push({ file, specifier, rule });
-      }
+  for (const { path, file } of checkedFiles(root)) {
+    const from = layerOf(file);
+    if (from === null) continue;
+    for (const { specifier, typeOnly } of importsOf(readFileSync(path, 'utf8'))) {
+      const isPath = specifier.startsWith('.') || specifier.startsWith('/');
+      const target = isPath ? relative(root, resolve(dirname(path), specifier)) : null;
+      const to = target === null ? null : layerOf(target);
+      const rule = ruleBroken(from, to, target, isPath ? null : specifier, typeOnly, /\.test\.tsx?$/.test(file), file);
+      if (rule) out.push({ file, specifier, rule });
     }
   }
   return out;
@@ -130,23 +132,14 @@ export function importViolations(root: string): ImportViolation[] {
  */
 export function importCircles(root: string): string[][] {
   const edges = new Map<string, string[]>();
-  for (const top of ['src', 'web']) {
-    let files: string[];
-    try {
-      files = sourceFiles(join(root, top));
-    } catch {
-      continue;
+  for (const { path, file } of checkedFiles(root)) {
+    if (/\.test\.tsx?$/.test(file)) continue;
+    const to: string[] = [];
+    for (const { specifier, typeOnly } of importsOf(readFileSync(path, 'utf8'))) {
+      if (typeOnly || !specifier.startsWith('.')) continue;
+      to.push(relative(root, resolve(dirname(path), specifier)));
     }
-    for (const path of files) {
-      const file = relative(root, path);
-      if (/\.test\.tsx?$/.test(file)) continue;
-      const to: string[] = [];
-      for (const { specifier, typeOnly } of importsOf(readFileSync(path, 'utf8'))) {
-        if (typeOnly || !specifier.startsWith('.')) continue;
-        to.push(relative(root, resolve(dirname(path), specifier)));
-      }
-      edges.set(file, to);
-    }
+    edges.set(file, to);
   }
   // Tarjan's strongly connected components: a component of more than one file (or a file importing itself) is a circle.
   const index = new Map<string, number>();
