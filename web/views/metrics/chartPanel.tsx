@@ -127,19 +127,33 @@ function breakLongGaps(u: uPlot, seriesIdx: number, idx0: number, idx1: number, 
   const dx = at.slice(1).map((k, j) => xs[k]! - xs[at[j]!]!).sort((a, b) => a - b);
   const typical = dx[dx.length >> 1]!;
   let broken = 0;
+  const apart = (j: number) => xs[at[j]!]! - xs[at[j - 1]!]! > GAP_FACTOR * typical;
   for (let j = 1; j < at.length; j++) {
-    const a = xs[at[j - 1]!]!;
-    const b = xs[at[j]!]!;
-    if (b - a > GAP_FACTOR * typical) {
-      uPlot.addGap(gaps, Math.round(u.valToPos(a, 'x', true)) + 1, Math.round(u.valToPos(b, 'x', true)));
+    if (apart(j)) {
+      uPlot.addGap(gaps, Math.round(u.valToPos(xs[at[j - 1]!]!, 'x', true)) + 1, Math.round(u.valToPos(xs[at[j]!]!, 'x', true)));
       broken++;
     }
   }
+  // A sample alone between two silences draws no line: it is drawn as a dot instead (see isolatedPoints).
+  const alone: number[] = [];
+  for (let j = 0; j < at.length; j++) if ((j === 0 || apart(j)) && (j === at.length - 1 || apart(j + 1))) alone.push(at[j]!);
+  let perSeries = isolated.get(u);
+  if (!perSeries) isolated.set(u, (perSeries = new Map()));
+  perSeries.set(seriesIdx, alone);
   // How many gaps of the record each series leaves open (for a reader, and a test, to check).
   const counts = JSON.parse(u.root.getAttribute('data-record-gaps') ?? '{}') as Record<string, number>;
   counts[String(u.series[seriesIdx]?.label ?? seriesIdx)] = broken;
   u.root.setAttribute('data-record-gaps', JSON.stringify(counts));
   return gaps;
+}
+/** Per chart and series, the samples with a silence on both sides (found while breaking the line). */
+const isolated = new WeakMap<uPlot, Map<number, number[]>>();
+
+/** Points drawn on a time chart: all of them when shown, else the isolated ones, which no line segment shows. */
+function isolatedPoints(u: uPlot, seriesIdx: number, show: boolean): number[] | null {
+  if (show) return null;
+  const idxs = isolated.get(u)?.get(seriesIdx);
+  return idxs && idxs.length ? idxs : null;
 }
 /** A spacing this many times the median one is a gap in the record, not a slow stretch. */
 const GAP_FACTOR = 4;
@@ -261,7 +275,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         // Several engines on one chart: a dash per series keeps overlapping lines apart.
         const dash = visible.length > 1 ? DASHES[i % DASHES.length] : undefined;
         const stroke = overlaid ? alpha(color, OVERLAY_ALPHA) : color;
-        series.push({ label: t.label, stroke, width: 1.75, dash, spanGaps, gaps, points: { show: !many, size: 5, fill: stroke }, value });
+        series.push({ label: t.label, stroke, width: 1.75, dash, spanGaps, gaps, points: { show: !many, size: 5, fill: stroke, filter: gaps ? isolatedPoints : undefined }, value });
       }
     });
     return {
