@@ -10,6 +10,7 @@ import { generateDemoRun } from '../../src/demo/index.ts';
 import { ensureWebBuilt, hasChromium, launch, openPage, type Served, spawnServer } from './harness.ts';
 
 declare const document: any;
+declare const location: { hash: string };
 
 describe('runs table under --runs ROOT --follow (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
   let served: Served;
@@ -45,6 +46,15 @@ describe('runs table under --runs ROOT --follow (headless Chromium)', { skip: ha
     // The header's run choice learns of it too.
     await page.click('[data-testid=run-selector]');
     await page.waitForSelector('[role=option][data-run=change]');
+    // Choosing it moves the live event stream to that run's own feed.
+    const streams: string[] = [];
+    page.on('request', (r) => {
+      if (/\/events$/.test(new URL(r.url()).pathname)) streams.push(new URL(r.url()).pathname);
+    });
+    await page.click('[role=option][data-run=change]');
+    await page.waitForFunction(() => location.hash.includes('run=change'));
+    for (let i = 0; i < 50 && !streams.includes('/api/runs/change/events'); i++) await page.waitForTimeout(200);
+    assert.deepEqual(streams, ['/api/runs/change/events'], 'the stream follows the chosen run');
     assert.deepEqual(w.problems(), []);
   });
 });
