@@ -1,8 +1,7 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
 import { unlinkSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { CommandUsageError } from './common.ts';
+import { CommandUsageError, flagValues } from './common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
 import { makeDirs } from '../formats/dashboard/writer.ts';
@@ -42,24 +41,19 @@ export function parseHostPort(flag: string, raw: string): { host: string; port: 
 }
 
 export function parseCollectFlags(argv: string[]): CollectFlags {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      'dump-details': { type: 'string' },
-      listen: { type: 'string' },
-      advertise: { type: 'string' },
-      'flush-interval': { type: 'string' },
-      'run-name': { type: 'string' },
-      'buffer-cap': { type: 'string' },
-      'max-batch-bytes': { type: 'string' },
-      'sglang-router': { type: 'string' },
-      'sglang-scrape-mode': { type: 'string' },
-      'sglang-scrape-interval': { type: 'string' },
-      'sglang-metrics': { type: 'string' },
-      tensorboard: { type: 'string' },
-    },
+  const values = flagValues(argv, {
+    'dump-details': { type: 'string' },
+    listen: { type: 'string' },
+    advertise: { type: 'string' },
+    'flush-interval': { type: 'string' },
+    'run-name': { type: 'string' },
+    'buffer-cap': { type: 'string' },
+    'max-batch-bytes': { type: 'string' },
+    'sglang-router': { type: 'string' },
+    'sglang-scrape-mode': { type: 'string' },
+    'sglang-scrape-interval': { type: 'string' },
+    'sglang-metrics': { type: 'string' },
+    tensorboard: { type: 'string' },
   });
   if (!values['dump-details']) throw new CommandUsageError('--dump-details DIR is required');
   const listen = parseHostPort('listen', values.listen ?? '127.0.0.1:7789');

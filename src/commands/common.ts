@@ -3,6 +3,7 @@ import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import type { RunSources } from '../queries/runAnswers.ts';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 /** A usage problem: printed as one line, exit code 2. */
 export class CommandUsageError extends Error {}
@@ -11,6 +12,11 @@ export class CommandUsageError extends Error {}
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_INCOMPLETE = 3;
+
+/** A command's flags (no positionals; an unknown flag or a missing value is a usage error of parseArgs). */
+export function flagValues<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O) {
+  return parseArgs({ args: argv, strict: true, allowPositionals: false, options }).values;
+}
 
 export function requireFlag(value: string | undefined, flag: string): string {
   if (value === undefined || value === '') throw new CommandUsageError(`--${flag} is required`);

@@ -2,15 +2,15 @@
 // own output; add a kind by adding an entry to EXPORTS.
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
-import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, flagValues, intFlag, openRunDir, requireFlag, runCommand, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
 
 function parse(argv: string[], options: ParseArgsConfig['options']) {
-  return parseArgs({ args: argv, strict: true, allowPositionals: false, options }).values as Record<string, string | boolean | undefined>;
+  return flagValues(argv, options ?? {}) as Record<string, string | boolean | undefined>;
 }
 
 function tableFlag(raw: string | boolean | undefined) {
