@@ -56,6 +56,24 @@ describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
     await w.page.close();
   });
 
+  it('every engine of the large cluster has its own colour in the engine charts and their legend', async () => {
+    const w = await open('#/?cat=sglang');
+    await w.page.waitForSelector('.engine-legend .swatch[data-engine]');
+    await w.page.waitForSelector('.chart-panel[data-metric] .u-legend .u-series');
+    const swatches = await w.page.$$eval('.engine-legend .swatch[data-engine]', (els) => els.map((e: any) => e.style.background));
+    assert.ok(swatches.length > 10, `${swatches.length} engines: more than the palette's ten colours`);
+    assert.equal(new Set(swatches).size, swatches.length, `no two engines share a colour: ${swatches}`);
+    const charts = await w.page.$$eval('.chart-panel[data-metric] .u-legend', (ls) =>
+      ls.map((l: any) => {
+        const colours = [...l.querySelectorAll('.u-series .u-marker')].slice(1).map((m: any) => m.style.borderColor);
+        return [new Set(colours).size, colours.length];
+      }),
+    );
+    assert.ok(charts.length > 0 && charts.every(([distinct, n]) => distinct === n && n! > 10), `each chart draws each engine in its own colour: ${JSON.stringify(charts)}`);
+    assert.deepEqual(w.problems(), []);
+    await w.page.close();
+  });
+
   it('a straggler is an advisory linked to its lanes and window; the default sample shows it, highlighted', async () => {
     const w = await open('#/timeline');
     const { page } = w;
