@@ -1,14 +1,14 @@
 // A team on one server: N concurrent clients (default 16), each replaying the request sequence
 // (bench/requestSequence.ts: bench/server.ts's families and what a viewer's screens ask beside them) in its
 // own shuffled order, one request at a time, reading the raw bytes (gzip accepted, never decoded, so the
-// clients' own CPU stays out of the figures). Two rounds, each in its own fresh server with an empty
-// --cache-dir: the warm-up alone (no clients: its time), then the clients at once on a fresh server (during
-// the warm-up: its time with clients), then once the warm-up finished and every request was asked once, the
-// clients again (warm). Per round: statuses, p50/p90/p99/max per family and overall, peak RSS of the server.
+// clients' own CPU stays out of the figures). The warm-up alone in a fresh server with an empty --cache-dir
+// (its time); the clients at once on another such server (during the warm-up: its time with clients); then
+// a fresh server over the cache that warm-up filled, every request asked once, and the clients again (warm).
+// Per round: statuses, p50/p90/p99/max per family and overall, peak RSS of the server process.
 // Usage: node --import tsx bench/load.ts [--run DIR] [--clients N] [--port N] [--seed N] [--bin PATH]
 // Without --run it generates the demo run (128 GPUs) into a temp folder first. Prints one JSON line.
 import { request, Agent } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,7 +36,7 @@ if (!runDir) {
   await generateDemoRun(runDir, { large: true });
 }
 let current: FreshServer | null = null;
-const startServer = async (): Promise<FreshServer> => (current = await startFreshServer({ bin, runDir, port, cacheDir: mkdtempSync(join(scratch, 'cache-')) }));
+const startServer = async (cacheDir = mkdtempSync(join(scratch, 'cache-'))): Promise<FreshServer> => (current = await startFreshServer({ bin, runDir, port, cacheDir }));
 // a bench that fails part way leaves no server behind
 process.on('exit', () => {
   if (current !== null) process.kill(current.pid);
@@ -142,11 +142,6 @@ async function warmUpEnd(since: number): Promise<number> {
   return round(performance.now() - since);
 }
 
-/** Starts counting the process's peak RSS again from its current RSS. */
-function resetPeak(s: FreshServer): void {
-  writeFileSync(`/proc/${s.pid}/clear_refs`, '5');
-}
-
 // 1. the warm-up alone in a fresh server; the sequence is resolved there once it finished
 let started = performance.now();
 let server = await startServer();
@@ -159,16 +154,19 @@ current = null;
 // 2. the clients at once on a fresh server, during its warm-up
 const loadBefore = load();
 started = performance.now();
-server = await startServer();
+const cacheDir = mkdtempSync(join(scratch, 'cache-'));
+server = await startServer(cacheDir);
 const warmUpWithClients = warmUpEnd(started);
 const during = await replay(sequence, clients);
 const duringPeak = server.mib('VmHWM');
 const warmUpWithClientsMs = await warmUpWithClients;
 const loadDuring = load();
 
-// 3. warm: every request asked once, then the clients at once
+// 3. warm: a fresh server over the cache the warm-up filled, every request asked once, then the clients at once
+await server.stop();
+server = await startServer(cacheDir);
+await warmUpEnd(performance.now());
 for (const name of Object.keys(sequence)) await ask(new Agent(), name, sequence[name]);
-resetPeak(server);
 const warm = await replay(sequence, clients);
 const warmPeak = server.mib('VmHWM');
 const loadWarm = load();
