@@ -2,7 +2,7 @@
 // requests replayed by 16 clients at once get exactly the bytes one client gets alone.
 import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -119,6 +119,28 @@ describe('concurrent requests', () => {
       );
       assert.deepEqual(differing, []);
     } finally {
+      await server.close();
+    }
+  });
+
+  test('an idle kept-alive connection is still open after 8 s: a client asking again on it is not reset', async () => {
+    const server = await serve();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const ask = () =>
+      new Promise<boolean>((resolve, reject) => {
+        const req = request(new URL('/api/meta', server.url), { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(req.reusedSocket));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      assert.equal(await ask(), false);
+      await new Promise((r) => setTimeout(r, 8000));
+      assert.equal(await ask(), true, 'the second request went over the first connection');
+    } finally {
+      agent.destroy();
       await server.close();
     }
   });

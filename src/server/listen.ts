@@ -26,6 +26,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** How long an idle kept-alive connection stays open, ms. */
+export const KEEP_ALIVE_MS = 65_000;
+
 let rejectionsGuarded = false;
 
 /**
@@ -56,6 +59,11 @@ export async function startRunsServer(runs: ServedRuns, opts: ListenOptions = {}
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 7788 }, () => resolve(s));
     s.once('error', reject);
   });
+  // An idle kept-alive connection stays open long enough that a client asking again at once is never reset
+  // because a busy event loop read its request only after Node's 5 s default had run out.
+  const http = server as unknown as { keepAliveTimeout: number; headersTimeout: number };
+  http.keepAliveTimeout = KEEP_ALIVE_MS;
+  http.headersTimeout = KEEP_ALIVE_MS + 1000;
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   return {
