@@ -4,7 +4,8 @@
 //   write-ahead log's appends and group fsyncs, as `rlsight collect` runs) and the flush that appends
 //   them, per CPU second of the process; over_http (wall time) adds loopback HTTP batches of 1,000
 //   lines, each answered once it is in the write-ahead log.
-// python_*_us: rlsight client CPU time per call in the training thread (the sender thread idle).
+// python_*_us: rlsight client CPU time per call in the training thread (the sender thread idle);
+//   python_samples_us_per_sample: client.samples() per sample of a 64-sample step of 1,000 tokens (once per step).
 // rss_mib: collector process RSS before, holding a 10x burst (10 x 1,024 GPUs x one 5 s flush
 //   interval of 1 Hz samples, unflushed), and holding a full 500,000-record buffer.
 // engine_*: engine_series lines of a 1,024-GPU run (128 engines x 23 metrics every 2 s) through ingest
@@ -136,7 +137,7 @@ function rss(): { before: number; burst: number; full: number } {
   return { before: mib(before), burst: mib(burst), full: mib(full) };
 }
 
-function pythonOverhead(): { log_us: number; phase_us: number } | { error: string } {
+function pythonOverhead(): { log_us: number; phase_us: number; sample_us: number } | { error: string } {
   const script = `
 import sys, time
 sys.path.insert(0, ${JSON.stringify(join(REPO, 'python'))})
@@ -154,12 +155,19 @@ for i in range(N):
     with c.phase("actor_train"):
         pass
 phase_us = (clock() - t) / N * 1e6
-print(log_us, phase_us)
+# one rollout step's samples (64 samples of 1,000 tokens, 800 of them response), recorded once per step
+step = [{"index": i, "group_index": i // 8, "prompt": "q" * 200, "response": "a" * 800, "tokens": list(range(1000)),
+         "response_length": 800, "reward": 1.0, "loss_mask": [1] * 800, "rollout_log_probs": [-0.5] * 800} for i in range(64)]
+t = clock()
+for k in range(20):
+    c.samples(k, step)
+sample_us = (clock() - t) / (20 * 64) * 1e6
+print(log_us, phase_us, sample_us)
 `;
   const r = spawnSync('python3', ['-c', script], { encoding: 'utf8' });
   if (r.status !== 0) return { error: r.stderr.trim().split('\n').at(-1) ?? 'python3 failed' };
-  const [log, phase] = r.stdout.trim().split(' ').map(Number);
-  return { log_us: Math.round(log * 100) / 100, phase_us: Math.round(phase * 100) / 100 };
+  const [log, phase, sample] = r.stdout.trim().split(' ').map(Number);
+  return { log_us: Math.round(log * 100) / 100, phase_us: Math.round(phase * 100) / 100, sample_us: Math.round(sample) };
 }
 
 if (process.argv.includes('--engine-child')) {
@@ -200,6 +208,7 @@ console.log(
     over_http_records_per_s: overHttp,
     python_log_us: 'log_us' in py ? py.log_us : py,
     python_phase_enter_exit_us: 'phase_us' in py ? py.phase_us : null,
+    python_samples_us_per_sample: 'sample_us' in py ? py.sample_us : null,
     python_goal_us: 5,
     rss_mib: memory,
     engine_series_hour: engine,
