@@ -38,6 +38,9 @@ describe('python package rlsight', () => {
       const r = spawnSync('python3', ['-m', 'pip', 'install', '--no-deps', '--target', join(work, 'site'), src], { encoding: 'utf8', timeout: 300_000 });
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
       assert.ok(existsSync(join(work, 'site', 'rlsight', 'client.py')), 'the package was installed');
+      // the slime hooks are imported by their dotted path from slime's flags
+      const hooks = spawnSync('python3', ['-c', 'import rlsight.integrations.slime as h; print(h.log_rollout_data.__module__)'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(work, 'site') } });
+      assert.equal(hooks.stdout.trim(), 'rlsight.integrations.slime', hooks.stderr);
       assert.deepEqual(readdirSync(src).sort(), readdirSync(join(REPO, 'python')).filter((f) => f !== '__pycache__').sort(), 'nothing new beside the sources');
     } finally {
       rmSync(work, { recursive: true, force: true });
