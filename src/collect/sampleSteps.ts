@@ -3,7 +3,8 @@
 // are in, then written as one Parquet file (temporary name, rename); `{file}.pending` marks a step whose
 // samples are still arriving, so a reader answers "still being written" instead of a partial step.
 import { join } from 'node:path';
-import { encodeSampleStep, PENDING_SUFFIX, SAMPLES_DIR, sampleStepFile, type SampleFields } from '../formats/collectedSamples.ts';
+import { PENDING_SUFFIX, SAMPLES_DIR, sampleStepFile, type SampleFields } from '../formats/collectedSamples.ts';
+import { encodeSampleStep } from '../formats/collectedSamplesWrite.ts';
 import { parsePyJson, PyFloat, type PyJson } from '../formats/pythonJson.ts';
 import type { IngestProblem } from './ingest.ts';
 

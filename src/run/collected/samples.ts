@@ -5,7 +5,6 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseSampleStepFile, PENDING_SUFFIX, SAMPLE_READ_COLUMNS, SAMPLES_DIR, sampleFieldsOfRow, sampleStepFile } from '../../formats/collectedSamples.ts';
-import { ParquetFile } from '../../formats/parquet.ts';
 import { DumpStillWriting, NotFound, SlimeDumpError } from '../errors.ts';
 import type { SlimeDump } from '../slime/dump.ts';
 import type { SlimeSample } from '../slime/sample.ts';
@@ -106,6 +105,8 @@ export class CollectedSamples implements SampleDumpSource {
   }
 
   private async read(f: StepFile): Promise<SlimeDump> {
+    // loaded with the first step read: a server's start path loads no Parquet reader
+    const { ParquetFile } = await import('../../formats/parquet.ts');
     const file = await ParquetFile.open(f.path, f.name);
     try {
       const rows = await file.readRows(0, file.numRows, SAMPLE_READ_COLUMNS.filter((c) => file.columnNames.includes(c)));
