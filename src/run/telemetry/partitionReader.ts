@@ -292,9 +292,10 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * Parses the cold files `window(t0, t1, view)` would parse on the parse threads alone, this thread free for
    * other requests meanwhile (it only awaits them and adopts their columns); the blocks land as `window`
    * would put them. Without parse threads, or when none is free within `waitMs`, it leaves the rest to the
-   * read that follows (which parses on this thread beside the threads as they free up).
+   * read that follows (which parses on this thread). A thread the warm-up holds frees up within one file (and
+   * while requests come the warm-up holds at most one), so waiting for it keeps this thread free for the others.
    */
-  async readOnThreads(t0: number | null | undefined, t1: number | null | undefined, view: string | null, waitMs = 300): Promise<void> {
+  async readOnThreads(t0: number | null | undefined, t1: number | null | undefined, view: string | null, waitMs = 30_000): Promise<void> {
     const pool = this.pool;
     const adopt = this.kind.adopt;
     if (pool === null || pool.size === 0 || adopt === undefined) return;
