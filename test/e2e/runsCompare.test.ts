@@ -199,6 +199,10 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     await page.goto(`${served.url}#/?cat=sglang&x=step&run=run`);
     await page.waitForSelector('[data-testid=axis-note]');
     assert.match((await page.textContent('[data-testid=axis-note]'))!, /wall time/);
+    // dump/* aggregates are per step: on wall time they say so instead of silently staying on step.
+    await page.goto(`${served.url}#/?cat=dump&x=time&run=run`);
+    await page.waitForSelector('.chart-panel[data-metric^="dump/"] [data-testid=axis-note]');
+    assert.match((await page.textContent('.chart-panel[data-metric^="dump/"] [data-testid=axis-note]'))!, /dump\/\* aggregates are computed per step/);
     assert.deepEqual(w.problems(), []);
   });
 
