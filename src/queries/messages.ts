@@ -19,5 +19,5 @@ export function sampleConversation(conversations: ReadonlyMap<number, Conversati
  * a 200 with the conversation's shape, empty, and `recorded: false` saying why.
  */
 export function noConversation(sampleIndex: number, why: string): Conversation {
-  return { sample_index: sampleIndex, group_index: null as unknown as number, status: null, reward: null, prompt: null, messages: [], recorded: false, note: `no conversation recorded: ${why}` };
+  return { sample_index: sampleIndex, group_index: null, status: null, reward: null, prompt: null, messages: [], recorded: false, note: `no conversation recorded: ${why}` };
 }

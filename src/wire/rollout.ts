@@ -73,7 +73,8 @@ export interface Message {
 /** A trajectory sidecar row as the run wrote it (fields beyond these pass through untouched). */
 export interface Conversation {
   sample_index: number;
-  group_index: number;
+  /** Null when the sample recorded none (and in the empty shape of a sample without a conversation). */
+  group_index: number | null;
   status: string | null;
   reward: number | null;
   prompt: unknown;
