@@ -92,7 +92,7 @@ describe('several runs in one server', () => {
     assert.equal(((await (await get('/api/meta')).json()) as any).run_name, 'grpo-healthy');
     const missing = await get('/api/runs/nope/meta');
     assert.equal(missing.status, 404);
-    assert.match(((await missing.json()) as any).detail, /no run named "nope"/);
+    assert.match(((await missing.json()) as any).detail, /no run named "nope"; the runs served are "healthy", "collapse"/);
   });
 
   test('search and step diff answer across the runs held, each match naming its run', async () => {

@@ -10,7 +10,7 @@ import { SEARCH_RESULTS } from '../queries/limits.ts';
 import type { RunSearch, SearchTarget } from '../queries/search.ts';
 import { NotFound } from '../run/errors.ts';
 import { BadArgument } from '../queries/limits.ts';
-import { classify, scrubPaths } from './errors.ts';
+import { classify, scrubPaths, unknownRun } from './errors.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams } from './params.ts';
 
@@ -158,7 +158,7 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], pre
     const all = runs();
     if (id === undefined && home !== undefined) {
       const r = all.find((x) => x.id === home);
-      if (!r) throw new NotFound(`no run named ${JSON.stringify(home)} (see /api/runs)`);
+      if (!r) throw new NotFound(unknownRun(home, all.map((x) => x.id)));
       return r;
     }
     if (id === undefined) {
@@ -166,7 +166,7 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], pre
       return all[0];
     }
     const r = all.find((x) => x.id === id);
-    if (!r) throw new BadArgument(param, `${param}: no run named ${JSON.stringify(id)} (see /api/runs)`);
+    if (!r) throw new BadArgument(param, `${param}: ${unknownRun(id, all.map((x) => x.id))}`);
     return r;
   };
   app.get(`${prefix}/rlsight/search`, (c) => {

@@ -12,7 +12,7 @@ import type { SignalSpec } from '../queries/health.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { RunsAnswer } from '../wire/index.ts';
 import { mountAnswers, mountRunsAnswers } from './answers.ts';
-import { failureResponse } from './errors.ts';
+import { failureResponse, unknownRun } from './errors.ts';
 import { EventFeed, mountEvents } from './events.ts';
 import { jsonResponse } from './json.ts';
 import { parseParams } from './params.ts';
@@ -134,7 +134,7 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
   mountRunsAnswers(app, namedRuns, '/api/runs/:run');
   app.all('/api/runs/:run/*', (c) => {
     const served = runs.get(c.req.param('run'));
-    if (!served) return c.json({ detail: `no run named ${JSON.stringify(c.req.param('run'))} (see /api/runs)` }, 404);
+    if (!served) return c.json({ detail: unknownRun(c.req.param('run'), runs.runs().map((r) => r.id)) }, 404);
     const prefix = `/api/runs/${encodeURIComponent(served.id)}/`;
     const path = new URL(c.req.url).pathname;
     return served.api.fetch(forRunApi(c.req.raw, path.startsWith(prefix) ? path.slice(prefix.length) : ''), c.env);

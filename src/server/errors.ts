@@ -53,3 +53,8 @@ export function failureResponse(c: Context, err: unknown, roots: readonly string
 function isNodeError(err: unknown): err is NodeJS.ErrnoException {
   return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
 }
+
+/** The answer to a run id the server does not hold: it names the ones it does. */
+export function unknownRun(id: string, known: readonly string[]): string {
+  return `no run named ${JSON.stringify(id)}; the runs served are ${known.length ? known.map((k) => JSON.stringify(k)).join(', ') : 'none'} (see /api/runs)`;
+}
