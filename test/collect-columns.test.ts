@@ -84,11 +84,11 @@ function rawCopy(run: string): string {
   return copy;
 }
 
-async function answers(run: string, cacheDir?: string): Promise<{ body: unknown; store: TelemetryStore; close(): Promise<void> }> {
+async function answers(run: string, cacheDir?: string, warmed = false): Promise<{ body: unknown; store: TelemetryStore; close(): Promise<void> }> {
   const model = await openMilesRun(run, { cacheDir });
-  // Answers asked while the warm-up has hours of their streams left are partial (with their coverage): these
-  // are asked once it has read every hour (it reads an hour the collector's file does not describe).
-  for (let i = 0; i < 100 && (model.telemetry as TelemetryStore).warmUpStep(); i++);
+  // An hour the collector's files do not describe (replaced, damaged) is read by the warm-up; answers asked
+  // before it has are partial (with their coverage): `warmed` asks once it has read every hour.
+  if (warmed) for (let i = 0; i < 100 && (model.telemetry as TelemetryStore).warmUpStep(); i++);
   const a = new RunAnswers(model);
   const [r0, r1] = model.telemetry.timeRange()!;
   const body = {
@@ -98,6 +98,8 @@ async function answers(run: string, cacheDir?: string): Promise<{ body: unknown;
       ['sglang_num_running_reqs', 'sglang_token_usage', 'sglang_num_requests_per_s'].flatMap((metric) => [false, true].map((perDpRank) => a.engineSeries({ metric, maxPoints: 100_000, perDpRank }))),
     ),
     phases: [await a.phases({}), await a.phases({ t0: r0 + 3500, t1: r0 + 3700 }), await a.phases({ t0: r1 - 900, t1: r1 })],
+    // complete at once: every hour it reads is described by the collector's files
+    fleetCoverage: (await a.fleet({ xBuckets: 60 })).coverage ?? 'complete',
   };
   return { body, store: model.telemetry, close: () => model.close() };
 }
@@ -166,7 +168,7 @@ describe('collector-written engine_series and phases columns', () => {
       writeFileSync(`${p}.new`, text);
       renameSync(`${p}.new`, p);
     }
-    const replaced = await answers(run, join(root, `cache${n++}`));
+    const replaced = await answers(run, join(root, `cache${n++}`), true);
     try {
       assert.deepEqual(replaced.body, (await answers(rawCopy(run))).body);
       const hourRows = (stream: 'engine_series' | 'phases') => readFileSync(join(dash, stream, `${HOURS[1]}.jsonl`), 'utf8').trimEnd().split('\n').length;
@@ -190,7 +192,7 @@ describe('collector-written engine_series and phases columns', () => {
       const { columns: _layout, ...fields } = header;
       writeFileSync(file(stream, HOURS[2]), encodeFrame({ ...fields, version: Number(fields.version) + 1 }, columns));
     }
-    const got = await answers(run, join(root, `cache${n++}`));
+    const got = await answers(run, join(root, `cache${n++}`), true);
     try {
       assert.deepEqual(got.body, want);
       const rows = (stream: string) => HOURS.reduce((sum, key) => sum + readFileSync(join(dash, stream, `${key}.jsonl`), 'utf8').trimEnd().split('\n').length, 0);

@@ -47,7 +47,7 @@ import { LaneIndex } from './laneIndex.ts';
 import { MemoryBudget } from './memoryBudget.ts';
 import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
-import { columnsFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
+import { columnsFile, gpuRollupFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
 import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
 import type { WarmedStream } from '../model.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
@@ -180,7 +180,15 @@ export class TelemetryStore {
     this.warm =
       disk === null
         ? null
-        : new WarmUp(this.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>, disk, io, () => this.ensurePool(), (f) => this.gpuHours.rollUp(f));
+        : new WarmUp(
+            this.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>,
+            disk,
+            io,
+            () => this.ensurePool(),
+            (f) => this.gpuHours.rollUp(f),
+            // a gpu_util hour the collector rolled up answers from its cells (and the rows a window cuts) unparsed
+            (stream, f) => stream === 'gpu_util' && io.stat(join(dashboardDir, gpuRollupFile(f.key))) !== null,
+          );
     this.flat = new FlatStreams(dashboardDir, io, warn);
     const p = this.partitions;
     this.laneIdx = new LaneIndex(dashboardDir, io, warn, {

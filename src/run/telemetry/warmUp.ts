@@ -41,6 +41,8 @@ export class WarmUp {
     private readonly pool: () => ParsePool | null,
     /** Rolls up one gpu_util hour from its persisted columns. */
     private readonly rollUp: (file: PartitionFile) => void = () => {},
+    /** Whether whole-window answers read an hour without parsing it though it is still to persist (a collector-written rollup). */
+    private readonly answerable: (stream: PartitionedStream, file: PartitionFile) => boolean = () => false,
   ) {}
 
   /** What remains, newest hour first; files already persisted (or resident whole) are skipped. */
@@ -72,14 +74,16 @@ export class WarmUp {
   progress(): WarmUpProgress {
     const hours = new Set<string>();
     for (const stream of WARMED) for (const f of this.readers[stream].files()) if (f.size > 0) hours.add(f.key);
-    const open = this.openHours();
+    this.queue ??= this.plan();
+    const open = new Set([...this.queue, ...this.pending.map((p) => p.task)].map((t) => t.file.key));
     return { hoursDone: [...hours].filter((h) => !open.has(h)).length, hoursTotal: hours.size, running: open.size > 0 };
   }
 
-  /** The hours (partition keys) with work left in some of `streams` (default: any): reading them would parse JSONL. */
+  /** The hours (partition keys) with work left in some of `streams` that an answer could not read without parsing JSONL. */
   openHours(streams: readonly PartitionedStream[] = WARMED): Set<string> {
     this.queue ??= this.plan();
-    return new Set([...this.queue, ...this.pending.map((p) => p.task)].filter((t) => streams.includes(t.stream)).map((t) => t.file.key));
+    const tasks = [...this.queue, ...this.pending.map((p) => p.task)];
+    return new Set(tasks.filter((t) => streams.includes(t.stream) && !this.answerable(t.stream, t.file)).map((t) => t.file.key));
   }
 
   /** Moves the work of these hours to the front of the queue (newest first among them): someone is waiting for them. */
