@@ -66,7 +66,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'health') return await (await import('./commands/health.ts')).healthCommand(rest);
     if (command === 'search') return await (await import('./commands/search.ts')).searchCommand(rest);
     if (command === 'export') return await (await import('./commands/export.ts')).exportCommand(rest);
-    if (command === 'serve' && (await import('./commands/serveSlime.ts')).isDumpFilesServe(rest)) return await (await import('./commands/serveSlime.ts')).serveSlime(rest);
+    if (command === 'serve' && (await import('./commands/serveDumpFiles.ts')).isDumpFilesServe(rest)) return await (await import('./commands/serveDumpFiles.ts')).serveDumpFiles(rest);
     if (command === 'serve') {
       const { parseServeFlags, serve } = await import('./commands/serve.ts');
       await serve(parseServeFlags(rest));

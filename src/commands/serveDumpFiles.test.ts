@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fixturePath } from '../../test/support/fixtures.ts';
-import { isDumpFilesServe } from './serveSlime.ts';
+import { isDumpFilesServe } from './serveDumpFiles.ts';
 
 test('serve options taking a value never turn their value into a run to look at', () => {
   const miles = fixturePath('miles-demo', 'run');

@@ -6,8 +6,6 @@ import { answersOver } from './openRun.ts';
 import { openDumpFiles } from '../run/open.ts';
 import { startServer } from '../server/listen.ts';
 
-export const SLIME_SERVE_USAGE = `  rlsight serve FILE.pt|'GLOB' [options]     serve slime rollout dumps (--save-debug-rollout-data files)`;
-
 const OPTIONS = {
   'dump-details': { type: 'string' },
   host: { type: 'string' },
@@ -49,20 +47,20 @@ export function isDumpFilesServe(argv: string[]): boolean {
   return positionals.some((p) => !isDirectory(p));
 }
 
-export class SlimeServeError extends Error {}
+export class DumpFilesServeError extends Error {}
 
-export async function serveSlime(argv: string[]): Promise<number> {
+export async function serveDumpFiles(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: OPTIONS });
-  if (positionals.length > 1) throw new SlimeServeError('serve: give one FILE.pt or one quoted GLOB');
-  if (positionals.length === 1 && values['dump-details']) throw new SlimeServeError('serve: give either --dump-details DIR or FILE.pt|GLOB, not both');
+  if (positionals.length > 1) throw new DumpFilesServeError('serve: give one FILE.pt or one quoted GLOB');
+  if (positionals.length === 1 && values['dump-details']) throw new DumpFilesServeError('serve: give either --dump-details DIR or FILE.pt|GLOB, not both');
   const spec = positionals[0];
   const model = openDumpFiles(spec);
   const ids = await model.rolloutIds();
-  if (ids.train.length + ids.eval.length === 0) throw new SlimeServeError(`serve: no slime rollout dump in ${spec}${model.warnings().length ? ` (${model.warnings()[0]})` : ''}`);
+  if (ids.train.length + ids.eval.length === 0) throw new DumpFilesServeError(`serve: no slime rollout dump in ${spec}${model.warnings().length ? ` (${model.warnings()[0]})` : ''}`);
   const gpus = values['rollout-num-gpus'] === undefined ? undefined : Number(values['rollout-num-gpus']);
-  if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new SlimeServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
+  if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new DumpFilesServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
   const port = values.port === undefined ? 7788 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SlimeServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DumpFilesServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
   const served = answersOver(model, {
     // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
     prometheus: values.prometheus,
