@@ -5,7 +5,7 @@ import { CommandUsageError } from './commands/common.ts';
 const USAGE = `rlsight — observability for LLM RL post-training runs
 
 Usage:
-  rlsight serve DIR [DIR...] [options]         serve run directories (read-only; miles or slime layout); the first answers /api/…
+  rlsight serve DIR [DIR...] [options]         serve run directories (read-only; miles, slime or collected, side by side); the first answers /api/…
   rlsight serve --runs ROOT [options]          serve every run directory under ROOT (searched again with --follow)
   rlsight serve --dump-details DIR [options]   serve one run directory, as miles spells it
   rlsight serve FILE.pt|'GLOB' [options]       serve slime --save-debug-rollout-data files
@@ -39,6 +39,8 @@ serve options:
   --allow-host NAME             also answer requests for this Host name (repeatable)
   --prometheus URL              engine series from this Prometheus when the run scraped none
   --tensorboard LOGDIR          the trainer's TensorBoard scalars (events.out.tfevents.*) among the metrics
+  --rollout-num-gpus N          slime runs only: the rollout GPUs, for perf/*tokens_per_gpu_per_sec
+  --eval-datasets A,B           slime runs only: the eval datasets' names, in dump order
   --health-config FILE          health-board thresholds (JSON: {"signal": {"warn": x, "fire": y}})
 
 ${COLLECT_USAGE}
