@@ -1,5 +1,6 @@
-// The run model: what an open run yields to the queries, whatever wrote it. Each format (miles today; slime,
-// live collection next) is one adapter folder beside this file that opens a run directory into a RunModel.
+// The run model: what an open run yields to the queries, whatever wrote it. Each format (miles, slime, a
+// collected run) is one adapter folder beside this file that opens a run directory into a RunModel, and one
+// line in open.ts. What a format lacks is an absent capability (`traces`) or an empty source (`telemetry`).
 // The model yields records — samples, train digests, per-token values, conversations, telemetry columns —
 // never finished answers: the queries assemble those.
 //
