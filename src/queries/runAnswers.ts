@@ -139,6 +139,8 @@ export interface RunSources {
   telemetryVersion(): string | null;
   /** Reads what the run gained since the last call (`--follow`). */
   advance(): Promise<void>;
+  /** Closes the run's files. */
+  close(): Promise<void>;
   /** What `--follow` diffs between ticks. */
   catalog(): Promise<RunCatalog>;
   /** Problems met while reading (skipped lines, unreadable files), as one-line messages. */

@@ -65,6 +65,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     messages: record('messages', {}),
     tokens: record('tokens', {}),
     advance: async () => {},
+    close: async () => {},
     catalog: async () => emptyCatalog(),
     warnings: () => [],
     name: 'r',

@@ -2,7 +2,8 @@
 // with `--runs ROOT` the root is searched again on every follow tick and new runs join the list.
 import { basename, resolve } from 'node:path';
 import type { RunSources } from '../queries/runAnswers.ts';
-import { discoverRunDirs } from '../run/open.ts';
+import type { Hono } from 'hono';
+import { discoverRunDirs, runFormats } from '../run/open.ts';
 import { type AppOptions, type RunSet, type ServedRun, runApi } from './app.ts';
 import { EventFeed, FOLLOW_INTERVAL_MS, type Follower, startFollow } from './events.ts';
 
@@ -19,8 +20,22 @@ export interface ServedRunsOptions extends AppOptions {
   followTimer?: boolean;
 }
 
+/** A run served, with what following it needs: it is opened again once samples turn it into a collected run. */
+interface Served {
+  readonly id: string;
+  run: RunSources;
+  readonly feed: EventFeed;
+  api: Hono;
+  readonly dir: string;
+  follower: Follower | null;
+  collected: boolean;
+}
+
+/** How long a run replaced by its reopening keeps its files open for the requests it is still answering. */
+const RETIRED_RUN_CLOSE_MS = 60_000;
+
 export class ServedRuns implements RunSet {
-  private readonly list: (ServedRun & { dir: string; follower: Follower | null })[] = [];
+  private readonly list: Served[] = [];
   private readonly byId = new Map<string, ServedRun>();
   private watcher: ReturnType<typeof setInterval> | null = null;
 
@@ -47,13 +62,26 @@ export class ServedRuns implements RunSet {
     const abs = resolve(dir);
     const id = runId(abs, new Set(this.byId.keys()));
     const f = feed ?? (this.list.length === 0 ? this.options.feed : undefined) ?? new EventFeed();
-    const follower = this.options.follow
-      ? startFollow({ advance: () => run.advance(), catalog: () => run.catalog(), feed: f, timer: this.options.followTimer ?? true })
-      : null;
-    const served = { id, run, feed: f, api: runApi(run, f, this.options), dir: abs, follower };
+    const served: Served = { id, run, feed: f, api: runApi(run, f, this.options), dir: abs, follower: null, collected: isCollected(abs) };
+    if (this.options.follow) {
+      served.follower = startFollow({ advance: () => this.advance(served), catalog: () => served.run.catalog(), feed: f, timer: this.options.followTimer ?? true });
+    }
     this.list.push(served);
     this.byId.set(id, served);
     return served;
+  }
+
+  /**
+   * Reads what a followed run gained. A collector's run holds telemetry before its first samples step, and only
+   * samples make it a collected run: it is opened again then, so its samples are served without a restart.
+   */
+  private async advance(served: Served): Promise<void> {
+    if (served.collected || !isCollected(served.dir)) return served.run.advance();
+    const retired = served.run;
+    served.run = await this.open(served.dir);
+    served.api = runApi(served.run, served.feed, this.options);
+    served.collected = true;
+    setTimeout(() => void retired.close().catch(() => {}), RETIRED_RUN_CLOSE_MS).unref();
   }
 
   /** Opens and serves every run directory under `root` not served yet; returns the ones added. */
@@ -86,4 +114,8 @@ export class ServedRuns implements RunSet {
     this.watcher = null;
     for (const r of this.list) r.follower?.stop();
   }
+}
+
+function isCollected(dir: string): boolean {
+  return runFormats(dir)[0] === 'collected';
 }
