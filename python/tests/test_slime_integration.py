@@ -34,6 +34,14 @@ class SlimeHooksTest(unittest.TestCase):
                 self.assertIs(hooks.log_rollout_data(0, None, None, None, None), False)
                 self.assertIs(hooks.log_rollout_data(1, types.SimpleNamespace(), [object()], {}, 0.0), False)
                 self.assertIs(hooks.log_eval_rollout_data(0, None, {"x": {"rewards": []}}, None), False)
+            # a call shape slime does not use (missing or extra arguments) is warned about, not raised
+            with self.assertLogs("rlsight.slime", "WARNING") as logs:
+                self.assertIs(hooks.log_rollout_data(), False)
+                self.assertIs(hooks.log_rollout_data(0, types.SimpleNamespace(), [], {}, 1.0, "extra", more=1), False)
+                self.assertIs(hooks.log_eval_rollout_data(0), False)
+                self.assertIs(hooks.log_eval_rollout_data(0, None, {}, None, "extra"), False)
+            self.assertEqual(len(logs.output), 4)
+            self.assertEqual(sum("slime never calls it" in line for line in logs.output), 3, logs.output)
             # the collector is waited for in the background; the client is there and closes
             self.assertIsNotNone(hooks.client())
             hooks.client().close(timeout=0.1)

@@ -63,9 +63,12 @@ def _close_at_exit():
         c.close(timeout=timeout)
 
 
-def log_rollout_data(rollout_id, args, samples, rollout_extra_metrics, rollout_time):
+# Every parameter has a default and more are taken: a call shape this module does not expect (another slime
+# version) is warned about and ignored instead of raising a TypeError into training.
+def log_rollout_data(rollout_id=None, args=None, samples=None, rollout_extra_metrics=None, rollout_time=None, *more, **named):
     """``--custom-rollout-log-function-path``: the train step's metrics and samples. Returns False (slime logs too)."""
     try:
+        _expect_call_shape("log_rollout_data", rollout_id, more, named)
         c = client()
         if c is None:
             return False
@@ -83,9 +86,10 @@ def log_rollout_data(rollout_id, args, samples, rollout_extra_metrics, rollout_t
     return False
 
 
-def log_eval_rollout_data(rollout_id, args, data, extra_metrics):
+def log_eval_rollout_data(rollout_id=None, args=None, data=None, extra_metrics=None, *more, **named):
     """``--custom-eval-rollout-log-function-path``: the evaluation's metrics and samples. Returns False."""
     try:
+        _expect_call_shape("log_eval_rollout_data", rollout_id, more, named)
         c = client()
         if c is None:
             return False
@@ -109,6 +113,12 @@ def log_eval_rollout_data(rollout_id, args, data, extra_metrics):
     except Exception:
         logger.warning("rlsight: recording eval %r failed; training goes on", rollout_id, exc_info=True)
     return False
+
+
+def _expect_call_shape(name, rollout_id, more, named):
+    if rollout_id is None or more or named:
+        raise TypeError("%s called as slime never calls it (rollout_id=%r, %d more arguments, keywords %s)"
+                        % (name, rollout_id, len(more), sorted(named)))
 
 
 # ------------------------------------------------------------------------------------ slime's metrics
