@@ -79,30 +79,33 @@ function checkRoot(dir: string): string {
   return abs;
 }
 
+/** Every option `serve DIR` takes (`serve FILE.pt|GLOB` tells its arguments apart with them). */
+export const SERVE_OPTIONS = {
+  'dump-details': { type: 'string', multiple: true },
+  runs: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  follow: { type: 'boolean' },
+  'tensor-lru': { type: 'string' },
+  'cache-dir': { type: 'string' },
+  'memory-budget': { type: 'string' },
+  'use-utilization-overview': { type: 'boolean' },
+  'low-mfu-threshold': { type: 'string' },
+  'allow-host': { type: 'string', multiple: true },
+  'health-config': { type: 'string' },
+  prometheus: { type: 'string' },
+  tensorboard: { type: 'string' },
+  'rollout-num-gpus': { type: 'string' },
+  'eval-datasets': { type: 'string' },
+} as const;
+
 export function parseServeFlags(argv: string[]): ServeFlags {
   const { values, tokens } = parseArgs({
     args: argv,
     strict: true,
     allowPositionals: true,
     tokens: true,
-    options: {
-      'dump-details': { type: 'string', multiple: true },
-      runs: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      follow: { type: 'boolean' },
-      'tensor-lru': { type: 'string' },
-      'cache-dir': { type: 'string' },
-      'memory-budget': { type: 'string' },
-      'use-utilization-overview': { type: 'boolean' },
-      'low-mfu-threshold': { type: 'string' },
-      'allow-host': { type: 'string', multiple: true },
-      'health-config': { type: 'string' },
-      prometheus: { type: 'string' },
-      tensorboard: { type: 'string' },
-      'rollout-num-gpus': { type: 'string' },
-      'eval-datasets': { type: 'string' },
-    },
+    options: SERVE_OPTIONS,
   });
   // Runs are served in command-line order, whichever way each was given.
   const runDirs = tokens.flatMap((t) =>

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fixturePath } from '../../test/support/fixtures.ts';
+import { SERVE_OPTIONS } from './serve.ts';
 import { isDumpFilesServe } from './serveDumpFiles.ts';
 
 test('serve options taking a value never turn their value into a run to look at', () => {
@@ -17,4 +18,11 @@ test('serve options taking a value never turn their value into a run to look at'
   }
   assert.equal(isDumpFilesServe(['rollout_*.pt', '--memory-budget', '64']), true);
   assert.equal(isDumpFilesServe([join(slime, 'rollout_data', '1.pt')]), true);
+});
+
+test('the value of every serve option, even a path that does not exist, is never taken for dump files', () => {
+  const miles = fixturePath('miles-demo', 'run');
+  const valued = Object.entries(SERVE_OPTIONS).filter(([, o]) => o.type === 'string').map(([name]) => name);
+  assert.ok(valued.includes('tensorboard') && valued.includes('prometheus'), valued.join(' '));
+  for (const name of valued) assert.equal(isDumpFilesServe([miles, `--${name}`, 'no/such/path']), false, `--${name}`);
 });

@@ -3,6 +3,7 @@
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { answersOver } from './openRun.ts';
+import { SERVE_OPTIONS } from './serve.ts';
 import { openDumpFiles } from '../run/open.ts';
 import { startServer } from '../server/listen.ts';
 
@@ -33,12 +34,7 @@ function isDirectory(p: string): boolean {
  * Every option `serve` takes, slime's or not: the value of an option unknown here would be taken for a
  * positional (`--memory-budget 128` for a run named `128`).
  */
-const ANY_SERVE_OPTIONS = {
-  ...OPTIONS,
-  runs: { type: 'string' },
-  'memory-budget': { type: 'string' },
-  'health-config': { type: 'string' },
-} as const;
+const ANY_SERVE_OPTIONS = { ...OPTIONS, ...SERVE_OPTIONS };
 
 /** Whether these `serve` arguments name dump files (a .pt file or glob) rather than run directories. */
 export function isDumpFilesServe(argv: string[]): boolean {
