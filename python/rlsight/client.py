@@ -30,6 +30,9 @@ BATCH_HEADER = "X-Rlsight-Batch"
 SAMPLES_STREAM = "samples"
 # a samples batch stays well under the collector's default --max-batch-bytes (8 MiB)
 SAMPLES_BATCH_BYTES = 4 << 20
+# a sample larger than a whole batch may be is refused by the collector before it is read (the sender sees a broken
+# pipe, not the refusal, and would hold every later batch back while retrying it): it is left out of its step here
+SAMPLE_MAX_BYTES = (8 << 20) - 1024
 OPEN_T1 = -1.0
 TRAJECTORY_KINDS = ("attempt_start", "gen_start", "gen_end", "tool_start", "tool_end", "attempt_end")
 COLLECTOR_FILE = "collector.json"
@@ -320,15 +323,22 @@ class Client:
         ``to_dict()`` such as slime's Sample. Recording a step again replaces it. The samples are encoded in the
         calling thread (they may change afterwards), once per step."""
         try:
-            samples = list(samples)
-            if not samples:
+            encoded = []
+            for i, sample in enumerate(samples):
+                text = _dumps(_sample_fields(sample), default=_plain)
+                if len(text) > SAMPLE_MAX_BYTES:
+                    self.rejected += 1
+                    self._warn.warn("sample too large", "rlsight left sample %d of rollout %r out of its step: %d bytes encoded, "
+                                    "more than a batch to the collector may hold (%d)", i, rollout_id, len(text), SAMPLE_MAX_BYTES)
+                    continue
+                encoded.append(text)
+            if not encoded:
                 return
             self._calls += 1
             call = "%s-%d" % (self._producer, self._calls)
-            head = {"rollout_id": int(rollout_id), "evaluation": bool(evaluation), "call": call, "count": len(samples)}
-            for i, sample in enumerate(samples):
-                line = _dumps(dict(head, position=i, sample=_sample_fields(sample)), default=_plain)
-                self._put(SAMPLES_STREAM, line)
+            head = _dumps({"rollout_id": int(rollout_id), "evaluation": bool(evaluation), "call": call, "count": len(encoded)})
+            for i, text in enumerate(encoded):
+                self._put(SAMPLES_STREAM, '%s,"position":%d,"sample":%s}' % (head[:-1], i, text))
         except Exception:
             self._warn.warn("samples", "rlsight could not record the samples of rollout %r; dropping them", rollout_id)
 

@@ -79,6 +79,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.stub.lines("topology"), ['{"ts":5.0,"engines":[{"addr":"http://10.0.0.1:15000","worker_type":"regular","engine_rank":0,"gpus":[["10.0.0.1",0],["10.0.0.1",1]],"gpu_uuids":[null,null]}]}'])
         self.assertEqual(self.stub.lines("data_buffer"), ['{"ts":6.0,"length":12}'])
 
+    def test_a_sample_too_large_for_a_batch_is_left_out_and_its_step_still_completes(self):
+        big = {"index": 1, "response": "x" * (9 << 20)}
+        with self.assertLogs("rlsight", "WARNING") as logs:
+            self.client.samples(4, [{"index": 0, "response": "a"}, big, {"index": 2, "response": "b"}])
+        self.assertIn("sample 1 of rollout 4", logs.output[0])
+        self.client.log({"loss": 1.0}, step=4)
+        self.assertTrue(self.client.flush(5))
+        lines = [json.loads(l) for path, batch in self.stub.batches if path.endswith("/samples") for l in batch]
+        self.assertEqual([(l["count"], l["position"], l["sample"]["index"]) for l in lines], [(2, 0, 0), (2, 1, 2)])
+        self.assertEqual(self.client.stats()["rejected"], 1)
+        self.assertEqual(self.client.stats()["sent"], 3)
+
     def test_bad_input_never_raises(self):
         self.client.trajectory("no_such_kind", 1)
         self.client.topology([{"no_addr": 1}])
