@@ -79,9 +79,10 @@ describe('a busy port', () => {
       const r = cli(['collect', '--dump-details', run, '--listen', `127.0.0.1:${busyPort}`]);
       assert.equal(r.code, 2, r.stdout + r.stderr);
       assert.match(r.stderr, /port already in use .*--listen/);
-      // The write check may leave the (empty) dashboard folder; no file is written.
-      assert.equal(existsSync(join(run, 'dashboard', 'meta.json')), false);
-      assert.deepEqual(existsSync(join(run, 'dashboard')) ? readdirSync(join(run, 'dashboard')) : [], []);
+      assert.deepEqual(readdirSync(run), [], 'the run folder is untouched');
+      const fresh = join(run, 'not-yet');
+      assert.equal(cli(['collect', '--dump-details', fresh, '--listen', `127.0.0.1:${busyPort}`]).code, 2);
+      assert.equal(existsSync(fresh), false, 'a run folder that did not exist is not created');
     } finally {
       rmSync(run, { recursive: true, force: true });
     }

@@ -1,7 +1,7 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
 import { unlinkSync, writeFileSync } from 'node:fs';
-import { CommandUsageError, flagValues } from './common.ts';
+import { CommandUsageError, flagValues, portIsFree } from './common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
 import { makeDirs } from '../formats/dashboard/writer.ts';
@@ -106,6 +106,8 @@ export async function collectCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  // a busy port fails before the write check creates the run folder: DIR stays untouched
+  await portIsFree(flags.host, flags.port);
   const dashboardDir = join(flags.dumpDetails, DASHBOARD_DIR);
   const unwritable = writeProblem(dashboardDir);
   if (unwritable !== null) {
