@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { startCollectorService } from '../src/collect/service.ts';
+import { parseCollectFlags } from '../src/commands/collect.ts';
 import { openRun } from '../src/commands/openRun.ts';
 import { decodeScalarEvent, readTfRecord, tfRecord } from '../src/formats/tfevents.ts';
 import { createApp } from '../src/server/app.ts';
@@ -122,6 +123,15 @@ describe('TensorBoard logdir as a metric source', () => {
     assert.equal(m['tbx/train/loss'].x.length, 40);
     assert.equal(m['train/loss'].x.length, 0, 'with several runs a tag alone names none');
     assert.deepEqual([m['tf/custom/score'].x, m['tf/custom/score'].y, m['tf/custom/score'].ts], [[7], [0.75], [1796592999.5]]);
+  });
+
+  it('collect --tensorboard refuses a file, and takes a logdir the trainer has not created yet', () => {
+    const d = fresh();
+    const file = join(d, 'events.out.tfevents.1');
+    mkdirSync(d, { recursive: true });
+    writeFileSync(file, '');
+    assert.throws(() => parseCollectFlags(['--dump-details', d, '--tensorboard', file]), /--tensorboard: .* is not a directory/);
+    assert.equal(parseCollectFlags(['--dump-details', d, '--tensorboard', join(d, 'later')]).tensorboard, join(d, 'later'));
   });
 
   it('collect --tensorboard records the scalars as metrics while they grow, once across a restart', async () => {

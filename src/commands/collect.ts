@@ -1,6 +1,6 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
-import { unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { CommandUsageError, flagValues, portIsFree } from './common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
@@ -76,8 +76,15 @@ export function parseCollectFlags(argv: string[]): CollectFlags {
     scrapeMode: mode,
     scrapeIntervalS: num('sglang-scrape-interval', values['sglang-scrape-interval'], 2, { min: 0.1 }),
     sglangMetrics: metrics,
-    tensorboard: values.tensorboard === undefined ? undefined : resolve(values.tensorboard),
+    tensorboard: values.tensorboard === undefined ? undefined : tensorboardLogdir(values.tensorboard),
   };
+}
+
+/** `--tensorboard LOGDIR`: a folder, or a path the trainer has not created yet (read once it appears); never a file. */
+function tensorboardLogdir(raw: string): string {
+  const dir = resolve(raw);
+  if (existsSync(dir) && !statSync(dir).isDirectory()) throw new CommandUsageError(`--tensorboard: ${raw} is not a directory`);
+  return dir;
 }
 
 /** Why the collector could not write in `dir` (created if missing), or null when it can: checked before anything starts. */
@@ -129,6 +136,7 @@ export async function collectCommand(argv: string[]): Promise<number> {
   console.log(`rlsight collect: writing ${dashboardDir}`);
   console.log(`listening on ${service.address} (address and token in ${join(dashboardDir, COLLECTOR_FILE)})`);
   console.log(`view live: rlsight serve --dump-details ${flags.dumpDetails} --follow`);
+  if (flags.tensorboard !== undefined && !existsSync(flags.tensorboard)) console.log(`--tensorboard: ${flags.tensorboard} does not exist yet; its event files are read once it does`);
   return await new Promise<number>((done) => {
     const stop = (signal: string): void => {
       console.log(`rlsight collect: ${signal}, flushing and stopping`);
