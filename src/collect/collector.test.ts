@@ -125,6 +125,24 @@ describe('collector', () => {
     }
   });
 
+  it('exposes the rollout samples it took, left out, wrote and still waits for', async () => {
+    const dir = freshDir();
+    const svc = await startCollectorService({ dashboardDir: dir, port: 0, flushIntervalS: 3600, log: captureLog().log });
+    try {
+      const line = (rolloutId: number, count: number, position: number) => JSON.stringify({ rollout_id: rolloutId, evaluation: false, call: `c${rolloutId}`, count, position, sample: { index: position, reward: 1 } });
+      const r = await post(svc, 'samples', [line(0, 2, 0), line(0, 2, 1), line(1, 3, 0), '{"rollout_id":-1}'].join('\n'));
+      assert.deepEqual([r.status, r.json.accepted, r.json.rejected], [200, 3, 1]);
+      const text = await (await fetch(`${svc.address}/metrics`)).text();
+      const figure = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+      assert.deepEqual(
+        ['samples_received_total', 'samples_rejected_total', 'sample_steps_written_total', 'sample_step_write_errors_total', 'sample_steps_arriving'].map((n) => figure(`rlsight_collector_${n}`)),
+        [3, 1, 1, 0, 1],
+      );
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('refuses batches with no good line, oversized and unauthenticated ones with nothing written', async () => {
     const dir = freshDir();
     const svc = await startCollectorService({ dashboardDir: dir, port: 0, flushIntervalS: 3600, maxBatchBytes: 4096, log: captureLog().log });

@@ -79,8 +79,21 @@ export interface StreamHealth {
   buffered: number;
 }
 
+/** The rollout samples' counters (they only grow, except `stepsArriving`). */
+export interface SamplesHealth {
+  received: number;
+  /** Sample lines left out of their batch as invalid. */
+  rejected: number;
+  stepsWritten: number;
+  /** Step files that could not be written (kept, and written again with the step's next line or at the next start). */
+  writeErrors: number;
+  /** Steps whose samples are still arriving. */
+  stepsArriving: number;
+}
+
 export interface CollectorHealth {
   streams: Record<StreamName, StreamHealth>;
+  samples: SamplesHealth;
   flushErrors: number;
   /** Epoch seconds of the last flush that wrote everything it held (null before the first). */
   lastFlushOk: number | null;
@@ -448,7 +461,9 @@ export class Collector {
 
   health(): CollectorHealth {
     const streams = Object.fromEntries(STREAMS.map((s) => [s, { ...this.counters[s], buffered: this.buffers[s].length }])) as Record<StreamName, StreamHealth>;
-    return { streams, flushErrors: this.flushErrors, lastFlushOk: this.lastFlushOk, tornTailsCut: this.tornTailsCut };
+    const s = this.samples;
+    const samples = { received: s.samplesReceived, rejected: s.samplesRejected, stepsWritten: s.stepsWritten, writeErrors: s.writeErrors, stepsArriving: s.arrivingSteps() };
+    return { streams, samples, flushErrors: this.flushErrors, lastFlushOk: this.lastFlushOk, tornTailsCut: this.tornTailsCut };
   }
 }
 

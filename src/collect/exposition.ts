@@ -4,7 +4,7 @@
 // scrape time, so the exposition costs nothing between scrapes.
 import { Counter, Gauge, Registry } from 'prom-client';
 import { STREAMS } from '../formats/dashboard/layout.ts';
-import type { Collector } from './collector.ts';
+import type { Collector, SamplesHealth } from './collector.ts';
 
 export function collectorRegistry(collector: Collector): Registry {
   const registry = new Registry();
@@ -69,6 +69,26 @@ export function collectorRegistry(collector: Collector): Registry {
   perStream('rlsight_collector_records_rejected_total', 'Invalid lines left out of their batch, per stream.', (h) => h.rejected, true);
   perStream('rlsight_collector_records_written_total', 'Records appended to the run directory, per stream.', (h) => h.written, true);
   perStream('rlsight_collector_buffered_records', 'Records held in memory awaiting a flush, per stream.', (h) => h.buffered, false);
+  const samplesFigure = (name: string, help: string, pick: (h: SamplesHealth) => number, counter: boolean): void => {
+    const config = {
+      name,
+      help,
+      registers: [registry],
+      collect(this: Counter | Gauge) {
+        const v = pick(collector.health().samples);
+        this.reset();
+        if (this instanceof Counter) this.inc(v);
+        else this.set(v);
+      },
+    };
+    if (counter) new Counter(config as never);
+    else new Gauge(config as never);
+  };
+  samplesFigure('rlsight_collector_samples_received_total', 'Rollout samples accepted from producers.', (h) => h.received, true);
+  samplesFigure('rlsight_collector_samples_rejected_total', 'Invalid sample lines left out of their batch.', (h) => h.rejected, true);
+  samplesFigure('rlsight_collector_sample_steps_written_total', 'Rollout steps written to samples/ once all their samples were in.', (h) => h.stepsWritten, true);
+  samplesFigure('rlsight_collector_sample_step_write_errors_total', 'Rollout step files that could not be written (their samples are kept).', (h) => h.writeErrors, true);
+  samplesFigure('rlsight_collector_sample_steps_arriving', 'Rollout steps whose samples are still arriving.', (h) => h.stepsArriving, false);
   new Counter({
     name: 'rlsight_collector_flush_errors_total',
     help: 'Flushes that could not write everything they held.',

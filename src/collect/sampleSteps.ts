@@ -70,6 +70,7 @@ export class SampleSteps {
   private readonly arriving = new Map<string, Arriving>();
   stepsWritten = 0;
   samplesReceived = 0;
+  samplesRejected = 0;
   writeErrors = 0;
 
   constructor(
@@ -95,6 +96,7 @@ export class SampleSteps {
       if (text.trim() === '') continue;
       const r = parseSampleLine(text);
       if (!r.ok) {
+        this.samplesRejected++;
         problems.push({ line: lineNo, field: r.field, message: r.message });
         continue;
       }
