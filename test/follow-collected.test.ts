@@ -1,13 +1,15 @@
 // `serve --follow` started on a collector's run before its first samples step: the run holds telemetry only,
-// and once a step's samples file is written the next follow tick serves them (no restart).
+// and once a step's samples file is written the next follow tick serves them (no restart). A step whose
+// samples are still arriving is a 503 while the collector runs, and a 422 naming it once the collector stopped.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { openRun } from '../src/commands/openRun.ts';
-import { SAMPLES_DIR, sampleStepFile } from '../src/formats/collectedSamples.ts';
+import { PENDING_SUFFIX, SAMPLES_DIR, sampleStepFile } from '../src/formats/collectedSamples.ts';
 import { encodeSampleStep } from '../src/formats/collectedSamplesWrite.ts';
+import { createApp } from '../src/server/app.ts';
 import { startRunsServer } from '../src/server/listen.ts';
 import { ServedRuns } from '../src/server/runSet.ts';
 
@@ -47,4 +49,25 @@ test('a followed run gains the Rollouts of its first samples step without a rest
   } finally {
     await server.close();
   }
+});
+
+test('a step still arriving is a 503 while its collector runs and a 422 naming it once the collector stopped', async () => {
+  const dir = join(root, 'stopped');
+  mkdirSync(join(dir, 'dashboard'), { recursive: true });
+  mkdirSync(join(dir, SAMPLES_DIR));
+  writeFileSync(join(dir, 'dashboard', 'meta.json'), JSON.stringify({ run_name: 'stopped', start_ts: 1000, schema_version: 1 }));
+  const collectorFile = join(dir, 'dashboard', 'collector.json');
+  writeFileSync(collectorFile, JSON.stringify({ address: 'http://127.0.0.1:1', token: 't', pid: 1, started_ts: 1000 }));
+  writeFileSync(join(dir, SAMPLES_DIR, sampleStepFile(0, false)), encodeSampleStep([{ index: 0, group_index: 0, prompt: 'q', response: 'a', tokens: [1, 2], response_length: 1, reward: 1, status: 'completed', loss_mask: [1] }]));
+  writeFileSync(join(dir, SAMPLES_DIR, sampleStepFile(1, false) + PENDING_SUFFIX), '');
+  const app = createApp({ run: await openRun(dir) });
+  const get = (path: string) => app.request(path, { headers: { host: '127.0.0.1' } });
+  const arriving = await get('/api/rollout/1/summary');
+  assert.equal(arriving.status, 503);
+  assert.ok(arriving.headers.get('retry-after'));
+  unlinkSync(collectorFile);
+  const stopped = await get('/api/rollout/1/summary');
+  assert.equal(stopped.status, 422);
+  assert.match(((await stopped.json()) as { detail: string }).detail, /samples\/rollout_000001\.parquet: its samples did not all arrive before the collector stopped/);
+  assert.equal((await get('/api/rollout/0/summary')).status, 200);
 });

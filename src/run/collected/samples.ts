@@ -1,10 +1,12 @@
 // The samples `rlsight collect` wrote (`samples/{rollout,eval}_{id}.parquet`), read back as the sample rows
 // slime's dumps hold: the same fields, in batch order. A step whose `.pending` marker is there without its
-// file is still arriving (DumpStillWriting: answered 503 with Retry-After).
+// file is still arriving (DumpStillWriting: answered 503 with Retry-After) while the collector runs, and
+// incomplete (SlimeDumpError: 422 naming the file) once it has stopped.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseSampleStepFile, PENDING_SUFFIX, SAMPLE_READ_COLUMNS, SAMPLES_DIR, sampleFieldsOfRow, sampleStepFile } from '../../formats/collectedSamples.ts';
+import { COLLECTOR_FILE, DASHBOARD_DIR } from '../../formats/dashboard/layout.ts';
 import { DumpStillWriting, NotFound, SlimeDumpError } from '../errors.ts';
 import type { SlimeDump } from '../slime/dump.ts';
 import type { SlimeSample } from '../slime/sample.ts';
@@ -85,6 +87,10 @@ export class CollectedSamples implements SampleDumpSource {
     if (f === undefined) return null;
     // a step recorded again keeps answering from its previous file until the new one is complete
     if (!f.hasFile && !existsSync(f.path)) {
+      // a collector that stopped (it removes collector.json) will not complete the step: no 503 to retry forever
+      if (f.pending && !existsSync(join(this.root, DASHBOARD_DIR, COLLECTOR_FILE))) {
+        throw new SlimeDumpError(f.name, 'its samples did not all arrive before the collector stopped (only its .pending marker is there)');
+      }
       if (f.pending) throw new DumpStillWriting(f.name);
       throw new NotFound(`${evaluation ? 'eval ' : ''}rollout ${rolloutId} is not in this run`);
     }
