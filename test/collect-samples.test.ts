@@ -122,6 +122,8 @@ describe('samples recorded by a custom trainer', () => {
   });
 
   it('answers a step whose samples are still arriving with 503 and Retry-After', async () => {
+    // while a collector runs (its collector.json is there; the one above has stopped and removed it)
+    writeFileSync(join(runDir, 'dashboard', 'collector.json'), JSON.stringify({ address: 'http://127.0.0.1:1', token: 't', pid: 1, started_ts: 1 }));
     writeFileSync(join(runDir, 'samples', 'rollout_000002.parquet.pending'), '');
     const app2 = createApp({ run: await openRun(runDir) });
     const r = await app2.request('/api/rollout/2/summary', { headers: { host: '127.0.0.1' } });
