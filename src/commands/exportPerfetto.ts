@@ -41,6 +41,7 @@ export const perfettoExport: ExportKind = {
         throw new CommandUsageError(`the export would be ${(bytes.length / 2 ** 20).toFixed(0)} MB, above the ~500 MB Perfetto loads; give a narrower --t0/--t1 window`);
       }
       writeWhole(out, bytes);
+      if (trace.otherData.skipped_steps) console.error(`warning: left out: ${trace.otherData.skipped_steps}`);
       console.log(`wrote ${trace.traceEvents.length} trace events (${(bytes.length / 2 ** 20).toFixed(2)} MB) to ${out}; open it at https://ui.perfetto.dev`);
       return 0;
     } finally {

@@ -1,5 +1,6 @@
 // Gathers what a Perfetto export of one window holds from an open run's answers (the compute timeline of
 // a miles run; the request traces of a slime run), then lays it out as Chrome trace-event JSON.
+import { damageOf, DumpStillWriting } from '../run/errors.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
 import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from './perfetto.ts';
@@ -38,8 +39,23 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
       w.rolloutId !== undefined
         ? [{ id: w.rolloutId, evaluation: w.evaluation ?? false }]
         : [...meta.rollout_ids.train.map((id: number) => ({ id, evaluation: false })), ...meta.rollout_ids.eval.map((id: number) => ({ id, evaluation: true }))];
-    for (const { id, evaluation } of wanted) list.push(await run.trace(id, evaluation));
+    const skipped: string[] = [];
+    for (const { id, evaluation } of wanted) {
+      try {
+        list.push(await run.trace(id, evaluation));
+      } catch (e) {
+        // the whole run's export leaves out a step still being written or damaged (and says so); one step's fails
+        const problem = e instanceof DumpStillWriting ? e.message : damageOf(e);
+        if (w.rolloutId !== undefined || problem === null) throw e;
+        skipped.push(problem);
+      }
+    }
     inputs.traces = list;
+    if (skipped.length > 0) {
+      const trace = perfettoTrace(inputs);
+      trace.otherData.skipped_steps = skipped.join('; ');
+      return trace;
+    }
   }
   return perfettoTrace(inputs);
 }
