@@ -4,7 +4,7 @@ import { ByteSliceMap } from './interning.ts';
 import type { BadLine } from './lineScan.ts';
 import { tsHorizon, tsProblem } from './valueDomain.ts';
 import { type BlockColumns, ColumnBlock } from './columnBlock.ts';
-import { bytesOf, cursor, decodeLine, hasExactKeys, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const ENGINE_KEYS = ['ts', 'addr', 'metric', 'labels', 'value'] as const;
 
@@ -98,16 +98,13 @@ export class EngineSeriesParser {
   parse(buf: Uint8Array, start: number, end: number, block: EngineSeriesBlock, firstLine: number, bad: BadLine): number {
     const horizon = tsHorizon();
     let line = firstLine;
-    let p = start;
     const next = this.successor;
     let prev = -1;
-    while (p < end) {
+    for (let p = start; p < end; line++) {
       fast: {
-        let i = p;
-        if (!matchBytes(buf, i, L_TS)) break fast;
-        const ts = scanNumber(buf, i + 6, end);
+        const ts = scanNumberAfter(buf, p, L_TS, end);
         if (ts !== ts) break fast;
-        i = cursor.pos;
+        let i = cursor.pos;
         if (!matchBytes(buf, i, L_ADDR)) break fast;
         const idStart = i + 9;
         const addrEnd = scanPlainString(buf, idStart, end);
@@ -129,8 +126,7 @@ export class EngineSeriesParser {
         }
         if (i >= end) break fast;
         const idEnd = i + 1;
-        if (!matchBytes(buf, idEnd, L_VALUE)) break fast;
-        const value = scanNumber(buf, idEnd + 9, end);
+        const value = scanNumberAfter(buf, idEnd, L_VALUE, end);
         if (value !== value) break fast;
         i = cursor.pos;
         if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) break fast;
@@ -171,14 +167,12 @@ export class EngineSeriesParser {
         else block.push(ts, sid, value);
         prev = sid;
         p = i + 2;
-        line++;
         continue;
       }
       const nl = lineEnd(buf, p, end);
       this.slowLine(buf, p, nl, block, line, bad);
       prev = -1;
       p = nl + 1;
-      line++;
     }
     return line - firstLine;
   }

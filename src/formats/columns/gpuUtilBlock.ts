@@ -4,7 +4,7 @@ import { ByteSliceMap } from './interning.ts';
 import { type BlockColumns, type Column, ColumnBlock, type ColumnsOf } from './columnBlock.ts';
 import type { BadLine } from './lineScan.ts';
 import { gpuRowProblem, tsHorizon } from './valueDomain.ts';
-import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const GPU_KEYS = ['ts', 'node', 'gpu', 'util', 'mem_mb', 'power_w'] as const;
 /** Compact blocks pack mem_mb and power_w in one u32: mem in the low `MEM_BITS` bits, power above. */
@@ -192,16 +192,11 @@ const readings = { util: 0, mem: 0, power: 0 };
  * when the line is not in that simple shape.
  */
 function scanReadings(buf: Uint8Array, i: number, end: number): number {
-  if (!matchBytes(buf, i, L_UTIL)) return -1;
-  const util = scanNumber(buf, i + 8, end);
+  const util = scanNumberAfter(buf, i, L_UTIL, end);
   if (util !== util) return -1;
-  i = cursor.pos;
-  if (!matchBytes(buf, i, L_MEM)) return -1;
-  const mem = scanNumber(buf, i + 10, end);
+  const mem = scanNumberAfter(buf, cursor.pos, L_MEM, end);
   if (mem !== mem) return -1;
-  i = cursor.pos;
-  if (!matchBytes(buf, i, L_POWER)) return -1;
-  const power = scanNumber(buf, i + 11, end);
+  const power = scanNumberAfter(buf, cursor.pos, L_POWER, end);
   if (power !== power) return -1;
   i = cursor.pos;
   if (buf[i] !== 125 || buf[i + 1] !== 10 || i + 1 >= end) return -1;
@@ -269,28 +264,23 @@ export class GpuUtilParser {
   parse(buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine): number {
     const horizon = tsHorizon();
     let line = firstLine;
-    let p = start;
     this.prevNs = -1;
-    while (p < end) {
+    for (let p = start; p < end; line++) {
       fast: {
-        let i = p;
-        if (!matchBytes(buf, i, L_TS)) break fast;
-        const ts = scanNumber(buf, i + 6, end);
+        const ts = scanNumberAfter(buf, p, L_TS, end);
         if (ts !== ts) break fast;
         if (!scanPlace(buf, cursor.pos, end)) break fast;
-        i = scanReadings(buf, cursor.pos, end);
+        const i = scanReadings(buf, cursor.pos, end);
         if (i < 0) break fast;
         const why = gpuRowProblem(ts, place.gpu, readings.util, horizon);
         if (why !== null) bad(line, why);
         else block.push(ts, this.laneId(this.nodeAt(buf, place.ns, place.ne), place.gpu), readings.util, readings.mem, readings.power);
         p = i;
-        line++;
         continue;
       }
       const nl = lineEnd(buf, p, end);
       this.slowLine(buf, p, nl, block, line, bad);
       p = nl + 1;
-      line++;
     }
     return line - firstLine;
   }
@@ -327,9 +317,8 @@ export class GpuUtilParser {
     const horizon = tsHorizon();
     const v = this.viewOf(view);
     let line = firstLine;
-    let p = start;
     this.prevNs = -1;
-    while (p < end) {
+    for (let p = start; p < end; line++) {
       fast: {
         let i = p;
         if (!matchBytes(buf, i, L_TS)) break fast;
@@ -344,7 +333,6 @@ export class GpuUtilParser {
         if (!this.inView(v, lane)) {
           while (buf[i] !== 10 && i < end) i++;
           p = i + 1;
-          line++;
           continue;
         }
         const ts = scanNumber(buf, tsAt, end);
@@ -355,7 +343,6 @@ export class GpuUtilParser {
         if (why !== null) bad(line, why);
         else block.push(ts, lane, readings.util, readings.mem, readings.power);
         p = i;
-        line++;
         continue;
       }
       const nl = lineEnd(buf, p, end);
@@ -363,7 +350,6 @@ export class GpuUtilParser {
       this.slowLine(buf, p, nl, block, line, bad);
       if (block.length > before && !this.inView(v, block.lane[before])) block.length = before;
       p = nl + 1;
-      line++;
     }
     return line - firstLine;
   }

@@ -96,6 +96,11 @@ export function matchBytes(buf: Uint8Array, i: number, lit: Uint8Array): boolean
   return true;
 }
 
+/** The JSON number after the key literal `key` at `i` (`cursor.pos` just past it); NaN when `key` is not there or no number follows. */
+export function scanNumberAfter(buf: Uint8Array, i: number, key: Uint8Array, end: number): number {
+  return matchBytes(buf, i, key) ? scanNumber(buf, i + key.length, end) : NaN;
+}
+
 export function bytesOf(s: string): Uint8Array {
   return new TextEncoder().encode(s);
 }

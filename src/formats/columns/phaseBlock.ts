@@ -6,7 +6,7 @@ import type { PhaseEvent } from '../dashboard/records.ts';
 import { OPEN_T1 } from '../dashboard/layout.ts';
 import { gpuProblem, phaseProblem, tsHorizon } from './valueDomain.ts';
 import { type BlockColumns, ColumnBlock, GrowableColumn } from './columnBlock.ts';
-import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, parsePythonJson, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const PHASE_KEYS = ['name', 't0', 't1', 'node', 'gpus', 'rank', 'role'] as const;
 
@@ -187,8 +187,7 @@ export class PhaseParser {
     // remembered slices point into the previous chunk's bytes: forget them
     this.lastStart.fill(-1);
     let line = firstLine;
-    let p = start;
-    while (p < end) {
+    for (let p = start; p < end; line++) {
       fast: {
         let i = p;
         if (!matchBytes(buf, i, L_NAME)) break fast;
@@ -196,12 +195,9 @@ export class PhaseParser {
         const nameE = scanPlainString(buf, nameS, end);
         if (nameE < 0) break fast;
         i = nameE + 1;
-        if (!matchBytes(buf, i, L_T0)) break fast;
-        const t0 = scanNumber(buf, i + 6, end);
+        const t0 = scanNumberAfter(buf, i, L_T0, end);
         if (t0 !== t0) break fast;
-        i = cursor.pos;
-        if (!matchBytes(buf, i, L_T1)) break fast;
-        const t1 = scanNumber(buf, i + 6, end);
+        const t1 = scanNumberAfter(buf, cursor.pos, L_T1, end);
         if (t1 !== t1) break fast;
         i = cursor.pos;
         if (!matchBytes(buf, i, L_NODE)) break fast;
@@ -224,8 +220,7 @@ export class PhaseParser {
           }
         }
         i++;
-        if (!matchBytes(buf, i, L_RANK)) break fast;
-        const rank = scanNumber(buf, i + 8, end);
+        const rank = scanNumberAfter(buf, i, L_RANK, end);
         if (rank !== rank || !Number.isInteger(rank)) break fast;
         i = cursor.pos;
         if (!matchBytes(buf, i, L_ROLE)) break fast;
@@ -237,7 +232,6 @@ export class PhaseParser {
         if (why !== null) {
           bad(line, why);
           p = roleE + 3;
-          line++;
           continue;
         }
         block.begin(this.intern(0, buf, nameS, nameE), t0, t1, this.intern(1, buf, nodeS, nodeE), rank, this.intern(2, buf, roleS, roleE));
@@ -252,13 +246,11 @@ export class PhaseParser {
         }
         block.commit();
         p = roleE + 3;
-        line++;
         continue;
       }
       const nl = lineEnd(buf, p, end);
       this.slowLine(buf, p, nl, block, line, bad);
       p = nl + 1;
-      line++;
     }
     return line - firstLine;
   }
