@@ -154,11 +154,7 @@ export function foldGpuUtilRows(
   if (prev !== null && prev.sumUtil === null) cells.sumUtil = null;
   const { count, maxUtil, maxMem, maxPower, rowLo, rowHi, byteLo, byteHi } = cells;
   let sumUtil = cells.sumUtil;
-  const ts = rows.ts;
-  const util = rows.util;
-  const memPower = rows.memPower;
-  const mem = rows.mem;
-  const power = rows.power;
+  const { ts, util, memPower, mem, power } = rows;
   for (let i = from; i < n; i++) {
     const c = Math.floor((ts[i] - lo) / UTIL_CELL_S);
     if (!(c >= 0 && c < columns)) return null; // outside the hour (or NaN)
