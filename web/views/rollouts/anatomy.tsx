@@ -108,8 +108,12 @@ export function BatchAnatomy({ traj, rows, onOpen }: { traj: Trajectories; rows:
     if (rowH >= 5) {
       ctx.textAlign = 'right';
       ctx.fillStyle = CSS.muted;
-      ctx.font = `${Math.min(10, rowH + 3)}px system-ui, sans-serif`;
-      lanes.forEach((l, i) => ctx.fillText(`s${l.sample_index}`, LEFT - 6, i * rowH + rowH / 2));
+      ctx.font = '10px system-ui, sans-serif';
+      // a label every few rows when rows are thinner than the text, so labels never overlap
+      const every = Math.ceil(11 / rowH);
+      lanes.forEach((l, i) => {
+        if (i % every === 0) ctx.fillText(`s${l.sample_index}`, LEFT - 6, i * rowH + rowH / 2);
+      });
     }
   }
 
