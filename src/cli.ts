@@ -11,19 +11,21 @@ Usage:
   rlsight serve FILE.pt|'GLOB' [options]       serve slime --save-debug-rollout-data files
   rlsight demo [--port N] [--out DIR] [--large]  generate two demo runs (healthy, collapse) and serve both
   rlsight trace FILE.pt [--out DIR] [--no-serve]  slime viewer cache + a self-contained trace page
-  rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
+  rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
                                                per-step failure signals; exit 1 when a --fail-on signal fired
-  rlsight search --dump-details DIR QUERY [--limit N] [--cache-dir DIR]
+  rlsight search DIR QUERY [--limit N] [--cache-dir DIR]
                                                one JSON line per matching sample; QUERY: words, "a phrase",
                                                /regex/, a request or trace id, a sample index or step:sample
-  rlsight export metrics --dump-details DIR --format csv|parquet --out FILE   every key, one row per step
-  rlsight export rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE
-  rlsight export tensorboard --dump-details DIR --out LOGDIR       events.out.tfevents.* scalars
-  rlsight export perfetto --dump-details DIR [--t0 T --t1 T] --out FILE   Chrome trace-event JSON for ui.perfetto.dev
-  rlsight export telemetry --dump-details DIR --format parquet --out DIR2   telemetry as Hive-partitioned Parquet (zstd)
+  rlsight export metrics DIR --format csv|parquet --out FILE   every key, one row per step
+  rlsight export rollout DIR --step N [--eval] --format csv|parquet --out FILE
+  rlsight export tensorboard DIR --out LOGDIR       events.out.tfevents.* scalars
+  rlsight export perfetto DIR [--t0 T --t1 T] --out FILE   Chrome trace-event JSON for ui.perfetto.dev
+  rlsight export telemetry DIR --format parquet --out DIR2   telemetry as Hive-partitioned Parquet (zstd)
   rlsight collect --dump-details DIR [--listen HOST:PORT] [...]    receive live telemetry (see collect options)
   rlsight prometheus-config --router HOST:PORT [--collector HOST:PORT]   print a prometheus.yml for both
   rlsight --help
+
+  health, search and export also take --dump-details DIR for DIR, as serve does.
 
 serve options:
   --dump-details DIR            a run's --dump-details directory (as a DIR argument; repeatable)

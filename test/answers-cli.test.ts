@@ -258,3 +258,60 @@ describe('the demo run’s story on the health board', () => {
     for (const r of board.rows) if (r.cells.straggler.level === 'fire') assert.match(r.cells.straggler.detail, /^rank 11 /);
   });
 });
+
+describe('health, search and export take the run directory as serve does: DIR or --dump-details DIR', () => {
+  let run: RunCopy;
+  let out: string;
+  before(() => {
+    run = copyFixtureRun('miles-demo');
+    out = mkdtempSync(join(tmpdir(), 'rlsight-run-dir-'));
+  });
+  after(() => {
+    run.dispose();
+    rmSync(out, { recursive: true, force: true });
+  });
+
+  test('a bare DIR answers exactly what --dump-details DIR answers', () => {
+    const bare = cli('health', run.dir, '--json');
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.equal(bare.stdout, cli('health', '--dump-details', run.dir, '--json').stdout);
+    const found = cli('search', run.dir, '1:40');
+    assert.equal(found.code, 0, found.stderr);
+    assert.deepEqual(JSON.parse(found.stdout), JSON.parse(cli('search', '--dump-details', run.dir, '1:40').stdout));
+    assert.equal(JSON.parse(found.stdout).sample_index, 40);
+    const [bareCsv, flagCsv] = [join(out, 'bare.csv'), join(out, 'flag.csv')];
+    assert.equal(cli('export', 'metrics', run.dir, '--format', 'csv', '--out', bareCsv).code, 0);
+    assert.equal(cli('export', 'metrics', '--dump-details', run.dir, '--format', 'csv', '--out', flagCsv).code, 0);
+    assert.equal(readFileSync(bareCsv, 'utf8'), readFileSync(flagCsv, 'utf8'));
+    assert.equal(cli('export', 'rollout', run.dir, '--step', '1', '--out', join(out, 'r.csv')).code, 0);
+    assert.equal(cli('export', 'tensorboard', run.dir, '--out', join(out, 'tb')).code, 0);
+    assert.equal(cli('export', 'perfetto', run.dir, '--out', join(out, 'p.json')).code, 0);
+    assert.equal(cli('export', 'telemetry', run.dir, '--out', join(out, 'tel')).code, 0);
+  });
+
+  test('a missing or an extra directory argument exits 2 naming the forms, never guessing', () => {
+    for (const args of [['health'], ['search'], ['export', 'metrics', '--out', join(out, 'x.csv')], ['export', 'perfetto', '--out', join(out, 'x.json')]]) {
+      const r = cli(...args);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.stderr, /a run directory is required: rlsight .* DIR or rlsight .* --dump-details DIR/, args.join(' '));
+    }
+    for (const args of [['health', run.dir, 'extra'], ['health', '--dump-details', run.dir, run.dir], ['export', 'metrics', run.dir, run.dir, '--out', join(out, 'y.csv')], ['export', 'telemetry', run.dir, 'extra', '--out', join(out, 'tel2')]]) {
+      const r = cli(...args);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.stderr, /unexpected argument '.*': one run directory is taken/, args.join(' '));
+    }
+    const missing = cli('health', join(out, 'nope'));
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /health: no such directory: .*nope/);
+    // search's words after DIR are its QUERY; with --dump-details every word is.
+    assert.equal(cli('search', run.dir).code, 2);
+    assert.match(cli('search', run.dir).stderr, /a QUERY is required/);
+  });
+
+  test('--help shows one form for every command: DIR first', () => {
+    const help = cli('--help').stdout;
+    for (const command of ['health', 'search', 'export metrics', 'export rollout', 'export tensorboard', 'export perfetto', 'export telemetry']) {
+      assert.match(help, new RegExp(`rlsight ${command} DIR `), command);
+    }
+  });
+});

@@ -18,6 +18,29 @@ export function flagValues<O extends NonNullable<ParseArgsConfig['options']>>(ar
   return parseArgs({ args: argv, strict: true, allowPositionals: false, options }).values;
 }
 
+/** A run directory as a command was given it, and the word its errors name it by (`--dump-details` or the command). */
+export interface RunDirArg {
+  dir: string;
+  label: string;
+}
+
+/**
+ * A command's flags and its run directory, in the two forms `serve` takes: `CMD DIR …` or `CMD --dump-details DIR …`,
+ * exactly one of them. The positionals after it (search's QUERY) come back as `rest` when `rest` is set; otherwise
+ * any is an extra argument. Every problem is a usage error (exit 2).
+ */
+export function runDirArgs<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], command: string, options: O, opts: { rest?: boolean } = {}) {
+  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { ...options, 'dump-details': { type: 'string' } } as O });
+  const flagged = (values as Record<string, unknown>)['dump-details'] as string | undefined;
+  if (flagged === '') throw new CommandUsageError('--dump-details: expected a directory, got an empty value');
+  const forms = `rlsight ${command} DIR or rlsight ${command} --dump-details DIR`;
+  if (flagged === undefined && positionals.length === 0) throw new CommandUsageError(`${command}: a run directory is required: ${forms}`);
+  const run: RunDirArg = flagged === undefined ? { dir: positionals[0], label: command } : { dir: flagged, label: '--dump-details' };
+  const rest = flagged === undefined ? positionals.slice(1) : positionals;
+  if (!opts.rest && rest.length > 0) throw new CommandUsageError(`${command}: unexpected argument '${rest[0]}': one run directory is taken, as ${forms}`);
+  return { run, values, rest };
+}
+
 export function requireFlag(value: string | undefined, flag: string): string {
   if (value === undefined || value === '') throw new CommandUsageError(`--${flag} is required`);
   return value;
@@ -35,18 +58,18 @@ export interface OpenedRun {
   close(): Promise<void>;
 }
 
-/** Opens `--dump-details DIR` for reading (never written to). */
-export async function openRunDir(dir: string, cacheDir?: string): Promise<OpenedRun> {
+/** Opens a run directory for reading (never written to); errors name it by `label`, where it was given. */
+export async function openRunDir({ dir, label }: RunDirArg, cacheDir?: string): Promise<OpenedRun> {
   const abs = resolve(dir);
   let isDir = false;
   try {
     isDir = statSync(abs).isDirectory();
   } catch {
-    throw new CommandUsageError(`--dump-details: no such directory: ${dir}`);
+    throw new CommandUsageError(`${label}: no such directory: ${dir}`);
   }
-  if (!isDir) throw new CommandUsageError(`--dump-details: not a directory: ${dir}`);
+  if (!isDir) throw new CommandUsageError(`${label}: not a directory: ${dir}`);
   const { runFormats } = await import('../run/open.ts');
-  if (runFormats(abs).length === 0) throw new CommandUsageError(`--dump-details: not a run: ${dir} holds no rollout dumps or telemetry`);
+  if (runFormats(abs).length === 0) throw new CommandUsageError(`${label}: not a run: ${dir} holds no rollout dumps or telemetry`);
   const { openRun } = await import('./openRun.ts');
   const run = await openRun(abs, { cacheDir: cacheDir ? resolve(cacheDir) : undefined }).catch((e: Error & { param?: string }) => {
     throw e.param ? new CommandUsageError(`--${e.param === 'cacheDir' ? 'cache-dir' : e.param}: ${e.message}`) : e;

@@ -5,12 +5,13 @@ import { join, resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
-import { CommandUsageError, flagValues, intFlag, openRunDir, requireFlag, runCommand, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
 
-function parse(argv: string[], options: ParseArgsConfig['options']) {
-  return flagValues(argv, options ?? {}) as Record<string, string | boolean | undefined>;
+function parse(argv: string[], kind: string, options: NonNullable<ParseArgsConfig['options']>) {
+  const { run, values } = runDirArgs(argv, `export ${kind}`, options);
+  return { run, v: values as Record<string, string | boolean | undefined> };
 }
 
 function tableFlag(raw: string | boolean | undefined) {
@@ -22,10 +23,9 @@ function tableFlag(raw: string | boolean | undefined) {
 }
 
 const metrics: ExportKind = {
-  usage: 'metrics --dump-details DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step (_step)',
+  usage: 'metrics DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step (_step)',
   async run(argv) {
-    const v = parse(argv, { 'dump-details': { type: 'string' }, format: { type: 'string' }, out: { type: 'string' } });
-    const dir = requireFlag(v['dump-details'] as string, 'dump-details');
+    const { run: dir, v } = parse(argv, 'metrics', { format: { type: 'string' }, out: { type: 'string' } });
     const out = resolve(requireFlag(v.out as string, 'out'));
     const format = tableFlag(v.format);
     const run = await openRunDir(dir);
@@ -41,16 +41,14 @@ const metrics: ExportKind = {
 };
 
 const rollout: ExportKind = {
-  usage: 'rollout --dump-details DIR --step N [--eval] --format csv|parquet --out FILE   one step\'s rollout table',
+  usage: 'rollout DIR --step N [--eval] --format csv|parquet --out FILE   one step\'s rollout table',
   async run(argv) {
-    const v = parse(argv, {
-      'dump-details': { type: 'string' },
+    const { run: dir, v } = parse(argv, 'rollout', {
       step: { type: 'string' },
       eval: { type: 'boolean' },
       format: { type: 'string' },
       out: { type: 'string' },
     });
-    const dir = requireFlag(v['dump-details'] as string, 'dump-details');
     const step = intFlag(requireFlag(v.step as string, 'step'), 'step')!;
     const out = resolve(requireFlag(v.out as string, 'out'));
     const format = tableFlag(v.format);
@@ -67,10 +65,9 @@ const rollout: ExportKind = {
 };
 
 const tensorboard: ExportKind = {
-  usage: 'tensorboard --dump-details DIR --out LOGDIR                     an events.out.tfevents.* file with a scalar per key and step',
+  usage: 'tensorboard DIR --out LOGDIR                     an events.out.tfevents.* file with a scalar per key and step',
   async run(argv) {
-    const v = parse(argv, { 'dump-details': { type: 'string' }, out: { type: 'string' } });
-    const dir = requireFlag(v['dump-details'] as string, 'dump-details');
+    const { run: dir, v } = parse(argv, 'tensorboard', { out: { type: 'string' } });
     const logdir = resolve(requireFlag(v.out as string, 'out'));
     const run = await openRunDir(dir);
     try {

@@ -1,11 +1,10 @@
-// `rlsight export perfetto --dump-details DIR [--t0 T --t1 T] --out FILE`: one window of the run as Chrome
+// `rlsight export perfetto DIR [--t0 T --t1 T] --out FILE`: one window of the run as Chrome
 // trace-event JSON for ui.perfetto.dev.
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { perfettoForRun } from '../queries/perfettoExport.ts';
 import { openRun } from './openRun.ts';
-import { CommandUsageError, requireFlag, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, requireFlag, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 
 /** Perfetto's UI loads traces up to about this size; a bigger export must be cut into windows. */
 export const PERFETTO_MAX_BYTES = 500 * 2 ** 20;
@@ -18,10 +17,9 @@ function floatFlag(raw: string | undefined, flag: string): number | undefined {
 }
 
 export const perfettoExport: ExportKind = {
-  usage: 'perfetto --dump-details DIR [--t0 T --t1 T] --out FILE     Chrome trace-event JSON for ui.perfetto.dev',
+  usage: 'perfetto DIR [--t0 T --t1 T] --out FILE     Chrome trace-event JSON for ui.perfetto.dev',
   async run(argv) {
-    const { values: v } = parseArgs({ args: argv, strict: true, options: { 'dump-details': { type: 'string' }, t0: { type: 'string' }, t1: { type: 'string' }, out: { type: 'string' } } });
-    const dir = requireFlag(v['dump-details'], 'dump-details');
+    const { run: { dir, label }, values: v } = runDirArgs(argv, 'export perfetto', { t0: { type: 'string' }, t1: { type: 'string' }, out: { type: 'string' } });
     const out = resolve(requireFlag(v.out, 'out'));
     const t0 = floatFlag(v.t0, 't0');
     const t1 = floatFlag(v.t1, 't1');
@@ -30,7 +28,7 @@ export const perfettoExport: ExportKind = {
     try {
       if (!statSync(abs).isDirectory()) throw new Error('not a directory');
     } catch {
-      throw new CommandUsageError(`--dump-details: no such directory: ${dir}`);
+      throw new CommandUsageError(`${label}: no such directory: ${dir}`);
     }
     // Any format: a slime run exports its request traces, a miles run its compute timeline.
     const run = await openRun(abs);

@@ -1,14 +1,13 @@
-// `rlsight export telemetry --dump-details DIR --format parquet --out DIR2`: every telemetry stream as
+// `rlsight export telemetry DIR --format parquet --out DIR2`: every telemetry stream as
 // Hive-partitioned Parquet (`stream=gpu_util/hour=20250821_18/part-0.parquet`; single-file streams under
 // `hour=all`), typed columns, zstd, one hour in memory at a time — for DuckDB, Spark or Trino when one
 // machine's viewer is not the tool. Lists (a phase's GPUs, labels, a metrics record's values) are JSON text.
 import { zstdCompressor } from '../formats/zstd.ts';
 import { mkdirSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
-import { CommandUsageError, requireFlag } from './common.ts';
+import { CommandUsageError, requireFlag, runDirArgs } from './common.ts';
 import type { ExportKind } from './common.ts';
 
 type ParquetType = 'DOUBLE' | 'INT32' | 'STRING';
@@ -131,10 +130,10 @@ export async function writeTelemetryParquet(dashboardDir: string, outDir: string
 }
 
 export const telemetryExport: ExportKind = {
-  usage: 'telemetry --dump-details DIR --format parquet --out DIR2   every telemetry stream as Hive-partitioned Parquet (zstd)',
+  usage: 'telemetry DIR --format parquet --out DIR2   every telemetry stream as Hive-partitioned Parquet (zstd)',
   async run(argv) {
-    const { values: v } = parseArgs({ args: argv, strict: true, options: { 'dump-details': { type: 'string' }, format: { type: 'string' }, out: { type: 'string' } } });
-    const dir = resolve(requireFlag(v['dump-details'], 'dump-details'));
+    const { run, values: v } = runDirArgs(argv, 'export telemetry', { format: { type: 'string' }, out: { type: 'string' } });
+    const dir = resolve(run.dir);
     const out = resolve(requireFlag(v.out, 'out'));
     if ((v.format ?? 'parquet') !== 'parquet') throw new CommandUsageError(`--format: expected parquet, got '${v.format}'`);
     const written = await writeTelemetryParquet(join(dir, 'dashboard'), out);

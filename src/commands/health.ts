@@ -1,10 +1,10 @@
-// `rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]`: the health board
+// `rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]`: the health board
 // in the terminal, and a CI gate that exits 1 naming every listed signal that fired, 3 when it could not read everything.
 import { readFileSync } from 'node:fs';
 import { failures, HEALTH_SIGNALS, healthSignals, parseSignalList, runHealth, type HealthAnswer, type SignalSpec } from '../queries/health.ts';
-import { CommandUsageError, EXIT_FAILED, flagValues, EXIT_INCOMPLETE, openRunDir, requireFlag, runCommand } from './common.ts';
+import { CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, openRunDir, runCommand, runDirArgs } from './common.ts';
 
-export const HEALTH_USAGE = `  rlsight health --dump-details DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
+export const HEALTH_USAGE = `  rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
                                    per-step failure signals; exit 1 when a --fail-on signal fired,
                                    3 when a step could not be read (and none fired), 2 on bad usage
                                    (signals: ${HEALTH_SIGNALS.join(', ')})`;
@@ -51,14 +51,12 @@ export function boardText(answer: HealthAnswer): string {
 
 export async function healthCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const values = flagValues(argv, {
-      'dump-details': { type: 'string' },
+    const { run: dir, values } = runDirArgs(argv, 'health', {
       'fail-on': { type: 'string' },
       'health-config': { type: 'string' },
       'cache-dir': { type: 'string' },
       json: { type: 'boolean' },
     });
-    const dir = requireFlag(values['dump-details'], 'dump-details');
     let failOn: ReturnType<typeof parseSignalList> = [];
     if (values['fail-on'] !== undefined) {
       try {

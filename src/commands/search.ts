@@ -1,19 +1,12 @@
-// `rlsight search --dump-details DIR QUERY [--limit N] [--cache-dir DIR]`: one JSON line per matching sample
+// `rlsight search DIR QUERY [--limit N] [--cache-dir DIR]`: one JSON line per matching sample
 // (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
-import { parseArgs } from 'node:util';
 import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
 import { parseQuery, RunSearch, searchRun } from '../queries/search.ts';
-import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand } from './common.ts';
+import { CommandUsageError, intFlag, openRunDir, runCommand, runDirArgs } from './common.ts';
 
 export async function searchCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
-    const { values, positionals } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: true,
-      options: { 'dump-details': { type: 'string' }, limit: { type: 'string' }, 'cache-dir': { type: 'string' } },
-    });
-    const dir = requireFlag(values['dump-details'], 'dump-details');
+    const { run: dir, values, rest: positionals } = runDirArgs(argv, 'search', { limit: { type: 'string' }, 'cache-dir': { type: 'string' } }, { rest: true });
     if (positionals.length === 0) throw new CommandUsageError('search: a QUERY is required');
     const query = positionals.join(' ');
     try {
