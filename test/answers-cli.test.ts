@@ -2,7 +2,7 @@
 // decoders (hyparquet; a TFRecord/Event decoder written here from the format's definition), the demo's story.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -306,6 +306,20 @@ describe('health, search and export take the run directory as serve does: DIR or
     // search's words after DIR are its QUERY; with --dump-details every word is.
     assert.equal(cli('search', run.dir).code, 2);
     assert.match(cli('search', run.dir).stderr, /a QUERY is required/);
+  });
+
+  test('export telemetry of a directory that is missing or holds no telemetry exits 2 and writes nothing', () => {
+    const empty = join(out, 'empty');
+    mkdirSync(empty);
+    for (const [dir, problem] of [[join(out, 'nope'), /export telemetry: no such directory: .*nope/], [empty, /export telemetry: no telemetry: .*empty holds no dashboard\/ folder/]] as const) {
+      const target = join(out, 'tel-none');
+      const r = cli('export', 'telemetry', dir, '--out', target);
+      assert.equal(r.code, 2, r.stdout);
+      assert.match(r.stderr, problem);
+      assert.equal(existsSync(target), false);
+    }
+    const flagged = cli('export', 'telemetry', '--dump-details', join(out, 'nope'), '--out', join(out, 'tel-none'));
+    assert.match(flagged.stderr, /--dump-details: no such directory/);
   });
 
   test('--help shows one form for every command: DIR first', () => {

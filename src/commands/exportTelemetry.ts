@@ -3,12 +3,14 @@
 // `hour=all`), typed columns, zstd, one hour in memory at a time — for DuckDB, Spark or Trino when one
 // machine's viewer is not the tool. Lists (a phase's GPUs, labels, a metrics record's values) are JSON text.
 import { zstdCompressor } from '../formats/zstd.ts';
-import { mkdirSync, renameSync } from 'node:fs';
+import { mkdirSync, renameSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
 import { CommandUsageError, requireFlag, runDirArgs } from './common.ts';
 import type { ExportKind } from './common.ts';
+
+const isDirectory = (path: string): boolean => statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
 
 type ParquetType = 'DOUBLE' | 'INT32' | 'STRING';
 interface Column {
@@ -134,6 +136,8 @@ export const telemetryExport: ExportKind = {
   async run(argv) {
     const { run, values: v } = runDirArgs(argv, 'export telemetry', { format: { type: 'string' }, out: { type: 'string' } });
     const dir = resolve(run.dir);
+    if (!isDirectory(dir)) throw new CommandUsageError(`${run.label}: no such directory: ${run.dir}`);
+    if (!isDirectory(join(dir, 'dashboard'))) throw new CommandUsageError(`${run.label}: no telemetry: ${run.dir} holds no dashboard/ folder`);
     const out = resolve(requireFlag(v.out, 'out'));
     if ((v.format ?? 'parquet') !== 'parquet') throw new CommandUsageError(`--format: expected parquet, got '${v.format}'`);
     const written = await writeTelemetryParquet(join(dir, 'dashboard'), out);
