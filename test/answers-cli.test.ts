@@ -300,6 +300,9 @@ describe('health, search and export take the run directory as serve does: DIR or
       assert.equal(r.code, 2, args.join(' '));
       assert.match(r.stderr, /unexpected argument '.*': one run directory is taken/, args.join(' '));
     }
+    const twice = cli('search', '--dump-details', run.dir, '--dump-details', run.dir, '1:40');
+    assert.equal(twice.code, 2);
+    assert.match(twice.stderr, /--dump-details given twice: one run directory is taken/);
     const missing = cli('health', join(out, 'nope'));
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /health: no such directory: .*nope/);

@@ -30,10 +30,12 @@ export interface RunDirArg {
  * any is an extra argument. Every problem is a usage error (exit 2).
  */
 export function runDirArgs<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], command: string, options: O, opts: { rest?: boolean } = {}) {
-  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { ...options, 'dump-details': { type: 'string' } } as O });
-  const flagged = (values as Record<string, unknown>)['dump-details'] as string | undefined;
-  if (flagged === '') throw new CommandUsageError('--dump-details: expected a directory, got an empty value');
+  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { ...options, 'dump-details': { type: 'string', multiple: true } } as O });
+  const given = ((values as Record<string, unknown>)['dump-details'] as string[] | undefined) ?? [];
   const forms = `rlsight ${command} DIR or rlsight ${command} --dump-details DIR`;
+  if (given.length > 1) throw new CommandUsageError(`--dump-details given twice: one run directory is taken, as ${forms}`);
+  const flagged = given[0];
+  if (flagged === '') throw new CommandUsageError('--dump-details: expected a directory, got an empty value');
   if (flagged === undefined && positionals.length === 0) throw new CommandUsageError(`${command}: a run directory is required: ${forms}`);
   const run: RunDirArg = flagged === undefined ? { dir: positionals[0], label: command } : { dir: flagged, label: '--dump-details' };
   const rest = flagged === undefined ? positionals.slice(1) : positionals;
