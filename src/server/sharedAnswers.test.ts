@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { Hono } from 'hono';
 import { PARTIAL_HEADER } from './json.ts';
 import { Gate } from './scheduler.ts';
@@ -212,4 +212,21 @@ test('cheap answers are not queued behind heavy ones; a full queue answers 503 w
   assert.match(JSON.parse(await over.text()).detail, /busy/);
   release();
   for (const r of await Promise.all(heavy)) assert.equal(r.status, 200);
+});
+
+test('kept telemetry answers are gzipped for speed (level 4), every other answer at the default level', async () => {
+  // numbers with structure: levels 4 and 6 compress it differently, so the test sees which one was used
+  const rows = Array.from({ length: 4000 }, (_, i) => ({ i, reward: ((i * 7919) % 1000) / 997, status: i % 3 ? 'completed' : 'truncated' }));
+  const text = JSON.stringify(rows);
+  assert.notDeepEqual(gzipSync(text, { level: 4 }), gzipSync(text), 'the two levels differ on this body');
+  const api = new Hono();
+  api.use('/api/*', sharedAnswers({ version: () => 'v1', gate: new Gate(8, 64) }));
+  const answer = (c: any) => c.body(text, 200, { 'content-type': 'application/json' });
+  api.get('/api/timeline/gpu', answer);
+  api.get('/api/rollout/1/summary', answer);
+  const telemetry = await bytesOf(await get(api, '/api/timeline/gpu', { gzip: true }));
+  const summary = await bytesOf(await get(api, '/api/rollout/1/summary', { gzip: true }));
+  assert.equal(gunzipSync(summary).toString('utf8'), text);
+  assert.deepEqual(telemetry, gzipSync(text, { level: 4 }));
+  assert.deepEqual(summary, gzipSync(text));
 });

@@ -6,7 +6,7 @@
 // to a view costs a lookup. Heavy answers take their turn at the scheduler's gate; an answer whose every
 // asker went away stops: dropped before its turn, or its body no longer produced.
 import { once } from 'node:events';
-import { createGzip } from 'node:zlib';
+import { constants, createGzip } from 'node:zlib';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { PARTIAL_HEADER } from './json.ts';
@@ -102,6 +102,9 @@ export interface SharedAnswersOptions {
 }
 
 /** Never shared: the event stream stays open, search streams its matches as they are found. */
+/** gzip level of the kept telemetry answers (tens of MB for all lanes of an hour: speed over the last bytes). */
+const TELEMETRY_GZIP_LEVEL = 4;
+
 const UNSHARED = /^\/api\/(events|rlsight\/search)$/;
 
 /**
@@ -144,7 +147,8 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
       }
       flight.head = { status: res.status, headers: [...headers] };
       flight.wake();
-      if (res.body !== null) await produce(flight, res.body, gzip);
+      // the large telemetry answers favour speed; the others compress as the framework's gzip did
+      if (res.body !== null) await produce(flight, res.body, gzip ? (keep(c.req.path) ? TELEMETRY_GZIP_LEVEL : constants.Z_DEFAULT_COMPRESSION) : null);
       flight.finished = true;
       flights.delete(o.key);
       flight.wake();
@@ -193,8 +197,8 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
   };
 }
 
-/** Reads the handler's body into the flight's chunks (gzipped as it streams when `gzip`); stops when no one is left to read it. */
-async function produce(flight: Flight, body: ReadableStream<Uint8Array>, gzip: boolean): Promise<void> {
+/** Reads the handler's body into the flight's chunks (gzipped at `gzipLevel` as it streams, unless null); stops when no one is left to read it. */
+async function produce(flight: Flight, body: ReadableStream<Uint8Array>, gzipLevel: number | null): Promise<void> {
   const reader = body.getReader();
   const stop = (): void => void reader.cancel().catch(() => {});
   flight.abandoned.signal.addEventListener('abort', stop, { once: true });
@@ -204,14 +208,14 @@ async function produce(flight: Flight, body: ReadableStream<Uint8Array>, gzip: b
     flight.wake();
   };
   try {
-    if (!gzip) {
+    if (gzipLevel === null) {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) return;
         add(value);
       }
     }
-    const gz = createGzip({ level: 4 });
+    const gz = createGzip({ level: gzipLevel });
     gz.on('data', add);
     const ended = once(gz, 'end');
     for (;;) {
