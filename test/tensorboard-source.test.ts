@@ -1,7 +1,8 @@
 // A trainer's TensorBoard logdir as a metric source: event files written by the real writers
 // (torch.utils.tensorboard, tensorboardX) read as TensorBoard's own EventAccumulator reads them (golden.json),
 // a file still being written read to its last whole record, a damaged record refused by its checksum,
-// several runs in one logdir, the tensor form of a scalar, and `collect --tensorboard` recording them once.
+// several runs in one logdir, the tensor form of a scalar, the scalars beside a slime dump (a run with no
+// telemetry of its own), and `collect --tensorboard` recording them once.
 import assert from 'node:assert/strict';
 import { appendFileSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,6 +64,19 @@ describe('TensorBoard logdir as a metric source', () => {
       }
     });
   }
+
+  it('serves the scalars beside a slime dump, a run that records no telemetry of its own', async () => {
+    const golden = readFixtureJson<{ scalars_by_run: Golden }>('tb-torch', 'golden.json').scalars_by_run.slime_run;
+    const dir = fresh();
+    mkdirSync(join(dir, 'rollout_data'));
+    copyFileSync(fixturePath('slime-trace', 'rollout_data', '0.pt'), join(dir, 'rollout_data', '0.pt'));
+    const s = await served(dir, fixturePath('tb-torch', 'logdir'));
+    const tag = Object.keys(golden)[0];
+    const meta = await s.meta();
+    assert.ok(meta.metric_keys.includes(tag), `${tag} listed`);
+    assert.deepEqual(meta.capabilities.has_metrics, true);
+    assert.deepEqual((await s.metrics([tag]))[tag].y, golden[tag].map((p) => p[1]));
+  });
 
   it('reads a file still being written to its last whole record, and the rest once it is there', async () => {
     const bytes = readFileSync(eventFile('tb-torch'));

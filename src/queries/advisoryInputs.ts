@@ -108,7 +108,7 @@ export async function advisoryAnswer(
   run: RunModel,
   w: Window & { lowMfu: number },
   newestTrainId: number | undefined,
-  within: <T>(read: (store: TelemetrySource) => T) => T = (read) => read(run.telemetry),
+  within: <T>(read: (store: TelemetrySource) => T) => T,
 ): Promise<{ body: LocatedAdvisoryAnswer; complete: boolean }> {
   // the telemetry is read in two synchronous parts around the newest step's decode (a partial answer's view
   // of the store holds only within them)

@@ -41,6 +41,7 @@ import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
 import { STEP_AGGREGATE_METRICS, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
+import { noTelemetry } from './noTelemetry.ts';
 import { noTraces } from './slimeTraceView.ts';
 import { tokenView } from './tokens.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
@@ -216,11 +217,14 @@ export class RunAnswers implements RunSources {
   readonly cache: DerivedEntries | null;
   private readonly engines: OutsideEngineSeries | null;
   private readonly now: () => number;
+  /** The run's telemetry, or for a run that records none a source holding nothing (every answer the empty one). */
+  private readonly store: TelemetrySource;
 
   constructor(
     readonly model: RunModel,
     handed: HandedIn = {},
   ) {
+    this.store = model.telemetry ?? noTelemetry();
     this.cache = handed.cache ?? null;
     this.engines = handed.engines ?? null;
     this.now = handed.now ?? (() => Date.now() / 1000);
@@ -291,10 +295,6 @@ export class RunAnswers implements RunSources {
 
   get roots(): readonly string[] {
     return this.model.roots;
-  }
-
-  private get store() {
-    return this.model.telemetry;
   }
 
   telemetryVersion(): string | null {
@@ -490,7 +490,7 @@ export class RunAnswers implements RunSources {
       const partial = await advisoryAnswer(this.model, w, undefined, folded.run);
       return { ...partial.body, coverage: folded.coverage };
     }
-    const answer = await advisoryAnswer(this.model, w, ids.train.at(-1));
+    const answer = await advisoryAnswer(this.model, w, ids.train.at(-1), (read) => read(store));
     if (answer.complete) {
       if (this.advisoryCache.size >= ADVISORY_ANSWERS_KEPT) this.advisoryCache.delete(this.advisoryCache.keys().next().value as string);
       this.advisoryCache.set(key, answer.body);

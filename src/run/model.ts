@@ -1,6 +1,6 @@
 // The run model: what an open run yields to the queries, whatever wrote it. Each format (miles, slime, a
 // collected run) is one adapter folder beside this file that opens a run directory into a RunModel, and one
-// line in open.ts. What a format lacks is an absent capability (`traces`) or an empty source (`telemetry`).
+// line in open.ts. What a format lacks is an absent capability: `telemetry` (a slime dump) or `traces`.
 // The model yields records — samples, train digests, per-token values, conversations, telemetry columns —
 // never finished answers: the queries assemble those.
 //
@@ -143,7 +143,7 @@ export type ConversationRecord = Record<string, unknown> & { sample_index: numbe
  * A run's telemetry streams (`dashboard/`): the lane catalog, phases, gpu columns and their rollup cells,
  * engine series, the flat streams (metrics, topology, data buffer, trajectory, gpu processes), the time
  * window they cover and a version per stream. Blocks grow only at their end (see telemetry/store.ts for
- * how each is laid out). A run without telemetry yields an empty one.
+ * how each is laid out).
  */
 export interface TelemetrySource {
   meta(): RunMeta | null;
@@ -228,8 +228,8 @@ export interface RunModel {
   readonly format: string;
   /** The run directory (absolute). */
   readonly dir: string;
-  /** The telemetry streams (`dashboard/`): columns, lanes, metrics records; empty when the run has none. */
-  readonly telemetry: TelemetrySource;
+  /** The telemetry streams (`dashboard/`): columns, lanes, metrics records; null when the format records none (slime). */
+  readonly telemetry: TelemetrySource | null;
   /** The per-request traces, when the format records them (slime). */
   readonly traces?: TraceSource;
   /** Absolute directories whose paths must never appear in an answer. */

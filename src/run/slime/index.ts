@@ -1,14 +1,14 @@
 // The slime format: debug rollout dumps (`--dump-details DIR` → `DIR/rollout_data/{id}.pt`, or the files a
 // `--save-debug-rollout-data` template wrote) opened as a RunModel. slime writes no telemetry streams, no
 // parquet mirror and no trajectory sidecar: the records come from the samples themselves.
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
 import { NumpyScalar } from '../../formats/torch/value.ts';
 import { RefusedOption, NotFound } from '../errors.ts';
 import { digestTrainRow } from '../miles/trainDigest.ts';
 import type { TrainRow } from '../miles/trainDump.ts';
 import type { ConversationRecord, TrainDigest, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
-import { TelemetryStore } from '../telemetry/store.ts';
+import type { TelemetryStore } from '../telemetry/store.ts';
 import type { SlimeDump } from './dump.ts';
 import { looksLikeSlimeDir, sampleByIndex, SlimeRun, type SampleDumpSource } from './run.ts';
 import { isRecord, pyNumber, responseLength, sampleIndex, sampleTrace, traceEvents, type SlimeSample, type SlimeValue } from './sample.ts';
@@ -138,7 +138,8 @@ export class SlimeRunModel implements RunModel, TraceSource {
 
   constructor(
     readonly run: SampleDumpSource,
-    readonly telemetry: TelemetryStore,
+    /** None for slime's own dumps; a collected run's streams beside its samples. */
+    readonly telemetry: TelemetryStore | null,
     /** Where derived data (search texts and indexes) may be kept; never inside the run. */
     readonly cacheDir: string | null = null,
     /** `slime`, or `collected` for the same samples recorded live by `rlsight collect`. */
@@ -148,15 +149,12 @@ export class SlimeRunModel implements RunModel, TraceSource {
   }
 
   static fromDumpDetails(dir: string, cacheDir: string | null = null): SlimeRunModel {
-    const run = SlimeRun.fromDumpDetails(dir);
-    return new SlimeRunModel(run, TelemetryStore.open(join(run.root, 'dashboard')), cacheDir);
+    return new SlimeRunModel(SlimeRun.fromDumpDetails(dir), null, cacheDir);
   }
 
   /** `rlsight serve FILE.pt|GLOB`: the files a --save-debug-rollout-data template wrote. */
   static fromTemplate(spec: string): SlimeRunModel {
-    const run = SlimeRun.fromTemplate(spec);
-    // No telemetry beside loose dump files: a folder that cannot exist keeps the store empty.
-    return new SlimeRunModel(run, TelemetryStore.open(join(run.root, '.rlsight-no-dashboard')));
+    return new SlimeRunModel(SlimeRun.fromTemplate(spec), null);
   }
 
   get dir(): string {
@@ -266,7 +264,7 @@ export class SlimeRunModel implements RunModel, TraceSource {
   }
 
   async close(): Promise<void> {
-    this.telemetry.close();
+    this.telemetry?.close();
   }
 }
 

@@ -1,7 +1,9 @@
 // A trainer's TensorBoard logdir as a metric source beside a run (`serve DIR --tensorboard LOGDIR`): its
 // scalars join the run's metrics on the `tensorboard/step` axis (the writer's global step) and on wall time,
 // read again whenever the run is (`--follow` tails files still being written).
+import { join } from 'node:path';
 import type { MetricsRecord, RunModel, StreamName, TelemetrySource } from '../model.ts';
+import { TelemetryStore } from '../telemetry/store.ts';
 import { TENSORBOARD_STEP_KEY, TensorBoardLogdir, tensorBoardKey } from '../../formats/tfeventsLogdir.ts';
 
 /** The logdir's scalars as metrics records, one per event, in file order. */
@@ -64,7 +66,9 @@ function telemetryWith(t: TelemetrySource, tb: TensorBoardMetrics): TelemetrySou
 /** `model` with the scalars of the TensorBoard logdir `dir` among its metrics. */
 export function withTensorBoard(model: RunModel, dir: string): RunModel {
   const tb = new TensorBoardMetrics(dir);
-  const telemetry = telemetryWith(model.telemetry, tb);
+  // A run that records no telemetry (a slime dump) gets the scalars as its only stream, over an empty store.
+  const empty = model.telemetry === null ? TelemetryStore.open(join(model.dir, 'dashboard')) : null;
+  const telemetry = telemetryWith(model.telemetry ?? empty!, tb);
   const extra: Partial<RunModel> = {
     telemetry,
     advance: async () => {
@@ -72,6 +76,10 @@ export function withTensorBoard(model: RunModel, dir: string): RunModel {
       tb.read();
     },
     warnings: () => [...model.warnings(), ...tb.problems()],
+    close: async () => {
+      empty?.close();
+      await model.close();
+    },
   };
   return new Proxy(model, {
     get(target, p) {
