@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import type { HealthAnswer, RolloutTable } from '../../src/wire/index.ts';
-import { ensureWebBuilt, hasChromium, hashParams, launch, openPage, screenshot, serveRlsightDemo, type Served } from './harness.ts';
+import { SERIES_COLORS } from '../../web/theme.ts';
+import { canvasPixels, ensureWebBuilt, hasChromium, hashParams, launch, openPage, screenshot, serveRlsightDemo, type Served } from './harness.ts';
 
 declare const document: any;
 
@@ -183,6 +184,21 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.equal(fit.clipped, 0, 'the run name is not cut');
     assert.ok(fit.right <= 1000);
     await screenshot(page, 'header-1000px');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('Metrics with collapse alone draws it in collapse’s colour, the swatch beside it in the run picker', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/?run=collapse`);
+    const canvas = '[data-metric="rollout/raw_reward"] canvas';
+    await page.waitForSelector(canvas);
+    await page.waitForTimeout(300);
+    // The server lists healthy first, collapse second: their colours are the first two series colours.
+    const [healthyColour, collapseColour] = [SERIES_COLORS[0]!, SERIES_COLORS[1]!];
+    const px = await canvasPixels(page, canvas, [healthyColour, collapseColour]);
+    assert.ok(px.matches[collapseColour]! > 50, `collapse's line in its colour: ${JSON.stringify(px.matches)}`);
+    assert.equal(px.matches[healthyColour], 0, 'nothing drawn in healthy’s colour');
     assert.deepEqual(w.problems(), []);
   });
 

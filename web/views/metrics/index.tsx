@@ -249,12 +249,13 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         kind = timed && xKind === 'time' ? 'time' : 'step';
         xLabel = !timed ? s.axis : xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
         if (xKind !== 'step' && !timed) note = `on ${s.axis}: ${k.startsWith('dump/') ? 'dump/* aggregates are computed per step and carry no time' : 'this key has no time per point'}`;
-        tables.push({ label: overlay ? run!.name : k, x, y, color: overlay ? runColor(allRuns, run!.id) : undefined });
+        // One run alone keeps its colour (the run picker's swatch), not the first series colour.
+        tables.push({ label: overlay ? run!.name : k, x, y, color: run ? runColor(allRuns, run.id) : undefined });
       });
       if (tables.length) out.set(k, { tables, kind, xLabel, note });
     }
     return out;
-  }, [loggedData.data, xKind, runKey]);
+  }, [loggedData.data, xKind, runKey, allRuns]);
   // Engine restarts, from the topology: an address that leaves the fleet, and one that joins it later.
   const topology = useApi(engine.length ? 'topology' : null, (signal) => getJson<Topology>('timeline/topology', {}, signal).catch(() => null));
   const restarts = useMemo<Marker[]>(() => {
