@@ -230,3 +230,24 @@ test('kept telemetry answers are gzipped for speed (level 4), every other answer
   assert.deepEqual(telemetry, gzipSync(text, { level: 4 }));
   assert.deepEqual(summary, gzipSync(text));
 });
+
+test('an answer whose askers all went away, finishing later, leaves the flight of its next asker joinable', async () => {
+  const { api, state, hold } = app();
+  const releaseAbandoned = hold();
+  const gone = new AbortController();
+  const first = get(api, '/api/rollout/4/summary', { signal: gone.signal });
+  await tick();
+  gone.abort();
+  await tick();
+  const releaseSecond = hold();
+  const second = get(api, '/api/rollout/4/summary'); // computes afresh
+  await tick();
+  releaseAbandoned(); // the abandoned computation ends while the second is still computed
+  await tick();
+  const third = get(api, '/api/rollout/4/summary'); // joins the second
+  await tick();
+  releaseSecond();
+  await first;
+  for (const r of await Promise.all([second, third])) assert.equal(JSON.parse((await bytesOf(r)).toString()).n, 4);
+  assert.equal(state.computed, 2);
+});

@@ -131,6 +131,11 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
     }
   };
 
+  /** Ends a flight's sharing; an abandoned one may have been replaced by its next asker's, which stays. */
+  const forget = (key: string, flight: Flight): void => {
+    if (flights.get(key) === flight) flights.delete(key);
+  };
+
   /** Computes the answer for every asker of `flight`: its turn at the gate, the handler, the body (gzipped once). */
   const fly = async (flight: Flight, c: Context, next: Next, o: { key: string; version: string | null; gzip: boolean; heavy: boolean }): Promise<void> => {
     let release = (): void => {};
@@ -150,7 +155,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
       // the large telemetry answers favour speed; the others compress as the framework's gzip did
       if (res.body !== null) await produce(flight, res.body, gzip ? (keep(c.req.path) ? TELEMETRY_GZIP_LEVEL : constants.Z_DEFAULT_COMPRESSION) : null);
       flight.finished = true;
-      flights.delete(o.key);
+      forget(o.key, flight);
       flight.wake();
       if (flight.abandoned.signal.aborted) return; // its body was cut short: never kept
       const keepable = res.status === 200 && o.version !== null && opts.version() === o.version && !headers.has(PARTIAL_HEADER) && flight.bytes <= budget / 2;
@@ -158,7 +163,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
     } catch (err) {
       flight.failure = err;
       flight.finished = true;
-      flights.delete(o.key);
+      forget(o.key, flight);
       flight.wake();
     } finally {
       release();
@@ -181,7 +186,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
       const mine = (flight = new Flight());
       flights.set(key, mine);
       // an answer no one waits for any more is not joined by a later asker: it computes afresh
-      mine.abandoned.signal.addEventListener('abort', () => flights.get(key) === mine && flights.delete(key), { once: true });
+      mine.abandoned.signal.addEventListener('abort', () => forget(key, mine), { once: true });
       void fly(flight, c, next, { key, version, gzip, heavy: isHeavy(c.req.path, new URL(c.req.url).searchParams) });
     }
     let res: Response;
