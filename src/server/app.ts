@@ -5,6 +5,7 @@
 // `/api/…` for the first run, unchanged. A new route family is one `mountX(api, run)` line in `runApi`.
 // The quick preset (LinearRouter): registering routes costs nothing and no matcher is compiled on the
 // first request, which is on the way to a server's first answer; a few dozen routes match as fast.
+import { createHash } from 'node:crypto';
 import { Hono } from 'hono/quick';
 import { compress } from 'hono/compress';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
@@ -58,13 +59,23 @@ export interface RunSet {
   get(id: string): ServedRun | undefined;
 }
 
+/**
+ * What the kept telemetry answers depend on: the telemetry, and the damage the run reported so far (the fleet
+ * answer lists it, and a damaged dump is found without the telemetry changing). Null: nothing is kept.
+ */
+function keptAnswersVersion(run: RunSources): string | null {
+  const telemetry = run.telemetryVersion();
+  if (telemetry === null) return null;
+  return `${telemetry}|${createHash('sha1').update(run.warnings().join('\n')).digest('base64')}`;
+}
+
 /** The API of one run: every route family, mounted once. */
 export function runApi(run: RunSources, feed: EventFeed, options: AppOptions = {}): Hono {
   const api = new Hono();
   api.onError((err, c) => failureResponse(c, err, run.roots));
   mountMeta(api, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
   // answers asked for at once are computed once; telemetry answers are kept while the run's telemetry is unchanged
-  api.use('/api/*', sharedAnswers({ version: () => run.telemetryVersion() }));
+  api.use('/api/*', sharedAnswers({ version: () => keptAnswersVersion(run) }));
   mountTimeline(api, run);
   mountMetrics(api, run, options.lowMfu ?? DEFAULT_LOW_MFU);
   mountRollout(api, run);
