@@ -202,6 +202,19 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.deepEqual(w.problems(), []);
   });
 
+  it('the runs table’s Rollouts link opens the newest step with both runs compared', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/runs?pick=healthy,collapse`);
+    await page.locator('[data-testid=runs-compare] a', { hasText: 'Rollouts' }).click();
+    await page.waitForURL(/#\/rollout\/199\?/);
+    assert.equal(hashParams(page).get('runs'), 'healthy,collapse', 'the comparison is kept when `#/rollout` becomes the newest step');
+    const shares = page.locator('[data-testid=rollout-runs-compare] [data-testid=zero-std-share]');
+    await shares.first().waitFor();
+    assert.equal(await shares.count(), 2);
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('an unknown run is an error naming the runs served, not the first run', async () => {
     const w = await openPage(browser);
     const { page } = w;

@@ -39,8 +39,8 @@ export function RolloutsView({ meta, route }: { meta: Meta; route: Route }) {
   const evaluation = route.params.get('eval') === '1';
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const latest = ids.at(-1) ?? meta.rollout_ids.train.at(-1);
-  const redirect = !route.invalid && route.rolloutId === null && latest !== undefined ? stepHref(latest, evaluation && ids.length > 0) : null;
-  // `#/rollout` alone means "the latest step": say so in the URL, replacing this entry.
+  const redirect = !route.invalid && route.rolloutId === null && latest !== undefined ? stepHref(latest, evaluation && ids.length > 0, route.params) : null;
+  // `#/rollout` alone means "the latest step": say so in the URL, replacing this entry, its other choices (`runs=`) kept.
   useEffect(() => {
     if (redirect) navigate(redirect, true);
   }, [redirect]);
