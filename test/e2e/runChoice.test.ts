@@ -9,6 +9,7 @@ import { SERIES_COLORS } from '../../web/theme.ts';
 import { canvasPixels, ensureWebBuilt, hasChromium, hashParams, launch, openPage, screenshot, serveRlsightDemo, type Served } from './harness.ts';
 
 declare const document: any;
+declare const getComputedStyle: any;
 
 /** Every API request the page makes from now on (path and query). */
 function recordRequests(page: Page): string[] {
@@ -212,6 +213,26 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     const shares = page.locator('[data-testid=rollout-runs-compare] [data-testid=zero-std-share]');
     await shares.first().waitFor();
     assert.equal(await shares.count(), 2);
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('with two runs compared, each engine’s swatch in the Engines list is the colour its lines are drawn in, its run’s', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/?runs=healthy,collapse&run=healthy&cat=sglang`);
+    await page.waitForSelector('.engine-legend [data-engine]');
+    await page.waitForSelector('.chart-panel canvas');
+    const swatches: { engine: string; colour: string }[] = await page.evaluate(() =>
+      [...document.querySelectorAll('.engine-legend [data-engine]')].map((s: any) => ({ engine: s.dataset.engine, colour: getComputedStyle(s).backgroundColor })),
+    );
+    const rgb = (h: string) => `rgb(${parseInt(h.slice(1, 3), 16)}, ${parseInt(h.slice(3, 5), 16)}, ${parseInt(h.slice(5, 7), 16)})`;
+    const runs = await api<{ runs: { id: string; name: string }[] }>('runs');
+    const collapseName = runs.runs.find((r) => r.id === 'collapse')!.name;
+    assert.ok(swatches.length >= 4, `engines of both runs listed: ${swatches.length}`);
+    for (const s of swatches) {
+      const want = s.engine.startsWith(`${collapseName} `) ? SERIES_COLORS[1]! : SERIES_COLORS[0]!;
+      assert.equal(s.colour, rgb(want), `${s.engine}`);
+    }
     assert.deepEqual(w.problems(), []);
   });
 

@@ -229,6 +229,13 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
     for (const list of Object.values(engineData.data ?? {})) for (const e of list) s.add(seriesLabel(e));
     return [...s].sort();
   }, [engineData.data]);
+  // One colour per engine series, for its lines and its swatch alike: its run's when runs are compared.
+  const engineColors = useMemo(() => {
+    const out = new Map<string, string>();
+    for (const list of Object.values(engineData.data ?? {}))
+      for (const e of list) out.set(seriesLabel(e), e.run ? runColor(allRuns, e.run.id) : seriesColor(engineLabels.indexOf(seriesLabel(e)), engineLabels.length));
+    return out;
+  }, [engineData.data, engineLabels, allRuns]);
 
   const loggedTables = useMemo(() => {
     const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string }>();
@@ -281,11 +288,11 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
           const start = e.run?.start_ts ?? (targets.length === 1 ? targets[0]?.start_ts : null) ?? e.ts[0] ?? 0;
           const x = xKind === 'rel' ? Float64Array.from(e.ts, (t) => t - start) : e.ts;
           // One colour per engine, the legend's, whichever engines are hidden.
-          return { label: seriesLabel(e), x, y: e.value, color: e.run ? runColor(allRuns, e.run.id) : seriesColor(engineLabels.indexOf(seriesLabel(e)), engineLabels.length) };
+          return { label: seriesLabel(e), x, y: e.value, color: engineColors.get(seriesLabel(e)) };
         }),
       );
     return out;
-  }, [engineData.data, xKind, engineLabels]);
+  }, [engineData.data, xKind, engineColors]);
 
   return (
     <>
@@ -295,7 +302,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
           <label>
             <input type="checkbox" checked={perDp} onChange={(e) => setPerDp((e.target as HTMLInputElement).checked)} /> split by dp rank
           </label>
-          {engineLabels.map((l, i) => (
+          {engineLabels.map((l) => (
             <label key={l}>
               <input
                 type="checkbox"
@@ -307,7 +314,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                   setHidden(n);
                 }}
               />
-              <span class="swatch" style={{ background: seriesColor(i, engineLabels.length) }} data-engine={l} />
+              <span class="swatch" style={{ background: engineColors.get(l) }} data-engine={l} />
               {l.replace(/^https?:\/\//, '')}
             </label>
           ))}
