@@ -74,9 +74,10 @@ export class ParsePool {
       try {
         const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { flag: flag.buffer, port: port2, tsx, job }, transferList: [port2] });
         worker.unref();
-        worker.on('error', () => {
-          Atomics.store(flag, 0, -1);
-        });
+        // a thread that failed or went away takes no job, and the one it held is failed, not awaited forever
+        const gone = (): void => void Atomics.store(flag, 0, -1);
+        worker.on('error', gone);
+        worker.on('exit', gone);
         this.slots.push({ worker, port: port1, flag, busy: false, expect: 0, broken: false });
       } catch {
         port1.close();
@@ -84,8 +85,9 @@ export class ParsePool {
     }
   }
 
+  /** Threads started or starting (not failed, not gone). */
   get size(): number {
-    return this.slots.length;
+    return this.slots.filter((s) => !s.broken && Atomics.load(s.flag, 0) !== -1).length;
   }
 
   /** Blocks until every worker has started (or failed to), at most `timeoutMs`; returns how many are ready. */
@@ -117,7 +119,12 @@ export class ParsePool {
   poll(slot: SlotHandle): ParseResult | 'failed' | null {
     const s = this.slots[slot];
     if (!s.busy) return 'failed';
-    if (Atomics.load(s.flag, 1) < s.expect) return null;
+    if (Atomics.load(s.flag, 1) < s.expect) {
+      if (Atomics.load(s.flag, 0) !== -1) return null;
+      s.broken = true;
+      s.busy = false;
+      return 'failed';
+    }
     return this.take(s);
   }
 
