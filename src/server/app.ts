@@ -60,12 +60,12 @@ export interface RunSet {
 }
 
 /**
- * What the kept telemetry answers depend on: the telemetry, and the damage the run reported so far (the fleet
- * answer lists it, and a damaged dump is found without the telemetry changing). Null: nothing is kept.
+ * What a kept telemetry answer depends on: the telemetry, and for the fleet answer, which lists it, the damage
+ * the run reported so far (a damaged dump is found without the telemetry changing). Null: nothing is kept.
  */
-function keptAnswersVersion(run: RunSources): string | null {
+function keptAnswerVersion(run: RunSources, path: string): string | null {
   const telemetry = run.telemetryVersion();
-  if (telemetry === null) return null;
+  if (telemetry === null || path !== '/api/timeline/fleet') return telemetry;
   return `${telemetry}|${createHash('sha1').update(run.warnings().join('\n')).digest('base64')}`;
 }
 
@@ -75,7 +75,7 @@ export function runApi(run: RunSources, feed: EventFeed, options: AppOptions = {
   api.onError((err, c) => failureResponse(c, err, run.roots));
   mountMeta(api, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
   // answers asked for at once are computed once; telemetry answers are kept while the run's telemetry is unchanged
-  api.use('/api/*', sharedAnswers({ version: () => keptAnswersVersion(run) }));
+  api.use('/api/*', sharedAnswers({ version: (path) => keptAnswerVersion(run, path) }));
   mountTimeline(api, run);
   mountMetrics(api, run, options.lowMfu ?? DEFAULT_LOW_MFU);
   mountRollout(api, run);

@@ -93,8 +93,8 @@ interface Kept {
 }
 
 export interface SharedAnswersOptions {
-  /** The run's telemetry version (null: nothing is kept). */
-  version: () => string | null;
+  /** The version of the run's data the answer at `path` reads (null: nothing is kept). */
+  version: (path: string) => string | null;
   /** Paths whose answers are kept after they are sent (the telemetry answers). */
   keep?: (path: string) => boolean;
   budget?: number;
@@ -158,7 +158,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
       forget(o.key, flight);
       flight.wake();
       if (flight.abandoned.signal.aborted) return; // its body was cut short: never kept
-      const keepable = res.status === 200 && o.version !== null && opts.version() === o.version && !headers.has(PARTIAL_HEADER) && flight.bytes <= budget / 2;
+      const keepable = res.status === 200 && o.version !== null && opts.version(c.req.path) === o.version && !headers.has(PARTIAL_HEADER) && flight.bytes <= budget / 2;
       if (keepable && keep(c.req.path)) remember(o.key, o.version!, { head: flight.head, body: Buffer.concat(flight.chunks, flight.bytes) });
     } catch (err) {
       flight.failure = err;
@@ -172,7 +172,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
 
   return async (c, next) => {
     if (c.req.method !== 'GET' || UNSHARED.test(c.req.path)) return next();
-    const version = opts.version();
+    const version = opts.version(c.req.path);
     const gzip = /\bgzip\b/i.test(c.req.header('accept-encoding') ?? '');
     const key = `${version ?? ''}\n${c.req.url}\n${c.req.header('accept') ?? ''}\n${gzip}`;
     const hit = kept.get(key);
