@@ -1,12 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { stepParamNote, windowParamNote } from './urlNotes.ts';
+import { runParamNote, stepParamNote, windowParamNote } from './urlNotes.ts';
 
 test('a step parameter that is no recorded step says so and lists the steps', () => {
   assert.equal(stepParamNote('a', '2', [1, 2, 3], 2), null);
   assert.equal(stepParamNote('a', null, [1, 2, 3], 3), null);
   assert.equal(stepParamNote('b', 'zz', [0, 1, 2, 3], 3), 'b=“zz” is not a step number (steps 0–3): showing step 3 instead.');
   assert.equal(stepParamNote('a', '99', [0, 1, 2], 1), 'a=99 is not a recorded step (steps 0–2): showing step 1 instead.');
+});
+
+test('a run parameter that names no served run says so and lists the runs', () => {
+  assert.equal(runParamNote('run_b', 'collapse', ['healthy', 'collapse'], 'collapse'), null);
+  assert.equal(runParamNote('run_b', null, ['healthy'], 'healthy'), null);
+  assert.equal(runParamNote('run_b', 'zz', ['healthy', 'collapse'], 'healthy'), 'run_b=“zz” is not a run served here (runs: healthy, collapse): showing healthy instead.');
 });
 
 test('a timeline window that cannot be shown as asked says why', () => {

@@ -10,6 +10,12 @@ export function stepParamNote(name: string, raw: string | null, steps: readonly 
   return `${why} (steps ${steps.length ? fmtIntRanges(steps) : 'none yet'}): showing ${shown === undefined ? 'nothing' : `step ${shown}`} instead.`;
 }
 
+/** A run parameter (`run_a=`, `run_b=`) that names no run served here: which runs exist, and which is shown. */
+export function runParamNote(name: string, raw: string | null, runIds: readonly string[], shown: string | null): string | null {
+  if (raw === null || raw === '' || runIds.includes(raw)) return null;
+  return `${name}=“${raw}” is not a run served here (runs: ${runIds.join(', ') || 'none'}): showing ${shown ?? 'nothing'} instead.`;
+}
+
 /**
  * The timeline window asked for (`t0`, `t1`, seconds since the epoch) against the run's data [lo, hi] and the
  * window shown: null when it is shown as asked (up to the clamp of a millisecond).

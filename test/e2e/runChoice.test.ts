@@ -236,6 +236,16 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.deepEqual(w.problems(), []);
   });
 
+  it('Diff with run_b naming no served run says so and which runs exist, instead of silently diffing run A with itself', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/diff?run_a=healthy&run_b=nosuch`);
+    await page.waitForSelector('[data-testid=url-note]');
+    const notes = (await page.locator('[data-testid=url-note]').allTextContents()).join(' ');
+    assert.match(notes, /run_b=“nosuch” is not a run served here \(runs: healthy, collapse\): showing healthy instead/);
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('an unknown run is an error naming the runs served, not the first run', async () => {
     const w = await openPage(browser);
     const { page } = w;

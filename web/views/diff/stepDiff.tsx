@@ -9,7 +9,7 @@ import { useApi } from '../../useApi.ts';
 import { Histogram, SIDE_COLORS } from './charts.tsx';
 import { useServedRuns, useSteps } from './servedRuns.ts';
 import { shownRunId } from '../../runs.ts';
-import { stepParamNote } from '../../urlNotes.ts';
+import { runParamNote, stepParamNote } from '../../urlNotes.ts';
 import { groupHref, sampleDiffHref, sampleHref, type SideRun } from './links.ts';
 import { diffRuns, diffSteps } from './sides.ts';
 
@@ -63,7 +63,8 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
   const served = useServedRuns();
   const p = route.params;
   const primary = shownRunId(served);
-  const runs = diffRuns(served?.map((r) => r.id) ?? [], primary, p.get('run_a'), p.get('run_b'));
+  const runIds = served?.map((r) => r.id) ?? [];
+  const runs = diffRuns(runIds, primary, p.get('run_a'), p.get('run_b'));
   const sa = useSteps(served, runs.a, meta, false);
   const sb = useSteps(served, runs.b, meta, false);
   const ready = sa.steps !== null && sb.steps !== null;
@@ -97,7 +98,12 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
       <SidePicker which="b" runs={served} run={runs.b} steps={sb.steps ?? []} step={b} choose={choose('b')} />
       <span class="muted">histograms show each side’s share of samples per bin; dashed lines are the means</span>
       {ready &&
-        [stepParamNote('a', p.get('a'), sa.steps!, a), stepParamNote('b', p.get('b'), sb.steps!, b)]
+        [
+          runParamNote('run_a', p.get('run_a'), runIds, runs.a),
+          runParamNote('run_b', p.get('run_b'), runIds, runs.b),
+          stepParamNote('a', p.get('a'), sa.steps!, a),
+          stepParamNote('b', p.get('b'), sb.steps!, b),
+        ]
           .filter((n) => n !== null)
           .map((n) => (
             <p class="url-note" role="status" data-testid="url-note">
