@@ -19,6 +19,7 @@ import { RolloutsView } from './views/rollouts/index.tsx';
 import { SampleView } from './views/sample/index.tsx';
 import { TimelineView } from './views/timeline/index.tsx';
 import { TraceView } from './views/trace/index.tsx';
+import { runsParamNote } from './urlNotes.ts';
 
 export function App() {
   const m = useStore(meta);
@@ -29,6 +30,7 @@ export function App() {
   const runs = useStore(runList);
   const runId = r.params.get('run') || null;
   const unknownRun = runId !== null && runs !== null && runs.length > 0 && !runs.some((x) => x.id === runId);
+  const runsNote = runs !== null && runs.length > 0 ? runsParamNote(r.params.get('runs'), runs.map((x) => x.id)) : null;
 
   useEffect(() => void loadRuns(), []);
   useEffect(() => {
@@ -132,6 +134,11 @@ export function App() {
       </header>
       {m?.warnings && m.warnings.length > 0 && <DamageBanner warnings={m.warnings} />}
       <main id="view" key={runId ?? ''}>
+        {runsNote && (
+          <p class="url-note" role="status" data-testid="url-note">
+            {runsNote}
+          </p>
+        )}
         {unknownRun ? (
           <div class="error-note" role="alert">
             <strong>Unknown run.</strong> {unknownRunText(runId, runs)}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runParamNote, stepParamNote, windowParamNote } from './urlNotes.ts';
+import { runParamNote, runsParamNote, stepParamNote, windowParamNote } from './urlNotes.ts';
 
 test('a step parameter that is no recorded step says so and lists the steps', () => {
   assert.equal(stepParamNote('a', '2', [1, 2, 3], 2), null);
@@ -13,6 +13,13 @@ test('a run parameter that names no served run says so and lists the runs', () =
   assert.equal(runParamNote('run_b', 'collapse', ['healthy', 'collapse'], 'collapse'), null);
   assert.equal(runParamNote('run_b', null, ['healthy'], 'healthy'), null);
   assert.equal(runParamNote('run_b', 'zz', ['healthy', 'collapse'], 'healthy'), 'run_b=“zz” is not a run served here (runs: healthy, collapse): showing healthy instead.');
+});
+
+test('compared runs naming runs not served say which, and list the runs', () => {
+  assert.equal(runsParamNote('healthy,collapse', ['healthy', 'collapse']), null);
+  assert.equal(runsParamNote('all', ['healthy']), null);
+  assert.equal(runsParamNote(null, ['healthy']), null);
+  assert.equal(runsParamNote('healthy,zz', ['healthy', 'collapse']), 'runs=healthy,zz: “zz” is not a run served here (runs: healthy, collapse), left out of the comparison.');
 });
 
 test('a timeline window that cannot be shown as asked says why', () => {

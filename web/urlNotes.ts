@@ -16,6 +16,15 @@ export function runParamNote(name: string, raw: string | null, runIds: readonly 
   return `${name}=“${raw}” is not a run served here (runs: ${runIds.join(', ') || 'none'}): showing ${shown ?? 'nothing'} instead.`;
 }
 
+/** The compared runs (`runs=A,B`, or `all`) naming runs not served here: which, and which runs exist. */
+export function runsParamNote(raw: string | null, runIds: readonly string[]): string | null {
+  if (raw === null || raw === 'all') return null;
+  const unknown = raw.split(',').filter((id) => id && !runIds.includes(id));
+  if (!unknown.length) return null;
+  const names = unknown.map((id) => `“${id}”`).join(', ');
+  return `runs=${raw}: ${names} ${unknown.length > 1 ? 'are not runs' : 'is not a run'} served here (runs: ${runIds.join(', ') || 'none'}), left out of the comparison.`;
+}
+
 /**
  * The timeline window asked for (`t0`, `t1`, seconds since the epoch) against the run's data [lo, hi] and the
  * window shown: null when it is shown as asked (up to the clamp of a millisecond).

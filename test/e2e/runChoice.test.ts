@@ -246,6 +246,18 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.deepEqual(w.problems(), []);
   });
 
+  it('runs= naming a run not served says so on every comparing view instead of dropping it silently', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    for (const path of ['/', '/timeline', '/rollout/199', '/health']) {
+      await page.goto(`${served.url}#${path}?run=healthy&runs=healthy,nosuch`);
+      const note = page.locator('#view [data-testid=url-note]', { hasText: 'nosuch' });
+      await note.waitFor({ timeout: 10_000 });
+      assert.match((await note.textContent())!, /“nosuch” is not a run served here \(runs: healthy, collapse\)/, path);
+    }
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('an unknown run is an error naming the runs served, not the first run', async () => {
     const w = await openPage(browser);
     const { page } = w;
