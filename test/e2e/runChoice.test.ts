@@ -258,6 +258,21 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.deepEqual(w.problems(), []);
   });
 
+  it('the Health runs board says when at= is no step number or a step no run recorded, instead of a silent board', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    const note = page.locator('[data-testid=health-runs] [data-testid=url-note]');
+    await page.goto(`${served.url}#/health?runs=healthy,collapse&at=abc`);
+    await note.waitFor({ timeout: 10_000 });
+    assert.match((await note.textContent())!, /at=“abc” is not a step number: showing each run’s newest step/);
+    await page.goto(`${served.url}#/health?runs=healthy,collapse&at=5`);
+    await page.waitForFunction(() => /at=5 is a step none of these runs recorded/.test(document.querySelector('[data-testid=health-runs] [data-testid=url-note]')?.textContent ?? ''));
+    await page.goto(`${served.url}#/health?runs=healthy,collapse&at=196`);
+    // A recorded step needs no note.
+    await page.waitForFunction(() => /at step 196/.test(document.querySelector('[data-testid=health-runs] h2')?.textContent ?? '') && !document.querySelector('[data-testid=health-runs] [data-testid=url-note]'));
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('an unknown run is an error naming the runs served, not the first run', async () => {
     const w = await openPage(browser);
     const { page } = w;

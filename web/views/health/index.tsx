@@ -56,7 +56,8 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
   const param = r.params.get('runs');
   const wanted = (param ?? '').split(',').filter(Boolean);
   const runs = (all ?? []).filter((x) => wanted.includes(x.id) || param === 'all');
-  const at = numParam(r.params, 'at');
+  const asked = numParam(r.params, 'at');
+  const at = asked !== null && Number.isInteger(asked) ? asked : null;
   const key = runs.length > 1 ? runs.map((x) => x.id).join(',') : null;
   const boards = useApi(key, (signal) => Promise.all(runs.map((x) => getJson<HealthAnswer>(runPath(x, 'rlsight/health'), {}, signal))), tick);
   if (!key && all && all.length > 1)
@@ -85,6 +86,11 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
           />
         </label>
       </h2>
+      {atNote(r.params.get('at'), at, boards.data) && (
+        <p class="url-note" role="status" data-testid="url-note">
+          {atNote(r.params.get('at'), at, boards.data)}
+        </p>
+      )}
       {boards.error ? (
         <ErrorNote error={boards.error} />
       ) : !boards.data ? (
@@ -128,6 +134,14 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
       )}
     </div>
   );
+}
+
+/** The runs board's `at=` that is no step number, or a step none of the runs recorded: say so, never a silent board. */
+function atNote(raw: string | null, at: number | null, boards: HealthAnswer[] | undefined): string | null {
+  if (raw === null || raw === '') return null;
+  if (at === null) return `at=“${raw}” is not a step number: showing each run’s newest step.`;
+  if (boards && !boards.some((b) => b.rows.some((row) => row.step === at))) return `at=${at} is a step none of these runs recorded (their health steps end at ${boards.map((b) => b.rows.at(-1)?.step ?? '—').join(', ')}).`;
+  return null;
 }
 
 /** A runs-board cell: its evidence opens in the run it belongs to. */
