@@ -285,6 +285,9 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.match(text, /healthy/);
     assert.match(text, /collapse/);
     assert.equal(await page.locator('[data-testid=dump-summary]').count(), 0, 'no view of another run');
+    // Nor the first run's colour beside the unknown name in the header.
+    await page.waitForSelector('[data-testid=run-selector][data-run=zz]');
+    assert.equal(await page.locator('[data-testid=run-selector] .swatch').count(), 0, 'no run colour for a run not served');
     assert.deepEqual(w.problems(), []);
   });
 });

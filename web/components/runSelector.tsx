@@ -40,7 +40,7 @@ export function RunSelector({ runs, chosen }: { runs: readonly RunListing[]; cho
         title={`run ${chosen}${shown && shown.name !== chosen ? ` (${shown.name})` : ''}: the run every view shows, kept in the URL as run=`}
         onClick={() => setOpen(!open)}
       >
-        <span class="swatch" style={{ background: runColor(runs, chosen) }} />
+        {shown && <span class="swatch" style={{ background: runColor(runs, chosen) }} />}
         {chosen} ▾
       </button>
       {open && (
