@@ -2,6 +2,7 @@
 // run-scoped request to /api/runs/collapse/… and shows collapse's values; the choice survives navigation,
 // Back/Forward and reload; an unknown run names the known ones.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import type { HealthAnswer, RolloutTable } from '../../src/wire/index.ts';
@@ -270,6 +271,22 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     await page.goto(`${served.url}#/health?runs=healthy,collapse&at=196`);
     // A recorded step needs no note.
     await page.waitForFunction(() => /at step 196/.test(document.querySelector('[data-testid=health-runs] h2')?.textContent ?? '') && !document.querySelector('[data-testid=health-runs] [data-testid=url-note]'));
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('Metrics on time since start begins at 0 for a run whose logged history precedes its current attempt', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/?run=collapse&x=rel`);
+    const panel = '.chart-panel[data-metric="rollout/raw_reward"]';
+    await page.waitForSelector(`${panel} canvas`);
+    await page.waitForFunction((sel) => /since start/.test(document.querySelector(`${sel} .u-legend .u-series .u-label`)?.textContent ?? ''), panel);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click(`${panel} [data-testid=csv-download]`)]);
+    const rows = readFileSync((await download.path())!, 'utf8').trim().split('\n').slice(1);
+    const xs = rows.map((r) => Number(r.split(',')[0]));
+    assert.ok(xs.length > 100, `${xs.length} points`);
+    assert.equal(Math.min(...xs), 0, 'the first logged point is the start');
+    assert.ok(xs.every((x) => x >= 0), 'no point before the start');
     assert.deepEqual(w.problems(), []);
   });
 

@@ -237,6 +237,16 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
     return out;
   }, [engineData.data, engineLabels, allRuns]);
 
+  // Each run's clock for "time since start": its start, or its first logged point when history precedes it (a resumed run).
+  const origins = useMemo(
+    () =>
+      targets.map((run, i) => {
+        let t = run?.start_ts ?? Infinity;
+        for (const s of Object.values(loggedData.data?.[i] ?? {})) if (s.ts.length) t = Math.min(t, s.ts[0]!);
+        return Number.isFinite(t) ? t : null;
+      }),
+    [loggedData.data, runKey],
+  );
   const loggedTables = useMemo(() => {
     const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string }>();
     for (const k of logged) {
@@ -250,8 +260,8 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         const timed = xKind !== 'step' && s.ts.length === s.y.length;
         // A key logged as text has no line to draw: its points are gaps.
         const y = s.y.map((v) => (typeof v === 'number' ? v : null));
-        // Time since start lines runs up: each run's clock starts at its own start (else its first point).
-        const start = run?.start_ts ?? s.ts[0] ?? 0;
+        // Time since start lines runs up: each run's clock starts at its own start.
+        const start = origins[i] ?? s.ts[0] ?? 0;
         const x = !timed ? s.x : xKind === 'rel' ? s.ts.map((t) => t - start) : s.ts;
         kind = timed && xKind === 'time' ? 'time' : 'step';
         xLabel = !timed ? s.axis : xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
@@ -262,7 +272,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
       if (tables.length) out.set(k, { tables, kind, xLabel, note });
     }
     return out;
-  }, [loggedData.data, xKind, runKey, allRuns]);
+  }, [loggedData.data, xKind, runKey, allRuns, origins]);
   // Engine restarts, from the topology: an address that leaves the fleet, and one that joins it later.
   const topology = useApi(engine.length ? 'topology' : null, (signal) => getJson<Topology>('timeline/topology', {}, signal).catch(() => null));
   const restarts = useMemo<Marker[]>(() => {
@@ -285,14 +295,14 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         k,
         list.map((e) => {
           // Time since start: each run's clock from its own start (else its first sample), like the logged keys.
-          const start = e.run?.start_ts ?? (targets.length === 1 ? targets[0]?.start_ts : null) ?? e.ts[0] ?? 0;
+          const start = origins[e.run ? targets.indexOf(e.run) : 0] ?? e.ts[0] ?? 0;
           const x = xKind === 'rel' ? Float64Array.from(e.ts, (t) => t - start) : e.ts;
           // One colour per engine, the legend's, whichever engines are hidden.
           return { label: seriesLabel(e), x, y: e.value, color: engineColors.get(seriesLabel(e)) };
         }),
       );
     return out;
-  }, [engineData.data, xKind, engineColors]);
+  }, [engineData.data, xKind, engineColors, origins]);
 
   return (
     <>
