@@ -137,7 +137,7 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
 }
 
 /** The runs board's `at=` that is no step number, or a step none of the runs recorded: say so, never a silent board. */
-function atNote(raw: string | null, at: number | null, boards: HealthAnswer[] | undefined): string | null {
+function atNote(raw: string | null, at: number | null, boards: readonly HealthAnswer[] | null | undefined): string | null {
   if (raw === null || raw === '') return null;
   if (at === null) return `at=“${raw}” is not a step number: showing each run’s newest step.`;
   if (boards && !boards.some((b) => b.rows.some((row) => row.step === at))) return `at=${at} is a step none of these runs recorded (their health steps end at ${boards.map((b) => b.rows.at(-1)?.step ?? '—').join(', ')}).`;
