@@ -83,9 +83,18 @@ describe('progressive whole-window answers', () => {
       for (const url of URLS) {
         const a = await body(app, url);
         const cov = coverageOf(url, a.bytes);
-        assert.ok(cov !== undefined, `${url} during the warm-up carries its coverage`);
-        assert.equal(cov.hours_total, total, url);
-        assert.equal(cov.hours_done, progress.hoursDone, url);
+        if (cov === undefined) {
+          // every hour this answer reads (its streams, its window) is read already: it is the complete answer
+          assert.equal(a.partial, null, url);
+          assert.deepEqual(a.bytes, complete.get(url), url);
+          continue;
+        }
+        // an answer counts the hours of the streams it reads within its window: late starts rank the current
+        // attempt only, phase answers read the phases stream, and where the generated run's hours fall (which
+        // stream has a file in its first and last hour) depends on the clock it was written at
+        assert.ok(cov.hours_total >= 1 && cov.hours_total <= total, url);
+        assert.ok(cov.hours_done >= 0 && cov.hours_done < cov.hours_total, url);
+        if (cov.hours_total === total) assert.equal(cov.hours_done, progress.hoursDone, url);
         assert.equal(a.partial, `${cov.hours_done}/${cov.hours_total}`, url);
         assert.ok(cov.unread.length > 0 && cov.unread.every(([a0, a1]) => a1 > a0), url);
         // asked again after more hours were read, it is not the kept earlier answer
