@@ -22,6 +22,8 @@ import type {
   TrajectoryEvent,
 } from './telemetry/records.ts';
 import type { SlimeDump } from './slime/dump.ts';
+import type { SampleTextRecord } from './miles/sampleText.ts';
+import type { WarmedStream } from './telemetry/records.ts';
 import type { WarmUpProgress } from './telemetry/warmUp.ts';
 
 export type * from './telemetry/records.ts';
@@ -32,6 +34,7 @@ export { rowsOfBlock } from './telemetry/gpuUtilHours.ts';
 export { compareLanes, compareNodes, strAsc } from './telemetry/laneCatalog.ts';
 export type { WarmUpProgress } from './telemetry/warmUp.ts';
 export type { SlimeDump } from './slime/dump.ts';
+export type { SampleTextRecord } from './miles/sampleText.ts';
 export type { SlimeSample, SlimeValue, TraceCarrier, TraceEventRecord } from './slime/sample.ts';
 export { Opaque } from './slime/sample.ts';
 export { effectiveResponseLength, isRecord, numpyStr, pyFloatOf, pyIntOrFloat, pyNumber, responseLength, rewardValue, sampleIndex, sampleStatus, sampleTrace, traceEvents } from './slime/sample.ts';
@@ -125,16 +128,6 @@ export interface SampleTokenRecord {
   decodeToken: ((id: number) => string) | null;
 }
 
-/** The searchable text of one sample: named text fields (`prompt`, `response`, `label`, `conversation`, `metadata`) and its ids. */
-export interface SampleTextRecord {
-  sampleIndex: number;
-  groupIndex: number | null;
-  status: string;
-  reward: number | null;
-  fields: Record<string, string>;
-  /** Identifiers recorded with the sample: request ids, trace ids, session ids. */
-  ids: string[];
-}
 
 /** A recorded conversation row as the run wrote it, keyed by its sample id. */
 export type ConversationRecord = Record<string, unknown> & { sample_index: number };
@@ -202,8 +195,6 @@ export interface TelemetrySource {
   foldedView(t0: number | null, t1: number | null, streams?: readonly WarmedStream[]): FoldedView | null;
 }
 
-/** The streams the warm-up reads ahead (a partial answer names those it reads). */
-export type WarmedStream = 'gpu_util' | 'engine_series' | 'phases';
 
 /** A partial answer's way to the hours read so far: `run(fn)` calls `fn` with a view that sees only those. */
 export interface FoldedView {

@@ -3,8 +3,18 @@
 import { completedListItems, type PendingPickle } from '../../formats/torch/unpickle.ts';
 import { PyEnum, PyObject, Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
-import type { SampleTextRecord } from '../model.ts';
 import { asInt, asNumber, enumText, field, isDict, isList } from './pyFields.ts';
+
+/** The searchable text of one sample: named text fields (`prompt`, `response`, `label`, `conversation`, `metadata`) and its ids. */
+export interface SampleTextRecord {
+  sampleIndex: number;
+  groupIndex: number | null;
+  status: string;
+  reward: number | null;
+  fields: Record<string, string>;
+  /** Identifiers recorded with the sample: request ids, trace ids, session ids. */
+  ids: string[];
+}
 
 
 /** A chat message list as `role: content` lines; a string as itself. */

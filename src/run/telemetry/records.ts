@@ -31,3 +31,6 @@ export interface TelemetryWarning {
   line: number;
   message: string;
 }
+
+/** The streams the warm-up reads ahead (a partial answer names those it reads). */
+export type WarmedStream = 'gpu_util' | 'engine_series' | 'phases';

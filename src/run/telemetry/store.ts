@@ -49,7 +49,7 @@ import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
 import { columnsFile, gpuRollupFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
 import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
-import type { WarmedStream } from '../model.ts';
+import type { WarmedStream } from './records.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
