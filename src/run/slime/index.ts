@@ -199,13 +199,12 @@ export class SlimeRunModel implements RunModel, TraceSource {
   async sampleTokens(rolloutId: number, index: number, evaluation: boolean): Promise<SampleTokenRecord> {
     const s = await this.sample(rolloutId, index, evaluation);
     const lp = Array.isArray(s.fields.rollout_log_probs) ? numbers(s.fields.rollout_log_probs) : null;
-    const list = (k: string): Float64Array | null => (Array.isArray(s.fields[k]) ? Float64Array.from(numbers(s.fields[k])) : null);
-    const mask = list('loss_mask');
+    const mask = numberList(s.fields.loss_mask);
     // slime writes no train side; a trainer recording through rlsight's client may (log_probs, ref_log_probs, entropy, advantages)
-    const logProbs = list('log_probs');
-    const refLogProbs = list('ref_log_probs');
-    const entropy = list('entropy');
-    const advantages = list('advantages');
+    const logProbs = numberList(s.fields.log_probs);
+    const refLogProbs = numberList(s.fields.ref_log_probs);
+    const entropy = numberList(s.fields.entropy);
+    const advantages = numberList(s.fields.advantages);
     const hasTrain = mask !== null || logProbs !== null || refLogProbs !== null || entropy !== null || advantages !== null;
     return {
       rolloutId,
