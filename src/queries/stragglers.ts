@@ -161,6 +161,11 @@ function judgeSteps(parties: Map<string, PartyEntries>): { steps: (StepJudgement
   return { steps, entries };
 }
 
+/** A straggler is late in more than its share of at least the minimum number of measured steps. */
+function isStraggler(p: { measured: number; late: number }): boolean {
+  return p.measured >= STRAGGLER_MIN_STEPS && p.late > STRAGGLER_STEP_SHARE * p.measured;
+}
+
 /** A party's lag: the median over its measured steps of its lag behind the step's median entry. */
 function partyLag(key: string, steps: readonly (StepJudgement<string> | null)[]): { lag: number; measured: number; late: number; worst: number } | null {
   const lags: number[] = [];
@@ -190,7 +195,7 @@ export function findStragglers(events: readonly StragglerPhase[], since = -Infin
     const p = partyLag(key, steps);
     if (p === null) continue;
     const rank = Number(key);
-    if (p.measured < STRAGGLER_MIN_STEPS || p.late <= STRAGGLER_STEP_SHARE * p.measured) {
+    if (!isStraggler(p)) {
       lagOf.set(rank, p.lag);
       continue;
     }
@@ -244,7 +249,7 @@ export function laneStartLags(events: readonly (StragglerPhase & { lanes: readon
   for (const key of parties.keys()) {
     const p = partyLag(key, steps);
     if (p === null) continue;
-    const straggler = p.measured >= STRAGGLER_MIN_STEPS && p.late > STRAGGLER_STEP_SHARE * p.measured;
+    const straggler = isStraggler(p);
     for (const lane of lanesOf.get(key) ?? []) {
       const prev = byLane.get(lane);
       if (prev && prev.score >= p.lag) continue;
