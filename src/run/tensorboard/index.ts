@@ -54,13 +54,7 @@ function telemetryWith(t: TelemetrySource, tb: TensorBoardMetrics): TelemetrySou
     hasStream: (s: StreamName) => t.hasStream(s) || (s === 'metrics' && tb.records.length > 0),
     streamVersion: (s: StreamName) => t.streamVersion(s) + (s === 'metrics' ? tb.version : 0),
   };
-  return new Proxy(t, {
-    get(target, p) {
-      if (Object.hasOwn(extra, p)) return extra[p as keyof TelemetrySource];
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
+  return overlay(t, extra);
 }
 
 /** `model` with the scalars of the TensorBoard logdir `dir` among its metrics. */
@@ -81,11 +75,16 @@ export function withTensorBoard(model: RunModel, dir: string): RunModel {
       await model.close();
     },
   };
-  return new Proxy(model, {
-    get(target, p) {
-      if (Object.hasOwn(extra, p)) return extra[p as keyof RunModel];
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
+  return overlay(model, extra);
+}
+
+/** `target` answering with `extra`'s members where it has them, with its own (bound to it) elsewhere. */
+function overlay<T extends object>(target: T, extra: Partial<T>): T {
+  return new Proxy(target, {
+    get(t, p) {
+      if (Object.hasOwn(extra, p)) return extra[p as keyof T];
+      const v = Reflect.get(t, p, t);
+      return typeof v === 'function' ? v.bind(t) : v;
     },
   });
 }
