@@ -3,8 +3,8 @@ import { store } from './store.ts';
 
 export const chosenRun = store<string | null>(null);
 
-/** A path that names no run (`/api/runs…`, the app-wide event stream) is asked as it is. */
-const APP_WIDE = /^(runs(\/|$)|events$)/;
+/** A path that names no run (`/api/runs…`) is asked as it is. */
+const APP_WIDE = /^runs(\/|$)/;
 
 /** The API path of a request: under `runs/{id}/` when a run is chosen, so no view can ask another run by mistake. */
 export function scopedPath(path: string, run: string | null = chosenRun.get()): string {

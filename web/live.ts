@@ -65,7 +65,7 @@ export function startLive(): void {
   if (source && sourceRun === run) return;
   source?.close();
   sourceRun = run;
-  source = new EventSource(run === null ? apiUrl('events') : `./api/runs/${encodeURIComponent(run)}/events`);
+  source = new EventSource(apiUrl('events'));
   source.onopen = () => liveConnected.set(true);
   source.onerror = () => liveConnected.set(false);
   for (const name of EVENT_NAMES) source.addEventListener(name, onServerChange);
