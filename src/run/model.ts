@@ -23,7 +23,7 @@ import type {
 } from './telemetry/records.ts';
 import type { SlimeDump } from './slime/dump.ts';
 import type { SampleTextRecord } from './miles/sampleText.ts';
-import type { WarmedStream } from './telemetry/records.ts';
+import type { FoldedView, WarmedStream } from './telemetry/records.ts';
 import type { WarmUpProgress } from './telemetry/warmUp.ts';
 
 export type * from './telemetry/records.ts';
@@ -192,14 +192,7 @@ export interface TelemetrySource {
    * While the warm-up still has hours of `[t0, t1]` (null: the run's edge) to read, answers over the hours it
    * finished and what they cover; null once every hour of the window is read (answer from the source itself).
    */
-  foldedView(t0: number | null, t1: number | null, streams?: readonly WarmedStream[]): FoldedView | null;
-}
-
-
-/** A partial answer's way to the hours read so far: `run(fn)` calls `fn` with a view that sees only those. */
-export interface FoldedView {
-  coverage: { hours_done: number; hours_total: number; unread: [number, number][] };
-  run<T>(fn: (view: TelemetrySource) => T): T;
+  foldedView(t0: number | null, t1: number | null, streams?: readonly WarmedStream[]): FoldedView<TelemetrySource> | null;
 }
 
 /** A run's per-request traces (slime rollout dumps carry one per sample). */

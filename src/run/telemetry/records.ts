@@ -34,3 +34,9 @@ export interface TelemetryWarning {
 
 /** The streams the warm-up reads ahead (a partial answer names those it reads). */
 export type WarmedStream = 'gpu_util' | 'engine_series' | 'phases';
+
+/** A partial answer's way to the hours read so far: what they cover, and `run(fn)` over a view that sees only them. */
+export interface FoldedView<V> {
+  coverage: { hours_done: number; hours_total: number; unread: [number, number][] };
+  run<T>(fn: (view: V) => T): T;
+}

@@ -49,7 +49,7 @@ import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
 import { columnsFile, gpuRollupFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
 import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
-import type { WarmedStream } from './records.ts';
+import type { FoldedView, WarmedStream } from './records.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
 import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
@@ -98,12 +98,6 @@ export interface TelemetryStoreOptions {
   cacheDir?: string;
   /** Bytes the raw partition columns of all streams may hold together (default `DEFAULT_MEMORY_BUDGET`). */
   memoryBudget?: number;
-}
-
-/** A partial answer's way to the hours read so far (see `TelemetryStore.foldedView`). */
-export interface FoldedView {
-  coverage: { hours_done: number; hours_total: number; unread: [number, number][] };
-  run<T>(fn: (view: TelemetryStore) => T): T;
 }
 
 /** Default byte budget of the resident raw columns: keeps a 1,024-GPU run's server well under 512 MiB. */
@@ -321,7 +315,7 @@ export class TelemetryStore {
    * every hour of the window is read: answer from the store itself. The hours left are moved to the front of
    * the warm-up. The view is a new object each time, so caches keyed on the store never keep its answers.
    */
-  foldedView(t0: number | null, t1: number | null, streams: readonly WarmedStream[] = WARMED as WarmedStream[]): FoldedView | null {
+  foldedView(t0: number | null, t1: number | null, streams: readonly WarmedStream[] = WARMED as WarmedStream[]): FoldedView<TelemetryStore> | null {
     if (this.warm === null) return null;
     const open = this.warm.openHours(streams);
     if (open.size === 0) return null;
