@@ -108,7 +108,8 @@ const MAX_LATEST_KEYS = 16;
 const runsQuery = z.object({
   latest: z
     .string()
-    .refine((v) => v.split(',').filter(Boolean).length <= MAX_LATEST_KEYS, `latest: at most ${MAX_LATEST_KEYS} metric keys`)
+    .transform((v) => v.split(',').filter(Boolean))
+    .refine((keys) => keys.length <= MAX_LATEST_KEYS, `latest: at most ${MAX_LATEST_KEYS} metric keys`)
     .optional(),
 });
 
@@ -136,8 +137,7 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
 
   app.get('/api/runs', async (c) => {
     const listed = runs.runs();
-    const { latest } = parseParams(runsQuery, c.req.query());
-    const keys = latest?.split(',').filter(Boolean) ?? [];
+    const keys = parseParams(runsQuery, c.req.query()).latest ?? [];
     const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys }))) };
     return jsonResponse(c, body);
   });
