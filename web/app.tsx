@@ -8,7 +8,7 @@ import { WarmUpBar, warmUpProgress } from './components/warmUpBar.tsx';
 import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
 import { RunSelector, unknownRunText } from './components/runSelector.tsx';
-import { loadRuns, runList } from './runs.ts';
+import { loadRuns, runList, shownRunId } from './runs.ts';
 import { useStore } from './store.ts';
 import { RunsView } from './views/runs/index.tsx';
 import { DiffView } from './views/diff/index.tsx';
@@ -45,7 +45,7 @@ export function App() {
     const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace', health: 'Health', diff: 'Step diff', 'sample-diff': 'Sample diff', runs: 'Runs' };
     document.title = `${names[r.view]} · ${runId ?? m?.run_name ?? 'rlsight'}`;
   }, [r.view, m?.run_name, runId]);
-  const shownRun = runId ?? runs?.find((x) => x.primary)?.id ?? runs?.[0]?.id ?? null;
+  const shownRun = shownRunId(runs);
 
   const latest = m?.rollout_ids.train.at(-1) ?? m?.rollout_ids.eval.at(-1);
   const latestEval = !m?.rollout_ids.train.length && !!m?.rollout_ids.eval.length;

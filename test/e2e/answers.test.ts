@@ -106,6 +106,22 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.deepEqual(w.problems(), []);
   });
 
+  test('the search results close when the address changes (Back, a link, a typed URL), not only on a pick', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    await page.locator('input[data-global-search]').fill('"python tool"');
+    await page.waitForSelector(`.search-results[data-query='"python tool"'][data-done]`);
+    await page.evaluate('location.hash = "#/metrics"');
+    await page.waitForFunction('location.hash === "#/metrics"');
+    await page.waitForSelector('.search-results', { state: 'detached' });
+    // The query stays in the box: coming back to it shows the results again.
+    assert.equal(await page.locator('input[data-global-search]').inputValue(), '"python tool"');
+    await page.mouse.click(5, 890);
+    await page.locator('input[data-global-search]').focus();
+    await page.waitForSelector('.search-results');
+    assert.deepEqual(w.problems(), []);
+  });
+
   test('step diff: distributions overlaid with deltas, moved samples open a sample diff', async () => {
     // Adjacent steps share the prompts of the group a partial rollout carried over: find such a pair.
     let pair: [number, number] | null = null;

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { errorText, getJson, isAbort } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
-import { href, navigate } from '../../route.ts';
+import { href, navigate, route } from '../../route.ts';
 import type { SearchMatch, TokenView } from '../../../src/wire/index.ts';
 import { streamSearch } from './stream.ts';
 
@@ -105,6 +105,9 @@ export function HeaderSearch() {
       ctrl.abort();
     };
   }, [text]);
+
+  // Another address (Back, a link, a typed URL) is another screen: the results belong to the one left.
+  useEffect(() => route.subscribe(() => setOpen(false)), []);
 
   useEffect(() => {
     const away = (e: MouseEvent) => {
