@@ -33,6 +33,27 @@ async function body(res: Response): Promise<{ status: number; type: string | nul
   return { status: res.status, type: res.headers.get('content-type'), bytes: Buffer.from(await res.arrayBuffer()).toString('base64') };
 }
 
+describe('a resumed run in the runs table', () => {
+  test('starts at its first record when meta.json names a later start (the resume), and lasts to its edge', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-runs-'));
+    const dir = placeRun(root, 'resumed', 'grpo-resumed');
+    const meta = join(dir, 'dashboard', 'meta.json');
+    writeFileSync(meta, JSON.stringify({ run_name: 'grpo-resumed', start_ts: 4_000_000_000, args: {}, schema_version: 1 }));
+    ageTree(dir);
+    const runs = new ServedRuns({}, (d) => openRun(d));
+    runs.add(dir, await openRun(dir));
+    const server = await startRunsServer(runs, { port: 0 });
+    try {
+      const run = ((await (await fetch(new URL('/api/runs', server.url))).json()) as any).runs[0];
+      const range = ((await (await fetch(new URL('/api/meta', server.url))).json()) as any).time_range;
+      assert.deepEqual([run.start_ts, run.end_ts], range);
+    } finally {
+      await server.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('several runs in one server', () => {
   let root: string;
   let server: RunningServer;

@@ -17,6 +17,15 @@ export class BadArgument extends Error {
 /** The widest timeline window a query answers (4 h), in seconds. */
 export const MAX_WINDOW_S = 14400;
 
+/** Latest metric values the runs table may ask for at once (`latest`: one metrics read per run and key). */
+export const MAX_LATEST_KEYS = 16;
+
+/** The `latest` keys of the runs table, refused past `MAX_LATEST_KEYS`. */
+export function checkLatestKeys(keys: readonly string[]): readonly string[] {
+  if (keys.length > MAX_LATEST_KEYS) throw new BadArgument('latest', `latest: at most ${MAX_LATEST_KEYS} metric keys`);
+  return keys;
+}
+
 /** An integer argument: its parameter name, bounds and the value used when it is absent. */
 export interface IntLimit {
   readonly param: string;

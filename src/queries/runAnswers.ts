@@ -35,7 +35,7 @@ import { gpuProcesses } from './gpuProcesses.ts';
 import { gpuSeries } from './gpuSeries.ts';
 import { encodeHeatmap, heatmap } from './heatmap.ts';
 import { resolveLanes, selectedLanes, selectiveLaneKeys } from './lanes.ts';
-import { MAX_WINDOW_S } from './limits.ts';
+import { checkLatestKeys, MAX_WINDOW_S } from './limits.ts';
 import { sampleConversation } from './messages.ts';
 import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
 import { outliers } from './outliers.ts';
@@ -350,18 +350,21 @@ export class RunAnswers implements RunSources {
 
   async listing(id: string, primary: boolean, opts: { follow?: boolean; latest?: readonly string[] } = {}): Promise<RunListing> {
     const store = this.store;
-    const keys = opts.latest ?? [];
+    const keys = checkLatestKeys(opts.latest ?? []);
     const [ids, catalog, latest] = await Promise.all([
       this.model.rolloutIds(),
       this.catalog(),
       keys.length ? this.metrics({ keys: [...keys], x: 'rollout/step' }).then((a) => latestValues(a, keys)) : {},
     ]);
     const warnings = this.warnings();
-    const edge = store.timeRange()?.[1] ?? null;
+    const range = store.timeRange();
+    const edge = range?.[1] ?? null;
+    // A resumed run rewrites meta.json's start: its history began at its first record.
+    const starts = [store.meta()?.start_ts, range?.[0]].filter((t): t is number => t !== undefined && t !== null);
     return {
       id,
       name: store.meta()?.run_name || basename(this.model.dir),
-      start_ts: store.meta()?.start_ts ?? null,
+      start_ts: starts.length ? Math.min(...starts) : null,
       gpus: store.laneIndex().length,
       steps: Math.max(catalog.steps.length, ids.train.length),
       formats: [this.model.format],

@@ -103,13 +103,10 @@ function forRunApi(req: Request, rest: string): Request {
   return new Request(url, req);
 }
 
-/** Latest values the runs table may ask for at once (one metrics read per run and key). */
-const MAX_LATEST_KEYS = 16;
 const runsQuery = z.object({
   latest: z
     .string()
     .transform((v) => v.split(',').filter(Boolean))
-    .refine((keys) => keys.length <= MAX_LATEST_KEYS, `latest: at most ${MAX_LATEST_KEYS} metric keys`)
     .optional(),
 });
 

@@ -10,6 +10,7 @@ export interface RunListing {
   id: string;
   /** `meta.json`'s run name, else the folder name. */
   name: string;
+  /** When it began: `meta.json`'s start, or its first record when that is earlier (a resumed run rewrites the start). */
   start_ts: number | null;
   /** GPU lanes its telemetry knows. */
   gpus: number;
