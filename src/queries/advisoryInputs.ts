@@ -118,7 +118,15 @@ export async function advisoryAnswer(
 }
 
 /** The MFU summary; reads the engine hours ahead (one selective read of each cold hour for every gauge and counter). */
-function advisoryTelemetryAhead(store: TelemetrySource, w: Window): { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] } {
+/** What the advisory reads before the newest step's decode: the MFU summary and the run's args (meta.json read once). */
+interface AdvisoryAhead {
+  mfu: LocatedAdvisoryAnswer['mfu'];
+  gauges: string[];
+  args: Record<string, unknown>;
+  startTs: number | null;
+}
+
+function advisoryTelemetryAhead(store: TelemetrySource, w: Window): AdvisoryAhead {
   const series = metricSeries(store, [MFU_KEY, MFU_PEAK_KEY], { x: MFU_STEP_KEY });
   const numeric = (ys: readonly unknown[] = []): number[] => ys.map((v) => (typeof v === 'number' ? v : Number.NaN));
   const mfu = mfuSummary(numeric(series[MFU_KEY]?.y), numeric(series[MFU_PEAK_KEY]?.y));
@@ -135,21 +143,19 @@ function advisoryTelemetryAhead(store: TelemetrySource, w: Window): { mfu: Locat
       ...(Number.isFinite(from) ? [{ t0: from, t1: null, metrics: ADVISORY_COUNTERS }] : []),
     ]);
   }
-  return { mfu, gauges };
+  return { mfu, gauges, args, startTs: meta?.start_ts ?? null };
 }
 
 /** The advisories, from the telemetry and the newest step's verdict inputs. */
-function advisoryFrom(store: TelemetrySource, w: Window & { lowMfu: number }, ahead: { mfu: LocatedAdvisoryAnswer['mfu']; gauges: string[] }, rollout: AdvisoryInputs['rollout']): LocatedAdvisoryAnswer {
-  const { mfu, gauges } = ahead;
-  const meta = store.meta();
-  const args = (meta?.args as Record<string, unknown> | undefined) ?? {};
+function advisoryFrom(store: TelemetrySource, w: Window & { lowMfu: number }, ahead: AdvisoryAhead, rollout: AdvisoryInputs['rollout']): LocatedAdvisoryAnswer {
+  const { mfu, gauges, args, startTs } = ahead;
   // Each gauge summarised hour by hour (the hours read once for every gauge): memory holds an hour, not the run.
   const gauge = (metric: string, perDpRank = false): EngineSeriesSummary[] => engineSummaries(store, metric, perDpRank, w.t0 ?? null, w.t1 ?? null, gauges);
   const hasEngine = store.hasStream('engine_series');
   const inputs: AdvisoryInputs = {
     args,
     edge: store.timeRange()?.[1] ?? null,
-    startTs: meta?.start_ts ?? null,
+    startTs,
     phases: rawPhases(store),
     engine: hasEngine
       ? {
