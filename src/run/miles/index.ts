@@ -9,15 +9,9 @@ import { confinedNodeIo } from '../telemetry/io.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
 import { chatText } from './sampleText.ts';
-import { ALL_THREADS_AFTER_MS, foreground } from '../foreground.ts';
+import { BackgroundWarmUp, WARM_UP_DELAY_MS } from '../telemetry/backgroundWarmUp.ts';
 import { MIRROR_DIR, ROLLOUT_DIR, rolloutFile, TRAIN_DIR, trajectoryFile } from '../../formats/miles/layout.ts';
 import { DASHBOARD_DIR } from '../../formats/dashboard/layout.ts';
-
-/**
- * How long after opening the warm-up's first step waits: a server's start and its first answers (the
- * app's first requests) get the CPU to themselves, which on a small machine the warm-up's parses would take.
- */
-const WARM_UP_DELAY_MS = 1000;
 
 /** Damage reports kept (one per damaged file and problem; a run with more has bigger problems). */
 const MAX_NOTED_DAMAGE = 1000;
@@ -41,6 +35,7 @@ class MilesRun implements RunModel {
   private readonly damaged = new Set<string>();
   /** Problems of the run's top-level layout (a `dashboard` that is a file). */
   private readonly layout: string[] = [];
+  private readonly warmUp: BackgroundWarmUp;
 
   constructor(
     readonly dir: string,
@@ -49,6 +44,7 @@ class MilesRun implements RunModel {
     readonly cacheDir: string | null,
   ) {
     this.roots = [dir, ...(cacheDir ? [cacheDir] : [])];
+    this.warmUp = new BackgroundWarmUp(telemetry, cacheDir !== null);
     this.tokenizerDir = isDir(join(dir, 'tokenizer'));
     const dashboard = join(dir, 'dashboard');
     if (existsSync(dashboard) && !isDir(dashboard)) this.layout.push('dashboard: not a directory: telemetry skipped');
@@ -110,39 +106,12 @@ class MilesRun implements RunModel {
     this.startWarmUp();
   }
 
-  private warmTimer: NodeJS.Timeout | null = null;
-  private closed = false;
-
   /**
-   * Persists every hour of telemetry not yet in the cache directory, newest first, in small steps
-   * between requests (the parsing runs on the parse threads when the run is big). Restarted by
-   * `advance()` when a live run grows; nothing to do without a cache directory.
+   * Persists every hour of telemetry not yet in the cache directory in the background (see
+   * BackgroundWarmUp); restarted by `advance()` when a live run grows.
    */
   startWarmUp(delayMs = 0): void {
-    if (this.warmTimer !== null || this.cacheDir === null || this.closed) return;
-    const tick = (): void => {
-      if (this.closed) return;
-      // a request being answered gets the cores: the warm-up starts no parse meanwhile
-      if (!foreground.backgroundMayRun()) {
-        // but what its threads finished is taken in, so they are free for the requests' own reads
-        try {
-          this.telemetry.warmUpCollect();
-        } catch {
-          // persisted again later
-        }
-        this.warmTimer = setTimeout(tick, 20).unref();
-        return;
-      }
-      let more = false;
-      try {
-        // while people are asking, one parse thread stays free for their window reads
-        more = this.telemetry.warmUpStep(foreground.quietForMs() >= ALL_THREADS_AFTER_MS ? Infinity : 1);
-      } catch {
-        // a file that cannot be read now is read (and reported) by the query that needs it
-      }
-      this.warmTimer = more ? setTimeout(tick, 25).unref() : null;
-    };
-    this.warmTimer = setTimeout(tick, delayMs).unref();
+    this.warmUp.start(delayMs);
   }
 
   /**
@@ -169,9 +138,7 @@ class MilesRun implements RunModel {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.warmTimer !== null) clearTimeout(this.warmTimer);
-    this.warmTimer = null;
+    this.warmUp.close();
     this.telemetry.close();
     await this.dumps.close();
   }

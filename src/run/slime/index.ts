@@ -8,6 +8,7 @@ import { RefusedOption, NotFound } from '../errors.ts';
 import { digestTrainRow } from '../miles/trainDigest.ts';
 import type { TrainRow } from '../miles/trainDump.ts';
 import type { ConversationRecord, TrainDigest, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import { BackgroundWarmUp, WARM_UP_DELAY_MS } from '../telemetry/backgroundWarmUp.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { SlimeDump } from './dump.ts';
 import { looksLikeSlimeDir, sampleByIndex, SlimeRun, type SampleDumpSource } from './run.ts';
@@ -146,7 +147,11 @@ export class SlimeRunModel implements RunModel, TraceSource {
     readonly format: string = 'slime',
   ) {
     this.roots = [run.root, ...(cacheDir ? [cacheDir] : [])];
+    this.warmUp = telemetry ? new BackgroundWarmUp(telemetry, cacheDir !== null) : null;
+    this.warmUp?.start(WARM_UP_DELAY_MS);
   }
+
+  private readonly warmUp: BackgroundWarmUp | null;
 
   static fromDumpDetails(dir: string, cacheDir: string | null = null): SlimeRunModel {
     return new SlimeRunModel(SlimeRun.fromDumpDetails(dir), null, cacheDir);
@@ -256,6 +261,8 @@ export class SlimeRunModel implements RunModel, TraceSource {
 
   async advance(): Promise<void> {
     this.run.refresh();
+    this.telemetry?.follow();
+    this.warmUp?.start();
   }
 
   warnings(): string[] {
@@ -263,6 +270,7 @@ export class SlimeRunModel implements RunModel, TraceSource {
   }
 
   async close(): Promise<void> {
+    this.warmUp?.close();
     this.telemetry?.close();
   }
 }
