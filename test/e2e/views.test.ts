@@ -223,6 +223,26 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
   type Rows = { rows: Record<string, unknown>[] };
   const api = async <T,>(path: string): Promise<T> => (await fetch(`${ctx.served.url}api/${path}`)).json() as Promise<T>;
 
+  it('sample tokens: the tokens are asked first and the step summary only once they answered (it never delays them)', async () => {
+    const step = 1;
+    const idx = (await api<Rows>(`rollout/${step}/summary`)).rows[0]!.sample_index;
+    const w = await open(`#/rollout/${step}/sample/${idx}?tab=tokens`);
+    const { page } = w;
+    await page.waitForSelector('[data-testid=token-text] .tok');
+    // The header's chips come from the summary, asked after the tokens.
+    await page.waitForFunction(() => [...document.querySelectorAll('.sample-head .chip')].some((e: any) => /response tokens/.test(e.textContent)));
+    const asked = await page.evaluate(() =>
+      (performance.getEntriesByType('resource') as unknown as { name: string; startTime: number; responseEnd: number }[]).map((r) => ({ path: new URL(r.name).pathname, start: r.startTime, end: r.responseEnd })),
+    );
+    const tokens = asked.filter((r) => /\/sample\/\d+\/tokens$/.test(r.path));
+    const summary = asked.filter((r) => /\/rollout\/\d+\/summary$/.test(r.path));
+    assert.equal(tokens.length, 1, JSON.stringify(asked));
+    assert.equal(summary.length, 1, JSON.stringify(asked));
+    assert.ok(summary[0]!.start >= tokens[0]!.end, `the summary (asked at ${summary[0]!.start} ms) waits for the tokens (answered at ${tokens[0]!.end} ms)`);
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
   it('rollouts: eval prompts sampled once are not zero-std groups; a stale step error clears on train ↔ eval', async () => {
     const meta = await api<{ rollout_ids: { train: number[]; eval: number[] } }>('meta');
     const ev = meta.rollout_ids.eval[0]!;

@@ -1,5 +1,5 @@
 // Sample view: one trajectory — header with group navigation, its lifecycle, then Conversation and Tokens tabs.
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import { Downloads } from '../../components/downloads.tsx';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
@@ -29,7 +29,12 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
   const idx = route.sampleIndex;
   const tab = p.get('tab') === 'tokens' ? 'tokens' : 'conversation';
   const known = (evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train).includes(id);
-  const summary = useApi(known ? `${runId}|${id}|${evaluation}` : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
+  const step = `${runId}|${id}|${evaluation}`;
+  // On the tokens tab the step's summary (every sample of the step, costly the first time) is asked once the
+  // tokens have answered: the tokens come first, the header and group navigation after.
+  const [tokensAnsweredFor, setTokensAnsweredFor] = useState<string | null>(null);
+  const summaryWanted = idx === null || tab !== 'tokens' || tokensAnsweredFor === step;
+  const summary = useApi(known && summaryWanted ? step : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
   const rows = summary.data?.rows ?? [];
   const order = rows.map((r) => Number(r.sample_index));
   const row = rows.find((r) => Number(r.sample_index) === idx);
@@ -174,7 +179,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
           <Conversation messages={conv.data.messages} />
         )
       ) : (
-        <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} />
+        <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} onAnswered={() => setTokensAnsweredFor(step)} />
       )}
     </div>
   );

@@ -18,13 +18,17 @@ const WINDOWS = [256, 1024, 4096];
 const DEFAULT_WINDOW = 1024;
 const COLOR_PREFERENCE: TokenStat[] = ['lp_diff', 'imp_ratio', 'entropy', 'advantages', 'rollout_log_probs'];
 
-export function TokensPanel(props: { id: number; idx: number; evaluation: boolean; params: URLSearchParams }) {
-  const { id, idx, evaluation, params } = props;
+export function TokensPanel(props: { id: number; idx: number; evaluation: boolean; params: URLSearchParams; onAnswered?: () => void }) {
+  const { id, idx, evaluation, params, onAnswered } = props;
   const start = Math.max(0, numParam(params, 'start') ?? 0);
   const win = WINDOWS.includes(numParam(params, 'win') ?? 0) ? numParam(params, 'win')! : DEFAULT_WINDOW;
   const res = useApi(`${id}|${idx}|${evaluation}|${start}|${win}`, (signal) =>
     getJson<Tokens>(`rollout/${id}/sample/${idx}/tokens`, { start, end: start + win, eval: evaluation }, signal),
   );
+  const answered = res.data !== null || res.error !== null;
+  useEffect(() => {
+    if (answered) onAnswered?.();
+  }, [answered]);
   if (res.error) return <ErrorNote error={res.error}>{start > 0 && <button onClick={() => setParams({ start: null })}>back to the first window</button>}</ErrorNote>;
   if (!res.data) return <Loading what="tokens (the first open of a step decodes its tokens on the server)" />;
   return <TokenWindow t={res.data} params={params} win={win} loading={res.loading} />;
