@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom } from '../src/demo/random.ts';
 import { PyFloat, saveTorch, type Picklable } from '../src/formats/torch/writer.ts';
-import { RunSearch, searchRun } from '../src/queries/search.ts';
+import { searchRun } from '../src/queries/search.ts';
+import { SearchTexts } from '../src/run/searchTexts.ts';
 import { openRun } from '../src/commands/openRun.ts';
 
 const SAMPLES = process.env.RLSIGHT_BENCH_SMALL === '1' ? 256 : 4096;
@@ -49,7 +50,7 @@ async function writeRun(dir: string, format: 'miles' | 'slime'): Promise<void> {
   utimesSync(join(dir, 'rollout_data', '0.pt'), old, old);
 }
 
-async function scan(search: RunSearch, run: Parameters<typeof searchRun>[1], q: string): Promise<{ first: number | null; all: number; matches: number }> {
+async function scan(search: Parameters<typeof searchRun>[0], run: Parameters<typeof searchRun>[1], q: string): Promise<{ first: number | null; all: number; matches: number }> {
   const t0 = performance.now();
   let first: number | null = null;
   let matches = 0;
@@ -66,7 +67,7 @@ async function scan(search: RunSearch, run: Parameters<typeof searchRun>[1], q: 
 async function measure(dir: string) {
   const run = await openRun(dir);
   const answers = run;
-  const search = new RunSearch(answers);
+  const search = new SearchTexts(answers);
   const cold = await scan(search, answers, '"zebra crossing protocol"');
   const buildStart = performance.now();
   await search.idle();

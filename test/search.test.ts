@@ -11,7 +11,9 @@ import { generateDemoRun } from '../src/demo/index.ts';
 import { PyFloat, saveTorch } from '../src/formats/torch/writer.ts';
 import type { RunSources } from '../src/queries/runAnswers.ts';
 import type { StepDiff } from '../src/queries/stepDiff.ts';
-import { parseQuery, RunSearch, searchRun, type SearchEvent, type SearchMatch } from '../src/queries/search.ts';
+import { parseQuery, searchRun, type SearchEvent, type SearchMatch } from '../src/queries/search.ts';
+import { SearchTexts } from '../src/run/searchTexts.ts';
+import { DerivedCache } from '../src/run/derivedCache.ts';
 import { mountAnswers, mountRunsAnswers } from '../src/server/answers.ts';
 import { failureResponse } from '../src/server/errors.ts';
 import { openRun, type OpenRun } from '../src/commands/openRun.ts';
@@ -20,7 +22,7 @@ import { RunAnswers } from '../src/queries/runAnswers.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 import { ageTree, copyFixtureRun, fixturePath, type RunCopy } from './support/fixtures.ts';
 
-async function all(run: RunSources, q: string, search = new RunSearch(run)): Promise<SearchEvent[]> {
+async function all(run: RunSources, q: string, search = new SearchTexts(run)): Promise<SearchEvent[]> {
   const out: SearchEvent[] = [];
   for await (const e of searchRun(search, run, q)) out.push(e);
   return out;
@@ -79,7 +81,7 @@ test('a word matches its case-insensitive variants (ſun for sun) the same befor
     readCache: async () => null,
     writeCache: async () => {},
   } as unknown as RunSources;
-  const search = new RunSearch(run);
+  const search = new SearchTexts(run);
   const cold = { whole: where(await all(run, 'sun ', search)), prefix: where(await all(run, 'sun', search)) };
   assert.deepEqual(cold.whole, ['0:0:response', '0:1:response']);
   assert.deepEqual(cold.prefix, ['0:0:response', '0:1:response', '0:2:response', '0:3:response']);
@@ -165,7 +167,7 @@ describe('search over the slime trace fixture', () => {
 
   test('a step is read once per search state, and again once its dump changes', async () => {
     const { counted, reads } = countingReads(run);
-    const search = new RunSearch(counted, false);
+    const search = new SearchTexts(counted, false);
     const first = where(await all(counted, '"Natalia sold clips"', search));
     assert.deepEqual(reads, ['0', '1', 'eval_0']);
     assert.deepEqual(where(await all(counted, '"Natalia sold clips"', search)), first);
@@ -202,7 +204,7 @@ describe('search over the demo', () => {
   });
 
   test('the phrase of one response finds it, and the index built after the scan answers the same', async () => {
-    const search = new RunSearch(run, true, run.cache);
+    const search = new SearchTexts(run, true, new DerivedCache(cache));
     const texts = await run.sampleTexts(1, false);
     const target = texts[7];
     // The tool call the response makes (its code is specific to the prompt).
@@ -216,27 +218,27 @@ describe('search over the demo', () => {
     assert.ok(readdirSync(cache).some((f) => f.startsWith('search_')), 'the indexed steps are cached');
     assert.deepEqual(where(await all(run, phrase, search)), cold, 'warm (indexed) answers equal cold ones');
     // A new search state over the same run reads the cache: same answer.
-    assert.deepEqual(where(await all(run, phrase, new RunSearch(run, true, run.cache))), cold);
+    assert.deepEqual(where(await all(run, phrase, new SearchTexts(run, true, new DerivedCache(cache)))), cold);
   });
 
   test('cached steps are read from the cache until their dump changes', async () => {
     const { counted, reads } = countingReads(run);
-    const first = new RunSearch(counted, true, run.cache);
+    const first = new SearchTexts(counted, true, new DerivedCache(cache));
     const before = where(await all(counted, '/a/', first));
     await first.idle();
     reads.length = 0;
-    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted, true, run.cache))), before);
+    assert.deepEqual(where(await all(counted, '/a/', new SearchTexts(counted, true, new DerivedCache(cache)))), before);
     assert.deepEqual(reads, [], 'every step came from the cache');
     const dump = join(base, 'run', 'rollout_data', '1.pt');
     const old = Date.now() / 1000 - 7200;
     utimesSync(dump, old, old);
-    assert.deepEqual(where(await all(counted, '/a/', new RunSearch(counted, true, run.cache))), before);
+    assert.deepEqual(where(await all(counted, '/a/', new SearchTexts(counted, true, new DerivedCache(cache)))), before);
     assert.deepEqual(reads, ['1'], 'only the changed step is read again');
   });
 
   test('limit stops the scan with truncated set', async () => {
     const out: SearchEvent[] = [];
-    for await (const e of searchRun(new RunSearch(run), run, '/a/', { limit: 5 })) out.push(e);
+    for await (const e of searchRun(new SearchTexts(run), run, '/a/', { limit: 5 })) out.push(e);
     assert.equal(matches(out).length, 5);
     const done = out.at(-1)!;
     assert.ok(done.type === 'done' && done.truncated);
@@ -291,7 +293,7 @@ describe('a cold step is searched while its dump is decoded', () => {
     });
     let finishedAtFirstMatch: boolean | null = null;
     const streamed: SearchEvent[] = [];
-    for await (const e of searchRun(new RunSearch(watched, false), watched, '"zebra crossing"')) {
+    for await (const e of searchRun(new SearchTexts(watched, false), watched, '"zebra crossing"')) {
       if (e.type === 'match') finishedAtFirstMatch ??= finished;
       streamed.push(e);
     }

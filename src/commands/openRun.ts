@@ -1,11 +1,11 @@
 // Opens a run directory for the commands and the server they start: its model (run/open.ts detects the
-// format), answered through the queries, with what the queries are handed (the derived cache, engine series
+// format), answered through the queries, with what the queries are handed (the searchable texts, engine series
 // from Prometheus). Nothing under the run is ever written.
 import { answersFor } from '../queries/slimeAnswers.ts';
 import type { RunAnswers } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import type { OpenRunOptions, RunModel } from '../run/model.ts';
-import { derivedEntries, openPrometheusEngines, openRunModel } from '../run/open.ts';
+import { openPrometheusEngines, openRunModel, openSearchTexts } from '../run/open.ts';
 
 export type OpenRun = RunAnswers;
 
@@ -16,9 +16,13 @@ export interface OpenAnswersOptions extends OpenRunOptions {
   slime?: StepMetricsInputs;
 }
 
-/** The answers over an open model, handed its derived cache and outside engine series. */
+/** The answers over an open model, handed its searchable texts (kept in its cache directory) and outside engine series. */
 export function answersOver(model: RunModel, opts: Pick<OpenAnswersOptions, 'prometheus' | 'slime'> = {}): RunAnswers {
-  return answersFor(model, { cache: derivedEntries(model), engines: opts.prometheus ? openPrometheusEngines(opts.prometheus) : null, slime: opts.slime });
+  return answersFor(model, {
+    searchTexts: (source) => openSearchTexts(source, { cacheDir: model.cacheDir }),
+    engines: opts.prometheus ? openPrometheusEngines(opts.prometheus) : null,
+    slime: opts.slime,
+  });
 }
 
 export async function openRun(runDir: string, opts: OpenAnswersOptions = {}): Promise<RunAnswers> {

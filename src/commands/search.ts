@@ -1,7 +1,8 @@
 // `rlsight search DIR QUERY [--limit N] [--cache-dir DIR]`: one JSON line per matching sample
 // (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
+import { resolve } from 'node:path';
 import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
-import { parseQuery, RunSearch, searchRun } from '../queries/search.ts';
+import { parseQuery, searchRun } from '../queries/search.ts';
 import { CommandUsageError, intFlag, openRunDir, runCommand, runDirArgs } from './common.ts';
 
 export async function searchCommand(argv: string[]): Promise<number> {
@@ -18,7 +19,10 @@ export async function searchCommand(argv: string[]): Promise<number> {
     const problem = limitProblem(SEARCH_RESULTS, limit);
     if (problem) throw new CommandUsageError(`--${problem}`);
     const run = await openRunDir(dir, values['cache-dir']);
-    const search = new RunSearch(run.answers, values['cache-dir'] !== undefined, run.answers.cache);
+    // Without a cache a one-shot scan has no later use for an index.
+    const { openSearchTexts } = await import('../run/open.ts');
+    const cacheDir = values['cache-dir'] !== undefined ? resolve(values['cache-dir']) : null;
+    const search = openSearchTexts(run.answers, { indexing: cacheDir !== null, cacheDir });
     try {
       let matches = 0;
       for await (const e of searchRun(search, run.answers, query, { limit })) {

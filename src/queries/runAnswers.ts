@@ -1,8 +1,9 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
-import { FLAT_STREAMS, PARTITIONED_STREAMS, type DerivedEntries, type MetricsRecord, type OutsideEngineSeries, type PhaseEvent, type RunModel, type SampleTextRecord, type TelemetrySource, type TopologySnapshot, type WarmedStream } from '../run/model.ts';
+import { FLAT_STREAMS, PARTITIONED_STREAMS, type MetricsRecord, type OutsideEngineSeries, type PhaseEvent, type RunModel, type SampleTextRecord, type SearchTextSource, type StepTextsSource, type TelemetrySource, type TopologySnapshot, type WarmedStream } from '../run/model.ts';
 import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
+import { openSearchTexts } from '../run/open.ts';
 import type {
   BubblesAnswer,
   Conversation,
@@ -129,8 +130,8 @@ export interface RunSources {
   trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer>;
   /** One sample's trace items with every attr; NotFound for a run without traces. */
   traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails>;
-  /** The run's derived entries (search indexes kept in `--cache-dir`), handed in by whoever opened it; null keeps none. */
-  readonly cache: DerivedEntries | null;
+  /** The run's searchable texts, kept between searches (made once, by what whoever opened the run handed in). */
+  searchTexts(): StepTextsSource<SampleText>;
 
   /**
    * A token that changes whenever a telemetry answer (`/api/timeline/*`) may change: every stream's
@@ -160,8 +161,8 @@ export interface SampleText extends Pick<SearchMatch, 'step' | 'evaluation' | 's
 
 /** What whoever opens a run hands its answers: nothing of it is read from files by the queries. */
 export interface HandedIn {
-  /** The run's derived entries (search indexes kept in `--cache-dir`); none when absent. */
-  cache?: DerivedEntries | null;
+  /** The run's searchable texts over these answers (kept in `--cache-dir` when the opener has one); in memory when absent. */
+  searchTexts?: (source: SearchTextSource<SampleText>) => StepTextsSource<SampleText>;
   /** Engine series from outside the run (`--prometheus URL`), shown when the run has none of its own. */
   engines?: OutsideEngineSeries | null;
   /** The clock an outside source's default window ends at (seconds). */
@@ -214,7 +215,8 @@ export class RunAnswers implements RunSources {
   private readonly stepOfSample = new Map<number, number>();
   private unstamped = 0;
 
-  readonly cache: DerivedEntries | null;
+  private readonly openSearchTexts: (source: SearchTextSource<SampleText>) => StepTextsSource<SampleText>;
+  private search: StepTextsSource<SampleText> | null = null;
   private readonly engines: OutsideEngineSeries | null;
   private readonly now: () => number;
   /** The run's telemetry, or for a run that records none a source holding nothing (every answer the empty one). */
@@ -225,7 +227,7 @@ export class RunAnswers implements RunSources {
     handed: HandedIn = {},
   ) {
     this.store = model.telemetry ?? noTelemetry();
-    this.cache = handed.cache ?? null;
+    this.openSearchTexts = handed.searchTexts ?? ((source) => openSearchTexts(source));
     this.engines = handed.engines ?? null;
     this.now = handed.now ?? (() => Date.now() / 1000);
   }
@@ -241,6 +243,10 @@ export class RunAnswers implements RunSources {
 
   rolloutIds(): Promise<{ train: number[]; eval: number[] }> {
     return this.model.rolloutIds();
+  }
+
+  searchTexts(): StepTextsSource<SampleText> {
+    return (this.search ??= this.openSearchTexts(this));
   }
 
   stepStamp(step: number, evaluation: boolean): Promise<string> {

@@ -1,10 +1,11 @@
 // Search across every step of a run: words, "exact phrases", /regular expressions/, request or trace ids,
-// a sample index or `step:sample`. A step is scanned batch by batch while its dump is decoded, its texts then
-// kept (memory, and `--cache-dir` when given) with a full-text index (flexsearch) built behind the scans.
-import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
+// a sample index or `step:sample`. Each step's texts come from the run's searchable texts (scanned batch by
+// batch while its dump is decoded, then kept with a word index that narrows the samples a scan verifies).
 import type { SearchEvent, SearchMatch } from '../wire/index.ts';
-import type { DerivedEntries } from '../run/model.ts';
+import { SEARCH_NON_WORD, type StepTexts as RunStepTexts, type StepTextsSource } from '../run/model.ts';
 import type { RunSources, SampleText } from './runAnswers.ts';
+
+type StepTexts = RunStepTexts<SampleText>;
 import { DumpStillWriting } from '../run/errors.ts';
 import { BadArgument } from './limits.ts';
 import { regexHits } from './boundedRegex.ts';
@@ -16,10 +17,6 @@ export type { SearchEvent, SearchMatch } from '../wire/index.ts';
 export const SEARCH_FIELDS = ['prompt', 'response', 'conversation', 'label', 'metadata'] as const;
 /** Characters of context each side of a hit in a snippet. */
 const SNIPPET_CONTEXT = 60;
-/** Steps whose texts and index stay in memory. */
-const STEPS_KEPT = 16;
-// 2: the index holds words split and folded here (flexsearch encoder skipped).
-const CACHE_VERSION = 2;
 
 type TextQuery = Extract<ParsedQuery, { kind: 'text' }>;
 
@@ -70,128 +67,7 @@ function wordRegex(word: string, prefix: boolean): RegExp {
   return new RegExp(`${edge}${escapeRegex(word)}${end}`, 'giu');
 }
 
-/** One step's texts, lower-cased once, with an index over them once built. */
-interface StepTexts {
-  key: string;
-  stamp: string;
-  texts: SampleText[];
-  lower: Record<string, string>[];
-  /** Per sample, bit k set once its SEARCH_FIELDS[k] text was looked at, bit 8 + k when it is plain ASCII. */
-  ascii: Uint16Array;
-  index: FlexIndex | null;
-  /** Sample positions by recorded id. */
-  ids: Map<string, number[]>;
-}
-
-function wordIndex(): FlexIndex {
-  // Positions are not scored (resolution 1): the index only narrows which samples a scan verifies. Entries
-  // and lookups are words already split and folded here, so flexsearch's own encoder is skipped.
-  return new FlexSearch.Index({ tokenize: 'strict', resolution: 1, encode: (text: string) => text.split(' ') });
-}
-
-const NON_WORD = /[^\p{L}\p{N}]+/u;
 const NOT_ASCII = /[^\x00-\x7f]/;
-
-/**
- * A lower-case word as the index holds it: letters that differ only in case-insensitive matching (ſ and s,
- * ς and σ) made equal, so a word the verifying scan would accept is never missing from the candidates.
- */
-function foldWord(w: string): string {
-  return NOT_ASCII.test(w) ? w.toUpperCase().toLowerCase() : w;
-}
-
-/** Work on an index between two yields to the event loop (ms). */
-const INDEX_SLICE_MS = 10;
-/** How often a paused index build looks whether the reads it waits for are done (ms). */
-const READ_WAIT_MS = 20;
-
-function prepare(key: string, stamp: string, texts: SampleText[]): StepTexts {
-  const ids = new Map<string, number[]>();
-  texts.forEach((t, i) => {
-    for (const id of t.ids) ids.set(id, [...(ids.get(id) ?? []), i]);
-  });
-  const lower = texts.map((t) => Object.fromEntries(Object.entries(t.fields).map(([k, v]) => [k, v.toLowerCase()])));
-  return { key, stamp, texts, lower, ascii: new Uint16Array(texts.length), index: null, ids };
-}
-
-/** Builds a step's index a slice at a time, calling `between` (served by the event loop) between slices. */
-async function buildIndex(st: StepTexts, between: () => Promise<void>): Promise<FlexIndex> {
-  const index = wordIndex();
-  let until = performance.now() + INDEX_SLICE_MS;
-  // One entry per sample holding each distinct word of all its fields once: what a lookup needs, at a
-  // fraction of the cost of indexing every occurrence.
-  for (let i = 0; i < st.lower.length; i++) {
-    const words = new Set<string>();
-    for (const text of Object.values(st.lower[i])) for (const w of text.split(NON_WORD)) if (w) words.add(foldWord(w));
-    index.add(i, [...words].join(' '));
-    if (performance.now() >= until) {
-      await between();
-      until = performance.now() + INDEX_SLICE_MS;
-    }
-  }
-  return index;
-}
-
-/** The batches of one step as one. */
-function joinBatches(key: string, stamp: string, parts: readonly StepTexts[]): StepTexts {
-  if (parts.length === 1) return parts[0];
-  const texts: SampleText[] = [];
-  const lower: Record<string, string>[] = [];
-  const ascii = new Uint16Array(parts.reduce((n, p) => n + p.texts.length, 0));
-  const ids = new Map<string, number[]>();
-  for (const part of parts) {
-    const at = texts.length;
-    for (const t of part.texts) texts.push(t);
-    for (const l of part.lower) lower.push(l);
-    ascii.set(part.ascii, at);
-    for (const [id, positions] of part.ids) ids.set(id, [...(ids.get(id) ?? []), ...positions.map((i) => i + at)]);
-  }
-  return { key, stamp, texts, lower, ascii, index: null, ids };
-}
-
-/** A step read for the first time: its batches so far, shared by every search that asks while it is read. */
-class StepRead {
-  readonly batches: StepTexts[] = [];
-  private finished = false;
-  private error: { cause: unknown } | null = null;
-  private wake!: () => void;
-  private changed = this.nextChange();
-
-  private nextChange(): Promise<void> {
-    return new Promise<void>((r) => (this.wake = r));
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.changed = this.nextChange();
-    wake();
-  }
-
-  push(batch: StepTexts): void {
-    this.batches.push(batch);
-    this.notify();
-  }
-
-  finish(): void {
-    this.finished = true;
-    this.notify();
-  }
-
-  fail(cause: unknown): void {
-    this.error = { cause };
-    this.notify();
-  }
-
-  /** Every batch, those read already at once and the rest as they come; the read's failure is rethrown. */
-  async *read(): AsyncGenerator<StepTexts> {
-    for (let i = 0; ; ) {
-      while (i < this.batches.length) yield this.batches[i++];
-      if (this.error) throw this.error.cause;
-      if (this.finished) return;
-      await this.changed;
-    }
-  }
-}
 
 function snippetAround(text: string, start: number, end: number, ranges: [number, number][]): { snippet: string; highlights: [number, number][] } {
   const from = Math.max(0, start - SNIPPET_CONTEXT);
@@ -224,26 +100,24 @@ function matchOf(t: SampleText, field: string, text: string, ranges: [number, nu
 
 /** The words of a term that are whole index words: `edges` says whether its first and last part may be cut. */
 function wholeParts(term: string, cutStart: boolean, cutEnd: boolean): string[] {
-  const parts = term.split(NON_WORD);
-  const lo = cutStart || NON_WORD.test(term[0] ?? '') ? 1 : 0;
-  const hi = cutEnd || NON_WORD.test(term[term.length - 1] ?? '') ? parts.length - 1 : parts.length;
+  const parts = term.split(SEARCH_NON_WORD);
+  const lo = cutStart || SEARCH_NON_WORD.test(term[0] ?? '') ? 1 : 0;
+  const hi = cutEnd || SEARCH_NON_WORD.test(term[term.length - 1] ?? '') ? parts.length - 1 : parts.length;
   // A term beginning or ending in punctuation splits into an empty part there, which the bounds skip.
   return parts.slice(lo, Math.max(lo, hi)).filter(Boolean);
 }
 
 /** The sample positions that may match a text query (each whole word of it indexed), or null for "all". */
 function candidates(st: StepTexts, q: Extract<ParsedQuery, { kind: 'text' }>): Set<number> | null {
-  if (!st.index) return null;
-  const lookups = new Set(
-    [
-      ...q.words.flatMap((w) => wholeParts(w, false, false)),
-      ...q.phrases.flatMap((p) => wholeParts(p, true, true)),
-      ...(q.openWord ? wholeParts(q.openWord, false, true) : []),
-    ].map(foldWord),
-  );
+  const lookups = new Set([
+    ...q.words.flatMap((w) => wholeParts(w, false, false)),
+    ...q.phrases.flatMap((p) => wholeParts(p, true, true)),
+    ...(q.openWord ? wholeParts(q.openWord, false, true) : []),
+  ]);
   let out: Set<number> | null = null;
   for (const w of lookups) {
-    const hits = new Set((st.index.search(w, { limit: st.texts.length }) as (number | string)[]).map(Number));
+    const hits = st.lookup(w);
+    if (hits === null) return null;
     const prev: Set<number> | null = out;
     out = prev === null ? hits : new Set([...prev].filter((i: number) => hits.has(i)));
     if (out.size === 0) break;
@@ -356,140 +230,6 @@ function idMatch(t: SampleText, field: string, text: string, run: string | undef
   return matchOf(t, field, text, [[0, text.length]], run);
 }
 
-/**
- * Per-run search state: each step's texts and index, kept for STEPS_KEPT steps and, with a cache, on disk
- * (texts plus the exported index), invalidated when the step's files change.
- */
-export class RunSearch {
-  private readonly steps = new Map<string, StepTexts>();
-  private readonly reading = new Map<string, StepRead>();
-
-  constructor(
-    private readonly run: RunSources,
-    /** Whether scanned steps get an index (a one-shot scan without a cache has no later use for one). */
-    private readonly indexing = true,
-    /** Where indexes outlive the process (`--cache-dir`), handed in by the server or the command; null keeps none. */
-    private readonly cache: DerivedEntries | null = null,
-  ) {}
-
-  /**
-   * One step's texts in batches: at once when known (memory or the cache), else as the step's dump is read.
-   * That read is shared by the searches asking meanwhile and goes on to the end when they stop listening
-   * (a query typed further finds the step whole).
-   */
-  async *stepBatches(step: number, evaluation: boolean): AsyncGenerator<StepTexts> {
-    const key = `${evaluation ? 'eval_' : ''}${step}`;
-    const stamp = await this.run.stepStamp(step, evaluation);
-    const known = this.steps.get(key);
-    if (known && known.stamp === stamp) {
-      // Most recently used last.
-      this.steps.delete(key);
-      this.steps.set(key, known);
-      yield known;
-      return;
-    }
-    const id = `${key}\n${stamp}`;
-    let read = this.reading.get(id);
-    if (!read) {
-      read = new StepRead();
-      this.reading.set(id, read);
-      void this.readStep(read, key, stamp, step, evaluation).finally(() => this.reading.delete(id));
-    }
-    yield* read.read();
-  }
-
-  private async readStep(read: StepRead, key: string, stamp: string, step: number, evaluation: boolean): Promise<void> {
-    try {
-      const cached = await this.fromCache(key, stamp);
-      if (cached) read.push(cached);
-      else
-        for await (const batch of this.run.sampleTextBatches(step, evaluation)) {
-          if (this.stopped) throw new Error('the search state was stopped');
-          read.push(prepare(key, stamp, batch));
-        }
-      const st = joinBatches(key, stamp, read.batches.length ? read.batches : [prepare(key, stamp, [])]);
-      this.steps.set(key, st);
-      while (this.steps.size > STEPS_KEPT) this.steps.delete(this.steps.keys().next().value as string);
-      read.finish();
-      // The index is built once the step has been read, behind the scans, so no answer waits for it.
-      this.scheduleIndex(st);
-    } catch (e) {
-      read.fail(e);
-    }
-  }
-
-  private stopped = false;
-
-  /** Ends the reads still going on (their steps are not kept): for a process about to exit. */
-  stop(): void {
-    this.stopped = true;
-  }
-
-  private queue: Promise<void> = Promise.resolve();
-
-  /**
-   * Builds the index of a scanned step (its first use) and writes the step to the cache, one step at a
-   * time behind the scans, so no answer waits for an index.
-   */
-  scheduleIndex(st: StepTexts): void {
-    if (!this.indexing || st.index || this.queued.has(st)) return;
-    this.queued.add(st);
-    this.queue = this.queue
-      .then(() => new Promise<void>((r) => setImmediate(r)))
-      .then(async () => {
-        if (!st.index) st.index = await buildIndex(st, () => this.noReads());
-        await this.toCache(st);
-      })
-      .catch(() => {})
-      .finally(() => this.queued.delete(st));
-  }
-
-  private readonly queued = new Set<StepTexts>();
-
-  /**
-   * Resolves on the next turn of the event loop once no step is being read: an index is built in the time
-   * the reads leave (a cold scan of the next steps goes first).
-   */
-  private async noReads(): Promise<void> {
-    await new Promise((r) => setImmediate(r));
-    while (this.reading.size > 0 && !this.stopped) await new Promise((r) => setTimeout(r, READ_WAIT_MS));
-  }
-
-  /** Resolves once every scheduled index is built (and cached). */
-  idle(): Promise<void> {
-    return this.queue;
-  }
-
-  private async fromCache(key: string, stamp: string): Promise<StepTexts | null> {
-    const text = (await this.cache?.read(`search_${key}.json`)) ?? null;
-    if (text === null) return null;
-    try {
-      const doc = JSON.parse(text) as { version: number; stamp: string; texts: SampleText[]; index: Record<string, string> };
-      if (doc.version !== CACHE_VERSION || doc.stamp !== stamp) return null;
-      const st = prepare(key, stamp, doc.texts);
-      const index = wordIndex();
-      for (const [k, v] of Object.entries(doc.index)) index.import(k, v);
-      st.index = index;
-      return st;
-    } catch {
-      // A damaged cache entry is rebuilt from the dump.
-      return null;
-    }
-  }
-
-  private async toCache(st: StepTexts): Promise<void> {
-    const index = st.index;
-    if (!index) return;
-    await this.cache?.write(`search_${st.key}.json`, () => {
-      const parts: Record<string, string> = {};
-      index.export((k: string | number, v: unknown) => {
-        parts[String(k)] = v as string;
-      });
-      return JSON.stringify({ version: CACHE_VERSION, stamp: st.stamp, texts: st.texts, index: parts });
-    });
-  }
-}
-
 export interface SearchOptions {
   limit?: number;
   signal?: AbortSignal;
@@ -499,14 +239,14 @@ export interface SearchOptions {
 
 /** A run to search: its search state and its name (matches carry the name when several runs are searched). */
 export interface SearchTarget {
-  search: RunSearch;
+  search: StepTextsSource<SampleText>;
   run: RunSources;
   /** How matches name the run (default its name). */
   name?: string;
 }
 
 /** Searches one run; see `searchRuns`. */
-export function searchRun(search: RunSearch, run: RunSources, raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
+export function searchRun(search: StepTextsSource<SampleText>, run: RunSources, raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {
   return searchRuns([{ search, run }], raw, opts);
 }
 

@@ -257,15 +257,41 @@ export interface OutsideEngineSeries {
   series(metric: string, t0: number, t1: number, maxPoints: number): Promise<EngineSeries[]>;
 }
 
-/**
- * Derived data kept for a run outside it (`--cache-dir`): named text entries, written whole. Whoever opens
- * the run hands it to the queries (they never reach the file system themselves).
- */
-export interface DerivedEntries {
-  /** An entry's text, or null when there is none (or no cache). */
-  read(name: string): Promise<string | null>;
-  /** Stores an entry; `text` is only called with a cache. A failure to write is ignored. */
-  write(name: string, text: () => string): Promise<void>;
+/** What a run's searchable texts need of one sample's text: its named fields and the ids recorded with it. */
+export interface SearchableText {
+  /** Named text fields (`prompt`, `response`, …). */
+  fields: Record<string, string>;
+  ids: string[];
+}
+
+/** Where a step's searchable texts come from, with a stamp that changes whenever the step's files do. */
+export interface SearchTextSource<T extends SearchableText = SearchableText> {
+  stepStamp(step: number, evaluation: boolean): Promise<string>;
+  sampleTextBatches(step: number, evaluation: boolean): AsyncIterable<T[]>;
+}
+
+/** Searchable words are the runs of letters and digits between matches of this. */
+export const SEARCH_NON_WORD = /[^\p{L}\p{N}]+/u;
+
+/** One step's searchable texts (or a batch of them), lower-cased once, with a word index once built. */
+export interface StepTexts<T extends SearchableText = SearchableText> {
+  readonly key: string;
+  readonly stamp: string;
+  readonly texts: readonly T[];
+  /** Per sample, its fields lower-cased. */
+  readonly lower: readonly Record<string, string>[];
+  /** Per sample, bit k set once its k-th searched field was looked at, bit 8 + k when it is plain ASCII (a matcher's memo). */
+  readonly ascii: Uint16Array;
+  /** Sample positions by recorded id. */
+  readonly ids: ReadonlyMap<string, number[]>;
+  /** Positions of the samples holding `word` (one lower-case word as split at SEARCH_NON_WORD); null while there is no index (any may). */
+  lookup(word: string): Set<number> | null;
+}
+
+/** A run's searchable texts, step by step: kept between searches (and with a cache directory, on disk). */
+export interface StepTextsSource<T extends SearchableText = SearchableText> {
+  /** One step's texts: at once when known, else batch by batch while its dump is read (one read shared by every asker). */
+  stepBatches(step: number, evaluation: boolean): AsyncGenerator<StepTexts<T>>;
 }
 
 export interface OpenRunOptions {

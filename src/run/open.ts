@@ -8,8 +8,9 @@ import { withTensorBoard } from './tensorboard/index.ts';
 import { readSlimeDump, type SlimeDump } from './slime/dump.ts';
 import { slimeAdapter, SlimeRunModel } from './slime/index.ts';
 import { DerivedCache } from './derivedCache.ts';
+import { SearchTexts } from './searchTexts.ts';
 import { TelemetryStore } from './telemetry/store.ts';
-import type { DerivedEntries, OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel } from './model.ts';
+import type { OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel, SearchableText, SearchTextSource } from './model.ts';
 
 export { foreground } from './foreground.ts';
 import { PrometheusEngineSource } from './prometheus/engineSource.ts';
@@ -55,10 +56,15 @@ export function openPrometheusEngines(url: string): OutsideEngineSeries {
   return new PrometheusEngineSource(url);
 }
 
-/** The run's derived entries under its cache directory (none without one), to hand to the queries. */
-export function derivedEntries(model: RunModel): DerivedEntries {
-  return new DerivedCache(model.cacheDir);
+/**
+ * A run's searchable texts over `source`, kept in memory and, with `cacheDir`, on disk with their indexes;
+ * `indexing: false` builds no index (a one-shot scan without a cache has no later use for one).
+ */
+export function openSearchTexts<T extends SearchableText>(source: SearchTextSource<T>, opts: { indexing?: boolean; cacheDir?: string | null } = {}): SearchTexts<T> {
+  return new SearchTexts(source, opts.indexing ?? true, opts.cacheDir ? new DerivedCache(opts.cacheDir) : null);
 }
+
+export type { SearchTexts };
 
 /** How deep below the root run directories are looked for (`ROOT/project/run` is found). */
 const MAX_DEPTH = 2;

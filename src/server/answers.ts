@@ -7,7 +7,7 @@ import type { RunSources } from '../queries/runAnswers.ts';
 import type { TableFormat } from '../queries/exports.ts';
 import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';
 import { SEARCH_RESULTS } from '../queries/limits.ts';
-import type { RunSearch, SearchTarget } from '../queries/search.ts';
+import type { SearchTarget } from '../queries/search.ts';
 import { NotFound } from '../run/errors.ts';
 import { BadArgument } from '../queries/limits.ts';
 import { classify, scrubPaths, unknownRun } from './errors.ts';
@@ -64,14 +64,6 @@ let stepDiffModule: Promise<typeof import('../queries/stepDiff.ts')> | undefined
 const loadStepDiff = (): Promise<typeof import('../queries/stepDiff.ts')> => (stepDiffModule ??= import('../queries/stepDiff.ts'));
 let exportsModule: Promise<typeof import('../queries/exports.ts')> | undefined;
 const loadExports = (): Promise<typeof import('../queries/exports.ts')> => (exportsModule ??= import('../queries/exports.ts'));
-
-/** One search state per run, shared by every route that searches it (its texts and indexes are kept there). */
-const searches = new WeakMap<RunSources, RunSearch>();
-function searchOf(search: SearchModule, run: RunSources): RunSearch {
-  let s = searches.get(run);
-  if (!s) searches.set(run, (s = new search.RunSearch(run, true, run.cache)));
-  return s;
-}
 
 /** The streamed search answer over some runs. */
 async function searchResponse(c: Context, targets: (search: SearchModule) => SearchTarget[], query: string, limit: number, roots: readonly string[], nameRuns?: boolean): Promise<Response> {
@@ -174,7 +166,7 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], pre
     const chosen = q.runs === undefined ? [pick(undefined, 'runs', homeRun(c))] : q.runs === 'all' ? [...runs()] : q.runs.split(',').map((id) => pick(id, 'runs'));
     return searchResponse(
       c,
-      (search) => chosen.map((r) => ({ search: searchOf(search, r.answers), run: r.answers, name: r.id })),
+      () => chosen.map((r) => ({ search: r.answers.searchTexts(), run: r.answers, name: r.id })),
       q.q,
       q.limit,
       chosen.flatMap((r) => r.roots),
@@ -204,7 +196,7 @@ export function mountAnswers(app: Hono, run: RunSources, opts: AnswerOptions = {
   // Matches stream as newline-delimited JSON while the steps are scanned; closing the request stops the scan.
   app.get('/api/rlsight/search', (c) => {
     const q = parseParams(searchQuery, c.req.query());
-    return searchResponse(c, (search) => [{ search: searchOf(search, run), run }], q.q, q.limit, opts.roots ?? []);
+    return searchResponse(c, () => [{ search: run.searchTexts(), run }], q.q, q.limit, opts.roots ?? []);
   });
 
   app.get('/api/rlsight/diff/steps', async (c) => {

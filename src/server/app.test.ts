@@ -81,7 +81,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     hasTraces: false,
     trace: record('trace', {}),
     traceDetails: record('traceDetails', {}),
-    cache: null,
+    searchTexts: () => ({ stepBatches: async function* () {} }),
     telemetryVersion: () => null,
     ...over,
   };
