@@ -25,9 +25,10 @@ export interface TailResult {
 /**
  * Reads the complete lines of `path` from byte `offset` up to the size the file has now, in chunks of
  * whole lines, calling `onChunk` for each. A trailing partial line (no `\n` yet) is left unread: a
- * reader may miss the newest record but never sees a torn one. A missing file reads as empty.
+ * reader may miss the newest record but never sees a torn one. A missing file reads as empty. With
+ * `limit` (a line start) it stops there, as if the file ended at that byte.
  */
-export function readCompleteLines(path: string, offset: number, onChunk: (chunk: TailChunk) => void, chunkBytes = TAIL_CHUNK_BYTES): TailResult {
+export function readCompleteLines(path: string, offset: number, onChunk: (chunk: TailChunk) => void, chunkBytes = TAIL_CHUNK_BYTES, limit = Infinity): TailResult {
   let fd: number;
   try {
     fd = openRegularSync(path);
@@ -36,7 +37,7 @@ export function readCompleteLines(path: string, offset: number, onChunk: (chunk:
     throw err;
   }
   try {
-    const size = fstatSync(fd).size;
+    const size = Math.min(fstatSync(fd).size, limit);
     let pos = offset;
     let buf = Buffer.allocUnsafe(Math.min(chunkBytes, Math.max(0, size - offset)) || 1);
     let carry = 0; // bytes of an unfinished line at the start of buf

@@ -123,6 +123,17 @@ export abstract class ColumnBlock<S extends ColumnSchema> {
     this.liveCache = { n: -1, cols: {} };
   }
 
+  /** Appends the rows of `other` (same schema), as if they had been parsed into this block after its own. */
+  protected appendRows(other: ColumnBlock<S>): void {
+    this.reserve(other.length);
+    for (const [name, col] of Object.entries(this.cols) as [string, Column][]) col.set((other.cols[name] as Column).subarray(0, other.length), this.length);
+    this.length += other.length;
+    if (other.length > 0) {
+      this.noteTs(other.tsMin);
+      this.noteTs(other.tsMax);
+    }
+  }
+
   /** The buffers of `columns()`, for a transfer list. */
   static transferables(c: BlockColumns<ColumnSchema>): ArrayBuffer[] {
     return Object.values(c.cols).map((col) => col.buffer as ArrayBuffer);

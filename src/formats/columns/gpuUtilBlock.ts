@@ -4,7 +4,7 @@ import { ByteSliceMap } from './interning.ts';
 import { type BlockColumns, type Column, ColumnBlock, type ColumnsOf } from './columnBlock.ts';
 import type { BadLine } from './lineScan.ts';
 import { gpuRowProblem, tsHorizon } from './valueDomain.ts';
-import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, newlineFrom, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const GPU_KEYS = ['ts', 'node', 'gpu', 'util', 'mem_mb', 'power_w'] as const;
 /** Compact blocks pack mem_mb and power_w in one u32: mem in the low `MEM_BITS` bits, power above. */
@@ -89,6 +89,17 @@ export class GpuUtilBlock extends ColumnBlock<GpuSchema> {
     return b;
   }
 
+  /** One block of the rows of `parts` in order (pieces of one file parsed apart); wide if any part is. */
+  static join(key: string, lo: number, hi: number, parts: readonly GpuUtilBlock[]): GpuUtilBlock {
+    const b = new GpuUtilBlock(key, lo, hi, parts.reduce((n, p) => n + p.length, 0));
+    if (parts.some((p) => p.wide)) b.widen();
+    for (const p of parts) {
+      if (b.wide && !p.wide) p.widen();
+      b.appendRows(p);
+    }
+    return b;
+  }
+
   override bytesResident(): number {
     let b = super.bytesResident();
     if (this.laneRowsCache) b += this.laneRowsCache.offsets.byteLength + this.laneRowsCache.rows.byteLength;
@@ -167,22 +178,8 @@ function scanSmallInt(buf: Uint8Array, i: number, end: number): number {
   return 0;
 }
 
-/** What `scanPlace` read: the node name's bytes `[ns, ne)` and the gpu index. */
-const place = { ns: 0, ne: 0, gpu: 0 };
-
-/** Reads `,"node":"…","gpu":N` at `i` into `place` (`cursor.pos` set past it); false when not in that simple shape. */
-function scanPlace(buf: Uint8Array, i: number, end: number): boolean {
-  if (!matchBytes(buf, i, L_NODE)) return false;
-  const ns = i + 9;
-  const ne = scanPlainString(buf, ns, end);
-  if (ne < 0 || !matchBytes(buf, ne + 1, L_GPU)) return false;
-  const gpu = scanSmallInt(buf, ne + 8, end);
-  if (gpu < 0) return false;
-  place.ns = ns;
-  place.ne = ne;
-  place.gpu = gpu;
-  return true;
-}
+/** What `placeNode` read: the gpu index. */
+const place = { gpu: 0 };
 
 /** The values `scanReadings` read (scratch objects, like `cursor`: no allocation per row). */
 const readings = { util: 0, mem: 0, power: 0 };
@@ -244,6 +241,41 @@ export class GpuUtilParser {
     return nodeId;
   }
 
+  /**
+   * Reads `,"node":"…","gpu":N` at `i` into `place` (`cursor.pos` set past it) and returns the node's id, or
+   * -1 when not in that simple shape. The previous row's node is tried first: a repeated name is scanned once.
+   */
+  private placeNode(buf: Uint8Array, i: number, end: number): number {
+    if (!matchBytes(buf, i, L_NODE)) return -1;
+    const ns = i + 9;
+    const n = this.prevNe - this.prevNs;
+    let ne = -1;
+    let nodeId = -1;
+    if (this.prevNs >= 0 && ns + n < end && buf[ns + n] === 34) {
+      const ps = this.prevNs;
+      let k = 0;
+      while (k < n && buf[ns + k] === buf[ps + k]) k++;
+      if (k === n) {
+        ne = ns + n;
+        nodeId = this.prevNode;
+      }
+    }
+    if (nodeId < 0) {
+      ne = scanPlainString(buf, ns, end);
+      if (ne < 0) return -1;
+    }
+    if (!matchBytes(buf, ne + 1, L_GPU)) return -1;
+    const gpu = scanSmallInt(buf, ne + 8, end);
+    if (gpu < 0) return -1;
+    if (nodeId < 0) {
+      const after = cursor.pos;
+      nodeId = this.nodeAt(buf, ns, ne);
+      cursor.pos = after;
+    }
+    place.gpu = gpu;
+    return nodeId;
+  }
+
   private laneId(nodeId: number, gpu: number): number {
     if (gpu >= 0 && gpu < 1024 && (gpu | 0) === gpu) {
       let arr = this.laneByNode[nodeId];
@@ -269,12 +301,13 @@ export class GpuUtilParser {
       fast: {
         const ts = scanNumberAfter(buf, p, L_TS, end);
         if (ts !== ts) break fast;
-        if (!scanPlace(buf, cursor.pos, end)) break fast;
+        const nodeId = this.placeNode(buf, cursor.pos, end);
+        if (nodeId < 0) break fast;
         const i = scanReadings(buf, cursor.pos, end);
         if (i < 0) break fast;
         const why = gpuRowProblem(ts, place.gpu, readings.util, horizon);
         if (why !== null) bad(line, why);
-        else block.push(ts, this.laneId(this.nodeAt(buf, place.ns, place.ne), place.gpu), readings.util, readings.mem, readings.power);
+        else block.push(ts, this.laneId(nodeId, place.gpu), readings.util, readings.mem, readings.power);
         p = i;
         continue;
       }
@@ -327,12 +360,13 @@ export class GpuUtilParser {
         // skip the stamp up to its comma; it is parsed (and checked) only for selected rows
         let c = buf[i];
         while (c !== 44 && c !== 10 && i < end) c = buf[++i];
-        if (c !== 44 || !scanPlace(buf, i, end)) break fast;
+        if (c !== 44) break fast;
+        const nodeId = this.placeNode(buf, i, end);
+        if (nodeId < 0) break fast;
+        const lane = this.laneId(nodeId, place.gpu);
         i = cursor.pos;
-        const lane = this.laneId(this.nodeAt(buf, place.ns, place.ne), place.gpu);
         if (!this.inView(v, lane)) {
-          while (buf[i] !== 10 && i < end) i++;
-          p = i + 1;
+          p = newlineFrom(buf, i, end) + 1;
           continue;
         }
         const ts = scanNumber(buf, tsAt, end);

@@ -1,6 +1,6 @@
 // One cold partition parse, runnable on a worker thread: reads a file's complete lines from an offset
 // with the stream's parser and hands back transferable columns plus the strings they refer to.
-import { readCompleteLines } from '../../formats/jsonlTail.ts';
+import { TAIL_CHUNK_BYTES, readCompleteLines } from '../../formats/jsonlTail.ts';
 import { ColumnBlock } from '../../formats/columns/columnBlock.ts';
 import { EngineSeriesBlock, EngineSeriesParser } from '../../formats/columns/engineSeriesBlock.ts';
 import { GpuUtilBlock, GpuUtilParser } from '../../formats/columns/gpuUtilBlock.ts';
@@ -17,6 +17,8 @@ export interface ParseJob {
   offset: number;
   /** Selective read (lane keys / metric names, newline-separated), or null for every line. */
   view: string | null;
+  /** Where the read stops (a line start; absent: the file's end): one piece of a file several threads share. */
+  end?: number;
   /** Expected rows, to size the columns. */
   rowsHint: number;
   /**
@@ -54,9 +56,15 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
   };
   let lines = 0;
   const read = (each: (buf: Uint8Array, end: number) => number): number =>
-    readCompleteLines(job.path, job.offset, (chunk) => {
-      lines += each(chunk.buf, chunk.end);
-    }).offset;
+    readCompleteLines(
+      job.path,
+      job.offset,
+      (chunk) => {
+        lines += each(chunk.buf, chunk.end);
+      },
+      TAIL_CHUNK_BYTES,
+      job.end,
+    ).offset;
 
   if (job.stream === 'gpu_util') {
     const block = new GpuUtilBlock('', 0, 0, job.rowsHint);

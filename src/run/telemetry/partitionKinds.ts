@@ -58,6 +58,7 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
         parse: (b, s, e, blk, l, bad) => gpuParser.parse(b, s, e, blk, l, bad),
         parseView: (view, b, s, e, blk, l, bad) => gpuParser.parseView(view, b, s, e, blk, l, bad),
         adopt: (k, lo, hi, d) => GpuUtilBlock.adopt(k, lo, hi, parsedAs(d, 'gpu_util').columns, parsedAs(d, 'gpu_util').lanes.map(([n, g]) => tables.lanes.id(n, g))),
+        join: (k, lo, hi, parts) => GpuUtilBlock.join(k, lo, hi, parts),
         export: (b) => ({ stream: 'gpu_util', columns: b.columns(), lanes: tables.lanes.places() }),
       },
       warn,

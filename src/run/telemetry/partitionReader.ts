@@ -16,6 +16,20 @@ import { PartitionListing, type PartitionFile } from './partitionListing.ts';
 import { loadPersisted, persistedFor, ResidentBlocks, viewKey, type CacheEntry } from './partitionResidency.ts';
 import { fillView, viewBlock, type ViewReads } from './partitionViews.ts';
 
+/** One piece of a cold file for a parse thread: bytes `[start, end)` (to the file's end without `end`), the `index`-th of its file. */
+interface FilePiece {
+  f: PartitionFile;
+  view: string | null;
+  start: number;
+  end: number | undefined;
+  index: number;
+}
+
+/** The smallest piece a file is cut into for the parse threads (below it the job costs more than it spares). */
+const MIN_PIECE_BYTES = 32 << 20;
+/** How far past a cut point a line end is looked for. */
+const CUT_SEARCH_BYTES = 1 << 20;
+
 export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   readonly stream: PartitionedStream;
   readonly kind: BlockKind<B>;
@@ -31,6 +45,10 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   fills = 0;
   /** Cold files parsed by worker threads so far. */
   workerFills = 0;
+  /** Pieces of cold files the worker threads parsed for `readOnThreads` (a file cut in pieces counts each). */
+  workerPieces = 0;
+  /** The smallest piece `readOnThreads` cuts a file into. */
+  minPieceBytes = MIN_PIECE_BYTES;
   /** Where the worker threads that take a share of cold multi-file reads come from (started on first use); null: the main thread reads alone. */
   poolSource: (() => ParsePool | null) | null = null;
 
@@ -291,30 +309,44 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   /**
    * Parses the cold files `window(t0, t1, view)` would parse on the parse threads alone, this thread free for
    * other requests meanwhile (it only awaits them and adopts their columns); the blocks land as `window`
-   * would put them. Without parse threads, or when none is free within `waitMs`, it leaves the rest to the
-   * read that follows (which parses on this thread). A thread the warm-up holds frees up within one file (and
-   * while requests come the warm-up holds at most one), so waiting for it keeps this thread free for the others.
+   * would put them. A big file is cut at line starts into pieces the threads share (see `pieces`), so one
+   * hour is read by every thread at once. Without parse threads, or when none is free within `waitMs`, it
+   * leaves the rest to the read that follows (which parses on this thread). A thread the warm-up holds frees
+   * up within one file (and while requests come the warm-up holds at most one), so waiting for it keeps this
+   * thread free for the others.
    */
   async readOnThreads(t0: number | null | undefined, t1: number | null | undefined, view: string | null, waitMs = 30_000): Promise<void> {
     const pool = this.pool;
     const adopt = this.kind.adopt;
     if (pool === null || pool.size === 0 || adopt === undefined) return;
-    const queue = [...this.coldReads(this.overlapping(t0, t1), () => view).entries()].sort((a, b) => b[0].size - a[0].size);
-    const pending: { slot: number; f: PartitionFile; ino: number }[] = [];
+    const queue = this.pieces(this.coldReads(this.overlapping(t0, t1), () => view), pool.size);
+    const files = new Map<PartitionFile, { results: (ParseResult | 'failed' | null)[]; left: number; ino: number; ends: (number | undefined)[] }>();
+    for (const p of queue) {
+      let entry = files.get(p.f);
+      if (entry === undefined) files.set(p.f, (entry = { results: [], left: 0, ino: this.io.stat(p.f.path)?.ino ?? 0, ends: [] }));
+      entry.results[p.index] = null;
+      entry.ends[p.index] = p.end;
+      entry.left++;
+    }
+    const pending: { slot: number; piece: FilePiece }[] = [];
     let lastProgress = performance.now();
     while (queue.length > 0 || pending.length > 0) {
       for (let i = pending.length - 1; i >= 0; i--) {
-        const p = pending[i]!;
-        const r = pool.poll(p.slot);
+        const { slot, piece } = pending[i]!;
+        const r = pool.poll(slot);
         if (r === null) continue;
         pending.splice(i, 1);
         lastProgress = performance.now();
-        if (r !== 'failed') this.install(p.f, p.ino, r, adopt);
+        const entry = files.get(piece.f)!;
+        entry.results[piece.index] = r;
+        this.workerPieces++;
+        if (--entry.left === 0) this.installPieces(piece.f, entry.ino, entry.results as (ParseResult | 'failed')[], entry.ends, adopt);
       }
       for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
-        const [f, v] = queue.shift()!;
-        pending.push({ slot, f, ino: this.io.stat(f.path)?.ino ?? 0 });
-        pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view: v, rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
+        const piece = queue.shift()!;
+        pending.push({ slot, piece });
+        const bytes = (piece.end ?? piece.f.size) - piece.start;
+        pool.submit(slot, { stream: this.stream, path: piece.f.path, offset: piece.start, end: piece.end, view: piece.view, rowsHint: Math.ceil(bytes / this.kind.bytesPerRow) });
         lastProgress = performance.now();
       }
       if (pending.length === 0 && queue.length > 0 && performance.now() - lastProgress > waitMs) return;
@@ -322,11 +354,66 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
     }
   }
 
-  private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>): void {
+  /**
+   * The cold reads as pieces for `threads` parse threads, biggest first: a file of a kind whose blocks can be
+   * joined is cut at line starts into pieces of about a third of each thread's share (at least
+   * `MIN_PIECE_BYTES`), so the threads finish together however the bytes fall into files.
+   */
+  private pieces(cold: Map<PartitionFile, string | null>, threads: number): FilePiece[] {
+    let total = 0;
+    for (const f of cold.keys()) total += f.size;
+    const target = Math.max(this.minPieceBytes, Math.ceil(total / (threads * 3)));
+    const out: FilePiece[] = [];
+    for (const [f, view] of cold) {
+      const cuts: number[] = [];
+      const n = this.kind.join === undefined ? 1 : Math.round(f.size / target);
+      for (let k = 1; k < n; k++) {
+        const at = Math.floor((f.size * k) / n);
+        // the piece starts just past the line end at or after `at` (no line end near it: no cut there)
+        const nl = this.io.readRange(f.path, at, CUT_SEARCH_BYTES).indexOf(10);
+        const cut = nl < 0 ? -1 : at + nl + 1;
+        if (cut > (cuts.at(-1) ?? 0) && cut < f.size) cuts.push(cut);
+      }
+      const starts = [0, ...cuts];
+      starts.forEach((start, index) => out.push({ f, view, start, end: cuts[index], index }));
+    }
+    return out.sort((a, b) => (b.end ?? b.f.size) - b.start - ((a.end ?? a.f.size) - a.start));
+  }
+
+  /**
+   * Takes in the pieces of one file parsed on the threads (each piece `k` read up to `ends[k]`) as one block;
+   * nothing when a piece failed or stopped short of its end (the file changed under them): the read that
+   * follows parses the file.
+   */
+  private installPieces(f: PartitionFile, ino: number, results: readonly (ParseResult | 'failed')[], ends: readonly (number | undefined)[], adopt: NonNullable<BlockKind<B>['adopt']>): void {
+    if (results.length === 1) {
+      if (results[0] !== 'failed') this.install(f, ino, results[0]!, adopt);
+      return;
+    }
+    const parts = results.filter((r): r is ParseResult => r !== 'failed');
+    if (parts.length < results.length || parts.some((r, k) => r.view !== parts[0]!.view || (ends[k] !== undefined && r.offset !== ends[k]))) return;
+    const view = parts[0]!.view;
+    const key = view === null ? f.key : viewKey(f.key, view);
+    if (this.blocks.has(key)) return;
+    const blocks: B[] = [];
+    const warnings: [number, string][] = [];
+    let lines = 0;
+    for (const r of parts) {
+      blocks.push(adopt(f.key, f.lo, f.hi, r.data));
+      for (const [line, message] of r.warnings) warnings.push([lines + line, message]);
+      lines += r.lines;
+    }
+    const block = this.kind.join!(f.key, f.lo, f.hi, blocks);
+    const offset = parts.at(-1)!.offset;
+    this.install(f, ino, { data: null as never, offset, lines, view, warnings }, () => block, false);
+    if (view === null) this.persistResident(f);
+  }
+
+  private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>, persist = true): void {
     const key = r.view === null ? f.key : viewKey(f.key, r.view);
     if (this.blocks.has(key)) return;
     // persisted before adopting: adopting maps the worker's ids onto this store's in place
-    if (r.view === null) this.diskCache?.save(this.stream, f.key, ino, r);
+    if (r.view === null && persist) this.diskCache?.save(this.stream, f.key, ino, r);
     const block = adopt(f.key, f.lo, f.hi, r.data);
     if (r.view !== null && 'view' in block) block.view = r.view;
     for (const [line, message] of r.warnings) this.onBad(f.rel, line, message);

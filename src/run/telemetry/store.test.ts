@@ -510,6 +510,50 @@ describe('cold hours parsed on a worker thread', () => {
   });
 });
 
+describe('one hour read by two parse threads at once', () => {
+  test('its pieces join into what one thread reads: rows in file order, widened values, bad lines at their line numbers', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'rlsight-pieces-'));
+    try {
+      mkdirSync(join(d, 'gpu_util'), { recursive: true });
+      let gpu = '';
+      for (let t = 0; t < 400; t++) {
+        for (const node of ['10.0.0.1', '10.0.0.2']) for (let g = 0; g < 2; g++) gpu += gpuLine(H13 + t + 0.25, node, g, (t * 3 + g) % 101, 1000 + t, 100 + g);
+        // bad lines spread over the pieces, and one value only the wide schema holds, late in the file
+        if (t % 97 === 5) gpu += 'oops\n';
+        if (t === 350) gpu += gpuLine(H13 + t + 0.5, '10.0.0.2', 1, 12.5);
+      }
+      writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), gpu);
+      const serial = TelemetryStore.open(d, { parseWorkers: 0 });
+      for (const lanes of [new Set(['10.0.0.2:1']), null]) {
+        const parallel = TelemetryStore.open(d, { parseWorkers: 2, parallelFromBytes: 0 });
+        try {
+          assert.equal(parallel.parseWorkersReady(), 2);
+          parallel.partitions.gpu_util.minPieceBytes = 4096;
+          await parallel.readOnThreads('gpu_util', null, null, lanes);
+          assert.ok(parallel.partitions.gpu_util.workerPieces >= 4, `the hour was cut in pieces (${parallel.partitions.gpu_util.workerPieces})`);
+          assert.equal(parallel.partitions.gpu_util.workerFills, 1, 'and taken in as one block');
+          const rows = (s: TelemetryStore): string[] =>
+            s.gpuUtilBlocks(null, null, lanes).flatMap((b) =>
+              Array.from({ length: b.length }, (_, i) => `${b.ts[i]} ${s.lanes.key(b.lane[i])} ${b.util[i]} ${b.memMb(i)} ${b.powerW(i)}`).filter((r) => lanes === null || r.includes(' 10.0.0.2:1 ')),
+            );
+          assert.equal(parallel.partitions.gpu_util.fills, 1, 'nothing read again on this thread');
+          assert.deepEqual(rows(parallel), rows(serial));
+          assert.ok(parallel.gpuUtilBlocks(null, null, lanes)[0]!.wide);
+          assert.deepEqual(
+            parallel.warnings().map((w) => `${w.file}:${w.line}`),
+            serial.warnings().map((w) => `${w.file}:${w.line}`),
+          );
+        } finally {
+          parallel.close();
+        }
+      }
+      assert.equal(serial.warnings().length, 5);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('TelemetryStore with a concurrent writer', () => {
   test('follow never sees a torn or duplicated record, and ends equal to a cold load', async () => {
     const d = mkdtempSync(join(tmpdir(), 'rlsight-writer-'));

@@ -280,9 +280,10 @@ export class TelemetryStore {
     let bytes = 0;
     for (const r of Object.values(this.partitions) as PartitionReader<any>[]) for (const f of r.files()) bytes += f.size;
     if (bytes < this.parallelFromBytes) return;
-    // the threads start with the first read that can use them, not while the server answers its first requests
     this.poolWanted = true;
     for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.poolSource = () => this.ensurePool();
+    // the threads boot beside this one (a first window read then finds them ready), not within this open
+    setTimeout(() => this.ensurePool(), 0).unref();
   }
 
   private ensurePool(): ParsePool | null {
