@@ -50,3 +50,14 @@ test('how long no one has asked: from the start, then from the last answer; noth
   now += 100;
   assert.equal(f.quietForMs(), 100);
 });
+
+test('knows whether a first request has been answered (what the parse threads wait for to boot)', () => {
+  let now = 1_000;
+  const f = new Foreground(() => now);
+  assert.equal(f.answeredAny(), false);
+  const done = f.begin();
+  assert.equal(f.answeredAny(), false, 'begun, not answered');
+  now += 10;
+  done();
+  assert.equal(f.answeredAny(), true);
+});

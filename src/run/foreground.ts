@@ -34,6 +34,11 @@ export class Foreground {
     };
   }
 
+  /** Whether any request has been answered yet (a server's first answers are the ones a viewer waits for). */
+  answeredAny(): boolean {
+    return this.lastEnd > -Infinity;
+  }
+
   /**
    * Milliseconds since the last request was answered (0 while one is being answered); a process's first
    * moments count from its start, when a viewer's first requests are on their way.

@@ -55,6 +55,7 @@ import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
 import type { PhaseBlock } from '../../formats/columns/phaseBlock.ts';
 import { ParsePool, defaultParseWorkers } from './parsePool.ts';
+import { foreground } from '../foreground.ts';
 import type {
   DataBufferSample,
   GpuProcessSample,
@@ -99,6 +100,9 @@ export interface TelemetryStoreOptions {
   /** Bytes the raw partition columns of all streams may hold together (default `DEFAULT_MEMORY_BUDGET`). */
   memoryBudget?: number;
 }
+
+/** The parse threads boot this long after the store opens at the latest, ms (sooner once a first request is answered). */
+const POOL_BOOT_LATEST_MS = 1000;
 
 /** Default byte budget of the resident raw columns: keeps a 1,024-GPU run's server well under 512 MiB. */
 export const DEFAULT_MEMORY_BUDGET = 192 * 2 ** 20;
@@ -282,8 +286,13 @@ export class TelemetryStore {
     if (bytes < this.parallelFromBytes) return;
     this.poolWanted = true;
     for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.poolSource = () => this.ensurePool();
-    // the threads boot beside this one (a first window read then finds them ready), not within this open
-    setTimeout(() => this.ensurePool(), 0).unref();
+    // the threads boot once the first answer is out (a server's start keeps both cores), ready for the window reads after it
+    const opened = performance.now();
+    const boot = (): void => {
+      if (foreground.answeredAny() || performance.now() - opened >= POOL_BOOT_LATEST_MS) this.ensurePool();
+      else setTimeout(boot, 5).unref();
+    };
+    setTimeout(boot, 0).unref();
   }
 
   private ensurePool(): ParsePool | null {
