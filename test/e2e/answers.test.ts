@@ -2,21 +2,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { ensureWebBuilt, hasChromium, hashParams, hashPath, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
+import { hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite, type Watched } from './harness.ts';
 
 describe('answers in the web app (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
   let served: Served;
   let browser: Browser;
 
-  before(async () => {
-    ensureWebBuilt();
-    served = await serveDemo({ steps: 4 });
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
+  before(async () => ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 4 }))));
+  after(() => stopBrowserSuite({ served, browser }));
 
   async function open(hash: string): Promise<Watched> {
     const w = await openPage(browser);

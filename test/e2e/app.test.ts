@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { appendDemoStep } from '../../src/demo/index.ts';
-import { type BrowserCanvas, canvasPixels, ensureWebBuilt, hasChromium, hashParams, hashPath, launch, openPage, screenshot, serveDemo, type Served, type Watched } from './harness.ts';
+import { type BrowserCanvas, canvasPixels, hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite, type Watched } from './harness.ts';
 
 // Code passed to page.evaluate runs in the browser; these names exist there, not in Node.
 declare const document: any;
@@ -20,15 +20,10 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
   let meta: { rollout_ids: { train: number[]; eval: number[] }; metric_keys: string[] };
 
   before(async () => {
-    ensureWebBuilt();
-    served = await serveDemo({ steps: 4 });
-    browser = await launch();
+    ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 4 })));
     meta = (await (await fetch(`${served.url}api/meta`)).json()) as typeof meta;
   });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
+  after(() => stopBrowserSuite({ served, browser }));
 
   async function open(hash: string, w?: Watched): Promise<Watched> {
     const watched = w ?? (await openPage(browser));

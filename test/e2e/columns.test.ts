@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { canvasPixels, ensureWebBuilt, hasChromium, launch, openPage, screenshot, serveDemo, type Served } from './harness.ts';
+import { canvasPixels, hasChromium, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 // Code passed to page.waitForFunction runs in the browser, where this name exists.
 declare const document: any;
@@ -53,15 +53,8 @@ async function framesOnly(page: Page): Promise<{ seen: Seen[]; refused: string[]
 describe('views over columnar answers (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
   let served: Served;
   let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    served = await serveDemo({ steps: 2 });
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
+  before(async () => ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 2 }))));
+  after(() => stopBrowserSuite({ served, browser }));
 
   it('timeline: gpu series and phases arrive as frames; util lines and phase bands are painted from them', async () => {
     const w = await openPage(browser);

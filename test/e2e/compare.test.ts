@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { canvasPixels, ensureWebBuilt, hasChromium, hashParams, launch, openPage, screenshot, serveDemo, type Served } from './harness.ts';
+import { canvasPixels, hasChromium, hashParams, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 declare const location: { hash: string };
 declare const document: any;
@@ -18,16 +18,11 @@ describe('comparing runs (headless Chromium)', { skip: hasChromium ? false : 'De
   let names: string[];
 
   before(async () => {
-    ensureWebBuilt();
-    served = await serveDemo({ steps: 5, compare: true });
-    browser = await launch();
+    ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 5, compare: true })));
     const listed = (await (await fetch(`${served.url}api/runs`)).json()) as { runs: { id: string; name: string }[] };
     names = listed.runs.map((r) => r.name);
   });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
+  after(() => stopBrowserSuite({ served, browser }));
 
   it('two chosen runs draw two coloured series per chart, named in legend and CSV; reload keeps them', async () => {
     assert.equal(names.length, 2);

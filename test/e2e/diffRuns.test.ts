@@ -3,21 +3,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { ensureWebBuilt, hasChromium, hashParams, hashPath, launch, openPage, screenshot, serveDemo, type Served } from './harness.ts';
+import { hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 describe('diffs across runs (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
   let served: Served;
   let browser: Browser;
 
-  before(async () => {
-    ensureWebBuilt();
-    served = await serveDemo({ steps: 4, compare: true });
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
+  before(async () => ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 4, compare: true }))));
+  after(() => stopBrowserSuite({ served, browser }));
 
   test('the step diff picks the other run, same step number; a moved pair opens aligned; a sample of the other run opens', async () => {
     const w = await openPage(browser);

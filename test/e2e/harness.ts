@@ -24,7 +24,6 @@ export const SCREENSHOTS = join(REPO, 'test-results', 'screenshots');
 /** Browser tests skip without Chromium on a developer's machine; under CI they run and fail loudly instead. */
 export const hasChromium = existsSync(CHROMIUM) || process.env.CI === 'true';
 
-/** Builds the web app when its bundle is missing (a fresh clone before `npm run build:web`). */
 /** Builds web/dist when it is missing or older than any web source, so the tests never run a stale app. */
 export function ensureWebBuilt(): void {
   if (isFresh(join(REPO, 'web', 'dist', 'index.html'), join(REPO, 'web'), ['dist'])) return;
@@ -58,6 +57,30 @@ export interface DemoOptions {
   prepare?: (runDir: string) => void | Promise<void>;
   /** Also serve, second, a run of the same recipe that collapses (its zero-std share climbs). */
   compare?: boolean;
+}
+
+/** A browser suite's server and browser. */
+export interface BrowserSuite<S> {
+  served: S;
+  browser: Browser;
+}
+
+/** Starts a suite's server (after building the app when it is stale) and its browser; a browser that fails to start stops the server. */
+export async function startBrowserSuite<S extends { stop(): Promise<void> } = Served>(serve: () => Promise<S>): Promise<BrowserSuite<S>> {
+  ensureWebBuilt();
+  const served = await serve();
+  try {
+    return { served, browser: await launch() };
+  } catch (e) {
+    await served.stop();
+    throw e;
+  }
+}
+
+/** Stops what `startBrowserSuite` started (either may be missing when it failed). */
+export async function stopBrowserSuite(suite: { served?: { stop(): Promise<void> }; browser?: Browser }): Promise<void> {
+  await suite.browser?.close();
+  await suite.served?.stop();
 }
 
 /** Generates a demo run and serves it with `rlsight serve --follow` on a free port. */

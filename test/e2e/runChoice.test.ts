@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import type { HealthAnswer, RolloutTable } from '../../src/wire/index.ts';
 import { SERIES_COLORS } from '../../web/theme.ts';
-import { canvasPixels, ensureWebBuilt, hasChromium, hashParams, launch, openPage, screenshot, serveRlsightDemo, type Served } from './harness.ts';
+import { canvasPixels, hasChromium, hashParams, openPage, screenshot, type Served, serveRlsightDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 declare const document: any;
 declare const getComputedStyle: any;
@@ -32,15 +32,8 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
   let browser: Browser;
   const api = async <T>(path: string) => (await (await fetch(`${served.url}api/${path}`)).json()) as T;
 
-  before(async () => {
-    ensureWebBuilt();
-    served = await serveRlsightDemo();
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
+  before(async () => ({ served, browser } = await startBrowserSuite(() => serveRlsightDemo())));
+  after(() => stopBrowserSuite({ served, browser }));
 
   it('every view with ?run=collapse asks only /api/runs/collapse/… and shows collapse’s Health and Rollouts values', async () => {
     const w = await openPage(browser);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { HealthAnswer, RolloutTable, StepDiff } from '../../src/wire/index.ts';
-import { ensureWebBuilt, hasChromium, hashParams, hashPath, launch, openPage, screenshot, serveDemo, type Served } from './harness.ts';
+import { hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 declare const document: any;
 const TOOLTIP = '.tooltip, [role=tooltip], [data-testid=tooltip]';
@@ -15,15 +15,8 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
   let browser: Browser;
   const api = async <T>(path: string) => (await (await fetch(`${served.url}api/${path}`)).json()) as T;
 
-  before(async () => {
-    ensureWebBuilt();
-    served = await serveDemo({ steps: 4, compare: true });
-    browser = await launch();
-  });
-  after(async () => {
-    await browser?.close();
-    await served?.stop();
-  });
+  before(async () => ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 4, compare: true }))));
+  after(() => stopBrowserSuite({ served, browser }));
 
   it('a token tooltip does not stay over Health after Back, nor a scatter tooltip over Metrics', async () => {
     const w = await openPage(browser);
