@@ -359,7 +359,7 @@ describe('visitCentralDirectorySync', () => {
   const visited = (p: string): [string, number, number][] | null => {
     const seen: [string, number, number][] = [];
     // Names as latin1 text: what openSync makes of a name not flagged UTF-8 (every name here but mutated ones).
-    const ok = visitCentralDirectorySync(p, { bytes: new Uint8Array(16) }, (name, size, crc) => seen.push([Buffer.from(name).toString('latin1'), size, crc]));
+    const ok = visitCentralDirectorySync(p, { bytes: new Uint8Array(16) }, (bytes, start, end, size, crc) => seen.push([Buffer.from(bytes.subarray(start, end)).toString('latin1'), size, crc]));
     if (!ok) return null;
     const z = ZipArchive.openSync(p, { wholeFileBelow: 0 });
     const ascii = (s: string): boolean => !/[^\x00-\x7f]/.test(s);

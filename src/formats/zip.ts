@@ -410,15 +410,15 @@ const VISIT_TAIL = 8 * 1024;
 /**
  * Visits the central directory records of an archive without building its entries: one open, one read of
  * the tail (a second when the directory starts before it) into `scratch.bytes`, one close, and
- * `visit(name, size, crc32)` per record in directory order (`name`: the name's bytes as stored, a view of the
- * scratch bytes valid during the call). Returns false, having perhaps visited some records, for anything it
+ * `visit(bytes, nameStart, nameEnd, size, crc32)` per record in directory order (the name's bytes as stored
+ * are `bytes[nameStart, nameEnd)`, the scratch bytes, valid during the call: no view is made per record). Returns false, having perhaps visited some records, for anything it
  * leaves to `openSync` (zip64 entry sizes, a trailing comment, any inconsistency): the caller then opens it that
  * way, which reads what this skips and reports damage in its own words.
  */
 export function visitCentralDirectorySync(
   path: string,
   scratch: { bytes: Uint8Array },
-  visit: (name: Uint8Array, size: number, crc32: number) => void,
+  visit: (bytes: Uint8Array, nameStart: number, nameEnd: number, size: number, crc32: number) => void,
   /** Told the `fstat` of the file as opened, before anything is read. */
   opened?: (st: Stats) => void,
   /** A directory listing named it a regular file (see `openRegularSyncSized`). */
@@ -479,7 +479,7 @@ export function visitCentralDirectorySync(
       const localHeaderOffset = dv.getUint32(p + 42, true);
       if (recEnd > end || size === 0xffffffff || compressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) return false;
       if (localHeaderOffset + 30 + nameLen > cdOffset || localHeaderOffset + compressedSize > cdOffset) return false;
-      visit(bytes.subarray(p + 46, p + 46 + nameLen), size, crc32);
+      visit(bytes, p + 46, p + 46 + nameLen, size, crc32);
       p = recEnd;
     }
     return true;
