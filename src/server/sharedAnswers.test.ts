@@ -214,7 +214,7 @@ test('cheap answers are not queued behind heavy ones; a full queue answers 503 w
   for (const r of await Promise.all(heavy)) assert.equal(r.status, 200);
 });
 
-test('kept telemetry answers are gzipped for speed (level 4), every other answer at the default level', async () => {
+test('kept telemetry answers and a sample\'s tokens are gzipped for speed (level 4), every other answer at the default level', async () => {
   // numbers with structure: levels 4 and 6 compress it differently, so the test sees which one was used
   const rows = Array.from({ length: 4000 }, (_, i) => ({ i, reward: ((i * 7919) % 1000) / 997, status: i % 3 ? 'completed' : 'truncated' }));
   const text = JSON.stringify(rows);
@@ -224,11 +224,13 @@ test('kept telemetry answers are gzipped for speed (level 4), every other answer
   const answer = (c: any) => c.body(text, 200, { 'content-type': 'application/json' });
   api.get('/api/timeline/gpu', answer);
   api.get('/api/rollout/1/summary', answer);
+  api.get('/api/rollout/1/sample/7/tokens', answer);
   const telemetry = await bytesOf(await get(api, '/api/timeline/gpu', { gzip: true }));
   const summary = await bytesOf(await get(api, '/api/rollout/1/summary', { gzip: true }));
   assert.equal(gunzipSync(summary).toString('utf8'), text);
   assert.deepEqual(telemetry, gzipSync(text, { level: 4 }));
   assert.deepEqual(summary, gzipSync(text));
+  assert.deepEqual(await bytesOf(await get(api, '/api/rollout/1/sample/7/tokens', { gzip: true })), gzipSync(text, { level: 4 }));
 });
 
 test('an answer whose askers all went away, finishing later, leaves the flight of its next asker joinable', async () => {
