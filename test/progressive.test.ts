@@ -2,7 +2,7 @@
 // finished, say so (`coverage`, and a header that keeps them out of the kept answers), parse no JSONL for the
 // hours not read yet, and once every hour is read equal the complete answers byte for byte.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -67,7 +67,7 @@ describe('progressive whole-window answers', () => {
       complete.set(url, a.bytes);
     }
 
-    const store = TelemetryStore.open(dash, { parseWorkers: 0, cacheDir: join(root, 'cache') });
+    const store = TelemetryStore.open(dash, { parseWorkers: 0, cacheDir: join(root, 'cache'), partialFromBytes: 0 });
     const decoded = { steps: 0 };
     const app = appOver(store, join(root, 'run'), decoded);
     const total = store.warmUpProgress()!.hoursTotal;
@@ -136,6 +136,23 @@ describe('progressive whole-window answers', () => {
     plain.close();
   });
 
+  test('while the warm-up runs, a window whose unread hours are a moment\'s parse answers complete, a bigger one partial', async () => {
+    const plain = TelemetryStore.open(dash, { parseWorkers: 0 });
+    const complete = (await body(appOver(plain, join(root, 'run')), URLS[0]!)).bytes;
+    plain.close();
+    // every hour file of the partitioned streams (an answer's unread hours are some of them)
+    const streams = readdirSync(dash).filter((d) => statSync(join(dash, d)).isDirectory());
+    const bytes = streams.reduce((n, d) => n + readdirSync(join(dash, d)).reduce((m, f) => m + statSync(join(dash, d, f)).size, 0), 0);
+    for (const [partialFromBytes, partial] of [[bytes + 1, false], [1, true]] as const) {
+      const store = TelemetryStore.open(dash, { parseWorkers: 0, cacheDir: mkdtempSync(join(root, 'cache-small-')), partialFromBytes });
+      assert.equal(store.warmUpProgress()!.hoursDone, 0);
+      const a = await body(appOver(store, join(root, 'run')), URLS[0]!);
+      assert.equal(coverageOf(URLS[0]!, a.bytes) !== undefined, partial, `threshold ${partialFromBytes} of ${bytes} bytes`);
+      if (!partial) assert.deepEqual(a.bytes, complete);
+      store.close();
+    }
+  });
+
   test('the timeline opens on as many newest hours as a first cold read of their GPU telemetry affords', async () => {
     // 1,024 GPUs write ~320 MB of gpu_util an hour: the newest hour; a 128-GPU run, the widest window
     assert.equal(defaultWindowS(323e6), 3600);
@@ -150,7 +167,7 @@ describe('progressive whole-window answers', () => {
   });
 
   test('while people are asking, the warm-up leaves a parse thread free for their window reads', () => {
-    const store = TelemetryStore.open(dash, { parseWorkers: 2, parallelFromBytes: 0, cacheDir: join(root, 'cache-threads') });
+    const store = TelemetryStore.open(dash, { parseWorkers: 2, parallelFromBytes: 0, partialFromBytes: 0, cacheDir: join(root, 'cache-threads') });
     try {
       assert.equal(store.parseWorkersReady(), 2);
       const pool = store.partitions.gpu_util.pool!;

@@ -27,7 +27,7 @@ describe('progressive fleet overview', { skip: !hasChromium && 'no Chromium' }, 
     const runDir = join(root, 'run');
     await generateSyntheticRun(runDir, { gpus: 8, hours: 2, samplesPerStep: 32, seed: 7 });
     // the warm-up is driven by this test, not by a timer
-    store = TelemetryStore.open(join(runDir, 'dashboard'), { parseWorkers: 0, cacheDir: join(root, 'cache') });
+    store = TelemetryStore.open(join(runDir, 'dashboard'), { parseWorkers: 0, cacheDir: join(root, 'cache'), partialFromBytes: 0 });
     server = await startServer(new RunAnswers(telemetryOnlyRun(store, runDir)), { port: 0, useUtilizationOverview: true });
     browser = await launch();
   });

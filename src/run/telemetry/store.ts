@@ -93,6 +93,11 @@ export interface TelemetryStoreOptions {
    */
   parseWorkers?: number;
   parallelFromBytes?: number;
+  /**
+   * While the warm-up runs, a whole-window answer whose unread hours hold fewer bytes than this reads them
+   * and answers complete (a moment's parse) instead of answering partial (default `PARTIAL_FROM_BYTES`).
+   */
+  partialFromBytes?: number;
   /** The file operations (default: the real file system); tests hand in one they control. */
   io?: TelemetryIo;
   /** Where parsed partitions persist across processes (never inside the run); default: nowhere. */
@@ -103,6 +108,9 @@ export interface TelemetryStoreOptions {
 
 /** The parse threads boot this long after the store opens at the latest, ms (sooner once a first request is answered). */
 const POOL_BOOT_LATEST_MS = 1000;
+
+/** Unread bytes from which a whole-window answer asked during the warm-up is partial: ~0.1 s of parsing below it. */
+export const PARTIAL_FROM_BYTES = 32 * 2 ** 20;
 
 /** Default byte budget of the resident raw columns: keeps a 1,024-GPU run's server well under 512 MiB. */
 export const DEFAULT_MEMORY_BUDGET = 192 * 2 ** 20;
@@ -157,12 +165,14 @@ export class TelemetryStore {
   private poolWanted = false;
   private readonly parseWorkers: number;
   private readonly parallelFromBytes: number;
+  private readonly partialFromBytes: number;
 
   private constructor(dashboardDir: string, opts: TelemetryStoreOptions = {}) {
     this.dir = dashboardDir;
     const io = opts.io ?? nodeIo;
     this.parseWorkers = opts.parseWorkers ?? defaultParseWorkers();
     this.parallelFromBytes = opts.parallelFromBytes ?? 256 * 2 ** 20;
+    this.partialFromBytes = opts.partialFromBytes ?? PARTIAL_FROM_BYTES;
     const warn = (file: string, line: number, message: string): void => this.warn(file, line, message);
     this.partitions = partitionReaders(dashboardDir, this, io, warn, opts.cacheBlocks ?? PARTITION_CACHE_BLOCKS);
     const budget = new MemoryBudget(opts.memoryBudget ?? DEFAULT_MEMORY_BUDGET);
@@ -331,11 +341,16 @@ export class TelemetryStore {
     if (open.size === 0) return null;
     const readers = streams.map((st) => this.partitions[st] as PartitionReader<any>);
     const hours = new Map<string, { lo: number; hi: number }>();
+    let unreadBytes = 0;
     for (const r of readers) {
-      for (const f of r.overlappingFiles(t0, t1)) if (f.size > 0 && !hours.has(f.key)) hours.set(f.key, { lo: f.lo, hi: f.hi });
+      for (const f of r.overlappingFiles(t0, t1)) {
+        if (f.size > 0 && !hours.has(f.key)) hours.set(f.key, { lo: f.lo, hi: f.hi });
+        if (open.has(f.key)) unreadBytes += f.size;
+      }
     }
     const unreadKeys = new Set([...hours.keys()].filter((k) => open.has(k)));
-    if (unreadKeys.size === 0) return null;
+    // what is left to read is a moment's parse: the answer reads it and is complete
+    if (unreadKeys.size === 0 || unreadBytes < this.partialFromBytes) return null;
     this.warm.prefer(unreadKeys);
     const range = this.range;
     const lo = t0 ?? range?.[0] ?? -Infinity;
