@@ -82,6 +82,21 @@ describe('what token reads keep in the cache directory', () => {
     }
   });
 
+  it('writes what a read learnt (catalog, mirror layout) once the read is over, not on the turns the read waits on', async () => {
+    const g = goldens.find((x) => x.id === 1)!;
+    const cache = cacheDir();
+    const reader = await DumpReader.open(fixturePath('miles-demo', 'run'), { cacheDir: cache });
+    try {
+      const kept = [`train_${g.id}.catalog.json`, `rollout_${g.id}.mirror.json`].map((name) => join(cache, name));
+      await reader.sampleTokens(g.id, g.idx);
+      assert.deepEqual(kept.filter((f) => existsSync(f)), [], 'nothing written while the read ran');
+      await reader.cacheWritten();
+      assert.deepEqual(kept.filter((f) => !existsSync(f)), [], 'everything written after it');
+    } finally {
+      await reader.close();
+    }
+  });
+
   it('is used by a later reader, which reads no directory of a file without the sample; a changed file makes it scan again', async () => {
     const copy = copyFixtureRun();
     try {
