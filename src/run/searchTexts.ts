@@ -1,7 +1,7 @@
 // A run's searchable texts, step by step: each step's sample texts read batch by batch while its dump is
 // decoded, kept lower-cased (memory, and `--cache-dir` when given) with a word index (flexsearch) built behind
 // the scans, so a search over many steps reads each step once. The matching itself is the queries'.
-import FlexSearch, { type Index as FlexIndex } from 'flexsearch';
+import type { Index as FlexIndex } from 'flexsearch';
 import type { DerivedCache } from './derivedCache.ts';
 import { SEARCH_NON_WORD, type SearchableText, type SearchTextSource, type StepTexts, type StepTextsSource } from './model.ts';
 
@@ -11,7 +11,11 @@ const STEPS_KEPT = 16;
 const CACHE_VERSION = 2;
 const NOT_ASCII = /[^\x00-\x7f]/;
 
-function wordIndex(): FlexIndex {
+/** flexsearch, loaded with the first index (a server's start loads no search library). */
+let flexsearch: Promise<typeof import('flexsearch')> | undefined;
+
+async function wordIndex(): Promise<FlexIndex> {
+  const FlexSearch = (await (flexsearch ??= import('flexsearch'))).default;
   // Positions are not scored (resolution 1): the index only narrows which samples a scan verifies. Entries
   // and lookups are words already split and folded here, so flexsearch's own encoder is skipped.
   return new FlexSearch.Index({ tokenize: 'strict', resolution: 1, encode: (text: string) => text.split(' ') });
@@ -60,7 +64,7 @@ function prepare<T extends SearchableText>(key: string, stamp: string, texts: T[
 
 /** Builds a step's index a slice at a time, calling `between` (served by the event loop) between slices. */
 async function buildIndex(st: IndexedStepTexts<SearchableText>, between: () => Promise<void>): Promise<FlexIndex> {
-  const index = wordIndex();
+  const index = await wordIndex();
   let until = performance.now() + INDEX_SLICE_MS;
   // One entry per sample holding each distinct word of all its fields once: what a lookup needs, at a
   // fraction of the cost of indexing every occurrence.
@@ -248,7 +252,7 @@ export class SearchTexts<T extends SearchableText = SearchableText> implements S
       const doc = JSON.parse(text) as { version: number; stamp: string; texts: T[]; index: Record<string, string> };
       if (doc.version !== CACHE_VERSION || doc.stamp !== stamp) return null;
       const st = prepare(key, stamp, doc.texts);
-      const index = wordIndex();
+      const index = await wordIndex();
       for (const [k, v] of Object.entries(doc.index)) index.import(k, v);
       st.index = index;
       return st;
