@@ -97,6 +97,20 @@ describe('what token reads keep in the cache directory', () => {
     }
   });
 
+  it('decodes, of the rank files that may hold a sample, only those whose pickle lists it (the others\' indices are read from their bytes)', async () => {
+    let skipped = 0;
+    for (const g of goldens) {
+      const cache = cacheDir();
+      const decoded: string[] = [];
+      await answerFresh(fixturePath('miles-demo', 'run'), g, cache, decoded);
+      const kept = catalogOf(cache, g.id);
+      const holds = (name: string) => kept.samples.some(([i, samples]) => kept.files[i][0] === name && samples.includes(g.idx));
+      assert.deepEqual(decoded.filter((f) => !holds(f)), [], `${g.file}: decoded only files holding sample ${g.idx}`);
+      skipped += kept.samples.filter(([i]) => !decoded.includes(kept.files[i][0])).length;
+    }
+    assert.ok(skipped > 0, 'some rank files were known without a decode');
+  });
+
   it('is used by a later reader, which reads no directory of a file without the sample; a changed file makes it scan again', async () => {
     const copy = copyFixtureRun();
     try {

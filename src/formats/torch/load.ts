@@ -191,7 +191,7 @@ export async function loadTorch(path: string, opts: OpenTorchOptions = {}): Prom
   return f.value;
 }
 
-function findDataPkl(entries: ZipEntry[]): ZipEntry | undefined {
+export function findDataPkl(entries: readonly ZipEntry[]): ZipEntry | undefined {
   // torch takes the archive root from the first record; prefer `<that root>/data.pkl`.
   const first = entries[0]?.name ?? '';
   const firstRoot = first.includes('/') ? first.slice(0, first.indexOf('/')) : '';

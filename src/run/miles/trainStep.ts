@@ -9,6 +9,7 @@ import { statSync, type Stats } from 'node:fs';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import { visitCentralDirectorySync, ZipArchive, type ZipEntry } from '../../formats/zip.ts';
 import { LaterWrites } from '../derivedCache.ts';
+import { sampleIndicesOf } from './rankSampleIndices.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { readNumbers, type TorchDocument } from './torchDocument.ts';
 import { field, isList } from './pyFields.ts';
@@ -621,6 +622,12 @@ export class TrainStepFiles {
     if (candidates.length > 0) {
       // Copies of a candidate are candidates too (same storage sizes), so twins among them are all it takes.
       const roots = [...new Set(candidates.map((i) => twinOf[i]))];
+      // A root whose pickle shows its sample indices plainly is decoded only when it holds the sample.
+      for (const r of roots) {
+        if (this.known.has(r)) continue;
+        const shown = await sampleIndicesOf(join(this.runDir, this.files[r].name));
+        if (shown) this.learn(r, shown);
+      }
       await mapLimit(
         roots.filter((r) => this.known.get(r)?.includes(sampleIndex) ?? true),
         2,
