@@ -46,10 +46,11 @@ export interface CachedPartition {
 /**
  * One whole-file parse of hour `key` of `stream` as the bytes of a persisted frame: what the partition
  * cache saves and the collector writes beside the partition. `source` names the parsed file (its inode
- * and creation time, 0 when unknown).
+ * and creation time, 0 when unknown). With `consume` the columns may be reordered in place (a parse that
+ * is written and dropped: no second copy of an hour's rows is made).
  */
-export function encodePersistedParse(stream: PartitionedStream, key: string, source: { ino: number; born: number }, r: ParseResult): Uint8Array[] {
-  const { extra, columns } = pack(r.data);
+export function encodePersistedParse(stream: PartitionedStream, key: string, source: { ino: number; born: number }, r: ParseResult, consume = false): Uint8Array[] {
+  const { extra, columns } = pack(r.data, consume);
   const c = (r.data as { columns?: { length: number; tsMin: number; tsMax: number } }).columns;
   const header: CacheHeader = {
     version: PARTITION_CACHE_VERSION,
@@ -107,8 +108,8 @@ function sameFile(h: { ino: number; born?: number }, st: FileStat): boolean {
   return describesFile({ key: '', offset: 0, ino: h.ino, born: Number(h.born) || 0 }, st);
 }
 
-/** Engine rows regrouped by metric (stable), each row keeping its file position in `row`. */
-function byMetric(c: EngineSeriesColumns, series: readonly [string, string, string][]): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
+/** Engine rows regrouped by metric (stable), each row keeping its file position in `row`; with `consume` in `c`'s own columns. */
+function byMetric(c: EngineSeriesColumns, series: readonly [string, string, string][], consume: boolean): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
   const n = c.length;
   const metricOf = new Map<string, number>();
   const seriesMetric = new Int32Array(series.length);
@@ -124,18 +125,41 @@ function byMetric(c: EngineSeriesColumns, series: readonly [string, string, stri
   const segments: Record<string, [number, number]> = {};
   for (const [name, m] of metricOf) if (counts[m + 1] > counts[m]) segments[name] = [counts[m], counts[m + 1]];
   const cursor = counts.slice(0, metricOf.size);
+  const row = new Uint32Array(n);
+  for (let i = 0; i < n; i++) row[cursor[seriesMetric[sid[i]]]++] = i;
+  if (consume) {
+    const ts = c.cols.ts.subarray(0, n);
+    const out = sid.subarray(0, n);
+    const value = c.cols.value.subarray(0, n);
+    gatherInPlace(row, ts, out, value);
+    return { extra: { series, segments }, columns: [['ts', ts], ['series', out], ['value', value], ['row', row]] };
+  }
   const ts = new Float64Array(n);
   const out = new Uint32Array(n);
   const value = new Float64Array(n);
-  const row = new Uint32Array(n);
-  for (let i = 0; i < n; i++) {
-    const k = cursor[seriesMetric[sid[i]]]++;
+  for (let k = 0; k < n; k++) {
+    const i = row[k];
     ts[k] = c.cols.ts[i];
     out[k] = sid[i];
     value[k] = c.cols.value[i];
-    row[k] = i;
   }
   return { extra: { series, segments }, columns: [['ts', ts], ['series', out], ['value', value], ['row', row]] };
+}
+
+/**
+ * `a[k] = a[perm[k]]` for every `k` of three columns, through one scratch column: a third of the memory of
+ * reordering into new columns, and each metric group's rows are read in file order.
+ */
+function gatherInPlace(perm: Uint32Array, a: Float64Array, b: Uint32Array, c: Float64Array): void {
+  const n = perm.length;
+  const scratch = new Float64Array(n);
+  for (const col of [a, c]) {
+    for (let k = 0; k < n; k++) scratch[k] = col[perm[k]];
+    col.set(scratch);
+  }
+  const scratch32 = new Uint32Array(scratch.buffer, 0, n);
+  for (let k = 0; k < n; k++) scratch32[k] = b[perm[k]];
+  b.set(scratch32);
 }
 
 /**
@@ -187,8 +211,8 @@ function unpermuted(columns: Record<string, FrameColumn>, length: number, tsMin:
   return { length, tsMin, tsMax, cols: { ts, series, value } };
 }
 
-function pack(d: ParsedColumns): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
-  if (d.stream === 'engine_series') return byMetric(d.columns, d.series);
+function pack(d: ParsedColumns, consume: boolean): { extra: Record<string, unknown>; columns: [string, FrameColumn][] } {
+  if (d.stream === 'engine_series') return byMetric(d.columns, d.series, consume);
   if (d.stream === 'gpu_util' || d.stream === 'phases') {
     const columns = Object.entries(d.columns.cols as Record<string, FrameColumn>).map(([n, c]) => [n, c.subarray(0, d.columns.length)] as [string, FrameColumn]);
     if (d.stream === 'gpu_util') return { extra: { lanes: d.lanes }, columns };

@@ -33,6 +33,23 @@ class PairBlock extends ColumnBlock<typeof SCHEMA> {
 }
 
 describe('the column base', () => {
+  test('makes room for an expected row count at once, and hands over views without a trimmed copy when asked', () => {
+    const b = new PairBlock(16);
+    b.push(1, 1);
+    b.expectRows(5000);
+    const before = b.columns(false).cols.ts.buffer;
+    assert.equal(before.byteLength, 5000 * 8, 'room for the expected rows in one step');
+    for (let i = 1; i < 4000; i++) b.push(1 + i, i % 7);
+    const views = b.columns(false);
+    assert.equal(views.cols.ts.buffer, before, 'no copy was made on the way');
+    assert.equal(views.length, 4000);
+    assert.equal(views.cols.ts.length, 4000);
+    assert.deepEqual(Array.from(views.cols.ts.subarray(0, 3)), [1, 2, 3]);
+    b.expectRows(10);
+    assert.equal(b.columns(false).cols.ts.buffer, before, 'never shrinks');
+    assert.notEqual(b.columns().cols.ts.buffer, before, 'a trimmed hand-over copies');
+  });
+
   test('grows past its capacity keeping every row, trims, and hands its columns over intact', () => {
     const b = new PairBlock(16);
     for (let i = 0; i < 1000; i++) b.push(1000 - i, i % 7);

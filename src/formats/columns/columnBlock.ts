@@ -104,9 +104,20 @@ export abstract class ColumnBlock<S extends ColumnSchema> {
     if (this.cap > this.length + 16) this.setCapacity(Math.max(16, this.length));
   }
 
-  /** The trimmed columns (moved out to another thread, or adopted from one). */
-  columns(): BlockColumns<S> {
-    this.trim();
+  /**
+   * Room for `rows` rows at once (a cold fill that has estimated its file's rows), instead of doubling
+   * its way there with a copy at each step.
+   */
+  expectRows(rows: number): void {
+    if (rows > this.cap) this.setCapacity(Math.ceil(rows));
+  }
+
+  /**
+   * The columns over the live rows (moved out to another thread, or adopted from one): trimmed, or with
+   * `trim` false views over the spare room too (read once and dropped, no copy is worth making).
+   */
+  columns(trim = true): BlockColumns<S> {
+    if (trim) this.trim();
     const cols = {} as Record<string, Column>;
     for (const [name, col] of Object.entries(this.cols) as [string, Column][]) cols[name] = col.length === this.length ? col : col.subarray(0, this.length);
     return { length: this.length, tsMin: this.tsMin, tsMax: this.tsMax, cols: cols as ColumnsOf<S> };

@@ -80,9 +80,9 @@ export class PhaseBlock extends ColumnBlock<typeof PHASE_SCHEMA> {
     return { name: s.str(c.name[i]), t0: c.t0[i], t1: c.t1[i], node: s.str(c.node[i]), gpus, rank: c.rank[i], role: s.str(c.role[i]) };
   }
 
-  override columns(): PhaseColumns {
-    this.gpus.trim();
-    return { ...super.columns(), openCount: this.openCount, gpuLen: this.gpus.length, gpuList: this.gpus.values };
+  override columns(trim = true): PhaseColumns {
+    if (trim) this.gpus.trim();
+    return { ...super.columns(trim), openCount: this.openCount, gpuLen: this.gpus.length, gpuList: this.gpus.values };
   }
 
   /** A block over columns parsed elsewhere; `stringMap[localId]` gives this store's string id. */

@@ -1,5 +1,6 @@
 // One cold partition parse, runnable on a worker thread: reads a file's complete lines from an offset
 // with the stream's parser and hands back transferable columns plus the strings they refer to.
+import { statSync } from 'node:fs';
 import { TAIL_CHUNK_BYTES, readCompleteLines } from '../../formats/jsonlTail.ts';
 import { ColumnBlock } from '../../formats/columns/columnBlock.ts';
 import { EngineSeriesBlock, EngineSeriesParser } from '../../formats/columns/engineSeriesBlock.ts';
@@ -38,12 +39,24 @@ export class ParseContext {
   readonly phases = new PhaseParser(this.strings);
 }
 
+/** Rows reserved past the first chunk's rows-per-byte estimate (lines vary a little in length). */
+const ROWS_SLACK = 1.03;
+
+function statSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
 /** Runs one job; returns the result and the buffers to transfer. */
 export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfer: ArrayBuffer[] } {
   const out = parse(ctx, job);
   const p = job.persist;
   if (p === undefined || out.result.view !== null) return out;
-  new PartitionCache(p.cacheDir, p.dashboardDir).save(job.stream, p.key, p.ino, out.result);
+  // the columns are dropped once written: they may be reordered in place on the way
+  new PartitionCache(p.cacheDir, p.dashboardDir).save(job.stream, p.key, p.ino, out.result, true);
   const { stream } = out.result.data;
   const data = { stream, rows: [], tsMin: Infinity, tsMax: -Infinity } as unknown as ParsedColumns;
   return { result: { ...out.result, data, persisted: true }, transfer: [] };
@@ -55,29 +68,39 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
     warnings.push([line, message]);
   };
   let lines = 0;
-  const read = (each: (buf: Uint8Array, end: number) => number): number =>
-    readCompleteLines(
+  // a whole persisted parse is written and dropped here: its columns need no trimmed copy
+  const trim = job.persist === undefined;
+  /** Reads the job's lines into `block` through `each`, room for the whole read made once the first chunk shows its rows per byte. */
+  const read = (block: { length: number; expectRows(rows: number): void }, each: (buf: Uint8Array, end: number) => number): number => {
+    let first = true;
+    return readCompleteLines(
       job.path,
       job.offset,
       (chunk) => {
         lines += each(chunk.buf, chunk.end);
+        if (first && chunk.end > 0) {
+          first = false;
+          const bytes = Math.min(job.end ?? Infinity, statSize(job.path)) - job.offset;
+          block.expectRows((block.length / chunk.end) * bytes * ROWS_SLACK + 16);
+        }
       },
       TAIL_CHUNK_BYTES,
       job.end,
     ).offset;
+  };
 
   if (job.stream === 'gpu_util') {
     const block = new GpuUtilBlock('', 0, 0, job.rowsHint);
     const v = job.view;
-    const offset = read((buf, end) => (v === null ? ctx.gpu.parse(buf, 0, end, block, lines + 1, bad) : ctx.gpu.parseView(v, buf, 0, end, block, lines + 1, bad)));
-    const columns = block.columns();
+    const offset = read(block, (buf, end) => (v === null ? ctx.gpu.parse(buf, 0, end, block, lines + 1, bad) : ctx.gpu.parseView(v, buf, 0, end, block, lines + 1, bad)));
+    const columns = block.columns(trim);
     const lanes: [string, number][] = [];
     for (let i = 0; i < ctx.lanes.size; i++) lanes.push([ctx.lanes.node(i), ctx.lanes.gpu(i)]);
     return { result: { data: { stream: 'gpu_util', columns, lanes }, offset, lines, view: v, warnings }, transfer: ColumnBlock.transferables(columns) };
   }
   if (job.stream === 'engine_series') {
     const pack = (block: EngineSeriesBlock, offset: number, view: string | null): { result: ParseResult; transfer: ArrayBuffer[] } => {
-      const columns = block.columns();
+      const columns = block.columns(trim);
       const series = ctx.engineSeries.rows();
       return {
         result: { data: { stream: 'engine_series', columns, series }, offset, lines, view, warnings },
@@ -88,7 +111,7 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
     if (v !== null) {
       const block = new EngineSeriesBlock('', 0, 0, 1024);
       let ok = true;
-      const offset = read((buf, end) => {
+      const offset = read(block, (buf, end) => {
         if (ok && ctx.engine.parseView(v, buf, 0, end, block) < 0) ok = false;
         return 0;
       });
@@ -97,13 +120,13 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
     }
     const block = new EngineSeriesBlock('', 0, 0, job.rowsHint);
     lines = 0;
-    const offset = read((buf, end) => ctx.engine.parse(buf, 0, end, block, lines + 1, bad));
+    const offset = read(block, (buf, end) => ctx.engine.parse(buf, 0, end, block, lines + 1, bad));
     return pack(block, offset, null);
   }
   if (job.stream === 'phases') {
     const block = new PhaseBlock('', 0, 0, ctx.strings, job.rowsHint);
-    const offset = read((buf, end) => ctx.phases.parse(buf, 0, end, block, lines + 1, bad));
-    const columns = block.columns();
+    const offset = read(block, (buf, end) => ctx.phases.parse(buf, 0, end, block, lines + 1, bad));
+    const columns = block.columns(trim);
     const strings: string[] = [];
     for (let i = 0; i < ctx.strings.size; i++) strings.push(ctx.strings.str(i));
     const transfer = PhaseBlock.transferablesOf(columns);
@@ -111,7 +134,7 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
   }
   const block = new RecordBlock<{ ts: number }>('', 0, 0);
   const validate = job.stream === 'trajectories' ? trajectoryEventOf : gpuProcessOf;
-  const offset = read((buf, end) => parseRecordLines(validate as (o: unknown) => { ts: number } | string, buf, 0, end, block, lines + 1, bad));
+  const offset = read({ length: 0, expectRows: () => {} }, (buf, end) => parseRecordLines(validate as (o: unknown) => { ts: number } | string, buf, 0, end, block, lines + 1, bad));
   const data = { stream: job.stream, rows: block.rows, tsMin: block.tsMin, tsMax: block.tsMax } as ParsedColumns;
   return { result: { data, offset, lines, view: null, warnings }, transfer: [] };
 }

@@ -26,6 +26,9 @@ const port = workerData.port;
     if (workerData.tsx) (await import(workerData.tsx)).register();
     const mod = await import(workerData.job);
     const ctx = new mod.ParseContext();
+    // a parse leaves its trimmed-away columns behind; collected right away, an idle thread holds no garbage
+    require('node:v8').setFlagsFromString('--expose-gc');
+    const gc = require('node:vm').runInNewContext('gc');
     parentPort.on('message', (job) => {
       try {
         const r = mod.runParseJob(ctx, job);
@@ -35,6 +38,7 @@ const port = workerData.port;
       }
       Atomics.add(flag, 1, 1);
       Atomics.notify(flag, 1);
+      gc();
     });
     Atomics.store(flag, 0, 1);
   } catch (err) {

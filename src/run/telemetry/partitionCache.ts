@@ -205,13 +205,13 @@ export class PartitionCache extends PersistedParses {
   }
 
   /** Persists a whole-file parse (atomically: a reader never sees half a file). Failures are ignored: the cache is an optimisation. */
-  save(stream: PartitionedStream, key: string, ino: number, r: ParseResult): void {
+  save(stream: PartitionedStream, key: string, ino: number, r: ParseResult, consume = false): void {
     if (!CACHED.has(stream) || r.view !== null) return;
     const path = this.fileOf(stream, key)!;
     const tmp = `${path}.${process.pid}.tmp`;
     try {
       mkdirSync(join(this.root, stream), { recursive: true });
-      writePieces(tmp, encodePersistedParse(stream, key, { ino, born: this.bornOf(stream, key, ino) }, r));
+      writePieces(tmp, encodePersistedParse(stream, key, { ino, born: this.bornOf(stream, key, ino) }, r, consume));
       renameSync(tmp, path);
       this.writes++;
     } catch {
