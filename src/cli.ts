@@ -34,7 +34,9 @@ serve options:
   --port N                      port (default 7788)
   --follow                      tail a running job every 2 s and push changes to the app
   --tensor-lru N                at most N rollout steps' records kept decoded (default: as many as fit in 32 MiB)
-  --cache-dir DIR               where derived caches may be written (default: memory only)
+  --cache-dir DIR               where derived caches may be written (default: a folder per run under
+                                $RLSIGHT_CACHE_DIR, $XDG_CACHE_HOME/rlsight or ~/.cache/rlsight)
+  --no-cache                    keep derived data in memory only (no warm-up)
   --memory-budget MIB           MiB the resident telemetry columns of each run may hold (default 192)
   --use-utilization-overview    always show the fleet overview instead of per-GPU lanes
   --low-mfu-threshold X         MFU advisory threshold, 0 disables (default 0.15)

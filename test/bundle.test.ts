@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { ensureCliBuilt, servingUrl } from './support/cli.ts';
+import { ensureCliBuilt, servingUrl, warmedUp } from './support/cli.ts';
 import { copyFixtureRun, diffJson, loadGoldens, type RunCopy } from './support/fixtures.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -20,6 +20,8 @@ describe('the dist bundle', () => {
     run = copyFixtureRun();
     child = spawn(process.execPath, [bundle, 'serve', '--dump-details', run.dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     url = await servingUrl(child);
+    // While its warm-up runs, /api/meta also says how far it is: the goldens are the finished run's.
+    await warmedUp(url);
   });
   after(() => {
     child?.kill();

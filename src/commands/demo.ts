@@ -44,5 +44,6 @@ export async function demo(argv: string[]): Promise<void> {
     await generateDemoRun(dir, { large: values.large ?? false, collapse: run.collapse, historySteps: DEMO_HISTORY_STEPS });
     dirs.push(dir);
   }
-  await serve(parseServeFlags([...dirs, ...flags]));
+  // The runs' derived caches go beside them (removed with a temporary folder), not under the user's cache directory.
+  await serve(parseServeFlags([...dirs, ...flags, '--cache-dir', join(out, '.rlsight-cache')]));
 }

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { runFormats } from '../run/open.ts';
+import { defaultRunCache } from './cacheHome.ts';
 import { CommandUsageError as UsageError } from './common.ts';
 
 export interface ServeFlags {
@@ -18,7 +19,10 @@ export interface ServeFlags {
   follow: boolean;
   /** `--tensor-lru N`: at most N steps' records resident (else as many as their byte budget holds). */
   tensorLru?: number;
+  /** `--cache-dir DIR`: where the derived caches go (one run: DIR itself; several: DIR/run-N). */
   cacheDir?: string;
+  /** `--no-cache`: keep derived data in memory only (else each run gets a cache folder of its own under the user's cache directory). */
+  noCache: boolean;
   /** MiB each run's resident telemetry columns may hold. */
   memoryBudgetMiB: number;
   useUtilizationOverview: boolean;
@@ -88,6 +92,7 @@ export const SERVE_OPTIONS = {
   follow: { type: 'boolean' },
   'tensor-lru': { type: 'string' },
   'cache-dir': { type: 'string' },
+  'no-cache': { type: 'boolean' },
   'memory-budget': { type: 'string' },
   'use-utilization-overview': { type: 'boolean' },
   'low-mfu-threshold': { type: 'string' },
@@ -117,6 +122,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
   for (const flag of ['rollout-num-gpus', 'eval-datasets'] as const) {
     if (values[flag] !== undefined && !onlySlime) throw new UsageError(`--${flag}: only for slime runs (it fills in what a slime dump lacks); this run is not one and logs those metrics itself`);
   }
+  if (values['no-cache'] && values['cache-dir'] !== undefined) throw new UsageError('--no-cache: give either --cache-dir DIR or --no-cache, not both');
   if (runDirs.length === 0 && runsRoot === undefined) throw new UsageError('a run directory is required: serve DIR [DIR...], --runs ROOT or --dump-details DIR');
   return {
     runDirs,
@@ -126,6 +132,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     follow: values.follow ?? false,
     tensorLru: values['tensor-lru'] === undefined ? undefined : numberFlag('tensor-lru', values['tensor-lru'], 0, { int: true, min: 0 }),
     cacheDir: values['cache-dir'] ? resolve(values['cache-dir']) : undefined,
+    noCache: values['no-cache'] ?? false,
     memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], 192, { min: 16 }),
     useUtilizationOverview: values['use-utilization-overview'] ?? false,
     lowMfuThreshold: numberFlag('low-mfu-threshold', values['low-mfu-threshold'], 0.15, { min: 0 }),
@@ -166,10 +173,17 @@ function banner(url: string, host: string, port: number, runs: readonly { id: st
   return lines.join('\n');
 }
 
-/** Each run's derived caches get their own folder under --cache-dir (runs never share one). */
-function cacheFor(flags: ServeFlags, index: number, count: number): string | undefined {
-  if (!flags.cacheDir || count <= 1) return flags.cacheDir;
-  return join(flags.cacheDir, `run-${index}`);
+/**
+ * Each run's derived caches get their own folder (runs never share one): under --cache-dir, or by default
+ * under the user's cache directory; none with --no-cache, or (said on stderr) when the default cannot be used.
+ */
+function cacheFor(flags: ServeFlags, dir: string, index: number, count: number): string | undefined {
+  if (flags.cacheDir) return count <= 1 ? flags.cacheDir : join(flags.cacheDir, `run-${index}`);
+  if (flags.noCache) return undefined;
+  const found = defaultRunCache(dir);
+  if ('dir' in found) return found.dir;
+  console.error(`rlsight: ${dir}: derived data kept in memory only: ${found.problem} (--cache-dir DIR chooses another place)`);
+  return undefined;
 }
 
 export async function serve(flags: ServeFlags): Promise<void> {
@@ -188,7 +202,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const open = (dir: string): Promise<RunSources> =>
     openRun(dir, {
       tensorLru: flags.tensorLru,
-      cacheDir: cacheFor(flags, opened++, flags.runsRoot ? 2 : flags.runDirs.length),
+      cacheDir: cacheFor(flags, dir, opened++, flags.runsRoot ? 2 : flags.runDirs.length),
       memoryBudget: flags.memoryBudgetMiB * 2 ** 20,
       // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
       prometheus: flags.prometheus,

@@ -33,3 +33,13 @@ export function servingUrl(child: ChildProcess): Promise<string> {
     child.once('exit', (code) => fail(new Error(`rlsight serve exited with ${code}: ${out}`)));
   });
 }
+
+/** Resolves once the server at `url` has no warm-up running (`/api/meta` without `warmup`); fails after a minute. */
+export async function warmedUp(url: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const meta = (await (await fetch(new URL('/api/meta', url))).json()) as { warmup?: unknown };
+    if (meta.warmup === undefined) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the warm-up of ${url} did not finish within a minute`);
+}

@@ -1,0 +1,11 @@
+// Loaded before every test file (`npm test`): servers the tests start without --cache-dir keep their
+// default caches in a folder of this process's own, removed when it exits, never in the user's cache directory.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+if (!process.env.RLSIGHT_CACHE_DIR) {
+  const dir = mkdtempSync(join(tmpdir(), 'rlsight-test-cache-'));
+  process.env.RLSIGHT_CACHE_DIR = dir;
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+}
