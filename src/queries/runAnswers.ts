@@ -55,6 +55,11 @@ export interface Window {
   t1?: number;
 }
 
+/** Aborted once no one waits for the answer: the work after its reads is not done (the reads stay cached). */
+export interface Stoppable {
+  signal?: AbortSignal;
+}
+
 /** A heatmap's wire frame; `coverage` (also in the frame's header) when it covers only the hours read so far. */
 export interface HeatmapAnswer {
   frame: Uint8Array;
@@ -92,8 +97,8 @@ export interface RunSources {
   topology(): Promise<Topology>;
   /** rlsight's own: the lanes a selection picks (`/api/rlsight/lanes`). */
   selectLanes(grammar: string | undefined): Promise<LanesAnswer>;
-  phases(w: Window & { lanes?: string }): Promise<PhasesAnswer>;
-  gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer>;
+  phases(w: Window & Stoppable & { lanes?: string }): Promise<PhasesAnswer>;
+  gpu(w: Window & Stoppable & { lanes?: string; maxPoints: number }): Promise<GpuAnswer>;
   gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer>;
   /** The framed heatmap bytes, and their coverage when the answer is partial. */
   heatmap(w: Window & { metric: string; xBuckets: number; lanes?: string; maxRows?: number }): Promise<HeatmapAnswer>;
@@ -394,15 +399,17 @@ export class RunAnswers implements RunSources {
   // Window answers have their cold hours parsed on the parse threads first (this thread answers other
   // requests meanwhile), then assemble from what is resident.
 
-  async phases(w: Window & { lanes?: string }): Promise<PhasesAnswer> {
+  async phases(w: Window & Stoppable & { lanes?: string }): Promise<PhasesAnswer> {
     const lanes = resolveLanes(w.lanes, this.store.laneIndex());
     await this.store.readOnThreads('phases', w.t0, w.t1);
+    w.signal?.throwIfAborted();
     return { phases: phasesByLane(this.store, { t0: w.t0, t1: w.t1, lanes }) };
   }
 
-  async gpu(w: Window & { lanes?: string; maxPoints: number }): Promise<GpuAnswer> {
+  async gpu(w: Window & Stoppable & { lanes?: string; maxPoints: number }): Promise<GpuAnswer> {
     const index = this.store.laneIndex();
     await this.store.readOnThreads('gpu_util', w.t0, w.t1, selectiveLaneKeys(resolveLanes(w.lanes, index), index.length));
+    w.signal?.throwIfAborted();
     return gpuSeries(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes, maxPoints: w.maxPoints });
   }
 

@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
 import { mountRollout } from './rollout.ts';
-import { compressible, sharedAnswers } from './sharedAnswers.ts';
+import { answerSignal, compressible, sharedAnswers } from './sharedAnswers.ts';
 import { allowedHosts, hostGuard, readOnlyMethods } from './security.ts';
 import { mountStatic } from './static.ts';
 import { mountTimeline } from './timeline.ts';
@@ -72,7 +72,8 @@ function keptAnswerVersion(run: RunSources, path: string): string | null {
 /** The API of one run: every route family, mounted once. */
 export function runApi(run: RunSources, feed: EventFeed, options: AppOptions = {}): Hono {
   const api = new Hono();
-  api.onError((err, c) => failureResponse(c, err, run.roots));
+  // an answer no one waits for any more ends without a word (its stopping is no failure)
+  api.onError((err, c) => (answerSignal(c).aborted ? new Response(null, { status: 499 }) : failureResponse(c, err, run.roots)));
   mountMeta(api, run, { follow: options.follow ?? false, useUtilizationOverview: options.useUtilizationOverview ?? false });
   // answers asked for at once are computed once; telemetry answers are kept while the run's telemetry is unchanged
   api.use('/api/*', sharedAnswers({ version: (path) => keptAnswerVersion(run, path) }));

@@ -4,7 +4,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { Hono } from 'hono';
 import { PARTIAL_HEADER } from './json.ts';
 import { Gate } from './scheduler.ts';
-import { sharedAnswers } from './sharedAnswers.ts';
+import { answerSignal, sharedAnswers } from './sharedAnswers.ts';
 
 /** A run API whose answers count their computations and may be held until `release()`. */
 function app(opts: { budget?: number; gate?: Gate } = {}) {
@@ -252,4 +252,40 @@ test('an answer whose askers all went away, finishing later, leaves the flight o
   await first;
   for (const r of await Promise.all([second, third])) assert.equal(JSON.parse((await bytesOf(r)).toString()).n, 4);
   assert.equal(state.computed, 2);
+});
+
+test("a computing answer stops once every asker went away, and not while one still waits (even when the asker that started it left)", async () => {
+  const api = new Hono();
+  api.use('/api/*', sharedAnswers({ version: () => 'v1', gate: new Gate(8, 64) }));
+  const steps = new Map<string, number>();
+  // an answer computed in 200 steps with an await between each, stopping when no one waits for it
+  api.get('/api/rollout/:n/summary', async (c) => {
+    const n = c.req.param('n');
+    const signal = answerSignal(c);
+    for (let i = 0; i < 200; i++) {
+      if (signal.aborted) return c.body(null, 204);
+      steps.set(n, i + 1);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    return c.json({ n, steps: steps.get(n) });
+  });
+  const alone = new AbortController();
+  const lone = get(api, '/api/rollout/1/summary', { signal: alone.signal });
+  await tick();
+  alone.abort();
+  await Promise.resolve(lone).catch(() => {});
+  await tick();
+  const stoppedAt = steps.get('1')!;
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(steps.get('1'), stoppedAt, 'no step after its only asker left');
+  assert.ok(stoppedAt < 200, `${stoppedAt} of 200 steps`);
+
+  const starter = new AbortController();
+  const first = get(api, '/api/rollout/2/summary', { signal: starter.signal });
+  await tick();
+  const second = get(api, '/api/rollout/2/summary');
+  await tick();
+  starter.abort(); // the asker whose request computes it leaves; the second still waits
+  await Promise.resolve(first).catch(() => {});
+  assert.deepEqual(JSON.parse((await bytesOf(await second)).toString()), { n: '2', steps: 200 });
 });

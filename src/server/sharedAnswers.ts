@@ -4,7 +4,8 @@
 // computed or sent reads the same chunks, from the start. Telemetry answers are kept afterwards while the
 // run's telemetry is unchanged (LRU within a byte budget), so a reload, a second viewer or the app returning
 // to a view costs a lookup. Heavy answers take their turn at the scheduler's gate; an answer whose every
-// asker went away stops: dropped before its turn, or its body no longer produced.
+// asker went away stops: dropped before its turn, its handler told through `answerSignal` (not the first
+// asker's own request, which may leave while others still wait), or its body no longer produced.
 import { once } from 'node:events';
 import { constants, createGzip } from 'node:zlib';
 import type { Context, MiddlewareHandler, Next } from 'hono';
@@ -101,7 +102,6 @@ export interface SharedAnswersOptions {
   gate?: Gate;
 }
 
-/** Never shared: the event stream stays open, search streams its matches as they are found. */
 /** gzip level of the kept telemetry answers (tens of MB for all lanes of an hour: speed over the last bytes). */
 const TELEMETRY_GZIP_LEVEL = 4;
 /**
@@ -110,7 +110,20 @@ const TELEMETRY_GZIP_LEVEL = 4;
  */
 const FAST_GZIP = /^\/api\/rollout\/[^/]+\/sample\/[^/]+\/tokens$/;
 
+/** Never shared: the event stream stays open, search streams its matches as they are found. */
 const UNSHARED = /^\/api\/(events|rlsight\/search)$/;
+
+/** Where a shared answer's handler finds the signal that every asker went away. */
+const ANSWER_SIGNAL = 'rlsight.answerSignal';
+
+/**
+ * Aborts once no one waits for the answer `c` computes any more: every asker of a shared answer left (one
+ * asker leaving is not enough while others wait), or for an answer not shared, its one request went away.
+ * Work a handler starts after an await should stop when it is aborted.
+ */
+export function answerSignal(c: Context): AbortSignal {
+  return ((c as Context<{ Variables: Record<string, unknown> }>).get(ANSWER_SIGNAL) as AbortSignal | undefined) ?? c.req.raw.signal;
+}
 
 /**
  * Shares GET answers among concurrent askers of the same URL, `Accept`, gzip-or-not and telemetry version;
@@ -144,6 +157,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
   /** Computes the answer for every asker of `flight`: its turn at the gate, the handler, the body (gzipped once). */
   const fly = async (flight: Flight, c: Context, next: Next, o: { key: string; version: string | null; gzip: boolean; heavy: boolean }): Promise<void> => {
     let release = (): void => {};
+    (c as Context<{ Variables: Record<string, unknown> }>).set(ANSWER_SIGNAL, flight.abandoned.signal);
     try {
       if (o.heavy) release = await gate.enter(flight.abandoned.signal);
       await next();

@@ -3,10 +3,12 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
-import { columnsResponse, engineSeriesFrame, gpuFrame, phasesFrame, wantsColumns } from './columns.ts';
+import { gpuColumnsResponse, typedJsonResponse } from './answerPool.ts';
+import { columnsResponse, engineSeriesFrame, phasesFrame, wantsColumns } from './columns.ts';
 import { scrubPaths } from './errors.ts';
 import { jsonResponse, markPartial, withWarnings } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams, timelineWindow, windowShape } from './params.ts';
+import { answerSignal } from './sharedAnswers.ts';
 
 const lanes = z.string().optional();
 const phasesQuery = timelineWindow(z.object({ ...windowShape, lanes }));
@@ -37,14 +39,16 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/phases', async (c) => {
     const q = parseParams(phasesQuery, c.req.query());
-    const answer = await run.phases(q);
+    const answer = await run.phases({ ...q, signal: answerSignal(c) });
     return wantsColumns(c) ? columnsResponse(c, phasesFrame(answer)) : jsonResponse(c, answer);
   });
 
   app.get('/api/timeline/gpu', async (c) => {
     const q = parseParams(gpuQuery, c.req.query());
-    const answer = await run.gpu({ t0: q.t0, t1: q.t1, lanes: q.lanes, maxPoints: q.max_points });
-    return wantsColumns(c) ? columnsResponse(c, gpuFrame(answer)) : jsonResponse(c, answer);
+    const signal = answerSignal(c);
+    const answer = await run.gpu({ t0: q.t0, t1: q.t1, lanes: q.lanes, maxPoints: q.max_points, signal });
+    // all lanes of an hour is tens of MB of text: written on an encoding thread
+    return wantsColumns(c) ? gpuColumnsResponse(c, answer, signal) : typedJsonResponse(c, answer, signal);
   });
 
   app.get('/api/timeline/gpu_processes', async (c) => {

@@ -1,0 +1,65 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { joinPieces } from '../formats/columnFrame.ts';
+import type { GpuAnswer } from '../wire/index.ts';
+import { AnswerPool, typedNumbers } from './answerPool.ts';
+import { gpuFrame } from './columns.ts';
+import { jsonBody } from './json.ts';
+
+/** A gpu answer of `lanes` lanes of `points` samples each, as the compact schema gives it. */
+function gpuAnswer(lanes: number, points: number): GpuAnswer {
+  const out: GpuAnswer['lanes'] = {};
+  for (let l = 0; l < lanes; l++) {
+    const ts = Float64Array.from({ length: points }, (_, i) => 1.7e9 + i + l / 1000);
+    out[`10.0.${l >> 3}.1:${l & 7}`] = {
+      ts,
+      util: Uint8Array.from({ length: points }, (_, i) => (i * 7 + l) % 101),
+      mem_mb: Uint32Array.from({ length: points }, (_, i) => 40_000 + ((i * 13 + l) % 997)),
+      power_w: Uint16Array.from({ length: points }, (_, i) => 300 + ((i + l) % 400)),
+    };
+  }
+  return { lanes: out };
+}
+
+const pool = new AnswerPool(1, 2);
+after(() => pool.close());
+
+async function drain(body: ReadableStream<Uint8Array>): Promise<Buffer> {
+  return Buffer.from(await new Response(body).arrayBuffer());
+}
+
+test('an answer encoded on a thread is byte for byte the one the serving thread writes, JSON and frame', async () => {
+  const answer = gpuAnswer(64, 2000);
+  assert.equal(typedNumbers(answer), 64 * 2000 * 4);
+  const here = jsonBody(answer);
+  const expected = typeof here === 'string' ? Buffer.from(here) : await drain(here);
+  const json = await drain(pool.body({ kind: 'json', value: answer }, new AbortController().signal)!);
+  assert.equal(json.toString(), expected.toString());
+  const frame = await drain(pool.body({ kind: 'gpu_frame', answer }, new AbortController().signal)!);
+  assert.deepEqual(frame, Buffer.from(joinPieces(gpuFrame(answer))));
+  assert.equal(pool.counts.finished, 2);
+});
+
+test('a job whose reader went away stops at its next chunk; one queued is never started; the queue is bounded', async () => {
+  const answer = gpuAnswer(1024, 2000); // ~40 MB of JSON, ~160 chunks
+  const before = { ...pool.counts };
+  const running = new AbortController();
+  const body = pool.body({ kind: 'json', value: answer }, running.signal)!;
+  const reader = body.getReader();
+  await reader.read();
+  // the thread is busy with it: the next jobs wait, and the queue holds two
+  const gone = new AbortController();
+  const queued = pool.body({ kind: 'json', value: { a: new Float64Array(10) } }, gone.signal)!;
+  const waits = pool.body({ kind: 'json', value: { b: new Float64Array(3) } }, new AbortController().signal)!;
+  assert.equal(pool.body({ kind: 'json', value: {} }, new AbortController().signal), null, 'a full queue encodes on the serving thread');
+  assert.deepEqual(pool.load, { running: 1, waiting: 2 });
+  gone.abort();
+  await reader.cancel();
+  assert.equal(pool.counts.cancelled - before.cancelled, 2);
+  // the one still read comes next, whole; the cancelled ones never finished
+  assert.equal((await drain(waits)).toString(), '{"b":[0,0,0]}');
+  await assert.rejects(drain(queued), /cancelled/);
+  assert.equal(pool.counts.started - before.started, 2, 'the cancelled queued job never started');
+  assert.equal(pool.counts.finished - before.finished, 1);
+  assert.ok(pool.counts.chunks - before.chunks < 10, `${pool.counts.chunks - before.chunks} chunks taken of ~160`);
+});

@@ -1,0 +1,198 @@
+// Answer bodies encoded on worker threads: the JSON text or column frame of an answer of typed columns (the
+// gpu series of every lane over an hour: tens of MB) is written by a thread of this pool while the serving
+// thread answers everything else. Jobs wait their turn in a bounded queue (a full queue encodes on the
+// serving thread as before); a job whose body no one reads any more is dropped before it starts, or stops
+// at its next chunk.
+import { availableParallelism } from 'node:os';
+import type { Worker } from 'node:worker_threads';
+import type { Context } from 'hono';
+import { startModuleWorker } from '../ownFiles.ts';
+import type { GpuAnswer } from '../wire/index.ts';
+import type { EncodeJob, EncodeMessage, EncodeReply } from './answerEncoder.ts';
+import { columnsResponse, gpuFrame } from './columns.ts';
+import { COLUMNS_MEDIA_TYPE } from '../formats/columnFrame.ts';
+import { jsonResponse } from './json.ts';
+import { HEAVY_QUEUE } from './scheduler.ts';
+
+/** Numbers in typed columns from which an answer's body is encoded on a thread (below, the serving thread is quicker). */
+export const OFF_THREAD_NUMBERS = 1 << 16;
+
+/** Encoding threads: one beside the serving thread and the parse threads on a small machine, two on a larger one. */
+export function defaultEncodeThreads(): number {
+  return availableParallelism() > 4 ? 2 : 1;
+}
+
+/** Typed-array numbers within the first levels of `value` (what structured cloning copies cheaply). */
+export function typedNumbers(value: unknown, depth = 3): number {
+  if (ArrayBuffer.isView(value)) return value instanceof DataView ? 0 : (value as unknown as ArrayLike<number>).length;
+  if (depth === 0 || value === null || typeof value !== 'object') return 0;
+  let n = 0;
+  for (const v of Array.isArray(value) ? value : Object.values(value)) n += typedNumbers(v, depth - 1);
+  return n;
+}
+
+interface Job {
+  message: EncodeMessage;
+  /** Chunks posted by the thread, not yet taken by the reader. */
+  ready: Uint8Array[];
+  done: boolean;
+  failure: Error | null;
+  wake: (() => void) | null;
+  cancelled: boolean;
+}
+
+interface Slot {
+  worker: Worker;
+  job: Job | null;
+}
+
+export class AnswerPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  /** Jobs begun on a thread, finished whole, and cancelled (queued or running); chunks taken by readers. */
+  readonly counts = { started: 0, finished: 0, cancelled: 0, chunks: 0 };
+  /** Numbers in typed columns from which `offThread` says yes. */
+  offThreadNumbers = OFF_THREAD_NUMBERS;
+
+  constructor(
+    readonly threads = defaultEncodeThreads(),
+    readonly bound = HEAVY_QUEUE,
+    private readonly start: () => Worker = () => startModuleWorker('server/answerEncoder', { execArgv: [] }),
+  ) {}
+
+  /** Jobs running and waiting. */
+  get load(): { running: number; waiting: number } {
+    return { running: this.slots.filter((s) => s.job !== null).length, waiting: this.queue.length };
+  }
+
+  /** Whether an answer of `numbers` typed-column numbers is encoded here. */
+  offThread(numbers: number): boolean {
+    return this.threads > 0 && numbers >= this.offThreadNumbers;
+  }
+
+  /**
+   * The body of `job` encoded on a thread, read as a stream; null when the queue is full (the caller encodes
+   * it itself). Cancelling the stream or aborting `signal` stops the job.
+   */
+  body(job: EncodeJob, signal: AbortSignal): ReadableStream<Uint8Array> | null {
+    if (this.queue.length >= this.bound) return null;
+    const entry: Job = { message: { job, control: new Int32Array(new SharedArrayBuffer(8)) }, ready: [], done: false, failure: null, wake: null, cancelled: false };
+    const cancel = (): void => this.cancel(entry);
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true });
+    if (!entry.cancelled) {
+      this.queue.push(entry);
+      this.next();
+    }
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        while (entry.ready.length === 0 && !entry.done && !entry.cancelled) await new Promise<void>((r) => (entry.wake = r));
+        const chunk = entry.ready.shift();
+        if (chunk !== undefined) {
+          this.counts.chunks++;
+          Atomics.sub(entry.message.control, 1, 1);
+          Atomics.notify(entry.message.control, 1);
+          controller.enqueue(chunk);
+          return;
+        }
+        signal.removeEventListener('abort', cancel);
+        if (entry.failure !== null) controller.error(entry.failure);
+        else if (entry.cancelled) controller.error(new Error('the answer was cancelled: no one reads it'));
+        else controller.close();
+      },
+      cancel: () => {
+        signal.removeEventListener('abort', cancel);
+        cancel();
+      },
+    });
+  }
+
+  private cancel(job: Job): void {
+    if (job.cancelled || job.done) return;
+    job.cancelled = true;
+    this.counts.cancelled++;
+    const i = this.queue.indexOf(job);
+    if (i >= 0) this.queue.splice(i, 1);
+    // a running job sees the flag at its next chunk and ends; its thread then takes the next one
+    Atomics.store(job.message.control, 0, 1);
+    Atomics.notify(job.message.control, 1);
+    job.ready.length = 0;
+    job.wake?.();
+  }
+
+  /** Starts queued jobs on idle threads (starting a thread when fewer than `threads` run). */
+  private next(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => s.job === null);
+      if (slot === undefined && this.slots.length < this.threads) slot = this.spawn();
+      if (slot === undefined) return;
+      const job = this.queue.shift()!;
+      slot.job = job;
+      this.counts.started++;
+      slot.worker.ref(); // a thread at work keeps the process alive until it answers
+      slot.worker.postMessage(job.message);
+    }
+  }
+
+  private spawn(): Slot {
+    const worker = this.start();
+    const slot: Slot = { worker, job: null };
+    worker.on('message', (m: EncodeReply) => {
+      const job = slot.job;
+      if (job === null) return;
+      if ('chunk' in m) {
+        if (!job.cancelled) job.ready.push(m.chunk);
+      } else {
+        if ('error' in m) job.failure = new Error(`encoding an answer failed: ${m.error}`);
+        else if (!job.cancelled) this.counts.finished++;
+        job.done = true;
+        slot.job = null;
+        slot.worker.unref();
+        this.next();
+      }
+      job.wake?.();
+    });
+    // a thread that fails fails its job, and is replaced for the next one
+    const gone = (err?: unknown): void => {
+      const i = this.slots.indexOf(slot);
+      if (i < 0) return;
+      this.slots.splice(i, 1);
+      const job = slot.job;
+      slot.job = null;
+      if (job !== null && !job.done) {
+        job.failure = new Error(`the encoding thread stopped: ${String(err ?? 'exited')}`);
+        job.done = true;
+        job.wake?.();
+      }
+      this.next();
+    };
+    worker.on('error', gone);
+    worker.on('exit', () => gone());
+    worker.unref(); // after its listeners (which ref it): an idle thread never keeps the process alive
+    this.slots.push(slot);
+    return slot;
+  }
+
+  /** Ends every thread (for tests). */
+  async close(): Promise<void> {
+    const slots = this.slots.splice(0);
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+}
+
+/** The process's encoding threads (every served run shares the cores). */
+export const answerPool = new AnswerPool();
+
+/** `answer` as JSON: encoded on a thread when it holds many typed-column numbers, else here. */
+export function typedJsonResponse(c: Context, answer: object, signal: AbortSignal, pool = answerPool): Response {
+  const body = pool.offThread(typedNumbers(answer)) ? pool.body({ kind: 'json', value: answer }, signal) : null;
+  if (body === null) return jsonResponse(c, answer);
+  return c.body(body, 200, { 'Content-Type': 'application/json' });
+}
+
+/** A gpu answer as its column frame: built on a thread when it is large, else here. */
+export function gpuColumnsResponse(c: Context, answer: GpuAnswer, signal: AbortSignal, pool = answerPool): Response {
+  const body = pool.offThread(typedNumbers(answer)) ? pool.body({ kind: 'gpu_frame', answer }, signal) : null;
+  if (body === null) return columnsResponse(c, gpuFrame(answer));
+  return c.body(body, 200, { 'Content-Type': COLUMNS_MEDIA_TYPE });
+}

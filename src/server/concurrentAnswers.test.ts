@@ -1,0 +1,38 @@
+// Answers under concurrency are the single client's answers, byte for byte, with their bodies written on
+// the encoding threads: 16 clients at once over the fixture run.
+import assert from 'node:assert/strict';
+import { gunzipSync } from 'node:zlib';
+import { describe, test } from 'node:test';
+import { diffJson, readFixtureJson } from '../../test/support/fixtures.ts';
+import { servedFixture } from '../../test/support/servedFixture.ts';
+import { answerPool } from './answerPool.ts';
+import { createApp } from './app.ts';
+
+const COLUMNS = 'application/vnd.rlsight.columns';
+
+describe('answers replayed by 16 clients at once', () => {
+  const served = servedFixture();
+
+  test('the gpu goldens, JSON and frames, gzip or not, equal one client\'s answers and the bodies were written on a thread', async () => {
+    const requests = ['039', '040', '041'].map((n) => readFixtureJson('miles-demo', 'golden', `${n}.json`) as { request: string; body: unknown });
+    const variants: Record<string, string>[] = [{}, { 'accept-encoding': 'gzip' }, { accept: COLUMNS }, { accept: COLUMNS, 'accept-encoding': 'gzip' }];
+    const bytes = async (res: Response) => Buffer.from(await res.arrayBuffer());
+    // one client, bodies written on the serving thread
+    const single = new Map<string, Buffer>();
+    for (const g of requests) for (const [i, h] of variants.entries()) single.set(`${g.request} ${i}`, await bytes(await served.get(g.request, h)));
+    const threshold = answerPool.offThreadNumbers;
+    const before = answerPool.counts.finished;
+    answerPool.offThreadNumbers = 0;
+    try {
+      const app = createApp({ run: served.run }); // nothing kept yet: every answer computed again
+      const all = requests.flatMap((g) => variants.flatMap((h, i) => Array.from({ length: 16 }, async () => ({ key: `${g.request} ${i}`, golden: g.body, gzip: 'accept-encoding' in h, columns: 'accept' in h, body: await bytes(await app.request(g.request, { headers: { host: '127.0.0.1', ...h } })) }))));
+      for (const a of await Promise.all(all)) {
+        assert.deepEqual(a.body, single.get(a.key), a.key);
+        if (!a.columns) assert.equal(diffJson(JSON.parse((a.gzip ? gunzipSync(a.body) : a.body).toString()), a.golden), null, a.key);
+      }
+      assert.equal(answerPool.counts.finished - before, requests.length * variants.length, 'each answer written once, on a thread');
+    } finally {
+      answerPool.offThreadNumbers = threshold;
+    }
+  });
+});
