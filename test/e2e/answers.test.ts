@@ -130,6 +130,14 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     const { page } = w;
     await page.waitForSelector('.diff-dist svg.histogram');
     assert.equal(await page.locator('.diff-dist').count(), 6);
+    // The share axis: its top is the largest bin's share of either side's samples, labelled in percent.
+    const answer = (await (await fetch(`${served.url}api/rlsight/diff/steps?a=${pair[0]}&b=${pair[1]}`)).json()) as { distributions: { metric: string; counts_a: number[]; counts_b: number[] }[] };
+    const reward = answer.distributions.find((d) => d.metric === 'reward')!;
+    const share = (c: number[]) => Math.max(...c) / Math.max(1, c.reduce((x, y) => x + y, 0));
+    const top = Math.max(share(reward.counts_a), share(reward.counts_b));
+    const axis = page.locator('.diff-dist[data-metric="reward"] svg.histogram .share-axis');
+    assert.ok(Math.abs(Number(await axis.getAttribute('data-top-share')) - top) < 1e-9);
+    assert.equal(await axis.locator('text').first().textContent(), `${(top * 100).toFixed(top < 0.1 ? 1 : 0)}%`);
     assert.equal(await page.locator('[data-testid="run-a"]').count(), 0, 'a server of one run shows no run picker');
     const lp = (await page.locator('.diff-dist[data-metric="mean_abs_lp_diff"] h3 b').textContent())!;
     // The demo's log-prob drift at step 3 shows as a rise of mean |lp diff| (and a fall after it).

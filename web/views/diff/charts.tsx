@@ -1,13 +1,13 @@
 // SVG layouts of the diff answers: overlaid histograms (both sides over the server's shared bins) and two
 // per-token series over the token alignment's columns. Layout only: every number comes from the server.
-import { fmtNum } from '../../format.ts';
+import { fmtNum, fmtPct } from '../../format.ts';
 import type { AlignedStretch, DistributionDiff } from '../../../src/wire/index.ts';
 
 export const SIDE_COLORS = { a: '#4ea1ff', b: '#ff8a3d' } as const;
 
 const W = 320;
 const H = 120;
-const PAD = { l: 6, r: 6, t: 6, b: 18 };
+const PAD = { l: 34, r: 6, t: 8, b: 18 };
 
 /** Both sides' shares over the server's bins, in the sides' colours (the diff's A/B, or each run's own). */
 export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; colors?: { a: string; b: string } }) {
@@ -31,6 +31,17 @@ export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; co
       {bars(d.counts_b, tb, colors.b)}
       {meanLine(d.a.mean, colors.a)}
       {meanLine(d.b.mean, colors.b)}
+      {/* the share axis: each side's bars are its share of its own samples, topped by the larger side's largest bin */}
+      <g class="share-axis" data-top-share={top}>
+        <line x1={PAD.l} x2={W - PAD.r} y1={y(top)} y2={y(top)} stroke="#55535a" stroke-dasharray="2 3" />
+        <line x1={PAD.l} x2={PAD.l} y1={PAD.t} y2={H - PAD.b} stroke="#55535a" />
+        <text x={PAD.l - 3} y={y(top) + 3} class="axis" text-anchor="end">
+          {fmtPct(top, top < 0.1 ? 1 : 0)}
+        </text>
+        <text x={PAD.l - 3} y={H - PAD.b} class="axis" text-anchor="end">
+          0
+        </text>
+      </g>
       <line x1={PAD.l} x2={W - PAD.r} y1={H - PAD.b} y2={H - PAD.b} stroke="#55535a" />
       <text x={PAD.l} y={H - 4} class="axis">
         {fmtNum(lo)}
