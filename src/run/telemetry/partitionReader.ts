@@ -355,9 +355,9 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   }
 
   /**
-   * The cold reads as pieces for `threads` parse threads, biggest first: a file of a kind whose blocks can be
-   * joined is cut at line starts into pieces of about a third of each thread's share (at least
-   * `MIN_PIECE_BYTES`), so the threads finish together however the bytes fall into files.
+   * The cold reads as pieces for `threads` parse threads, biggest first: a selective read of a file of a kind
+   * whose blocks can be joined is cut at line starts into pieces of about a third of each thread's share (at
+   * least `minPieceBytes`), so the threads finish together however the bytes fall into files.
    */
   private pieces(cold: Map<PartitionFile, string | null>, threads: number): FilePiece[] {
     let total = 0;
@@ -366,7 +366,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
     const out: FilePiece[] = [];
     for (const [f, view] of cold) {
       const cuts: number[] = [];
-      const n = this.kind.join === undefined ? 1 : Math.round(f.size / target);
+      // a whole hour's columns are not cut: joining them would hold the hour twice for a moment
+      const n = this.kind.join === undefined || view === null ? 1 : Math.round(f.size / target);
       for (let k = 1; k < n; k++) {
         const at = Math.floor((f.size * k) / n);
         // the piece starts just past the line end at or after `at` (no line end near it: no cut there)
