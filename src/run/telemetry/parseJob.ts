@@ -90,8 +90,9 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
   };
 
   if (job.stream === 'gpu_util') {
-    const block = new GpuUtilBlock('', 0, 0, job.rowsHint);
     const v = job.view;
+    // a lane view keeps a few rows of many: its room is made from the first chunk's share
+    const block = new GpuUtilBlock('', 0, 0, v === null ? job.rowsHint : 1024);
     const offset = read(block, (buf, end) => (v === null ? ctx.gpu.parse(buf, 0, end, block, lines + 1, bad) : ctx.gpu.parseView(v, buf, 0, end, block, lines + 1, bad)));
     const columns = block.columns(trim);
     const lanes: [string, number][] = [];

@@ -26,10 +26,11 @@ const port = workerData.port;
     if (workerData.tsx) (await import(workerData.tsx)).register();
     const mod = await import(workerData.job);
     const ctx = new mod.ParseContext();
-    // a parse leaves its trimmed-away columns behind; collected right away, an idle thread holds no garbage
+    // a warm-up parse leaves a whole hour's columns behind: collected right away, an idle thread holds none of it
     require('node:v8').setFlagsFromString('--expose-gc');
     const gc = require('node:vm').runInNewContext('gc');
     parentPort.on('message', (job) => {
+      const persisted = job.persist !== undefined;
       try {
         const r = mod.runParseJob(ctx, job);
         port.postMessage({ ok: true, result: r.result }, r.transfer);
@@ -38,7 +39,7 @@ const port = workerData.port;
       }
       Atomics.add(flag, 1, 1);
       Atomics.notify(flag, 1);
-      gc();
+      if (persisted) gc();
     });
     Atomics.store(flag, 0, 1);
   } catch (err) {
