@@ -68,6 +68,28 @@ describe('phasesByLane semantics', () => {
     assert.deepEqual(phasesByLane(store, { t0: 1004000, t1: 1004500 }).map((r) => r.name), ['rollout']);
   });
 
+  test('open markers sharing a start are each matched to their own closed twin, across hours', () => {
+    const d = join(dir, 'shared-start');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    // eight ranks open 'rollout' at one stamp; ranks 0-5 close it the next hour, 6 and 7 never do
+    let opens = '';
+    let closes = '';
+    for (let g = 0; g < 8; g++) opens += ev('rollout', 997210.25, -1, g);
+    for (let g = 0; g < 6; g++) closes += ev('rollout', 997210.25, 1000900, g);
+    // a different name at the same stamp is no twin of theirs
+    closes += ev('warmup', 997210.25, 1000901, 7);
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), opens);
+    writeFileSync(join(d, 'phases', '19700112_14.jsonl'), closes);
+    const store = TelemetryStore.open(d);
+    const rows = phasesByLane(store).map((r) => [r.name, r.gpu, r.t1]);
+    assert.deepEqual(rows, [
+      ...[0, 1, 2, 3, 4, 5].map((g) => ['rollout', g, 1000900]),
+      ['rollout', 6, 1000901],
+      ['rollout', 7, 1000901],
+      ['warmup', 7, 1000901],
+    ]);
+  });
+
   test('phases are found by the hour they end in (4 h forward slack)', () => {
     const d = join(dir, 'straddle');
     mkdirSync(join(d, 'phases'), { recursive: true });

@@ -136,25 +136,23 @@ function liveOpenMarkers(store: object, blocks: readonly PhaseBlock[]): Int32Arr
   if (memo === undefined) resolved.set(store, (memo = []));
   const hit = memo.find((m) => m.sig === sig);
   if (hit !== undefined) return hit.live;
-  // open markers sorted by t0 (a typed sort and binary searches: no map keyed on floats)
+  // open markers in a hash table on their t0's bits (typed arrays: no map keyed on floats, no sort)
   let opens = 0;
   for (const b of blocks) opens += b.openCount;
-  const openT0 = new Float64Array(opens);
   const openBlock = new Int32Array(opens);
   const openRow = new Int32Array(opens);
+  const table = new StampTable(opens);
   let n = 0;
   for (let bi = 0; bi < blocks.length; bi++) {
     const b = blocks[bi];
     if (b.openCount === 0) continue;
     for (let i = 0; i < b.length && n < opens; i++) {
       if (b.t1[i] !== OPEN_T1) continue;
-      openT0[n] = b.t0[i];
       openBlock[n] = bi;
-      openRow[n++] = i;
+      openRow[n] = i;
+      table.add(b.t0[i], n++);
     }
   }
-  const order = Array.from({ length: n }, (_, k) => k).sort((x, y) => openT0[x] - openT0[y]);
-  const sortedT0 = Float64Array.from(order, (k) => openT0[k]);
   const cancelled: (Uint8Array | null)[] = blocks.map((b) => (b.openCount === 0 ? null : new Uint8Array(b.length)));
   if (n > 0) {
     for (const b of blocks) {
@@ -162,21 +160,11 @@ function liveOpenMarkers(store: object, blocks: readonly PhaseBlock[]): Int32Arr
       const t1 = b.t1;
       for (let i = 0; i < b.length; i++) {
         if (t1[i] === OPEN_T1) continue;
-        const t = t0[i];
-        if (!(t >= sortedT0[0] && t <= sortedT0[n - 1])) continue;
-        // first marker with t0 >= t
-        let lo = 0;
-        let hi = n;
-        while (lo < hi) {
-          const mid = (lo + hi) >>> 1;
-          if (sortedT0[mid] < t) lo = mid + 1;
-          else hi = mid;
-        }
         // a marker's closed twin starts when it did, on the same node and rank, with the same name
-        for (let k = lo; k < n && sortedT0[k] === t; k++) {
-          const ob = blocks[openBlock[order[k]]];
-          const oi = openRow[order[k]];
-          if (ob.node[oi] === b.node[i] && ob.rank[oi] === b.rank[i] && ob.name[oi] === b.name[i]) cancelled[openBlock[order[k]]]![oi] = 1;
+        for (let k = table.first(t0[i]); k >= 0; k = table.next[k]) {
+          const ob = blocks[openBlock[k]];
+          const oi = openRow[k];
+          if (ob.node[oi] === b.node[i] && ob.rank[oi] === b.rank[i] && ob.name[oi] === b.name[i]) cancelled[openBlock[k]]![oi] = 1;
         }
       }
     }
@@ -210,4 +198,47 @@ function expansionWindows(windows: TopologyWindow[], laneIndex: readonly LaneEnt
 function hostOf(addr: string): string {
   const parts = addr.split('//');
   return parts[parts.length - 1].split(':')[0];
+}
+
+/** Entries keyed by a timestamp compared with `===` (so 0 and -0 are one key, NaN none): open addressing on the stamp's bits. */
+class StampTable {
+  private readonly keys: Float64Array;
+  /** The newest entry of each slot's key (-1: empty slot); `next[entry]` the one added before it. */
+  private readonly heads: Int32Array;
+  readonly next: Int32Array;
+  private readonly mask: number;
+  private readonly bits = new Float64Array(1);
+  private readonly words = new Uint32Array(this.bits.buffer);
+
+  constructor(entries: number) {
+    let cap = 16;
+    while (cap < entries * 2) cap *= 2;
+    this.keys = new Float64Array(cap);
+    this.heads = new Int32Array(cap).fill(-1);
+    this.next = new Int32Array(Math.max(1, entries));
+    this.mask = cap - 1;
+  }
+
+  private slot(t: number): number {
+    this.bits[0] = t + 0; // -0 hashes as 0
+    let s = Math.imul(this.words[0] ^ Math.imul(this.words[1], 0x9e3779b1), 0x85ebca6b) >>> 0;
+    for (s &= this.mask; this.heads[s] !== -1 && this.keys[s] !== t; s = (s + 1) & this.mask);
+    return s;
+  }
+
+  add(t: number, entry: number): void {
+    if (t !== t) {
+      this.next[entry] = -1; // NaN equals nothing: never found
+      return;
+    }
+    const s = this.slot(t);
+    this.keys[s] = t;
+    this.next[entry] = this.heads[s];
+    this.heads[s] = entry;
+  }
+
+  /** The newest entry keyed `t`, or -1. */
+  first(t: number): number {
+    return t !== t ? -1 : this.heads[this.slot(t)];
+  }
 }
