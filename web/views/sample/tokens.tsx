@@ -2,12 +2,12 @@
 import uPlot from 'uplot';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { markPainted } from '../../paintMarks.ts';
-import { getJson } from '../../api.ts';
+import { apiUrl, getJson } from '../../api.ts';
 import { ErrorNote, Loading } from '../../components/status.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { UPlotChart } from '../../components/uplotChart.tsx';
 import { fmtNum } from '../../format.ts';
-import { numParam, setParams } from '../../route.ts';
+import { numParam, route, setParams } from '../../route.ts';
 import { CSS } from '../../theme.ts';
 import { TOKEN_STATS } from './tokenStats.ts';
 import type { TokenStat, TokenView as Tokens } from '../../../src/wire/index.ts';
@@ -18,13 +18,40 @@ const WINDOWS = [256, 1024, 4096];
 const DEFAULT_WINDOW = 1024;
 const COLOR_PREFERENCE: TokenStat[] = ['lp_diff', 'imp_ratio', 'entropy', 'advantages', 'rollout_log_probs'];
 
-export function TokensPanel(props: { id: number; idx: number; evaluation: boolean; params: URLSearchParams; onAnswered?: () => void }) {
-  const { id, idx, evaluation, params, onAnswered } = props;
+/** The request of a window of a sample's tokens: its path and parameters (`start`, `win` from the address). */
+function windowRequest(id: number, idx: number, evaluation: boolean, params: URLSearchParams) {
   const start = Math.max(0, numParam(params, 'start') ?? 0);
   const win = WINDOWS.includes(numParam(params, 'win') ?? 0) ? numParam(params, 'win')! : DEFAULT_WINDOW;
-  const res = useApi(`${id}|${idx}|${evaluation}|${start}|${win}`, (signal) =>
-    getJson<Tokens>(`rollout/${id}/sample/${idx}/tokens`, { start, end: start + win, eval: evaluation }, signal),
-  );
+  const path = `rollout/${id}/sample/${idx}/tokens`;
+  const query = { start, end: start + win, eval: evaluation };
+  return { start, win, path, query, url: apiUrl(path, query) };
+}
+
+/**
+ * A page opened on a sample's tokens tab asks that window as the app loads, not after the run header every
+ * view waits for: the tokens are most of the first screen's time. The first panel asking the same URL takes it.
+ */
+let opening: { url: string; answer: Promise<Tokens> } | null = (() => {
+  const r = route.get();
+  if (r.view !== 'sample' || r.rolloutId === null || r.sampleIndex === null || r.invalid !== null || r.params.get('tab') !== 'tokens') return null;
+  const w = windowRequest(r.rolloutId, r.sampleIndex, r.params.get('eval') === '1', r.params);
+  const answer = getJson<Tokens>(w.path, w.query);
+  answer.catch(() => {}); // its panel reports a failure
+  return { url: w.url, answer };
+})();
+
+/** The opening request when it is the one asked for (once), else a new one. */
+function askWindow(w: ReturnType<typeof windowRequest>, signal: AbortSignal): Promise<Tokens> {
+  const early = opening;
+  opening = null;
+  return early && early.url === w.url ? early.answer : getJson<Tokens>(w.path, w.query, signal);
+}
+
+export function TokensPanel(props: { id: number; idx: number; evaluation: boolean; params: URLSearchParams; onAnswered?: () => void }) {
+  const { id, idx, evaluation, params, onAnswered } = props;
+  const w = windowRequest(id, idx, evaluation, params);
+  const { start, win } = w;
+  const res = useApi(`${id}|${idx}|${evaluation}|${start}|${win}|${w.url}`, (signal) => askWindow(w, signal));
   const answered = res.data !== null || res.error !== null;
   useEffect(() => {
     if (answered) onAnswered?.();
