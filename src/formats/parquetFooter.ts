@@ -300,13 +300,7 @@ export function footerWith(layout: FooterLayout, from: number, to: number): Uint
   return out;
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-const hex = (b: Uint8Array | undefined): string | null => {
-  if (b === undefined) return null;
-  let s = '';
-  for (let i = 0; i < b.length; i++) s += HEX[b[i]];
-  return s;
-};
+const hex = (b: Uint8Array | undefined): string | null => (b === undefined ? null : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex'));
 const NIBBLE = new Int8Array(128).fill(-1);
 for (let i = 0; i < 16; i++) NIBBLE['0123456789abcdef'.charCodeAt(i)] = i;
 const unhex = (h: unknown): Uint8Array | undefined => {
