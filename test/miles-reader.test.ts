@@ -292,6 +292,27 @@ describe('DumpReader freshness, fallbacks and caches', () => {
     }
   });
 
+  it('reads the step a page asks for first and alone, the dump/* aggregates of the whole run after it, one step at a time', async () => {
+    const run = copyFixtureRun();
+    try {
+      const events: string[] = [];
+      const reader = await openReader(run.dir, { onDecode: recording(events) });
+      // The page asks for the whole run's dump/* aggregates a moment before the step it shows (an older one).
+      const aggregates = reader.stepAggregates();
+      const summary = reader.summary(1).then((t) => (events.push('summary 1 answered'), t));
+      const [agg] = await Promise.all([aggregates, summary]);
+      assert.deepEqual(agg.map((a) => a.rollout_id), [0, 1, 2], 'the aggregates stay in step order');
+      const stepOf = (e: string) => /^(?:rollout_data\/|train_data\/)(\d+)[._]/.exec(e)?.[1];
+      const steps = events.map((e) => stepOf(e) ?? e);
+      assert.equal(steps[0], '1', `the asked step decodes first: ${events}`);
+      // each step's files are read together: no two steps decode at once
+      const runs = steps.filter((s, i) => s !== steps[i - 1] && s !== 'summary 1 answered');
+      assert.deepEqual(runs, ['1', '2', '0'], `one step at a time, asked first, then newest first: ${events}`);
+    } finally {
+      run.dispose();
+    }
+  });
+
   it('keeps recent steps by their bytes: 16 askers of three steps at once decode each once; past the budget a step is read again from the cache, never decoded again', async () => {
     const run = copyFixtureRun();
     const cacheDir = mkdtempSync(join(tmpdir(), 'rlsight-step-budget-'));

@@ -85,7 +85,7 @@ function recentCounters(store: TelemetrySource): Pick<EngineInputs, 'requestsTot
 async function rolloutVerdictInputs(run: RunModel, rolloutId: number): Promise<AdvisoryInputs['rollout'] | 'writing'> {
   let tables;
   try {
-    tables = stepTables(await run.step(rolloutId, false));
+    tables = stepTables(await run.step(rolloutId, false, 'background'));
   } catch (err) {
     // A step still being written has no verdict yet; the other rules still answer (the reference 503s).
     if (err instanceof DumpStillWriting) return 'writing';

@@ -469,9 +469,11 @@ export class RunAnswers implements RunSources {
   /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */
   async stepAggregates(): Promise<StepAggregate[]> {
     const out: StepAggregate[] = [];
-    for (const id of (await this.model.rolloutIds()).train) {
+    // Newest first, each in the background: the step a page asks for is most often the newest, read once
+    // for both answers; the older ones are read after it, one at a time.
+    for (const id of [...(await this.model.rolloutIds()).train].reverse()) {
       try {
-        const t = stepTables(await this.model.step(id, false));
+        const t = stepTables(await this.model.step(id, false, 'background'));
         out.push(stepAggregate(t.summary, t.groups));
       } catch (e) {
         // A step still being written has no aggregate yet; a damaged one is left out (and listed in the
@@ -480,7 +482,7 @@ export class RunAnswers implements RunSources {
         throw e;
       }
     }
-    return out;
+    return out.reverse();
   }
 
   async advisory(w: Window & { lowMfu: number }): Promise<LocatedAdvisoryAnswer> {

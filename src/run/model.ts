@@ -203,6 +203,9 @@ export interface TraceSource {
   allDumps(evaluation: boolean): Promise<SlimeDump[]>;
 }
 
+/** Whether a step is read because someone asked for it, or for a whole-run answer (it may wait). */
+export type StepPriority = 'asked' | 'background';
+
 /**
  * An open run. Every method reads only what it needs, lazily; failures are typed (see errors.ts). Nothing
  * here writes inside the run directory.
@@ -221,8 +224,11 @@ export interface RunModel {
   /** Where derived caches may be written (never inside the run), or null. */
   readonly cacheDir: string | null;
   rolloutIds(): Promise<RolloutIds>;
-  /** One step's records; NotFound when the run has no such step. */
-  step(rolloutId: number, evaluation: boolean): Promise<StepRecords>;
+  /**
+   * One step's records; NotFound when the run has no such step. `background`: read for a whole-run answer,
+   * after the steps someone asked for.
+   */
+  step(rolloutId: number, evaluation: boolean, priority?: StepPriority): Promise<StepRecords>;
   /** One sample's tokens with their per-token values. */
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord>;
   /** One step's recorded conversations by sample id; null when the step recorded none. */

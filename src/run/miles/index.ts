@@ -4,7 +4,7 @@ import { existsSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { damageOf, NotFound } from '../errors.ts';
-import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleTextRecord, SampleTokenRecord, StepPriority, StepRecords } from '../model.ts';
 import { confinedNodeIo } from '../telemetry/io.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
@@ -54,8 +54,8 @@ class MilesRun implements RunModel {
     return this.dumps.rolloutIds();
   }
 
-  step(rolloutId: number, evaluation: boolean): Promise<StepRecords> {
-    return this.noted(this.dumps.step(rolloutId, evaluation));
+  step(rolloutId: number, evaluation: boolean, priority?: StepPriority): Promise<StepRecords> {
+    return this.noted(this.dumps.step(rolloutId, evaluation, priority));
   }
 
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord> {

@@ -5,10 +5,11 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
-import type { ConversationRecord, RolloutIds, SampleTextRecord, SampleTokenRecord, StepRecords, TrainDigest } from '../model.ts';
+import type { ConversationRecord, RolloutIds, SampleTextRecord, SampleTokenRecord, StepPriority, StepRecords, TrainDigest } from '../model.ts';
 import { discoverRolloutIds } from './discovery.ts';
 import { RefusedOption, damageOf, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
+import { StepGate, type GateTicket } from './stepGate.ts';
 import { approxBytes, ByteBudgetLru } from '../byteBudget.ts';
 import { holdLaterWrites } from '../derivedCache.ts';
 import type { RolloutDump } from './rolloutDump.ts';
@@ -57,6 +58,12 @@ interface SampleRead {
   trainRow: TrainRow | null;
 }
 
+/** A step being read: the best priority any asker gave it, and its place in the decode gate once it needs one. */
+interface DecodeClaim {
+  priority: StepPriority;
+  ticket?: GateTicket;
+}
+
 /** A step's records as the on-disk cache holds them (JSON has no maps). */
 type CachedStep = Omit<StepRecords, 'digests'> & { digests: [number, TrainDigest][] };
 
@@ -64,6 +71,10 @@ export class DumpReader {
   private readonly joinedSteps: ByteBudgetLru<string, JoinedStep>;
   private readonly sampleReads = new Lru<string, SampleRead>(16);
   private readonly failedSteps = new Lru<string, { stamp: string; error: unknown }>(64);
+  /** Cold steps decode one at a time (each takes every core and a few hundred MiB). */
+  private readonly decodeGate = new StepGate();
+  /** The steps being read, by their computation's key: at what priority, and their gate ticket once they need one. */
+  private readonly decodeClaims = new Map<string, DecodeClaim>();
   private readonly rollouts: RolloutDumpReader;
   private readonly train: TrainDumpReader;
   private readonly mirror: TokenMirror;
@@ -123,9 +134,12 @@ export class DumpReader {
     return discoverRolloutIds(this.files.runDir, this.files.now(), (file, problem) => this.files.noteLayout(file, problem));
   }
 
-  /** One step's samples in batch order with, for a train step, their train digests and the raw rewards. */
-  async step(rolloutId: number, evaluation = false): Promise<StepRecords> {
-    return (await this.joined(rolloutId, evaluation)).records;
+  /**
+   * One step's samples in batch order with, for a train step, their train digests and the raw rewards. Steps
+   * that must be decoded are decoded one at a time, asked ones before `background` ones.
+   */
+  async step(rolloutId: number, evaluation = false, priority: StepPriority = 'asked'): Promise<StepRecords> {
+    return (await this.joined(rolloutId, evaluation, priority)).records;
   }
 
   /** One sample's tokens with its per-token values (rollout side from the parquet mirror). */
@@ -242,7 +256,7 @@ export class DumpReader {
   // ---- joined steps -------------------------------------------------------------------------------
 
   /** The joined step (rollout samples + train digests), from the resident LRU, the disk cache or the dumps. */
-  private async joined(rolloutId: number, evaluation: boolean): Promise<JoinedStep> {
+  private async joined(rolloutId: number, evaluation: boolean, priority: StepPriority): Promise<JoinedStep> {
     checkId('rollout_id', rolloutId);
     const key = stepStem(rolloutId, evaluation);
     const rollout = await this.rollouts.stamp(rolloutId, evaluation);
@@ -254,17 +268,39 @@ export class DumpReader {
     // hostile dump asked for repeatedly costs its decode once.
     const failed = this.failedSteps.get(key);
     if (failed && failed.stamp === stamp) throw failed.error;
-    return this.files.once(`joined:${key}:${stamp}`, async () => {
+    const onceKey = `joined:${key}:${stamp}`;
+    // An asker joining a background read of the same step lifts it ahead of the other background reads.
+    const claim = this.decodeClaims.get(onceKey);
+    if (claim && priority === 'asked') {
+      claim.priority = 'asked';
+      claim.ticket?.ask();
+    }
+    return this.files.once(onceKey, async () => {
+      const mine: DecodeClaim = { priority };
+      this.decodeClaims.set(onceKey, mine);
       try {
         const fromDisk = await this.readStepCache(key, rollout.name, trainFiles);
-        const step = fromDisk ? { records: fromDisk, stamp } : await this.computeJoined(rolloutId, evaluation, stamp, rollout.name, trainFiles);
+        const step = fromDisk ? { records: fromDisk, stamp } : await this.decodeInTurn(mine, () => this.computeJoined(rolloutId, evaluation, stamp, rollout.name, trainFiles));
         this.joinedSteps.set(key, step);
         return step;
       } catch (e) {
         if (damageOf(e) !== null) this.failedSteps.set(key, { stamp, error: e });
         throw e;
+      } finally {
+        this.decodeClaims.delete(onceKey);
       }
     });
+  }
+
+  /** Runs a step's decode when the gate lets it (one step at a time), at the claim's priority. */
+  private async decodeInTurn<T>(claim: DecodeClaim, decode: () => Promise<T>): Promise<T> {
+    const ticket = (claim.ticket = this.decodeGate.enter(claim.priority));
+    try {
+      await ticket.turn;
+      return await decode();
+    } finally {
+      ticket.release();
+    }
   }
 
   private async computeJoined(
