@@ -107,6 +107,11 @@ function sortSamples(s: LaneSamples): LaneSamples {
  * min/max-downsampled on util to at most `maxPoints`; mem_mb and power_w take the same indices.
  */
 export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): GpuAnswer {
+  return { lanes: Object.fromEntries(gpuLaneSeries(store, q)) };
+}
+
+/** The lanes of `gpuSeries`, one `[key, series]` at a time (a caller may pause between lanes). */
+export function* gpuLaneSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): Generator<[string, GpuLaneSeries]> {
   const maxPoints = checkLimit(SERIES_MAX_POINTS, q.maxPoints ?? SERIES_MAX_POINTS.fallback);
   const t0 = q.t0 ?? null;
   const t1 = q.t1 ?? null;
@@ -114,7 +119,6 @@ export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): GpuAnsw
   const laneIndex = store.laneIndex();
   const sel = resolveLanes(q.lanes, laneIndex);
   const blocks = store.gpuUtilBlocks(t0, t1, selectiveLaneKeys(sel, laneIndex.length));
-  const out: Record<string, GpuLaneSeries> = {};
   // blocks of small integers only (the compact schema) answer in integer columns: the same values in
   // under half the bytes; a wide block's values keep their floats
   const compact = blocks.every((b) => !b.wide);
@@ -135,7 +139,6 @@ export function gpuSeries(store: GpuUtilSource, q: GpuSeriesQuery = {}): GpuAnsw
       mem[k] = b.memMb(r);
       power[k] = b.powerW(r);
     }
-    out[store.lanes.key(s.laneId)] = { ts, util: utilOut, mem_mb: mem, power_w: power };
+    yield [store.lanes.key(s.laneId), { ts, util: utilOut, mem_mb: mem, power_w: power }];
   }
-  return { lanes: out };
 }

@@ -33,7 +33,7 @@ import { bubbles } from './bubbles.ts';
 import { engineMetricNames, engineSeries } from './engineSeries.ts';
 import { fleet } from './fleet.ts';
 import { gpuProcesses } from './gpuProcesses.ts';
-import { gpuSeries } from './gpuSeries.ts';
+import { gpuLaneSeries } from './gpuSeries.ts';
 import { encodeHeatmap, heatmap } from './heatmap.ts';
 import { resolveLanes, selectedLanes, selectiveLaneKeys } from './lanes.ts';
 import { checkLatestKeys, MAX_WINDOW_S } from './limits.ts';
@@ -177,6 +177,12 @@ export interface HandedIn {
 /** Without a window, the last hour of outside engine series is asked for. */
 export const OUTSIDE_ENGINE_WINDOW_S = 3600;
 
+/** Work an answer does on the serving thread before other requests get a turn, ms. */
+export const SLICE_MS = 10;
+
+/** The event loop's next turn: requests that arrived meanwhile are answered first. */
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 /** Advisory answers kept (one per viewport the app asks about). */
 const ADVISORY_ANSWERS_KEPT = 16;
 
@@ -216,6 +222,8 @@ function likelySteps(train: readonly number[], closes: ReadonlyMap<number | null
 
 export class RunAnswers implements RunSources {
   private readonly advisoryCache = new Map<string, LocatedAdvisoryAnswer>();
+  /** Work between turns given to other requests, ms (a large answer is assembled in such slices). */
+  sliceMs = SLICE_MS;
   /** Sample id → its train step: a dumped step's samples never change. */
   private readonly stepOfSample = new Map<number, number>();
   private unstamped = 0;
@@ -410,7 +418,17 @@ export class RunAnswers implements RunSources {
     const index = this.store.laneIndex();
     await this.store.readOnThreads('gpu_util', w.t0, w.t1, selectiveLaneKeys(resolveLanes(w.lanes, index), index.length));
     w.signal?.throwIfAborted();
-    return gpuSeries(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes, maxPoints: w.maxPoints });
+    // all lanes of an hour is half a second of work: assembled a slice at a time, stopped when no one waits
+    const lanes: GpuAnswer['lanes'] = {};
+    let since = performance.now();
+    for (const [key, series] of gpuLaneSeries(this.store, { t0: w.t0, t1: w.t1, lanes: w.lanes, maxPoints: w.maxPoints })) {
+      lanes[key] = series;
+      if (performance.now() - since < this.sliceMs) continue;
+      await nextTurn();
+      w.signal?.throwIfAborted();
+      since = performance.now();
+    }
+    return { lanes };
   }
 
   async gpuProcesses(w: Window & { lanes?: string }): Promise<GpuProcessesAnswer> {

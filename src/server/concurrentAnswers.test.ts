@@ -35,4 +35,31 @@ describe('answers replayed by 16 clients at once', () => {
       answerPool.offThreadNumbers = threshold;
     }
   });
+
+  test('an all-lanes gpu answer is assembled a slice at a time, other work running between slices, and stops when no one waits', async () => {
+    const run = served.run;
+    const whole = await run.gpu({ maxPoints: 2000 });
+    const lanes = Object.keys(whole.lanes).length;
+    assert.ok(lanes >= 4, `${lanes} lanes`);
+    const slice = run.sliceMs;
+    run.sliceMs = 0; // a turn for others after every lane
+    try {
+      let turns = 0;
+      let counting = true;
+      const count = (): void => {
+        turns++;
+        if (counting) setImmediate(count);
+      };
+      setImmediate(count);
+      assert.deepEqual(await run.gpu({ maxPoints: 2000 }), whole);
+      counting = false;
+      assert.ok(turns >= lanes - 1, `${turns} turns for others while ${lanes} lanes were assembled`);
+      const gone = new AbortController();
+      const stopped = run.gpu({ maxPoints: 2000, signal: gone.signal });
+      setImmediate(() => gone.abort());
+      await assert.rejects(stopped, { name: 'AbortError' });
+    } finally {
+      run.sliceMs = slice;
+    }
+  });
 });
