@@ -82,21 +82,6 @@ describe('what token reads keep in the cache directory', () => {
     }
   });
 
-  it('writes what a read learnt (catalog, mirror layout) once the read is over, not on the turns the read waits on', async () => {
-    const g = goldens.find((x) => x.id === 1)!;
-    const cache = cacheDir();
-    const reader = await DumpReader.open(fixturePath('miles-demo', 'run'), { cacheDir: cache });
-    try {
-      const kept = [`train_${g.id}.catalog.json`, `rollout_${g.id}.mirror.json`].map((name) => join(cache, name));
-      await reader.sampleTokens(g.id, g.idx);
-      assert.deepEqual(kept.filter((f) => existsSync(f)), [], 'nothing written while the read ran');
-      await reader.cacheWritten();
-      assert.deepEqual(kept.filter((f) => !existsSync(f)), [], 'everything written after it');
-    } finally {
-      await reader.close();
-    }
-  });
-
   it('decodes, of the rank files that may hold a sample, only those whose pickle lists it (the others\' indices are read from their bytes)', async () => {
     let skipped = 0;
     for (const g of goldens) {

@@ -25,37 +25,10 @@ export class DerivedCache {
   }
 }
 
-/** Reads holding the cache writes back, and the writes waiting for them to end. */
-let readsHolding = 0;
-let heldWrites: (() => void)[] = [];
-
 /**
- * Holds every LaterWrites write back until the returned function is called (once): a read that asks for
- * several writes along its way has them made after it, coalesced, instead of on the turns it is waiting on.
- */
-export function holdLaterWrites(): () => void {
-  readsHolding++;
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    if (--readsHolding > 0) return;
-    const waiting = heldWrites;
-    heldWrites = [];
-    for (const go of waiting) go();
-  };
-}
-
-/** Resolves on a later turn of the event loop once no read holds the writes back. */
-function laterTurn(): Promise<void> {
-  return new Promise<void>((r) => setImmediate(r)).then(() => (readsHolding > 0 ? new Promise<void>((r) => heldWrites.push(r)).then(laterTurn) : undefined));
-}
-
-/**
- * Cache writes made after the answer being built (on a later turn of the event loop, and after any read
- * holding them back), one after another. A write asked for with `coalesce` while an earlier coalescing one
- * is still waiting is that one: the writer reads the state it saves when it runs, so one write covers any
- * number of changes meanwhile.
+ * Cache writes made after the answer being built (on a later turn of the event loop), one after another.
+ * A write asked for with `coalesce` while an earlier coalescing one is still waiting is that one: the
+ * writer reads the state it saves when it runs, so one write covers any number of changes meanwhile.
  */
 export class LaterWrites {
   private chain: Promise<void> = Promise.resolve();
@@ -65,7 +38,7 @@ export class LaterWrites {
     if (coalesce && this.waiting) return;
     if (coalesce) this.waiting = true;
     this.chain = this.chain
-      .then(laterTurn)
+      .then(() => new Promise<void>((r) => setImmediate(r)))
       .then(() => {
         if (coalesce) this.waiting = false;
         return write();

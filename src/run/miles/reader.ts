@@ -11,7 +11,6 @@ import { RefusedOption, damageOf, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { StepGate, type GateTicket } from './stepGate.ts';
 import { approxBytes, ByteBudgetLru } from '../byteBudget.ts';
-import { holdLaterWrites } from '../derivedCache.ts';
 import type { RolloutDump } from './rolloutDump.ts';
 import { batchRawRewards, buildTrainRow, checkTrainSamples, type TrainRow } from './trainDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
@@ -146,16 +145,6 @@ export class DumpReader {
   async sampleTokens(rolloutId: number, sampleIndex: number, evaluation = false): Promise<SampleTokenRecord> {
     checkId('rollout_id', rolloutId);
     checkId('sample_index', sampleIndex);
-    // What the read learns for the cache directory (catalog, mirror layout) is written once, after it.
-    const release = holdLaterWrites();
-    try {
-      return await this.readSampleTokens(rolloutId, sampleIndex, evaluation);
-    } finally {
-      release();
-    }
-  }
-
-  private async readSampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord> {
     const texts = this.files.cacheDir ? await this.tokenizer.tokenTexts() : null;
     // Unless texts kept by an earlier process may spare it, the tokenizer loads while the sample is read
     // (the read waits on the files much of the time).
