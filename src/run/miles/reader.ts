@@ -321,6 +321,10 @@ export class DumpReader {
       ? worker.dump.then((d) => d ?? this.rollouts.load(rolloutId, evaluation))
       : this.rollouts.load(rolloutId, evaluation);
     dumpP.catch(() => {});
+    // The sources are stamped before they are read (a file rewritten meanwhile invalidates the cached step),
+    // on the thread pool while the step decodes.
+    const sourcesP = this.files.cacheDir ? this.sourceStamps(rolloutName, trainFiles) : null;
+    sourcesP?.catch(() => {});
     const digests = new Map<number, TrainDigest>();
     let train: TrainStepFiles | null = null;
     try {
@@ -338,17 +342,18 @@ export class DumpReader {
     }
     const dump = await dumpP;
     const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests, rawRewards: raw };
-    await this.writeStepCache(stepStem(rolloutId, evaluation), rolloutName, trainFiles, records);
+    if (sourcesP) await this.writeStepCache(stepStem(rolloutId, evaluation), sourcesP, records);
     return { stamp, records };
   }
 
   // ---- on-disk step cache (only with cacheDir) ----------------------------------------------------
 
   private async sourceStamps(rolloutName: string, trainFiles: { name: string }[]): Promise<Record<string, number>> {
+    // All at once on the thread pool: a step of 1,024 rank files stats them in a few ms, not one by one.
+    const names = [rolloutName, ...trainFiles.map((f) => f.name)];
+    const times = await Promise.all(names.map(async (name) => (await stat(join(this.files.runDir, name))).mtimeMs));
     const out: Record<string, number> = {};
-    for (const name of [rolloutName, ...trainFiles.map((f) => f.name)]) {
-      out[name] = (await stat(join(this.files.runDir, name))).mtimeMs;
-    }
+    names.forEach((name, k) => (out[name] = times[k]));
     return out;
   }
 
@@ -368,12 +373,11 @@ export class DumpReader {
     return { ...rest, digests: new Map(digests) };
   }
 
-  private async writeStepCache(key: string, rolloutName: string, trainFiles: { name: string }[], step: StepRecords): Promise<void> {
-    if (!this.files.cacheDir) return;
+  private async writeStepCache(key: string, sourcesP: Promise<Record<string, number>>, step: StepRecords): Promise<void> {
     let body: string;
     try {
       const cached: CachedStep = { ...step, digests: [...step.digests] };
-      body = JSON.stringify({ version: STEP_CACHE_VERSION, sources: await this.sourceStamps(rolloutName, trainFiles), step: cached });
+      body = JSON.stringify({ version: STEP_CACHE_VERSION, sources: await sourcesP, step: cached });
     } catch {
       return; // a file that cannot be stamped now is stamped by the next read
     }
