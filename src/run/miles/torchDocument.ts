@@ -20,9 +20,16 @@ export const openTorchDocument: TorchOpener = (path) => openTorchFile(path);
 /** Numeric elements of a 1-D value: a tensor (any dtype, strides honoured, 64-bit ints widened) or a list of numbers. */
 export type Numbers = TensorNumbers;
 
+/** A list of numbers as a decode with `typedLists` gives it. */
+export function isTypedList(v: unknown): v is Int32Array | Float64Array {
+  return v instanceof Int32Array || v instanceof Float64Array;
+}
+
 export async function readNumbers(v: PyValue | undefined): Promise<Numbers | null> {
   if (v === null || v === undefined) return null;
   if (v instanceof Tensor) return readTensorNumbers(v);
+  // A copy, as for a plain list: callers may keep or change it.
+  if (isTypedList(v)) return Float64Array.from(v);
   if (isList(v)) {
     const out = new Float64Array(v.length);
     for (let i = 0; i < v.length; i++) {
@@ -38,6 +45,6 @@ export async function readNumbers(v: PyValue | undefined): Promise<Numbers | nul
 export function lengthOf(v: PyValue | undefined): number | null {
   if (v === null || v === undefined) return null;
   if (v instanceof Tensor) return v.numel;
-  if (isList(v)) return v.length;
+  if (isList(v) || isTypedList(v)) return v.length;
   return null;
 }

@@ -143,6 +143,35 @@ describe('train dump join', () => {
     assert.equal(batchRawRewards(j.index, 5), null, 'a raw_reward of the wrong length is not indexed');
   });
 
+  it('indexes a rank file whose number lists were decoded as typed arrays exactly as one of plain lists', async () => {
+    const rows = [{ sample: 12, response: 3, total: 5, reward: 0.5, fields: { log_probs: [-1, -2, -3] } }, { sample: 10, response: 2, total: 4, reward: -0.25 }];
+    const raw = [0.1, 0.2, 0.3, 0.4];
+    const plain = rankFile(0, rows, { rawReward: raw }) as { rollout_data: Record<string, PyValue> };
+    plain.rollout_data.weight_versions = [[3, 4], ['5']];
+    const rd = plain.rollout_data;
+    const typed = {
+      ...plain,
+      rollout_data: {
+        ...rd,
+        sample_indices: Int32Array.from(rd.sample_indices as number[]),
+        response_lengths: Int32Array.from(rd.response_lengths as number[]),
+        total_lengths: Int32Array.from(rd.total_lengths as number[]),
+        rewards: Float64Array.from(rd.rewards as number[]),
+        truncated: Int32Array.from(rd.truncated as number[]),
+        raw_reward: Float64Array.from(raw),
+        weight_versions: [Int32Array.of(3, 4), ['5']],
+      },
+    } as unknown as PyValue;
+    const a = await join([plain as PyValue]);
+    const b = await join([typed]);
+    const { rolloutData: _a, ...shardA } = a.index.files[0];
+    const { rolloutData: _b, ...shardB } = b.index.files[0];
+    assert.deepEqual({ ...shardB, rawReward: Array.from(shardB.rawReward!) }, shardA);
+    assert.deepEqual(shardB.weightVersions, [['3', '4'], ['5']]);
+    assert.deepEqual(batchRawRewards(b.index, 4), raw);
+    for (const s of [12, 10]) assert.deepEqual(await b.row(s), await a.row(s));
+  });
+
   it('refuses duplicates that disagree and rows the rollout does not have', async () => {
     const j = await join([rankFile(0, [{ sample: 1, response: 4, total: 6 }]), rankFile(1, [{ sample: 1, response: 5, total: 7 }])]);
     await assert.rejects(j.row(1), (e: unknown) => e instanceof DumpInconsistent && /disagrees/.test((e as Error).message));

@@ -4,7 +4,7 @@ import type { PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
 import type { TrainTokens } from '../model.ts';
 import { asInt, asNumber, asString, field, isDict, isList, scalarReward } from './pyFields.ts';
-import { lengthOf, readNumbers, type Numbers } from './torchDocument.ts';
+import { isTypedList, lengthOf, readNumbers, type Numbers } from './torchDocument.ts';
 import { cpResponseRanges } from '../../formats/miles/cpSplit.ts';
 
 /** Per-token fields a context-parallel rank stores only its zigzag slice of. */
@@ -46,8 +46,8 @@ export interface TrainShardFile {
   maxSeqLens: number[] | null;
   /** Per field, per row: the element count of the row's value, -1 when it is None. Absent columns have no entry. */
   lengths: Partial<Record<TokenField, Int32Array>>;
-  /** The batch-global `raw_reward` list when this file carries one. */
-  rawReward: PyValue[] | null;
+  /** The batch-global `raw_reward` list when this file carries one (typed when its decode made number lists typed). */
+  rawReward: ArrayLike<PyValue> | null;
 }
 
 export interface RowLocation {
@@ -117,7 +117,7 @@ export async function indexShardFile(
   const truncated = await scalarColumn(field(rd, 'truncated'));
   const wv = field(rd, 'weight_versions');
   const weightVersions = isList(wv)
-    ? wv.map((v) => (isList(v) ? v.map((x) => (typeof x === 'string' ? x : String(x))) : null))
+    ? wv.map((v) => (isList(v) || isTypedList(v) ? Array.from(v as ArrayLike<PyValue>, (x) => (typeof x === 'string' ? x : String(x))) : null))
     : null;
   const maxSeqLens = await scalarColumn(field(rd, 'max_seq_lens'));
   const lengths: Partial<Record<TokenField, Int32Array>> = {};
@@ -146,7 +146,7 @@ export async function indexShardFile(
     maxSeqLens: maxSeqLens ? maxSeqLens.map((v) => v ?? 0) : null,
     lengths,
     // Shared with `rolloutData` rather than copied: every rank carries the whole batch's list.
-    rawReward: isList(raw) ? raw : null,
+    rawReward: isList(raw) || isTypedList(raw) ? raw : null,
   };
 }
 
@@ -159,6 +159,7 @@ export function rowValue(f: TrainShardFile, name: TokenField, row: number): PyVa
 async function scalarColumn(v: PyValue | undefined): Promise<(number | null)[] | null> {
   if (v === undefined || v === null) return null;
   if (isList(v)) return v.map((x) => asNumber(x));
+  if (isTypedList(v)) return Array.from(v);
   const nums = await readNumbers(v);
   return nums ? Array.from(nums) : null;
 }
@@ -188,7 +189,7 @@ export function checkTrainSamples(index: TrainIndex, known: ReadonlySet<number>)
  * not the rollout's sample count cannot be indexed by batch position, so it is treated as absent.
  */
 export function batchRawRewards(index: TrainIndex, sampleCount: number): (number | null)[] | null {
-  for (const f of index.files) if (f.rawReward) return f.rawReward.length === sampleCount ? f.rawReward.map(scalarReward) : null;
+  for (const f of index.files) if (f.rawReward) return f.rawReward.length === sampleCount ? Array.from(f.rawReward, scalarReward) : null;
   return null;
 }
 

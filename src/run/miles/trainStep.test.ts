@@ -125,6 +125,32 @@ describe('TrainStepFiles.joinAll', () => {
     assert.deepEqual(await joinOver(one, [3]), new Map([[3, expected.get(3)]]));
   });
 
+  it('loads only the row storages the join reads: a second holder of a full-length row is not read', async () => {
+    const files = await writeStep();
+    const loaded = new Map<string, Set<string>>();
+    const loadSync = ZipArchive.prototype.loadSync;
+    ZipArchive.prototype.loadSync = function (this: ZipArchive, list, opts) {
+      const names = [...list].map((e) => e.name).filter((n) => /\/data\/\d+$/.test(n));
+      const set = loaded.get(this.path) ?? new Set<string>();
+      for (const n of names) set.add(n);
+      loaded.set(this.path, set);
+      return loadSync.call(this, list, opts);
+    };
+    try {
+      const { joined } = await stepFiles(files).joinAll(digestTrainRow);
+      assert.equal(joined.size, 8);
+    } finally {
+      ZipArchive.prototype.loadSync = loadSync;
+    }
+    const count = (rank: number) => loaded.get(join(dir, 'run', 'train_data', `0_${rank}.pt`))?.size ?? 0;
+    // Rank 5 holds sample 7 alone (its mask and 6 fields) and sample 6 after rank 4, which is read instead.
+    assert.equal(count(5), 7);
+    assert.equal(count(4), 14, 'both of its rows are read');
+    // The context-parallel sample needs both slices: every row field of ranks 2 and 3.
+    assert.equal(count(2), 14);
+    assert.equal(count(3), 14);
+  });
+
   /** A helper on this same thread that claims up to `limit` groups at start, then joins them or stops. */
   function helperOf(limit: number, behaviour: 'joins' | 'stops' | 'fails'): JoinHelper<ReturnType<typeof digestTrainRow>> & { claimed: number[] } {
     let done: Promise<{ groups: JoinedGroup<ReturnType<typeof digestTrainRow>>[]; error?: JoinFailure }> = Promise.resolve({ groups: [] });

@@ -20,6 +20,7 @@ import {
   indexTrainFiles,
   rowValue,
   type RowFieldReader,
+  type RowLocation,
   type TokenField,
   type TrainIndex,
   type TrainRow,
@@ -237,7 +238,9 @@ async function decodeRankFile(runDir: string, f: RankFileName, archive: ZipArchi
   try {
     const records = archive.entries.filter((e) => storageKey(e.name) === null && isStored(e));
     if (records.reduce((n, e) => n + e.size, 0) <= IN_MEMORY_BYTES) archive.loadSync(records);
-    const doc = await openTorchArchive(archive);
+    // Number lists (every rank's copy of the batch's `raw_reward`, the row scalars) as typed arrays: far
+    // fewer objects for the collector to move while the whole step's index is held.
+    const doc = await openTorchArchive(archive, { typedLists: true });
     const source = { path: join(runDir, f.name), root: doc.root, littleEndian: doc.byteorder === 'little' };
     return await indexShardFile(doc.value, f.name, source, f.rank);
   } finally {
@@ -261,31 +264,30 @@ async function joinSamples<D>(
   reduce: (row: TrainRow) => D,
   scratch: JoinScratch,
 ): Promise<[number, D][]> {
-  // The row storages of each distinct file (by its source), in a few reads into reused memory; a group too
-  // big for that is read storage by storage.
-  // Copies share their lowest rank's record and source: each source is read once.
-  const wanted = new Map<string, { file: number; entries: ZipEntry[] }>();
-  const seen = new Set<string>();
+  // The row storages the samples read, per distinct file (by its source), in a few reads into reused
+  // memory; a group too big for that is read storage by storage. Copies share their lowest rank's record and
+  // source: each source is read once.
+  const wanted = new Map<string, { file: number; entries: Set<ZipEntry> }>();
+  // Each source is named (in errors) by the first of its files a sample lists.
   for (const s of samples) {
     for (const l of index.locations.get(s) ?? []) {
       const f = index.files[l.file];
-      if (seen.has(f.source.path)) continue;
-      seen.add(f.source.path);
-      const archive = archives.get(f.source.path);
-      if (!archive || !f.source.littleEndian) continue;
-      const prefix = f.source.root ? `${f.source.root}/` : '';
-      const w = { file: l.file, entries: [] as ZipEntry[] };
-      wanted.set(f.source.path, w);
-      for (const name of ROW_FIELDS) {
-        const col = field(f.rolloutData, name);
-        if (!isList(col)) continue;
-        for (const v of col) {
-          const e = v instanceof Tensor ? archive.entry(`${prefix}data/${v.storage.key}`) : undefined;
-          // A compressed storage is left to the read that reports it.
-          if (e && isStored(e)) w.entries.push(e);
-        }
-      }
+      if (!wanted.has(f.source.path) && archives.has(f.source.path) && f.source.littleEndian) wanted.set(f.source.path, { file: l.file, entries: new Set() });
     }
+  }
+  const want = (file: number, row: number, name: TokenField): void => {
+    const f = index.files[file];
+    const w = wanted.get(f.source.path);
+    const v = rowValue(f, name, row);
+    const e = w && v instanceof Tensor ? archives.get(f.source.path)!.entry(`${f.source.root ? `${f.source.root}/` : ''}data/${v.storage.key}`) : undefined;
+    // A compressed storage is left to the read that reports it.
+    if (e && isStored(e)) w!.entries.add(e);
+  };
+  for (const s of samples) {
+    const locs = index.locations.get(s) ?? [];
+    const reads = rowReadsOf(index, locs);
+    if (reads) for (const r of reads) want(r.file, r.row, r.field);
+    else for (const l of locs) for (const name of ROW_FIELDS) want(l.file, l.row, name);
   }
   let total = 0;
   for (const w of wanted.values()) for (const e of w.entries) total += e.size;
@@ -327,6 +329,31 @@ async function joinSamples<D>(
   } finally {
     for (const a of loaded) a.releaseBytes();
   }
+}
+
+/**
+ * The row storages `buildTrainRow` reads for a sample whose rows need no reassembly of context-parallel
+ * slices (one CP rank recorded, or none and every row full length): the loss mask of its first row and each
+ * field from its first holder. Null when it may need more; then every row field of its files is read.
+ */
+function rowReadsOf(index: TrainIndex, locs: readonly RowLocation[]): { file: number; row: number; field: TokenField }[] | null {
+  if (locs.length === 0) return [];
+  const files = index.files;
+  const first = files[locs[0].file];
+  const responseLength = first.responseLengths[locs[0].row];
+  const recorded = locs.some((l) => files[l.file].cpRank !== null);
+  if (recorded ? (first.cpSize ?? 1) !== 1 : locs.some((l) => fieldLength(files[l.file], 'rollout_log_probs', l.row) >= 0 && fieldLength(files[l.file], 'rollout_log_probs', l.row) !== responseLength)) return null;
+  const out: { file: number; row: number; field: TokenField }[] = [];
+  if (fieldLength(first, 'loss_masks', locs[0].row) >= 0) out.push({ file: locs[0].file, row: locs[0].row, field: 'loss_masks' });
+  for (const name of CP_SHARDED_FIELDS) {
+    const holder = locs.find((l) => fieldLength(files[l.file], name, l.row) >= 0);
+    if (holder) out.push({ file: holder.file, row: holder.row, field: name });
+  }
+  return out;
+}
+
+function fieldLength(f: TrainShardFile, name: TokenField, row: number): number {
+  return f.lengths[name]?.[row] ?? -1;
 }
 
 /** The distinct files of a group decoded and indexed on their own, with their twins under their own names. */
