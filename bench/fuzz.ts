@@ -216,7 +216,7 @@ async function main(): Promise<void> {
 }
 
 function spawnServer(dir: string, port: number) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repo, 'src', 'cli.ts'), 'serve', '--dump-details', dir, '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'], cwd: repo });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repo, 'src', 'cli.ts'), 'serve', '--dump-details', dir, '--port', String(port), '--no-cache'], { stdio: ['ignore', 'ignore', 'pipe'], cwd: repo });
   child.stderr.resume();
   return child;
 }

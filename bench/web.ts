@@ -25,7 +25,7 @@ async function freePort(): Promise<number> {
 
 async function serve(runDir: string, extra: string[] = []): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(REPO, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), '--no-cache', ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((res, rej) => {
     let log = '';
     child.stdout!.on('data', (d) => ((log += d), /serving http/.test(log) && res()));

@@ -3,11 +3,12 @@
 // that cannot be used is said on stderr and the run is served from memory.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { defaultRunCache, userCacheRoot } from '../src/commands/cacheHome.ts';
+import { parseServeFlags } from '../src/commands/serve.ts';
 import { ensureCliBuilt, RLSIGHT_BIN, servingUrl, warmedUp } from './support/cli.ts';
 import { copyFixtureRun } from './support/fixtures.ts';
 
@@ -42,9 +43,20 @@ test('the cache root: RLSIGHT_CACHE_DIR, else XDG_CACHE_HOME/rlsight, else ~/.ca
   assert.deepEqual(defaultRunCache(join(run.dir, '..', 'run'), root), a, 'the same run by another path');
   const inside = defaultRunCache(run.dir, join(run.dir, 'cache'));
   assert.ok('problem' in inside && /inside the run/.test(inside.problem));
+  // a cache root that is a link into the run lies inside it all the same
+  symlinkSync(run.dir, join(scratch, 'link-into-run'));
+  const linked = defaultRunCache(run.dir, join(scratch, 'link-into-run'));
+  assert.ok('problem' in linked && /inside the run once its links are followed/.test(linked.problem), JSON.stringify(linked));
+  assert.equal(existsSync(join(run.dir, 'runs')), false, 'nothing was made inside the run');
   writeFileSync(join(scratch, 'a-file'), '');
   const blocked = defaultRunCache(run.dir, join(scratch, 'a-file'));
   assert.ok('problem' in blocked && /cannot be written/.test(blocked.problem));
+});
+
+test('serve keeps the documented default memory budget of 128 MiB', () => {
+  assert.equal(parseServeFlags([run.dir]).memoryBudgetMiB, 128);
+  assert.equal(parseServeFlags([run.dir]).noCache, false);
+  assert.equal(parseServeFlags([run.dir, '--no-cache']).noCache, true);
 });
 
 test('serve without --cache-dir warms the run into its own folder under the cache root, and says nothing about it', async () => {

@@ -54,6 +54,20 @@ describe('a resumed run in the runs table', () => {
   });
 });
 
+describe('a server with no run yet (--runs ROOT --follow before the first run)', () => {
+  test('refuses more latest= keys than the runs table may ask, as with runs', async () => {
+    const server = await startRunsServer(new ServedRuns({}, (d) => openRun(d)), { port: 0 });
+    try {
+      const res = await fetch(new URL(`/api/runs?latest=${Array.from({ length: 17 }, (_, i) => `k${i}`).join(',')}`, server.url));
+      assert.equal(res.status, 400);
+      assert.match(((await res.json()) as { detail: string }).detail, /latest: at most 16/);
+      assert.deepEqual(await (await fetch(new URL('/api/runs?latest=a,b', server.url))).json(), { runs: [] });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('several runs in one server', () => {
   let root: string;
   let server: RunningServer;

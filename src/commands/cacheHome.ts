@@ -18,13 +18,19 @@ export function userCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
  */
 export function defaultRunCache(runDir: string, root: string = userCacheRoot()): { dir: string } | { problem: string } {
   const run = realpathSync(runDir);
-  const dir = join(root, 'runs', `${basename(run) || 'run'}-${createHash('sha256').update(run).digest('hex').slice(0, 12)}`);
-  if (`${dir}${sep}`.startsWith(`${run}${sep}`)) return { problem: `${dir} lies inside the run (nothing is written inside a run)` };
+  const name = `${basename(run) || 'run'}-${createHash('sha256').update(run).digest('hex').slice(0, 12)}`;
+  const inside = (dir: string): boolean => `${dir}${sep}`.startsWith(`${run}${sep}`);
+  if (inside(join(root, 'runs', name))) return { problem: `${join(root, 'runs', name)} lies inside the run (nothing is written inside a run)` };
+  let dir: string;
   try {
+    mkdirSync(root, { recursive: true });
+    // a cache root reached through a link into the run is inside it all the same: nothing is made there
+    dir = join(realpathSync(root), 'runs', name);
+    if (inside(dir)) return { problem: `${join(root, 'runs', name)} lies inside the run once its links are followed (nothing is written inside a run)` };
     mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
   } catch (e) {
-    return { problem: `${dir} cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+    return { problem: `${join(root, 'runs', name)} cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
   }
   return { dir };
 }

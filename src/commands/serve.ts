@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
-import { runFormats } from '../run/open.ts';
+import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
 import { CommandUsageError as UsageError } from './common.ts';
 
@@ -133,7 +133,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     tensorLru: values['tensor-lru'] === undefined ? undefined : numberFlag('tensor-lru', values['tensor-lru'], 0, { int: true, min: 0 }),
     cacheDir: values['cache-dir'] ? resolve(values['cache-dir']) : undefined,
     noCache: values['no-cache'] ?? false,
-    memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], 192, { min: 16 }),
+    memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], DEFAULT_MEMORY_BUDGET / 2 ** 20, { min: 16 }),
     useUtilizationOverview: values['use-utilization-overview'] ?? false,
     lowMfuThreshold: numberFlag('low-mfu-threshold', values['low-mfu-threshold'], 0.15, { min: 0 }),
     allowHosts: values['allow-host'] ?? [],

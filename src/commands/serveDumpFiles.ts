@@ -17,6 +17,8 @@ const OPTIONS = {
   'eval-datasets': { type: 'string' },
   'tensor-lru': { type: 'string' },
   'cache-dir': { type: 'string' },
+  // accepted for a command line written for `serve DIR`: dump files are served from memory either way
+  'no-cache': { type: 'boolean' },
   'use-utilization-overview': { type: 'boolean' },
   'low-mfu-threshold': { type: 'string' },
   prometheus: { type: 'string' },

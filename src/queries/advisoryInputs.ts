@@ -117,7 +117,6 @@ export async function advisoryAnswer(
   return within((store) => ({ body: advisoryFrom(store, w, before, rollout === 'writing' ? null : rollout), complete: rollout !== 'writing' }));
 }
 
-/** The MFU summary; reads the engine hours ahead (one selective read of each cold hour for every gauge and counter). */
 /** What the advisory reads before the newest step's decode: the MFU summary and the run's args (meta.json read once). */
 interface AdvisoryAhead {
   mfu: LocatedAdvisoryAnswer['mfu'];
@@ -126,6 +125,7 @@ interface AdvisoryAhead {
   startTs: number | null;
 }
 
+/** The MFU summary and the args; reads the engine hours ahead (one selective read of each cold hour for every gauge and counter). */
 function advisoryTelemetryAhead(store: TelemetrySource, w: Window): AdvisoryAhead {
   const series = metricSeries(store, [MFU_KEY, MFU_PEAK_KEY], { x: MFU_STEP_KEY });
   const numeric = (ys: readonly unknown[] = []): number[] => ys.map((v) => (typeof v === 'number' ? v : Number.NaN));

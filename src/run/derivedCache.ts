@@ -1,6 +1,10 @@
 // Derived data kept in `--cache-dir` (never inside a run): named text entries written whole (temp file, rename).
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
+
+/** Writes so far in this thread: with the process and thread, a temp name no other write (here or in another server of the same run) uses. */
+let writes = 0;
 
 export class DerivedCache {
   constructor(readonly dir: string | null) {}
@@ -14,13 +18,15 @@ export class DerivedCache {
   /** Stores an entry; `text` is only called with a cache. A failure to write is ignored: the cache is an optimisation. */
   async write(name: string, text: () => string): Promise<void> {
     if (!this.dir) return;
+    const path = join(this.dir, name);
+    const tmp = `${path}.${process.pid}-${threadId}-${writes++}.tmp`;
     try {
       await mkdir(this.dir, { recursive: true });
-      const path = join(this.dir, name);
-      await writeFile(`${path}.tmp`, text());
-      await rename(`${path}.tmp`, path);
+      await writeFile(tmp, text());
+      await rename(tmp, path);
     } catch {
       // A read-only or full cache directory must not fail the answer that wanted to write it.
+      await rm(tmp, { force: true }).catch(() => {});
     }
   }
 }

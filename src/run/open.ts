@@ -13,6 +13,8 @@ import { TelemetryStore } from './telemetry/store.ts';
 import type { OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel, SearchableText, SearchTextSource } from './model.ts';
 
 export { foreground } from './foreground.ts';
+/** Bytes a run's resident telemetry columns may hold unless told otherwise (`--memory-budget`). */
+export { DEFAULT_MEMORY_BUDGET } from './telemetry/store.ts';
 import { PrometheusEngineSource } from './prometheus/engineSource.ts';
 
 /** Every format rlsight reads, in the order they are tried. */

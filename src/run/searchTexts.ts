@@ -15,7 +15,11 @@ const NOT_ASCII = /[^\x00-\x7f]/;
 let flexsearch: Promise<typeof import('flexsearch')> | undefined;
 
 async function wordIndex(): Promise<FlexIndex> {
-  const FlexSearch = (await (flexsearch ??= import('flexsearch'))).default;
+  // a failed load is tried again by the next index
+  const FlexSearch = (await (flexsearch ??= import('flexsearch').catch((e: unknown) => {
+    flexsearch = undefined;
+    throw e;
+  }))).default;
   // Positions are not scored (resolution 1): the index only narrows which samples a scan verifies. Entries
   // and lookups are words already split and folded here, so flexsearch's own encoder is skipped.
   return new FlexSearch.Index({ tokenize: 'strict', resolution: 1, encode: (text: string) => text.split(' ') });

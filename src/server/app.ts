@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { Hono } from 'hono/quick';
 import { compress } from 'hono/compress';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
+import { checkLatestKeys } from '../queries/limits.ts';
 import type { SignalSpec } from '../queries/health.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { RunsAnswer } from '../wire/index.ts';
@@ -135,7 +136,8 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
 
   app.get('/api/runs', async (c) => {
     const listed = runs.runs();
-    const keys = parseParams(runsQuery, c.req.query()).latest ?? [];
+    // refused even when no run is served yet (each run's listing checks them too)
+    const keys = checkLatestKeys(parseParams(runsQuery, c.req.query()).latest ?? []);
     const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys }))) };
     return jsonResponse(c, body);
   });

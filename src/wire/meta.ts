@@ -42,7 +42,7 @@ export interface Meta {
    * window would keep the view waiting. Absent: open on the widest.
    */
   default_window_s?: number;
-  /** Present while the background warm-up runs (only with `--cache-dir`; absent once every hour is done). */
+  /** Present while the background warm-up runs (only with a cache directory, not with `--no-cache`; absent once every hour is done). */
   warmup?: WarmUpProgress;
   /** What was found damaged and skipped (one line per file and problem, relative to the run); absent when nothing is. */
   warnings?: string[];

@@ -79,8 +79,11 @@ export async function startBrowserSuite<S extends { stop(): Promise<void> } = Se
 
 /** Stops what `startBrowserSuite` started (either may be missing when it failed). */
 export async function stopBrowserSuite(suite: { served?: { stop(): Promise<void> }; browser?: Browser }): Promise<void> {
-  await suite.browser?.close();
-  await suite.served?.stop();
+  try {
+    await suite.browser?.close();
+  } finally {
+    await suite.served?.stop();
+  }
 }
 
 /** Generates a demo run and serves it with `rlsight serve --follow` on a free port. */

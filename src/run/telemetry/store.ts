@@ -342,12 +342,14 @@ export class TelemetryStore {
     const readers = streams.map((st) => this.partitions[st] as PartitionReader<any>);
     const hours = new Map<string, { lo: number; hi: number }>();
     let unreadBytes = 0;
-    for (const r of readers) {
+    readers.forEach((r, k) => {
+      // the bytes still to read are this stream's files of its own open hours (another stream's hour may be done)
+      const openHere = this.warm!.openHours([streams[k]!]);
       for (const f of r.overlappingFiles(t0, t1)) {
         if (f.size > 0 && !hours.has(f.key)) hours.set(f.key, { lo: f.lo, hi: f.hi });
-        if (open.has(f.key)) unreadBytes += f.size;
+        if (openHere.has(f.key)) unreadBytes += f.size;
       }
-    }
+    });
     const unreadKeys = new Set([...hours.keys()].filter((k) => open.has(k)));
     // what is left to read is a moment's parse: the answer reads it and is complete
     if (unreadKeys.size === 0 || unreadBytes < this.partialFromBytes) return null;
