@@ -1,7 +1,9 @@
 // Which answers wait their turn: on a small machine a dozen whole-run or all-lanes answers computed at once
 // take every core and the cheap answers (the run header, one lane's window) wait behind all of them. Cheap
 // answers run at once; heavy ones go through a gate that lets a few compute at a time, in arrival order,
-// from a bounded queue; a queued answer no one waits for any more is dropped before it starts.
+// from a bounded queue; a queued answer no one waits for any more is dropped before it starts. Heavy answers
+// wait mostly for different threads (a step's dump decoding, an hour's parse, the folded whole run), so each
+// kind has its own gate: a step's summary never queues behind all lanes' hour waiting for its parse.
 
 /** Heavy answers computed at once (the machine's cores are shared with the parse threads and gzip). */
 export const HEAVY_AT_ONCE = 2;
@@ -32,9 +34,22 @@ const LANE_WINDOW_PATHS = /^\/api\/timeline\/(gpu|phases|gpu_processes|heatmap)$
 
 /** Whether a GET of `path?query` is heavy (whole-run, all-lanes, step or search work) or cheap. */
 export function isHeavy(path: string, query: URLSearchParams): boolean {
-  if (CHEAP_PATHS.test(path)) return false;
-  if (LANE_WINDOW_PATHS.test(path) && query.has('lanes') && query.has('t0') && query.has('t1')) return false;
-  return true;
+  return heavyKind(path, query) !== null;
+}
+
+/**
+ * What a heavy answer mostly waits for: `step` a step's records (dump decoding), `window` an hour of every
+ * lane (its parse), `run` the whole run's folded telemetry (fleet, outliers, engine series, advisory), `other`
+ * the rest (diffs, health, exports); null for a cheap answer.
+ */
+export type HeavyKind = 'step' | 'window' | 'run' | 'other';
+
+export function heavyKind(path: string, query: URLSearchParams): HeavyKind | null {
+  if (CHEAP_PATHS.test(path)) return null;
+  if (LANE_WINDOW_PATHS.test(path)) return query.has('lanes') && query.has('t0') && query.has('t1') ? null : query.has('t0') && query.has('t1') ? 'window' : 'run';
+  if (path.startsWith('/api/rollout/')) return 'step';
+  if (path.startsWith('/api/timeline/') || path === '/api/advisory' || path === '/api/rlsight/advisory') return 'run';
+  return 'other';
 }
 
 /** Lets `width` holders in at once; the others wait in arrival order, at most `bound` of them. */
@@ -93,5 +108,15 @@ export class Gate {
   }
 }
 
-/** The process's gate for heavy answers (every run served shares the cores). */
-export const heavyAnswers = new Gate();
+/** One gate per kind of heavy answer, each `width` wide. */
+export function kindGates(width = HEAVY_AT_ONCE, bound = HEAVY_QUEUE): (kind: HeavyKind) => Gate {
+  const gates = new Map<HeavyKind, Gate>();
+  return (kind) => {
+    let g = gates.get(kind);
+    if (g === undefined) gates.set(kind, (g = new Gate(width, bound)));
+    return g;
+  };
+}
+
+/** The process's gates for heavy answers (every run served shares the cores). */
+export const heavyGates = kindGates();

@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Hono } from 'hono';
 import { PARTIAL_HEADER } from './json.ts';
-import { Gate } from './scheduler.ts';
+import { Gate, heavyKind, kindGates } from './scheduler.ts';
 import { answerSignal, sharedAnswers } from './sharedAnswers.ts';
 
 /** A run API whose answers count their computations and may be held until `release()`. */
-function app(opts: { budget?: number; gate?: Gate } = {}) {
+function app(opts: { budget?: number; gate?: Gate; gates?: (kind: NonNullable<ReturnType<typeof heavyKind>>) => Gate } = {}) {
   const state = { version: 'v1' as string | null, computed: 0, status: 200, moveWhileComputing: false, partial: false, held: null as Promise<void> | null, pulled: 0 };
   const api = new Hono();
-  api.use('/api/*', sharedAnswers({ version: () => state.version, budget: opts.budget, gate: opts.gate ?? new Gate(8, 64) }));
+  api.use('/api/*', sharedAnswers({ version: () => state.version, budget: opts.budget, gates: opts.gates, gate: opts.gate ?? (opts.gates ? undefined : new Gate(8, 64)) }));
   const answer = async (c: any) => {
     state.computed++;
     if (state.held) await state.held;
@@ -288,4 +288,27 @@ test("a computing answer stops once every asker went away, and not while one sti
   starter.abort(); // the asker whose request computes it leaves; the second still waits
   await Promise.resolve(first).catch(() => {});
   assert.deepEqual(JSON.parse((await bytesOf(await second)).toString()), { n: '2', steps: 200 });
+});
+
+test('heavy answers of different kinds never queue behind each other: a step waits only behind steps', async () => {
+  const q = (s: string) => new URLSearchParams(s);
+  assert.equal(heavyKind('/api/rollout/3/summary', q('')), 'step');
+  assert.equal(heavyKind('/api/timeline/gpu', q('t0=1&t1=2')), 'window');
+  assert.equal(heavyKind('/api/timeline/gpu', q('t0=1&t1=2&lanes=g:0')), null);
+  assert.equal(heavyKind('/api/timeline/fleet', q('')), 'run');
+  assert.equal(heavyKind('/api/advisory', q('')), 'run');
+  assert.equal(heavyKind('/api/meta', q('')), null);
+  const gates = kindGates(1, 8);
+  const { api, state, hold } = app({ gates });
+  const release = hold();
+  // whole-run answers take the run gate's only place, and one more waits there
+  const run = [get(api, '/api/timeline/t/1'), get(api, '/api/timeline/t/2')];
+  await tick();
+  const step = get(api, '/api/rollout/1/summary');
+  await tick();
+  assert.equal(state.computed, 2, 'the step is computing beside the whole-run answer, not queued behind both');
+  assert.deepEqual(gates('run').load, { inside: 1, waiting: 1 });
+  release();
+  assert.equal(JSON.parse((await bytesOf(await step)).toString()).n, 1);
+  for (const r of run) assert.equal((await r).status, 200);
 });

@@ -11,7 +11,7 @@ import { constants, createGzip } from 'node:zlib';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { COMPRESSIBLE_CONTENT_TYPE_REGEX } from 'hono/compress';
 import { PARTIAL_HEADER } from './json.ts';
-import { BUSY_RETRY_AFTER_S, type Gate, heavyAnswers, isHeavy, ServerBusy } from './scheduler.ts';
+import { BUSY_RETRY_AFTER_S, type Gate, heavyGates, heavyKind, type HeavyKind, ServerBusy } from './scheduler.ts';
 
 /** Bytes the kept bodies of one run may hold together; a body over half of it is never kept. */
 export const KEPT_ANSWER_BYTES = 48 * 2 ** 20;
@@ -99,7 +99,10 @@ export interface SharedAnswersOptions {
   /** Paths whose answers are kept after they are sent (the telemetry answers). */
   keep?: (path: string) => boolean;
   budget?: number;
+  /** One gate for every heavy answer (default: a gate per kind, `heavyGates`). */
   gate?: Gate;
+  /** The gate of each kind of heavy answer, when no single `gate` is given. */
+  gates?: (kind: HeavyKind) => Gate;
 }
 
 /** gzip level of the kept telemetry answers (tens of MB for all lanes of an hour: speed over the last bytes). */
@@ -133,7 +136,7 @@ export function answerSignal(c: Context): AbortSignal {
 export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
   const keep = opts.keep ?? ((path: string) => path.startsWith('/api/timeline/'));
   const budget = opts.budget ?? KEPT_ANSWER_BYTES;
-  const gate = opts.gate ?? heavyAnswers;
+  const gateOf = opts.gate !== undefined ? () => opts.gate! : (opts.gates ?? heavyGates);
   const flights = new Map<string, Flight>();
   const kept = new Map<string, Kept>();
   let keptBytes = 0;
@@ -155,11 +158,11 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
   };
 
   /** Computes the answer for every asker of `flight`: its turn at the gate, the handler, the body (gzipped once). */
-  const fly = async (flight: Flight, c: Context, next: Next, o: { key: string; version: string | null; gzip: boolean; heavy: boolean }): Promise<void> => {
+  const fly = async (flight: Flight, c: Context, next: Next, o: { key: string; version: string | null; gzip: boolean; heavy: HeavyKind | null }): Promise<void> => {
     let release = (): void => {};
     (c as Context<{ Variables: Record<string, unknown> }>).set(ANSWER_SIGNAL, flight.abandoned.signal);
     try {
-      if (o.heavy) release = await gate.enter(flight.abandoned.signal);
+      if (o.heavy !== null) release = await gateOf(o.heavy).enter(flight.abandoned.signal);
       await next();
       const res = c.res;
       const headers = new Headers(res.headers);
@@ -206,7 +209,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
       flights.set(key, mine);
       // an answer no one waits for any more is not joined by a later asker: it computes afresh
       mine.abandoned.signal.addEventListener('abort', () => forget(key, mine), { once: true });
-      void fly(flight, c, next, { key, version, gzip, heavy: isHeavy(c.req.path, new URL(c.req.url).searchParams) });
+      void fly(flight, c, next, { key, version, gzip, heavy: heavyKind(c.req.path, new URL(c.req.url).searchParams) });
     }
     let res: Response;
     try {
