@@ -537,10 +537,7 @@ export class TrainStepFiles {
           twinOf.push(known ?? i);
           if (known === undefined) roots.push({ i, archive });
         }
-        if (!this.catalogP) {
-          this.catalogP = Promise.resolve({ twinOf, sizes, sources });
-          this.persist();
-        }
+        this.catalogP ??= Promise.resolve({ twinOf, sizes, sources });
         // Each distinct file's pickle, decoded once (its rows' tensors stay unread).
         for (let n = 0; n < roots.length; n++) {
           // Let other requests run between files: a whole step is a long synchronous stretch otherwise.
@@ -551,7 +548,7 @@ export class TrainStepFiles {
             const shard = await decodeRankFile(this.runDir, this.files[i], archive);
             shards.set(i, shard);
             archives.set(shard.source.path, archive);
-            this.learn(i, shard.sampleIndices);
+            this.learn(i, shard.sampleIndices, false);
           } catch (e) {
             if (e instanceof DumpInconsistent) throw e;
             throw await this.failure(this.files[i].name, e);
@@ -560,6 +557,9 @@ export class TrainStepFiles {
       } catch (e) {
         helper?.cancel();
         throw e;
+      } finally {
+        // Saved once for the whole pass (not after each file: a save serializes the whole catalog).
+        this.persist();
       }
 
       const index = indexTrainFiles(
@@ -698,11 +698,11 @@ export class TrainStepFiles {
     return this.catalogP;
   }
 
-  /** Notes the sample indices of a decoded lowest-rank file (kept with the catalog). */
-  private learn(i: number, samples: number[]): void {
+  /** Notes the sample indices of a decoded lowest-rank file (kept with the catalog, saved now unless `save` is false). */
+  private learn(i: number, samples: number[], save = true): void {
     if (this.known.has(i)) return;
     this.known.set(i, samples);
-    this.persist();
+    if (save) this.persist();
   }
 
   /** Saves the catalog to the store soon (after the current work), once for any number of changes meanwhile. */
