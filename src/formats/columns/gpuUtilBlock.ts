@@ -89,25 +89,6 @@ export class GpuUtilBlock extends ColumnBlock<GpuSchema> {
     return b;
   }
 
-  /** A new block of the rows whose lane `keep` accepts, in order (a lane view cut from a whole hour). */
-  pick(keep: (lane: number) => boolean): GpuUtilBlock {
-    const b = new GpuUtilBlock(this.key, this.lo, this.hi, 1024);
-    if (this.wide) b.widen();
-    const n = this.length;
-    const { ts, lane, util } = this.cols as Record<string, Column>;
-    let maxLane = 0;
-    for (let i = 0; i < n; i++) if (lane[i] > maxLane) maxLane = lane[i];
-    // per lane id: 0 not asked yet, 1 kept, 2 left out
-    const verdict = new Uint8Array(maxLane + 1);
-    for (let i = 0; i < n; i++) {
-      const l = lane[i];
-      if (verdict[l] === 0) verdict[l] = keep(l) ? 1 : 2;
-      if (verdict[l] === 1) b.push(ts[i], l, util[i], this.memMb(i), this.powerW(i));
-    }
-    b.trim();
-    return b;
-  }
-
   /** One block of the rows of `parts` in order (pieces of one file parsed apart); wide if any part is. */
   static join(key: string, lo: number, hi: number, parts: readonly GpuUtilBlock[]): GpuUtilBlock {
     const b = new GpuUtilBlock(key, lo, hi, parts.reduce((n, p) => n + p.length, 0));

@@ -32,8 +32,6 @@ export interface BlockKind<B extends HourBlock> {
   parseView?(view: string, buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
   /** A block over columns another thread parsed (see parseJob.ts); needed to share cold parses with a pool. */
   adopt?(key: string, lo: number, hi: number, data: ParsedColumns): B;
-  /** The rows of a whole block a view selects, as a new block (a view served from a persisted whole parse). */
-  slice?(block: B, view: string): B;
   /** One block of the rows of `parts` in order: pieces of one file parsed on several threads at once. */
   join?(key: string, lo: number, hi: number, parts: readonly B[]): B;
   /** A whole block as the columns a parse thread would hand over (what the partition cache persists). */

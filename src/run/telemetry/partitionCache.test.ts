@@ -54,26 +54,6 @@ describe('the partition cache', () => {
     }
   });
 
-  test('a few lanes asked of a persisted gpu hour keep only their rows resident, as a view', () => {
-    const r = run();
-    try {
-      rowsOf(open(r.dir, r.cache));
-      const store = open(r.dir, r.cache);
-      const view = store.gpuUtilBlocks(null, null, ['10.0.0.1:2']);
-      assert.equal(view.length, 1);
-      assert.equal(view[0]!.view, '10.0.0.1:2');
-      assert.deepEqual(
-        Array.from({ length: view[0]!.length }, (_, i) => [view[0]!.ts[i], store.lanes.key(view[0]!.lane[i]), view[0]!.util[i], view[0]!.memMb(i), view[0]!.powerW(i)]),
-        (rowsOf(open(r.dir)) as { gpuRows: unknown[][] }).gpuRows.filter((row) => row[1] === '10.0.0.1:2'),
-      );
-      assert.equal(store.partitions.gpu_util.isCached('19700112_13'), false, 'the whole hour is not kept');
-      assert.equal(store.partitions.gpu_util.rowsParsed, 0, 'nor parsed');
-      assert.deepEqual(store.warnings().map((w) => `${w.file}:${w.line}`), ['gpu_util/19700112_13.jsonl:201']);
-    } finally {
-      r.dispose();
-    }
-  });
-
   test('engine metrics are read from the persisted metric groups as slices, in file order', () => {
     const r = run();
     try {

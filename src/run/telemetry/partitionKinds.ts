@@ -59,10 +59,6 @@ export function partitionReaders(dir: string, tables: StoreTables, io: Telemetry
         parseView: (view, b, s, e, blk, l, bad) => gpuParser.parseView(view, b, s, e, blk, l, bad),
         adopt: (k, lo, hi, d) => GpuUtilBlock.adopt(k, lo, hi, parsedAs(d, 'gpu_util').columns, parsedAs(d, 'gpu_util').lanes.map(([n, g]) => tables.lanes.id(n, g))),
         join: (k, lo, hi, parts) => GpuUtilBlock.join(k, lo, hi, parts),
-        slice: (b, view) => {
-          const keys = new Set(view === '' ? [] : view.split('\n'));
-          return b.pick((lane) => keys.has(tables.lanes.key(lane)));
-        },
         export: (b) => ({ stream: 'gpu_util', columns: b.columns(), lanes: tables.lanes.places() }),
       },
       warn,

@@ -309,8 +309,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   /**
    * Parses the cold files `window(t0, t1, view)` would parse on the parse threads alone, this thread free for
    * other requests meanwhile (it only awaits them and adopts their columns); the blocks land as `window`
-   * would put them. A selective read of a big file is cut at line starts into pieces the threads share (see
-   * `pieces`), so one hour is read by every thread at once. Without parse threads, or when none is free within `waitMs`, it
+   * would put them. A big file is cut at line starts into pieces the threads share (see `pieces`), so one
+   * hour is read by every thread at once. Without parse threads, or when none is free within `waitMs`, it
    * leaves the rest to the read that follows (which parses on this thread). A thread the warm-up holds frees
    * up within one file (and while requests come the warm-up holds at most one), so waiting for it keeps this
    * thread free for the others.

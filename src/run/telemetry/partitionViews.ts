@@ -6,7 +6,7 @@ import type { PersistedParses } from './partitionCache.ts';
 import type { CachedPartition } from '../../formats/columns/colsFile.ts';
 import type { BlockKind, HourBlock } from '../../formats/columns/hourBlock.ts';
 import type { PartitionFile } from './partitionListing.ts';
-import { loadPersisted, viewKey, type CacheEntry, type ResidentBlocks } from './partitionResidency.ts';
+import { viewKey, type CacheEntry, type ResidentBlocks } from './partitionResidency.ts';
 import type { PartitionedStream } from './records.ts';
 
 /** What a selective read needs of the partition reader it serves. */
@@ -48,16 +48,8 @@ export function viewBlock<B extends HourBlock>(r: ViewReads<B>, f: PartitionFile
     // a persisted whole parse serves the view (from its slices when the layout allows, else whole)
     let hit: CachedPartition | null = null;
     for (const p of persisted) if ((hit = p.loadView(r.stream, f.key, st, view)) !== null) break;
-    let sliced = false;
-    if (hit === null && r.kind.slice !== undefined) {
-      // no slices in the layout: the view is cut from the whole parse, which is not kept (a few lanes of an hour stay resident, not all)
-      hit = loadPersisted(persisted, r.stream, f, st);
-      sliced = hit !== null;
-    }
     if (hit === null) return r.block(f);
-    if (sliced) for (const [line, message] of hit.result.warnings) r.onBad(f.rel, line, message);
-    const loaded = adopt(f.key, f.lo, f.hi, hit.result.data);
-    const e: CacheEntry<B> = { block: sliced ? r.kind.slice!(loaded, view) : loaded, offset: hit.result.offset, lines: hit.result.lines, file: f.key, view, ino: hit.ino };
+    const e: CacheEntry<B> = { block: adopt(f.key, f.lo, f.hi, hit.result.data), offset: hit.result.offset, lines: hit.result.lines, file: f.key, view, ino: hit.ino };
     if ('view' in e.block) e.block.view = view;
     r.cacheFills++;
     if (st.size > e.offset && !fillView(r, f, e)) return r.block(f);
