@@ -54,6 +54,28 @@ describe('the partition cache', () => {
     }
   });
 
+  test('the parse threads boot ahead of the first read while hours remain to parse, not over a filled cache', async () => {
+    const r = run();
+    const stores: TelemetryStore[] = [];
+    try {
+      const opts = { cacheDir: r.cache, parseWorkers: 1, parallelFromBytes: 0 };
+      const cold = TelemetryStore.open(r.dir, opts);
+      stores.push(cold);
+      while (cold.warmUpStep()) await new Promise((resolve) => setTimeout(resolve, 5));
+      const empty = TelemetryStore.open(r.dir, { ...opts, cacheDir: join(r.cache, 'other') });
+      const filled = TelemetryStore.open(r.dir, opts);
+      stores.push(empty, filled);
+      assert.equal(filled.warmUpProgress()?.running, false);
+      // at the latest a second after opening (sooner once a first request is answered)
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      assert.equal(empty.parseThreadsStarted, true, 'hours to parse: booted without a read');
+      assert.equal(filled.parseThreadsStarted, false, 'nothing to parse: no thread spent');
+    } finally {
+      for (const s of stores) s.close();
+      r.dispose();
+    }
+  });
+
   test('engine metrics are read from the persisted metric groups as slices, in file order', () => {
     const r = run();
     try {

@@ -296,7 +296,10 @@ export class TelemetryStore {
     if (bytes < this.parallelFromBytes) return;
     this.poolWanted = true;
     for (const r of Object.values(this.partitions) as PartitionReader<any>[]) r.poolSource = () => this.ensurePool();
-    // the threads boot once the first answer is out (a server's start keeps both cores), ready for the window reads after it
+    // hours still to parse (no cache, or one the warm-up has not filled): the threads boot once the first answer
+    // is out (a server's start keeps both cores), ready for the window reads after it; over a filled cache they
+    // start only if a read needs them (a thread's memory is not spent for nothing)
+    if (this.warm !== null && !this.warm.progress().running) return;
     const opened = performance.now();
     const boot = (): void => {
       if (foreground.answeredAny() || performance.now() - opened >= POOL_BOOT_LATEST_MS) this.ensurePool();
@@ -381,6 +384,11 @@ export class TelemetryStore {
         }
       },
     };
+  }
+
+  /** Whether the parse threads have been started (by a read that needed them, or booted ahead of one). */
+  get parseThreadsStarted(): boolean {
+    return this.pool !== null;
   }
 
   /** Waits (at most `timeoutMs`) for the parse workers to start; returns how many are ready (0 without a pool). */
