@@ -367,3 +367,36 @@ describe('lengthOnlyUnder', () => {
     assert.equal(a.label, 'x');
   });
 });
+
+describe('unreadTextUnder', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'rlsight-unreadtext-'));
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('leaves the long strings under the named keys undecoded and decodes everything else as usual', async () => {
+    const path = join(tmp, 'texts.pt');
+    const long = 'é step by step. '.repeat(100);
+    const value = {
+      samples: [
+        { response: long, prompt: [{ role: 'tool', content: long }, { role: 'user', content: 'short' }], label: long, status: 'completed' },
+        { response: 'ok', prompt: [], label: 'x', status: 'truncated' },
+      ],
+      // The same word as a list item, not as a key: the item after it is decoded.
+      words: ['response', long],
+      one: [{ response: long }],
+    };
+    await saveTorch(value, path);
+    const full = (await openTorchFile(path)).value as Record<string, PyValue>;
+    const skim = (await openTorchFile(path, { unreadTextUnder: new Set(['response', 'content']) })).value as Record<string, PyValue>;
+    const [a, b] = skim.samples as Record<string, PyValue>[];
+    const [fa] = full.samples as Record<string, PyValue>[];
+    assert.equal(fa.response, long);
+    assert.equal(a.response, '', 'a long text under a named key is not decoded');
+    assert.deepEqual(a.prompt, [{ role: 'tool', content: '' }, { role: 'user', content: 'short' }], 'short ones are');
+    assert.equal(a.label, long);
+    assert.equal(a.status, 'completed');
+    assert.deepEqual(b, (full.samples as PyValue[])[1]);
+    assert.deepEqual(skim.words, ['response', long]);
+    // A dict in a list: its `MARK k v SETITEMS` batch names the value's key.
+    assert.deepEqual(skim.one, [{ response: '' }]);
+  });
+});

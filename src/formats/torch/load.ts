@@ -45,6 +45,8 @@ export interface OpenTorchOptions {
   keepNumpyScalars?: boolean;
   /** Number lists kept only as their length (see UnpickleOptions.lengthOnlyUnder). */
   lengthOnlyUnder?: ReadonlySet<string>;
+  /** Long strings under these keys left undecoded (see UnpickleOptions.unreadTextUnder). */
+  unreadTextUnder?: ReadonlySet<string>;
 }
 
 /**
@@ -142,7 +144,7 @@ async function startTorchArchiveDecode(archive: ZipArchive, opts: Omit<OpenTorch
       return s;
     };
 
-    const unpickleOpts = { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats, keepNumpyScalars: opts.keepNumpyScalars, lengthOnlyUnder: opts.lengthOnlyUnder };
+    const unpickleOpts = { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats, keepNumpyScalars: opts.keepNumpyScalars, lengthOnlyUnder: opts.lengthOnlyUnder, unreadTextUnder: opts.unreadTextUnder };
     let unpickler: Unpickler;
     const limit = opts.wholePickleLimit ?? WHOLE_PICKLE_LIMIT;
     if (pkl.size <= limit) {

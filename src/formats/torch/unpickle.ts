@@ -30,7 +30,16 @@ export interface UnpickleOptions {
    * buffer), for readers that need only the length of such lists. Other lists decode as usual.
    */
   lengthOnlyUnder?: ReadonlySet<string>;
+  /**
+   * A string longer than UNREAD_TEXT_ABOVE bytes that is the value of a dict key named here (`{'response':
+   * '...'}`) is skipped, not decoded: it decodes as the empty string, for readers that never look at such
+   * text (decoding a string never fails, so skipping one hides no damage).
+   */
+  unreadTextUnder?: ReadonlySet<string>;
 }
+
+/** Strings up to this many bytes are always decoded (see UnpickleOptions.unreadTextUnder). */
+export const UNREAD_TEXT_ABOVE = 256;
 
 export interface PickleResult {
   value: PyValue;
@@ -405,6 +414,7 @@ export class Unpickler {
   /** Zeros that length-only lists are views of (grown to the longest such list). */
   private zeros = new Int32Array(0);
   private readonly lengthOnlyUnder: ReadonlySet<string> | undefined;
+  private readonly unreadTextUnder: ReadonlySet<string> | undefined;
 
   constructor(
     input: Uint8Array | PickleSource,
@@ -413,6 +423,7 @@ export class Unpickler {
   ) {
     this.typedLists = opts.typedLists === true;
     this.lengthOnlyUnder = opts.lengthOnlyUnder && opts.lengthOnlyUnder.size > 0 ? opts.lengthOnlyUnder : undefined;
+    this.unreadTextUnder = opts.unreadTextUnder && opts.unreadTextUnder.size > 0 ? opts.unreadTextUnder : undefined;
     this.boxFloats = opts.boxIntegralFloats === true;
     this.window = Math.max(16, window);
     if (input instanceof Uint8Array) {
@@ -867,6 +878,22 @@ export class Unpickler {
     return pos;
   }
 
+  /**
+   * Whether the string about to be pushed is the value of a key named in `unreadTextUnder`: the key is on
+   * top, in the value slot of a `MARK k v … SETITEMS` batch of a dict, or after the dict of a `k v SETITEM`
+   * outside a list's `APPENDS` batch (where a key-like item may be a list element: those are decoded).
+   */
+  private unreadKey(): boolean {
+    const { stack, marks } = this;
+    const n = stack.length;
+    const key = this.unreadTextUnder && n > 0 ? stack[n - 1] : undefined;
+    if (typeof key !== 'string' || !this.unreadTextUnder!.has(key)) return false;
+    const m = marks.length ? marks[marks.length - 1] : 0;
+    const isDict = (v: PyValue | undefined) => v instanceof Map || isStringKeyed(v);
+    if (m >= 1 && isDict(stack[m - 1])) return (n - m) % 2 === 1;
+    return n >= 2 && n - 2 >= m && isDict(stack[n - 2]) && !(m >= 1 && Array.isArray(stack[m - 1]));
+  }
+
   /** A length-prefixed value (a UTF-8 string, a long) read from `this.pos`, the window refilled for it if need be. */
   private sized(op: number): void {
     const { buf, dv, end } = this;
@@ -887,7 +914,7 @@ export class Unpickler {
       this.need(n);
       pos = this.pos;
     }
-    this.stack.push(long ? decodeLong(this.buf, pos, n) : decodeUtf8(this.buf, pos, pos + n));
+    this.stack.push(long ? decodeLong(this.buf, pos, n) : n > UNREAD_TEXT_ABOVE && this.unreadKey() ? '' : decodeUtf8(this.buf, pos, pos + n));
     this.pos = pos + n;
   }
 

@@ -3,7 +3,7 @@
 // Then, when the step has train dumps, it joins groups of rank files alongside the main thread (see TrainStepFiles.joinAll).
 import { parentPort, workerData } from 'node:worker_threads';
 import { openTorchFile } from '../../formats/torch/load.ts';
-import { decodeRolloutDump, PER_TOKEN_LISTS } from './rolloutDump.ts';
+import { decodeRolloutDump, RECORDS_ONLY } from './rolloutDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
 import { joinClaimed, type JoinGroup } from './trainStep.ts';
 
@@ -39,8 +39,8 @@ const job = workerData as Job;
 const trainJob = new Promise<TrainJob['train']>((resolve) => port.once('message', (m: TrainJob) => resolve(m?.train ?? null)));
 
 try {
-  // Only the records are posted back: the per-token lists are kept as their lengths alone.
-  const doc = await openTorchFile(job.path, { typedLists: true, lengthOnlyUnder: PER_TOKEN_LISTS });
+  // Only the records are posted back: the per-token lists are kept as their lengths alone, long texts unread.
+  const doc = await openTorchFile(job.path, RECORDS_ONLY);
   try {
     const dump = decodeRolloutDump(doc.value, { rolloutId: job.rolloutId, evaluation: job.evaluation, file: job.file });
     port.postMessage({ dump });

@@ -28,6 +28,15 @@ export const MAX_SAMPLES_PER_DUMP = 1 << 20;
  */
 export const PER_TOKEN_LISTS: ReadonlySet<string> = new Set(['tokens', 'loss_mask', 'rollout_log_probs']);
 
+/**
+ * The text fields of a sample (and of its prompt's messages) that its record never reads: a decode for the
+ * records alone may leave their long strings undecoded (`unreadTextUnder`).
+ */
+export const UNREAD_TEXTS: ReadonlySet<string> = new Set(['response', 'content']);
+
+/** The decode options of a rollout dump read for its sample records alone (no tokens, no texts). */
+export const RECORDS_ONLY = { typedLists: true, lengthOnlyUnder: PER_TOKEN_LISTS, unreadTextUnder: UNREAD_TEXTS } as const;
+
 /** Turns the decoded pickle of a rollout dump into samples; `file` names it in errors. */
 export function decodeRolloutDump(
   value: PyValue,

@@ -9,7 +9,7 @@ import { startModuleWorker } from '../../ownFiles.ts';
 import type { SampleTextRecord, TrainDigest } from '../model.ts';
 import { DumpInconsistent, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
-import { decodeRolloutDump, PER_TOKEN_LISTS, type RolloutDump } from './rolloutDump.ts';
+import { decodeRolloutDump, RECORDS_ONLY, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples } from './sampleText.ts';
 import type { TorchDocument } from './torchDocument.ts';
 import type { JoinedGroup, JoinHelper } from './trainStep.ts';
@@ -54,9 +54,9 @@ export class RolloutDumpReader {
 
   private async openDocument(name: string, withTokens: boolean): Promise<TorchDocument> {
     // Number lists decode as typed arrays: far less memory and collector work; without tokens, the
-    // per-token lists as their lengths alone.
+    // per-token lists as their lengths alone and long texts unread.
     this.files.onDecode(name);
-    return openTorchFile(join(this.files.runDir, name), { typedLists: true, lengthOnlyUnder: withTokens ? undefined : PER_TOKEN_LISTS }).catch(async (e) => {
+    return openTorchFile(join(this.files.runDir, name), withTokens ? { typedLists: true } : RECORDS_ONLY).catch(async (e) => {
       throw await this.files.loadFailure(name, e);
     });
   }
