@@ -32,7 +32,9 @@ export function typedNumbers(value: unknown, depth = 3): number {
 }
 
 interface Job {
-  message: EncodeMessage;
+  /** Until it is posted: the answer is then the thread's copy, and this one may be collected. */
+  message: EncodeMessage | null;
+  control: Int32Array;
   /** Chunks posted by the thread, not yet taken by the reader. */
   ready: Uint8Array[];
   done: boolean;
@@ -76,7 +78,8 @@ export class AnswerPool {
    */
   body(job: EncodeJob, signal: AbortSignal): ReadableStream<Uint8Array> | null {
     if (this.queue.length >= this.bound) return null;
-    const entry: Job = { message: { job, control: new Int32Array(new SharedArrayBuffer(8)) }, ready: [], done: false, failure: null, wake: null, cancelled: false };
+    const control = new Int32Array(new SharedArrayBuffer(8));
+    const entry: Job = { message: { job, control }, control, ready: [], done: false, failure: null, wake: null, cancelled: false };
     const cancel = (): void => this.cancel(entry);
     if (signal.aborted) cancel();
     else signal.addEventListener('abort', cancel, { once: true });
@@ -90,8 +93,8 @@ export class AnswerPool {
         const chunk = entry.ready.shift();
         if (chunk !== undefined) {
           this.counts.chunks++;
-          Atomics.sub(entry.message.control, 1, 1);
-          Atomics.notify(entry.message.control, 1);
+          Atomics.sub(control, 1, 1);
+          Atomics.notify(control, 1);
           controller.enqueue(chunk);
           return;
         }
@@ -113,9 +116,10 @@ export class AnswerPool {
     this.counts.cancelled++;
     const i = this.queue.indexOf(job);
     if (i >= 0) this.queue.splice(i, 1);
+    job.message = null;
     // a running job sees the flag at its next chunk and ends; its thread then takes the next one
-    Atomics.store(job.message.control, 0, 1);
-    Atomics.notify(job.message.control, 1);
+    Atomics.store(job.control, 0, 1);
+    Atomics.notify(job.control, 1);
     job.ready.length = 0;
     job.wake?.();
   }
@@ -131,6 +135,7 @@ export class AnswerPool {
       this.counts.started++;
       slot.worker.ref(); // a thread at work keeps the process alive until it answers
       slot.worker.postMessage(job.message);
+      job.message = null;
     }
   }
 
