@@ -312,3 +312,18 @@ test('heavy answers of different kinds never queue behind each other: a step wai
   assert.equal(JSON.parse((await bytesOf(await step)).toString()).n, 1);
   for (const r of run) assert.equal((await r).status, 200);
 });
+
+test('answers of paths with versions of their own are kept side by side: keeping one never drops the other', async () => {
+  const api = new Hono();
+  let computed = 0;
+  // the fleet answer's version also covers the run's damage, so it differs from every other path's
+  api.use('/api/*', sharedAnswers({ version: (path) => (path === '/api/timeline/fleet' ? 'v1|damage' : 'v1'), gate: new Gate(8, 64) }));
+  const answer = (c: any) => {
+    computed++;
+    return c.json({ path: c.req.path });
+  };
+  api.get('/api/timeline/fleet', answer);
+  api.get('/api/timeline/gpu', answer);
+  for (const path of ['/api/timeline/gpu', '/api/timeline/fleet', '/api/timeline/gpu', '/api/timeline/fleet']) await bytesOf(await get(api, path));
+  assert.equal(computed, 2, 'each computed once, then kept');
+});

@@ -91,6 +91,9 @@ class Flight {
 interface Kept {
   head: Head;
   body: Uint8Array;
+  /** The path it answers and the version of the data it read (paths may depend on different data). */
+  path: string;
+  version: string;
 }
 
 export interface SharedAnswersOptions {
@@ -141,12 +144,18 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
   const kept = new Map<string, Kept>();
   let keptBytes = 0;
 
-  const remember = (key: string, version: string, entry: Kept): void => {
+  const remember = (key: string, entry: Kept): void => {
     kept.set(key, entry);
     keptBytes += entry.body.byteLength;
+    const current = new Map<string, string | null>();
+    const versionOf = (path: string): string | null => {
+      if (!current.has(path)) current.set(path, opts.version(path));
+      return current.get(path)!;
+    };
     for (const [k, v] of kept) {
-      // least recently used first; entries of older versions can never be asked for again
-      if (keptBytes <= budget && k.startsWith(`${version}\n`)) continue;
+      // least recently used first; an entry whose path's data moved on can never be asked for again (each
+      // path by its own version: the fleet answer's also covers the run's damage)
+      if (keptBytes <= budget && versionOf(v.path) === v.version) continue;
       kept.delete(k);
       keptBytes -= v.body.byteLength;
     }
@@ -181,7 +190,7 @@ export function sharedAnswers(opts: SharedAnswersOptions): MiddlewareHandler {
       flight.wake();
       if (flight.abandoned.signal.aborted) return; // its body was cut short: never kept
       const keepable = res.status === 200 && o.version !== null && opts.version(c.req.path) === o.version && !headers.has(PARTIAL_HEADER) && flight.bytes <= budget / 2;
-      if (keepable && keep(c.req.path)) remember(o.key, o.version!, { head: flight.head, body: Buffer.concat(flight.chunks, flight.bytes) });
+      if (keepable && keep(c.req.path)) remember(o.key, { head: flight.head, body: Buffer.concat(flight.chunks, flight.bytes), path: c.req.path, version: o.version! });
     } catch (err) {
       flight.failure = err;
       flight.finished = true;
