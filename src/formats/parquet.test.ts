@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { parquetMetadata, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { ParquetError, ParquetFile } from './parquet.ts';
+import { zstdCompressor } from './zstd.ts';
 
 const MIRRORS = ['rollout_0', 'rollout_1', 'rollout_2', 'rollout_eval_0'];
 
@@ -70,6 +71,44 @@ describe('ParquetFile', () => {
         assert.deepEqual(rows.map((r) => r.id), ids);
       } finally {
         await file.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads a zstd file (what polars writes) through zstd\'s decoder alone, and a file of another foreign codec through every codec\'s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rlsight-pq-'));
+    try {
+      const zstd = await zstdCompressor();
+      const ids = Array.from({ length: 300 }, (_, i) => (i * 7919) % 1000);
+      const tokens = ids.map((id) => Array.from({ length: id % 13 }, (_, k) => id * 100 + k));
+      const write = (name: string, codecs: string[]) => {
+        const buffer = parquetWriteBuffer({
+          columnData: [
+            { name: 'sample_index', data: Int32Array.from(ids, (_, i) => i), type: 'INT32', codec: codecs[0] },
+            { name: 'tokens', data: tokens, codec: codecs[1] },
+          ] as Parameters<typeof parquetWriteBuffer>[0]['columnData'],
+          compressors: { ZSTD: zstd, GZIP: (bytes: Uint8Array) => new Uint8Array(gzipSync(bytes)) },
+          rowGroupSize: 64,
+        });
+        writeFileSync(join(dir, name), new Uint8Array(buffer));
+        return join(dir, name);
+      };
+      for (const [name, codecs, decoders] of [
+        ['zstd.parquet', ['ZSTD', 'ZSTD'], 'zstd'],
+        ['mixed.parquet', ['ZSTD', 'GZIP'], 'all'],
+        ['snappy.parquet', ['SNAPPY', 'UNCOMPRESSED'], 'none'],
+      ] as const) {
+        const file = await ParquetFile.open(write(name, [...codecs]), name);
+        try {
+          assert.equal(file.extraDecoders, decoders, name);
+          const rows = await file.readRows(0, file.numRows);
+          assert.deepEqual(rows.map((r) => r.sample_index), ids.map((_, i) => i), name);
+          assert.deepEqual(rows.map((r) => r.tokens), tokens, name);
+        } finally {
+          await file.close();
+        }
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -6,8 +6,13 @@ import { parquetMetadata, parquetReadObjects, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, Compressors, FileMetaData, RowGroup, SchemaElement } from 'hyparquet';
 import { footerLayout, footerWith, layoutFromText, layoutText, type FooterLayout } from './parquetFooter.ts';
 
-/** Codecs hyparquet decodes itself (UNCOMPRESSED, SNAPPY); any other loads hyparquet-compressors with the file. */
+/** Codecs hyparquet decodes itself (UNCOMPRESSED, SNAPPY); any other loads a decoder with the file. */
 const BUILT_IN_CODECS = new Set([0, 1]);
+/** Parquet's number for ZSTD (what polars writes by default): a file of no other foreign codec loads its decoder alone. */
+const ZSTD = 6;
+
+/** Which extra decoders a file's codecs loaded: none, zstd's alone, or every codec's (hyparquet-compressors). */
+export type ExtraDecoders = 'none' | 'zstd' | 'all';
 /** The first read of a footer: the file's last bytes (hyparquet's own default). */
 const FOOTER_FETCH = 512 * 1024;
 
@@ -48,6 +53,8 @@ export class ParquetFile {
     readonly rangesRead: [number, number][],
     /** Decoders of the codecs hyparquet lacks, when a column uses one. */
     private readonly compressors: Compressors | undefined,
+    /** Which of them were loaded. */
+    readonly extraDecoders: ExtraDecoders,
   ) {}
 
   /**
@@ -102,11 +109,14 @@ export class ParquetFile {
         at += n;
         return span;
       });
-      // The extra decoders are a module of their own: loaded only for a file that needs one.
-      const foreign = layout.groups.some((rg) => rg.columns.some((c) => c.codec !== undefined && !BUILT_IN_CODECS.has(c.codec)));
-      const compressors = foreign ? (await import('hyparquet-compressors')).compressors : undefined;
+      // The extra decoders are modules of their own: loaded only for a file that needs one, zstd's alone when
+      // it is the only one (every codec's decoders, a WebAssembly module among them, take tens of ms to load).
+      const foreign = new Set<number>();
+      for (const rg of layout.groups) for (const c of rg.columns) if (c.codec !== undefined && !BUILT_IN_CODECS.has(c.codec)) foreign.add(c.codec);
+      const extraDecoders: ExtraDecoders = foreign.size === 0 ? 'none' : foreign.size === 1 && foreign.has(ZSTD) ? 'zstd' : 'all';
+      const compressors = await decodersOf(extraDecoders);
       ranges.length = 0;
-      file = new ParquetFile(name, fd, buffer, base, layout, columnNames, rowGroups, ranges, compressors);
+      file = new ParquetFile(name, fd, buffer, base, layout, columnNames, rowGroups, ranges, compressors, extraDecoders);
       return file;
     } catch (e) {
       closeSync(fd);
@@ -201,6 +211,15 @@ export class ParquetFile {
     this.fd = null;
     if (fd !== null) closeSync(fd);
   }
+}
+
+/** The decoders `which` names (none: hyparquet's own suffice). */
+async function decodersOf(which: ExtraDecoders): Promise<Compressors | undefined> {
+  if (which === 'none') return undefined;
+  if (which === 'all') return (await import('hyparquet-compressors')).compressors;
+  const { decompress } = await import('fzstd');
+  // as hyparquet-compressors' own ZSTD decoder (the frame names its length)
+  return { ZSTD: (input: Uint8Array) => decompress(input) };
 }
 
 /** The FileMetaData bytes at the end of a parquet file (read as hyparquet does: the last 512 KiB, then the rest). */
