@@ -51,6 +51,8 @@ export class ZipArchive {
   /** Parts of the file read by `loadSync`. */
   private spans: { start: number; bytes: Uint8Array }[] | undefined;
   private ends: Map<ZipEntry, number> | undefined;
+  /** The file's `fstat` when `openSync` opened it (its identity before anything of it was read). */
+  openedStat: Stats | undefined;
   /** How the archive was opened: `openSync` archives reopen the file for blocking reads too. */
   private opened: 'async' | 'sync' = 'async';
   /** Entries by name, built on the first lookup (a directory scan never needs it). */
@@ -108,15 +110,16 @@ export class ZipArchive {
    * Like `open`, with blocking reads and no handle kept (later reads reopen the file): one open, one tail
    * read and one close per archive, for scanning many small archives (see also `loadSync`).
    */
-  static openSync(path: string, opts: { wholeFileBelow?: number } = {}): ZipArchive {
+  static openSync(path: string, opts: { wholeFileBelow?: number; listedRegular?: boolean } = {}): ZipArchive {
     let fd: number;
+    let size: number;
+    let stat: Stats;
     try {
-      fd = openRegularSync(path);
+      ({ fd, size, stat } = openRegularSyncSized(path, opts.listedRegular));
     } catch (err) {
       throw openFailure(path, err);
     }
     try {
-      const size = fstatSync(fd).size;
       const whole = size <= (opts.wholeFileBelow ?? WHOLE_FILE_BELOW) ? readExactSync(path, fd, 0, size) : undefined;
       const read = (position: number, length: number): DataView => {
         if (!whole) return new DataView(readExactSync(path, fd, position, length).buffer);
@@ -127,6 +130,7 @@ export class ZipArchive {
       const archive = new ZipArchive(path, undefined, size, entries, cdOffset);
       archive.whole = whole;
       archive.opened = 'sync';
+      archive.openedStat = stat;
       return archive;
     } finally {
       closeSync(fd);

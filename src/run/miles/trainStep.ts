@@ -524,9 +524,9 @@ export class TrainStepFiles {
           const f = this.files[i];
           let archive: ZipArchive;
           try {
-            // Its identity before it is read: the catalog found here is kept under it.
-            sources.push(fileIdentity(statSync(join(this.runDir, f.name))));
-            archive = ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0 });
+            archive = ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0, listedRegular: f.listedRegular });
+            // Its identity before it was read (its fstat at open): the catalog found here is kept under it.
+            sources.push(fileIdentity(archive.openedStat!));
           } catch (e) {
             throw await this.failure(f.name, e);
           }
