@@ -4,6 +4,12 @@ import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TelemetryStore } from './store.ts';
+import { nodeIo } from './io.ts';
+import { PartitionCache } from './partitionCache.ts';
+import { ParsePool } from './parsePool.ts';
+import { WarmUp } from './warmUp.ts';
+import type { PartitionReader } from './partitionReader.ts';
+import type { PartitionedStream } from './records.ts';
 
 const H = 997200; // 1970-01-12 13:00 UTC
 const gpu = (ts: number, g: number, util: number): string => `{"ts":${ts}.0,"node":"10.0.0.1","gpu":${g},"util":${util},"mem_mb":${1000 + g},"power_w":${200 + util}}\n`;
@@ -72,6 +78,30 @@ describe('the partition cache', () => {
       assert.equal(filled.parseThreadsStarted, false, 'nothing to parse: no thread spent');
     } finally {
       for (const s of stores) s.close();
+      r.dispose();
+    }
+  });
+
+  test('the warm-up runs a second parse beside the first only while the process has room for it', () => {
+    const r = run();
+    const pool = new ParsePool(2);
+    try {
+      assert.equal(pool.waitReady(), 2);
+      const store = TelemetryStore.open(r.dir, { parseWorkers: 0 });
+      const readers = store.partitions as unknown as Record<PartitionedStream, PartitionReader<any>>;
+      for (const [resident, busy] of [
+        [64 * 2 ** 20, 2],
+        [600 * 2 ** 20, 1],
+      ]) {
+        const warm = new WarmUp(readers, new PartitionCache(join(r.cache, String(resident)), r.dir), nodeIo, () => pool, () => {}, () => false, () => resident);
+        assert.equal(warm.step(), true);
+        // a thread holds its job until the warm-up collects it
+        assert.equal(pool.idle() < 0 ? 2 : 1, busy, `${resident / 2 ** 20} MiB resident`);
+        while (warm.step()) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+        assert.equal(warm.progress().running, false, 'and it still finishes');
+      }
+    } finally {
+      pool.close();
       r.dispose();
     }
   });

@@ -26,6 +26,17 @@ interface Task {
   rollupOnly?: boolean;
 }
 
+/**
+ * Resident memory a warm-up keeps the process within when it runs parses side by side, bytes: a second parse
+ * waits for the first while the process and its estimated peak would pass this (the first always runs).
+ */
+export const WARM_UP_RESIDENT_GOAL = 512 * 2 ** 20;
+
+/** A warm-up parse's peak memory on its thread, estimated from its file's bytes (columns, read buffer, regrouping). */
+export function parsePeakBytes(fileBytes: number): number {
+  return 0.3 * fileBytes + 16 * 2 ** 20;
+}
+
 /** Streams worth persisting ahead, in the order a task list takes them within an hour. */
 export const WARMED: readonly PartitionedStream[] = ['gpu_util', 'engine_series', 'phases'];
 
@@ -43,6 +54,8 @@ export class WarmUp {
     private readonly rollUp: (file: PartitionFile) => void = () => {},
     /** Whether whole-window answers read an hour without parsing it though it is still to persist (a collector-written rollup). */
     private readonly answerable: (stream: PartitionedStream, file: PartitionFile) => boolean = () => false,
+    /** The process's resident memory now, bytes (a second parse starts only while it leaves room). */
+    private readonly residentBytes: () => number = () => process.memoryUsage.rss(),
   ) {}
 
   /** What remains, newest hour first; files already persisted (or resident whole) are skipped. */
@@ -104,6 +117,8 @@ export class WarmUp {
     if (pool !== null && pool.size > 0) {
       this.collect();
       for (let slot = pool.idle(); slot >= 0 && this.queue.length > 0 && this.pending.length < maxThreads; slot = pool.idle()) {
+        // a parse beside one already running only while both fit the process's memory goal
+        if (this.pending.length > 0 && this.residentBytes() + parsePeakBytes(this.queue[0]!.file.size) > WARM_UP_RESIDENT_GOAL) break;
         const task = this.queue.shift()!;
         if (task.rollupOnly) {
           this.rollUp(task.file);
