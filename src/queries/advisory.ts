@@ -109,15 +109,30 @@ export function advisoryEngineGauges(args: Record<string, unknown>): string[] {
 }
 
 export function computeAdvisories(inputs: AdvisoryInputs): LocatedAdvisory[] {
-  const alarms = [
-    ...stallAlarms(inputs),
-    ...engineAlarms(inputs),
-    ...(inputs.rollout
-      ? rolloutAlarms(inputs.rollout, inputs.args, rolloutStepWindow(inputs.metricsRecords ?? [], inputs.rollout.rolloutId, inputs.edge))
-      : []),
-  ];
+  return whole(advisoryRules(inputs));
+}
+
+/** `computeAdvisories` a rule at a time (a caller may pause between rules). */
+export function* advisoryRules(inputs: AdvisoryInputs): Generator<void, LocatedAdvisory[]> {
+  const stalls = stallAlarms(inputs);
+  yield;
+  const engine = engineAlarms(inputs);
+  yield;
+  const rollout = inputs.rollout ? rolloutAlarms(inputs.rollout, inputs.args, rolloutStepWindow(inputs.metricsRecords ?? [], inputs.rollout.rolloutId, inputs.edge)) : [];
+  yield;
+  const alarms = [...stalls, ...engine, ...rollout];
+  const first = alarms.length ? alarms : tuningAdvice(inputs);
+  yield;
   // Stragglers are rlsight's own finding; they are shown with alarms too, since a late rank slows every step.
-  return [...(alarms.length ? alarms : tuningAdvice(inputs)), ...stragglerAdvice(inputs)];
+  return [...first, ...stragglerAdvice(inputs)];
+}
+
+/** Runs a computation made of parts to its end at once. */
+export function whole<T>(parts: Generator<void, T>): T {
+  for (;;) {
+    const part = parts.next();
+    if (part.done) return part.value;
+  }
 }
 
 /** Stragglers named one by one (worst first); beyond that, one line for the rest. */

@@ -13,8 +13,9 @@ import {
   MFU_PEAK_KEY,
   MFU_STEP_KEY,
   advisoryEngineGauges,
-  computeAdvisories,
+  advisoryRules,
   mfuSummary,
+  whole,
 } from './advisory.ts';
 import { engineSeries, hasDpRankSeries } from './engineSeries.ts';
 import { engineSummaries, type EngineSeriesSummary } from './engineSummary.ts';
@@ -102,19 +103,30 @@ async function rolloutVerdictInputs(run: RunModel, rolloutId: number): Promise<A
 
 /**
  * The advisories over a window and the MFU summary. `complete` is false while the newest step is still
- * being written (the answer then lacks its verdict and must not be kept).
+ * being written (the answer then lacks its verdict and must not be kept). With `pause` (only over the store
+ * itself, never a partial view), the telemetry after the decode is read a part at a time, `pause` awaited
+ * between parts (other requests answered meanwhile; it may throw to stop the work).
  */
 export async function advisoryAnswer(
   run: RunModel,
   w: Window & { lowMfu: number },
   newestTrainId: number | undefined,
   within: <T>(read: (store: TelemetrySource) => T) => T,
+  pause?: () => Promise<void>,
 ): Promise<{ body: LocatedAdvisoryAnswer; complete: boolean }> {
   // the telemetry is read in two synchronous parts around the newest step's decode (a partial answer's view
   // of the store holds only within them)
   const before = within((store) => advisoryTelemetryAhead(store, w));
   const rollout = newestTrainId === undefined ? null : await rolloutVerdictInputs(run, newestTrainId);
-  return within((store) => ({ body: advisoryFrom(store, w, before, rollout === 'writing' ? null : rollout), complete: rollout !== 'writing' }));
+  const complete = rollout !== 'writing';
+  const verdict = rollout === 'writing' ? null : rollout;
+  if (pause === undefined) return within((store) => ({ body: whole(advisoryFrom(store, w, before, verdict)), complete }));
+  const parts = within((store) => advisoryFrom(store, w, before, verdict));
+  for (;;) {
+    const part = parts.next();
+    if (part.done) return { body: part.value, complete };
+    await pause();
+  }
 }
 
 /** What the advisory reads before the newest step's decode: the MFU summary and the run's args (meta.json read once). */
@@ -146,31 +158,30 @@ function advisoryTelemetryAhead(store: TelemetrySource, w: Window): AdvisoryAhea
   return { mfu, gauges, args, startTs: meta?.start_ts ?? null };
 }
 
-/** The advisories, from the telemetry and the newest step's verdict inputs. */
-function advisoryFrom(store: TelemetrySource, w: Window & { lowMfu: number }, ahead: AdvisoryAhead, rollout: AdvisoryInputs['rollout']): LocatedAdvisoryAnswer {
+/** The advisories, from the telemetry and the newest step's verdict inputs: a part at a time (each gauge, the phases, the rules). */
+function* advisoryFrom(store: TelemetrySource, w: Window & { lowMfu: number }, ahead: AdvisoryAhead, rollout: AdvisoryInputs['rollout']): Generator<void, LocatedAdvisoryAnswer> {
   const { mfu, gauges, args, startTs } = ahead;
   // Each gauge summarised hour by hour (the hours read once for every gauge): memory holds an hour, not the run.
   const gauge = (metric: string, perDpRank = false): EngineSeriesSummary[] => engineSummaries(store, metric, perDpRank, w.t0 ?? null, w.t1 ?? null, gauges);
   const hasEngine = store.hasStream('engine_series');
-  const inputs: AdvisoryInputs = {
-    args,
-    edge: store.timeRange()?.[1] ?? null,
-    startTs,
-    phases: rawPhases(store),
-    engine: hasEngine
-      ? {
-          ...recentCounters(store),
-          running: gauge('sglang_num_running_reqs'),
-          tokenUsage: gauge('sglang_token_usage'),
-          cacheHitRate: gauges.includes('sglang_cache_hit_rate') ? gauge('sglang_cache_hit_rate') : [],
-          // Only series labelled with a dp rank can show an imbalance; a run without them skips the second cut.
-          runningPerDpRank: hasDpRankSeries(store, 'sglang_num_running_reqs') ? gauge('sglang_num_running_reqs', true) : [],
-        }
-      : null,
-    rollout,
-    mfu,
-    lowMfu: w.lowMfu,
-    metricsRecords: store.metricsRecords(),
-  };
-  return { advisories: computeAdvisories(inputs), mfu };
+  const edge = store.timeRange()?.[1] ?? null;
+  const phases = rawPhases(store);
+  yield;
+  let engine: AdvisoryInputs['engine'] = null;
+  if (hasEngine) {
+    const counters = recentCounters(store);
+    yield;
+    const running = gauge('sglang_num_running_reqs');
+    yield;
+    const tokenUsage = gauge('sglang_token_usage');
+    yield;
+    const cacheHitRate = gauges.includes('sglang_cache_hit_rate') ? gauge('sglang_cache_hit_rate') : [];
+    yield;
+    // Only series labelled with a dp rank can show an imbalance; a run without them skips the second cut.
+    const runningPerDpRank = hasDpRankSeries(store, 'sglang_num_running_reqs') ? gauge('sglang_num_running_reqs', true) : [];
+    yield;
+    engine = { ...counters, running, tokenUsage, cacheHitRate, runningPerDpRank };
+  }
+  const inputs: AdvisoryInputs = { args, edge, startTs, phases, engine, rollout, mfu, lowMfu: w.lowMfu, metricsRecords: store.metricsRecords() };
+  return { advisories: yield* advisoryRules(inputs), mfu };
 }

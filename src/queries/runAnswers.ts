@@ -107,7 +107,7 @@ export interface RunSources {
   engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer>;
   bubbles(): Promise<BubblesAnswer>;
   metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer>;
-  advisory(w: Window & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
+  advisory(w: Window & Stoppable & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
   summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
   groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
   trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
@@ -503,7 +503,7 @@ export class RunAnswers implements RunSources {
     return out.reverse();
   }
 
-  async advisory(w: Window & { lowMfu: number }): Promise<LocatedAdvisoryAnswer> {
+  async advisory(w: Window & Stoppable & { lowMfu: number }): Promise<LocatedAdvisoryAnswer> {
     const ids = await this.model.rolloutIds();
     const store = this.store;
     // Rules are recomputed only when what they read changed (dumps are written once per step, so ids suffice).
@@ -526,7 +526,12 @@ export class RunAnswers implements RunSources {
       const partial = await advisoryAnswer(this.model, w, undefined, folded.run);
       return { ...partial.body, coverage: folded.coverage };
     }
-    const answer = await advisoryAnswer(this.model, w, ids.train.at(-1), (read) => read(store));
+    // the whole run's rules are most of a second of work: read a part at a time, stopped when no one waits
+    const pause = async (): Promise<void> => {
+      await nextTurn();
+      w.signal?.throwIfAborted();
+    };
+    const answer = await advisoryAnswer(this.model, w, ids.train.at(-1), (read) => read(store), pause);
     if (answer.complete) {
       if (this.advisoryCache.size >= ADVISORY_ANSWERS_KEPT) this.advisoryCache.delete(this.advisoryCache.keys().next().value as string);
       this.advisoryCache.set(key, answer.body);

@@ -62,4 +62,23 @@ describe('answers replayed by 16 clients at once', () => {
       run.sliceMs = slice;
     }
   });
+
+  test('the whole run\'s advisory is read a part at a time, other work running between parts, and stops when no one waits', async () => {
+    const run = served.run;
+    const whole = await run.advisory({ lowMfu: 0.3, t0: 0 }); // t0 keys an answer of its own: not kept by the others
+    let turns = 0;
+    let counting = true;
+    const count = (): void => {
+      turns++;
+      if (counting) setImmediate(count);
+    };
+    const again = run.advisory({ lowMfu: 0.3, t0: 1 });
+    setImmediate(count);
+    assert.deepEqual((await again).advisories, whole.advisories);
+    counting = false;
+    assert.ok(turns >= 3, `${turns} turns for others while the advisory was read`);
+    const gone = new AbortController();
+    gone.abort();
+    await assert.rejects(run.advisory({ lowMfu: 0.3, t0: 2, signal: gone.signal }), { name: 'AbortError' });
+  });
 });

@@ -8,6 +8,7 @@ import { jsonResponse, markPartial, withWarnings } from './json.ts';
 import type { AdvisoryAnswer } from '../wire/index.ts';
 import { parseParams, timelineWindow, windowShape } from './params.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
+import { answerSignal } from './sharedAnswers.ts';
 
 const metricsQuery = z.object({ ...windowShape, keys: z.string(), x: z.string().default('rollout/step') });
 const advisoryQuery = timelineWindow(z.object(windowShape));
@@ -24,7 +25,7 @@ export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
 
   app.get('/api/advisory', async (c) => {
     const q = parseParams(advisoryQuery, c.req.query());
-    const { advisories, mfu, coverage } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
+    const { advisories, mfu, coverage } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu, signal: answerSignal(c) });
     markPartial(c, coverage);
     const body: AdvisoryAnswer = { advisories: advisories.map(({ level, message }) => ({ level, message })), mfu, ...(coverage ? { coverage } : {}) };
     return jsonResponse(c, withWarnings(body, run.warnings(), (m) => scrubPaths(m, run.roots)));
@@ -32,7 +33,7 @@ export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
 
   app.get('/api/rlsight/advisory', async (c) => {
     const q = parseParams(advisoryQuery, c.req.query());
-    const { advisories, mfu, coverage } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu });
+    const { advisories, mfu, coverage } = await run.advisory({ t0: q.t0, t1: q.t1, lowMfu, signal: answerSignal(c) });
     markPartial(c, coverage);
     const body = { advisories: advisories.map(({ level, message, window, lanes }) => ({ level, message, window, lanes })), mfu, ...(coverage ? { coverage } : {}) };
     return jsonResponse(c, withWarnings(body, run.warnings(), (m) => scrubPaths(m, run.roots)));
