@@ -2,6 +2,7 @@
 // the parquet token mirror, the trajectory sidecar and the tokenizer, each read by its own reader beside
 // this file). It yields records — a step's samples with their train digests, one sample's tokens, a step's
 // conversations — never answers.
+import { statSync } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isInside } from '../../formats/fileAccess.ts';
@@ -321,8 +322,7 @@ export class DumpReader {
       ? worker.dump.then((d) => d ?? this.rollouts.load(rolloutId, evaluation))
       : this.rollouts.load(rolloutId, evaluation);
     dumpP.catch(() => {});
-    // The sources are stamped before they are read (a file rewritten meanwhile invalidates the cached step),
-    // on the thread pool while the step decodes.
+    // The sources are stamped before they are read (a file rewritten meanwhile invalidates the cached step).
     const sourcesP = this.files.cacheDir ? this.sourceStamps(rolloutName, trainFiles) : null;
     sourcesP?.catch(() => {});
     const digests = new Map<number, TrainDigest>();
@@ -349,11 +349,9 @@ export class DumpReader {
   // ---- on-disk step cache (only with cacheDir) ----------------------------------------------------
 
   private async sourceStamps(rolloutName: string, trainFiles: { name: string }[]): Promise<Record<string, number>> {
-    // All at once on the thread pool: a step of 1,024 rank files stats them in a few ms, not one by one.
-    const names = [rolloutName, ...trainFiles.map((f) => f.name)];
-    const times = await Promise.all(names.map(async (name) => (await stat(join(this.files.runDir, name))).mtimeMs));
+    // Blocking stats: a step of 1,024 rank files is stamped in a few ms, a promise round trip per file costs far more.
     const out: Record<string, number> = {};
-    names.forEach((name, k) => (out[name] = times[k]));
+    for (const name of [rolloutName, ...trainFiles.map((f) => f.name)]) out[name] = statSync(join(this.files.runDir, name)).mtimeMs;
     return out;
   }
 
