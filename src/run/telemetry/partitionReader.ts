@@ -28,7 +28,7 @@ interface FilePiece {
 /** The smallest piece a file is cut into for the parse threads (below it the job costs more than it spares). */
 const MIN_PIECE_BYTES = 32 << 20;
 /** How far past a cut point a line end is looked for. */
-const CUT_SEARCH_BYTES = 1 << 20;
+const CUT_SEARCH_BYTES = 64 << 10;
 
 export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   readonly stream: PartitionedStream;
