@@ -21,23 +21,27 @@ export type EncodeReply = { chunk: Uint8Array } | { end: true; chunks: number } 
 
 /** Chunks a job may post ahead of what the serving thread took. */
 export const CHUNKS_AHEAD = 4;
-/** Bytes of JSON text per chunk. */
-const CHUNK_BYTES = 1 << 18;
+/** Bytes of JSON text per chunk (the serving thread's own chunk size: a thread's heap holds little garbage). */
+const CHUNK_BYTES = 1 << 16;
 
 function* chunks(job: EncodeJob): Generator<Uint8Array> {
   if (job.kind === 'gpu_frame') {
     yield* gpuFrame(job.answer);
     return;
   }
-  let text = '';
+  // pieces joined into a chunk in their order, never a string of them (a rope to flatten)
+  let parts: string[] = [];
+  let length = 0;
   for (const piece of jsonPieces(job.value)) {
-    text += piece;
-    if (text.length >= CHUNK_BYTES) {
-      yield Buffer.from(text, 'utf8');
-      text = '';
+    parts.push(piece);
+    length += piece.length;
+    if (length >= CHUNK_BYTES) {
+      yield Buffer.from(parts.join(''), 'utf8');
+      parts = [];
+      length = 0;
     }
   }
-  if (text) yield Buffer.from(text, 'utf8');
+  if (length > 0) yield Buffer.from(parts.join(''), 'utf8');
 }
 
 /** Runs one job, stopping when it is cancelled; returns the chunks it posted. */

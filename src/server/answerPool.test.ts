@@ -38,6 +38,11 @@ test('an answer encoded on a thread is byte for byte the one the serving thread 
   const frame = await drain(pool.body({ kind: 'gpu_frame', answer }, new AbortController().signal)!);
   assert.deepEqual(frame, Buffer.from(joinPieces(gpuFrame(answer))));
   assert.equal(pool.counts.finished, 2);
+  // an answer made for the response is moved to the thread, not copied: its columns are gone from here
+  const own = gpuAnswer(64, 2000);
+  const moved = await drain(pool.body({ kind: 'json', value: own }, new AbortController().signal, true)!);
+  assert.equal(moved.toString(), expected.toString());
+  assert.equal((Object.values(own.lanes)[0].ts as Float64Array).byteLength, 0, 'the columns were handed over');
 });
 
 test('a job whose reader went away stops at its next chunk; one queued is never started; the queue is bounded', async () => {

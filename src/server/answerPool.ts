@@ -22,6 +22,16 @@ export function defaultEncodeThreads(): number {
   return availableParallelism() > 4 ? 2 : 1;
 }
 
+/** The buffers of the typed arrays within the first levels of `value`. */
+function typedBuffers(value: unknown, into: Set<ArrayBuffer>, depth = 3): Set<ArrayBuffer> {
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer) into.add(value.buffer);
+  } else if (depth > 0 && value !== null && typeof value === 'object') {
+    for (const v of Array.isArray(value) ? value : Object.values(value)) typedBuffers(v, into, depth - 1);
+  }
+  return into;
+}
+
 /** Typed-array numbers within the first levels of `value` (what structured cloning copies cheaply). */
 export function typedNumbers(value: unknown, depth = 3): number {
   if (ArrayBuffer.isView(value)) return value instanceof DataView ? 0 : (value as unknown as ArrayLike<number>).length;
@@ -34,6 +44,8 @@ export function typedNumbers(value: unknown, depth = 3): number {
 interface Job {
   /** Until it is posted: the answer is then the thread's copy, and this one may be collected. */
   message: EncodeMessage | null;
+  /** Buffers handed to the thread instead of copied (the answer's own, no one else's). */
+  transfer: ArrayBuffer[];
   control: Int32Array;
   /** Chunks posted by the thread, not yet taken by the reader. */
   ready: Uint8Array[];
@@ -59,7 +71,8 @@ export class AnswerPool {
   constructor(
     readonly threads = defaultEncodeThreads(),
     readonly bound = HEAVY_QUEUE,
-    private readonly start: () => Worker = () => startModuleWorker('server/answerEncoder', { execArgv: [] }),
+    // a small young generation: the thread's garbage (text pieces) is collected often instead of growing its heap
+    private readonly start: () => Worker = () => startModuleWorker('server/answerEncoder', { execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: 4 } }),
   ) {}
 
   /** Jobs running and waiting. */
@@ -74,12 +87,15 @@ export class AnswerPool {
 
   /**
    * The body of `job` encoded on a thread, read as a stream; null when the queue is full (the caller encodes
-   * it itself). Cancelling the stream or aborting `signal` stops the job.
+   * it itself). Cancelling the stream or aborting `signal` stops the job. `owned`: the answer's typed arrays
+   * are its own (made for this answer, kept nowhere): they are moved to the thread, not copied, and are
+   * unusable here afterwards.
    */
-  body(job: EncodeJob, signal: AbortSignal): ReadableStream<Uint8Array> | null {
+  body(job: EncodeJob, signal: AbortSignal, owned = false): ReadableStream<Uint8Array> | null {
     if (this.queue.length >= this.bound) return null;
     const control = new Int32Array(new SharedArrayBuffer(8));
-    const entry: Job = { message: { job, control }, control, ready: [], done: false, failure: null, wake: null, cancelled: false };
+    const transfer = owned ? [...typedBuffers(job.kind === 'json' ? job.value : job.answer, new Set())] : [];
+    const entry: Job = { message: { job, control }, transfer, control, ready: [], done: false, failure: null, wake: null, cancelled: false };
     const cancel = (): void => this.cancel(entry);
     if (signal.aborted) cancel();
     else signal.addEventListener('abort', cancel, { once: true });
@@ -117,6 +133,7 @@ export class AnswerPool {
     const i = this.queue.indexOf(job);
     if (i >= 0) this.queue.splice(i, 1);
     job.message = null;
+    job.transfer = [];
     // a running job sees the flag at its next chunk and ends; its thread then takes the next one
     Atomics.store(job.control, 0, 1);
     Atomics.notify(job.control, 1);
@@ -134,8 +151,9 @@ export class AnswerPool {
       slot.job = job;
       this.counts.started++;
       slot.worker.ref(); // a thread at work keeps the process alive until it answers
-      slot.worker.postMessage(job.message);
+      slot.worker.postMessage(job.message, job.transfer);
       job.message = null;
+      job.transfer = [];
     }
   }
 
@@ -188,16 +206,16 @@ export class AnswerPool {
 /** The process's encoding threads (every served run shares the cores). */
 export const answerPool = new AnswerPool();
 
-/** `answer` as JSON: encoded on a thread when it holds many typed-column numbers, else here. */
+/** `answer` (made for this response: its typed arrays are moved) as JSON: encoded on a thread when it holds many typed-column numbers, else here. */
 export function typedJsonResponse(c: Context, answer: object, signal: AbortSignal, pool = answerPool): Response {
-  const body = pool.offThread(typedNumbers(answer)) ? pool.body({ kind: 'json', value: answer }, signal) : null;
+  const body = pool.offThread(typedNumbers(answer)) ? pool.body({ kind: 'json', value: answer }, signal, true) : null;
   if (body === null) return jsonResponse(c, answer);
   return c.body(body, 200, { 'Content-Type': 'application/json' });
 }
 
-/** A gpu answer as its column frame: built on a thread when it is large, else here. */
+/** A gpu answer (made for this response: its typed arrays are moved) as its column frame: built on a thread when it is large, else here. */
 export function gpuColumnsResponse(c: Context, answer: GpuAnswer, signal: AbortSignal, pool = answerPool): Response {
-  const body = pool.offThread(typedNumbers(answer)) ? pool.body({ kind: 'gpu_frame', answer }, signal) : null;
+  const body = pool.offThread(typedNumbers(answer)) ? pool.body({ kind: 'gpu_frame', answer }, signal, true) : null;
   if (body === null) return columnsResponse(c, gpuFrame(answer));
   return c.body(body, 200, { 'Content-Type': COLUMNS_MEDIA_TYPE });
 }
