@@ -183,6 +183,39 @@ describe('DumpReader over the miles-demo run', () => {
   });
 });
 
+describe('a step previewed while its train side is joined', () => {
+  it('shows its samples as soon as they are decoded, train columns pending, and the summary once the step is read', async () => {
+    const run = copyFixtureRun();
+    try {
+      const whole = await (await openReader(run.dir)).summary(1);
+      // the rank files' join is held up on this thread while the rollout dump decodes on a worker
+      const slowTrain = (file: string) => {
+        if (!file.startsWith('train_data/')) return;
+        const until = performance.now() + 400;
+        while (performance.now() < until);
+      };
+      const reader = await openReader(run.dir, { decodeOffThreadAbove: 0, onDecode: slowTrain });
+      const [preview, summary] = await Promise.all([reader.summaryPreview(1), reader.summary(1)]);
+      assert.deepEqual(summary, whole);
+      assert.equal(preview.train_pending, true, 'the preview came before the train side');
+      // the train columns wait for the train side: empty in the preview, filled in the summary
+      for (const c of ['mean_entropy', 'adv_mean', 'mean_abs_lp_diff']) {
+        assert.ok(preview.rows.every((r) => r[c] === null) && whole.rows.some((r) => r[c] !== null), c);
+      }
+      // every rollout-side column is the summary's, row for row
+      const rolloutSide = ['sample_index', 'group_index', 'status', 'reward', 'response_length', 'total_length', 'weight_version', 'staleness'];
+      assert.deepEqual(
+        preview.rows.map((r) => rolloutSide.map((c) => r[c])),
+        whole.rows.map((r) => rolloutSide.map((c) => r[c])),
+      );
+      // asked again once the step is read, the preview is the summary
+      assert.deepEqual(await reader.summaryPreview(1), whole);
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('DumpReader freshness, fallbacks and caches', () => {
   const fresh = (p: string) => utimesSync(p, new Date(), new Date());
 

@@ -19,6 +19,7 @@ import type {
   OutliersAnswer,
   PhasesAnswer,
   RolloutIds,
+  RolloutPreview,
   RolloutTable,
   RunListing,
   SampleStep,
@@ -109,6 +110,8 @@ export interface RunSources {
   metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer>;
   advisory(w: Window & Stoppable & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
   summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
+  /** The summary as soon as the step's samples are decoded (`train_pending` while its train side is joined). */
+  summaryPreview(rolloutId: number, evaluation: boolean): Promise<RolloutPreview>;
   groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
   trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
   /** rlsight's own: the train step whose batch holds a sample, and its lifecycle there. */
@@ -541,6 +544,13 @@ export class RunAnswers implements RunSources {
 
   async summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
     return stepTables(await this.model.step(rolloutId, evaluation)).summary;
+  }
+
+  async summaryPreview(rolloutId: number, evaluation: boolean): Promise<RolloutPreview> {
+    if (!this.model.stepPreview) return this.summary(rolloutId, evaluation);
+    const { records, complete } = await this.model.stepPreview(rolloutId, evaluation);
+    const summary = stepTables(records).summary;
+    return complete ? summary : { ...summary, train_pending: true };
   }
 
   async groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {

@@ -229,6 +229,12 @@ export interface RunModel {
    * after the steps someone asked for.
    */
   step(rolloutId: number, evaluation: boolean, priority?: StepPriority): Promise<StepRecords>;
+  /**
+   * The step's samples as soon as its rollout side is decoded, before its train side is joined (`complete`
+   * false: no digests yet), or the complete step once it is known; fails as `step` does. Formats that read a
+   * step in one piece leave it out (their `step` is the preview).
+   */
+  stepPreview?(rolloutId: number, evaluation: boolean): Promise<{ records: StepRecords; complete: boolean }>;
   /** One sample's tokens with their per-token values. */
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord>;
   /** One step's recorded conversations by sample id; null when the step recorded none. */

@@ -58,6 +58,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     metrics: record('metrics', {}),
     advisory: async () => ({ advisories: [], mfu: null }),
     summary: record('summary', { rows: 'x'.repeat(5000).split('') }),
+    summaryPreview: record('summaryPreview', { rows: [] }) as RunSources['summaryPreview'],
     groups: record('groups', {}),
     trajectories: record('trajectories', {}),
     sampleStep: record('sampleStep', {}),
@@ -243,6 +244,21 @@ describe('answers', () => {
     assert.deepEqual(calls.at(-1), { name: 'tokens', args: [-1, 7, { start: 0, end: 4, evaluation: false }] });
     await get(app, '/api/metrics?keys=a,,a,b');
     assert.deepEqual(calls.at(-1), { name: 'metrics', args: [{ keys: ['a', 'a', 'b'], x: 'rollout/step', t0: undefined, t1: undefined }] });
+  });
+
+  test('a step preview still waiting for its train side says so in a header (never kept), a complete one does not', async () => {
+    const table = { rollout_id: 3, evaluation: false, columns: ['sample_index'], rows: [{ sample_index: 0 }] };
+    let pending = true;
+    const app = createApp({ run: stubRun({ summaryPreview: async () => (pending ? { ...table, train_pending: true as const } : table) }) });
+    const first = await get(app, '/api/rlsight/rollout/3/preview');
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('x-rlsight-coverage'), '0/1');
+    assert.equal(((await first.json()) as { train_pending?: boolean }).train_pending, true);
+    pending = false;
+    const second = await get(app, '/api/rlsight/rollout/3/preview');
+    assert.equal(second.headers.get('x-rlsight-coverage'), null);
+    assert.deepEqual(await second.json(), table, 'the pending answer was not kept');
+    assert.equal((await get(app, '/api/rlsight/rollout/x/preview')).status, 400);
   });
 
   test('typed failures map to 503 / 404 / 400, a defect to a bare 500, never with a path', async () => {

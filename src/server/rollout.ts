@@ -2,7 +2,7 @@
 import { NoConversationRecorded, noConversation } from '../queries/messages.ts';
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { jsonResponse } from './json.ts';
+import { jsonResponse, PARTIAL_HEADER } from './json.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 
@@ -20,6 +20,16 @@ export function mountRollout(app: Hono, run: RunSources): void {
     const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
     return jsonResponse(c, await run.summary(rid, q.eval));
+  });
+
+  // rlsight's own: the summary as soon as the step's samples are decoded; while its train side is still
+  // joined the answer says so (and is never kept), once the step is read it is the summary
+  app.get('/api/rlsight/rollout/:rollout_id/preview', async (c) => {
+    const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
+    const q = parseParams(evalQuery, c.req.query());
+    const preview = await run.summaryPreview(rid, q.eval);
+    if (preview.train_pending) c.header(PARTIAL_HEADER, '0/1');
+    return jsonResponse(c, preview);
   });
 
   app.get('/api/rollout/:rollout_id/groups', async (c) => {

@@ -11,6 +11,15 @@ export interface RolloutTable {
   rows: TableRow[];
 }
 
+/**
+ * `/api/rlsight/rollout/{id}/preview`: the step's summary as soon as its samples are decoded. While its train
+ * side is still being joined, `train_pending` is true and the train columns are absent (the table of a step
+ * without train data); once the step is read it is the summary itself.
+ */
+export interface RolloutPreview extends RolloutTable {
+  train_pending?: true;
+}
+
 export interface TrajectorySegment {
   kind: 'gen' | 'tool';
   t0: number | null;

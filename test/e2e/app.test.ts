@@ -236,6 +236,36 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     }
   });
 
+  it('rollouts: a step\'s samples show from its preview while the train columns are still being joined', async () => {
+    const last = meta.rollout_ids.train.at(-1)!;
+    const w = await openPage(browser);
+    const { page } = w;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route('**/api/rollout/*/summary*', async (route) => {
+      await held;
+      await route.continue();
+    });
+    // the preview a cold big step gives while its rank files are joined: rollout columns, train columns empty
+    await page.route('**/api/rlsight/rollout/*/preview*', async (route) => {
+      const res = await route.fetch();
+      const body = (await res.json()) as { rows: Record<string, unknown>[] };
+      for (const r of body.rows) for (const c of ['raw_reward', 'normalized_reward', 'mean_entropy', 'max_entropy', 'adv_mean', 'adv_std', 'mean_abs_lp_diff', 'max_abs_lp_diff', 'mean_imp_ratio']) r[c] = null;
+      await route.fulfill({ response: res, json: { ...body, train_pending: true } });
+    });
+    await page.goto(`${served.url}#/rollout/${last}`);
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    const px = await canvasPixels(page, '[data-testid=scatter]');
+    assert.ok(px.colours > 3 && px.painted > 500, 'the preview\'s samples are drawn (rollout reward on y)');
+    assert.equal(await page.locator('.loading', { hasText: 'train columns' }).count(), 1, 'the pending train side is said');
+    const headers = async () => (await page.$$eval('[data-testid=samples-table] th', (ths) => ths.map((t) => t.textContent ?? ''))).join(' ');
+    assert.doesNotMatch(await headers(), /entropy/, 'no empty train column shown');
+    release();
+    await page.waitForSelector('.loading:has-text("train columns")', { state: 'detached' });
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=samples-table] th')].some((t) => /entropy/.test(t.textContent ?? '')));
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('rollouts: summary, scatter and table of real values; step change; groups tab; open a sample', async () => {
     const ids = meta.rollout_ids.train;
     const last = ids.at(-1)!;

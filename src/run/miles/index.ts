@@ -58,6 +58,10 @@ class MilesRun implements RunModel {
     return this.noted(this.dumps.step(rolloutId, evaluation, priority));
   }
 
+  stepPreview(rolloutId: number, evaluation: boolean): Promise<{ records: StepRecords; complete: boolean }> {
+    return this.noted(this.dumps.stepPreview(rolloutId, evaluation));
+  }
+
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord> {
     return this.noted(this.dumps.sampleTokens(rolloutId, sampleIndex, evaluation));
   }

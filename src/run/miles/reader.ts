@@ -75,6 +75,8 @@ export class DumpReader {
   private readonly decodeGate = new StepGate();
   /** The steps being read, by their computation's key: at what priority, and their gate ticket once they need one. */
   private readonly decodeClaims = new Map<string, DecodeClaim>();
+  /** Per step (its stem), the askers of a preview waiting for its rollout side to be decoded. */
+  private readonly previewWaiters = new Map<string, ((records: StepRecords) => void)[]>();
   private readonly rollouts: RolloutDumpReader;
   private readonly train: TrainDumpReader;
   private readonly mirror: TokenMirror;
@@ -138,6 +140,35 @@ export class DumpReader {
    * One step's samples in batch order with, for a train step, their train digests and the raw rewards. Steps
    * that must be decoded are decoded one at a time, asked ones before `background` ones.
    */
+  /**
+   * The step's samples once its rollout side is decoded (no train digests yet: `complete` false), or the
+   * complete step when it comes first (known, cached, or joined meanwhile). Starts the step's read as `step`
+   * does (one read for both) and fails as it does.
+   */
+  async stepPreview(rolloutId: number, evaluation = false): Promise<{ records: StepRecords; complete: boolean }> {
+    const stem = stepStem(rolloutId, evaluation);
+    let settle!: (records: StepRecords) => void;
+    const early = new Promise<StepRecords>((r) => (settle = r));
+    const waiters = this.previewWaiters.get(stem) ?? [];
+    waiters.push(settle);
+    this.previewWaiters.set(stem, waiters);
+    try {
+      return await Promise.race([this.step(rolloutId, evaluation).then((records) => ({ records, complete: true })), early.then((records) => ({ records, complete: false }))]);
+    } finally {
+      const left = (this.previewWaiters.get(stem) ?? []).filter((w) => w !== settle);
+      if (left.length) this.previewWaiters.set(stem, left);
+      else this.previewWaiters.delete(stem);
+    }
+  }
+
+  /** Hands a step's decoded rollout side to the previews waiting for it. */
+  private previewReady(rolloutId: number, evaluation: boolean, dump: RolloutDump): void {
+    const waiters = this.previewWaiters.get(stepStem(rolloutId, evaluation));
+    if (!waiters?.length) return;
+    const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests: new Map(), rawRewards: null };
+    for (const w of waiters) w(records);
+  }
+
   async step(rolloutId: number, evaluation = false, priority: StepPriority = 'asked'): Promise<StepRecords> {
     return (await this.joined(rolloutId, evaluation, priority)).records;
   }
@@ -321,7 +352,7 @@ export class DumpReader {
     const dumpP: Promise<RolloutDump> = worker
       ? worker.dump.then((d) => d ?? this.rollouts.load(rolloutId, evaluation))
       : this.rollouts.load(rolloutId, evaluation);
-    dumpP.catch(() => {});
+    dumpP.then((dump) => this.previewReady(rolloutId, evaluation, dump)).catch(() => {});
     // The sources are stamped before they are read (a file rewritten meanwhile invalidates the cached step).
     const sourcesP = this.files.cacheDir ? this.sourceStamps(rolloutName, trainFiles) : null;
     sourcesP?.catch(() => {});

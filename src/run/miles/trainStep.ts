@@ -148,6 +148,9 @@ function twinsOf(prints: readonly (string | null)[], files: readonly number[]): 
   return twinOf;
 }
 
+/** Work of the join between two turns of the event loop, ms. */
+const JOIN_SLICE_MS = 8;
+
 /** Most bytes of one rank file the one-pass join holds in memory at once (per kind: records, row storages). */
 const IN_MEMORY_BYTES = 256 * 2 ** 20;
 
@@ -539,9 +542,14 @@ export class TrainStepFiles {
         }
         this.catalogP ??= Promise.resolve({ twinOf, sizes, sources });
         // Each distinct file's pickle, decoded once (its rows' tensors stay unread).
+        let turnAt = performance.now();
         for (let n = 0; n < roots.length; n++) {
-          // Let other requests run between files: a whole step is a long synchronous stretch otherwise.
-          if (n % 8 === 7) await new Promise<void>((r) => setImmediate(r));
+          // Let other requests (and the decode worker's message) in between files every few ms: a whole step
+          // is a long synchronous stretch otherwise.
+          if (performance.now() - turnAt >= JOIN_SLICE_MS) {
+            await new Promise<void>((r) => setImmediate(r));
+            turnAt = performance.now();
+          }
           const { i, archive } = roots[n];
           this.onDecode(this.files[i].name);
           try {

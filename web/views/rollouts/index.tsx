@@ -8,7 +8,7 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Meta, TableRow as Row, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
+import type { Meta, TableRow as Row, RolloutPreview, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { BatchAnatomy } from './anatomy.tsx';
 import { RunsCompare } from './compare.tsx';
@@ -68,6 +68,10 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
   const key = `${id}|${evaluation}`;
   const summary = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal), known ? 0 : tick);
   const groups = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/groups`, { eval: evaluation }, signal));
+  // The step's samples as soon as they are decoded: the table shows them while the train columns are joined
+  // (the summary's own error, if any, is the one shown).
+  const preview = useApi(known ? key : null, (signal) => getJson<RolloutPreview>(`rlsight/rollout/${id}/preview`, { eval: evaluation }, signal).catch(() => null));
+  const table = summary.data ?? preview.data;
 
   const tabHref = (t: string) => {
     const q = new URLSearchParams(p);
@@ -98,7 +102,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
           <Downloads what={`step ${id} table`} path={`rlsight/export/rollout/${id}`} formats={['csv', 'parquet']} params={{ eval: evaluation || undefined }} />
           <nav class="tabs" aria-label="rollout tabs">
             <a href={tabHref('samples')} class={tab === 'samples' ? 'active' : ''}>
-              Samples{summary.data ? ` (${summary.data.rows.length})` : ''}
+              Samples{table ? ` (${table.rows.length})` : ''}
             </a>
             <a href={tabHref('groups')} class={tab === 'groups' ? 'active' : ''}>
               Groups{groups.data ? ` (${realGroups(groups.data).length}, ${realGroups(groups.data).filter((r) => r.zero_std === true).length} zero-std)` : ''}
@@ -107,10 +111,13 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
           {tab === 'samples' ? (
             summary.error ? (
               <ErrorNote error={summary.error} />
-            ) : !summary.data ? (
+            ) : !table ? (
               <Loading what={`step ${id} samples (the first open of a step reads its whole dump)`} />
             ) : (
-              <SamplesTab table={summary.data} groups={groups.data?.rows ?? []} id={id} evaluation={evaluation} params={p} />
+              <>
+                {!summary.data && <Loading what={`step ${id}'s train columns (entropy, log-prob drift, advantages: its rank files are being joined)`} />}
+                <SamplesTab table={table} groups={groups.data?.rows ?? []} id={id} evaluation={evaluation} params={p} trainPending={!summary.data} />
+              </>
             )
           ) : groups.error ? (
             <ErrorNote error={groups.error} />
@@ -140,12 +147,14 @@ export function sampleHref(id: number, idx: number, evaluation: boolean): string
   return href(`/rollout/${id}/sample/${idx}`, { eval: evaluation });
 }
 
-function SamplesTab({ table, groups, id, evaluation, params }: { table: Table; groups: Row[]; id: number; evaluation: boolean; params: URLSearchParams }) {
+function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation: boolean; params: URLSearchParams; trainPending?: boolean }) {
+  const { table, groups, id, evaluation, params, trainPending = false } = props;
   const numeric = useMemo(
     () => table.columns.filter((c) => table.rows.some((r) => typeof r[c] === 'number' || typeof r[c] === 'boolean') && c !== 'sample_index'),
     [table],
   );
-  const rewardCol = !evaluation && table.columns.includes('raw_reward') ? 'raw_reward' : 'reward';
+  // The trainer's raw reward once the train side is read (a preview's is still empty), else the rollout's.
+  const rewardCol = !evaluation && table.rows.some((r) => r.raw_reward !== null && r.raw_reward !== undefined) ? 'raw_reward' : 'reward';
   const sx = params.get('sx') ?? 'response_length';
   const sy = params.get('sy') ?? rewardCol;
   const colorBy = (params.get('color') as ColorBy) || 'group';
@@ -171,7 +180,8 @@ function SamplesTab({ table, groups, id, evaluation, params }: { table: Table; g
   const zeroStd = useMemo(() => new Set<number>(groups.filter((g) => g.zero_std === true).map((g) => Number(g.group_index))), [groups]);
   const open = (r: Row) => navigate(sampleHref(id, Number(r.sample_index), evaluation));
   // The batch anatomy: when each sample of a train step generated, against the consume line.
-  const traj = useApi(evaluation ? null : `${id}|anatomy`, (signal) => getJson<Trajectories>(`rollout/${id}/trajectories`, {}, signal).catch(() => null));
+  // (asked once the step is read: while its train side is joined it would take the same cores)
+  const traj = useApi(evaluation || trainPending ? null : `${id}|anatomy`, (signal) => getJson<Trajectories>(`rollout/${id}/trajectories`, {}, signal).catch(() => null));
   const axisSelect = (k: 'sx' | 'sy', v: string) => (
     <select value={v} aria-label={k === 'sx' ? 'scatter x axis' : 'scatter y axis'} onChange={(e) => setParams({ [k]: (e.target as HTMLSelectElement).value }, false)}>
       {numeric.map((c) => (
