@@ -50,9 +50,10 @@ function encode(port: NonNullable<typeof parentPort>, { job, control }: EncodeMe
   for (const chunk of chunks(job)) {
     for (let ahead = Atomics.load(control, 1); ahead >= CHUNKS_AHEAD && Atomics.load(control, 0) === 0; ahead = Atomics.load(control, 1)) Atomics.wait(control, 1, ahead, 1000);
     if (Atomics.load(control, 0) !== 0) return posted;
-    // a view over a buffer of its own is handed over; a part of a shared one is copied
+    // a view over a buffer of its own is handed over; a part of a shared one (Buffer's pool) is copied
+    // (Buffer's slice() is a view, not a copy: the pool itself cannot be moved)
     const own = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && !(chunk.buffer instanceof SharedArrayBuffer);
-    const out = own ? chunk : chunk.slice();
+    const out = own ? chunk : new Uint8Array(chunk);
     Atomics.add(control, 1, 1);
     port.postMessage({ chunk: out } satisfies EncodeReply, [out.buffer as ArrayBuffer]);
     posted++;

@@ -68,3 +68,15 @@ test('a job whose reader went away stops at its next chunk; one queued is never 
   assert.equal(pool.counts.finished - before.finished, 1);
   assert.ok(pool.counts.chunks - before.chunks < 10, `${pool.counts.chunks - before.chunks} chunks taken of ~160`);
 });
+
+test('a pool whose thread cannot start leaves every answer to its caller, the failed one included', async () => {
+  const broken = new AnswerPool(1, 2, () => {
+    throw new Error('no threads here');
+  });
+  const answer = gpuAnswer(8, 100);
+  assert.equal(broken.offThread(1e9), true);
+  assert.equal(broken.body({ kind: 'json', value: answer }, new AbortController().signal, true), null, 'the caller encodes it');
+  assert.equal(broken.load.waiting, 0, 'nothing left queued');
+  assert.equal(broken.offThread(1e9), false, 'later answers are not offered to it');
+  assert.ok(answer.lanes && Object.keys(answer.lanes).length === 8, 'the answer is still whole');
+});

@@ -58,6 +58,8 @@ interface Job {
 interface Slot {
   worker: Worker;
   job: Job | null;
+  /** It has answered at least once (a thread that stops before that cannot start at all here). */
+  answered: boolean;
 }
 
 export class AnswerPool {
@@ -67,6 +69,8 @@ export class AnswerPool {
   readonly counts = { started: 0, finished: 0, cancelled: 0, chunks: 0 };
   /** Numbers in typed columns from which `offThread` says yes. */
   offThreadNumbers = OFF_THREAD_NUMBERS;
+  /** No thread can be started here (one failed to start or stopped before answering): every answer is encoded by its caller. */
+  private unavailable = false;
 
   constructor(
     readonly threads = defaultEncodeThreads(),
@@ -82,7 +86,7 @@ export class AnswerPool {
 
   /** Whether an answer of `numbers` typed-column numbers is encoded here. */
   offThread(numbers: number): boolean {
-    return this.threads > 0 && numbers >= this.offThreadNumbers;
+    return this.threads > 0 && !this.unavailable && numbers >= this.offThreadNumbers;
   }
 
   /**
@@ -102,6 +106,13 @@ export class AnswerPool {
     if (!entry.cancelled) {
       this.queue.push(entry);
       this.next();
+      // no thread could be started for it: the caller encodes it itself (nothing was moved yet)
+      const i = this.queue.indexOf(entry);
+      if (this.unavailable && i >= 0) {
+        this.queue.splice(i, 1);
+        signal.removeEventListener('abort', cancel);
+        return null;
+      }
     }
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
@@ -145,7 +156,7 @@ export class AnswerPool {
   private next(): void {
     while (this.queue.length > 0) {
       let slot = this.slots.find((s) => s.job === null);
-      if (slot === undefined && this.slots.length < this.threads) slot = this.spawn();
+      if (slot === undefined && this.slots.length < this.threads && !this.unavailable) slot = this.spawn();
       if (slot === undefined) return;
       const job = this.queue.shift()!;
       slot.job = job;
@@ -157,10 +168,17 @@ export class AnswerPool {
     }
   }
 
-  private spawn(): Slot {
-    const worker = this.start();
-    const slot: Slot = { worker, job: null };
+  private spawn(): Slot | undefined {
+    let worker: Worker;
+    try {
+      worker = this.start();
+    } catch (e) {
+      this.disable(e);
+      return undefined;
+    }
+    const slot: Slot = { worker, job: null, answered: false };
     worker.on('message', (m: EncodeReply) => {
+      slot.answered = true;
       const job = slot.job;
       if (job === null) return;
       if ('chunk' in m) {
@@ -180,6 +198,7 @@ export class AnswerPool {
       const i = this.slots.indexOf(slot);
       if (i < 0) return;
       this.slots.splice(i, 1);
+      if (!slot.answered) this.disable(err);
       const job = slot.job;
       slot.job = null;
       if (job !== null && !job.done) {
@@ -194,6 +213,13 @@ export class AnswerPool {
     worker.unref(); // after its listeners (which ref it): an idle thread never keeps the process alive
     this.slots.push(slot);
     return slot;
+  }
+
+  /** From now on every answer is encoded by its caller (said once on stderr). */
+  private disable(err: unknown): void {
+    if (this.unavailable) return;
+    this.unavailable = true;
+    console.error(`rlsight: answers are encoded on the serving thread: an encoding thread could not start (${err instanceof Error ? err.message : String(err ?? 'it exited')})`);
   }
 
   /** Ends every thread (for tests). */

@@ -32,7 +32,7 @@ describe('sampleIndicesInPickle', () => {
   it('reads the plain list forms: batches with memo puts, single appends, one- two- and four-byte ints, the empty list', () => {
     // ]q\x01(K\x02M\x00\x01J\x00\x00\x01\x00e
     assert.deepEqual(sampleIndicesInPickle(dict([0x5d, 0x71, 1, 0x28, 0x4b, 2, 0x4d, 0, 1, 0x4a, 0, 0, 1, 0, 0x65])), [2, 256, 65536]);
-    assert.deepEqual(sampleIndicesInPickle(dict([0x94, 0x5d, 0x94, 0x4b, 7, 0x61], key(true))), [7]);
+    assert.deepEqual(sampleIndicesInPickle(dict([0x5d, 0x94, 0x4b, 7, 0x61], [...key(true), 0x71, 3])), [7]);
     assert.deepEqual(sampleIndicesInPickle(dict([0x5d, 0x28, 0x4b, 1, 0x65, 0x28, 0x4b, 2, 0x65])), [1, 2]);
     assert.deepEqual(sampleIndicesInPickle(dict([0x5d])), []);
   });
@@ -46,6 +46,10 @@ describe('sampleIndicesInPickle', () => {
       ['the key text twice', Uint8Array.from([...dict([0x5d, 0x4b, 1, 0x61]), ...Buffer.from('sample_indices')])],
       ['the key text as a value', Uint8Array.from([0x80, 2, 0x5d, 0x28, ...key(), 0x65, 0x2e])],
       ['no such key', Uint8Array.from([0x80, 2, 0x7d, 0x2e])],
+      // {'meta': {'sample_indices': [0]}, 'rollout_data': {'sample_indices': [5, 6]}}: the text once, its memo slot fetched again
+      ['the key again by its memo slot (BINGET)', Uint8Array.from([...dict([0x5d, 0x4b, 0, 0x61], [...key(), 0x71, 4]).slice(0, -1), 0x68, 4, 0x2e])],
+      ['the key again by its memo slot (LONG_BINGET)', Uint8Array.from([...dict([0x5d, 0x4b, 0, 0x61], [...key(), 0x72, 9, 1, 0, 0]).slice(0, -1), 0x6a, 9, 1, 0, 0, 0x2e])],
+      ['the key kept by MEMOIZE (its slot unnamed)', dict([0x5d, 0x4b, 7, 0x61], [...key(true), 0x94])],
     ];
     for (const [what, bytes] of forms) assert.equal(sampleIndicesInPickle(bytes), null, what);
   });

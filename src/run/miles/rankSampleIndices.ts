@@ -12,6 +12,8 @@ const SHORT_BINUNICODE = 0x8c;
 const BINPUT = 0x71;
 const LONG_BINPUT = 0x72;
 const MEMOIZE = 0x94;
+const BINGET = 0x68;
+const LONG_BINGET = 0x6a;
 const EMPTY_LIST = 0x5d;
 const MARK = 0x28;
 const APPENDS = 0x65;
@@ -35,6 +37,11 @@ export function sampleIndicesInPickle(bytes: Uint8Array): number[] | null {
   const short = k >= 2 && b[k - 2] === SHORT_BINUNICODE && b[k - 1] === KEY.length;
   if (!long && !short) return null;
   let p = k + KEY.length;
+  // The key's text is written once, but a second dict holding the same key refers back to its memo slot: a
+  // key kept by MEMOIZE (its slot not named here) or whose slot is fetched again anywhere may stand for another list.
+  if (b[p] === MEMOIZE) return null;
+  if (b[p] === BINPUT && b.indexOf(Buffer.from([BINGET, b[p + 1]!]), p + 2) >= 0) return null;
+  if (b[p] === LONG_BINPUT && b.indexOf(Buffer.from([LONG_BINGET, ...b.subarray(p + 1, p + 5)]), p + 5) >= 0) return null;
   const memo = (): void => {
     if (b[p] === BINPUT) p += 2;
     else if (b[p] === LONG_BINPUT) p += 5;

@@ -73,10 +73,12 @@ export class StepGate {
       if (pick < 0) {
         const soonest = Math.min(...this.waiting.map((w) => w.graceUntil));
         clearTimeout(this.graceTimer);
+        // (not unref'd: a command awaiting a background read has nothing else keeping it alive)
         this.graceTimer = setTimeout(() => this.next(), Math.max(1, soonest - now));
         return;
       }
     }
+    clearTimeout(this.graceTimer);
     const [w] = this.waiting.splice(pick, 1);
     this.inside = true;
     w.admit();

@@ -661,7 +661,7 @@ export class TrainStepFiles {
       for (const r of roots) {
         if (this.known.has(r)) continue;
         const shown = await sampleIndicesOf(join(this.runDir, this.files[r].name));
-        if (shown) this.learn(r, shown);
+        if (shown) this.learn(r, shown, true, false);
       }
       await mapLimit(
         roots.filter((r) => this.known.get(r)?.includes(sampleIndex) ?? true),
@@ -706,9 +706,14 @@ export class TrainStepFiles {
     return this.catalogP;
   }
 
-  /** Notes the sample indices of a decoded lowest-rank file (kept with the catalog, saved now unless `save` is false). */
-  private learn(i: number, samples: number[], save = true): void {
-    if (this.known.has(i)) return;
+  /**
+   * Notes the sample indices of a lowest-rank file (kept with the catalog, saved now unless `save` is false):
+   * a decode's list is the file's and replaces one read from its bytes; a list read from its bytes is kept
+   * only where none is known.
+   */
+  private learn(i: number, samples: number[], save = true, decoded = true): void {
+    const known = this.known.get(i);
+    if (known && (!decoded || (known.length === samples.length && known.every((s, k) => s === samples[k])))) return;
     this.known.set(i, samples);
     if (save) this.persist();
   }
