@@ -216,6 +216,46 @@ describe('a step previewed while its train side is joined', () => {
   });
 });
 
+describe('step reads no one waits for any more', () => {
+  it('a step every asker left before its turn is never decoded; one another asker still waits for is', async () => {
+    const run = copyFixtureRun();
+    try {
+      const opened: string[] = [];
+      const { openMilesRun } = await import('../src/run/miles/index.ts');
+      const model = await openMilesRun(run.dir, { reader: { onDecode: recording(opened) } });
+      const left = new AbortController();
+      const first = model.step(0, false);
+      const gone = model.step(1, false, 'asked', left.signal);
+      const kept = new AbortController();
+      const shared = Promise.allSettled([model.step(2, false, 'asked', kept.signal), model.step(2, false, 'asked', left.signal)]);
+      left.abort();
+      await assert.rejects(gone, (e: unknown) => (e as Error).name === 'AbortError');
+      await first;
+      const [two, leftTwo] = await shared;
+      assert.ok(two.status === 'fulfilled' && two.value.samples.length > 0, 'step 2 is read for the asker still waiting');
+      assert.ok(leftTwo.status === 'rejected' && (leftTwo.reason as Error).name === 'AbortError', 'the asker that left is told so');
+      assert.ok(!opened.some((f) => /^(rollout|train)_data\/1(_\d+)?\.pt$/.test(f)), `step 1 was not decoded: ${opened.join(' ')}`);
+      // asked again by someone who stays, it is read
+      assert.ok((await model.step(1, false)).samples.length > 0);
+      await model.close();
+      // leaving while the step waits its turn behind another step's decode (a worker's, so this thread is free)
+      const queued: string[] = [];
+      const behind = await openMilesRun(run.dir, { reader: { onDecode: recording(queued), decodeOffThreadAbove: 0 } });
+      const busy = behind.step(0, false);
+      const waiting = new AbortController();
+      const late = behind.step(2, false, 'asked', waiting.signal);
+      await new Promise((r) => setTimeout(r, 5));
+      waiting.abort();
+      await assert.rejects(late, (e: unknown) => (e as Error).name === 'AbortError');
+      await busy;
+      assert.ok(!queued.some((f) => /^(rollout|train)_data\/2(_\d+)?\.pt$/.test(f)), `step 2 was not decoded: ${queued.join(' ')}`);
+      await behind.close();
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('DumpReader freshness, fallbacks and caches', () => {
   const fresh = (p: string) => utimesSync(p, new Date(), new Date());
 

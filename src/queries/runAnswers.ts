@@ -109,10 +109,11 @@ export interface RunSources {
   bubbles(): Promise<BubblesAnswer>;
   metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer>;
   advisory(w: Window & Stoppable & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
-  summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
+  /** `signal`: the asker may leave (a step read no one waits for is dropped before it begins). */
+  summary(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable>;
   /** The summary as soon as the step's samples are decoded (`train_pending` while its train side is joined). */
   summaryPreview(rolloutId: number, evaluation: boolean): Promise<RolloutPreview>;
-  groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable>;
+  groups(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable>;
   trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
   /** rlsight's own: the train step whose batch holds a sample, and its lifecycle there. */
   sampleStep(sampleIndex: number, near?: number): Promise<SampleStep>;
@@ -542,8 +543,8 @@ export class RunAnswers implements RunSources {
     return answer.body;
   }
 
-  async summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
-    return stepTables(await this.model.step(rolloutId, evaluation)).summary;
+  async summary(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable> {
+    return stepTables(await this.model.step(rolloutId, evaluation, 'asked', signal)).summary;
   }
 
   async summaryPreview(rolloutId: number, evaluation: boolean): Promise<RolloutPreview> {
@@ -553,8 +554,8 @@ export class RunAnswers implements RunSources {
     return complete ? summary : { ...summary, train_pending: true };
   }
 
-  async groups(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
-    return stepTables(await this.model.step(rolloutId, evaluation)).groups;
+  async groups(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable> {
+    return stepTables(await this.model.step(rolloutId, evaluation, 'asked', signal)).groups;
   }
 
   async trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories> {

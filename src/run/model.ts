@@ -226,9 +226,10 @@ export interface RunModel {
   rolloutIds(): Promise<RolloutIds>;
   /**
    * One step's records; NotFound when the run has no such step. `background`: read for a whole-run answer,
-   * after the steps someone asked for.
+   * after the steps someone asked for. `signal`: the asker may leave; a read every asker left before it began
+   * may be dropped (rejected with an AbortError).
    */
-  step(rolloutId: number, evaluation: boolean, priority?: StepPriority): Promise<StepRecords>;
+  step(rolloutId: number, evaluation: boolean, priority?: StepPriority, signal?: AbortSignal): Promise<StepRecords>;
   /**
    * The step's samples as soon as its rollout side is decoded, before its train side is joined (`complete`
    * false: no digests yet), or the complete step once it is known; fails as `step` does. Formats that read a

@@ -238,7 +238,9 @@ describe('answers', () => {
     const app = createApp({ run: stubRun() });
     for (const [v, expected] of [['1', true], ['yes', true], ['on', true], ['false', false], ['0', false]] as const) {
       await get(app, `/api/rollout/3/summary?eval=${v}`);
-      assert.deepEqual(calls.at(-1), { name: 'summary', args: [3, expected] });
+      const call = calls.at(-1)!;
+      assert.deepEqual({ name: call.name, args: call.args.slice(0, 2) }, { name: 'summary', args: [3, expected] });
+      assert.ok(call.args[2] instanceof AbortSignal, 'the step read learns when its asker leaves');
     }
     await get(app, '/api/rollout/-1/sample/7/tokens?end=4');
     assert.deepEqual(calls.at(-1), { name: 'tokens', args: [-1, 7, { start: 0, end: 4, evaluation: false }] });

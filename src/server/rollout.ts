@@ -3,6 +3,7 @@ import { NoConversationRecorded, noConversation } from '../queries/messages.ts';
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import { jsonResponse, PARTIAL_HEADER } from './json.ts';
+import { answerSignal } from './sharedAnswers.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 
@@ -19,7 +20,7 @@ export function mountRollout(app: Hono, run: RunSources): void {
   app.get('/api/rollout/:rollout_id/summary', async (c) => {
     const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
-    return jsonResponse(c, await run.summary(rid, q.eval));
+    return jsonResponse(c, await run.summary(rid, q.eval, answerSignal(c)));
   });
 
   // rlsight's own: the summary as soon as the step's samples are decoded; while its train side is still
@@ -35,7 +36,7 @@ export function mountRollout(app: Hono, run: RunSources): void {
   app.get('/api/rollout/:rollout_id/groups', async (c) => {
     const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
-    return jsonResponse(c, await run.groups(rid, q.eval));
+    return jsonResponse(c, await run.groups(rid, q.eval, answerSignal(c)));
   });
 
   app.get('/api/rollout/:rollout_id/trajectories', async (c) => {

@@ -54,8 +54,8 @@ class MilesRun implements RunModel {
     return this.dumps.rolloutIds();
   }
 
-  step(rolloutId: number, evaluation: boolean, priority?: StepPriority): Promise<StepRecords> {
-    return this.noted(this.dumps.step(rolloutId, evaluation, priority));
+  step(rolloutId: number, evaluation: boolean, priority?: StepPriority, signal?: AbortSignal): Promise<StepRecords> {
+    return this.noted(this.dumps.step(rolloutId, evaluation, priority, signal));
   }
 
   stepPreview(rolloutId: number, evaluation: boolean): Promise<{ records: StepRecords; complete: boolean }> {

@@ -62,6 +62,17 @@ interface SampleRead {
 interface DecodeClaim {
   priority: StepPriority;
   ticket?: GateTicket;
+  /** Askers that may still leave (with a signal not yet aborted). */
+  leaving: number;
+  /** An asker that stays (no signal): the decode is never abandoned. */
+  kept: boolean;
+  /** Abandons the decode if its turn has not come. */
+  abandon?: () => void;
+}
+
+/** Every asker of a step left before its decode's turn came: it was never started. */
+export class StepAbandoned extends Error {
+  override readonly name = 'AbortError';
 }
 
 /** A step's records as the on-disk cache holds them (JSON has no maps). */
@@ -137,10 +148,6 @@ export class DumpReader {
   }
 
   /**
-   * One step's samples in batch order with, for a train step, their train digests and the raw rewards. Steps
-   * that must be decoded are decoded one at a time, asked ones before `background` ones.
-   */
-  /**
    * The step's samples once its rollout side is decoded (no train digests yet: `complete` false), or the
    * complete step when it comes first (known, cached, or joined meanwhile). Starts the step's read as `step`
    * does (one read for both) and fails as it does.
@@ -169,8 +176,13 @@ export class DumpReader {
     for (const w of waiters) w(records);
   }
 
-  async step(rolloutId: number, evaluation = false, priority: StepPriority = 'asked'): Promise<StepRecords> {
-    return (await this.joined(rolloutId, evaluation, priority)).records;
+  /**
+   * One step's samples in batch order with, for a train step, their train digests and the raw rewards. Steps
+   * that must be decoded are decoded one at a time, asked ones before `background` ones. `signal`: the asker
+   * may leave; a decode every asker left before its turn never starts (an asker without a signal always stays).
+   */
+  async step(rolloutId: number, evaluation = false, priority: StepPriority = 'asked', signal?: AbortSignal): Promise<StepRecords> {
+    return (await this.joined(rolloutId, evaluation, priority, signal)).records;
   }
 
   /** One sample's tokens with its per-token values (rollout side from the parquet mirror). */
@@ -277,7 +289,7 @@ export class DumpReader {
   // ---- joined steps -------------------------------------------------------------------------------
 
   /** The joined step (rollout samples + train digests), from the resident LRU, the disk cache or the dumps. */
-  private async joined(rolloutId: number, evaluation: boolean, priority: StepPriority): Promise<JoinedStep> {
+  private async joined(rolloutId: number, evaluation: boolean, priority: StepPriority, signal?: AbortSignal): Promise<JoinedStep> {
     checkId('rollout_id', rolloutId);
     const key = stepStem(rolloutId, evaluation);
     const rollout = await this.rollouts.stamp(rolloutId, evaluation);
@@ -296,8 +308,9 @@ export class DumpReader {
       claim.priority = 'asked';
       claim.ticket?.ask();
     }
-    return this.files.once(onceKey, async () => {
-      const mine: DecodeClaim = { priority };
+    if (signal?.aborted) throw new StepAbandoned(`${key}: no one waits for it`);
+    const joinedP = this.files.once(onceKey, async () => {
+      const mine: DecodeClaim = { priority, leaving: 0, kept: false };
       this.decodeClaims.set(onceKey, mine);
       try {
         const fromDisk = await this.readStepCache(key, rollout.name, trainFiles);
@@ -311,13 +324,41 @@ export class DumpReader {
         this.decodeClaims.delete(onceKey);
       }
     });
+    // count this asker: one with a signal may leave, one without stays
+    const mine = this.decodeClaims.get(onceKey);
+    if (mine) {
+      if (!signal) mine.kept = true;
+      else {
+        mine.leaving++;
+        signal.addEventListener(
+          'abort',
+          () => {
+            if (--mine.leaving === 0 && !mine.kept) mine.abandon?.();
+          },
+          { once: true },
+        );
+      }
+    }
+    return joinedP;
   }
 
-  /** Runs a step's decode when the gate lets it (one step at a time), at the claim's priority. */
+  /** Runs a step's decode when the gate lets it (one step at a time), at the claim's priority; abandoned before its turn, never. */
   private async decodeInTurn<T>(claim: DecodeClaim, decode: () => Promise<T>): Promise<T> {
     const ticket = (claim.ticket = this.decodeGate.enter(claim.priority));
+    let admitted = false;
+    if (claim.leaving === 0 && !claim.kept) {
+      ticket.release();
+      throw new StepAbandoned('every asker of this step left before its decode began');
+    }
+    const abandoned = new Promise<never>((_, reject) => {
+      claim.abandon = () => {
+        if (!admitted) reject(new StepAbandoned('every asker of this step left before its decode began'));
+      };
+    });
+    abandoned.catch(() => {});
     try {
-      await ticket.turn;
+      await Promise.race([ticket.turn, abandoned]);
+      admitted = true;
       return await decode();
     } finally {
       ticket.release();
