@@ -244,9 +244,12 @@ describe('step reads no one waits for any more', () => {
       const busy = behind.step(0, false);
       const waiting = new AbortController();
       const late = behind.step(2, false, 'asked', waiting.signal);
+      // the view's preview of the same step leaves with it
+      const previewed = behind.stepPreview!(2, false, waiting.signal);
       await new Promise((r) => setTimeout(r, 5));
       waiting.abort();
       await assert.rejects(late, (e: unknown) => (e as Error).name === 'AbortError');
+      await assert.rejects(previewed, (e: unknown) => (e as Error).name === 'AbortError');
       await busy;
       assert.ok(!queued.some((f) => /^(rollout|train)_data\/2(_\d+)?\.pt$/.test(f)), `step 2 was not decoded: ${queued.join(' ')}`);
       await behind.close();

@@ -112,7 +112,7 @@ export interface RunSources {
   /** `signal`: the asker may leave (a step read no one waits for is dropped before it begins). */
   summary(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable>;
   /** The summary as soon as the step's samples are decoded (`train_pending` while its train side is joined). */
-  summaryPreview(rolloutId: number, evaluation: boolean): Promise<RolloutPreview>;
+  summaryPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutPreview>;
   groups(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable>;
   trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
   /** rlsight's own: the train step whose batch holds a sample, and its lifecycle there. */
@@ -547,9 +547,9 @@ export class RunAnswers implements RunSources {
     return stepTables(await this.model.step(rolloutId, evaluation, 'asked', signal)).summary;
   }
 
-  async summaryPreview(rolloutId: number, evaluation: boolean): Promise<RolloutPreview> {
-    if (!this.model.stepPreview) return this.summary(rolloutId, evaluation);
-    const { records, complete } = await this.model.stepPreview(rolloutId, evaluation);
+  async summaryPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutPreview> {
+    if (!this.model.stepPreview) return this.summary(rolloutId, evaluation, signal);
+    const { records, complete } = await this.model.stepPreview(rolloutId, evaluation, signal);
     const summary = stepTables(records).summary;
     return complete ? summary : { ...summary, train_pending: true };
   }

@@ -235,7 +235,7 @@ export interface RunModel {
    * false: no digests yet), or the complete step once it is known; fails as `step` does. Formats that read a
    * step in one piece leave it out (their `step` is the preview).
    */
-  stepPreview?(rolloutId: number, evaluation: boolean): Promise<{ records: StepRecords; complete: boolean }>;
+  stepPreview?(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<{ records: StepRecords; complete: boolean }>;
   /** One sample's tokens with their per-token values. */
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord>;
   /** One step's recorded conversations by sample id; null when the step recorded none. */

@@ -28,7 +28,7 @@ export function mountRollout(app: Hono, run: RunSources): void {
   app.get('/api/rlsight/rollout/:rollout_id/preview', async (c) => {
     const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
-    const preview = await run.summaryPreview(rid, q.eval);
+    const preview = await run.summaryPreview(rid, q.eval, answerSignal(c));
     if (preview.train_pending) c.header(PARTIAL_HEADER, '0/1');
     return jsonResponse(c, preview);
   });

@@ -58,8 +58,8 @@ class MilesRun implements RunModel {
     return this.noted(this.dumps.step(rolloutId, evaluation, priority, signal));
   }
 
-  stepPreview(rolloutId: number, evaluation: boolean): Promise<{ records: StepRecords; complete: boolean }> {
-    return this.noted(this.dumps.stepPreview(rolloutId, evaluation));
+  stepPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<{ records: StepRecords; complete: boolean }> {
+    return this.noted(this.dumps.stepPreview(rolloutId, evaluation, signal));
   }
 
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord> {

@@ -152,7 +152,7 @@ export class DumpReader {
    * complete step when it comes first (known, cached, or joined meanwhile). Starts the step's read as `step`
    * does (one read for both) and fails as it does.
    */
-  async stepPreview(rolloutId: number, evaluation = false): Promise<{ records: StepRecords; complete: boolean }> {
+  async stepPreview(rolloutId: number, evaluation = false, signal?: AbortSignal): Promise<{ records: StepRecords; complete: boolean }> {
     const stem = stepStem(rolloutId, evaluation);
     let settle!: (records: StepRecords) => void;
     const early = new Promise<StepRecords>((r) => (settle = r));
@@ -160,7 +160,7 @@ export class DumpReader {
     waiters.push(settle);
     this.previewWaiters.set(stem, waiters);
     try {
-      return await Promise.race([this.step(rolloutId, evaluation).then((records) => ({ records, complete: true })), early.then((records) => ({ records, complete: false }))]);
+      return await Promise.race([this.step(rolloutId, evaluation, 'asked', signal).then((records) => ({ records, complete: true })), early.then((records) => ({ records, complete: false }))]);
     } finally {
       const left = (this.previewWaiters.get(stem) ?? []).filter((w) => w !== settle);
       if (left.length) this.previewWaiters.set(stem, left);
