@@ -11,6 +11,7 @@ import { encodeSampleStep } from '../src/formats/collectedSamplesWrite.ts';
 import { createApp } from '../src/server/app.ts';
 import { startRunsServer } from '../src/server/listen.ts';
 import { ServedRuns } from '../src/server/runSet.ts';
+import { warmedUp } from './support/cli.ts';
 import { fixturePath } from './support/fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-collected-telemetry-'));
@@ -35,12 +36,7 @@ test('served with a cache directory, whole-run answers complete on their own and
   const complete = await get(plain, '/api/timeline/fleet');
   assert.equal(complete.coverage, undefined);
   // Nobody asks for the hours: the background warm-up reads them (a run that never warmed stays at 0 of 1).
-  let meta = await get(cached, '/api/meta');
-  for (let i = 0; i < 600 && meta.warmup !== undefined; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    meta = await get(cached, '/api/meta');
-  }
-  assert.equal(meta.warmup, undefined, `the warm-up is still at ${JSON.stringify(meta.warmup)}`);
+  await warmedUp(() => get(cached, '/api/meta'));
   assert.deepEqual(await get(cached, '/api/timeline/fleet'), complete);
 });
 

@@ -4,7 +4,8 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants, mkdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, join, resolve, sep } from 'node:path';
+import { basename, join, resolve } from 'node:path';
+import { isInside } from '../formats/fileAccess.ts';
 
 /** The folder under which runs get their default caches. */
 export function userCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
@@ -19,14 +20,13 @@ export function userCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
 export function defaultRunCache(runDir: string, root: string = userCacheRoot()): { dir: string } | { problem: string } {
   const run = realpathSync(runDir);
   const name = `${basename(run) || 'run'}-${createHash('sha256').update(run).digest('hex').slice(0, 12)}`;
-  const inside = (dir: string): boolean => `${dir}${sep}`.startsWith(`${run}${sep}`);
-  if (inside(join(root, 'runs', name))) return { problem: `${join(root, 'runs', name)} lies inside the run (nothing is written inside a run)` };
+  if (isInside(run, resolve(root, 'runs', name))) return { problem: `${join(root, 'runs', name)} lies inside the run (nothing is written inside a run)` };
   let dir: string;
   try {
     mkdirSync(root, { recursive: true });
     // a cache root reached through a link into the run is inside it all the same: nothing is made there
     dir = join(realpathSync(root), 'runs', name);
-    if (inside(dir)) return { problem: `${join(root, 'runs', name)} lies inside the run once its links are followed (nothing is written inside a run)` };
+    if (isInside(run, dir)) return { problem: `${join(root, 'runs', name)} lies inside the run once its links are followed (nothing is written inside a run)` };
     mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
   } catch (e) {

@@ -3,6 +3,7 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { sep } from 'node:path';
+import { threadId } from 'node:worker_threads';
 
 /** A path that exists but is not read: not a regular file, or a symlink resolving outside its folder. */
 export class FileRefused extends Error {
@@ -90,6 +91,17 @@ export async function readRegularFile(path: string): Promise<Buffer> {
  */
 export function fileIdentity(st: Stats): string {
   return `${st.ino}:${st.size}:${st.mtimeMs}:${st.birthtimeMs}`;
+}
+
+/** Temp files named so far by this thread (see `tempPathBeside`). */
+let tempsNamed = 0;
+
+/**
+ * A temp file's path beside `path`, to be renamed over it: unique to this process, thread and write, so two
+ * writers of the same file (two servers of one run, a parse thread and the serving thread) never share one.
+ */
+export function tempPathBeside(path: string): string {
+  return `${path}.${process.pid}-${threadId}-${tempsNamed++}.tmp`;
 }
 
 /** Whether `real` (a resolved path) is `root` or lies below it (`root` resolved too). */

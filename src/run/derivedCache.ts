@@ -1,10 +1,7 @@
 // Derived data kept in `--cache-dir` (never inside a run): named text entries written whole (temp file, rename).
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { threadId } from 'node:worker_threads';
-
-/** Writes so far in this thread: with the process and thread, a temp name no other write (here or in another server of the same run) uses. */
-let writes = 0;
+import { tempPathBeside } from '../formats/fileAccess.ts';
 
 export class DerivedCache {
   constructor(readonly dir: string | null) {}
@@ -19,7 +16,7 @@ export class DerivedCache {
   async write(name: string, text: () => string): Promise<void> {
     if (!this.dir) return;
     const path = join(this.dir, name);
-    const tmp = `${path}.${process.pid}-${threadId}-${writes++}.tmp`;
+    const tmp = tempPathBeside(path);
     try {
       await mkdir(this.dir, { recursive: true });
       await writeFile(tmp, text());

@@ -34,12 +34,17 @@ export function servingUrl(child: ChildProcess): Promise<string> {
   });
 }
 
-/** Resolves once the server at `url` has no warm-up running (`/api/meta` without `warmup`); fails after a minute. */
-export async function warmedUp(url: string): Promise<void> {
+/**
+ * Resolves once a server has no warm-up running (`/api/meta` without `warmup`): the server at a URL, or the
+ * meta a function asks (an app in this process); fails after a minute, naming how far the warm-up got.
+ */
+export async function warmedUp(server: string | (() => Promise<{ warmup?: unknown }>)): Promise<void> {
+  const meta = typeof server === 'string' ? async () => (await (await fetch(new URL('/api/meta', server))).json()) as { warmup?: unknown } : server;
+  let last: unknown;
   for (let i = 0; i < 600; i++) {
-    const meta = (await (await fetch(new URL('/api/meta', url))).json()) as { warmup?: unknown };
-    if (meta.warmup === undefined) return;
+    last = (await meta()).warmup;
+    if (last === undefined) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`the warm-up of ${url} did not finish within a minute`);
+  throw new Error(`the warm-up did not finish within a minute (at ${JSON.stringify(last)})`);
 }

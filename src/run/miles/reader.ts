@@ -301,6 +301,7 @@ export class DumpReader {
     // hostile dump asked for repeatedly costs its decode once.
     const failed = this.failedSteps.get(key);
     if (failed && failed.stamp === stamp) throw failed.error;
+    if (signal?.aborted) throw new StepAbandoned(`${key}: no one waits for it`);
     const onceKey = `joined:${key}:${stamp}`;
     // An asker joining a background read of the same step lifts it ahead of the other background reads.
     const claim = this.decodeClaims.get(onceKey);
@@ -308,7 +309,6 @@ export class DumpReader {
       claim.priority = 'asked';
       claim.ticket?.ask();
     }
-    if (signal?.aborted) throw new StepAbandoned(`${key}: no one waits for it`);
     const joinedP = this.files.once(onceKey, async () => {
       const mine: DecodeClaim = { priority, leaving: 0, kept: false };
       this.decodeClaims.set(onceKey, mine);

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, mkdirSync, statSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { threadId } from 'node:worker_threads';
+import { tempPathBeside } from '../../formats/fileAccess.ts';
 import { columnArrayType, decodeFrame, frameHeaderLength, frameLayout, type FrameColumn } from '../../formats/columnFrame.ts';
 import { decodePersistedParse, encodePersistedParse, inFileOrder, validHeader, type CachedPartition, type CacheHeader } from '../../formats/columns/colsFile.ts';
 import type { GpuUtilColumns } from '../../formats/columns/gpuUtilBlock.ts';
@@ -16,10 +16,6 @@ import { GPU_ROLLUP_VERSION, decodeGpuRollup, describesFile, encodeGpuRollup, ex
 import type { FileStat, TelemetryIo } from './io.ts';
 import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
 import type { PartitionedStream } from './records.ts';
-
-/** Writes so far in this thread: with the process and thread, a temp name no other writer of the same hour uses. */
-let writes = 0;
-const tempName = (path: string): string => `${path}.${process.pid}-${threadId}-${writes++}.tmp`;
 
 /** Streams persisted (the low-volume record streams are cheap to parse and are not). */
 const CACHED: ReadonlySet<PartitionedStream> = new Set(['gpu_util', 'engine_series', 'phases']);
@@ -213,7 +209,7 @@ export class PartitionCache extends PersistedParses {
   save(stream: PartitionedStream, key: string, ino: number, r: ParseResult, consume = false): void {
     if (!CACHED.has(stream) || r.view !== null) return;
     const path = this.fileOf(stream, key)!;
-    const tmp = tempName(path);
+    const tmp = tempPathBeside(path);
     try {
       mkdirSync(join(this.root, stream), { recursive: true });
       writePieces(tmp, encodePersistedParse(stream, key, { ino, born: this.bornOf(stream, key, ino) }, r, consume));
@@ -297,7 +293,7 @@ export class PartitionCache extends PersistedParses {
       return null;
     }
     const path = this.rollupPath(key);
-    const tmp = tempName(path);
+    const tmp = tempPathBeside(path);
     try {
       mkdirSync(join(this.root, 'gpu_util'), { recursive: true });
       writeFileSync(tmp, encodeGpuRollup(cells, { key, ino, born, offset }));
