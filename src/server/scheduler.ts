@@ -29,6 +29,11 @@ export class NoOneWaits extends Error {
 
 /** Paths answered at once whatever else is computing: small answers from what the model holds. */
 const CHEAP_PATHS = /^\/api\/(meta|runs|metrics|timeline\/topology|timeline\/bubbles|rlsight\/lanes)$/;
+/**
+ * A step's preview shares its step's read with the summary (the reader decodes one cold step at a time): in the
+ * summaries' gate it would wait for them and come no earlier than they do, so it is let through at once.
+ */
+const STEP_PREVIEW = /^\/api\/rlsight\/rollout\/[^/]+\/preview$/;
 /** Window answers over chosen lanes: bounded by the longest window and the lanes asked for. */
 const LANE_WINDOW_PATHS = /^\/api\/timeline\/(gpu|phases|gpu_processes|heatmap)$/;
 
@@ -45,7 +50,7 @@ export function isHeavy(path: string, query: URLSearchParams): boolean {
 export type HeavyKind = 'step' | 'window' | 'run' | 'other';
 
 export function heavyKind(path: string, query: URLSearchParams): HeavyKind | null {
-  if (CHEAP_PATHS.test(path)) return null;
+  if (CHEAP_PATHS.test(path) || STEP_PREVIEW.test(path)) return null;
   if (LANE_WINDOW_PATHS.test(path)) return query.has('lanes') && query.has('t0') && query.has('t1') ? null : query.has('t0') && query.has('t1') ? 'window' : 'run';
   if (path.startsWith('/api/rollout/')) return 'step';
   if (path.startsWith('/api/timeline/') || path === '/api/advisory' || path === '/api/rlsight/advisory') return 'run';

@@ -293,6 +293,7 @@ test("a computing answer stops once every asker went away, and not while one sti
 test('heavy answers of different kinds never queue behind each other: a step waits only behind steps', async () => {
   const q = (s: string) => new URLSearchParams(s);
   assert.equal(heavyKind('/api/rollout/3/summary', q('')), 'step');
+  assert.equal(heavyKind('/api/rlsight/rollout/3/preview', q('')), null, 'a preview never queues behind the summaries it comes before');
   assert.equal(heavyKind('/api/timeline/gpu', q('t0=1&t1=2')), 'window');
   assert.equal(heavyKind('/api/timeline/gpu', q('t0=1&t1=2&lanes=g:0')), null);
   assert.equal(heavyKind('/api/timeline/fleet', q('')), 'run');
