@@ -263,6 +263,19 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     release();
     await page.waitForSelector('.loading:has-text("train columns")', { state: 'detached' });
     await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=samples-table] th')].some((t) => /entropy/.test(t.textContent ?? '')));
+    // A step already read: its preview is its summary, and the summary is not asked (nor sent) a second time.
+    await page.unrouteAll();
+    const asked: string[] = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    await page.goto(`${served.url}#/rollout/${last - 1}`);
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=samples-table] th')].some((t) => /entropy/.test(t.textContent ?? '')));
+    await page.reload();
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=samples-table] th')].some((t) => /entropy/.test(t.textContent ?? '')));
+    await page.waitForTimeout(300);
+    const reloaded = asked.slice(asked.lastIndexOf('/') >= 0 ? asked.lastIndexOf('/') : 0);
+    assert.ok(reloaded.some((p) => p.endsWith(`/rlsight/rollout/${last - 1}/preview`)), reloaded.join(' '));
+    assert.ok(!reloaded.some((p) => p.endsWith(`/rollout/${last - 1}/summary`)), `no summary asked beside a complete preview: ${reloaded.join(' ')}`);
     assert.deepEqual(w.problems(), []);
   });
 

@@ -66,12 +66,15 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
   });
 
   const key = `${id}|${evaluation}`;
-  const summary = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal), known ? 0 : tick);
+  // The step's summary as soon as its samples are decoded (its preview: a step already read answers its summary
+  // itself); only while the train side is still joined is the summary asked too, to fill the train columns in.
+  const preview = useApi(known ? key : null, (signal) => getJson<RolloutPreview>(`rlsight/rollout/${id}/preview`, { eval: evaluation }, signal), known ? 0 : tick);
+  const pending = preview.data?.train_pending === true;
+  const summary = useApi(known && pending ? key : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
   const groups = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/groups`, { eval: evaluation }, signal));
-  // The step's samples as soon as they are decoded: the table shows them while the train columns are joined
-  // (the summary's own error, if any, is the one shown).
-  const preview = useApi(known ? key : null, (signal) => getJson<RolloutPreview>(`rlsight/rollout/${id}/preview`, { eval: evaluation }, signal).catch(() => null));
   const table = summary.data ?? preview.data;
+  const trainPending = pending && !summary.data;
+  const tableError = preview.error ?? summary.error;
 
   const tabHref = (t: string) => {
     const q = new URLSearchParams(p);
@@ -109,14 +112,14 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
             </a>
           </nav>
           {tab === 'samples' ? (
-            summary.error ? (
-              <ErrorNote error={summary.error} />
+            tableError ? (
+              <ErrorNote error={tableError} />
             ) : !table ? (
               <Loading what={`step ${id} samples (the first open of a step reads its whole dump)`} />
             ) : (
               <>
-                {!summary.data && <Loading what={`step ${id}'s train columns (entropy, log-prob drift, advantages: its rank files are being joined)`} />}
-                <SamplesTab table={table} groups={groups.data?.rows ?? []} id={id} evaluation={evaluation} params={p} trainPending={!summary.data} />
+                {trainPending && <Loading what={`step ${id}'s train columns (entropy, log-prob drift, advantages: its rank files are being joined)`} />}
+                <SamplesTab table={table} groups={groups.data?.rows ?? []} id={id} evaluation={evaluation} params={p} trainPending={trainPending} />
               </>
             )
           ) : groups.error ? (
