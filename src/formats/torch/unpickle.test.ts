@@ -213,6 +213,30 @@ describe('typedLists through a window', () => {
   });
 });
 
+describe('lengthOnlyUnder through a window', () => {
+  it('counts as many numbers as the full decode holds, whatever the window cuts and however the widths mix', () => {
+    const n = 9000;
+    const samples = [
+      // runs of each width, and widths changing item by item
+      { tokens: Array.from({ length: n }, (_, i) => (i < 3000 ? i % 200 : i < 6000 ? 300 + i : 70000 + i)), rollout_log_probs: Array.from({ length: n }, (_, i) => Math.sin(i)) },
+      { tokens: Array.from({ length: n }, (_, i) => [5, 700, 90000][i % 3]), rollout_log_probs: Array.from({ length: 1001 }, (_, i) => (i % 2 ? i : -i / 3)) },
+      { tokens: [7], rollout_log_probs: [] },
+    ];
+    const bytes = pickleBytes(samples);
+    const full = unpickle(bytes, { file: 'w', typedLists: true }).value as Record<string, ArrayLike<number>>[];
+    for (const window of [64, 1000, 1 << 20]) {
+      const counted = unpickleSource(
+        { size: bytes.length, read: (position, into, offset, length) => (into.set(bytes.subarray(position, position + length), offset), Math.min(length, bytes.length - position)) },
+        { file: 'w', typedLists: true, lengthOnlyUnder: new Set(['tokens', 'rollout_log_probs']) },
+        window,
+      ).value as Record<string, ArrayLike<number>>[];
+      counted.forEach((s, k) => {
+        for (const key of ['tokens', 'rollout_log_probs']) assert.equal(s[key].length, full[k][key].length, `sample ${k} ${key}, window ${window}`);
+      });
+    }
+  });
+});
+
 describe('deep nesting', () => {
   it('refuses 200,000 nested lists with a PickleError (every reader of such a value would overflow its stack)', () => {
     const n = 200_000;

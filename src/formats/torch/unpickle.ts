@@ -926,6 +926,7 @@ export class Unpickler {
    * With `keep` false the numbers are only counted, not stored.
    */
   private scanNumberBatches(buf: Uint8Array, dv: DataView, from: number, end: number, seen: Uint8Array, keep = true): number {
+    if (!keep) return this.countNumberBatches(buf, from, end, seen);
     let out = this.numbers;
     let k = 0;
     let q = from;
@@ -984,6 +985,44 @@ export class Unpickler {
     }
     this.scanned = k;
     this.scannedFloats = floats;
+    return k > 0 ? blocksEnd : -1;
+  }
+
+  /** `scanNumberBatches` that only counts: each opcode is stepped over by its width, its number never read. */
+  private countNumberBatches(buf: Uint8Array, from: number, end: number, seen: Uint8Array): number {
+    let k = 0;
+    let q = from;
+    let blocksEnd = -1;
+    let kinds = 0;
+    for (;;) {
+      const batchStart = k;
+      while (q < end) {
+        const o = buf[q];
+        // a run of one opcode (a list's numbers are mostly of one width) is stepped over in a tight loop
+        const width = o === 0x47 ? 9 : o === 0x4b ? 2 : o === 0x4d ? 3 : o === 0x4a ? 5 : 0;
+        if (width === 0 || q + width > end) break;
+        kinds |= o === 0x47 ? 2 : o === 0x4b ? 1 : o === 0x4d ? 4 : 8;
+        q += width;
+        k++;
+        while (q + width <= end && buf[q] === o) {
+          q += width;
+          k++;
+        }
+      }
+      if (kinds & 1) seen[0x4b] = 1;
+      if (kinds & 2) seen[0x47] = 1;
+      if (kinds & 4) seen[0x4d] = 1;
+      if (kinds & 8) seen[0x4a] = 1;
+      if (q >= end || buf[q] !== 0x65) {
+        k = batchStart;
+        break;
+      }
+      blocksEnd = ++q;
+      if (q < end && buf[q] === 0x28) q++;
+      else break;
+    }
+    this.scanned = k;
+    this.scannedFloats = (kinds & 2) !== 0;
     return k > 0 ? blocksEnd : -1;
   }
 
