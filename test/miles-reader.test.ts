@@ -216,6 +216,29 @@ describe('a step previewed while its train side is joined', () => {
   });
 });
 
+describe('a step whose preview someone waits for', () => {
+  it('decodes its rollout dump alone first: no rank file is joined before the preview is out', async () => {
+    const run = copyFixtureRun();
+    try {
+      let previewOut = false;
+      const trainBeforePreview: string[] = [];
+      const reader = await openReader(run.dir, {
+        decodeOffThreadAbove: 0,
+        onDecode: (file) => {
+          if (file.startsWith('train_data/') && !previewOut) trainBeforePreview.push(file);
+        },
+      });
+      const previewP = reader.summaryPreview(1).then((p) => ((previewOut = true), p));
+      const [preview, summary] = await Promise.all([previewP, reader.summary(1)]);
+      assert.deepEqual(trainBeforePreview, []);
+      assert.equal(preview.train_pending, true);
+      assert.ok(summary.rows.some((r) => r.mean_entropy !== null), 'the train side is joined after it');
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('step reads no one waits for any more', () => {
   it('a step every asker left before its turn is never decoded; one another asker still waits for is', async () => {
     const run = copyFixtureRun();

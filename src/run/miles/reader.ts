@@ -406,6 +406,12 @@ export class DumpReader {
     }
     let raw: (number | null)[] | null = null;
     if (train) {
+      // Someone waits for the step's samples: the rollout dump decodes alone first, and the preview is
+      // answered before the rank files take this thread.
+      if (this.previewWaiters.has(stepStem(rolloutId, evaluation))) {
+        await dumpP.catch(() => {});
+        await new Promise((r) => setImmediate(r));
+      }
       const { index, joined } = await train.joinAll(digestTrainRow, worker?.helper);
       for (const [s, d] of joined) digests.set(s, d);
       const dump = await dumpP;
