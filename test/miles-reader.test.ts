@@ -239,6 +239,31 @@ describe('a step whose preview someone waits for', () => {
   });
 });
 
+describe('a decode worker started ahead of the first step read', () => {
+  it('is handed that read and gives the same step; a closed reader starts none', async () => {
+    const run = copyFixtureRun();
+    const { DumpReader } = await import('../src/run/miles/reader.ts');
+    try {
+      const whole = await (await DumpReader.open(run.dir)).step(1);
+      const reader = await DumpReader.open(run.dir, { decodeOffThreadAbove: 0 });
+      await reader.prepareDecodeWorker();
+      assert.equal(reader.decodeWorkerWaiting, true, 'one waits');
+      const step = await reader.step(1);
+      assert.deepEqual(step.samples, whole.samples);
+      assert.deepEqual([...step.digests], [...whole.digests]);
+      assert.equal(reader.decodeWorkerWaiting, false, 'the read took it');
+      await reader.prepareDecodeWorker();
+      assert.equal(reader.decodeWorkerWaiting, false, 'only one is ever started');
+      const closed = await DumpReader.open(run.dir, { decodeOffThreadAbove: 0 });
+      await closed.close();
+      await closed.prepareDecodeWorker();
+      assert.equal(closed.decodeWorkerWaiting, false);
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('step reads no one waits for any more', () => {
   it('a step every asker left before its turn is never decoded; one another asker still waits for is', async () => {
     const run = copyFixtureRun();

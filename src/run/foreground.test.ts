@@ -61,3 +61,12 @@ test('knows whether a first request has been answered (what the parse threads wa
   done();
   assert.equal(f.answeredAny(), true);
 });
+
+test('settles firstRequest when the first request of any kind arrives (meta too), not before', async () => {
+  const f = new Foreground(() => 0);
+  const state = () => Promise.race([f.firstRequest().then(() => 'asked'), new Promise((r) => setImmediate(() => r('waiting')))]);
+  assert.equal(await state(), 'waiting');
+  f.noteRequest();
+  assert.equal(await state(), 'asked');
+  assert.equal(f.answeredAny(), false, 'arrived is not answered');
+});

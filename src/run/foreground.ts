@@ -17,9 +17,21 @@ export class Foreground {
   private deferringSince: number | null = null;
 
   private readonly started: number;
+  private settleFirst!: () => void;
+  private readonly first = new Promise<void>((r) => (this.settleFirst = r));
 
   constructor(private readonly now: () => number = () => performance.now()) {
     this.started = now();
+  }
+
+  /** Settles once the process has been asked anything (a viewer is on its way: what it will want can get ready). */
+  firstRequest(): Promise<void> {
+    return this.first;
+  }
+
+  /** Marks a request arrived, whether or not it holds back the background (see `begin`). */
+  noteRequest(): void {
+    this.settleFirst();
   }
 
   /** Marks a request begun; call the returned function once it is answered. */

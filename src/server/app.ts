@@ -122,6 +122,7 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
   // requests being answered hold back the background warm-up; the event stream (it stays open) and the run
   // header the app polls for the warm-up's progress (answered at once) do not
   app.use('/api/*', async (c, next) => {
+    foreground.noteRequest();
     if (/\/(events|meta|runs)$/.test(c.req.path)) return next();
     const done = foreground.begin();
     try {

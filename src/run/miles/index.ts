@@ -8,6 +8,7 @@ import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunMod
 import { confinedNodeIo } from '../telemetry/io.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
+import { foreground } from '../foreground.ts';
 import { chatText } from './sampleText.ts';
 import { BackgroundWarmUp, WARM_UP_DELAY_MS } from '../telemetry/backgroundWarmUp.ts';
 import { MIRROR_DIR, ROLLOUT_DIR, rolloutFile, TRAIN_DIR, trajectoryFile } from '../../formats/miles/layout.ts';
@@ -45,6 +46,11 @@ class MilesRun implements RunModel {
   ) {
     this.roots = [dir, ...(cacheDir ? [cacheDir] : [])];
     this.warmUp = new BackgroundWarmUp(telemetry, cacheDir !== null);
+    // once a server is asked anything, the thread of the first step read gets ready while the viewer loads
+    void foreground
+      .firstRequest()
+      .then(() => dumps.prepareDecodeWorker())
+      .catch(() => {});
     this.tokenizerDir = isDir(join(dir, 'tokenizer'));
     const dashboard = join(dir, 'dashboard');
     if (existsSync(dashboard) && !isDir(dashboard)) this.layout.push('dashboard: not a directory: telemetry skipped');

@@ -142,6 +142,17 @@ export class DumpReader {
     return this.files.warnings();
   }
 
+  /** Starts a decode worker for the newest train step's first read ahead of it (see RolloutDumpReader.prepareWorker). */
+  async prepareDecodeWorker(): Promise<void> {
+    const newest = (await this.rolloutIds()).train.at(-1);
+    if (newest !== undefined) await this.rollouts.prepareWorker(newest, false);
+  }
+
+  /** Whether a decode worker started ahead of need still waits for a step read. */
+  get decodeWorkerWaiting(): boolean {
+    return this.rollouts.spareWaiting;
+  }
+
   /** Visible train and eval rollout ids (see discovery's freshness rule). */
   rolloutIds(): Promise<RolloutIds> {
     return discoverRolloutIds(this.files.runDir, this.files.now(), (file, problem) => this.files.noteLayout(file, problem));

@@ -35,8 +35,16 @@ function describe(e: unknown): WorkerError {
 }
 
 const port = parentPort!;
-const job = workerData as Job;
-const trainJob = new Promise<TrainJob['train']>((resolve) => port.once('message', (m: TrainJob) => resolve(m?.train ?? null)));
+// A worker started ahead of need (no workerData) is handed its dump by a first message.
+let settleJob!: (job: Job) => void;
+let settleTrain!: (train: TrainJob['train']) => void;
+const givenJob = new Promise<Job>((r) => (settleJob = r));
+const trainJob = new Promise<TrainJob['train']>((r) => (settleTrain = r));
+port.on('message', (m: { job?: Job } & Partial<TrainJob>) => {
+  if (m?.job) settleJob(m.job);
+  else settleTrain(m?.train ?? null);
+});
+const job = (workerData as Job | null) ?? (await givenJob);
 
 try {
   // Only the records are posted back: the per-token lists are kept as their lengths alone, long texts unread.

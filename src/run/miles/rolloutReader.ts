@@ -2,6 +2,7 @@
 // helps join the train side, the samples' searchable texts streamed while decoding, one sample's tokens
 // when the parquet mirror cannot give them.
 import { stat } from 'node:fs/promises';
+import type { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { advanceFor, openTorchFile, startTorchDecode } from '../../formats/torch/load.ts';
 import type { PyValue } from '../../formats/torch/value.ts';
@@ -33,6 +34,10 @@ export interface RolloutWorker {
 
 export class RolloutDumpReader {
   private readonly fallbacks = new Lru<string, RolloutDump>(2);
+  /** A decode worker started ahead of the first step read (its modules loaded), waiting for its dump. */
+  private spare: Worker | null = null;
+  private spareStarted = false;
+  private closed = false;
 
   constructor(
     private readonly files: DumpFiles,
@@ -145,9 +150,14 @@ export class RolloutDumpReader {
     const runDir = this.files.runDir;
     const size = await stat(join(runDir, name)).then((st) => st.size, () => 0);
     if (size <= this.offThreadAbove) return null;
-    const worker = startModuleWorker('run/miles/rolloutDecodeWorker', {
-      workerData: { path: join(runDir, name), file: name, rolloutId, evaluation },
-    });
+    const job = { path: join(runDir, name), file: name, rolloutId, evaluation };
+    const spare = this.spare;
+    this.spare = null;
+    const worker = spare ?? startModuleWorker('run/miles/rolloutDecodeWorker', { workerData: job });
+    if (spare) {
+      spare.ref();
+      spare.postMessage({ job });
+    }
     type Done = { groups: JoinedGroup<TrainDigest>[]; error?: { i: number; error: WorkerError } };
     let settleDump!: (m: { dump?: RolloutDump; error?: WorkerError } | null) => void;
     let settleTrain!: (m: Done) => void;
@@ -188,7 +198,34 @@ export class RolloutDumpReader {
     return { dump, helper, close: () => void worker.terminate() };
   }
 
+  /**
+   * Starts one decode worker ahead of need when a step's rollout dump (the newest) is decoded off this thread:
+   * the first step read then does not wait for a thread to start and load its modules. Once only; an idle
+   * spare never keeps the process alive.
+   */
+  async prepareWorker(rolloutId: number, evaluation: boolean): Promise<void> {
+    if (this.spareStarted) return;
+    this.spareStarted = true;
+    const size = await stat(join(this.files.runDir, rolloutFile(rolloutId, evaluation))).then((st) => st.size, () => 0);
+    if (size <= this.offThreadAbove || this.closed) return;
+    const worker = startModuleWorker('run/miles/rolloutDecodeWorker');
+    worker.unref();
+    worker.once('exit', () => {
+      if (this.spare === worker) this.spare = null;
+    });
+    worker.on('error', () => {});
+    this.spare = worker;
+  }
+
+  /** Whether a decode worker started ahead of need still waits for its dump. */
+  get spareWaiting(): boolean {
+    return this.spare !== null;
+  }
+
   clear(): void {
     this.fallbacks.clear();
+    this.closed = true;
+    void this.spare?.terminate();
+    this.spare = null;
   }
 }
