@@ -1,5 +1,5 @@
 // Fetch-in-a-hook: aborts superseded requests, keeps showing the last answer while a refresh loads.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { isAbort } from './api.ts';
 
 export interface Loaded<T> {
@@ -18,7 +18,8 @@ export function useApi<T>(
 ): Loaded<T> {
   const [state, setState] = useState<Loaded<T>>({ data: null, error: null, loading: key !== null });
   const lastKey = useRef<string | null>(null);
-  useEffect(() => {
+  // asked as soon as the view is rendered, not after the browser's next paint: a first screen's answers start sooner
+  useLayoutEffect(() => {
     if (key === null) {
       setState({ data: null, error: null, loading: false });
       lastKey.current = null;
