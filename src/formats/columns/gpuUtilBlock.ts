@@ -3,8 +3,9 @@ import type { LaneTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
 import { type BlockColumns, type Column, ColumnBlock, type ColumnsOf } from './columnBlock.ts';
 import type { BadLine } from './lineScan.ts';
+import { type TimeBounds, UNBOUNDED } from './hourBlock.ts';
 import { gpuRowProblem, tsHorizon } from './valueDomain.ts';
-import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, newlineFrom, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
+import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 
 const GPU_KEYS = ['ts', 'node', 'gpu', 'util', 'mem_mb', 'power_w'] as const;
 /** Compact blocks pack mem_mb and power_w in one u32: mem in the low `MEM_BITS` bits, power above. */
@@ -203,6 +204,42 @@ function scanReadings(buf: Uint8Array, i: number, end: number): number {
   return i + 2;
 }
 
+/** Lines read whole after one inside the bounds before a bounded read looks for lines outside them again. */
+const RETRY_OUTSIDE_LINES = 64;
+
+/**
+ * The start of the first line at or after `p` (a line start) whose stamp may lie inside `[from, to]`, `cursor.pos`
+ * the lines passed over: those starting `{"ts":` with a plain stamp (digits, at most 15 before an optional
+ * fraction, no exponent, then a comma). Such a stamp is parsed to a double within one of its whole part W, so
+ * it is below `from` when W + 1 < from and above `to` when W > to, whatever its fraction.
+ */
+function linesOutside(buf: Uint8Array, p: number, end: number, from: number, to: number): number {
+  let skipped = 0;
+  while (p < end) {
+    if (buf[p] !== 123 || buf[p + 1] !== 34 || buf[p + 2] !== 116 || buf[p + 3] !== 115 || buf[p + 4] !== 34 || buf[p + 5] !== 58) break;
+    let i = p + 6;
+    let c = buf[i];
+    if (c === 48 && buf[i + 1] >= 48 && buf[i + 1] <= 57) break; // a leading zero: not JSON
+    let whole = 0;
+    const first = i;
+    while (c >= 48 && c <= 57) {
+      whole = whole * 10 + (c - 48);
+      c = buf[++i];
+    }
+    if (i === first || i - first > 15) break;
+    if (c === 46) {
+      c = buf[++i];
+      if (c < 48 || c > 57) break;
+      while (c >= 48 && c <= 57) c = buf[++i];
+    }
+    if (c !== 44 || i >= end || !(whole + 1 < from || whole > to)) break;
+    p = lineEnd(buf, i, end) + 1;
+    skipped++;
+  }
+  cursor.pos = skipped;
+  return p;
+}
+
 /** Parses `gpu_util` lines into blocks; holds the node-name interning shared by every block. */
 export class GpuUtilParser {
   private readonly nodes = new ByteSliceMap();
@@ -246,7 +283,8 @@ export class GpuUtilParser {
    * -1 when not in that simple shape. The previous row's node is tried first: a repeated name is scanned once.
    */
   private placeNode(buf: Uint8Array, i: number, end: number): number {
-    if (!matchBytes(buf, i, L_NODE)) return -1;
+    // `,"node":"`
+    if (buf[i] !== 44 || buf[i + 1] !== 34 || buf[i + 2] !== 110 || buf[i + 3] !== 111 || buf[i + 4] !== 100 || buf[i + 5] !== 101 || buf[i + 6] !== 34 || buf[i + 7] !== 58 || buf[i + 8] !== 34) return -1;
     const ns = i + 9;
     const n = this.prevNe - this.prevNs;
     let ne = -1;
@@ -264,7 +302,9 @@ export class GpuUtilParser {
       ne = scanPlainString(buf, ns, end);
       if (ne < 0) return -1;
     }
-    if (!matchBytes(buf, ne + 1, L_GPU)) return -1;
+    // `,"gpu":` after the closing quote
+    const g = ne + 1;
+    if (buf[g] !== 44 || buf[g + 1] !== 34 || buf[g + 2] !== 103 || buf[g + 3] !== 112 || buf[g + 4] !== 117 || buf[g + 5] !== 34 || buf[g + 6] !== 58) return -1;
     const gpu = scanSmallInt(buf, ne + 8, end);
     if (gpu < 0) return -1;
     if (nodeId < 0) {
@@ -344,21 +384,34 @@ export class GpuUtilParser {
   /**
    * Parses only the rows of the lanes named in `view` (`"<node>:<gpu>"` keys, newline-separated);
    * other rows are skipped after reading their node and gpu. Every line is walked (line numbers and
-   * warnings for lines that are not JSON stay exact).
+   * warnings for lines that are not JSON stay exact). With `bounds`, a line whose plain stamp lies
+   * outside `[from, to]` is skipped after reading the stamp's whole part (it may be in no answer over the
+   * bounds): the block then holds every row of the view inside the bounds, and not necessarily the others.
    */
-  parseView(view: string, buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine): number {
+  parseView(view: string, buf: Uint8Array, start: number, end: number, block: GpuUtilBlock, firstLine: number, bad: BadLine, bounds: TimeBounds = UNBOUNDED): number {
     const horizon = tsHorizon();
     const v = this.viewOf(view);
+    const bounded = bounds.from > -Infinity || bounds.to < Infinity;
+    const { from, to } = bounds;
     let line = firstLine;
+    let retryAt = line;
     this.prevNs = -1;
     for (let p = start; p < end; line++) {
+      if (bounded && line >= retryAt) {
+        p = linesOutside(buf, p, end, from, to);
+        // a line inside the bounds: the next lines likely are too, look again a little later
+        if (cursor.pos === 0) retryAt = line + RETRY_OUTSIDE_LINES;
+        line += cursor.pos;
+        if (p >= end) break;
+      }
       fast: {
         let i = p;
-        if (!matchBytes(buf, i, L_TS)) break fast;
+        // `{"ts":`
+        if (buf[i] !== 123 || buf[i + 1] !== 34 || buf[i + 2] !== 116 || buf[i + 3] !== 115 || buf[i + 4] !== 34 || buf[i + 5] !== 58) break fast;
         i += 6;
         const tsAt = i;
-        // skip the stamp up to its comma; it is parsed (and checked) only for selected rows
         let c = buf[i];
+        // skip the stamp up to its comma; it is parsed (and checked) only for selected rows
         while (c !== 44 && c !== 10 && i < end) c = buf[++i];
         if (c !== 44) break fast;
         const nodeId = this.placeNode(buf, i, end);
@@ -366,7 +419,7 @@ export class GpuUtilParser {
         const lane = this.laneId(nodeId, place.gpu);
         i = cursor.pos;
         if (!this.inView(v, lane)) {
-          p = newlineFrom(buf, i, end) + 1;
+          p = lineEnd(buf, i, end) + 1;
           continue;
         }
         const ts = scanNumber(buf, tsAt, end);

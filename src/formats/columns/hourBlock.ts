@@ -17,6 +17,19 @@ export interface HourBlock {
   bytesResident(): number;
 }
 
+/** The stamps a selective read must keep every row of: `[from, to]` (an infinite end: no bound on that side). */
+export interface TimeBounds {
+  readonly from: number;
+  readonly to: number;
+}
+
+export const UNBOUNDED: TimeBounds = { from: -Infinity, to: Infinity };
+
+/** Whether a read within `held` keeps every row a read within `wanted` keeps. */
+export function boundsCover(held: TimeBounds, wanted: TimeBounds): boolean {
+  return held.from <= wanted.from && held.to >= wanted.to;
+}
+
 /** How one stream's blocks are made and filled. */
 export interface BlockKind<B extends HourBlock> {
   /** Typical bytes per line, to size a block before a cold fill. */
@@ -29,7 +42,12 @@ export interface BlockKind<B extends HourBlock> {
    * lines of `buf[start, end)` the view selects. Returns the number of lines walked (0 when it does not
    * count them), or -1 when the bytes do not allow it (the reader then falls back to the whole block).
    */
-  parseView?(view: string, buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine): number;
+  parseView?(view: string, buf: Uint8Array, start: number, end: number, block: B, firstLine: number, bad: BadLine, bounds?: TimeBounds): number;
+  /**
+   * `parseView` takes `bounds`: it may leave out the lines whose stamp lies outside them (a window's edge
+   * hours are then read for the window only), keeping every row of the view inside them.
+   */
+  boundedViews?: boolean;
   /** A block over columns another thread parsed (see parseJob.ts); needed to share cold parses with a pool. */
   adopt?(key: string, lo: number, hi: number, data: ParsedColumns): B;
   /** One block of the rows of `parts` in order: pieces of one file parsed on several threads at once. */

@@ -113,6 +113,56 @@ test('gpu_util: a lane view holds exactly the selected lanes\' rows of a whole p
   );
 });
 
+test('gpu_util: a lane view over bounds keeps every selected row stamped within them, whatever the rows\' order', () => {
+  // stamps around the bounds in every form a writer may print: repr, exponent, many digits, integers
+  const stamp = fc.oneof(fc.integer({ min: 900_000, max: 2_100_000 }).map((x) => x / 1000), fc.integer({ min: 900, max: 2100 }), fc.double({ min: 900, max: 2100, noNaN: true }));
+  const form = (x: number, style: number): string => (style === 0 ? pyFloat(x) : style === 1 ? x.toExponential() : style === 2 ? x.toFixed(12) : String(x));
+  const bound = fc.oneof(fc.constant(NaN), fc.integer({ min: 900, max: 2100 }), fc.double({ min: 900, max: 2100, noNaN: true }));
+  const row = fc.record({ ts: stamp, style: fc.integer({ min: 0, max: 3 }), node: fc.constantFrom('10.0.0.1', '10.0.0.2'), gpu: fc.integer({ min: 0, max: 1 }), bad: fc.integer({ min: 0, max: 19 }) });
+  fc.assert(
+    fc.property(fc.array(row, { maxLength: 60 }), bound, bound, (rows, a, b) => {
+      const from = Number.isNaN(a) ? -Infinity : Math.min(a, Number.isNaN(b) ? a : b);
+      const to = Number.isNaN(b) ? Infinity : Math.max(b, Number.isNaN(a) ? b : a);
+      const lines = rows.map((r) => (r.bad === 0 ? 'not json' : `{"ts":${form(r.ts, r.style)},"node":"${r.node}","gpu":${r.gpu},"util":${r.bad === 1 ? '"x"' : 7},"mem_mb":5,"power_w":6}`));
+      const buf = Buffer.from(lines.map((l) => l + '\n').join(''));
+      const lanes = new LaneTable();
+      const parser = new GpuUtilParser(lanes);
+      const sel = '10.0.0.2:1';
+      const full = new GpuUtilBlock('k', 0, 1);
+      const badFull: number[] = [];
+      parser.parseView(sel, buf, 0, buf.length, full, 1, (l) => badFull.push(l));
+      const bounded = new GpuUtilBlock('k', 0, 1);
+      const badBounded: number[] = [];
+      const walked = parser.parseView(sel, buf, 0, buf.length, bounded, 1, (l) => badBounded.push(l), { from, to });
+      assert.equal(walked, lines.length, 'every line is counted, skipped or not');
+      const inside = (blk: GpuUtilBlock): string[] => {
+        const out: string[] = [];
+        for (let i = 0; i < blk.length; i++) if (blk.ts[i] >= from && blk.ts[i] <= to) out.push(`${blk.ts[i]} ${lanes.key(blk.lane[i])}`);
+        return out;
+      };
+      assert.deepEqual(inside(bounded), inside(full));
+      // a skipped line is one whose stamp lies outside the bounds: the bad lines reported keep their numbers
+      for (const l of badBounded) assert.ok(badFull.includes(l), `line ${l}`);
+      for (const l of badFull) if (!badBounded.includes(l)) assert.ok(lines[l - 1] !== 'not json' && !(JSON.parse(lines[l - 1].replace('"x"', '0')).ts >= from && JSON.parse(lines[l - 1].replace('"x"', '0')).ts <= to), `line ${l}`);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test('gpu_util: a bounded lane view reads past the plain stamps outside its bounds, not the others', () => {
+  const line = (ts: string): string => `{"ts":${ts},"node":"10.0.0.1","gpu":0,"util":1,"mem_mb":5,"power_w":6}\n`;
+  // out of time order: a stamp inside the bounds among the ones before them; the stamps a read cannot place by their whole part are kept
+  const stamps = ['1000.5', '1001.0', '1500.25', '1002.0', '998', '1.5e3', '1002.5', '01000.0', '2001.0', '1499.0'];
+  const buf = Buffer.from(stamps.map(line).join(''));
+  const block = new GpuUtilBlock('k', 0, 1);
+  const bad: number[] = [];
+  const walked = new GpuUtilParser(new LaneTable()).parseView('10.0.0.1:0', buf, 0, buf.length, block, 1, (l) => bad.push(l), { from: 1499.5, to: 2000.5 });
+  assert.equal(walked, stamps.length);
+  // `1499.0` stays (its whole part is within one of `from`); `01000.0` is a bad line, reported at its number as by a whole read
+  assert.deepEqual([...block.ts], [1500.25, 1500, 1499]);
+  assert.deepEqual(bad, [8]);
+});
+
 test('gpu_util: a typical block stays within 16 bytes a row', () => {
   const block = new GpuUtilBlock('k', 0, 1, 16);
   const lines: string[] = [];

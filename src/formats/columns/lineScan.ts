@@ -178,30 +178,6 @@ export function parsePythonJson(text: string): unknown {
 /** Reports a skipped complete line: 1-based line number within the file and why. */
 export type BadLine = (line: number, message: string) => void;
 
-/** The last buffer `newlineFrom` read by words, and its aligned word view. */
-let wordsOf: Uint8Array | null = null;
-let words: Int32Array<ArrayBufferLike> = new Int32Array(0);
-
-/**
- * Index of the first `\n` at or after `i` in `buf[i, end)`, or `end` when there is none: four bytes per
- * step (a word holding a `\n` byte has a zero byte after xor with `0x0a0a0a0a`), then the bytes of that word.
- */
-export function newlineFrom(buf: Uint8Array, i: number, end: number): number {
-  if (wordsOf !== buf) {
-    wordsOf = buf;
-    words = (buf.byteOffset & 3) === 0 ? new Int32Array(buf.buffer, buf.byteOffset, buf.length >> 2) : new Int32Array(0);
-  }
-  const wEnd = Math.min(end >> 2, words.length);
-  for (; (i & 3) !== 0 && i < end; i++) if (buf[i] === 10) return i;
-  let w = i >> 2;
-  for (; w < wEnd; w++) {
-    const x = words[w] ^ 0x0a0a0a0a;
-    if (((x - 0x01010101) & ~x & 0x80808080) !== 0) break;
-  }
-  for (i = Math.max(i, w << 2); i < end; i++) if (buf[i] === 10) return i;
-  return end;
-}
-
 /** Index of the `\n` ending the line that starts at `p`, or `end` for a last line without one. */
 export function lineEnd(buf: Uint8Array, p: number, end: number): number {
   const nl = (buf as Buffer).indexOf(10, p);

@@ -11,6 +11,7 @@ import { PartitionCache } from './partitionCache.ts';
 import type { PartitionedStream } from './records.ts';
 import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from '../../formats/columns/recordBlock.ts';
 import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
+import type { TimeBounds } from '../../formats/columns/hourBlock.ts';
 
 export interface ParseJob {
   stream: PartitionedStream;
@@ -18,6 +19,8 @@ export interface ParseJob {
   offset: number;
   /** Selective read (lane keys / metric names, newline-separated), or null for every line. */
   view: string | null;
+  /** The stamps a selective gpu_util read must keep every row of (absent: all); lines outside them may be left out. */
+  bounds?: TimeBounds;
   /** Where the read stops (a line start; absent: the file's end): one piece of a file several threads share. */
   end?: number;
   /** Expected rows, to size the columns. */
@@ -93,7 +96,7 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
     const v = job.view;
     // a lane view keeps a few rows of many: its room is made from the first chunk's share
     const block = new GpuUtilBlock('', 0, 0, v === null ? job.rowsHint : 1024);
-    const offset = read(block, (buf, end) => (v === null ? ctx.gpu.parse(buf, 0, end, block, lines + 1, bad) : ctx.gpu.parseView(v, buf, 0, end, block, lines + 1, bad)));
+    const offset = read(block, (buf, end) => (v === null ? ctx.gpu.parse(buf, 0, end, block, lines + 1, bad) : ctx.gpu.parseView(v, buf, 0, end, block, lines + 1, bad, job.bounds)));
     const columns = block.columns(trim);
     const lanes: [string, number][] = [];
     for (let i = 0; i < ctx.lanes.size; i++) lanes.push([ctx.lanes.node(i), ctx.lanes.gpu(i)]);

@@ -11,7 +11,7 @@ import type { ParseResult } from '../../formats/columns/parsedColumns.ts';
 import type { ParsePool } from './parsePool.ts';
 import type { PartitionedStream } from './records.ts';
 import { PARTITION_CACHE_BLOCKS } from './records.ts';
-import type { BlockKind, HourBlock } from '../../formats/columns/hourBlock.ts';
+import { boundsCover, type BlockKind, type HourBlock, type TimeBounds, UNBOUNDED } from '../../formats/columns/hourBlock.ts';
 import { PartitionListing, type PartitionFile } from './partitionListing.ts';
 import { loadPersisted, persistedFor, ResidentBlocks, viewKey, type CacheEntry } from './partitionResidency.ts';
 import { fillView, viewBlock, type ViewReads } from './partitionViews.ts';
@@ -20,6 +20,7 @@ import { fillView, viewBlock, type ViewReads } from './partitionViews.ts';
 interface FilePiece {
   f: PartitionFile;
   view: string | null;
+  bounds: TimeBounds;
   start: number;
   end: number | undefined;
   index: number;
@@ -113,10 +114,11 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   /** Blocks of the files overlapping `[t0, t1]` (legacy always), legacy first then hours ascending; rows unfiltered. */
   window(t0?: number | null, t1?: number | null, view: string | null = null): B[] {
     const files = this.overlapping(t0, t1);
-    if (this.pool !== null && this.pool.size > 0) this.prefetch(files, () => view);
+    const bounds = (f: PartitionFile): TimeBounds => this.viewBounds(f, t0, t1);
+    if (this.pool !== null && this.pool.size > 0) this.prefetch(files, () => view, bounds);
     const out: B[] = [];
     for (const f of files) {
-      const b = view === null ? this.block(f) : this.viewBlock(f, view);
+      const b = view === null ? this.block(f) : this.viewBlock(f, view, bounds(f));
       if (b.length > 0) out.push(b);
     }
     return out;
@@ -129,12 +131,13 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    */
   *pass(t0?: number | null, t1?: number | null, view: string | null = null): Generator<B> {
     const files = this.overlapping(t0, t1);
+    const bounds = (f: PartitionFile): TimeBounds => this.viewBounds(f, t0, t1);
     const batch = (this.pool?.size ?? 0) + 1;
     for (let i = 0; i < files.length; i += batch) {
       const group = files.slice(i, i + batch);
-      if (this.pool !== null && this.pool.size > 0) this.prefetch(group, () => view);
+      if (this.pool !== null && this.pool.size > 0) this.prefetch(group, () => view, bounds);
       for (const f of group) {
-        const b = view === null ? this.block(f) : this.viewBlock(f, view);
+        const b = view === null ? this.block(f) : this.viewBlock(f, view, bounds(f));
         if (b.length > 0) yield b;
       }
     }
@@ -196,6 +199,17 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    */
   hourFilter: ReadonlySet<string> | null = null;
 
+  /**
+   * The stamps a view of `f` read for the window `[t0, t1]` must keep: the window's, on the side where it cuts
+   * the file's hour (a kind without bounded views, or an hour inside the window, is read whole).
+   */
+  private viewBounds(f: PartitionFile, t0: number | null | undefined, t1: number | null | undefined): TimeBounds {
+    if (this.kind.boundedViews !== true) return UNBOUNDED;
+    const from = t0 != null && t0 > f.lo ? t0 : -Infinity;
+    const to = t1 != null && t1 < f.hi ? t1 : Infinity;
+    return from === -Infinity && to === Infinity ? UNBOUNDED : { from, to };
+  }
+
   /** The files overlapping `[t0, t1]` (legacy always), within `hourFilter` when one is set. */
   private overlapping(t0?: number | null, t1?: number | null): PartitionFile[] {
     return this.listing.overlapping(t0, t1, this.hourFilter);
@@ -240,8 +254,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * every name asked for serves it; the whole block when it is resident anyway or when the view cannot
    * be read selectively.
    */
-  viewBlock(f: PartitionFile, view: string): B {
-    return viewBlock(this, f, view);
+  viewBlock(f: PartitionFile, view: string, bounds: TimeBounds = UNBOUNDED): B {
+    return viewBlock(this, f, view, bounds);
   }
 
   /**
@@ -250,26 +264,28 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * any worker that finished (so no worker idles while files remain). Each lands in the cache exactly
    * as a serial read would have put it there; a file a worker failed on is read later on this thread.
    */
-  private prefetch(files: readonly PartitionFile[], viewFor: (f: PartitionFile) => string | null): void {
+  private prefetch(files: readonly PartitionFile[], viewFor: (f: PartitionFile) => string | null, boundsFor: (f: PartitionFile) => TimeBounds = () => UNBOUNDED): void {
     const pool = this.pool!;
     const adopt = this.kind.adopt;
     if (adopt === undefined) return;
-    const viewOf = this.coldReads(files, viewFor);
+    const viewOf = this.coldReads(files, viewFor, boundsFor);
     const queue = [...viewOf.keys()];
     if (queue.length < 2) return;
     queue.sort((a, b) => b.size - a.size);
-    const pending: { slot: number; f: PartitionFile; ino: number; done: boolean }[] = [];
+    const pending: { slot: number; f: PartitionFile; ino: number; bounds: TimeBounds; done: boolean }[] = [];
     const collect = (p: (typeof pending)[number], r: ParseResult | 'failed' | null): void => {
       if (r === null) return;
       p.done = true;
-      if (r !== 'failed') this.install(p.f, p.ino, r, adopt);
+      if (r !== 'failed') this.install(p.f, p.ino, r, adopt, true, p.bounds);
     };
     const feed = (): void => {
       for (const p of pending) if (!p.done) collect(p, pool.poll(p.slot));
       for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
         const f = queue.shift()!;
-        pending.push({ slot, f, ino: this.io.stat(f.path)?.ino ?? 0, done: false });
-        pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view: viewOf.get(f)!, rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
+        const view = viewOf.get(f)!;
+        const bounds = view === null ? UNBOUNDED : boundsFor(f);
+        pending.push({ slot, f, ino: this.io.stat(f.path)?.ino ?? 0, bounds, done: false });
+        pool.submit(slot, { stream: this.stream, path: f.path, offset: 0, view, bounds: jobBounds(bounds), rowsHint: Math.ceil(f.size / this.kind.bytesPerRow) });
       }
     };
     feed();
@@ -279,7 +295,7 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
         const f = queue.pop()!;
         const v = viewOf.get(f)!;
         if (v === null) this.block(f);
-        else this.viewBlock(f, v);
+        else this.viewBlock(f, v, boundsFor(f));
         feed();
       }
     } finally {
@@ -292,7 +308,7 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * The files among `files` a read would parse, each with what it would read of it: the whole file (null) or
    * the view (unless a resident view covers it, or a persisted parse serves it: then it is not cold).
    */
-  private coldReads(files: readonly PartitionFile[], viewFor: (f: PartitionFile) => string | null): Map<PartitionFile, string | null> {
+  private coldReads(files: readonly PartitionFile[], viewFor: (f: PartitionFile) => string | null, boundsFor: (f: PartitionFile) => TimeBounds): Map<PartitionFile, string | null> {
     const viewOf = new Map<PartitionFile, string | null>();
     for (const f of files) {
       if (f.size === 0 || this.blocks.has(f.key)) continue;
@@ -301,7 +317,7 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
       if (st !== null && this.persistedFor(f, st).length > 0) continue;
       const view = viewFor(f);
       if (view === null || this.kind.parseView === undefined) viewOf.set(f, null);
-      else if (this.blocks.coveringView(f, view) === null) viewOf.set(f, this.blocks.viewsSpent(f, this.kind.viewsBeforeWhole) ? null : view);
+      else if (this.blocks.coveringView(f, view, boundsFor(f)) === null) viewOf.set(f, this.blocks.viewsSpent(f, this.kind.viewsBeforeWhole, view) ? null : view);
     }
     return viewOf;
   }
@@ -319,7 +335,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
     const pool = this.pool;
     const adopt = this.kind.adopt;
     if (pool === null || pool.size === 0 || adopt === undefined) return;
-    const queue = this.pieces(this.coldReads(this.overlapping(t0, t1), () => view), pool.size);
+    const bounds = (f: PartitionFile): TimeBounds => this.viewBounds(f, t0, t1);
+    const queue = this.pieces(this.coldReads(this.overlapping(t0, t1), () => view, bounds), pool.size, bounds);
     const files = new Map<PartitionFile, { results: (ParseResult | 'failed' | null)[]; left: number; ino: number; ends: (number | undefined)[] }>();
     for (const p of queue) {
       let entry = files.get(p.f);
@@ -340,13 +357,13 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
         const entry = files.get(piece.f)!;
         entry.results[piece.index] = r;
         this.workerPieces++;
-        if (--entry.left === 0) this.installPieces(piece.f, entry.ino, entry.results as (ParseResult | 'failed')[], entry.ends, adopt);
+        if (--entry.left === 0) this.installPieces(piece.f, entry.ino, entry.results as (ParseResult | 'failed')[], entry.ends, adopt, piece.bounds);
       }
       for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
         const piece = queue.shift()!;
         pending.push({ slot, piece });
         const bytes = (piece.end ?? piece.f.size) - piece.start;
-        pool.submit(slot, { stream: this.stream, path: piece.f.path, offset: piece.start, end: piece.end, view: piece.view, rowsHint: Math.ceil(bytes / this.kind.bytesPerRow) });
+        pool.submit(slot, { stream: this.stream, path: piece.f.path, offset: piece.start, end: piece.end, view: piece.view, bounds: jobBounds(piece.bounds), rowsHint: Math.ceil(bytes / this.kind.bytesPerRow) });
         lastProgress = performance.now();
       }
       if (pending.length === 0 && queue.length > 0 && performance.now() - lastProgress > waitMs) return;
@@ -359,7 +376,7 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * whose blocks can be joined is cut at line starts into pieces of about a third of each thread's share (at
    * least `minPieceBytes`), so the threads finish together however the bytes fall into files.
    */
-  private pieces(cold: Map<PartitionFile, string | null>, threads: number): FilePiece[] {
+  private pieces(cold: Map<PartitionFile, string | null>, threads: number, boundsFor: (f: PartitionFile) => TimeBounds): FilePiece[] {
     let total = 0;
     for (const f of cold.keys()) total += f.size;
     const target = Math.max(this.minPieceBytes, Math.ceil(total / (threads * 3)));
@@ -376,7 +393,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
         if (cut > (cuts.at(-1) ?? 0) && cut < f.size) cuts.push(cut);
       }
       const starts = [0, ...cuts];
-      starts.forEach((start, index) => out.push({ f, view, start, end: cuts[index], index }));
+      const bounds = view === null ? UNBOUNDED : boundsFor(f);
+      starts.forEach((start, index) => out.push({ f, view, bounds, start, end: cuts[index], index }));
     }
     return out.sort((a, b) => (b.end ?? b.f.size) - b.start - ((a.end ?? a.f.size) - a.start));
   }
@@ -386,16 +404,15 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * nothing when a piece failed or stopped short of its end (the file changed under them): the read that
    * follows parses the file.
    */
-  private installPieces(f: PartitionFile, ino: number, results: readonly (ParseResult | 'failed')[], ends: readonly (number | undefined)[], adopt: NonNullable<BlockKind<B>['adopt']>): void {
+  private installPieces(f: PartitionFile, ino: number, results: readonly (ParseResult | 'failed')[], ends: readonly (number | undefined)[], adopt: NonNullable<BlockKind<B>['adopt']>, bounds: TimeBounds): void {
     if (results.length === 1) {
-      if (results[0] !== 'failed') this.install(f, ino, results[0]!, adopt);
+      if (results[0] !== 'failed') this.install(f, ino, results[0]!, adopt, true, bounds);
       return;
     }
     const parts = results.filter((r): r is ParseResult => r !== 'failed');
     if (parts.length < results.length || parts.some((r, k) => r.view !== parts[0]!.view || (ends[k] !== undefined && r.offset !== ends[k]))) return;
     const view = parts[0]!.view;
-    const key = view === null ? f.key : viewKey(f.key, view);
-    if (this.blocks.has(key)) return;
+    if (this.holds(f, view, bounds)) return;
     const blocks: B[] = [];
     const warnings: [number, string][] = [];
     let lines = 0;
@@ -406,19 +423,26 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
     }
     const block = this.kind.join!(f.key, f.lo, f.hi, blocks);
     const offset = parts.at(-1)!.offset;
-    this.install(f, ino, { data: null as never, offset, lines, view, warnings }, () => block, false);
+    this.install(f, ino, { data: null as never, offset, lines, view, warnings }, () => block, false, bounds);
     if (view === null) this.persistResident(f);
   }
 
-  private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>, persist = true): void {
+  /** Whether the resident entry a parse of `f` for `view` over `bounds` would fill already holds what it would read. */
+  private holds(f: PartitionFile, view: string | null, bounds: TimeBounds): boolean {
+    const e = this.blocks.get(view === null ? f.key : viewKey(f.key, view));
+    return e !== undefined && boundsCover(e.bounds ?? UNBOUNDED, view === null ? UNBOUNDED : bounds);
+  }
+
+  private install(f: PartitionFile, ino: number, r: ParseResult, adopt: NonNullable<BlockKind<B>['adopt']>, persist = true, bounds: TimeBounds = UNBOUNDED): void {
     const key = r.view === null ? f.key : viewKey(f.key, r.view);
-    if (this.blocks.has(key)) return;
+    if (this.holds(f, r.view, bounds)) return;
     // persisted before adopting: adopting maps the worker's ids onto this store's in place
     if (r.view === null && persist) this.diskCache?.save(this.stream, f.key, ino, r);
     const block = adopt(f.key, f.lo, f.hi, r.data);
     if (r.view !== null && 'view' in block) block.view = r.view;
     for (const [line, message] of r.warnings) this.onBad(f.rel, line, message);
-    const e = { block, offset: r.offset, lines: r.lines, file: f.key, view: r.view, ino };
+    const e: CacheEntry<B> = { block, offset: r.offset, lines: r.lines, file: f.key, view: r.view, ino };
+    if (r.view !== null && bounds !== UNBOUNDED) e.bounds = bounds;
     this.blocks.set(key, e);
     if (r.view === null) this.blocks.dropViewsOf(f.key);
     if (r.offset > f.size) f.size = r.offset;
@@ -565,4 +589,9 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
   edgeStamps(): number[] {
     return this.listing.edgeStamps();
   }
+}
+
+/** A job's bounds as sent to a parse thread (none when unbounded). */
+function jobBounds(bounds: TimeBounds): TimeBounds | undefined {
+  return bounds === UNBOUNDED ? undefined : bounds;
 }

@@ -6,7 +6,7 @@ import type { FileStat } from './io.ts';
 import type { PersistedParses } from './partitionCache.ts';
 import type { CachedPartition } from '../../formats/columns/colsFile.ts';
 import type { PartitionFile } from './partitionListing.ts';
-import type { HourBlock } from '../../formats/columns/hourBlock.ts';
+import { boundsCover, type HourBlock, type TimeBounds, UNBOUNDED } from '../../formats/columns/hourBlock.ts';
 import type { PartitionedStream } from './records.ts';
 
 export interface CacheEntry<B> {
@@ -21,6 +21,8 @@ export interface CacheEntry<B> {
   ino: number;
   /** The view's names, split once (for covering lookups). */
   names?: Set<string>;
+  /** A view read for these stamps only (absent: the whole file): it may lack the rows outside them. */
+  bounds?: TimeBounds;
 }
 
 /** The cache key of a view of a file (a whole file's key is its own). */
@@ -91,22 +93,22 @@ export class ResidentBlocks<B extends HourBlock> implements BudgetOwner {
     this.entries.delete(key);
   }
 
-  /** Whether `f` already holds `limit` resident views (undefined: no limit). */
-  viewsSpent(f: PartitionFile, limit: number | undefined): boolean {
+  /** Whether `f` already holds `limit` resident views besides `view` (which a read would replace; undefined: no limit). */
+  viewsSpent(f: PartitionFile, limit: number | undefined, view?: string): boolean {
     if (limit === undefined) return false;
     let n = 0;
-    for (const e of this.entries.values()) if (e.file === f.key && e.view !== null) n++;
+    for (const e of this.entries.values()) if (e.file === f.key && e.view !== null && e.view !== view) n++;
     return n >= limit;
   }
 
-  /** A resident view of `f` holding every name of `view` (newline-separated names), most recent first. */
-  coveringView(f: PartitionFile, view: string): { key: string; e: CacheEntry<B> } | null {
+  /** A resident view of `f` holding every name of `view` (newline-separated names) for every stamp of `bounds`, most recent first. */
+  coveringView(f: PartitionFile, view: string, bounds: TimeBounds = UNBOUNDED): { key: string; e: CacheEntry<B> } | null {
     const exactKey = viewKey(f.key, view);
     const exact = this.entries.get(exactKey);
-    if (exact !== undefined) return { key: exactKey, e: exact };
+    if (exact !== undefined && boundsCover(exact.bounds ?? UNBOUNDED, bounds)) return { key: exactKey, e: exact };
     let want: string[] | null = null;
     for (const [key, e] of this.entries) {
-      if (e.file !== f.key || e.view === null) continue;
+      if (e.file !== f.key || e.view === null || !boundsCover(e.bounds ?? UNBOUNDED, bounds)) continue;
       want ??= view === '' ? [] : view.split('\n');
       e.names ??= new Set(e.view === '' ? [] : e.view.split('\n'));
       if (want.every((n) => e.names!.has(n))) return { key, e };

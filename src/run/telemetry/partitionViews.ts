@@ -4,7 +4,7 @@ import type { FileStat, TelemetryIo } from './io.ts';
 import type { BadLine } from '../../formats/columns/lineScan.ts';
 import type { PersistedParses } from './partitionCache.ts';
 import type { CachedPartition } from '../../formats/columns/colsFile.ts';
-import type { BlockKind, HourBlock } from '../../formats/columns/hourBlock.ts';
+import { type BlockKind, type HourBlock, type TimeBounds, UNBOUNDED } from '../../formats/columns/hourBlock.ts';
 import type { PartitionFile } from './partitionListing.ts';
 import { viewKey, type CacheEntry, type ResidentBlocks } from './partitionResidency.ts';
 import type { PartitionedStream } from './records.ts';
@@ -27,20 +27,21 @@ export interface ViewReads<B extends HourBlock> {
 }
 
 /**
- * The block of one file restricted to a view (see `BlockKind.parseView`): a resident view holding
- * every name asked for serves it; the whole block when it is resident anyway or when the view cannot
- * be read selectively.
+ * The block of one file restricted to a view (see `BlockKind.parseView`) and, for a kind with bounded views,
+ * to the rows stamped within `bounds`: a resident view holding every name asked for over those stamps serves
+ * it; the whole block when it is resident anyway or when the view cannot be read selectively.
  */
-export function viewBlock<B extends HourBlock>(r: ViewReads<B>, f: PartitionFile, view: string): B {
+export function viewBlock<B extends HourBlock>(r: ViewReads<B>, f: PartitionFile, view: string, bounds: TimeBounds = UNBOUNDED): B {
   const whole = r.blocks.get(f.key);
   if (whole !== undefined || r.kind.parseView === undefined) return r.block(f);
   const key = viewKey(f.key, view);
-  const covering = r.blocks.coveringView(f, view);
+  const covering = r.blocks.coveringView(f, view, bounds);
   if (covering !== null) {
     r.blocks.bump(covering.key, covering.e);
     return covering.e.block;
   }
-  if (r.blocks.viewsSpent(f, r.kind.viewsBeforeWhole)) return r.block(f);
+  // the same view over narrower stamps is replaced, not counted as another view
+  if (r.blocks.viewsSpent(f, r.kind.viewsBeforeWhole, view)) return r.block(f);
   const st = r.io.stat(f.path);
   const adopt = r.kind.adopt;
   const persisted = st !== null && adopt !== undefined ? r.persistedFor(f, st) : [];
@@ -55,12 +56,13 @@ export function viewBlock<B extends HourBlock>(r: ViewReads<B>, f: PartitionFile
     if (st.size > e.offset && !fillView(r, f, e)) return r.block(f);
     return keepView(r, key, e);
   }
-  return coldView(r, f, key, view, st?.ino ?? 0);
+  return coldView(r, f, key, view, st?.ino ?? 0, r.kind.boundedViews === true ? bounds : UNBOUNDED);
 }
 
-/** A view read from the file's lines. */
-function coldView<B extends HourBlock>(r: ViewReads<B>, f: PartitionFile, key: string, view: string, ino: number): B {
+/** A view read from the file's lines (for the stamps within `bounds`). */
+function coldView<B extends HourBlock>(r: ViewReads<B>, f: PartitionFile, key: string, view: string, ino: number, bounds: TimeBounds): B {
   const e: CacheEntry<B> = { block: r.kind.create(f.key, f.lo, f.hi, 1024), offset: 0, lines: 0, file: f.key, view, ino };
+  if (bounds !== UNBOUNDED) e.bounds = bounds;
   if ('view' in e.block) e.block.view = view;
   if (!fillView(r, f, e)) return r.block(f);
   return keepView(r, key, e);
@@ -82,7 +84,7 @@ export function fillView<B extends HourBlock>(r: ViewReads<B>, f: PartitionFile,
   const bad: BadLine = (line, message) => r.onBad(f.rel, line, message);
   const read = r.io.readLines(f.path, e.offset, (chunk) => {
     if (!ok) return;
-    const n = r.kind.parseView!(e.view!, chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad);
+    const n = r.kind.parseView!(e.view!, chunk.buf, 0, chunk.end, e.block, e.lines + 1, bad, e.bounds);
     if (n < 0) ok = false;
     else e.lines += n;
     r.betweenChunks?.();

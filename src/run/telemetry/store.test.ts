@@ -556,6 +556,62 @@ describe('one hour read by two parse threads at once', () => {
   });
 });
 
+describe('a window\'s edge hours read for the window only', () => {
+  for (const parseWorkers of [0, 2]) {
+    test(`a lane view of an hour the window cuts leaves out the rows before it, yet answers exactly with rows out of order (${parseWorkers} parse threads)`, async () => {
+      const d = mkdtempSync(join(tmpdir(), 'rlsight-bounded-'));
+      try {
+        mkdirSync(join(d, 'gpu_util'), { recursive: true });
+        const lanes = new Set(['10.0.0.2:1']);
+        const rowsOf = (t: number): string => ['10.0.0.1', '10.0.0.2'].flatMap((node) => [0, 1].map((g) => gpuLine(t, node, g, Math.round(t) % 101))).join('');
+        // late rows first: stamps of the window's part of the hour written ahead of the hour's start
+        let h13 = rowsOf(H13 + 3000.5) + rowsOf(H13 + 2500);
+        for (let t = 0; t < 3600; t += 5) h13 += rowsOf(H13 + t + 0.25);
+        h13 += rowsOf(H13 + 1900.75) + rowsOf(H13 + 10);
+        let h14 = '';
+        for (let t = 0; t < 3600; t += 5) h14 += rowsOf(H14 + t);
+        writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), h13);
+        writeFileSync(join(d, 'gpu_util', '19700112_14.jsonl'), h14);
+        const whole = TelemetryStore.open(d, { parseWorkers: 0 });
+        const store = TelemetryStore.open(d, { parseWorkers, parallelFromBytes: 0 });
+        try {
+          if (parseWorkers > 0) assert.equal(store.parseWorkersReady(), parseWorkers);
+          store.partitions.gpu_util.minPieceBytes = 4096;
+          /** The lane's rows stamped within the window, in block and file order. */
+          const inWindow = (s: TelemetryStore, t0: number, t1: number, sel: Set<string> | null): string[] =>
+            s.gpuUtilBlocks(t0, t1, sel).flatMap((b) => Array.from({ length: b.length }, (_, i) => i).filter((i) => b.ts[i] >= t0 && b.ts[i] <= t1 && s.lanes.key(b.lane[i]) === '10.0.0.2:1').map((i) => `${b.ts[i]} ${b.util[i]}`));
+          const t0 = H13 + 1800.5;
+          const t1 = H14 + 600;
+          if (parseWorkers > 0) await store.readOnThreads('gpu_util', t0, t1, lanes);
+          assert.deepEqual(inWindow(store, t0, t1, lanes), inWindow(whole, t0, t1, null));
+          const reader = store.partitions.gpu_util;
+          const fills = reader.fills;
+          // the skip was taken: the cut hours hold only rows near the window, the late rows at the start kept
+          const [first, second] = store.gpuUtilBlocks(t0, t1, lanes);
+          const before = Array.from(first!.ts).filter((t) => t < t0 - 1).length;
+          assert.ok(before < 30, `hour 13 read from about the window's start (${before} of its 361 earlier rows kept)`);
+          assert.ok(Array.from(first!.ts).includes(H13 + 3000.5) && Array.from(first!.ts).includes(H13 + 1900.75));
+          const after = Array.from(second!.ts).filter((t) => t > t1 + 1).length;
+          assert.ok(after < 30, `hour 14 read to about the window's end (${after} of its 600 later rows kept)`);
+          // a window within the bounds is served as read; a wider one reads its hours again, as exactly
+          assert.deepEqual(inWindow(store, t0 + 60, t1 - 60, lanes), inWindow(whole, t0 + 60, t1 - 60, null));
+          assert.equal(reader.fills, fills, 'nothing read again for a window within the bounds');
+          for (const [a, b] of [[H13 + 5, t1], [t0, H14 + 3000], [H13, H14 + 3599]]) {
+            if (parseWorkers > 0) await store.readOnThreads('gpu_util', a, b, lanes);
+            assert.deepEqual(inWindow(store, a!, b!, lanes), inWindow(whole, a!, b!, null));
+          }
+          assert.ok(reader.fills > fills, 'a wider window was read again');
+          assert.deepEqual(store.warnings(), []);
+        } finally {
+          store.close();
+        }
+      } finally {
+        rmSync(d, { recursive: true, force: true });
+      }
+    });
+  }
+});
+
 describe('TelemetryStore with a concurrent writer', () => {
   test('follow never sees a torn or duplicated record, and ends equal to a cold load', async () => {
     const d = mkdtempSync(join(tmpdir(), 'rlsight-writer-'));

@@ -525,7 +525,8 @@ export class TelemetryStore {
   /**
    * gpu_util blocks of the hour files overlapping `[t0, t1]` (rows not filtered by ts). With `lanes`
    * (`"<node>:<gpu>"` keys, e.g. a `resolveLanes` selection), an hour not already parsed whole is read
-   * selectively: its block holds (at least) the rows of those lanes. Callers still filter by lane.
+   * selectively: its block holds (at least) the rows of those lanes stamped within `[t0, t1]` (an hour the
+   * window cuts is read for the window's part of it). Callers still filter by lane and time.
    */
   gpuUtilBlocks(t0?: number | null, t1?: number | null, lanes?: Iterable<string> | null): GpuUtilBlock[] {
     if (lanes == null) return this.partitions.gpu_util.window(t0, t1);
