@@ -152,6 +152,21 @@ describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
     assert.ok(box.width >= 20 && box.height >= 20, `remove target ${box.width}×${box.height}`);
     await page.close();
   });
+
+  it('a step of many groups shows the first groups of its scatter legend and the rest on demand', async () => {
+    const w = await open('#/rollout/1');
+    const { page } = w;
+    const legend = '[data-testid=scatter-legend]';
+    await page.waitForSelector(`${legend} button`);
+    const swatches = () => page.$$eval(`${legend} .swatch:not(.ring)`, (els) => els.length);
+    assert.equal(await swatches(), 24);
+    assert.equal((await page.textContent(`${legend} button`))!.trim(), '+8 more');
+    await page.click(`${legend} button`);
+    assert.equal(await swatches(), 32, 'every group once asked');
+    assert.equal((await page.textContent(`${legend} button`))!.trim(), 'fewer');
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
 });
 
 describe('views on the demo (16 GPUs)', { skip }, () => {

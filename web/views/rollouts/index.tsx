@@ -1,5 +1,5 @@
 // Rollouts: one step's samples — dump/* summary, scatter, virtualised sortable table, GRPO groups — every choice in the URL.
-import { useEffect, useMemo } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import { Downloads } from '../../components/downloads.tsx';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
@@ -135,6 +135,9 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
   );
 }
 
+/** Legend entries shown before "+N more": a 4,096-sample step colours 512 groups, a wall of swatches above its table. */
+const LEGEND_SHOWN = 24;
+
 function sortOf(p: URLSearchParams, fallback: string) {
   return { col: p.get('sort') ?? fallback, desc: p.get('desc') === '1' };
 }
@@ -180,6 +183,8 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
     }
     return [...m];
   }, [rows, colorBy, palette]);
+  const [wholeLegend, setWholeLegend] = useState(false);
+  const shownLegend = wholeLegend ? legend : legend.slice(0, LEGEND_SHOWN);
   const zeroStd = useMemo(() => new Set<number>(groups.filter((g) => g.zero_std === true).map((g) => Number(g.group_index))), [groups]);
   const open = (r: Row) => navigate(sampleHref(id, Number(r.sample_index), evaluation));
   // The batch anatomy: when each sample of a train step generated, against the consume line.
@@ -222,11 +227,16 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
               <i class="swatch ring" /> zero-std group ({zeroStd.size})
             </span>
           )}
-          {legend.map(([k, c]) => (
+          {shownLegend.map(([k, c]) => (
             <span key={k}>
               <i class="swatch" style={{ background: c }} /> {k}
             </span>
           ))}
+          {legend.length > LEGEND_SHOWN && (
+            <button class="icon" aria-expanded={wholeLegend} onClick={() => setWholeLegend(!wholeLegend)}>
+              {wholeLegend ? 'fewer' : `+${legend.length - LEGEND_SHOWN} more`}
+            </button>
+          )}
         </div>
       </section>
       <section class="panel">
