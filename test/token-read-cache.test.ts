@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tokenView } from '../src/queries/tokens.ts';
 import { DumpReader } from '../src/run/miles/reader.ts';
+import { foreground } from '../src/run/foreground.ts';
 import { copyFixtureRun, diffJson, fixturePath, loadGoldens } from './support/fixtures.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-token-cache-'));
@@ -224,6 +225,34 @@ describe('what token reads keep in the cache directory', () => {
       writeFileSync(path, damage);
       assert.equal(await answerFresh(run, g, cache), expected);
       assert.equal(readFileSync(path, 'utf8'), good);
+    }
+  });
+
+  it('writes nothing while a request is being answered: the catalog, the mirror layout and the texts follow the answer', async () => {
+    const run = fixturePath('miles-demo', 'run');
+    const cache = cacheDir();
+    const g = goldens[0];
+    const reader = await DumpReader.open(run, { cacheDir: cache });
+    const written = () => ['tokenizer.texts.json', `train_${g.id}.catalog.json`, `rollout_${g.id}.mirror.json`].filter((f) => existsSync(join(cache, f)));
+    try {
+      const done = foreground.begin();
+      let answered = false;
+      try {
+        const text = await answer(reader, g);
+        assert.equal(diffJson(JSON.parse(text), g.body), null);
+        // many turns of the event loop, and the cache's own writes time: still nothing while it is answered
+        for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+        await new Promise((r) => setTimeout(r, 50));
+        assert.deepEqual(written(), [], 'written while the answer was being given');
+        answered = true;
+      } finally {
+        done();
+      }
+      assert.ok(answered);
+      await reader.cacheWritten();
+      assert.deepEqual(written().sort(), [`rollout_${g.id}.mirror.json`, 'tokenizer.texts.json', `train_${g.id}.catalog.json`].sort());
+    } finally {
+      await reader.close();
     }
   });
 });

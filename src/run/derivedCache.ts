@@ -2,6 +2,7 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempPathBeside } from '../formats/fileAccess.ts';
+import { foreground } from './foreground.ts';
 
 export class DerivedCache {
   constructor(readonly dir: string | null) {}
@@ -29,7 +30,8 @@ export class DerivedCache {
 }
 
 /**
- * Cache writes made after the answer being built (on a later turn of the event loop), one after another.
+ * Cache writes made after the answers being given (once no request is in flight, see `Foreground.idle`), one
+ * after another.
  * A write asked for with `coalesce` while an earlier coalescing one is still waiting is that one: the
  * writer reads the state it saves when it runs, so one write covers any number of changes meanwhile.
  */
@@ -41,7 +43,7 @@ export class LaterWrites {
     if (coalesce && this.waiting) return;
     if (coalesce) this.waiting = true;
     this.chain = this.chain
-      .then(() => new Promise<void>((r) => setImmediate(r)))
+      .then(() => foreground.idle())
       .then(() => {
         if (coalesce) this.waiting = false;
         return write();

@@ -70,3 +70,19 @@ test('settles firstRequest when the first request of any kind arrives (meta too)
   assert.equal(await state(), 'asked');
   assert.equal(f.answeredAny(), false, 'arrived is not answered');
 });
+
+test('work that waits for no request in flight runs once the last one is answered, at once when none is', async () => {
+  const f = new Foreground();
+  const ran: string[] = [];
+  await f.idle().then(() => ran.push('none in flight'));
+  const a = f.begin();
+  const b = f.begin();
+  const waiting = f.idle().then(() => ran.push('after both'));
+  a();
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(ran, ['none in flight'], 'one request still in flight');
+  b();
+  await waiting;
+  assert.deepEqual(ran, ['none in flight', 'after both']);
+});

@@ -19,6 +19,8 @@ export class Foreground {
   private readonly started: number;
   private settleFirst!: () => void;
   private readonly first = new Promise<void>((r) => (this.settleFirst = r));
+  /** Work waiting for no request to be in flight (see `idle`). */
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly now: () => number = () => performance.now()) {
     this.started = now();
@@ -43,7 +45,34 @@ export class Foreground {
       ended = true;
       this.active--;
       this.lastEnd = this.now();
+      if (this.active === 0 && this.idleWaiters.length > 0) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        setImmediate(() => waiters.forEach((w) => w()));
+      }
     };
+  }
+
+  /**
+   * Settles on a later turn once no request is being answered (a turn from now when none is), or after
+   * MAX_DEFER_MS at the latest: for work an answer should not wait for, such as cache writes.
+   */
+  idle(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.active === 0) {
+        setImmediate(resolve);
+        return;
+      }
+      let settled = false;
+      const go = (): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(go, MAX_DEFER_MS).unref();
+      this.idleWaiters.push(go);
+    });
   }
 
   /** Whether any request has been answered yet (a server's first answers are the ones a viewer waits for). */

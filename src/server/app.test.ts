@@ -3,11 +3,15 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { once } from 'node:events';
+import { type IncomingMessage, request } from 'node:http';
 import { after, describe, test } from 'node:test';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { DumpStillWriting, NotFound } from '../run/errors.ts';
 import { BadArgument } from '../queries/limits.ts';
 import { createApp } from './app.ts';
+import { startServer } from './listen.ts';
+import { foreground } from '../run/foreground.ts';
 import { emptyCatalog } from './events.ts';
 import { scrubPaths } from './errors.ts';
 import { allowedHosts, hostName } from './security.ts';
@@ -298,5 +302,32 @@ describe('answers', () => {
     const res = await get(createApp({ run: stubRun() }), '/api/nope');
     assert.equal(res.status, 404);
     assert.deepEqual(await res.json(), { detail: 'Not Found' });
+  });
+});
+
+describe('the background waits for an answer to be sent', () => {
+  test('a request counts as in flight until its body\'s last byte is out, not only until its handler returns', async () => {
+    // a body far larger than the socket buffers: a client that does not read holds it half sent
+    const tokenIds = Float64Array.from({ length: 1_500_000 }, (_, i) => i + 0.1234567891);
+    const server = await startServer(stubRun({ tokens: async () => ({ token_ids: tokenIds }) as any }), { port: 0, followTimer: false });
+    try {
+      const res = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = request(`${server.url}api/rollout/0/sample/0/tokens`, (r) => resolve(r));
+        req.on('error', reject);
+        req.end();
+      });
+      res.pause();
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(foreground.quietForMs(), 0, 'the answer is still being sent');
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.resume();
+      await once(res, 'end');
+      assert.ok(bytes > 20_000_000, `${bytes} bytes`);
+      await new Promise((r) => setTimeout(r, 20));
+      assert.ok(foreground.quietForMs() > 0, 'sent: nothing in flight any more');
+    } finally {
+      await server.close();
+    }
   });
 });

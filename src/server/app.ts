@@ -6,6 +6,7 @@
 // The quick preset (LinearRouter): registering routes costs nothing and no matcher is compiled on the
 // first request, which is on the way to a server's first answer; a few dozen routes match as fast.
 import { createHash } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { Hono } from 'hono/quick';
 import { compress } from 'hono/compress';
 import { DEFAULT_LOW_MFU } from '../queries/advisory.ts';
@@ -127,9 +128,14 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     const done = foreground.begin();
     try {
       await next();
-    } finally {
+    } catch (e) {
       done();
+      throw e;
     }
+    // A body streams after its handler returns: the request is answered once its last byte is out.
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    if (outgoing && !outgoing.destroyed && !outgoing.writableFinished) outgoing.once('close', done);
+    else done();
   });
   // what the run APIs do not gzip themselves (the event stream, search, the app); heatmap frames too
   app.use(compress({ contentTypeFilter: compressible }));

@@ -116,6 +116,11 @@ const TELEMETRY_GZIP_LEVEL = 4;
  */
 const FAST_GZIP = /^\/api\/rollout\/[^/]+\/sample\/[^/]+\/tokens$/;
 
+/** Bytes of body text an answer may run ahead of its gzip. */
+const GZIP_AHEAD = 2 ** 20;
+/** Bytes of gzip output per step of the thread pool. */
+const GZIP_CHUNK = 2 ** 16;
+
 /** Never shared: the event stream stays open, search streams its matches as they are found. */
 const UNSHARED = /^\/api\/(events|rlsight\/search)$/;
 
@@ -251,13 +256,18 @@ async function produce(flight: Flight, body: ReadableStream<Uint8Array>, gzipLev
         add(value);
       }
     }
-    const gz = createGzip({ level: gzipLevel });
+    // The body is made while earlier pieces compress on the thread pool: it runs up to GZIP_AHEAD ahead
+    // (waiting for each piece to drain left the serving thread idle), compressed in large steps (each
+    // output chunk is a round trip to this thread).
+    const gz = createGzip({ level: gzipLevel, chunkSize: GZIP_CHUNK });
     gz.on('data', add);
     const ended = once(gz, 'end');
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      if (!gz.write(value)) await once(gz, 'drain');
+      // past the stream's mark `write` has asked for a drain, which comes once all it holds is compressed
+      gz.write(value);
+      if (gz.writableLength > GZIP_AHEAD) await once(gz, 'drain');
     }
     gz.end();
     await ended;
