@@ -4,6 +4,7 @@ import { joinPieces } from '../formats/columnFrame.ts';
 import type { GpuAnswer } from '../wire/index.ts';
 import { AnswerPool, typedNumbers } from './answerPool.ts';
 import { gpuFrame } from './columns.ts';
+import { startModuleWorker } from '../ownFiles.ts';
 import { jsonBody } from './json.ts';
 
 /** A gpu answer of `lanes` lanes of `points` samples each, as the compact schema gives it. */
@@ -79,4 +80,26 @@ test('a pool whose thread cannot start leaves every answer to its caller, the fa
   assert.equal(broken.load.waiting, 0, 'nothing left queued');
   assert.equal(broken.offThread(1e9), false, 'later answers are not offered to it');
   assert.ok(answer.lanes && Object.keys(answer.lanes).length === 8, 'the answer is still whole');
+});
+
+test('a thread prepared ahead of an answer is the one that encodes it; preparing again starts no other', async () => {
+  let started = 0;
+  const prepared = new AnswerPool(1, 2, () => {
+    started++;
+    return startModuleWorker('server/answerEncoder', { execArgv: [] });
+  });
+  try {
+    prepared.prepare();
+    assert.equal(started, 1, 'started before any answer asks for it');
+    assert.equal(prepared.threadsUp, 1);
+    prepared.prepare();
+    const answer = gpuAnswer(64, 2000);
+    const expected = jsonBody(gpuAnswer(64, 2000));
+    const json = await drain(prepared.body({ kind: 'json', value: answer }, new AbortController().signal)!);
+    assert.equal(json.toString(), typeof expected === 'string' ? expected : (await drain(expected)).toString());
+    assert.equal(started, 1, 'the answer took the prepared thread');
+    assert.equal(prepared.counts.finished, 1);
+  } finally {
+    await prepared.close();
+  }
 });

@@ -79,6 +79,19 @@ export class AnswerPool {
     private readonly start: () => Worker = () => startModuleWorker('server/answerEncoder', { execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: 4 } }),
   ) {}
 
+  /** Encoding threads started (or starting) and not gone. */
+  get threadsUp(): number {
+    return this.slots.length;
+  }
+
+  /**
+   * Starts an encoding thread if none runs yet, for an answer that may be large once computed: the thread
+   * loads its modules while the answer is computed rather than after it.
+   */
+  prepare(): void {
+    if (this.slots.length === 0 && this.threads > 0 && !this.unavailable) this.spawn();
+  }
+
   /** Jobs running and waiting. */
   get load(): { running: number; waiting: number } {
     return { running: this.slots.filter((s) => s.job !== null).length, waiting: this.queue.length };

@@ -3,7 +3,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
-import { gpuColumnsResponse, typedJsonResponse } from './answerPool.ts';
+import { answerPool, gpuColumnsResponse, typedJsonResponse } from './answerPool.ts';
 import { columnsResponse, engineSeriesFrame, phasesFrame, wantsColumns } from './columns.ts';
 import { scrubPaths } from './errors.ts';
 import { jsonResponse, markPartial, withWarnings } from './json.ts';
@@ -46,6 +46,8 @@ export function mountTimeline(app: Hono, run: RunSources): void {
   app.get('/api/timeline/gpu', async (c) => {
     const q = parseParams(gpuQuery, c.req.query());
     const signal = answerSignal(c);
+    // the series of many lanes are encoded on a thread: it gets ready while they are read
+    answerPool.prepare();
     const answer = await run.gpu({ t0: q.t0, t1: q.t1, lanes: q.lanes, maxPoints: q.max_points, signal });
     // all lanes of an hour is tens of MB of text: written on an encoding thread
     return wantsColumns(c) ? gpuColumnsResponse(c, answer, signal) : typedJsonResponse(c, answer, signal);
