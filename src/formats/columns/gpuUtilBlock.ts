@@ -252,6 +252,18 @@ export class GpuUtilParser {
     this.lanes = lanes;
   }
 
+  private wordsBuf: Uint8Array | null = null;
+  private words: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+
+  /** `buf` as a DataView, to compare a line's fixed parts a word at a time. */
+  private wordsOf(buf: Uint8Array): DataView {
+    if (this.wordsBuf !== buf) {
+      this.wordsBuf = buf;
+      this.words = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    }
+    return this.words;
+  }
+
   /** The node slice of the previous row of this chunk: consecutive rows usually share a node. */
   private prevNs = -1;
   private prevNe = -1;
@@ -283,8 +295,9 @@ export class GpuUtilParser {
    * -1 when not in that simple shape. The previous row's node is tried first: a repeated name is scanned once.
    */
   private placeNode(buf: Uint8Array, i: number, end: number): number {
-    // `,"node":"`
-    if (buf[i] !== 44 || buf[i + 1] !== 34 || buf[i + 2] !== 110 || buf[i + 3] !== 111 || buf[i + 4] !== 100 || buf[i + 5] !== 101 || buf[i + 6] !== 34 || buf[i + 7] !== 58 || buf[i + 8] !== 34) return -1;
+    const w = this.wordsOf(buf);
+    // `,"node":"` read four bytes at a time (little-endian words)
+    if (i + 9 > buf.length || w.getUint32(i, true) !== 0x6f6e222c || w.getUint32(i + 4, true) !== 0x3a226564 || buf[i + 8] !== 34) return -1;
     const ns = i + 9;
     const n = this.prevNe - this.prevNs;
     let ne = -1;
@@ -292,6 +305,7 @@ export class GpuUtilParser {
     if (this.prevNs >= 0 && ns + n < end && buf[ns + n] === 34) {
       const ps = this.prevNs;
       let k = 0;
+      while (k + 4 <= n && w.getUint32(ns + k, true) === w.getUint32(ps + k, true)) k += 4;
       while (k < n && buf[ns + k] === buf[ps + k]) k++;
       if (k === n) {
         ne = ns + n;
@@ -304,7 +318,7 @@ export class GpuUtilParser {
     }
     // `,"gpu":` after the closing quote
     const g = ne + 1;
-    if (buf[g] !== 44 || buf[g + 1] !== 34 || buf[g + 2] !== 103 || buf[g + 3] !== 112 || buf[g + 4] !== 117 || buf[g + 5] !== 34 || buf[g + 6] !== 58) return -1;
+    if (g + 7 > buf.length || w.getUint32(g, true) !== 0x7067222c || w.getUint16(g + 4, true) !== 0x2275 || buf[g + 6] !== 58) return -1;
     const gpu = scanSmallInt(buf, ne + 8, end);
     if (gpu < 0) return -1;
     if (nodeId < 0) {

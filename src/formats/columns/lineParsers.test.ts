@@ -163,6 +163,27 @@ test('gpu_util: a bounded lane view reads past the plain stamps outside its boun
   assert.deepEqual(bad, [8]);
 });
 
+test('gpu_util: a line cut anywhere at the end of the bytes is read as a whole read of them reads it (word compares stay inside)', () => {
+  const full = '{"ts":1000.5,"node":"10.0.0.1","gpu":3,"util":7,"mem_mb":5,"power_w":6}';
+  const head = '{"ts":1000.0,"node":"10.0.0.1","gpu":2,"util":1,"mem_mb":5,"power_w":6}\n';
+  for (let cut = 1; cut <= full.length; cut++) {
+    // the bytes end where the line is cut: nothing past them to read a word from
+    const buf = new Uint8Array(Buffer.from(head + full.slice(0, cut) + '\n'));
+    const outcome = (view: boolean): string => {
+      const lanes = new LaneTable();
+      const block = new GpuUtilBlock('k', 0, 1);
+      const bad: number[] = [];
+      const parser = new GpuUtilParser(lanes);
+      if (view) parser.parseView('10.0.0.1:2\n10.0.0.1:3', buf, 0, buf.length, block, 1, (l) => bad.push(l));
+      else parser.parse(buf, 0, buf.length, block, 1, (l) => bad.push(l));
+      return `${Array.from({ length: block.length }, (_, i) => `${block.ts[i]} ${lanes.key(block.lane[i])}`).join(',')} bad ${bad.join(',')}`;
+    };
+    const want = cut === full.length ? '1000 10.0.0.1:2,1000.5 10.0.0.1:3 bad ' : '1000 10.0.0.1:2 bad 2';
+    assert.equal(outcome(false), want, `cut at ${cut}`);
+    assert.equal(outcome(true), want, `cut at ${cut} (view)`);
+  }
+});
+
 test('gpu_util: a typical block stays within 16 bytes a row', () => {
   const block = new GpuUtilBlock('k', 0, 1, 16);
   const lines: string[] = [];
