@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { copyFixtureRun, loadGoldens, type RunCopy } from '../../../test/support/fixtures.ts';
 import { SAMPLED_HOURS, sampledHours } from './metricPresence.ts';
 import { TelemetryStore } from './store.ts';
@@ -609,6 +609,45 @@ describe('a window\'s edge hours read for the window only', () => {
         rmSync(d, { recursive: true, force: true });
       }
     });
+  }
+});
+
+test('the pieces of a window\'s cold hours go to the parse threads costliest first, an hour\'s part before the window counted cheap', async () => {
+  const d = mkdtempSync(join(tmpdir(), 'rlsight-piece-order-'));
+  try {
+    mkdirSync(join(d, 'gpu_util'), { recursive: true });
+    const rows = (t: number, nodes: string[]): string => nodes.flatMap((node) => [0, 1].map((g) => gpuLine(t, node, g, 5))).join('');
+    let h13 = '';
+    for (let t = 0; t < 3600; t += 5) h13 += rows(H13 + t, ['10.0.0.1', '10.0.0.2']);
+    let h14 = '';
+    for (let t = 0; t < 3000; t += 5) h14 += rows(H14 + t, ['10.0.0.1']);
+    writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), h13);
+    writeFileSync(join(d, 'gpu_util', '19700112_14.jsonl'), h14);
+    const store = TelemetryStore.open(d, { parseWorkers: 0 });
+    const reader = store.partitions.gpu_util;
+    reader.minPieceBytes = 4096;
+    // one thread that takes every piece and fails it: what is recorded is the order the pieces were handed out in
+    const handed: string[] = [];
+    let busy = false;
+    const pool = {
+      size: 1,
+      idle: () => (busy ? -1 : 0),
+      submit: (_slot: number, job: { path: string; offset: number }) => {
+        busy = true;
+        handed.push(`${basename(job.path, '.jsonl')}@${job.offset === 0 ? 0 : 'cut'}`);
+      },
+      poll: () => {
+        busy = false;
+        return 'failed' as const;
+      },
+    };
+    reader.poolSource = () => pool as never;
+    // hour 13 is cut in two: its first half lies wholly before the window, its second half partly; hour 14 is
+    // the smallest piece in bytes but read whole
+    await store.readOnThreads('gpu_util', H13 + 2700, null, new Set(['10.0.0.1:0']));
+    assert.deepEqual(handed, ['19700112_14@0', '19700112_13@cut', '19700112_13@0']);
+  } finally {
+    rmSync(d, { recursive: true, force: true });
   }
 });
 
