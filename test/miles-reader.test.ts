@@ -264,6 +264,38 @@ describe('a decode worker started ahead of the first step read', () => {
   });
 });
 
+describe('a spare decode worker reading a step catalog for a token read', () => {
+  it("reads every rank file's directory as this thread would, then stays ready for its step", async () => {
+    const run = copyFixtureRun();
+    const { RolloutDumpReader } = await import('../src/run/miles/rolloutReader.ts');
+    const { DumpFiles } = await import('../src/run/miles/dumpFiles.ts');
+    const { storageCatalogOf } = await import('../src/run/miles/trainStep.ts');
+    try {
+      const files = new DumpFiles(run.dir, run.dir, null, () => {}, Date.now);
+      const rollouts = new RolloutDumpReader(files, 0, undefined);
+      assert.equal(rollouts.catalogHelper(['x'], [false]), null, 'none without a spare');
+      await rollouts.prepareWorker(1, false);
+      const names = readdirSync(join(run.dir, 'train_data')).filter((n) => n.startsWith('1_'));
+      const paths = names.map((n) => join(run.dir, 'train_data', n));
+      const helper = rollouts.catalogHelper(paths, paths.map(() => true))!;
+      const read = await helper.finished;
+      const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(1) };
+      assert.deepEqual([...read.keys()].sort(), paths.map((_, k) => k));
+      paths.forEach((p, k) => assert.deepEqual(read.get(k), storageCatalogOf(p, scratch, true), names[k]));
+      assert.equal(rollouts.spareWaiting, true, 'still spare');
+      const worker = (await rollouts.decodeWorker('rollout_data/1.pt', 1, false))!;
+      try {
+        assert.deepEqual((await worker.dump)!.samples, (await rollouts.load(1, false)).samples);
+      } finally {
+        worker.close();
+      }
+      rollouts.clear();
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('step reads no one waits for any more', () => {
   it('a step every asker left before its turn is never decoded; one another asker still waits for is', async () => {
     const run = copyFixtureRun();

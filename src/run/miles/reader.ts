@@ -102,7 +102,8 @@ export class DumpReader {
   ) {
     this.joinedSteps = new ByteBudgetLru(keptSteps.bytes, (s) => approxBytes(s.records), keptSteps.count);
     this.rollouts = new RolloutDumpReader(files, offThreadAbove, textSliceOpcodes);
-    this.train = new TrainDumpReader(files);
+    // a step's rank file directories are read on the spare decode worker while one waits
+    this.train = new TrainDumpReader(files, (paths, listedRegular) => this.rollouts.catalogHelper(paths, listedRegular));
     this.mirror = new TokenMirror(files);
     this.sidecar = new TrajectorySidecar(files);
     this.tokenizer = new TokenizerReader(files);

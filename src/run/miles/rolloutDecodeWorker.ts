@@ -1,11 +1,12 @@
 // Worker thread body: decodes one rollout dump off the main thread and posts back only its sample records,
 // so the dump's large token/log-prob lists never enter (or burden the collector of) the serving thread.
 // Then, when the step has train dumps, it joins groups of rank files alongside the main thread (see TrainStepFiles.joinAll).
+// Started ahead of need, it may first read a train step's rank file directories for a token read (see catalogClaimed).
 import { parentPort, workerData } from 'node:worker_threads';
 import { openTorchFile } from '../../formats/torch/load.ts';
 import { decodeRolloutDump, RECORDS_ONLY } from './rolloutDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
-import { joinClaimed, type JoinGroup } from './trainStep.ts';
+import { catalogClaimed, joinClaimed, type JoinGroup } from './trainStep.ts';
 
 interface Job {
   path: string;
@@ -17,6 +18,14 @@ interface Job {
 /** The rank files to help with (null: none), sent by the main thread whenever it knows them. */
 interface TrainJob {
   train: { runDir: string; groups: JoinGroup[]; counter: Int32Array } | null;
+}
+
+/** A train step's rank files whose directories to read, taken from a counter shared with the main thread. */
+interface CatalogJob {
+  id: number;
+  paths: string[];
+  listedRegular: boolean[];
+  counter: Int32Array;
 }
 
 /** An error as it crosses threads (the class is rebuilt from `name`). */
@@ -40,8 +49,10 @@ let settleJob!: (job: Job) => void;
 let settleTrain!: (train: TrainJob['train']) => void;
 const givenJob = new Promise<Job>((r) => (settleJob = r));
 const trainJob = new Promise<TrainJob['train']>((r) => (settleTrain = r));
-port.on('message', (m: { job?: Job } & Partial<TrainJob>) => {
-  if (m?.job) settleJob(m.job);
+port.on('message', (m: { job?: Job; catalog?: CatalogJob } & Partial<TrainJob>) => {
+  // While spare, it may read a train step's rank file directories for a token read first.
+  if (m?.catalog) port.postMessage({ catalogRead: { id: m.catalog.id, files: catalogClaimed(m.catalog.paths, m.catalog.listedRegular, m.catalog.counter) } });
+  else if (m?.job) settleJob(m.job);
   else settleTrain(m?.train ?? null);
 });
 const job = (workerData as Job | null) ?? (await givenJob);

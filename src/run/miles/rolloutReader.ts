@@ -13,7 +13,7 @@ import { Lru } from './lru.ts';
 import { decodeRolloutDump, RECORDS_ONLY, type RolloutDump } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples } from './sampleText.ts';
 import type { TorchDocument } from './torchDocument.ts';
-import type { JoinedGroup, JoinHelper } from './trainStep.ts';
+import type { CatalogHelper, JoinedGroup, JoinHelper, QuickCatalog } from './trainStep.ts';
 import type { WorkerError } from './rolloutDecodeWorker.ts';
 import { checkId, isMissing, type DumpFiles } from './dumpFiles.ts';
 import type { SampleTokens } from './tokenMirror.ts';
@@ -37,6 +37,8 @@ export class RolloutDumpReader {
   /** A decode worker started ahead of the first step read (its modules loaded), waiting for its dump. */
   private spare: Worker | null = null;
   private spareStarted = false;
+  /** Catalog reads asked of a spare so far (each answer names its read). */
+  private catalogReads = 0;
   private closed = false;
 
   constructor(
@@ -163,7 +165,8 @@ export class RolloutDumpReader {
     let settleTrain!: (m: Done) => void;
     const dumpMessage = new Promise<{ dump?: RolloutDump; error?: WorkerError } | null>((r) => (settleDump = r));
     const trainDone = new Promise<Done>((r) => (settleTrain = r));
-    worker.on('message', (m: { dump?: RolloutDump; error?: WorkerError; trainDone?: Done }) => {
+    worker.on('message', (m: { dump?: RolloutDump; error?: WorkerError; trainDone?: Done; catalogRead?: unknown }) => {
+      if (m.catalogRead) return; // a catalog read asked of it while it was spare (see catalogHelper)
       if (m.trainDone) settleTrain(m.trainDone);
       else settleDump(m);
     });
@@ -215,6 +218,34 @@ export class RolloutDumpReader {
     });
     worker.on('error', () => {});
     this.spare = worker;
+  }
+
+  /**
+   * The spare decode worker, while one waits for its dump, reading a train step's rank file directories
+   * alongside this thread (see TrainStepFiles' catalog); null without one. Its dump, once handed over, waits
+   * for the read (tens of ms).
+   */
+  catalogHelper(paths: string[], listedRegular: boolean[]): CatalogHelper | null {
+    const worker = this.spare;
+    if (!worker) return null;
+    const id = ++this.catalogReads;
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    const finished = new Promise<ReadonlyMap<number, QuickCatalog | null>>((resolve) => {
+      const settle = (files: [number, QuickCatalog | null][]): void => {
+        worker.off('message', onMessage);
+        worker.off('exit', onExit);
+        resolve(new Map(files));
+      };
+      const onMessage = (m: { catalogRead?: { id: number; files: [number, QuickCatalog | null][] } }): void => {
+        if (m?.catalogRead?.id === id) settle(m.catalogRead.files);
+      };
+      // A worker that stopped delivered nothing: this thread reads what it took.
+      const onExit = (): void => settle([]);
+      worker.on('message', onMessage);
+      worker.once('exit', onExit);
+    });
+    worker.postMessage({ catalog: { id, paths, listedRegular, counter } });
+    return { counter, finished };
   }
 
   /** Whether a decode worker started ahead of need still waits for its dump. */

@@ -10,7 +10,7 @@ import { ZipArchive } from '../../formats/zip.ts';
 import { Lru } from './lru.ts';
 import { CP_SHARDED_FIELDS, rowValue, type RowFieldReader, type TokenField, type TrainIndex } from './trainDump.ts';
 import { readNumbers } from './torchDocument.ts';
-import { TrainStepFiles, type RankFileName, type StepCatalog, type StepCatalogStore } from './trainStep.ts';
+import { TrainStepFiles, type RankFileName, type StartCatalogHelper, type StepCatalog, type StepCatalogStore } from './trainStep.ts';
 import { isMissing, type DumpFiles } from './dumpFiles.ts';
 import { TRAIN_DIR, trainFile, trainRankOf } from '../../formats/miles/layout.ts';
 
@@ -25,7 +25,11 @@ export class TrainDumpReader {
   /** `train_data/`'s names, and those that are not plain files (symlinks among them: checked before use). */
   private listing: { stamp: string; names: string[]; unplain: Set<string> } | undefined;
 
-  constructor(private readonly files: DumpFiles) {}
+  constructor(
+    private readonly files: DumpFiles,
+    /** Another thread that may read a step's rank file directories (see TrainStepFiles' catalog). */
+    private readonly catalogHelper: StartCatalogHelper | null = null,
+  ) {}
 
   /** `train_data/` file names, re-read only when the directory changes. */
   private async trainListing(): Promise<string[]> {
@@ -83,6 +87,7 @@ export class TrainDumpReader {
       (name, e) => this.files.loadFailure(name, e),
       this.files.onDecode,
       this.catalogStore(rolloutId, files),
+      this.catalogHelper,
     );
     this.steps.set(rolloutId, step);
     return step;

@@ -13,7 +13,20 @@ import { digestTrainRow } from './trainDigest.ts';
 import { openTorchDocument } from './torchDocument.ts';
 import { buildTrainRow, rowValue, type TrainIndex } from './trainDump.ts';
 import { readNumbers } from './torchDocument.ts';
-import { joinClaimed, storageCatalogOf, storageFingerprint, TrainStepFiles, type JoinedGroup, type JoinFailure, type JoinHelper, type RankFileName } from './trainStep.ts';
+import {
+  catalogClaimed,
+  joinClaimed,
+  storageCatalogOf,
+  storageFingerprint,
+  TrainStepFiles,
+  type JoinedGroup,
+  type JoinFailure,
+  type JoinHelper,
+  type QuickCatalog,
+  type RankFileName,
+  type StartCatalogHelper,
+  type StepCatalog,
+} from './trainStep.ts';
 import { cpResponseRanges } from '../../formats/miles/cpSplit.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rlsight-trainstep-'));
@@ -250,5 +263,73 @@ describe('storageCatalogOf', () => {
       });
     });
     assert.ok(twins > 0, 'the fixture has byte-identical rank files');
+  });
+});
+
+describe('a step catalog read alongside another thread', () => {
+  const helperOf = (take: (paths: string[], listed: boolean[], counter: Int32Array) => Promise<ReadonlyMap<number, QuickCatalog | null>>) => {
+    const counters: Int32Array[] = [];
+    const start: StartCatalogHelper = (paths, listed) => {
+      const counter = new Int32Array(new SharedArrayBuffer(4));
+      counters.push(counter);
+      return { counter, finished: take(paths, listed, counter) };
+    };
+    return { start, counters };
+  };
+  const storeOf = () => {
+    const saved: StepCatalog[] = [];
+    return { saved, store: { load: async () => null, save: async (c: StepCatalog) => void saved.push(c) } };
+  };
+  const stepWith = (files: RankFileName[], store: ReturnType<typeof storeOf>['store'], helper: StartCatalogHelper) => {
+    const runDir = join(dir, 'run');
+    return new TrainStepFiles(runDir, files, 'stamp', (name) => openTorchDocument(join(runDir, name)), async (_n, e) => e as Error, undefined, store, helper);
+  };
+
+  it("takes the helper's reads of every directory as the catalog, reading none itself", async () => {
+    const files = await writeStep();
+    const reference = stepFiles(files);
+    const expected = await joinOver(await reference.indexFor(3, 10), [3]);
+    const { start } = helperOf(async (paths, listed, counter) => {
+      const read = catalogClaimed(paths, listed, counter);
+      // what this thread reads of the same files
+      const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(1) };
+      for (const [k, c] of read) assert.deepEqual(c, storageCatalogOf(paths[k], scratch, listed[k]));
+      // marked, to tell them from reads of this thread
+      return new Map(read.map(([k, c]) => [k, c && { ...c, source: `helper ${k}` }]));
+    });
+    const { saved, store } = storeOf();
+    const step = stepWith(files, store, start);
+    step.prefetch();
+    assert.deepEqual(await joinOver(await step.indexFor(3, 10), [3]), expected);
+    await step.saved();
+    assert.deepEqual(saved.at(-1)!.sources, files.map((_, k) => `helper ${k}`));
+    assert.deepEqual(saved.at(-1)!.twinOf, [0, 0, 2, 3, 4, 5]);
+  });
+
+  it('reads what the helper declined or took and never delivered, and waits to be needed before reading anything', async () => {
+    const files = await writeStep();
+    const reference = stepFiles(files);
+    const expected = await joinOver(await reference.indexFor(3, 10), [3]);
+    let deliver!: () => void;
+    const { start, counters } = helperOf(async (paths, listed, counter) => {
+      await new Promise<void>((r) => (deliver = r));
+      // it takes three files, then stops: the first read, the second declined, the third lost
+      const taken = [0, 1, 2].map(() => Atomics.add(counter, 0, 1)).filter((k) => k < paths.length);
+      const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(1) };
+      return new Map<number, QuickCatalog | null>(taken.slice(0, 2).map((k, n) => [k, n === 0 ? { ...storageCatalogOf(paths[k], scratch, listed[k])!, source: `helper ${k}` } : null]));
+    });
+    const { saved, store } = storeOf();
+    const step = stepWith(files, store, start);
+    step.prefetch();
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(counters.length, 1, 'the helper was started');
+    assert.equal(counters[0][0], 0, 'nothing read here before the catalog is needed');
+    deliver();
+    assert.deepEqual(await joinOver(await step.indexFor(3, 10), [3]), expected);
+    await step.saved();
+    const sources = saved.at(-1)!.sources;
+    assert.equal(sources[0], 'helper 0');
+    assert.ok(sources.slice(1).every((s) => /^\d+:\d+:/.test(s)), `${sources}`);
+    assert.deepEqual(saved.at(-1)!.twinOf, [0, 0, 2, 3, 4, 5]);
   });
 });

@@ -90,7 +90,7 @@ export function storageCatalogOf(
   path: string,
   scratch: { bytes: Uint8Array; print: Uint8Array },
   listedRegular = false,
-): { print: string | null; sizes: Set<number>; source: string } | null {
+): QuickCatalog | null {
   const sizes = new Set<number>();
   let n = 0;
   let source = '';
@@ -121,6 +121,40 @@ export function storageCatalogOf(
     sizes.add(size);
   }, (st) => (source = fileIdentity(st)), listedRegular);
   return ok ? { print: n > 0 ? latin1Text(scratch.print, n) : null, sizes, source } : null;
+}
+
+/** A rank file's directory as the quick visit reads it (see `storageCatalogOf`). */
+export interface QuickCatalog {
+  print: string | null;
+  sizes: Set<number>;
+  source: string;
+}
+
+/**
+ * Another thread reading a step's rank file directories (`catalogClaimed`) alongside this one: both take file
+ * `k = Atomics.add(counter, 0, 1)` while `k` is below the number of files.
+ */
+export interface CatalogHelper {
+  counter: Int32Array;
+  /**
+   * What it read by position (null: a file the quick visit declines), once it has taken its last file; a
+   * file it took but never delivered (it stopped) is missing.
+   */
+  finished: Promise<ReadonlyMap<number, QuickCatalog | null>>;
+}
+
+/** Starts a helper reading the directories of `paths` (in rank order), or null when none is at hand. */
+export type StartCatalogHelper = (paths: string[], listedRegular: boolean[]) => CatalogHelper | null;
+
+/** A helper thread's side of a step's catalog: `storageCatalogOf` of each file it takes from the shared counter. */
+export function catalogClaimed(paths: readonly string[], listedRegular: readonly boolean[], counter: Int32Array): [number, QuickCatalog | null][] {
+  const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
+  const out: [number, QuickCatalog | null][] = [];
+  for (;;) {
+    const k = Atomics.add(counter, 0, 1);
+    if (k >= paths.length) return out;
+    out.push([k, storageCatalogOf(paths[k], scratch, listedRegular[k])]);
+  }
 }
 
 /** The storage key of a torch archive entry `<root>/data/<key>`, else null (a plain scan: this runs per entry of every rank file). */
@@ -478,6 +512,9 @@ export class TrainStepFiles {
   private fullIndex: Promise<TrainIndex> | undefined;
   /** The last save of the catalog to the store (saves run one after another). */
   private readonly writes = new LaterWrites();
+  /** Settles once the catalog is needed (not only read ahead, see `prefetch`). */
+  private readonly catalogNeeded: Promise<void>;
+  private needCatalog!: () => void;
 
   constructor(
     private readonly runDir: string,
@@ -491,7 +528,11 @@ export class TrainStepFiles {
     private readonly onDecode: (name: string) => void = () => {},
     /** Where the catalog is kept between processes (none: every process scans the files' directories). */
     private readonly store: StepCatalogStore | null = null,
-  ) {}
+    /** Another thread that may read the files' directories for the catalog (none: this one reads them all). */
+    private readonly catalogHelper: StartCatalogHelper | null = null,
+  ) {
+    this.catalogNeeded = new Promise<void>((r) => (this.needCatalog = r));
+  }
 
   /** Settles once every catalog save asked for so far has been written (or has failed). */
   saved(): Promise<void> {
@@ -624,9 +665,12 @@ export class TrainStepFiles {
     })();
   }
 
-  /** Starts reading the rank files' directories (for a token read that first needs the sample's length). */
+  /**
+   * Starts reading the rank files' directories (for a token read that first needs the sample's length): on the
+   * helper thread when there is one, this thread joining in only once the catalog is needed.
+   */
   prefetch(): void {
-    if (!this.fullIndex) this.catalog().catch(() => {});
+    if (!this.fullIndex) this.catalog(false).catch(() => {});
   }
 
   /** The sample → rows index over every rank file. */
@@ -675,7 +719,8 @@ export class TrainStepFiles {
   }
 
   /** Twins and storage sizes of every rank file: from the store when it has them, else from their directories. */
-  private catalog(): Promise<Catalog> {
+  private catalog(needed = true): Promise<Catalog> {
+    if (needed) this.needCatalog();
     this.catalogP ??= (async () => {
       const kept = this.store ? await this.store.load().catch(() => null) : null;
       if (kept && kept.twinOf.length === this.files.length && kept.sizes.length === this.files.length) {
@@ -690,12 +735,19 @@ export class TrainStepFiles {
         return { twinOf: kept.twinOf, sizes, sources: kept.sources };
       }
       const all = this.files.map((_, i) => i);
+      const helper = this.catalogHelper?.(
+        this.files.map((f) => join(this.runDir, f.name)),
+        this.files.map((f) => f.listedRegular === true),
+      );
+      // The helper reads from now on; this thread joins in once the catalog is needed (or takes what it read).
+      if (helper) await Promise.race([this.catalogNeeded, helper.finished]);
       const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
       const prints = await this.scan(
         all,
         // A file the quick visit declines: its identity is taken before the full open reads it.
         (entries, st) => ({ print: storageFingerprint(entries), sizes: storageSizes(entries), source: st ? fileIdentity(st) : '' }),
         (path, f) => storageCatalogOf(path, scratch, f.listedRegular),
+        helper ?? undefined,
       );
       const sources = prints.map((p) => p.source);
       const catalog = { twinOf: twinsOf(prints.map((p) => p.print), all), sizes: prints.map((p) => p.sizes), sources: sources.every((x) => x !== '') ? sources : null };
@@ -737,25 +789,35 @@ export class TrainStepFiles {
     which: readonly number[],
     read: (entries: readonly ZipEntry[], st?: Stats) => T,
     fast?: (path: string, f: RankFileName) => T | null,
+    helper?: { counter: Int32Array; finished: Promise<ReadonlyMap<number, T | null>> },
   ): Promise<T[]> {
-    const out: T[] = [];
-    for (let k = 0; k < which.length; k++) {
-      if (k % 32 === 31) await new Promise<void>((r) => setImmediate(r));
+    const out = new Array<T | undefined>(which.length);
+    const readAt = async (k: number): Promise<T> => {
       const f = this.files[which[k]];
       const path = join(this.runDir, f.name);
       const quick = fast?.(path, f) ?? null;
-      if (quick !== null) {
-        out.push(quick);
-        continue;
-      }
+      if (quick !== null) return quick;
       try {
         const st = fast ? statSync(path) : undefined;
-        out.push(read(ZipArchive.openSync(path, { wholeFileBelow: 0 }).entries, st));
+        return read(ZipArchive.openSync(path, { wholeFileBelow: 0 }).entries, st);
       } catch (e) {
         throw await this.failure(f.name, e);
       }
+    };
+    // Positions are taken one at a time, from the counter shared with the helper when there is one.
+    let mine = 0;
+    for (;;) {
+      const k = helper ? Atomics.add(helper.counter, 0, 1) : mine;
+      if (k >= which.length) break;
+      if (mine++ % 32 === 31) await new Promise<void>((r) => setImmediate(r));
+      out[k] = await readAt(k);
     }
-    return out;
+    if (mine < which.length && helper) {
+      const theirs = await helper.finished;
+      // What the helper declined or never delivered is read here after all.
+      for (let k = 0; k < which.length; k++) if (out[k] === undefined) out[k] = theirs.get(k) ?? (await readAt(k));
+    }
+    return out as T[];
   }
 
   private shard(i: number): Promise<TrainShardFile> {
