@@ -29,14 +29,20 @@ export type ParquetRow = Record<string, unknown>;
 export interface RowGroupSpan {
   rowStart: number;
   rowEnd: number;
-  /** Min/max statistics per top-level column, when the writer recorded them. */
-  stats: Map<string, { min: unknown; max: unknown }>;
+}
+
+/** A row group's min/max statistics of a plain integer column. */
+interface IntegerStats {
+  min: number | bigint;
+  max: number | bigint;
 }
 
 export class ParquetFile {
   /** Row group metadata decoded so far, by position. */
   private readonly groupMeta = new Map<number, RowGroup>();
   private full: FileMetaData | undefined;
+  /** Per column searched so far, each row group's statistics of it (undefined: none recorded). */
+  private readonly columnStats = new Map<string, (IntegerStats | undefined)[]>();
 
   private constructor(
     /** The name used in errors (never an absolute path of the machine unless the caller passes one). */
@@ -95,18 +101,10 @@ export class ParquetFile {
       } catch (e) {
         throw new ParquetError(name, `not a readable parquet file (${problemOf(e)})`, e);
       }
-      const leaves = base.schema.filter((e) => e.type);
       let at = 0;
       const rowGroups = layout.groups.map((rg): RowGroupSpan => {
-        const n = rg.numRows;
-        const stats = new Map<string, { min: unknown; max: unknown }>();
-        rg.columns.forEach((c, k) => {
-          const min = c.min && plainInteger(c.min, leaves[k]);
-          const max = c.max && plainInteger(c.max, leaves[k]);
-          if (c.name !== null && min !== undefined && max !== undefined) stats.set(c.name, { min, max });
-        });
-        const span = { rowStart: at, rowEnd: at + n, stats };
-        at += n;
+        const span = { rowStart: at, rowEnd: at + rg.numRows };
+        at += rg.numRows;
         return span;
       });
       // The extra decoders are modules of their own: loaded only for a file that needs one, zstd's alone when
@@ -192,11 +190,10 @@ export class ParquetFile {
    */
   async findRows(column: string, value: number): Promise<number[]> {
     const out: number[] = [];
-    for (const g of this.rowGroups) {
-      const st = g.stats.get(column);
-      if (st && (typeof st.min === 'number' || typeof st.min === 'bigint')) {
-        if (value < Number(st.min) || value > Number(st.max as number | bigint)) continue;
-      }
+    const stats = this.statsOf(column);
+    for (const [k, g] of this.rowGroups.entries()) {
+      const st = stats[k];
+      if (st && (value < Number(st.min) || value > Number(st.max))) continue;
       const rows = await this.readRows(g.rowStart, g.rowEnd, [column]);
       rows.forEach((r, i) => {
         const v = r[column];
@@ -204,6 +201,26 @@ export class ParquetFile {
       });
     }
     return out;
+  }
+
+  /** Each row group's statistics of `column`, read from the footer the first time a search needs them (not for every column at open). */
+  private statsOf(column: string): (IntegerStats | undefined)[] {
+    let stats = this.columnStats.get(column);
+    if (!stats) {
+      const leaves = this.base.schema.filter((e) => e.type);
+      stats = this.layout.groups.map((rg) => {
+        let found: IntegerStats | undefined;
+        rg.columns.forEach((c, k) => {
+          if (c.name !== column) return;
+          const min = c.min && plainInteger(c.min, leaves[k]);
+          const max = c.max && plainInteger(c.max, leaves[k]);
+          if (min !== undefined && max !== undefined) found = { min, max };
+        });
+        return found;
+      });
+      this.columnStats.set(column, stats);
+    }
+    return stats;
   }
 
   async close(): Promise<void> {
