@@ -121,20 +121,22 @@ function figures(outcomes: Outcome[]): Record<string, unknown> {
   return { requests: outcomes.length, statuses, ...(errors.length ? { errors } : {}), overall_ms: spread(outcomes.map((o) => o.ms)), families_ms: families };
 }
 
-/** Whether the run header still tells the warm-up's progress (absent once every hour is done); a new connection each time. */
-function warmingUp(): Promise<boolean> {
+/** The warm-up's progress the run header tells (null once every hour is done); a new connection each time. */
+function warmUpProgress(): Promise<{ hours_done: number; hours_total: number } | null> {
   return new Promise((done, fail) => {
     const req = request(`${base}/api/meta`, { agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
       res.on('error', fail);
-      res.on('end', () => done((JSON.parse(text) as { warmup?: unknown }).warmup !== undefined));
+      res.on('end', () => done((JSON.parse(text) as { warmup?: { hours_done: number; hours_total: number } }).warmup ?? null));
     });
     req.on('error', fail);
     req.end();
   });
 }
+
+const warmingUp = async (): Promise<boolean> => (await warmUpProgress()) !== null;
 
 /** Ms from `since` until the server says its warm-up finished (asked every 250 ms). */
 async function warmUpEnd(since: number): Promise<number> {
@@ -158,6 +160,8 @@ const cacheDir = mkdtempSync(join(scratch, 'cache-'));
 server = await startServer(cacheDir);
 const warmUpWithClients = warmUpEnd(started);
 const during = await replay(sequence, clients);
+// where the warm-up stood when the last client was answered
+const clientsDone = { ms: round(performance.now() - started), warm_up: await warmUpProgress() };
 const duringPeak = server.mib('VmHWM');
 const warmUpWithClientsMs = await warmUpWithClients;
 const loadDuring = load();
@@ -183,6 +187,7 @@ console.log(
     note: 'ms to the last raw byte (gzip accepted, not decoded); each client one request at a time in its own shuffled order',
     load_average: { before: loadBefore, after_warm_up_round: loadDuring, after_warm_round: loadWarm },
     warm_up_ms: { alone: warmUpAloneMs, with_clients: warmUpWithClientsMs },
+    clients_done_during_warm_up: clientsDone,
     warm: { ...figures(warm), peak_rss_mib: warmPeak },
     during_warm_up: { ...figures(during), peak_rss_mib: duringPeak },
   }),
