@@ -410,6 +410,10 @@ export class GpuUtilParser {
     let line = firstLine;
     let retryAt = line;
     this.prevNs = -1;
+    const w = this.wordsOf(buf);
+    /** Where the previous row's stamp starts in `buf`, and its length (0: none yet). */
+    let prevTs = 0;
+    let prevTsLen = 0;
     for (let p = start; p < end; line++) {
       if (bounded && line >= retryAt) {
         p = linesOutside(buf, p, end, from, to);
@@ -420,14 +424,27 @@ export class GpuUtilParser {
       }
       fast: {
         let i = p;
-        // `{"ts":`
-        if (buf[i] !== 123 || buf[i + 1] !== 34 || buf[i + 2] !== 116 || buf[i + 3] !== 115 || buf[i + 4] !== 34 || buf[i + 5] !== 58) break fast;
+        // `{"ts":` (little-endian words)
+        if (i + 6 > buf.length || w.getUint32(i, true) !== 0x7374227b || w.getUint16(i + 4, true) !== 0x3a22) break fast;
         i += 6;
         const tsAt = i;
-        let c = buf[i];
-        // skip the stamp up to its comma; it is parsed (and checked) only for selected rows
-        while (c !== 44 && c !== 10 && i < end) c = buf[++i];
-        if (c !== 44) break fast;
+        // skip the stamp up to its comma; it is parsed (and checked) only for selected rows. A stamp equal to
+        // the previous row's (the rows of one reading share it) is compared a word at a time instead
+        let same = prevTsLen > 0 && tsAt + prevTsLen < end && buf[tsAt + prevTsLen] === 44;
+        if (same) {
+          let k = 0;
+          while (k + 4 <= prevTsLen && w.getUint32(tsAt + k, true) === w.getUint32(prevTs + k, true)) k += 4;
+          while (k < prevTsLen && buf[tsAt + k] === buf[prevTs + k]) k++;
+          same = k === prevTsLen;
+        }
+        if (same) i = tsAt + prevTsLen;
+        else {
+          let c = buf[i];
+          while (c !== 44 && c !== 10 && i < end) c = buf[++i];
+          if (c !== 44) break fast;
+          prevTs = tsAt;
+          prevTsLen = i - tsAt;
+        }
         const nodeId = this.placeNode(buf, i, end);
         if (nodeId < 0) break fast;
         const lane = this.laneId(nodeId, place.gpu);

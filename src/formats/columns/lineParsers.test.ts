@@ -184,6 +184,29 @@ test('gpu_util: a line cut anywhere at the end of the bytes is read as a whole r
   }
 });
 
+test('gpu_util: rows sharing a stamp, or nearly (one a prefix of the next), are read by a lane view as by a whole parse', () => {
+  const stamp = fc.constantFrom('1000.5', '1000.55', '1000.5e1', '1000', '1000.5,', '10', '1000.25', '1000.5 ');
+  const row = fc.record({ ts: stamp, node: fc.constantFrom('10.0.0.1', '10.0.0.2'), gpu: fc.integer({ min: 0, max: 1 }) });
+  fc.assert(
+    fc.property(fc.array(row, { maxLength: 40 }), (rows) => {
+      const buf = Buffer.from(rows.map((r) => `{"ts":${r.ts},"node":"${r.node}","gpu":${r.gpu},"util":3,"mem_mb":5,"power_w":6}\n`).join(''));
+      const lanes = new LaneTable();
+      const parser = new GpuUtilParser(lanes);
+      const whole = new GpuUtilBlock('k', 0, 1);
+      const badWhole: number[] = [];
+      parser.parse(buf, 0, buf.length, whole, 1, (l) => badWhole.push(l));
+      const view = new GpuUtilBlock('k', 0, 1);
+      const badView: number[] = [];
+      parser.parseView('10.0.0.1:1\n10.0.0.2:0', buf, 0, buf.length, view, 1, (l) => badView.push(l));
+      const pick = (b: GpuUtilBlock): string[] =>
+        Array.from({ length: b.length }, (_, i) => `${b.ts[i]} ${lanes.key(b.lane[i])}`).filter((r) => r.endsWith(' 10.0.0.1:1') || r.endsWith(' 10.0.0.2:0'));
+      assert.deepEqual(pick(view), pick(whole));
+      assert.deepEqual(badView, badWhole);
+    }),
+    { numRuns: 500 },
+  );
+});
+
 test('gpu_util: a typical block stays within 16 bytes a row', () => {
   const block = new GpuUtilBlock('k', 0, 1, 16);
   const lines: string[] = [];
