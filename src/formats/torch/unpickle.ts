@@ -411,6 +411,9 @@ export class Unpickler {
   private numbers = new Float64Array(4096);
   private scanned = 0;
   private scannedFloats = false;
+  /** What the last number run left: the count so far, and the bits of the opcodes met (see `readNumberRun`). */
+  private runCount = 0;
+  private runKinds = 0;
   /** Zeros that length-only lists are views of (grown to the longest such list). */
   private zeros = new Int32Array(0);
   private readonly lengthOnlyUnder: ReadonlySet<string> | undefined;
@@ -926,55 +929,14 @@ export class Unpickler {
    * With `keep` false the numbers are only counted, not stored.
    */
   private scanNumberBatches(buf: Uint8Array, dv: DataView, from: number, end: number, seen: Uint8Array, keep = true): number {
-    if (!keep) return this.countNumberBatches(buf, from, end, seen);
-    let out = this.numbers;
     let k = 0;
     let q = from;
     let blocksEnd = -1;
-    let floats = false;
-    let kinds = 0;
+    this.runKinds = 0;
     for (;;) {
       const batchStart = k;
-      while (q < end) {
-        const o = buf[q];
-        let v: number;
-        if (o === 0x4b) {
-          if (q + 2 > end) break;
-          v = buf[q + 1];
-          q += 2;
-          kinds |= 1;
-        } else if (o === 0x47) {
-          if (q + 9 > end) break;
-          v = dv.getFloat64(q + 1, false);
-          q += 9;
-          floats = true;
-          kinds |= 2;
-        } else if (o === 0x4d) {
-          if (q + 3 > end) break;
-          v = buf[q + 1] | (buf[q + 2] << 8);
-          q += 3;
-          kinds |= 4;
-        } else if (o === 0x4a) {
-          if (q + 5 > end) break;
-          v = buf[q + 1] | (buf[q + 2] << 8) | (buf[q + 3] << 16) | (buf[q + 4] << 24);
-          q += 5;
-          kinds |= 8;
-        } else break;
-        if (!keep) {
-          k++;
-          continue;
-        }
-        if (k === out.length) {
-          const grown = new Float64Array(out.length * 2);
-          grown.set(out);
-          out = this.numbers = grown;
-        }
-        out[k++] = v;
-      }
-      if (kinds & 1) seen[0x4b] = 1;
-      if (kinds & 2) seen[0x47] = 1;
-      if (kinds & 4) seen[0x4d] = 1;
-      if (kinds & 8) seen[0x4a] = 1;
+      q = keep ? this.readNumberRun(buf, dv, q, end, k) : this.countNumberRun(buf, q, end, k);
+      k = this.runCount;
       if (q >= end || buf[q] !== 0x65) {
         k = batchStart;
         break;
@@ -983,47 +945,78 @@ export class Unpickler {
       if (q < end && buf[q] === 0x28) q++;
       else break;
     }
-    this.scanned = k;
-    this.scannedFloats = floats;
-    return k > 0 ? blocksEnd : -1;
-  }
-
-  /** `scanNumberBatches` that only counts: each opcode is stepped over by its width, its number never read. */
-  private countNumberBatches(buf: Uint8Array, from: number, end: number, seen: Uint8Array): number {
-    let k = 0;
-    let q = from;
-    let blocksEnd = -1;
-    let kinds = 0;
-    for (;;) {
-      const batchStart = k;
-      while (q < end) {
-        const o = buf[q];
-        // a run of one opcode (a list's numbers are mostly of one width) is stepped over in a tight loop
-        const width = o === 0x47 ? 9 : o === 0x4b ? 2 : o === 0x4d ? 3 : o === 0x4a ? 5 : 0;
-        if (width === 0 || q + width > end) break;
-        kinds |= o === 0x47 ? 2 : o === 0x4b ? 1 : o === 0x4d ? 4 : 8;
-        q += width;
-        k++;
-        while (q + width <= end && buf[q] === o) {
-          q += width;
-          k++;
-        }
-      }
-      if (kinds & 1) seen[0x4b] = 1;
-      if (kinds & 2) seen[0x47] = 1;
-      if (kinds & 4) seen[0x4d] = 1;
-      if (kinds & 8) seen[0x4a] = 1;
-      if (q >= end || buf[q] !== 0x65) {
-        k = batchStart;
-        break;
-      }
-      blocksEnd = ++q;
-      if (q < end && buf[q] === 0x28) q++;
-      else break;
-    }
+    const kinds = this.runKinds;
+    if (kinds & 1) seen[0x4b] = 1;
+    if (kinds & 2) seen[0x47] = 1;
+    if (kinds & 4) seen[0x4d] = 1;
+    if (kinds & 8) seen[0x4a] = 1;
     this.scanned = k;
     this.scannedFloats = (kinds & 2) !== 0;
     return k > 0 ? blocksEnd : -1;
+  }
+
+  /**
+   * Reads the whole numbers from `q` on into `this.numbers` from index `k`: returns where they stop (`this.runCount`
+   * the count so far, `this.runKinds` gains their opcodes' bits: 1 BININT1, 2 BINFLOAT, 4 BININT2, 8 BININT).
+   */
+  private readNumberRun(buf: Uint8Array, dv: DataView, q: number, end: number, k: number): number {
+    let out = this.numbers;
+    let kinds = 0;
+    while (q < end) {
+      const o = buf[q];
+      let v: number;
+      if (o === 0x4b) {
+        if (q + 2 > end) break;
+        v = buf[q + 1];
+        q += 2;
+        kinds |= 1;
+      } else if (o === 0x47) {
+        if (q + 9 > end) break;
+        v = dv.getFloat64(q + 1, false);
+        q += 9;
+        kinds |= 2;
+      } else if (o === 0x4d) {
+        if (q + 3 > end) break;
+        v = buf[q + 1] | (buf[q + 2] << 8);
+        q += 3;
+        kinds |= 4;
+      } else if (o === 0x4a) {
+        if (q + 5 > end) break;
+        v = buf[q + 1] | (buf[q + 2] << 8) | (buf[q + 3] << 16) | (buf[q + 4] << 24);
+        q += 5;
+        kinds |= 8;
+      } else break;
+      if (k === out.length) {
+        const grown = new Float64Array(out.length * 2);
+        grown.set(out);
+        out = this.numbers = grown;
+      }
+      out[k++] = v;
+    }
+    this.runCount = k;
+    this.runKinds |= kinds;
+    return q;
+  }
+
+  /** `readNumberRun` that only counts: each opcode is stepped over by its width, its number never read. */
+  private countNumberRun(buf: Uint8Array, q: number, end: number, k: number): number {
+    let kinds = 0;
+    while (q < end) {
+      const o = buf[q];
+      // a run of one opcode (a list's numbers are mostly of one width) is stepped over in a tight loop
+      const width = o === 0x47 ? 9 : o === 0x4b ? 2 : o === 0x4d ? 3 : o === 0x4a ? 5 : 0;
+      if (width === 0 || q + width > end) break;
+      kinds |= o === 0x47 ? 2 : o === 0x4b ? 1 : o === 0x4d ? 4 : 8;
+      q += width;
+      k++;
+      while (q + width <= end && buf[q] === o) {
+        q += width;
+        k++;
+      }
+    }
+    this.runCount = k;
+    this.runKinds |= kinds;
+    return q;
   }
 
   /**
