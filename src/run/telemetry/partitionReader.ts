@@ -35,14 +35,15 @@ const PASSED_BYTE_COST = 1 / 3;
 
 /**
  * The parse cost of piece `p` in bytes read: the bytes of its hour outside its bounds (placed as if the hour's
- * rows came at an even rate) count at what passing over them costs.
+ * rows came at an even rate) count at what passing over them costs. The newest hour's rows may stop anywhere
+ * in it: bytes after its `to` are not guessed at.
  */
-function pieceCost(p: FilePiece): number {
+function pieceCost(p: FilePiece, newest: boolean): number {
   const { f, bounds, start } = p;
   const end = p.end ?? f.size;
   if (bounds === UNBOUNDED || !Number.isFinite(f.lo) || !Number.isFinite(f.hi)) return end - start;
   const at = (t: number): number => Math.min(1, Math.max(0, (t - f.lo) / (f.hi - f.lo))) * f.size;
-  const inside = Math.max(0, Math.min(end, at(bounds.to)) - Math.max(start, at(bounds.from)));
+  const inside = Math.max(0, Math.min(end, newest ? end : at(bounds.to)) - Math.max(start, at(bounds.from)));
   return inside + (end - start - inside) * PASSED_BYTE_COST;
 }
 
@@ -412,7 +413,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
       const bounds = view === null ? UNBOUNDED : boundsFor(f);
       starts.forEach((start, index) => out.push({ f, view, bounds, start, end: cuts[index], index }));
     }
-    const cost = new Map(out.map((p) => [p, pieceCost(p)]));
+    const newest = this.listing.files().at(-1);
+    const cost = new Map(out.map((p) => [p, pieceCost(p, p.f === newest)]));
     return out.sort((a, b) => cost.get(b)! - cost.get(a)!);
   }
 

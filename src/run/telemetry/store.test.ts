@@ -646,6 +646,16 @@ test('the pieces of a window\'s cold hours go to the parse threads costliest fir
     // the smallest piece in bytes but read whole
     await store.readOnThreads('gpu_util', H13 + 2700, null, new Set(['10.0.0.1:0']));
     assert.deepEqual(handed, ['19700112_14@0', '19700112_13@cut', '19700112_13@0']);
+    // the newest hour's rows stop before its end (a run's last hour): a window ending with them reads it all
+    let newest = '';
+    for (let t = 0; t < 1200; t += 5) newest += rows(H14 + t, ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4']);
+    writeFileSync(join(d, 'gpu_util', '19700112_14.jsonl'), newest);
+    const again = TelemetryStore.open(d, { parseWorkers: 0 });
+    again.partitions.gpu_util.minPieceBytes = 4096;
+    again.partitions.gpu_util.poolSource = () => pool as never;
+    handed.length = 0;
+    await again.readOnThreads('gpu_util', H13 + 1800, H14 + 1195, new Set(['10.0.0.1:0']));
+    assert.deepEqual(handed, ['19700112_14@0', '19700112_13@cut', '19700112_13@0']);
   } finally {
     rmSync(d, { recursive: true, force: true });
   }
