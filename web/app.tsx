@@ -1,5 +1,5 @@
 // The shell: top navigation (ordinary links), run badge, live status, and the current view.
-import { useEffect } from 'preact/hooks';
+import { useEffect, useLayoutEffect } from 'preact/hooks';
 import { stillWriting } from './api.ts';
 import { ErrorNote, Loading } from './components/status.tsx';
 import { Tooltip } from './components/tooltip.tsx';
@@ -32,8 +32,9 @@ export function App() {
   const unknownRun = runId !== null && runs !== null && runs.length > 0 && !runs.some((x) => x.id === runId);
   const runsNote = runs !== null && runs.length > 0 ? runsParamNote(r.params.get('runs'), runs.map((x) => x.id)) : null;
 
-  useEffect(() => void loadRuns(), []);
-  useEffect(() => {
+  // the run list and meta are asked as the app first renders, not after its first paint: every view waits for them
+  useLayoutEffect(() => void loadRuns(), []);
+  useLayoutEffect(() => {
     // Another run's warm-up is not this one's: its progress is polled afresh.
     warmUpProgress.set(null);
     void refreshMeta();

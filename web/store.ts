@@ -1,5 +1,5 @@
 // A minimal observable value: the app's shared state (meta, live tick, pending writes) without a framework.
-import { useEffect, useState } from 'preact/hooks';
+import { useLayoutEffect, useState } from 'preact/hooks';
 
 export interface Store<T> {
   get(): T;
@@ -26,7 +26,9 @@ export function store<T>(initial: T): Store<T> {
 
 export function useStore<T>(s: Store<T>): T {
   const [v, setV] = useState(s.get());
-  useEffect(() => {
+  // subscribed as the component renders, not after the browser's next paint: a value set meanwhile (the run's
+  // meta arriving) is drawn at once
+  useLayoutEffect(() => {
     setV(s.get());
     return s.subscribe(setV);
   }, [s]);
