@@ -388,6 +388,20 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     await page.close();
   });
 
+  it('sample: a truncated sample says so once in its header', async () => {
+    const last = meta.rollout_ids.train.at(-1)!;
+    const summary = (await (await fetch(`${served.url}api/rollout/${last}/summary`)).json()) as { rows: { sample_index: number; status: string; truncated: boolean | null }[] };
+    const cut = summary.rows.find((r) => r.status === 'truncated' && r.truncated === true);
+    assert.ok(cut, 'the demo step has a sample truncated by its rollout and flagged by the trainer');
+    const w = await open(`#/rollout/${last}/sample/${cut.sample_index}`);
+    const { page } = w;
+    await page.waitForSelector('.sample-head .chip:has-text("reward")');
+    const chips = await page.$$eval('.sample-head .chip', (els) => els.map((e) => e.textContent?.trim()));
+    assert.deepEqual(chips.filter((c) => c === 'truncated'), ['truncated'], `chips: ${chips}`);
+    assertClean(w);
+    await page.close();
+  });
+
   it('errors are readable and in place: unknown step, unknown sample, non-numeric id', async () => {
     const w = await open('#/rollout/999');
     await w.page.waitForSelector('text=is not recorded in this run');

@@ -117,7 +117,8 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
             <span class="chip">reward {fmtNum(reward)}</span>
             <span class="chip">{fmtNum(row.response_length)} response tokens</span>
             {row.mixed_version === true && <span class="chip bad">spans 2+ weight versions</span>}
-            {row.truncated === true && <span class="chip bad">truncated</span>}
+            {/* the trainer's flag, unless the rollout's status already says it */}
+            {row.truncated === true && row.status !== 'truncated' && <span class="chip bad">truncated</span>}
             {row.mean_abs_lp_diff != null && <span class="chip">mean |lp diff| {fmtNum(row.mean_abs_lp_diff)}</span>}
           </>
         )}
