@@ -61,6 +61,24 @@ function heavy(v: unknown, depth = 3): boolean {
   return false;
 }
 
+/** A run of a typed array's numbers. */
+type Numbers = ArrayLike<number> & { join(separator: string): string };
+
+/**
+ * The JSON text of a run of typed-array numbers, without its brackets: joined as they are when every one is
+ * finite (a number's text is the same either way, without an array of them made first), else through
+ * JSON.stringify (which writes NaN and ±Infinity as null).
+ */
+function numbersText(part: Numbers, float: boolean): string {
+  if (float) {
+    for (let i = 0; i < part.length; i++) {
+      const v = part[i];
+      if (v - v !== 0) return JSON.stringify(Array.from(part)).slice(1, -1);
+    }
+  }
+  return part.join(',');
+}
+
 /** What JSON.stringify leaves out of an object (and writes as null in an array). */
 const unwritable = (v: unknown): boolean => v === undefined || typeof v === 'function' || typeof v === 'symbol';
 
@@ -73,11 +91,12 @@ export function* jsonPieces(value: unknown): Generator<string> {
   if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
     const n = (value as unknown as ArrayLike<unknown>).length;
     const big = value instanceof BigInt64Array || value instanceof BigUint64Array;
+    const float = value instanceof Float64Array || value instanceof Float32Array;
     yield '[';
     for (let i = 0; i < n; i += NUMBERS_PER_PIECE) {
-      const part = (value as unknown as { subarray(a: number, b: number): ArrayLike<number | bigint> }).subarray(i, Math.min(n, i + NUMBERS_PER_PIECE));
-      const text = JSON.stringify(big ? Array.from(part, Number) : Array.from(part as ArrayLike<number>));
-      yield (i > 0 ? ',' : '') + text.slice(1, -1);
+      const part = (value as unknown as { subarray(a: number, b: number): Numbers | ArrayLike<bigint> }).subarray(i, Math.min(n, i + NUMBERS_PER_PIECE));
+      const text = big ? JSON.stringify(Array.from(part as ArrayLike<bigint>, Number)).slice(1, -1) : numbersText(part as Numbers, float);
+      yield (i > 0 ? ',' : '') + text;
     }
     yield ']';
     return;

@@ -8,6 +8,9 @@ const leaf = fc.oneof(number, fc.string(), fc.boolean(), fc.constant(null), fc.c
 const typed = fc.oneof(
   fc.array(number, { maxLength: 9000 }).map((xs) => Float64Array.from(xs)),
   fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 9000 }).map((xs) => Uint8Array.from(xs)),
+  fc.array(fc.integer({ min: 0, max: 2 ** 32 - 1 }), { maxLength: 9000 }).map((xs) => Uint32Array.from(xs)),
+  fc.array(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), { maxLength: 100 }).map((xs) => Int32Array.from(xs)),
+  fc.array(number, { maxLength: 100 }).map((xs) => Float32Array.from(xs)),
   fc.array(fc.bigInt({ min: -(2n ** 60n), max: 2n ** 60n }), { maxLength: 50 }).map((xs) => BigInt64Array.from(xs)),
 );
 const small = fc.dictionary(fc.string({ maxLength: 3 }), leaf, { maxKeys: 3 });
