@@ -241,6 +241,14 @@ function linesOutside(buf: Uint8Array, p: number, end: number, from: number, to:
 }
 
 /** Parses `gpu_util` lines into blocks; holds the node-name interning shared by every block. */
+/**
+ * `buf` as a DataView, to compare a line's fixed parts a word at a time. Made per parse call, never kept on a
+ * parser: a long-lived parser holding its last buffer would keep a whole piece of an hour alive.
+ */
+function wordsOf(buf: Uint8Array): DataView {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
 export class GpuUtilParser {
   private readonly nodes = new ByteSliceMap();
   private readonly nodeNames: string[] = [];
@@ -252,17 +260,6 @@ export class GpuUtilParser {
     this.lanes = lanes;
   }
 
-  private wordsBuf: Uint8Array | null = null;
-  private words: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
-
-  /** `buf` as a DataView, to compare a line's fixed parts a word at a time. */
-  private wordsOf(buf: Uint8Array): DataView {
-    if (this.wordsBuf !== buf) {
-      this.wordsBuf = buf;
-      this.words = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    }
-    return this.words;
-  }
 
   /** The node slice of the previous row of this chunk: consecutive rows usually share a node. */
   private prevNs = -1;
@@ -294,8 +291,7 @@ export class GpuUtilParser {
    * Reads `,"node":"…","gpu":N` at `i` into `place` (`cursor.pos` set past it) and returns the node's id, or
    * -1 when not in that simple shape. The previous row's node is tried first: a repeated name is scanned once.
    */
-  private placeNode(buf: Uint8Array, i: number, end: number): number {
-    const w = this.wordsOf(buf);
+  private placeNode(buf: Uint8Array, w: DataView, i: number, end: number): number {
     // `,"node":"` read four bytes at a time (little-endian words)
     if (i + 9 > buf.length || w.getUint32(i, true) !== 0x6f6e222c || w.getUint32(i + 4, true) !== 0x3a226564 || buf[i + 8] !== 34) return -1;
     const ns = i + 9;
@@ -351,11 +347,12 @@ export class GpuUtilParser {
     const horizon = tsHorizon();
     let line = firstLine;
     this.prevNs = -1;
+    const w = wordsOf(buf);
     for (let p = start; p < end; line++) {
       fast: {
         const ts = scanNumberAfter(buf, p, L_TS, end);
         if (ts !== ts) break fast;
-        const nodeId = this.placeNode(buf, cursor.pos, end);
+        const nodeId = this.placeNode(buf, w, cursor.pos, end);
         if (nodeId < 0) break fast;
         const i = scanReadings(buf, cursor.pos, end);
         if (i < 0) break fast;
@@ -410,7 +407,7 @@ export class GpuUtilParser {
     let line = firstLine;
     let retryAt = line;
     this.prevNs = -1;
-    const w = this.wordsOf(buf);
+    const w = wordsOf(buf);
     /** Where the previous row's stamp starts in `buf`, and its length (0: none yet). */
     let prevTs = 0;
     let prevTsLen = 0;
@@ -445,7 +442,7 @@ export class GpuUtilParser {
           prevTs = tsAt;
           prevTsLen = i - tsAt;
         }
-        const nodeId = this.placeNode(buf, i, end);
+        const nodeId = this.placeNode(buf, w, i, end);
         if (nodeId < 0) break fast;
         const lane = this.laneId(nodeId, place.gpu);
         i = cursor.pos;

@@ -302,3 +302,26 @@ test('a gpu_util value of -0 is kept as -0 (the compact unsigned columns would s
   assert.ok(Object.is(b.util[1], -0));
   assert.equal(b.util[0], 5);
 });
+
+test('a gpu_util parser keeps no hold on the bytes it parsed: a long-lived parser would keep a piece of an hour alive', async () => {
+  const { setFlagsFromString } = await import('node:v8');
+  const { runInNewContext } = await import('node:vm');
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const parser = new GpuUtilParser(new LaneTable());
+  const parsed = (): WeakRef<ArrayBufferLike> => {
+    const text = Array.from({ length: 50 }, (_, i) => `{"ts":${1000 + i},"node":"10.0.0.${i % 3}","gpu":${i % 8},"util":50,"mem_mb":1,"power_w":2}`).join('\n') + '\n';
+    // bytes of their own (not a slice of Buffer's shared pool), so they can be collected
+    const buf = new TextEncoder().encode(text);
+    parser.parse(buf, 0, buf.length, new GpuUtilBlock('k', 0, 1, 4), 1, () => {});
+    parser.parseView('10.0.0.1:1', buf, 0, buf.length, new GpuUtilBlock('k', 0, 1, 4), 1, () => {});
+    return new WeakRef(buf.buffer);
+  };
+  const ref = parsed();
+  for (let i = 0; i < 3 && ref.deref() !== undefined; i++) {
+    await new Promise((r) => setImmediate(r));
+    gc();
+  }
+  assert.equal(ref.deref(), undefined, 'the parsed bytes were collected while the parser lives on');
+  assert.ok(parser.lanes.size > 0, 'the parser is still in use');
+});
