@@ -9,6 +9,19 @@ import { cursor, parsePythonJson, scanNumber } from './lineScan.ts';
 import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
 
 /** How Python's json.dumps prints a float (repr): `.0` on integral values, 2-digit exponents. */
+/** `buf` parsed whole and through the lane view `view` by one parser: both blocks, their bad lines, the lines walked. */
+function wholeAndView(buf: Uint8Array, view: string) {
+  const lanes = new LaneTable();
+  const parser = new GpuUtilParser(lanes);
+  const whole = new GpuUtilBlock('k', 0, 1);
+  const badWhole: number[] = [];
+  parser.parse(buf, 0, buf.length, whole, 1, (l) => badWhole.push(l));
+  const viewBlock = new GpuUtilBlock('k', 0, 1);
+  const badView: number[] = [];
+  const walked = parser.parseView(view, buf, 0, buf.length, viewBlock, 1, (l) => badView.push(l));
+  return { lanes, whole, badWhole, view: viewBlock, badView, walked };
+}
+
 function pyFloat(x: number): string {
   if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
   const s = String(x);
@@ -91,14 +104,7 @@ test('gpu_util: a lane view holds exactly the selected lanes\' rows of a whole p
         style === 0 ? 'not json' : style === 1 ? JSON.stringify({ ...r, mem_mb: 5, power_w: 6 }, null, 1).replace(/\n/g, '') : `{"ts":${pyFloat(r.ts)},"node":${JSON.stringify(r.node)},"gpu":${r.gpu},"util":${r.util},"mem_mb":5,"power_w":6}`,
       );
       const buf = Buffer.from(lines.map((l) => l + '\n').join(''));
-      const lanes = new LaneTable();
-      const parser = new GpuUtilParser(lanes);
-      const whole = new GpuUtilBlock('k', 0, 1);
-      const badWhole: number[] = [];
-      parser.parse(buf, 0, buf.length, whole, 1, (l) => badWhole.push(l));
-      const view = new GpuUtilBlock('k', 0, 1);
-      const badView: number[] = [];
-      const walked = parser.parseView([...sel].sort().join('\n'), buf, 0, buf.length, view, 1, (l) => badView.push(l));
+      const { lanes, whole, badWhole, view, badView, walked } = wholeAndView(buf, [...sel].sort().join('\n'));
       assert.equal(walked, lines.length);
       assert.deepEqual(badView, badWhole);
       const pick = (b: GpuUtilBlock): string[] => {
@@ -190,14 +196,7 @@ test('gpu_util: rows sharing a stamp, or nearly (one a prefix of the next), are 
   fc.assert(
     fc.property(fc.array(row, { maxLength: 40 }), (rows) => {
       const buf = Buffer.from(rows.map((r) => `{"ts":${r.ts},"node":"${r.node}","gpu":${r.gpu},"util":3,"mem_mb":5,"power_w":6}\n`).join(''));
-      const lanes = new LaneTable();
-      const parser = new GpuUtilParser(lanes);
-      const whole = new GpuUtilBlock('k', 0, 1);
-      const badWhole: number[] = [];
-      parser.parse(buf, 0, buf.length, whole, 1, (l) => badWhole.push(l));
-      const view = new GpuUtilBlock('k', 0, 1);
-      const badView: number[] = [];
-      parser.parseView('10.0.0.1:1\n10.0.0.2:0', buf, 0, buf.length, view, 1, (l) => badView.push(l));
+      const { lanes, whole, badWhole, view, badView } = wholeAndView(buf, '10.0.0.1:1\n10.0.0.2:0');
       const pick = (b: GpuUtilBlock): string[] =>
         Array.from({ length: b.length }, (_, i) => `${b.ts[i]} ${lanes.key(b.lane[i])}`).filter((r) => r.endsWith(' 10.0.0.1:1') || r.endsWith(' 10.0.0.2:0'));
       assert.deepEqual(pick(view), pick(whole));
