@@ -28,6 +28,9 @@ function isDir(p: string): boolean {
   }
 }
 
+/** Whether a run of this process has started its spare decode worker (one per process). */
+let spareTaken = false;
+
 class MilesRun implements RunModel {
   readonly format = 'miles';
   readonly roots: readonly string[];
@@ -47,9 +50,14 @@ class MilesRun implements RunModel {
     this.roots = [dir, ...(cacheDir ? [cacheDir] : [])];
     this.warmUp = new BackgroundWarmUp(telemetry, cacheDir !== null);
     // once a server is asked anything, the thread of the first step read gets ready while the viewer loads
+    // (for the first run opened only: a server of many runs starts one such thread, not one per run)
     void foreground
       .firstRequest()
-      .then(() => dumps.prepareDecodeWorker())
+      .then(() => {
+        if (spareTaken) return;
+        spareTaken = true;
+        return dumps.prepareDecodeWorker();
+      })
       .catch(() => {});
     this.tokenizerDir = isDir(join(dir, 'tokenizer'));
     const dashboard = join(dir, 'dashboard');
@@ -58,6 +66,11 @@ class MilesRun implements RunModel {
 
   rolloutIds(): Promise<RolloutIds> {
     return this.dumps.rolloutIds();
+  }
+
+  /** Whether a decode worker started ahead of the first step read still waits for it. */
+  get decodeWorkerWaiting(): boolean {
+    return this.dumps.decodeWorkerWaiting;
   }
 
   step(rolloutId: number, evaluation: boolean, priority?: StepPriority, signal?: AbortSignal): Promise<StepRecords> {
@@ -155,7 +168,7 @@ class MilesRun implements RunModel {
 }
 
 /** An open miles run with its concrete telemetry store (what tests of the store's caches look into). */
-export type MilesRunModel = RunModel & { readonly telemetry: TelemetryStore };
+export type MilesRunModel = RunModel & { readonly telemetry: TelemetryStore; readonly decodeWorkerWaiting: boolean };
 
 /** Opens a miles run; `reader` tunes the dump reader (tests observe decodes, move the worker threshold). */
 export async function openMilesRun(runDir: string, opts: OpenRunOptions & { reader?: DumpReaderOptions } = {}): Promise<MilesRunModel> {
