@@ -320,14 +320,17 @@ describe('step reads no one waits for any more', () => {
       await model.close();
       // leaving while the step waits its turn behind another step's decode (a worker's, so this thread is free)
       const queued: string[] = [];
-      const behind = await openMilesRun(run.dir, { reader: { onDecode: recording(queued), decodeOffThreadAbove: 0 } });
-      const busy = behind.step(0, false);
       const waiting = new AbortController();
+      // the asker of step 2 leaves as step 0's decode begins here: step 2 then surely still waits its turn
+      const leaveAsStepZeroDecodes = (f: string): void => {
+        queued.push(f);
+        if (/^(rollout|train)_data\/0(_\d+)?\.pt$/.test(f)) waiting.abort();
+      };
+      const behind = await openMilesRun(run.dir, { reader: { onDecode: leaveAsStepZeroDecodes, decodeOffThreadAbove: 0 } });
+      const busy = behind.step(0, false);
       const late = behind.step(2, false, 'asked', waiting.signal);
       // the view's preview of the same step leaves with it
       const previewed = behind.stepPreview!(2, false, waiting.signal);
-      await new Promise((r) => setTimeout(r, 5));
-      waiting.abort();
       await assert.rejects(late, (e: unknown) => (e as Error).name === 'AbortError');
       await assert.rejects(previewed, (e: unknown) => (e as Error).name === 'AbortError');
       await busy;
