@@ -5,7 +5,7 @@
 import { parentPort } from 'node:worker_threads';
 import type { GpuAnswer } from '../wire/index.ts';
 import { gpuFrame } from './columns.ts';
-import { jsonPieces } from './json.ts';
+import { jsonChunks } from './json.ts';
 
 /** What to encode: any answer as JSON, or a gpu answer as its columnar frame. */
 export type EncodeJob = { kind: 'json'; value: unknown } | { kind: 'gpu_frame'; answer: GpuAnswer };
@@ -21,27 +21,10 @@ export type EncodeReply = { chunk: Uint8Array } | { end: true; chunks: number } 
 
 /** Chunks a job may post ahead of what the serving thread took. */
 export const CHUNKS_AHEAD = 4;
-/** Bytes of JSON text per chunk (the serving thread's own chunk size: a thread's heap holds little garbage). */
-const CHUNK_BYTES = 1 << 16;
-
 function* chunks(job: EncodeJob): Generator<Uint8Array> {
-  if (job.kind === 'gpu_frame') {
-    yield* gpuFrame(job.answer);
-    return;
-  }
-  // pieces joined into a chunk in their order, never a string of them (a rope to flatten)
-  let parts: string[] = [];
-  let length = 0;
-  for (const piece of jsonPieces(job.value)) {
-    parts.push(piece);
-    length += piece.length;
-    if (length >= CHUNK_BYTES) {
-      yield Buffer.from(parts.join(''), 'utf8');
-      parts = [];
-      length = 0;
-    }
-  }
-  if (length > 0) yield Buffer.from(parts.join(''), 'utf8');
+  if (job.kind === 'gpu_frame') yield* gpuFrame(job.answer);
+  // the serving thread's own chunks: a thread's heap holds little garbage
+  else yield* jsonChunks(job.value);
 }
 
 /** Runs one job, stopping when it is cancelled; returns the chunks it posted. */

@@ -140,23 +140,34 @@ export function* jsonPieces(value: unknown): Generator<string> {
   yield toJsonText(value);
 }
 
-/** The JSON body of `value`: one string for ordinary answers, a stream of pieces for large ones. */
+/**
+ * The JSON text of `value` as UTF-8 chunks of about STREAM_CHUNK bytes: its pieces joined in their order,
+ * never a string grown piece by piece (a rope to flatten).
+ */
+export function* jsonChunks(value: unknown): Generator<Uint8Array> {
+  let parts: string[] = [];
+  let length = 0;
+  for (const piece of jsonPieces(value)) {
+    parts.push(piece);
+    length += piece.length;
+    if (length >= STREAM_CHUNK) {
+      yield Buffer.from(parts.join(''), 'utf8');
+      parts = [];
+      length = 0;
+    }
+  }
+  if (length > 0) yield Buffer.from(parts.join(''), 'utf8');
+}
+
+/** The JSON body of `value`: one string for ordinary answers, a stream of chunks for large ones. */
 export function jsonBody(value: unknown): string | ReadableStream<Uint8Array> {
   if (!heavy(value)) return toJsonText(value);
-  const pieces = jsonPieces(value);
+  const chunks = jsonChunks(value);
   return new ReadableStream<Uint8Array>({
     pull(controller) {
-      let text = '';
-      while (text.length < STREAM_CHUNK) {
-        const next = pieces.next();
-        if (next.done) {
-          if (text) controller.enqueue(Buffer.from(text, 'utf8'));
-          controller.close();
-          return;
-        }
-        text += next.value;
-      }
-      controller.enqueue(Buffer.from(text, 'utf8'));
+      const next = chunks.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
     },
   });
 }

@@ -37,11 +37,6 @@ const STEP_PREVIEW = /^\/api\/rlsight\/rollout\/[^/]+\/preview$/;
 /** Window answers over chosen lanes: bounded by the longest window and the lanes asked for. */
 const LANE_WINDOW_PATHS = /^\/api\/timeline\/(gpu|phases|gpu_processes|heatmap)$/;
 
-/** Whether a GET of `path?query` is heavy (whole-run, all-lanes, step or search work) or cheap. */
-export function isHeavy(path: string, query: URLSearchParams): boolean {
-  return heavyKind(path, query) !== null;
-}
-
 /**
  * What a heavy answer mostly waits for: `step` a step's records (dump decoding), `window` an hour of every
  * lane (its parse), `run` the whole run's folded telemetry (fleet, outliers, engine series, advisory), `other`
