@@ -48,6 +48,13 @@ test('the cache root: RLSIGHT_CACHE_DIR, else XDG_CACHE_HOME/rlsight, else ~/.ca
   const linked = defaultRunCache(run.dir, join(scratch, 'link-into-run'));
   assert.ok('problem' in linked && /inside the run once its links are followed/.test(linked.problem), JSON.stringify(linked));
   assert.equal(existsSync(join(run.dir, 'runs')), false, 'nothing was made inside the run');
+  // nor a root below such a link: it is refused before anything is made
+  const below = defaultRunCache(run.dir, join(scratch, 'link-into-run', 'sub'));
+  assert.ok('problem' in below && /inside the run once its links are followed/.test(below.problem), JSON.stringify(below));
+  assert.equal(existsSync(join(run.dir, 'sub')), false, 'no folder was made inside the run');
+  // a run folder gone since it was found is said, not thrown
+  const gone = defaultRunCache(join(scratch, 'no-such-run'), root);
+  assert.ok('problem' in gone && /no-such-run cannot be read \(ENOENT\)/.test(gone.problem), JSON.stringify(gone));
   writeFileSync(join(scratch, 'a-file'), '');
   const blocked = defaultRunCache(run.dir, join(scratch, 'a-file'));
   assert.ok('problem' in blocked && /cannot be written/.test(blocked.problem));

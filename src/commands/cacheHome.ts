@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { accessSync, constants, mkdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { isInside } from '../formats/fileAccess.ts';
+import { isInside, realpathOfFuture } from '../formats/fileAccess.ts';
 
 /** The folder under which runs get their default caches. */
 export function userCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
@@ -18,19 +18,22 @@ export function userCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
  * cannot be written, or it would lie inside the run).
  */
 export function defaultRunCache(runDir: string, root: string = userCacheRoot()): { dir: string } | { problem: string } {
-  const run = realpathSync(runDir);
-  const name = `${basename(run) || 'run'}-${createHash('sha256').update(run).digest('hex').slice(0, 12)}`;
-  if (isInside(run, resolve(root, 'runs', name))) return { problem: `${join(root, 'runs', name)} lies inside the run (nothing is written inside a run)` };
-  let dir: string;
+  const shown = (name: string) => join(root, 'runs', name);
+  let run: string;
   try {
-    mkdirSync(root, { recursive: true });
-    // a cache root reached through a link into the run is inside it all the same: nothing is made there
-    dir = join(realpathSync(root), 'runs', name);
-    if (isInside(run, dir)) return { problem: `${join(root, 'runs', name)} lies inside the run once its links are followed (nothing is written inside a run)` };
+    run = realpathSync(runDir);
+  } catch (e) {
+    return { problem: `${runDir} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+  }
+  const name = `${basename(run) || 'run'}-${createHash('sha256').update(run).digest('hex').slice(0, 12)}`;
+  try {
+    // links followed before anything is made: a root reached through a link into the run is inside it all the same
+    const dir = join(realpathOfFuture(resolve(root)), 'runs', name);
+    if (isInside(run, dir)) return { problem: `${shown(name)} lies inside the run once its links are followed (nothing is written inside a run)` };
     mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
+    return { dir };
   } catch (e) {
-    return { problem: `${join(root, 'runs', name)} cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+    return { problem: `${shown(name)} cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
   }
-  return { dir };
 }

@@ -2,7 +2,7 @@
 // is opened, so nothing ever blocks on one), and only inside the folder it belongs to once symlinks resolve.
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
-import { sep } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import { threadId } from 'node:worker_threads';
 
 /** A path that exists but is not read: not a regular file, or a symlink resolving outside its folder. */
@@ -102,6 +102,26 @@ let tempsNamed = 0;
  */
 export function tempPathBeside(path: string): string {
   return `${path}.${process.pid}-${threadId}-${tempsNamed++}.tmp`;
+}
+
+/**
+ * The real path of `path`, which may not exist yet: its nearest existing ancestor with links resolved, the
+ * rest appended (what `path` will be once made).
+ */
+export function realpathOfFuture(path: string): string {
+  const rest: string[] = [];
+  let p = path;
+  for (;;) {
+    try {
+      return join(realpathSync(p), ...rest.reverse());
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const parent = dirname(p);
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || parent === p) throw e;
+      rest.push(basename(p));
+      p = parent;
+    }
+  }
 }
 
 /** Whether `real` (a resolved path) is `root` or lies below it (`root` resolved too). */

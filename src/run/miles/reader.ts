@@ -4,8 +4,8 @@
 // conversations — never answers.
 import { statSync } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
-import { isInside } from '../../formats/fileAccess.ts';
+import { join, resolve } from 'node:path';
+import { isInside, realpathOfFuture } from '../../formats/fileAccess.ts';
 import type { ConversationRecord, RolloutIds, SampleTextRecord, SampleTokenRecord, StepPriority, StepRecords, TrainDigest } from '../model.ts';
 import { discoverRolloutIds } from './discovery.ts';
 import { RefusedOption, damageOf, NotFound } from '../errors.ts';
@@ -128,7 +128,7 @@ export class DumpReader {
     if (options.cacheDir !== undefined) {
       cacheDir = resolve(options.cacheDir);
       // Compared after resolving symlinks: a linked cache folder (or run) must not put a cache file inside the run.
-      if (isInside(realDir, await realpathOfFuture(cacheDir))) {
+      if (isInside(realDir, realpathOfFuture(cacheDir))) {
         throw new RefusedOption('cacheDir', 'the cache directory must lie outside the run directory (nothing is written inside a run)');
       }
     }
@@ -473,18 +473,3 @@ export class DumpReader {
   }
 }
 
-/** `realpath` of a path that may not exist yet: its nearest existing ancestor resolved, the rest appended. */
-async function realpathOfFuture(path: string): Promise<string> {
-  const rest: string[] = [];
-  let p = path;
-  for (;;) {
-    try {
-      return join(await realpath(p), ...rest.reverse());
-    } catch (e) {
-      const parent = dirname(p);
-      if (!isMissing(e) || parent === p) throw e;
-      rest.push(basename(p));
-      p = parent;
-    }
-  }
-}
