@@ -150,7 +150,6 @@ export class GpuUtilBlock extends ColumnBlock<GpuSchema> {
 
 const L_TS = bytesOf('{"ts":');
 const L_NODE = bytesOf(',"node":"');
-const L_GPU = bytesOf(',"gpu":');
 const L_UTIL = bytesOf(',"util":');
 const L_MEM = bytesOf(',"mem_mb":');
 const L_POWER = bytesOf(',"power_w":');
@@ -240,7 +239,6 @@ function linesOutside(buf: Uint8Array, p: number, end: number, from: number, to:
   return p;
 }
 
-/** Parses `gpu_util` lines into blocks; holds the node-name interning shared by every block. */
 /**
  * `buf` as a DataView, to compare a line's fixed parts a word at a time. Made per parse call, never kept on a
  * parser: a long-lived parser holding its last buffer would keep a whole piece of an hour alive.
@@ -249,6 +247,7 @@ function wordsOf(buf: Uint8Array): DataView {
   return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
 }
 
+/** Parses `gpu_util` lines into blocks; holds the node-name interning shared by every block. */
 export class GpuUtilParser {
   private readonly nodes = new ByteSliceMap();
   private readonly nodeNames: string[] = [];

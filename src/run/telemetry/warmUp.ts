@@ -30,10 +30,10 @@ interface Task {
  * Resident memory a warm-up keeps the process within when it runs parses side by side, bytes: a second parse
  * waits for the first while the process and its estimated peak would pass this (the first always runs).
  */
-export const WARM_UP_RESIDENT_GOAL = 512 * 2 ** 20;
+const WARM_UP_RESIDENT_GOAL = 512 * 2 ** 20;
 
 /** A warm-up parse's peak memory on its thread, estimated from its file's bytes (columns, read buffer, regrouping). */
-export function parsePeakBytes(fileBytes: number): number {
+function parsePeakBytes(fileBytes: number): number {
   return 0.3 * fileBytes + 16 * 2 ** 20;
 }
 
