@@ -3,9 +3,10 @@
 // from Prometheus). Nothing under the run is ever written.
 import { answersFor } from '../queries/slimeAnswers.ts';
 import type { RunAnswers } from '../queries/runAnswers.ts';
+import { STEP_FACTS_ENTRY } from '../queries/stepFacts.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import type { OpenRunOptions, RunModel } from '../run/model.ts';
-import { openPrometheusEngines, openRunModel, openSearchTexts } from '../run/open.ts';
+import { openDerivedEntry, openPrometheusEngines, openRunModel, openSearchTexts } from '../run/open.ts';
 
 export type OpenRun = RunAnswers;
 
@@ -20,6 +21,7 @@ export interface OpenAnswersOptions extends OpenRunOptions {
 export function answersOver(model: RunModel, opts: Pick<OpenAnswersOptions, 'prometheus' | 'slime'> = {}): RunAnswers {
   return answersFor(model, {
     searchTexts: (source) => openSearchTexts(source, { cacheDir: model.cacheDir }),
+    stepFacts: openDerivedEntry(model.cacheDir, STEP_FACTS_ENTRY),
     engines: opts.prometheus ? openPrometheusEngines(opts.prometheus) : null,
     slime: opts.slime,
   });

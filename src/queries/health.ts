@@ -10,11 +10,10 @@ import type {
   HealthRow,
   HealthSignal,
   SignalSpec,
+  StepCoverage,
   Threshold,
 } from '../wire/index.ts';
-import { readableStep } from './rollouts.ts';
 import type { RunSources } from './runAnswers.ts';
-import { damageOf } from '../run/errors.ts';
 import { BadArgument } from './limits.ts';
 import { ENTRY_PHASE, judgeStep } from './stragglers.ts';
 import type { TableRow } from '../wire/index.ts';
@@ -77,7 +76,11 @@ export interface HealthPhase {
 }
 
 export interface HealthInputs {
-  steps: readonly HealthStep[];
+  /** Each step's tables, or its facts once read (see `healthStepFacts`). */
+  steps: readonly (HealthStep | HealthStepFacts)[];
+  /** A partial board: the train steps not read yet (their rows are left out). */
+  unread?: readonly number[];
+  coverage?: StepCoverage;
   metrics: readonly MetricsRecord[];
   topology: readonly TopologySnapshot[];
   phases: readonly HealthPhase[];
@@ -251,7 +254,100 @@ function straggler(phases: readonly HealthPhase[], w: { t0: number; t1: number }
   return rank >= 0 ? { rank, late, threshold: j.threshold } : { spread: j.spread, ranks: entry.size };
 }
 
-/** The board over a run's train steps. Steps come in ascending order; jumps compare with the previous one listed. */
+/** The signals a step's own dump answers; the others come from the run's logged metrics and telemetry. */
+export type DumpSignal = 'zero_std' | 'lp_drift' | 'imp_ratio' | 'truncation' | 'mixed_version' | 'staleness';
+
+/** What the board takes of one step's dump: its dump cells and the means its jumps compare (small: kept per step once read). */
+export interface HealthStepFacts {
+  step: number;
+  cells: Record<DumpSignal, Omit<HealthCell, 'level'>>;
+  rewardMean: number | null;
+  lengthMean: number | null;
+  /** Why the step's dump could not be read (`file: problem`): its row is marked damaged. */
+  damaged?: string;
+}
+
+/** One step's dump cells and means, from its summary and groups tables. */
+export function healthStepFacts(st: HealthStep): HealthStepFacts {
+  const rows_ = st.summary;
+  const cells = {} as Record<DumpSignal, Omit<HealthCell, 'level'>>;
+  const rewardColumn = rows_ && rows_.some((r) => num(r.raw_reward) !== null) ? 'raw_reward' : 'reward';
+  const rewardMean = rows_ ? mean(column(rows_, rewardColumn)) : null;
+  const lengthMean = rows_ ? mean(column(rows_, 'response_length')) : null;
+
+  if (st.groups && st.groups.length > 0) {
+    const zero = st.groups.filter((g) => g.zero_std === true).length;
+    cells.zero_std = {
+      value: zero / st.groups.length,
+      detail: `${zero}/${st.groups.length} groups have zero reward std`,
+      evidence: { view: 'rollout', step: st.step, tab: 'groups', sort: 'zero_std' },
+    };
+  } else cells.zero_std = EMPTY;
+
+  if (rows_) {
+    const lp = column(rows_, 'mean_abs_lp_diff');
+    const worst = argmax(rows_, (r) => num(r.mean_abs_lp_diff));
+    const m = mean(lp);
+    cells.lp_drift =
+      m === null || !worst
+        ? { ...EMPTY, detail: 'no train-side log-probs' }
+        : {
+            value: m,
+            detail: `mean ${fmt(m, 4)} over ${lp.length} samples; worst sample ${String(worst.sample_index)} at ${fmt(num(worst.mean_abs_lp_diff)!, 4)}`,
+            evidence: { view: 'sample', step: st.step, sample_index: worst.sample_index as number, color: 'lp_diff' },
+          };
+
+    const ratios = rows_.filter((r) => num(r.mean_imp_ratio) !== null);
+    const outside = ratios.filter((r) => {
+      const v = num(r.mean_imp_ratio)!;
+      return v < IMP_RATIO_BAND[0] || v > IMP_RATIO_BAND[1];
+    });
+    const extreme = argmax(ratios, (r) => Math.abs(Math.log(Math.max(1e-12, num(r.mean_imp_ratio)!))));
+    cells.imp_ratio =
+      ratios.length === 0 || !extreme
+        ? { ...EMPTY, detail: 'no importance ratios' }
+        : {
+            value: outside.length / ratios.length,
+            detail: `${outside.length}/${ratios.length} samples outside [${IMP_RATIO_BAND[0]}, ${IMP_RATIO_BAND[1]}]; most extreme sample ${String(extreme.sample_index)} at ${fmt(num(extreme.mean_imp_ratio)!, 3)}`,
+            evidence: { view: 'sample', step: st.step, sample_index: extreme.sample_index as number, color: 'imp_ratio' },
+          };
+
+    const trunc = column(rows_, 'truncated');
+    const tf = mean(trunc);
+    cells.truncation =
+      tf === null
+        ? EMPTY
+        : { value: tf, detail: `${trunc.filter((x) => x > 0).length}/${trunc.length} samples truncated (${pct(tf)})`, evidence: { view: 'rollout', step: st.step, sort: 'truncated' } };
+
+    const mixed = column(rows_, 'mixed_version');
+    const mf = mean(mixed);
+    cells.mixed_version =
+      mf === null
+        ? EMPTY
+        : { value: mf, detail: `${mixed.filter((x) => x > 0).length}/${mixed.length} samples span several weight versions`, evidence: { view: 'rollout', step: st.step, sort: 'mixed_version' } };
+
+    const stale = argmax(rows_, (r) => num(r.staleness));
+    cells.staleness = stale
+      ? {
+          value: num(stale.staleness),
+          detail: `oldest weights ${String(stale.staleness)} steps behind (sample ${String(stale.sample_index)})`,
+          evidence: { view: 'rollout', step: st.step, sort: 'staleness' },
+        }
+      : EMPTY;
+  } else {
+    for (const id of ['lp_drift', 'imp_ratio', 'truncation', 'mixed_version', 'staleness'] as const) cells[id] = { ...EMPTY, detail: st.damaged ? `dump damaged: ${st.damaged}` : 'dump not readable' };
+  }
+  return st.damaged ? { step: st.step, cells, rewardMean, lengthMean, damaged: st.damaged } : { step: st.step, cells, rewardMean, lengthMean };
+}
+
+/** Previous-step means not known: the step before this one is not read yet (a partial board). */
+const UNREAD = undefined;
+
+/**
+ * The board over a run's train steps (their tables, or their facts once read). Steps come in ascending order;
+ * jumps compare with the previous one listed. With `unread` (a partial board: steps not read yet, with the
+ * answer's `coverage`), a step whose previous step is unread says so instead of a jump.
+ */
 export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const signals = [...(inputs.signals ?? DEFAULT_SIGNALS)];
   const spec = (id: HealthSignal): SignalSpec => signals.find((s) => s.id === id)!;
@@ -261,98 +357,38 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const medianStepTime = median([...stepTimes.values()]);
   const restarts = restartTimes(inputs.topology);
   const hasTrainPhases = inputs.phases.some((p) => p.role === 'train' && p.rank >= 0);
-  const steps = [...inputs.steps].sort((a, b) => a.step - b.step);
+  const steps = inputs.steps.map((st) => ('cells' in st ? st : healthStepFacts(st))).sort((a, b) => a.step - b.step);
+  const unread = [...(inputs.unread ?? [])].sort((a, b) => a - b);
 
   const rows: HealthRow[] = [];
-  let prevReward: number | null = null;
-  let prevLength: number | null = null;
+  let prevReward: number | null | typeof UNREAD = null;
+  let prevLength: number | null | typeof UNREAD = null;
+  let nextUnread = 0;
   for (const st of steps) {
-    const rows_ = st.summary;
-    const cells = {} as Record<HealthSignal, Omit<HealthCell, 'level'>>;
-    const rewardColumn = rows_ && rows_.some((r) => num(r.raw_reward) !== null) ? 'raw_reward' : 'reward';
-    const rewardMean = rows_ ? mean(column(rows_, rewardColumn)) : null;
-    const lengthMean = rows_ ? mean(column(rows_, 'response_length')) : null;
+    if (nextUnread < unread.length && unread[nextUnread] < st.step) {
+      while (nextUnread < unread.length && unread[nextUnread] < st.step) nextUnread++;
+      prevReward = prevLength = UNREAD;
+    }
+    const cells: Record<HealthSignal, Omit<HealthCell, 'level'>> = { ...st.cells } as Record<HealthSignal, Omit<HealthCell, 'level'>>;
+    const { rewardMean, lengthMean } = st;
     const reward = rewardMean ?? loggedReward.get(st.step) ?? null;
 
-    if (st.groups && st.groups.length > 0) {
-      const zero = st.groups.filter((g) => g.zero_std === true).length;
-      cells.zero_std = {
-        value: zero / st.groups.length,
-        detail: `${zero}/${st.groups.length} groups have zero reward std`,
-        evidence: { view: 'rollout', step: st.step, tab: 'groups', sort: 'zero_std' },
-      };
-    } else cells.zero_std = EMPTY;
-
-    if (rows_) {
-      const lp = column(rows_, 'mean_abs_lp_diff');
-      const worst = argmax(rows_, (r) => num(r.mean_abs_lp_diff));
-      const m = mean(lp);
-      cells.lp_drift =
-        m === null || !worst
-          ? { ...EMPTY, detail: 'no train-side log-probs' }
-          : {
-              value: m,
-              detail: `mean ${fmt(m, 4)} over ${lp.length} samples; worst sample ${String(worst.sample_index)} at ${fmt(num(worst.mean_abs_lp_diff)!, 4)}`,
-              evidence: { view: 'sample', step: st.step, sample_index: worst.sample_index as number, color: 'lp_diff' },
-            };
-
-      const ratios = rows_.filter((r) => num(r.mean_imp_ratio) !== null);
-      const outside = ratios.filter((r) => {
-        const v = num(r.mean_imp_ratio)!;
-        return v < IMP_RATIO_BAND[0] || v > IMP_RATIO_BAND[1];
-      });
-      const extreme = argmax(ratios, (r) => Math.abs(Math.log(Math.max(1e-12, num(r.mean_imp_ratio)!))));
-      cells.imp_ratio =
-        ratios.length === 0 || !extreme
-          ? { ...EMPTY, detail: 'no importance ratios' }
-          : {
-              value: outside.length / ratios.length,
-              detail: `${outside.length}/${ratios.length} samples outside [${IMP_RATIO_BAND[0]}, ${IMP_RATIO_BAND[1]}]; most extreme sample ${String(extreme.sample_index)} at ${fmt(num(extreme.mean_imp_ratio)!, 3)}`,
-              evidence: { view: 'sample', step: st.step, sample_index: extreme.sample_index as number, color: 'imp_ratio' },
-            };
-
-      const trunc = column(rows_, 'truncated');
-      const tf = mean(trunc);
-      cells.truncation =
-        tf === null
-          ? EMPTY
-          : { value: tf, detail: `${trunc.filter((x) => x > 0).length}/${trunc.length} samples truncated (${pct(tf)})`, evidence: { view: 'rollout', step: st.step, sort: 'truncated' } };
-
-      const mixed = column(rows_, 'mixed_version');
-      const mf = mean(mixed);
-      cells.mixed_version =
-        mf === null
-          ? EMPTY
-          : { value: mf, detail: `${mixed.filter((x) => x > 0).length}/${mixed.length} samples span several weight versions`, evidence: { view: 'rollout', step: st.step, sort: 'mixed_version' } };
-
-      const stale = argmax(rows_, (r) => num(r.staleness));
-      cells.staleness = stale
-        ? {
-            value: num(stale.staleness),
-            detail: `oldest weights ${String(stale.staleness)} steps behind (sample ${String(stale.sample_index)})`,
-            evidence: { view: 'rollout', step: st.step, sort: 'staleness' },
-          }
-        : EMPTY;
-    } else {
-      for (const id of ['lp_drift', 'imp_ratio', 'truncation', 'mixed_version', 'staleness'] as const) cells[id] = { ...EMPTY, detail: st.damaged ? `dump damaged: ${st.damaged}` : 'dump not readable' };
-    }
-
     cells.reward_jump =
-      reward !== null && prevReward !== null
+      reward !== null && prevReward !== null && prevReward !== UNREAD
         ? {
             value: Math.abs(reward - prevReward),
             detail: `mean reward ${fmt(prevReward)} → ${fmt(reward)}`,
             evidence: { view: 'metrics', keys: [rewardMean !== null ? 'dump/reward_mean' : 'rollout/rewards_mean'] },
           }
-        : { ...EMPTY, detail: reward === null ? 'no reward' : 'first step' };
+        : { ...EMPTY, detail: reward === null ? 'no reward' : prevReward === UNREAD ? 'previous step not read yet' : 'first step' };
     cells.length_jump =
-      lengthMean !== null && prevLength !== null && prevLength > 0
+      lengthMean !== null && prevLength !== null && prevLength !== UNREAD && prevLength > 0
         ? {
             value: Math.abs(lengthMean - prevLength) / prevLength,
             detail: `mean response length ${fmt(prevLength, 1)} → ${fmt(lengthMean, 1)}`,
             evidence: { view: 'metrics', keys: ['dump/response_length_mean'] },
           }
-        : { ...EMPTY, detail: lengthMean === null ? 'no lengths' : 'first step' };
+        : { ...EMPTY, detail: lengthMean === null ? 'no lengths' : prevLength === UNREAD ? 'previous step not read yet' : 'first step' };
     if (reward !== null) prevReward = reward;
     if (lengthMean !== null) prevLength = lengthMean;
 
@@ -409,7 +445,8 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
       if (c.level === 'fire') fired.push({ step: r.step, signal: id, value: c.value!, fire: spec(id).fire, detail: c.detail });
     }
   }
-  return { signals, rows, fired, warnings: inputs.warnings ?? [] };
+  const answer: HealthAnswer = { signals, rows, fired, warnings: inputs.warnings ?? [] };
+  return inputs.coverage ? { ...answer, coverage: inputs.coverage } : answer;
 }
 
 /** The firings of the listed signals, one line each, for `rlsight health --fail-on`. */
@@ -422,30 +459,20 @@ export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]):
 /**
  * The board of an open run: every visible train step. A step still being written is skipped, and a damaged
  * step is a row marked damaged (its dump's signals show no data), each with a warning naming the file.
+ * `progressive`: at once over the steps read so far, with their coverage (the others are read in the
+ * background); else every step is read first (`rlsight health` reads them as asked).
  */
-export async function runHealth(run: RunSources, signals: readonly SignalSpec[] = DEFAULT_SIGNALS): Promise<HealthAnswer> {
-  const warnings: string[] = [];
-  const steps: HealthStep[] = [];
-  for (const step of (await run.rolloutIds()).train) {
-    try {
-      const summary = await readableStep(() => run.summary(step, false), step, warnings);
-      if (!summary) continue;
-      const groups = await run.groups(step, false);
-      steps.push({ step, summary: summary.rows, groups: groups.rows });
-    } catch (e) {
-      const damage = damageOf(e);
-      if (damage === null) throw e;
-      warnings.push(`step ${step}: damaged: ${damage}`);
-      steps.push({ step, summary: null, groups: null, damaged: damage });
-    }
-  }
+export async function runHealth(run: RunSources, signals: readonly SignalSpec[] = DEFAULT_SIGNALS, opts: { progressive?: boolean } = {}): Promise<HealthAnswer> {
+  const facts = await run.stepFacts(opts.progressive ? { progressive: true } : { progressive: false, priority: 'asked' });
   return healthBoard({
-    steps,
+    steps: facts.steps.map((f) => f.health),
+    unread: facts.unread,
+    coverage: facts.coverage,
     metrics: run.metricsRecords(),
     topology: run.topologySnapshots(),
     phases: run.phaseEvents(),
     startTs: run.startTs(),
     signals,
-    warnings,
+    warnings: facts.warnings,
   });
 }

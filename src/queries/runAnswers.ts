@@ -1,6 +1,6 @@
 // Every answer about one open run, assembled from its model by the query functions. The server only routes,
 // validates and encodes: each endpoint is one method here, its arguments already parsed.
-import { FLAT_STREAMS, PARTITIONED_STREAMS, type MetricsRecord, type OutsideEngineSeries, type PhaseEvent, type RunModel, type SampleTextRecord, type SearchTextSource, type StepTextsSource, type TelemetrySource, type TopologySnapshot, type WarmedStream } from '../run/model.ts';
+import { FLAT_STREAMS, PARTITIONED_STREAMS, type DerivedEntry, type MetricsRecord, type OutsideEngineSeries, type PhaseEvent, type RunModel, type SampleTextRecord, type SearchTextSource, type StepPriority, type StepTextsSource, type TelemetrySource, type TopologySnapshot, type WarmedStream } from '../run/model.ts';
 import { basename } from 'node:path';
 import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import { openSearchTexts } from '../run/open.ts';
@@ -42,7 +42,8 @@ import { sampleConversation } from './messages.ts';
 import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
-import { STEP_AGGREGATE_METRICS, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
+import { STEP_AGGREGATE_METRICS, stepTables, type StepAggregate } from './rollouts.ts';
+import { StepFactsKeeper, type StepFactsAnswer } from './stepFacts.ts';
 import { noTelemetry } from './noTelemetry.ts';
 import { noTraces } from './slimeTraceView.ts';
 import { tokenView } from './tokens.ts';
@@ -107,7 +108,8 @@ export interface RunSources {
   outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer>;
   engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer>;
   bubbles(): Promise<BubblesAnswer>;
-  metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer>;
+  /** `progressive`: `dump/*` series at once over the steps read so far, each with its coverage (see `stepFacts`). */
+  metrics(q: Window & { keys: string[]; x: string; progressive?: boolean }): Promise<MetricsAnswer>;
   advisory(w: Window & Stoppable & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
   /** `signal`: the asker may leave (a step read no one waits for is dropped before it begins). */
   summary(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable>;
@@ -123,6 +125,12 @@ export interface RunSources {
   rolloutIds(): Promise<{ train: number[]; eval: number[] }>;
   /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */
   stepAggregates(): Promise<StepAggregate[]>;
+  /**
+   * What the step-wide answers (health board, `dump/*` series) take of every visible train step, each step read
+   * once. `progressive`: at once over the steps read so far, with their coverage, the others read in the
+   * background one at a time; else every step, read now (`priority` `asked` for a command that waits on it).
+   */
+  stepFacts(opts: { progressive: true } | { progressive: false; priority: StepPriority }): Promise<StepFactsAnswer>;
   /** Every sample's searchable text, in batch order. */
   sampleTexts(step: number, evaluation: boolean): Promise<SampleText[]>;
   /** The same texts in order, in batches handed out while the step is still being read. */
@@ -176,6 +184,8 @@ export interface HandedIn {
   engines?: OutsideEngineSeries | null;
   /** The clock an outside source's default window ends at (seconds). */
   now?: () => number;
+  /** Where each step's facts for the step-wide answers are kept across starts; in memory only when absent. */
+  stepFacts?: DerivedEntry | null;
 }
 
 /** Without a window, the last hour of outside engine series is asked for. */
@@ -238,6 +248,7 @@ export class RunAnswers implements RunSources {
   private readonly now: () => number;
   /** The run's telemetry, or for a run that records none a source holding nothing (every answer the empty one). */
   private readonly store: TelemetrySource;
+  private readonly facts: StepFactsKeeper;
 
   constructor(
     readonly model: RunModel,
@@ -247,6 +258,28 @@ export class RunAnswers implements RunSources {
     this.openSearchTexts = handed.searchTexts ?? ((source) => openSearchTexts(source));
     this.engines = handed.engines ?? null;
     this.now = handed.now ?? (() => Date.now() / 1000);
+    this.facts = new StepFactsKeeper(
+      {
+        trainSteps: async () => (await this.model.rolloutIds()).train,
+        stamp: (step) => this.stepStamp(step, false),
+        tables: (step, priority) => this.stepTablesOf(step, priority),
+      },
+      handed.stepFacts ?? null,
+    );
+  }
+
+  /** One train step's summary and groups tables, read at `priority`. */
+  protected async stepTablesOf(step: number, priority: StepPriority): Promise<{ summary: RolloutTable; groups: RolloutTable }> {
+    return stepTables(await this.model.step(step, false, priority));
+  }
+
+  stepFacts(opts: { progressive: true } | { progressive: false; priority: StepPriority }): Promise<StepFactsAnswer> {
+    return opts.progressive ? this.facts.soFar() : this.facts.complete(opts.priority);
+  }
+
+  /** Settles once the background read of the steps is done (tests, benchmarks). */
+  stepFactsSettled(): Promise<void> {
+    return this.facts.settled();
   }
 
   /** Engine series come from outside the run: it has an outside source and no engine_series stream of its own. */
@@ -313,6 +346,7 @@ export class RunAnswers implements RunSources {
 
   /** Closes the run's files. */
   close(): Promise<void> {
+    this.facts.close();
     return this.model.close();
   }
 
@@ -484,27 +518,21 @@ export class RunAnswers implements RunSources {
     return { bubbles: bubbles(this.store) };
   }
 
-  async metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer> {
-    return metricsAnswer(this.store, q.keys, q, () => this.stepAggregates());
+  async metrics(q: Window & { keys: string[]; x: string; progressive?: boolean }): Promise<MetricsAnswer> {
+    if (!q.progressive) return metricsAnswer(this.store, q.keys, q, () => this.stepAggregates());
+    let coverage: StepFactsAnswer['coverage'];
+    const answer = await metricsAnswer(this.store, q.keys, q, async () => {
+      const facts = await this.stepFacts({ progressive: true });
+      coverage = facts.coverage;
+      return aggregatesOf(facts);
+    });
+    if (coverage) for (const k of q.keys) if (k.startsWith(DUMP_METRIC_PREFIX)) answer[k] = { ...answer[k], coverage };
+    return answer;
   }
 
   /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */
   async stepAggregates(): Promise<StepAggregate[]> {
-    const out: StepAggregate[] = [];
-    // Newest first, each in the background: the step a page asks for is most often the newest, read once
-    // for both answers; the older ones are read after it, one at a time.
-    for (const id of [...(await this.model.rolloutIds()).train].reverse()) {
-      try {
-        const t = stepTables(await this.model.step(id, false, 'background'));
-        out.push(stepAggregate(t.summary, t.groups));
-      } catch (e) {
-        // A step still being written has no aggregate yet; a damaged one is left out (and listed in the
-        // run's warnings by the model): the other steps still plot.
-        if (e instanceof DumpStillWriting || damageOf(e) !== null) continue;
-        throw e;
-      }
-    }
-    return out.reverse();
+    return aggregatesOf(await this.stepFacts({ progressive: false, priority: 'background' }));
   }
 
   async advisory(w: Window & Stoppable & { lowMfu: number }): Promise<LocatedAdvisoryAnswer> {
@@ -598,8 +626,9 @@ export class RunAnswers implements RunSources {
     return tokenView(await this.model.sampleTokens(rolloutId, sampleIndex, q.evaluation), { start: q.start, end: q.end ?? null });
   }
 
-  advance(): Promise<void> {
-    return this.model.advance();
+  async advance(): Promise<void> {
+    await this.model.advance();
+    this.facts.changed();
   }
 
   async catalog(): Promise<RunCatalog> {
@@ -637,6 +666,11 @@ export function defaultWindowS(gpuBytesPerHour: number): number {
 
 function openingWindow(seconds: number): Pick<Meta, 'default_window_s'> {
   return seconds < MAX_WINDOW_S ? { default_window_s: seconds } : {};
+}
+
+/** The aggregates of the steps read (a damaged step has none). */
+function aggregatesOf(facts: StepFactsAnswer): StepAggregate[] {
+  return facts.steps.flatMap((f) => (f.aggregate ? [f.aggregate] : []));
 }
 
 function sampleText(t: SampleTextRecord, step: number, evaluation: boolean): SampleText {

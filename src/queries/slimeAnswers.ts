@@ -40,6 +40,11 @@ export class SlimeAnswers extends RunAnswers {
     return { summary, groups: rolloutGroups(summary) };
   }
 
+  /** A slime dump is read in one piece, with no queue of steps to wait in. */
+  protected override stepTablesOf(step: number): Promise<{ summary: RolloutTable; groups: RolloutTable }> {
+    return this.tables(step, false);
+  }
+
   override async summary(rolloutId: number, evaluation: boolean): Promise<RolloutTable> {
     return (await this.tables(rolloutId, evaluation)).summary;
   }
@@ -63,12 +68,13 @@ export class SlimeAnswers extends RunAnswers {
     return { ...m, run_name: m.run_name ?? this.model.dir.split('/').pop() ?? null, metric_keys: [...own, ...m.metric_keys.filter((k) => !own.includes(k))], capabilities: { ...m.capabilities, has_metrics: true } };
   }
 
-  override async metrics(q: Window & { keys: string[]; x: string }): Promise<MetricsAnswer> {
+  override async metrics(q: Window & { keys: string[]; x: string; progressive?: boolean }): Promise<MetricsAnswer> {
     const steps = await this.steps();
     const own = new Set(slimeMetricKeys(steps));
     const mine = slimeMetricsAnswer(steps, q.keys.filter((k) => own.has(k)));
     // what the run logged itself (a run recorded live logs slime's metrics, rollout_time included) comes first
-    const logged = await super.metrics(q);
+    // (its dumps are all decoded for its own metrics already: its `dump/*` series are complete at once)
+    const logged = await super.metrics({ ...q, progressive: false });
     const out: MetricsAnswer = {};
     for (const k of q.keys) out[k] = logged[k] !== undefined && (logged[k].x.length > 0 || mine[k] === undefined) ? logged[k] : mine[k];
     return out;

@@ -277,6 +277,14 @@ export interface SearchableText {
   ids: string[];
 }
 
+/** One derived entry kept across server starts (in `--cache-dir`, never inside a run): read whole, rewritten whole later. */
+export interface DerivedEntry {
+  /** The entry's text, or null when there is none. */
+  read(): Promise<string | null>;
+  /** Rewrites the entry once no answer is being given; `text` is called then, so one write covers every change before it. */
+  write(text: () => string): void;
+}
+
 /** Where a step's searchable texts come from, with a stamp that changes whenever the step's files do. */
 export interface SearchTextSource<T extends SearchableText = SearchableText> {
   stepStamp(step: number, evaluation: boolean): Promise<string>;

@@ -7,10 +7,10 @@ import { milesAdapter } from './miles/index.ts';
 import { withTensorBoard } from './tensorboard/index.ts';
 import { readSlimeDump, type SlimeDump } from './slime/dump.ts';
 import { slimeAdapter, SlimeRunModel } from './slime/index.ts';
-import { DerivedCache } from './derivedCache.ts';
+import { DerivedCache, LaterWrites } from './derivedCache.ts';
 import { SearchTexts } from './searchTexts.ts';
 import { TelemetryStore } from './telemetry/store.ts';
-import type { OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel, SearchableText, SearchTextSource } from './model.ts';
+import type { DerivedEntry, OpenRunOptions, OutsideEngineSeries, RunAdapter, RunModel, SearchableText, SearchTextSource } from './model.ts';
 
 export { foreground } from './foreground.ts';
 /** Bytes a run's resident telemetry columns may hold unless told otherwise (`--memory-budget`). */
@@ -67,6 +67,14 @@ export function openSearchTexts<T extends SearchableText>(source: SearchTextSour
 }
 
 export type { SearchTexts };
+
+/** A derived entry named `name` in `cacheDir`, or null without a cache directory. */
+export function openDerivedEntry(cacheDir: string | null, name: string): DerivedEntry | null {
+  if (cacheDir === null) return null;
+  const cache = new DerivedCache(cacheDir);
+  const writes = new LaterWrites();
+  return { read: () => cache.read(name), write: (text) => writes.request(() => cache.write(name, text)) };
+}
 
 /** How deep below the root run directories are looked for (`ROOT/project/run` is found). */
 const MAX_DEPTH = 2;

@@ -11,7 +11,7 @@ import type { SearchTarget } from '../queries/search.ts';
 import { NotFound } from '../run/errors.ts';
 import { BadArgument } from '../queries/limits.ts';
 import { classify, scrubPaths, unknownRun } from './errors.ts';
-import { jsonResponse } from './json.ts';
+import { jsonResponse, markPartial } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams } from './params.ts';
 
 export interface AnswerOptions {
@@ -210,7 +210,8 @@ export function mountAnswers(app: Hono, run: RunSources, opts: AnswerOptions = {
   app.get('/api/rlsight/diff/samples', async (c) => jsonResponse(c, await sampleDiffAnswer(parseParams(sampleDiffQuery, c.req.query()), run, run)));
 
   app.get('/api/rlsight/health', async (c) => {
-    const board = await runHealth(run, signals);
+    const board = await runHealth(run, signals, { progressive: true });
+    markPartial(c, board.coverage);
     // A damaged step names its file: relative to the run, as every other answer names files.
     const scrub = (m: string): string => scrubPaths(m, opts.roots ?? []);
     return jsonResponse(c, { ...board, warnings: board.warnings.map(scrub), rows: board.rows.map((r) => (r.damaged ? { ...r, damaged: scrub(r.damaged) } : r)) });

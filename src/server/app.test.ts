@@ -76,6 +76,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     name: 'r',
     rolloutIds: async () => ({ train: [0], eval: [] }),
     stepAggregates: record('stepAggregates', []),
+    stepFacts: record('stepFacts', { steps: [], warnings: [], unread: [] }),
     sampleTexts: record('sampleTexts', []),
     async *sampleTextBatches() {},
     stepStamp: async () => 'fixed',
@@ -249,7 +250,9 @@ describe('answers', () => {
     await get(app, '/api/rollout/-1/sample/7/tokens?end=4');
     assert.deepEqual(calls.at(-1), { name: 'tokens', args: [-1, 7, { start: 0, end: 4, evaluation: false }] });
     await get(app, '/api/metrics?keys=a,,a,b');
-    assert.deepEqual(calls.at(-1), { name: 'metrics', args: [{ keys: ['a', 'a', 'b'], x: 'rollout/step', t0: undefined, t1: undefined }] });
+    assert.deepEqual(calls.at(-1), { name: 'metrics', args: [{ keys: ['a', 'a', 'b'], x: 'rollout/step', t0: undefined, t1: undefined, progressive: false }] });
+    await get(app, '/api/metrics?keys=dump/reward_mean&progressive=true');
+    assert.deepEqual(calls.at(-1), { name: 'metrics', args: [{ keys: ['dump/reward_mean'], x: 'rollout/step', t0: undefined, t1: undefined, progressive: true }] });
   });
 
   test('a step preview still waiting for its train side says so in a header (never kept), a complete one does not', async () => {

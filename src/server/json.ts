@@ -182,9 +182,10 @@ export function jsonResponse(c: Context, value: unknown, status: 200 | 400 | 404
 /** The header a partial answer (one with `coverage`) carries: kept-answer caches never keep such a response. */
 export const PARTIAL_HEADER = 'x-rlsight-coverage';
 
-/** Marks the response partial (`done/total` hours read) when the answer has a coverage. */
-export function markPartial(c: Context, coverage: { hours_done: number; hours_total: number } | undefined): void {
-  if (coverage !== undefined) c.header(PARTIAL_HEADER, `${coverage.hours_done}/${coverage.hours_total}`);
+/** Marks the response partial (`done/total` hours read, or `done/total steps`) when the answer has a coverage. */
+export function markPartial(c: Context, coverage: { hours_done: number; hours_total: number } | { steps_done: number; steps_total: number } | undefined): void {
+  if (coverage === undefined) return;
+  c.header(PARTIAL_HEADER, 'steps_done' in coverage ? `${coverage.steps_done}/${coverage.steps_total} steps` : `${coverage.hours_done}/${coverage.hours_total}`);
 }
 
 /** Warnings listed on one answer at most (the rest are counted in a last line). */

@@ -6,11 +6,12 @@ import { metricKeyList } from '../queries/metrics.ts';
 import { scrubPaths } from './errors.ts';
 import { jsonResponse, markPartial, withWarnings } from './json.ts';
 import type { AdvisoryAnswer } from '../wire/index.ts';
-import { parseParams, timelineWindow, windowShape } from './params.ts';
+import { boolParam, parseParams, timelineWindow, windowShape } from './params.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { answerSignal } from './sharedAnswers.ts';
 
-const metricsQuery = z.object({ ...windowShape, keys: z.string(), x: z.string().default('rollout/step') });
+// `progressive`: rlsight's own; `dump/*` series at once over the steps read so far (the reference's clients get complete answers).
+const metricsQuery = z.object({ ...windowShape, keys: z.string(), x: z.string().default('rollout/step'), progressive: boolParam.default(false) });
 const advisoryQuery = timelineWindow(z.object(windowShape));
 
 export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
@@ -19,7 +20,8 @@ export function mountMetrics(app: Hono, run: RunSources, lowMfu: number): void {
     const q = parseParams(metricsQuery, c.req.query());
     const keys = metricKeyList(q.keys);
     // A key listed twice is served twice over, as the reference does (pinned by its answers).
-    const answer = await run.metrics({ keys, x: q.x, t0: q.t0, t1: q.t1 });
+    const answer = await run.metrics({ keys, x: q.x, t0: q.t0, t1: q.t1, progressive: q.progressive });
+    markPartial(c, Object.values(answer).find((series) => series.coverage !== undefined)?.coverage);
     return jsonResponse(c, withWarnings(answer, run.warnings(), (m) => scrubPaths(m, run.roots)));
   });
 

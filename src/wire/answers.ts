@@ -65,6 +65,21 @@ export interface HealthAnswer {
   /** Every cell at level `fire`, in step then signal order. */
   fired: HealthFiring[];
   warnings: string[];
+  /** Present while the server still reads the run's steps: the rows are those of the steps read so far. */
+  coverage?: StepCoverage;
+}
+
+/**
+ * How many of a run's train steps a step-wide answer (the health board, the `dump/*` series) was read over:
+ * present only on a partial answer, given while the server still reads the steps in the background. A
+ * complete answer has no `coverage`.
+ */
+export interface StepCoverage {
+  /** Train steps read, of all the run holds. */
+  steps_done: number;
+  steps_total: number;
+  /** The steps not read yet, as runs of consecutive step ids (`[first, last]`, ascending): the answer has nothing of them. */
+  unread: [number, number][];
 }
 
 

@@ -1,4 +1,5 @@
 // `/api/metrics` (scalar series per key) and the advisories (`/api/advisory`, `/api/rlsight/advisory`).
+import type { StepCoverage } from './answers.ts';
 import type { Coverage } from './timeline.ts';
 
 /** A logged value: numbers mostly, strings and booleans as written. */
@@ -8,6 +9,8 @@ export interface MetricSeries {
   x: number[];
   y: (MetricValue | null)[];
   ts: number[];
+  /** A `dump/*` series while the server still reads the run's steps: the points of the steps read so far. */
+  coverage?: StepCoverage;
 }
 
 /** Keyed by the requested metric key. */

@@ -1,0 +1,181 @@
+// The step-wide answers (the health board, the `dump/*` series) while the server still reads a run's steps: they
+// answer at once over the steps read so far and say so (`coverage`, and a header that keeps them out of the kept
+// answers), the steps are read in the background one at a time, newest first, and once all are read the
+// answers equal the complete ones byte for byte; each step's facts are kept, so no step is decoded twice.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { answersOver, openRun } from '../src/commands/openRun.ts';
+import { healthBoard, runHealth } from '../src/queries/health.ts';
+import { STEP_FACTS_ENTRY } from '../src/queries/stepFacts.ts';
+import type { RunAnswers } from '../src/queries/runAnswers.ts';
+import { openRunModel } from '../src/run/open.ts';
+import type { RunModel, StepPriority } from '../src/run/model.ts';
+import { createApp } from '../src/server/app.ts';
+import type { HealthAnswer, MetricsAnswer, StepCoverage } from '../src/wire/index.ts';
+import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
+
+const DUMP_KEYS = ['dump/reward_mean', 'dump/zero_std_group_frac', 'dump/mean_abs_lp_diff'];
+const METRICS = `/api/metrics?keys=${DUMP_KEYS.join(',')},rollout/rewards_mean`;
+
+/** The model with its background step reads held until the test lets each one go; counts every step decoded. */
+function heldModel(model: RunModel) {
+  const waiting: (() => void)[] = [];
+  const reads: { step: number; priority: StepPriority | undefined }[] = [];
+  let held = true;
+  const wrapped = Object.create(model) as RunModel;
+  wrapped.step = async (id, evaluation, priority, signal) => {
+    reads.push({ step: id, priority });
+    if (held && priority === 'background') await new Promise<void>((r) => waiting.push(r));
+    return model.step(id, evaluation, priority, signal);
+  };
+  return {
+    model: wrapped,
+    reads,
+    /** Lets the waiting background read go and waits until the next one is waiting (or none comes). */
+    async letOneGo(): Promise<void> {
+      while (waiting.length === 0) await new Promise((r) => setTimeout(r, 5));
+      const before = reads.length;
+      waiting.shift()!();
+      const until = Date.now() + 10_000;
+      while (reads.length === before && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    },
+    release(): void {
+      held = false;
+      for (const w of waiting.splice(0)) w();
+    },
+  };
+}
+
+async function get(app: ReturnType<typeof createApp>, url: string): Promise<{ text: string; partial: string | null }> {
+  const res = await app.request(url, { headers: { host: '127.0.0.1' } });
+  assert.equal(res.status, 200, url);
+  return { text: await res.text(), partial: res.headers.get('x-rlsight-coverage') };
+}
+
+describe('progressive step-wide answers', () => {
+  let run: RunCopy;
+  let cache = '';
+  let complete: { health: string; metrics: string; board: HealthAnswer };
+  before(async () => {
+    run = copyFixtureRun('miles-demo');
+    cache = mkdtempSync(join(tmpdir(), 'rlsight-step-facts-'));
+    // the complete answers: every step read before answering, as the commands do
+    const plain = await openRun(run.dir);
+    const app = createApp({ run: plain });
+    const board = await runHealth(plain);
+    complete = { board, health: JSON.stringify(board), metrics: (await get(app, METRICS)).text };
+    await plain.close();
+  });
+  after(() => {
+    run.dispose();
+    rmSync(cache, { recursive: true, force: true });
+  });
+
+  test('the board over kept facts is the board over the step tables, byte for byte', async () => {
+    const answers = await openRun(run.dir);
+    const steps = [];
+    for (const step of (await answers.rolloutIds()).train) steps.push({ step, summary: (await answers.summary(step, false)).rows, groups: (await answers.groups(step, false)).rows });
+    const fromTables = healthBoard({ steps, metrics: answers.metricsRecords(), topology: answers.topologySnapshots(), phases: answers.phaseEvents(), startTs: answers.startTs(), warnings: [] });
+    assert.equal(JSON.stringify(fromTables), complete.health);
+    assert.ok(complete.board.rows.length === 3 && complete.board.coverage === undefined);
+    await answers.close();
+  });
+
+  test('answer at once with their coverage, grow step by step newest first, and end equal to the complete answers', async () => {
+    const held = heldModel(await openRunModel(run.dir, { cacheDir: cache }));
+    const answers = answersOver(held.model) as RunAnswers;
+    const app = createApp({ run: answers });
+    const train = (await answers.rolloutIds()).train;
+    assert.deepEqual(train, [0, 1, 2]);
+
+    const first = await get(app, '/api/rlsight/health');
+    const board0 = JSON.parse(first.text) as HealthAnswer;
+    assert.deepEqual(board0.coverage, { steps_done: 0, steps_total: 3, unread: [[0, 2]] } satisfies StepCoverage);
+    assert.equal(first.partial, '0/3 steps', 'a partial answer is marked so no cache keeps it');
+    assert.deepEqual(board0.rows, []);
+    assert.deepEqual(board0.signals, complete.board.signals);
+    // the app's dump/* series say the same; the reference's route stays complete
+    const m0 = JSON.parse((await get(app, `${METRICS}&progressive=true`)).text) as MetricsAnswer;
+    for (const k of DUMP_KEYS) assert.deepEqual(m0[k], { x: [], y: [], ts: [], coverage: board0.coverage }, k);
+    assert.equal(m0['rollout/rewards_mean']!.coverage, undefined, 'a logged series is complete');
+
+    await held.letOneGo();
+    const h1 = await get(app, '/api/rlsight/health');
+    const board1 = JSON.parse(h1.text) as HealthAnswer;
+    assert.deepEqual(board1.coverage, { steps_done: 1, steps_total: 3, unread: [[0, 1]] });
+    assert.equal(h1.partial, '1/3 steps');
+    assert.deepEqual(board1.rows.map((r) => r.step), [2], 'the newest step is read first');
+    const m1 = JSON.parse((await get(app, `${METRICS}&progressive=true`)).text) as MetricsAnswer;
+    const want = JSON.parse(complete.metrics) as MetricsAnswer;
+    for (const k of DUMP_KEYS) {
+      assert.deepEqual(m1[k]!.coverage, board1.coverage, k);
+      assert.deepEqual(m1[k]!.x, want[k]!.x.slice(-1), k);
+      assert.deepEqual(m1[k]!.y, want[k]!.y.slice(-1), k);
+    }
+    // a step whose previous step is not read yet claims no jump
+    assert.equal(board1.rows[0]!.cells.reward_jump.detail, 'previous step not read yet');
+    assert.equal(board1.rows[0]!.cells.reward_jump.value, null);
+
+    await held.letOneGo();
+    const board2 = JSON.parse((await get(app, '/api/rlsight/health')).text) as HealthAnswer;
+    assert.deepEqual(board2.coverage, { steps_done: 2, steps_total: 3, unread: [[0, 0]] });
+    assert.deepEqual(board2.rows.map((r) => r.step), [1, 2]);
+    // the step whose previous step is read has its complete row; the others' own dump cells are already the complete ones
+    assert.deepEqual(board2.rows[1], complete.board.rows[2]);
+    assert.deepEqual(board2.rows[0]!.cells.zero_std, complete.board.rows[1]!.cells.zero_std);
+    assert.deepEqual(board2.rows[0]!.cells.lp_drift, complete.board.rows[1]!.cells.lp_drift);
+
+    held.release();
+    await answers.stepFactsSettled();
+    const last = await get(app, '/api/rlsight/health');
+    assert.equal(last.partial, null);
+    assert.equal(last.text, complete.health, 'the final board is the complete one, byte for byte');
+    const lastMetrics = await get(app, `${METRICS}&progressive=true`);
+    assert.equal(lastMetrics.partial, null);
+    assert.equal(lastMetrics.text, complete.metrics, 'the final dump/* series are the complete ones, byte for byte');
+    // read once each, in the background, one at a time
+    assert.deepEqual(
+      held.reads.map((r) => [r.step, r.priority]),
+      [
+        [2, 'background'],
+        [1, 'background'],
+        [0, 'background'],
+      ],
+    );
+    // asked again, nothing is decoded again, and the complete path (exports, commands) reads nothing either
+    assert.equal(JSON.stringify(await runHealth(answers)), complete.health);
+    assert.equal((await get(app, METRICS)).text, complete.metrics);
+    assert.equal(held.reads.length, 3);
+    await answers.close();
+  });
+
+  test('kept facts answer a new server at once without decoding a step; a step whose files changed is read again', async () => {
+    const entry = join(cache, STEP_FACTS_ENTRY);
+    for (let i = 0; i < 200 && !existsSync(entry); i++) await new Promise((r) => setTimeout(r, 20));
+    const kept = JSON.parse(readFileSync(entry, 'utf8')) as { steps: [number, string, unknown][] };
+    assert.deepEqual(kept.steps.map(([s]) => s).sort(), [0, 1, 2], 'only steps read are kept');
+
+    const again = heldModel(await openRunModel(run.dir, { cacheDir: cache }));
+    again.release();
+    const answers = answersOver(again.model) as RunAnswers;
+    const app = createApp({ run: answers });
+    const h = await get(app, '/api/rlsight/health');
+    assert.equal(h.partial, null);
+    assert.equal(h.text, complete.health);
+    assert.equal(again.reads.length, 0, 'no step decoded');
+
+    // step 1's dump rewritten (same bytes, new mtime): its kept facts no longer count
+    const t = Date.now() / 1000 - 7200;
+    utimesSync(join(run.dir, 'rollout_data', '1.pt'), t, t);
+    await answers.advance();
+    const h2 = JSON.parse((await get(app, '/api/rlsight/health')).text) as HealthAnswer;
+    assert.deepEqual(h2.coverage, { steps_done: 2, steps_total: 3, unread: [[1, 1]] });
+    await answers.stepFactsSettled();
+    assert.equal((await get(app, '/api/rlsight/health')).text, complete.health);
+    assert.deepEqual(again.reads.map((r) => r.step), [1]);
+    await answers.close();
+  });
+});
