@@ -5,6 +5,7 @@ import { openRegularSyncSized } from './fileAccess.ts';
 import { parquetMetadata, parquetReadObjects, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, Compressors, FileMetaData, RowGroup, SchemaElement } from 'hyparquet';
 import { footerLayout, footerWith, layoutFromText, layoutText, type FooterLayout } from './parquetFooter.ts';
+import { chunkRow, rowShape, UNSUPPORTED } from './parquetRow.ts';
 
 /** Codecs hyparquet decodes itself (UNCOMPRESSED, SNAPPY); any other loads a decoder with the file. */
 const BUILT_IN_CODECS = new Set([0, 1]);
@@ -181,6 +182,35 @@ export class ParquetFile {
       })) as ParquetRow[];
     } catch (e) {
       throw new ParquetError(this.name, `cannot decode rows [${rowStart}, ${rowEnd}) (${problemOf(e)})`, e);
+    }
+  }
+
+  /**
+   * Row `row` of the named columns (every column when none are named), as `readRows(row, row + 1)` gives it:
+   * of each column chunk only the pages up to the row are read, and of those only the row's values decoded.
+   * Columns of another shape or encoding (see parquetRow.ts) come from a decode of the row group.
+   */
+  async readRow(row: number, columns?: string[]): Promise<ParquetRow> {
+    const k = this.rowGroups.findIndex((g) => g.rowStart <= row && row < g.rowEnd);
+    if (k < 0) return (await this.readRows(row, row + 1, columns))[0];
+    try {
+      const nodes = parquetSchema(this.base).children.filter((c) => !columns || columns.includes(c.element.name));
+      const [group] = this.groups(k, k + 1);
+      const out: ParquetRow = {};
+      for (const node of nodes) {
+        const shape = rowShape(node);
+        const leaf = shape?.list ? node.children[0].children[0] : node;
+        const meta = group.columns.find((c) => c.meta_data && c.meta_data.path_in_schema.join('.') === leaf.path.join('.'))?.meta_data;
+        if (!shape || !meta) return (await this.readRows(row, row + 1, columns))[0];
+        const start = Number(meta.dictionary_page_offset || meta.data_page_offset);
+        const chunk = new Uint8Array(await this.buffer.slice(start, start + Number(meta.total_compressed_size)));
+        const value = chunkRow(chunk, meta, shape, row - this.rowGroups[k].rowStart, this.compressors);
+        if (value === UNSUPPORTED) return (await this.readRows(row, row + 1, columns))[0];
+        out[node.element.name] = value;
+      }
+      return out;
+    } catch (e) {
+      throw new ParquetError(this.name, `cannot decode row ${row} (${problemOf(e)})`, e);
     }
   }
 

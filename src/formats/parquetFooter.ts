@@ -22,20 +22,21 @@ export interface FooterLayout {
 }
 
 // Compact protocol types.
-const TRUE = 1;
-const FALSE = 2;
+export const TRUE = 1;
+export const FALSE = 2;
 const BYTE = 3;
 const I16 = 4;
-const I32 = 5;
-const I64 = 6;
+export const I32 = 5;
+export const I64 = 6;
 const DOUBLE = 7;
 const BINARY = 8;
 const LIST = 9;
-const STRUCT = 12;
+export const STRUCT = 12;
 
 const utf8 = new TextDecoder();
 
-class Walker {
+/** A walk over compact-protocol thrift bytes (a footer, a page header), skipping what it does not read. */
+export class Walker {
   at = 0;
   /** The id of the field last read by `field()` in the struct being walked. */
   id = 0;

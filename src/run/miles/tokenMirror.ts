@@ -72,7 +72,7 @@ export class TokenMirror {
         rowNo = rows[0];
         mirror.rowBySample.set(sampleIndex, rowNo);
       }
-      const [row] = await mirror.file.readRows(rowNo, rowNo + 1, MIRROR_ROW_COLUMNS);
+      const row = await mirror.file.readRow(rowNo, MIRROR_ROW_COLUMNS);
       return mirrorRow(row);
     } finally {
       mirror.users--;
