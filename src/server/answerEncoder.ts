@@ -2,6 +2,8 @@
 // off the serving thread, so cheap answers never wait behind the tens of MB of an all-lanes window. Chunks
 // are posted back as they are made, at most a few ahead of what the serving thread took; a cancelled job
 // stops at its next chunk.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { parentPort } from 'node:worker_threads';
 import type { GpuAnswer } from '../wire/index.ts';
 import { gpuFrame } from './columns.ts';
@@ -16,8 +18,8 @@ export interface EncodeMessage {
   control: Int32Array;
 }
 
-/** What the thread posts back for a job: chunks, then `end` or `error`. */
-export type EncodeReply = { chunk: Uint8Array } | { end: true; chunks: number } | { error: string };
+/** What the thread posts back for a job: chunks, then `end` or `error`; to a `{ memory: true }` question, its buffers' bytes. */
+export type EncodeReply = { chunk: Uint8Array } | { end: true; chunks: number } | { error: string } | { arrayBuffers: number };
 
 /** Chunks a job may post ahead of what the serving thread took. */
 export const CHUNKS_AHEAD = 4;
@@ -44,13 +46,24 @@ function encode(port: NonNullable<typeof parentPort>, { job, control }: EncodeMe
   return posted;
 }
 
+// The job's columns arrive as buffers outside this thread's small heap, which a thread waiting for its next
+// job would never collect: they are let go as each job ends.
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+
 const port = parentPort;
 if (port !== null) {
-  port.on('message', (m: EncodeMessage) => {
+  port.on('message', (m: EncodeMessage | { memory: true }) => {
+    if ('memory' in m) {
+      port.postMessage({ arrayBuffers: process.memoryUsage().arrayBuffers } satisfies EncodeReply);
+      return;
+    }
     try {
       port.postMessage({ end: true, chunks: encode(port, m) } satisfies EncodeReply);
     } catch (err) {
       port.postMessage({ error: String((err as Error)?.stack ?? err) } satisfies EncodeReply);
     }
+    // once this handler has returned: until then the message is still held by the frame that called it
+    setImmediate(collect);
   });
 }

@@ -1,8 +1,11 @@
 import { after, test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import assert from 'node:assert/strict';
 import { joinPieces } from '../formats/columnFrame.ts';
 import type { GpuAnswer } from '../wire/index.ts';
 import { AnswerPool, typedNumbers } from './answerPool.ts';
+import type { EncodeReply } from './answerEncoder.ts';
 import { gpuFrame } from './columns.ts';
 import { startModuleWorker } from '../ownFiles.ts';
 import { jsonBody } from './json.ts';
@@ -101,5 +104,54 @@ test('a thread prepared ahead of an answer is the one that encodes it; preparing
     assert.equal(prepared.counts.finished, 1);
   } finally {
     await prepared.close();
+  }
+});
+
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+
+test('an encoding thread holds none of an answer it encoded once the answer is out', async () => {
+  const worker = startModuleWorker('server/answerEncoder', { execArgv: [] });
+  try {
+    const replies: EncodeReply[] = [];
+    let wake: () => void = () => {};
+    worker.on('message', (m: EncodeReply) => {
+      replies.push(m);
+      wake();
+    });
+    const next = async (): Promise<EncodeReply> => {
+      while (replies.length === 0) await new Promise<void>((r) => (wake = r));
+      return replies.shift()!;
+    };
+    // a buffer is counted by the thread that made it wherever it went since: the columns by this one, the chunks by the thread
+    const held = async (): Promise<number> => {
+      collect();
+      worker.postMessage({ memory: true });
+      const m = await next();
+      assert.ok('arrayBuffers' in m);
+      return m.arrayBuffers + process.memoryUsage().arrayBuffers;
+    };
+    const before = await held();
+    // ~19 MB of columns, moved to the thread as the server moves an all-lanes answer
+    const answer = gpuAnswer(64, 20_000);
+    const control = new Int32Array(new SharedArrayBuffer(8));
+    const buffers = [...new Set(Object.values(answer.lanes).flatMap((l) => Object.values(l).map((c) => (c as Float64Array).buffer as ArrayBuffer)))];
+    worker.postMessage({ job: { kind: 'gpu_frame', answer }, control }, buffers);
+    for (;;) {
+      const m = await next();
+      if ('end' in m) break;
+      assert.ok('chunk' in m);
+      Atomics.sub(control, 1, 1);
+      Atomics.notify(control, 1);
+    }
+    // buffers are freed by a sweep that may end a moment after the collection: looked at for up to 2 s
+    let kept = Infinity;
+    for (let tries = 0; tries < 40 && kept >= 2 << 20; tries++) {
+      if (tries > 0) await new Promise((r) => setTimeout(r, 50));
+      kept = (await held()) - before;
+    }
+    assert.ok(kept < 2 << 20, `the thread still holds ${kept} bytes of buffers`);
+  } finally {
+    await worker.terminate();
   }
 });

@@ -191,6 +191,7 @@ export class AnswerPool {
     }
     const slot: Slot = { worker, job: null, answered: false };
     worker.on('message', (m: EncodeReply) => {
+      if ('arrayBuffers' in m) return;
       slot.answered = true;
       const job = slot.job;
       if (job === null) return;

@@ -1,7 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Worker } from 'node:worker_threads';
 import { fixturePath } from '../../../test/support/fixtures.ts';
 import { ParsePool } from './parsePool.ts';
@@ -23,5 +27,43 @@ test('a parse thread that went away fails its job and is handed no other, so no 
     assert.equal(pool.size, 1);
   } finally {
     pool.close();
+  }
+});
+
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+
+test('a parse thread holds none of the bytes it read once its job is answered', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rlsight-parse-memory-'));
+  const pool = new ParsePool(1);
+  try {
+    // ~20 MB of an hour, more than one read's chunk: what a window read leaves behind is easy to see
+    const lines: string[] = [];
+    for (let i = 0; i < 240_000; i++) lines.push(`{"ts":${1796587200 + Math.floor(i / 64)}.25,"node":"10.0.0.${1 + ((i >> 3) & 7)}","gpu":${i & 7},"util":${i % 100},"mem_mb":1900,"power_w":96}`);
+    const path = join(dir, '20261206_20.jsonl');
+    writeFileSync(path, lines.join('\n') + '\n');
+    assert.equal(pool.waitReady(), 1);
+    const before = pool.threadMemory(pool.idle());
+    assert.ok(before !== null);
+    for (const view of ['10.0.0.1:0', null]) {
+      const slot = pool.idle();
+      pool.submit(slot, { stream: 'gpu_util', path, offset: 0, view, rowsHint: 1000 });
+      assert.notEqual(pool.wait(slot), 'failed');
+      // the answer's columns moved to this thread, and are counted where they were made until they are collected here
+      collect();
+      // buffers are freed by a sweep that may end a moment after the collection: looked at for up to 2 s
+      let held = Infinity;
+      for (let tries = 0; tries < 40 && held >= 2 << 20; tries++) {
+        if (tries > 0) await new Promise((r) => setTimeout(r, 50));
+        collect();
+        const after = pool.threadMemory(pool.idle());
+        assert.ok(after !== null);
+        held = after.arrayBuffers - before.arrayBuffers;
+      }
+      assert.ok(held < 2 << 20, `after a ${view === null ? 'whole' : 'view'} read the thread still holds ${held} bytes of buffers`);
+    }
+  } finally {
+    pool.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

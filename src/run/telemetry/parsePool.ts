@@ -30,16 +30,22 @@ const port = workerData.port;
     require('node:v8').setFlagsFromString('--expose-gc');
     const gc = require('node:vm').runInNewContext('gc');
     parentPort.on('message', (job) => {
-      const persisted = job.persist !== undefined;
       try {
-        const r = mod.runParseJob(ctx, job);
-        port.postMessage({ ok: true, result: r.result }, r.transfer);
+        if (job.memory === true) {
+          const m = process.memoryUsage();
+          port.postMessage({ ok: true, result: { heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers } });
+        } else {
+          const r = mod.runParseJob(ctx, job);
+          port.postMessage({ ok: true, result: r.result }, r.transfer);
+        }
       } catch (err) {
         port.postMessage({ ok: false, error: String((err && err.stack) || err) });
       }
       Atomics.add(flag, 1, 1);
       Atomics.notify(flag, 1);
-      if (persisted) gc();
+      // what a parse read (its file's bytes, a whole hour's columns when persisted) is garbage now; an idle
+      // thread's small heap would not be collected for a long while, and its buffers stay resident until it is
+      if (job.memory !== true) gc();
     });
     Atomics.store(flag, 0, 1);
   } catch (err) {
@@ -60,6 +66,13 @@ interface Slot {
 }
 
 export type SlotHandle = number;
+
+/** A parse thread's own memory, bytes (see `ParsePool.threadMemory`). */
+export interface ThreadMemory {
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
 
 export class ParsePool {
   private readonly slots: Slot[] = [];
@@ -118,6 +131,17 @@ export class ParsePool {
     s.busy = true;
     s.expect = Atomics.load(s.flag, 1) + 1;
     s.worker.postMessage(job);
+  }
+
+  /** The memory a started, idle thread holds (its own heap and buffers), blocking at most `timeoutMs`; null if it cannot say. */
+  threadMemory(slot: SlotHandle, timeoutMs = 10_000): ThreadMemory | null {
+    const s = this.slots[slot];
+    if (s === undefined || s.busy || s.broken) return null;
+    s.busy = true;
+    s.expect = Atomics.load(s.flag, 1) + 1;
+    s.worker.postMessage({ memory: true });
+    const r = this.wait(slot, timeoutMs);
+    return r === 'failed' ? null : (r as unknown as ThreadMemory);
   }
 
   /** The slot's result if it is done (null = still working). A failed job yields `'failed'`. */
