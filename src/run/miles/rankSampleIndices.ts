@@ -82,14 +82,25 @@ export function sampleIndicesInPickle(bytes: Uint8Array): number[] | null {
 /** `sampleIndicesInPickle` of a rank file's `data.pkl` (null also when the file is not read that simply). */
 export async function sampleIndicesOf(path: string): Promise<number[] | null> {
   try {
-    const archive = ZipArchive.openSync(path, { wholeFileBelow: 0 });
-    const pkl = findDataPkl(archive.entries);
-    if (!pkl || pkl.method !== 0) return null;
-    archive.loadSync([pkl]);
-    const found = sampleIndicesInPickle(await archive.read(pkl));
-    archive.releaseBytes();
-    return found;
+    return await sampleIndicesInArchive(ZipArchive.openSync(path, { wholeFileBelow: 0 }));
   } catch {
     return null;
+  }
+}
+
+/**
+ * `sampleIndicesInPickle` of an open rank archive's `data.pkl`, read into `memory` when given (see
+ * ZipArchive.loadSync); null also when it cannot be read that simply. The bytes are released after.
+ */
+export async function sampleIndicesInArchive(archive: ZipArchive, memory?: (size: number) => Uint8Array): Promise<number[] | null> {
+  try {
+    const pkl = findDataPkl(archive.entries);
+    if (!pkl || pkl.method !== 0) return null;
+    archive.loadSync([pkl], { memory });
+    return sampleIndicesInPickle(await archive.read(pkl));
+  } catch {
+    return null;
+  } finally {
+    archive.releaseBytes();
   }
 }

@@ -424,11 +424,11 @@ export class DumpReader {
         await dumpP.catch(() => {});
         await new Promise((r) => setImmediate(r));
       }
-      const { index, joined } = await train.joinAll(digestTrainRow, worker?.helper);
+      const { rows, joined } = await train.joinAll(digestTrainRow, worker?.helper);
       for (const [s, d] of joined) digests.set(s, d);
       const dump = await dumpP;
-      checkTrainSamples(index, new Set(dump.samples.flatMap((s) => (s.index === null ? [] : [s.index]))));
-      raw = batchRawRewards(index, dump.samples.length);
+      checkTrainSamples(rows, new Set(dump.samples.flatMap((s) => (s.index === null ? [] : [s.index]))));
+      raw = batchRawRewards(rows.rawRewards, dump.samples.length);
     }
     const dump = await dumpP;
     const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests, rawRewards: raw };

@@ -5,6 +5,7 @@ import { Storage, Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
 import {
   batchRawRewards,
+  firstRawRewards,
   buildTrainRow,
   checkTrainSamples,
   indexShardFile,
@@ -139,8 +140,8 @@ describe('train dump join', () => {
     const a = [{ sample: 12, response: 1, total: 2 }, { sample: 10, response: 1, total: 2 }];
     const b = [{ sample: 13, response: 1, total: 2 }, { sample: 11, response: 1, total: 2 }];
     const j = await join([rankFile(0, a, { rawReward: raw }), rankFile(1, b, { rawReward: raw })]);
-    assert.deepEqual(batchRawRewards(j.index, 4), raw);
-    assert.equal(batchRawRewards(j.index, 5), null, 'a raw_reward of the wrong length is not indexed');
+    assert.deepEqual(batchRawRewards(firstRawRewards(j.index.files), 4), raw);
+    assert.equal(batchRawRewards(firstRawRewards(j.index.files), 5), null, 'a raw_reward of the wrong length is not indexed');
   });
 
   it('indexes a rank file whose number lists were decoded as typed arrays exactly as one of plain lists', async () => {
@@ -168,7 +169,7 @@ describe('train dump join', () => {
     const { rolloutData: _b, ...shardB } = b.index.files[0];
     assert.deepEqual({ ...shardB, rawReward: Array.from(shardB.rawReward!) }, shardA);
     assert.deepEqual(shardB.weightVersions, [['3', '4'], ['5']]);
-    assert.deepEqual(batchRawRewards(b.index, 4), raw);
+    assert.deepEqual(batchRawRewards(firstRawRewards(b.index.files), 4), raw);
     for (const s of [12, 10]) assert.deepEqual(await b.row(s), await a.row(s));
   });
 

@@ -165,7 +165,7 @@ async function scalarColumn(v: PyValue | undefined): Promise<(number | null)[] |
 }
 
 /** Builds the sample → rows index over rank files given in rank order. */
-export function indexTrainFiles(files: TrainShardFile[]): TrainIndex {
+export function indexTrainFiles<F extends { sampleIndices: readonly number[] }>(files: F[]): { files: F[]; locations: Map<number, RowLocation[]> } {
   const locations = new Map<number, RowLocation[]>();
   files.forEach((f, fi) => {
     f.sampleIndices.forEach((s, row) => {
@@ -178,19 +178,25 @@ export function indexTrainFiles(files: TrainShardFile[]): TrainIndex {
 }
 
 /** Fails when a train row names a sample the rollout dump does not have (the dumps are from different runs or steps). */
-export function checkTrainSamples(index: TrainIndex, known: ReadonlySet<number>): void {
+export function checkTrainSamples(index: { files: readonly { file: string }[]; locations: ReadonlyMap<number, readonly RowLocation[]> }, known: ReadonlySet<number>): void {
   for (const [s, locs] of index.locations) {
     if (!known.has(s)) throw new DumpInconsistent(index.files[locs[0].file].file, `references sample_index ${s} absent from the rollout dump`);
   }
 }
 
-/**
- * The batch-global `raw_reward` list (rollout order) of the first file carrying one. A list whose length is
- * not the rollout's sample count cannot be indexed by batch position, so it is treated as absent.
- */
-export function batchRawRewards(index: TrainIndex, sampleCount: number): (number | null)[] | null {
-  for (const f of index.files) if (f.rawReward) return f.rawReward.length === sampleCount ? Array.from(f.rawReward, scalarReward) : null;
+/** The `raw_reward` list of the first of `files` carrying one (in the order given), as numbers; null when none does. */
+export function firstRawRewards(files: readonly { rawReward: ArrayLike<PyValue> | null }[]): (number | null)[] | null {
+  for (const f of files) if (f.rawReward) return Array.from(f.rawReward, scalarReward);
   return null;
+}
+
+/**
+ * The batch-global `raw_reward` list (rollout order): that of the step's first rank file carrying one
+ * (`firstRawRewards`). A list whose length is not the rollout's sample count cannot be indexed by batch
+ * position, so it is treated as absent.
+ */
+export function batchRawRewards(first: (number | null)[] | null, sampleCount: number): (number | null)[] | null {
+  return first && first.length === sampleCount ? first : null;
 }
 
 function sameNumbers(a: Numbers, b: Numbers): boolean {

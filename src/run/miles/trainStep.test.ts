@@ -46,7 +46,8 @@ interface Row {
   mask: number[];
 }
 
-function rankFile(rank: number, rows: Row[], cp?: { rank: number; size: number }): Picklable {
+/** `opaque`: the text `sample_indices` also stands elsewhere in the pickle, so it cannot be read from its bytes. */
+function rankFile(rank: number, rows: Row[], cp?: { rank: number; size: number }, opaque = false): Picklable {
   const fields = ['log_probs', 'rollout_log_probs', 'entropy', 'ref_entropy', 'advantages', 'returns'];
   const rd: Record<string, Picklable> = {
     sample_indices: rows.map((r) => r.sample),
@@ -58,6 +59,7 @@ function rankFile(rank: number, rows: Row[], cp?: { rank: number; size: number }
     raw_reward: Array.from({ length: 8 }, (_, i) => i / 4),
   };
   fields.forEach((name, k) => (rd[name] = rows.map((r) => f32(r.part(k)))));
+  if (opaque) rd.note = 'sample_indices';
   const top: Record<string, Picklable> = { rollout_id: 0, rank, rollout_data: rd, qkv_format: 'thd' };
   if (cp) Object.assign(top, { cp_rank: cp.rank, cp_size: cp.size });
   return top;
@@ -83,16 +85,16 @@ const slice = (sample: number, response: number, total: number, r: number): Row 
   };
 };
 
-async function writeStep(): Promise<RankFileName[]> {
+async function writeStep(opaque = false): Promise<RankFileName[]> {
   const step = join(dir, 'run');
   mkdirSync(join(step, 'train_data'), { recursive: true });
   const files: [number, Picklable][] = [
-    [0, rankFile(0, [whole(0, 12, 20), whole(1, 9, 15)])],
-    [2, rankFile(2, [slice(2, 16, 24, 0), whole(3, 7, 10)], { rank: 0, size: 2 })],
-    [3, rankFile(3, [slice(2, 16, 24, 1), whole(4, 5, 9)], { rank: 1, size: 2 })],
-    [4, rankFile(4, [whole(5, 6, 8), whole(6, 11, 14)])],
+    [0, rankFile(0, [whole(0, 12, 20), whole(1, 9, 15)], undefined, opaque)],
+    [2, rankFile(2, [slice(2, 16, 24, 0), whole(3, 7, 10)], { rank: 0, size: 2 }, opaque)],
+    [3, rankFile(3, [slice(2, 16, 24, 1), whole(4, 5, 9)], { rank: 1, size: 2 }, opaque)],
+    [4, rankFile(4, [whole(5, 6, 8), whole(6, 11, 14)], undefined, opaque)],
     // Overlaps rank 4 on sample 6 with other values: a distinct file, so the join must look at both.
-    [5, rankFile(5, [whole(7, 4, 6), { ...whole(6, 11, 14), part: (k) => whole(6, 11, 14).part(k).map((v) => v * 2) }])],
+    [5, rankFile(5, [whole(7, 4, 6), { ...whole(6, 11, 14), part: (k) => whole(6, 11, 14).part(k).map((v) => v * 2) }], undefined, opaque)],
   ];
   for (const [rank, v] of files) await saveTorch(v, join(step, 'train_data', `0_${rank}.pt`), { root: `0_${rank}` });
   // Rank 1 is a byte-identical TP copy of rank 0.
@@ -118,7 +120,7 @@ describe('TrainStepFiles.joinAll', () => {
   it('joins in one pass what the whole-index join gives, rows spread over distinct files included', async () => {
     const files = await writeStep();
     const fast = stepFiles(files);
-    const { index, joined: got } = await fast.joinAll(digestTrainRow);
+    const { rows, joined: got } = await fast.joinAll(digestTrainRow);
 
     const reference = stepFiles(files);
     const refIndex = await reference.index();
@@ -128,11 +130,12 @@ describe('TrainStepFiles.joinAll', () => {
     // The CP sample was reassembled, not flagged; the duplicate rank is reported as its lowest copy.
     assert.equal(got.get(2)!.alignment_failed, false);
     assert.equal(got.get(0)!.dumped_rank, 0);
-    // The TP copy shares its twin's rows under its own name and rank.
-    assert.equal(index.files[1].file, 'train_data/0_1.pt');
-    assert.equal(index.files[1].rank, 1);
-    assert.deepEqual(index.files[1].sampleIndices, [0, 1]);
-    assert.deepEqual(index.files.map((f) => f.sampleIndices), refIndex.files.map((f) => f.sampleIndices));
+    // The TP copy shares its twin's rows under its own name.
+    assert.equal(rows.files[1].file, 'train_data/0_1.pt');
+    assert.deepEqual(rows.files[1].sampleIndices, [0, 1]);
+    assert.deepEqual(rows.files.map((f) => f.sampleIndices), refIndex.files.map((f) => f.sampleIndices));
+    assert.deepEqual(rows.locations, refIndex.locations);
+    assert.deepEqual(rows.rawRewards, Array.from({ length: 8 }, (_, i) => i / 4));
     // A later read of one sample finds it through the directories already read.
     const one = await fast.indexFor(3, 10);
     assert.deepEqual(await joinOver(one, [3]), new Map([[3, expected.get(3)]]));
@@ -202,10 +205,25 @@ describe('TrainStepFiles.joinAll', () => {
       const expected = await joinOver(refIndex, refIndex.locations.keys());
       const helper = helperOf(limit, behaviour);
       const step = stepFiles(files);
-      const { index, joined: got } = await step.joinAll(digestTrainRow, helper);
+      const { rows, joined: got } = await step.joinAll(digestTrainRow, helper);
       assert.ok(helper.claimed.length > 0, 'the helper took groups');
       assert.deepEqual(Object.fromEntries(got), Object.fromEntries(expected));
-      assert.deepEqual(index.files.map((f) => f.sampleIndices), refIndex.files.map((f) => f.sampleIndices));
+      assert.deepEqual(rows.files.map((f) => f.sampleIndices), refIndex.files.map((f) => f.sampleIndices));
+      assert.deepEqual(rows.rawRewards, Array.from({ length: 8 }, (_, i) => i / 4));
+    });
+  }
+
+  for (const opaque of [false, true]) {
+    it(`with a helper that claims every group, decodes ${opaque ? 'every distinct file here first when their sample indices cannot be read from their bytes' : 'here only the first file carrying raw_reward (for its list): the helper decodes its groups\' files'}, and answers the same`, async () => {
+      const files = await writeStep(opaque);
+      const refIndex = await stepFiles(files).index();
+      const expected = await joinOver(refIndex, refIndex.locations.keys());
+      const decoded: string[] = [];
+      const { rows, joined: got } = await stepFiles(files, (name) => decoded.push(name)).joinAll(digestTrainRow, helperOf(99, 'joins'));
+      assert.deepEqual(decoded, opaque ? ['train_data/0_0.pt', 'train_data/0_2.pt', 'train_data/0_3.pt', 'train_data/0_4.pt', 'train_data/0_5.pt'] : ['train_data/0_0.pt']);
+      assert.deepEqual(Object.fromEntries(got), Object.fromEntries(expected));
+      assert.deepEqual(rows.locations, refIndex.locations);
+      assert.deepEqual(rows.rawRewards, Array.from({ length: 8 }, (_, i) => i / 4));
     });
   }
 

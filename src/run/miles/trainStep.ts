@@ -4,18 +4,19 @@
 import { join } from 'node:path';
 import { openTorchArchive } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
-import { Tensor } from '../../formats/torch/value.ts';
+import { Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { statSync, type Stats } from 'node:fs';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import { visitCentralDirectorySync, ZipArchive, type ZipEntry } from '../../formats/zip.ts';
 import { LaterWrites } from '../derivedCache.ts';
-import { sampleIndicesOf } from './rankSampleIndices.ts';
+import { sampleIndicesInArchive, sampleIndicesOf } from './rankSampleIndices.ts';
 import { DumpInconsistent } from '../errors.ts';
 import { readNumbers, type TorchDocument } from './torchDocument.ts';
 import { field, isList } from './pyFields.ts';
 import {
   buildTrainRow,
   CP_SHARDED_FIELDS,
+  firstRawRewards,
   indexShardFile,
   indexTrainFiles,
   rowValue,
@@ -232,6 +233,22 @@ export interface GroupMember extends PlacedRankFile {
  */
 export interface JoinGroup {
   members: GroupMember[];
+  /**
+   * When the group was formed from its files' `sample_indices` read straight from their bytes: those lists by
+   * distinct file (its position); a decode that finds another list fails rather than join a wrong group.
+   */
+  shown?: [number, number[]][];
+}
+
+/**
+ * What a step's join says of its rank files besides the joined samples: each file's name and sample
+ * indices (a byte-identical copy under its own name), where each sample's rows are, and the `raw_reward`
+ * list of the first file carrying one (`firstRawRewards`).
+ */
+export interface StepRows {
+  files: { file: string; sampleIndices: readonly number[] }[];
+  locations: Map<number, RowLocation[]>;
+  rawRewards: (number | null)[] | null;
 }
 
 /** One group joined, in a form that crosses threads: its samples' reductions. */
@@ -239,6 +256,8 @@ export interface JoinedGroup<D> {
   /** The group's position in the list handed out. */
   g: number;
   samples: [number, D][];
+  /** The position (in the step's files) of the group's first file carrying a `raw_reward` list, if one does. */
+  rawAt?: number;
 }
 
 /** A failure while joining, with the position (in the step's files) of the rank file it concerns. */
@@ -393,15 +412,35 @@ function fieldLength(f: TrainShardFile, name: TokenField, row: number): number {
   return f.lengths[name]?.[row] ?? -1;
 }
 
-/** The distinct files of a group decoded and indexed on their own, with their twins under their own names. */
-async function decodeGroup(runDir: string, members: readonly GroupMember[]): Promise<{ index: TrainIndex; archives: Map<string, ZipArchive> }> {
+/** How a group is decoded: archives already open (by file position), and who is told of each decode. */
+interface GroupDecodeOptions {
+  opened?: ReadonlyMap<number, ZipArchive>;
+  onDecode?: (name: string) => void;
+}
+
+/**
+ * The distinct files of a group decoded and indexed on their own, with their twins under their own names. A
+ * file whose decoded sample indices differ from those the group was formed from (`shown`) fails.
+ */
+async function decodeGroup(
+  runDir: string,
+  group: JoinGroup,
+  opts: GroupDecodeOptions = {},
+): Promise<{ index: TrainIndex; archives: Map<string, ZipArchive> }> {
+  const { members } = group;
   const own = new Map<number, TrainShardFile>();
   const archives = new Map<string, ZipArchive>();
+  const shown = group.shown ? new Map(group.shown) : null;
   for (const m of members) {
     if (m.twinOf !== m.i) continue;
     try {
-      const archive = ZipArchive.openSync(join(runDir, m.name), { wholeFileBelow: 0 });
+      const archive = opts.opened?.get(m.i) ?? ZipArchive.openSync(join(runDir, m.name), { wholeFileBelow: 0 });
+      opts.onDecode?.(m.name);
       const shard = await decodeRankFile(runDir, m, archive);
+      const expected = shown?.get(m.i);
+      if (shown && (!expected || expected.length !== shard.sampleIndices.length || expected.some((s, k) => s !== shard.sampleIndices[k]))) {
+        throw new DumpInconsistent(m.name, 'sample_indices decode other than their bytes read');
+      }
       own.set(m.i, shard);
       archives.set(shard.source.path, archive);
     } catch (e) {
@@ -418,29 +457,41 @@ async function decodeGroup(runDir: string, members: readonly GroupMember[]): Pro
   return { index, archives };
 }
 
+/** One group joined on its own: its samples' reductions and its first file carrying a `raw_reward` list. */
+interface GroupJoined<D> {
+  samples: [number, D][];
+  raw: { at: number; list: ArrayLike<PyValue> } | null;
+}
+
 /**
- * Joins one group on its own (another thread's side of `joinAll`): decodes its distinct files, then joins
- * every sample they hold. The samples' rows are those of the whole step's index: the group holds every file
- * holding any of them, in the same order. Failures name the file's position in the step (`JoinFailure`).
+ * Joins one group on its own (another thread's side of `joinAll`, or this one's when the groups were formed
+ * before any decode): decodes its distinct files, then joins every sample they hold. The samples' rows are
+ * those of the whole step's index: the group holds every file holding any of them, in the same order.
+ * Failures name the file's position in the step (`JoinFailure`).
  */
 async function joinGroupAlone<D>(
   runDir: string,
-  members: readonly GroupMember[],
+  group: JoinGroup,
   reduce: (row: TrainRow) => D,
   scratch: JoinScratch,
-): Promise<[number, D][]> {
+  opts: GroupDecodeOptions = {},
+): Promise<GroupJoined<D>> {
+  const { members } = group;
   const at = (e: unknown, file: (k: number) => number): never => {
     if (e instanceof AtFile) throw { i: file(e.file), error: e.error } satisfies JoinFailure;
     throw e;
   };
   let decoded: Awaited<ReturnType<typeof decodeGroup>>;
   try {
-    decoded = await decodeGroup(runDir, members);
+    decoded = await decodeGroup(runDir, group, opts);
   } catch (e) {
     return at(e, (i) => i);
   }
+  // Members are in file order: the first carrying the list is the group's lowest such position.
+  const k = decoded.index.files.findIndex((f) => f.rawReward !== null);
+  const raw = k < 0 ? null : { at: members[k].i, list: decoded.index.files[k].rawReward! };
   try {
-    return await joinSamples(decoded.index, [...decoded.index.locations.keys()], decoded.archives, reduce, scratch);
+    return { samples: await joinSamples(decoded.index, [...decoded.index.locations.keys()], decoded.archives, reduce, scratch), raw };
   } catch (e) {
     return at(e, (k) => members[k].i);
   }
@@ -462,7 +513,8 @@ export async function joinClaimed<D>(
     const k = Atomics.add(counter, 0, 1);
     if (k >= groups.length) return { groups: out };
     try {
-      out.push({ g: k, samples: await joinGroupAlone(runDir, groups[k].members, reduce, scratch) });
+      const { samples, raw } = await joinGroupAlone(runDir, groups[k], reduce, scratch);
+      out.push(raw ? { g: k, samples, rawAt: raw.at } : { g: k, samples });
     } catch (e) {
       const failure = e as JoinFailure;
       if (typeof failure?.i === 'number' && 'error' in failure) return { groups: out, error: failure };
@@ -478,7 +530,10 @@ export async function joinClaimed<D>(
  * files and their copies, in file order) and its samples (in index order); groups in order of their first
  * file.
  */
-function joinGroups(index: TrainIndex, twinOf: readonly number[]): { members: number[]; samples: number[] }[] {
+function joinGroups(
+  index: { files: readonly { sampleIndices: readonly number[] }[]; locations: ReadonlyMap<number, readonly RowLocation[]> },
+  twinOf: readonly number[],
+): { members: number[]; samples: number[] }[] {
   const parent = twinOf.map((_, i) => i);
   const find = (x: number): number => {
     while (parent[x] !== x) x = parent[x] = parent[parent[x]];
@@ -547,21 +602,22 @@ export class TrainStepFiles {
   /**
    * Joins every sample of the step in one pass over the rank files, with blocking reads: each file's
    * directory is read once; each file with new storages (the lowest rank of its byte-identical set) has its
-   * pickle decoded once, here. Files sharing a sample (PP stages holding other fields of the same rows, CP
-   * slices, overlapping shards) form a group; each group's row storages are read once and its samples joined
-   * and reduced together — here, or on `helper`'s thread, whichever claims the group first — then the bytes
-   * are dropped. The reductions equal those of a join over the whole index (`index()`); the returned index
-   * is that one (its records keep their tensors, unread).
+   * pickle decoded once. Files sharing a sample (PP stages holding other fields of the same rows, CP slices,
+   * overlapping shards) form a group; each group's row storages are read once and its samples joined and
+   * reduced together — here, or on `helper`'s thread, whichever claims the group first — then the bytes are
+   * dropped. When every distinct file's `sample_indices` read straight from its pickle's bytes, the groups are
+   * formed from those and each group's files are decoded by the thread that claims it (a thread decodes only
+   * its own groups' files); otherwise every distinct file is decoded here first. The reductions equal those
+   * of a join over the whole index (`index()`).
    */
-  joinAll<D>(reduce: (row: TrainRow) => D, helper?: JoinHelper<D>): Promise<{ index: TrainIndex; joined: Map<number, D> }> {
+  joinAll<D>(reduce: (row: TrainRow) => D, helper?: JoinHelper<D>): Promise<{ rows: StepRows; joined: Map<number, D> }> {
     return (async () => {
       const twinOf: number[] = [];
       const sizes: Set<number>[] = [];
       const sources: string[] = [];
       const first = new Map<string, number>();
       const roots: { i: number; archive: ZipArchive }[] = [];
-      const shards = new Map<number, TrainShardFile>();
-      const archives = new Map<string, ZipArchive>();
+      let shown: Map<number, number[]> | null = new Map();
       try {
         for (let i = 0; i < this.files.length; i++) {
           if (i % 32 === 31) await new Promise<void>((r) => setImmediate(r));
@@ -582,87 +638,212 @@ export class TrainStepFiles {
           if (known === undefined) roots.push({ i, archive });
         }
         this.catalogP ??= Promise.resolve({ twinOf, sizes, sources });
-        // Each distinct file's pickle, decoded once (its rows' tensors stay unread).
-        let turnAt = performance.now();
-        for (let n = 0; n < roots.length; n++) {
-          // Let other requests (and the decode worker's message) in between files every few ms: a whole step
-          // is a long synchronous stretch otherwise.
-          if (performance.now() - turnAt >= JOIN_SLICE_MS) {
-            await new Promise<void>((r) => setImmediate(r));
-            turnAt = performance.now();
-          }
-          const { i, archive } = roots[n];
-          this.onDecode(this.files[i].name);
-          try {
-            const shard = await decodeRankFile(this.runDir, this.files[i], archive);
-            shards.set(i, shard);
-            archives.set(shard.source.path, archive);
-            this.learn(i, shard.sampleIndices, false);
-          } catch (e) {
-            if (e instanceof DumpInconsistent) throw e;
-            throw await this.failure(this.files[i].name, e);
-          }
+        // Each distinct file's sample indices from its pickle's bytes, into one reused buffer.
+        let memory = new Uint8Array(0);
+        const reuse = (size: number): Uint8Array => (memory.byteLength >= size ? memory : (memory = new Uint8Array(size + (size >> 3))));
+        for (let n = 0; n < roots.length && shown; n++) {
+          if (n % 64 === 63) await new Promise<void>((r) => setImmediate(r));
+          const list = await sampleIndicesInArchive(roots[n].archive, reuse);
+          if (list) shown.set(roots[n].i, list);
+          else shown = null;
         }
       } catch (e) {
         helper?.cancel();
+        this.persist();
         throw e;
+      }
+      try {
+        return await (shown ? this.joinByGroups(reduce, helper, twinOf, roots, shown) : this.joinDecoded(reduce, helper, twinOf, roots));
       } finally {
         // Saved once for the whole pass (not after each file: a save serializes the whole catalog).
         this.persist();
       }
+    })();
+  }
 
-      const index = indexTrainFiles(
-        this.files.map((f, i) => {
-          const own = shards.get(twinOf[i])!;
-          return twinOf[i] === i ? own : { ...own, file: f.name, rank: f.rank };
-        }),
-      );
-      const groups = joinGroups(index, twinOf);
-      const joined = new Map<number, D>();
-      // Both threads take the next unclaimed group from one shared counter.
-      const counter = new Int32Array(new SharedArrayBuffer(4));
-      helper?.start(
-        this.runDir,
-        groups.map((g) => ({ members: g.members.map((i) => ({ i, ...this.files[i], twinOf: twinOf[i] })) })),
-        counter,
-      );
-      const scratch: JoinScratch = [];
-      const joinHere = async (g: number): Promise<void> => {
-        try {
-          for (const [s, value] of await joinSamples(index, groups[g].samples, archives, reduce, scratch)) joined.set(s, value);
-        } catch (e) {
-          if (e instanceof AtFile) throw await this.failure(index.files[e.file].file, e.error);
-          throw e;
-        }
-      };
-      const done = new Set<number>();
+  /**
+   * `joinAll` over groups formed from the distinct files' sample indices as their bytes show them (`shown`):
+   * each thread decodes the files of the groups it claims, and keeps none of them once joined.
+   */
+  private async joinByGroups<D>(
+    reduce: (row: TrainRow) => D,
+    helper: JoinHelper<D> | undefined,
+    twinOf: readonly number[],
+    roots: readonly { i: number; archive: ZipArchive }[],
+    shown: ReadonlyMap<number, number[]>,
+  ): Promise<{ rows: StepRows; joined: Map<number, D> }> {
+    const files = this.files.map((f, i) => ({ file: f.name, sampleIndices: shown.get(twinOf[i])! }));
+    const light = indexTrainFiles(files);
+    const formed = joinGroups(light, twinOf);
+    // A distinct file holding no rows is decoded all the same (its records are checked, its raw_reward may be the first).
+    for (const r of roots) if (shown.get(r.i)!.length === 0) formed.push({ members: twinOf.flatMap((t, i) => (t === r.i ? [i] : [])), samples: [] });
+    const groups: JoinGroup[] = formed.map((g) => ({
+      members: g.members.map((i) => ({ i, ...this.files[i], twinOf: twinOf[i] })),
+      shown: g.members.filter((i) => twinOf[i] === i).map((i) => [i, shown.get(i)!]),
+    }));
+    const opened = new Map(roots.map((r) => [r.i, r.archive]));
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    helper?.start(this.runDir, groups, counter);
+    const joined = new Map<number, D>();
+    // The first file (by position) carrying a raw_reward list among the groups joined here, with its list.
+    let raw: { at: number; list: ArrayLike<PyValue> } | null = null;
+    let rawAt = Infinity;
+    const scratch: JoinScratch = [];
+    const joinHere = async (g: number): Promise<void> => {
+      let done: GroupJoined<D>;
       try {
-        for (let n = 0; ; n++) {
-          const k = Atomics.add(counter, 0, 1);
-          if (k >= groups.length) break;
-          if (n % 4 === 3) await new Promise<void>((r) => setImmediate(r));
-          await joinHere(k);
-          done.add(k);
-        }
+        done = await joinGroupAlone(this.runDir, groups[g], reduce, scratch, { opened, onDecode: this.onDecode });
       } catch (e) {
-        helper?.cancel();
+        const failure = e as JoinFailure;
+        if (typeof failure?.i !== 'number' || !('error' in failure)) throw e;
+        throw failure.error instanceof DumpInconsistent ? failure.error : await this.failure(this.files[failure.i].name, failure.error);
+      }
+      for (const [s, value] of done.samples) joined.set(s, value);
+      if (done.raw && done.raw.at < rawAt) {
+        raw = done.raw;
+        rawAt = done.raw.at;
+      }
+    };
+    const done = new Set<number>();
+    try {
+      let turnAt = performance.now();
+      for (;;) {
+        const k = Atomics.add(counter, 0, 1);
+        if (k >= groups.length) break;
+        // Let other requests (and the decode worker's messages) in every few ms.
+        if (performance.now() - turnAt >= JOIN_SLICE_MS) {
+          await new Promise<void>((r) => setImmediate(r));
+          turnAt = performance.now();
+        }
+        await joinHere(k);
+        done.add(k);
+      }
+    } catch (e) {
+      helper?.cancel();
+      throw e;
+    }
+    if (helper) {
+      const theirs = await helper.finished();
+      if (theirs.error) {
+        const { i, error } = theirs.error;
+        throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
+      }
+      for (const { g, samples, rawAt: at } of theirs.groups) {
+        done.add(g);
+        for (const [s, value] of samples) joined.set(s, value);
+        if (at !== undefined && at < rawAt) {
+          rawAt = at;
+          raw = null;
+        }
+      }
+      // Groups the helper claimed but never delivered (it stopped): joined here after all.
+      for (let g = 0; g < groups.length; g++) if (!done.has(g)) await joinHere(g);
+    }
+    // The list of a file the helper decoded is read again here (one small pickle).
+    if (rawAt !== Infinity && !raw) raw = { at: rawAt, list: (await this.decodeOne(rawAt)).rawReward! };
+    for (const [i, list] of shown) this.learn(i, list, false);
+    return { rows: { ...light, rawRewards: raw ? firstRawRewards([{ rawReward: raw.list }]) : null }, joined };
+  }
+
+  /** One rank file decoded here for its index record (tensors unread), failures named after it. */
+  private async decodeOne(i: number): Promise<TrainShardFile> {
+    const f = this.files[i];
+    this.onDecode(f.name);
+    try {
+      return await decodeRankFile(this.runDir, f, ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0, listedRegular: f.listedRegular }));
+    } catch (e) {
+      if (e instanceof DumpInconsistent) throw e;
+      throw await this.failure(f.name, e);
+    }
+  }
+
+  /** `joinAll` after decoding every distinct file here: the groups are formed from the whole index. */
+  private async joinDecoded<D>(
+    reduce: (row: TrainRow) => D,
+    helper: JoinHelper<D> | undefined,
+    twinOf: readonly number[],
+    roots: readonly { i: number; archive: ZipArchive }[],
+  ): Promise<{ rows: StepRows; joined: Map<number, D> }> {
+    const shards = new Map<number, TrainShardFile>();
+    const archives = new Map<string, ZipArchive>();
+    try {
+      // Each distinct file's pickle, decoded once (its rows' tensors stay unread).
+      let turnAt = performance.now();
+      for (let n = 0; n < roots.length; n++) {
+        // Let other requests (and the decode worker's message) in between files every few ms: a whole step
+        // is a long synchronous stretch otherwise.
+        if (performance.now() - turnAt >= JOIN_SLICE_MS) {
+          await new Promise<void>((r) => setImmediate(r));
+          turnAt = performance.now();
+        }
+        const { i, archive } = roots[n];
+        this.onDecode(this.files[i].name);
+        try {
+          const shard = await decodeRankFile(this.runDir, this.files[i], archive);
+          shards.set(i, shard);
+          archives.set(shard.source.path, archive);
+          this.learn(i, shard.sampleIndices, false);
+        } catch (e) {
+          if (e instanceof DumpInconsistent) throw e;
+          throw await this.failure(this.files[i].name, e);
+        }
+      }
+    } catch (e) {
+      helper?.cancel();
+      throw e;
+    }
+
+    const index = indexTrainFiles(
+      this.files.map((f, i) => {
+        const own = shards.get(twinOf[i])!;
+        return twinOf[i] === i ? own : { ...own, file: f.name, rank: f.rank };
+      }),
+    );
+    const groups = joinGroups(index, twinOf);
+    const joined = new Map<number, D>();
+    // Both threads take the next unclaimed group from one shared counter.
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    helper?.start(
+      this.runDir,
+      groups.map((g) => ({ members: g.members.map((i) => ({ i, ...this.files[i], twinOf: twinOf[i] })) })),
+      counter,
+    );
+    const scratch: JoinScratch = [];
+    const joinHere = async (g: number): Promise<void> => {
+      try {
+        for (const [s, value] of await joinSamples(index, groups[g].samples, archives, reduce, scratch)) joined.set(s, value);
+      } catch (e) {
+        if (e instanceof AtFile) throw await this.failure(index.files[e.file].file, e.error);
         throw e;
       }
-      if (helper) {
-        const theirs = await helper.finished();
-        if (theirs.error) {
-          const { i, error } = theirs.error;
-          throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
-        }
-        for (const { g, samples } of theirs.groups) {
-          done.add(g);
-          for (const [s, value] of samples) joined.set(s, value);
-        }
-        // Groups the helper claimed but never delivered (it stopped): joined here after all.
-        for (let g = 0; g < groups.length; g++) if (!done.has(g)) await joinHere(g);
+    };
+    const done = new Set<number>();
+    try {
+      for (let n = 0; ; n++) {
+        const k = Atomics.add(counter, 0, 1);
+        if (k >= groups.length) break;
+        if (n % 4 === 3) await new Promise<void>((r) => setImmediate(r));
+        await joinHere(k);
+        done.add(k);
       }
-      return { index, joined };
-    })();
+    } catch (e) {
+      helper?.cancel();
+      throw e;
+    }
+    if (helper) {
+      const theirs = await helper.finished();
+      if (theirs.error) {
+        const { i, error } = theirs.error;
+        throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
+      }
+      for (const { g, samples } of theirs.groups) {
+        done.add(g);
+        for (const [s, value] of samples) joined.set(s, value);
+      }
+      // Groups the helper claimed but never delivered (it stopped): joined here after all.
+      for (let g = 0; g < groups.length; g++) if (!done.has(g)) await joinHere(g);
+    }
+    return { rows: { files: index.files, locations: index.locations, rawRewards: firstRawRewards(index.files) }, joined };
   }
 
   /**
