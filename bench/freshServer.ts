@@ -1,6 +1,6 @@
 // What the fresh-process benches share: a server process over a run (resolved once it prints its URL),
 // its CPU time and memory from /proc, one GET with a digest of the body, and small figure helpers.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -37,13 +37,23 @@ export interface FreshServer {
   stop(): Promise<void>;
 }
 
+/**
+ * `bin args` started as a shell starts the installed command: through its `#!` line and the environment that
+ * line sets; node flags (a profile) go in NODE_OPTIONS.
+ */
+export function spawnCommand(bin: string, args: string[], options: SpawnOptions & { nodeFlags?: string[] } = {}): ChildProcess {
+  const { nodeFlags = [], ...rest } = options;
+  const env = { ...(rest.env ?? process.env) };
+  if (nodeFlags.length > 0) env.NODE_OPTIONS = [env.NODE_OPTIONS ?? '', ...nodeFlags].join(' ').trim();
+  return spawn(bin, args, { ...rest, env });
+}
+
 /** `bin serve --dump-details runDir` on `port` with `cacheDir`, resolved once it prints its URL (no request made). */
 export async function startFreshServer(opts: { bin: string; runDir: string; port: number; cacheDir: string; nodeFlags?: string[]; stopSignal?: NodeJS.Signals }): Promise<FreshServer> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...(opts.nodeFlags ?? []), opts.bin, 'serve', '--dump-details', opts.runDir, '--port', String(opts.port), '--cache-dir', opts.cacheDir],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const child = spawnCommand(opts.bin, ['serve', '--dump-details', opts.runDir, '--port', String(opts.port), '--cache-dir', opts.cacheDir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    nodeFlags: opts.nodeFlags,
+  });
   await new Promise<void>((ok, fail) => {
     let out = '';
     child.stdout!.on('data', (d) => {

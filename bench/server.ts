@@ -8,7 +8,7 @@
 // process on an empty cache asked nothing else, until every hour is read, and its CPU time.
 // Usage: node --import tsx bench/server.ts [--run DIR] [--large] [--warm N] [--port N] [--families a,b]
 // Without --run it generates the demo run (`--large`: 128 GPUs) into a temp folder first. Prints one JSON line.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { cpuMs } from './freshServer.ts';
+import { cpuMs, spawnCommand } from './freshServer.ts';
 import { resolveSequence } from './requestSequence.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -50,7 +50,7 @@ interface Server {
 /** A fresh server process over the run; resolves once /api/meta answers. */
 async function startServer(cacheDir: string): Promise<Server> {
   const started = performance.now();
-  const child: ChildProcess = spawn(process.execPath, [join(repoRoot, 'bin', 'rlsight.mjs'), 'serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir], {
+  const child: ChildProcess = spawnCommand(join(repoRoot, 'bin', 'rlsight.mjs'), ['serve', '--dump-details', runDir, '--port', String(port), '--cache-dir', cacheDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (;;) {

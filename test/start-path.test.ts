@@ -70,3 +70,24 @@ describe('the start path of rlsight serve', () => {
     assert.deepEqual(NOT_ON_START_PATH.filter((p) => packages.has(p)), []);
   });
 });
+
+test('the installed command starts node with the C allocator settings its `#!` line names', async () => {
+  ensureCliBuilt();
+  const run = copyFixtureRun();
+  const scratch = mkdtempSync(join(tmpdir(), 'rlsight-start-env-'));
+  // as a shell runs `rlsight`: the file itself, not `node file`
+  const child = spawn(RLSIGHT_BIN, ['serve', run.dir, '--port', '0', '--cache-dir', join(scratch, 'cache')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    await servingUrl(child);
+    const env = new Set(readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0'));
+    assert.ok(env.has('MALLOC_ARENA_MAX=2'), 'two malloc arenas');
+    assert.ok(env.has('MALLOC_MMAP_THRESHOLD_=131072'), 'a fixed mmap threshold');
+    assert.match(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8'), /node\0/);
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill();
+    await exited;
+    run.dispose();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+});
