@@ -207,7 +207,7 @@ describe('ParquetFile', () => {
     }
   });
 
-  it('reads one row as the row group decode does, from files of real writers (pages skipped, values counted past)', async () => {
+  it('reads one row, and finds rows, as the row group decode does, from files of real writers (pages skipped, values counted past)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rlsight-pq-'));
     try {
       const paths = MIRRORS.map((m) => fixturePath('miles-demo', 'run', 'dashboard_columns', `${m}.parquet`));
@@ -267,6 +267,11 @@ describe('ParquetFile', () => {
           const columns = file.columnNames.slice(-2);
           const picked = (row: Record<string, unknown>) => Object.fromEntries(columns.map((c) => [c, row[c]]));
           assert.deepEqual(await file.readRow(file.numRows - 1, columns), picked(all.at(-1)!));
+          // a search reads the column from its pages too
+          for (const s of [0, 3, 4, 47, 119, 4999, 5000]) {
+            const expected = all.flatMap((row, i) => (row.sample_index !== null && row.sample_index !== undefined && Number(row.sample_index) === s ? [i] : []));
+            assert.deepEqual(await file.findRows('sample_index', s), expected, `sample ${s} in ${path}`);
+          }
           if (path.endsWith('-V2.parquet')) assert.ok(decodedWhole > 0);
           else assert.equal(decodedWhole, 0, path);
         } finally {

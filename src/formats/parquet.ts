@@ -3,9 +3,9 @@
 import { closeSync, readSync } from 'node:fs';
 import { openRegularSyncSized } from './fileAccess.ts';
 import { parquetMetadata, parquetReadObjects, parquetSchema } from 'hyparquet';
-import type { AsyncBuffer, Compressors, FileMetaData, RowGroup, SchemaElement } from 'hyparquet';
+import type { AsyncBuffer, ColumnMetaData, Compressors, FileMetaData, RowGroup, SchemaElement, SchemaTree } from 'hyparquet';
 import { footerLayout, footerWith, layoutFromText, layoutText, type FooterLayout } from './parquetFooter.ts';
-import { chunkRow, rowShape, UNSUPPORTED } from './parquetRow.ts';
+import { chunkColumn, chunkRow, rowShape, UNSUPPORTED, type RowShape } from './parquetRow.ts';
 
 /** Codecs hyparquet decodes itself (UNCOMPRESSED, SNAPPY); any other loads a decoder with the file. */
 const BUILT_IN_CODECS = new Set([0, 1]);
@@ -194,24 +194,30 @@ export class ParquetFile {
     const k = this.rowGroups.findIndex((g) => g.rowStart <= row && row < g.rowEnd);
     if (k < 0) return (await this.readRows(row, row + 1, columns))[0];
     try {
-      const nodes = parquetSchema(this.base).children.filter((c) => !columns || columns.includes(c.element.name));
-      const [group] = this.groups(k, k + 1);
       const out: ParquetRow = {};
-      for (const node of nodes) {
-        const shape = rowShape(node);
-        const leaf = shape?.list ? node.children[0].children[0] : node;
-        const meta = group.columns.find((c) => c.meta_data && c.meta_data.path_in_schema.join('.') === leaf.path.join('.'))?.meta_data;
-        if (!shape || !meta) return (await this.readRows(row, row + 1, columns))[0];
-        const start = Number(meta.dictionary_page_offset || meta.data_page_offset);
-        const chunk = new Uint8Array(await this.buffer.slice(start, start + Number(meta.total_compressed_size)));
-        const value = chunkRow(chunk, meta, shape, row - this.rowGroups[k].rowStart, this.compressors);
-        if (value === UNSUPPORTED) return (await this.readRows(row, row + 1, columns))[0];
+      for (const node of parquetSchema(this.base).children) {
+        if (columns && !columns.includes(node.element.name)) continue;
+        const found = await this.columnChunk(k, node);
+        const value = found && chunkRow(found.chunk, found.meta, found.shape, row - this.rowGroups[k].rowStart, this.compressors);
+        if (!found || value === UNSUPPORTED) return (await this.readRows(row, row + 1, columns))[0];
         out[node.element.name] = value;
       }
       return out;
     } catch (e) {
       throw new ParquetError(this.name, `cannot decode row ${row} (${problemOf(e)})`, e);
     }
+  }
+
+  /** The bytes of top-level column `node`'s chunk in row group `k`, with its metadata and shape; null for a shape parquetRow.ts does not read. */
+  private async columnChunk(k: number, node: SchemaTree): Promise<{ chunk: Uint8Array; meta: ColumnMetaData; shape: RowShape } | null> {
+    const shape = rowShape(node);
+    if (!shape) return null;
+    const leaf = shape.list ? node.children[0].children[0] : node;
+    const path = leaf.path.join('.');
+    const meta = this.groups(k, k + 1)[0].columns.find((c) => c.meta_data?.path_in_schema.join('.') === path)?.meta_data;
+    if (!meta) return null;
+    const start = Number(meta.dictionary_page_offset || meta.data_page_offset);
+    return { chunk: new Uint8Array(await this.buffer.slice(start, start + Number(meta.total_compressed_size))), meta, shape };
   }
 
   /**
@@ -224,11 +230,20 @@ export class ParquetFile {
     for (const [k, g] of this.rowGroups.entries()) {
       const st = stats[k];
       if (st && (value < Number(st.min) || value > Number(st.max))) continue;
-      const rows = await this.readRows(g.rowStart, g.rowEnd, [column]);
-      rows.forEach((r, i) => {
-        const v = r[column];
+      // a plain column's values straight from its pages (else the row group's decode of it)
+      let values: ArrayLike<unknown> | typeof UNSUPPORTED = UNSUPPORTED;
+      const node = parquetSchema(this.base).children.find((c) => c.element.name === column);
+      try {
+        const found = node && (await this.columnChunk(k, node));
+        if (found) values = chunkColumn(found.chunk, found.meta, found.shape, this.compressors);
+      } catch (e) {
+        throw new ParquetError(this.name, `cannot decode ${column} in row group ${k} (${problemOf(e)})`, e);
+      }
+      if (values === UNSUPPORTED) values = (await this.readRows(g.rowStart, g.rowEnd, [column])).map((r) => r[column]);
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
         if (v !== null && v !== undefined && Number(v) === value) out.push(g.rowStart + i);
-      });
+      }
     }
     return out;
   }

@@ -23,7 +23,7 @@ const RLE_DICTIONARY = 8;
 const WIDTH: Record<string, number> = { INT32: 4, FLOAT: 4, INT64: 8, DOUBLE: 8 };
 
 /** A column's shape: a primitive, or the standard three-level list of primitives. */
-interface Shape {
+export interface RowShape {
   type: 'INT32' | 'INT64' | 'FLOAT' | 'DOUBLE';
   list: boolean;
   /** Definition level of a present value; of a present (possibly empty) list: `listDef`. */
@@ -36,17 +36,17 @@ interface Shape {
 /** Signed integer annotations hyparquet leaves as plain numbers. */
 const PLAIN_INTEGER = new Set(['INT_8', 'INT_16', 'INT_32', 'INT_64']);
 
-function leafType(node: SchemaTree): Shape['type'] | null {
+function leafType(node: SchemaTree): RowShape['type'] | null {
   const e = node.element;
   if (node.children.length > 0 || e.type === undefined || !(e.type in WIDTH)) return null;
   const lt = e.logical_type;
   if (lt !== undefined && !(lt.type === 'INTEGER' && lt.isSigned)) return null;
   if (e.converted_type !== undefined && !PLAIN_INTEGER.has(e.converted_type)) return null;
-  return e.type as Shape['type'];
+  return e.type as RowShape['type'];
 }
 
 /** The shape of top-level column `node`, or null when it is not one read here. */
-export function rowShape(node: SchemaTree): Shape | null {
+export function rowShape(node: SchemaTree): RowShape | null {
   const e = node.element;
   if (e.repetition_type === 'REPEATED') return null;
   const outer = e.repetition_type === 'OPTIONAL' ? 1 : 0;
@@ -144,7 +144,7 @@ function indices(b: Uint8Array, at: number, end: number, width: number, skip: nu
 }
 
 /** Plain value `i` of `type` in `view` from byte `base`. */
-function plainValue(view: DataView, base: number, i: number, type: Shape['type']): number | bigint {
+function plainValue(view: DataView, base: number, i: number, type: RowShape['type']): number | bigint {
   switch (type) {
     case 'INT32':
       return view.getInt32(base + 4 * i, true);
@@ -239,7 +239,7 @@ interface OpenPage {
   encoding: number;
 }
 
-function openPage(page: Uint8Array, h: PageHeader, shape: Shape, codec: string, compressors: Compressors | undefined): OpenPage | typeof UNSUPPORTED {
+function openPage(page: Uint8Array, h: PageHeader, shape: RowShape, codec: string, compressors: Compressors | undefined): OpenPage | typeof UNSUPPORTED {
   const repWidth = shape.list ? 1 : 0;
   const defWidth = 32 - Math.clz32(shape.maxDef);
   if (h.type === DATA_PAGE_V2) {
@@ -277,7 +277,7 @@ function rowsIn(p: OpenPage, numValues: number): number {
 }
 
 /** The values of levels `[a, b)` of a page (`null` where a level has none), in order. */
-function pageValues(p: OpenPage, a: number, b: number, shape: Shape, dictionary: DataView | null, dictionarySize: number): (number | bigint | null)[] | typeof UNSUPPORTED {
+function pageValues(p: OpenPage, a: number, b: number, shape: RowShape, dictionary: DataView | null, dictionarySize: number): (number | bigint | null)[] | typeof UNSUPPORTED {
   const width = WIDTH[shape.type];
   const def = p.def;
   let skip = a;
@@ -312,17 +312,22 @@ function pageValues(p: OpenPage, a: number, b: number, shape: Shape, dictionary:
   return out;
 }
 
-/**
- * Row `row` (counted from the chunk's first) of a column chunk's bytes `chunk` (from its first page), as
- * hyparquet assembles it: a value (null when absent), or for a list an array (null elements as null),
- * `undefined` for a null list.
- */
-export function chunkRow(chunk: Uint8Array, meta: ColumnMetaData, shape: Shape, row: number, compressors: Compressors | undefined): unknown {
+/** A data page of a column chunk, opened on demand, with the dictionary read before it. */
+interface DataPage {
+  h: PageHeader;
+  open(): OpenPage | typeof UNSUPPORTED;
+  dictionary: DataView | null;
+  dictionarySize: number;
+  /** No page follows it in the chunk. */
+  last: boolean;
+}
+
+/** The data pages of a column chunk in order (its dictionary page read on the way); `UNSUPPORTED` at a page not read here. */
+function* dataPages(chunk: Uint8Array, meta: ColumnMetaData, shape: RowShape, compressors: Compressors | undefined): Generator<DataPage | typeof UNSUPPORTED> {
   const w = new Walker(chunk);
   const width = WIDTH[shape.type];
   let dictionary: DataView | null = null;
   let dictionarySize = 0;
-  let before = 0;
   while (w.at < chunk.length) {
     const h = pageHeader(w);
     const start = w.at;
@@ -330,21 +335,50 @@ export function chunkRow(chunk: Uint8Array, meta: ColumnMetaData, shape: Shape, 
     if (end > chunk.length) throw new Error('parquet page exceeds its column chunk');
     w.at = end;
     if (h.type === DICTIONARY_PAGE) {
-      if (h.encoding !== PLAIN && h.encoding !== PLAIN_DICTIONARY) return UNSUPPORTED;
+      if (h.encoding !== PLAIN && h.encoding !== PLAIN_DICTIONARY) return yield UNSUPPORTED;
       const d = decompress(chunk.subarray(start, end), h.uncompressed, meta.codec, compressors);
       if (d.length < h.numValues * width) throw new Error('parquet dictionary page shorter than its values');
       dictionary = new DataView(d.buffer, d.byteOffset, d.byteLength);
       dictionarySize = h.numValues;
       continue;
     }
-    if (h.type !== DATA_PAGE && h.type !== DATA_PAGE_V2) return UNSUPPORTED;
+    if (h.type !== DATA_PAGE && h.type !== DATA_PAGE_V2) return yield UNSUPPORTED;
+    const open = () => openPage(chunk.subarray(start, end), h, shape, meta.codec, compressors);
+    yield { h, open, dictionary, dictionarySize, last: w.at >= chunk.length };
+  }
+}
+
+/** Every value of a flat column chunk, null where absent (for a search over a column). */
+export function chunkColumn(chunk: Uint8Array, meta: ColumnMetaData, shape: RowShape, compressors: Compressors | undefined): (number | bigint | null)[] | typeof UNSUPPORTED {
+  if (shape.list) return UNSUPPORTED;
+  const out: (number | bigint | null)[] = [];
+  for (const page of dataPages(chunk, meta, shape, compressors)) {
+    const p = page === UNSUPPORTED ? page : page.open();
+    if (page === UNSUPPORTED || p === UNSUPPORTED) return UNSUPPORTED;
+    const values = pageValues(p, 0, page.h.numValues, shape, page.dictionary, page.dictionarySize);
+    if (values === UNSUPPORTED) return UNSUPPORTED;
+    for (const v of values) out.push(v);
+  }
+  return out;
+}
+
+/**
+ * Row `row` (counted from the chunk's first) of a column chunk's bytes `chunk` (from its first page), as
+ * hyparquet assembles it: a value (null when absent), or for a list an array (null elements as null),
+ * `undefined` for a null list.
+ */
+export function chunkRow(chunk: Uint8Array, meta: ColumnMetaData, shape: RowShape, row: number, compressors: Compressors | undefined): unknown {
+  let before = 0;
+  for (const page of dataPages(chunk, meta, shape, compressors)) {
+    if (page === UNSUPPORTED) return UNSUPPORTED;
+    const { h } = page;
     // A v2 page names its rows (a flat v1 page's values are its rows): one wholly before the row is passed unread.
     const rows = h.type === DATA_PAGE_V2 && h.numRows >= 0 ? h.numRows : shape.list ? -1 : h.numValues;
     if (rows >= 0 && before + rows <= row) {
       before += rows;
       continue;
     }
-    const p = openPage(chunk.subarray(start, end), h, shape, meta.codec, compressors);
+    const p = page.open();
     if (p === UNSUPPORTED) return UNSUPPORTED;
     const inPage = rowsIn(p, h.numValues);
     if (before + inPage <= row) {
@@ -360,9 +394,9 @@ export function chunkRow(chunk: Uint8Array, meta: ColumnMetaData, shape: Shape, 
       const next = p.rep.indexOf(0, a + 1);
       b = next < 0 ? h.numValues : next;
       // A v2 page ends on a row's end; a v1 page's last row may go on in the next page: left to the whole decode.
-      if (next < 0 && h.type === DATA_PAGE && w.at < chunk.length) return UNSUPPORTED;
+      if (next < 0 && h.type === DATA_PAGE && !page.last) return UNSUPPORTED;
     }
-    const values = pageValues(p, a, b, shape, dictionary, dictionarySize);
+    const values = pageValues(p, a, b, shape, page.dictionary, page.dictionarySize);
     if (values === UNSUPPORTED || !shape.list) return values === UNSUPPORTED ? values : values[0] ?? null;
     // A single level below an element's definition: an empty list, or below that a null one.
     const first = p.def ? p.def[a] : shape.maxDef;
