@@ -233,6 +233,19 @@ describe('TrainStepFiles.joinAll', () => {
     await assert.rejects(stepFiles(files).joinAll(digestTrainRow, helper), (e: unknown) => e instanceof Error && /boom/.test((e as Error).message));
   });
 
+  it('opens no byte-identical copy whole: its directory is only visited', async () => {
+    const files = await writeStep();
+    const opened: string[] = [];
+    const openSync = ZipArchive.openSync;
+    ZipArchive.openSync = (path, opts) => (opened.push(path.slice(path.lastIndexOf('/') + 1)), openSync.call(ZipArchive, path, opts));
+    try {
+      assert.equal((await stepFiles(files).joinAll(digestTrainRow)).joined.size, 8);
+    } finally {
+      ZipArchive.openSync = openSync;
+    }
+    assert.deepEqual([...new Set(opened)].sort(), ['0_0.pt', '0_2.pt', '0_3.pt', '0_4.pt', '0_5.pt']);
+  });
+
   it('decodes each distinct rank file once, never a byte-identical copy', async () => {
     const files = await writeStep();
     const decoded: string[] = [];

@@ -619,23 +619,38 @@ export class TrainStepFiles {
       const roots: { i: number; archive: ZipArchive }[] = [];
       let shown: Map<number, number[]> | null = new Map();
       try {
-        for (let i = 0; i < this.files.length; i++) {
-          if (i % 32 === 31) await new Promise<void>((r) => setImmediate(r));
-          const f = this.files[i];
-          let archive: ZipArchive;
+        const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
+        const open = async (f: RankFileName): Promise<ZipArchive> => {
           try {
-            archive = ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0, listedRegular: f.listedRegular });
-            // Its identity before it was read (its fstat at open): the catalog found here is kept under it.
-            sources.push(fileIdentity(archive.openedStat!));
+            return ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0, listedRegular: f.listedRegular });
           } catch (e) {
             throw await this.failure(f.name, e);
           }
-          sizes.push(storageSizes(archive.entries));
-          const print = storageFingerprint(archive.entries);
+        };
+        for (let i = 0; i < this.files.length; i++) {
+          if (i % 32 === 31) await new Promise<void>((r) => setImmediate(r));
+          const f = this.files[i];
+          // A byte-identical copy is never opened whole: its directory is only visited. (A file the visit
+          // declines is opened; its print, in the other form, then matches no visited file's: it is merely
+          // decoded again, never mis-joined.)
+          const quick = storageCatalogOf(join(this.runDir, f.name), scratch, f.listedRegular);
+          let archive: ZipArchive | undefined;
+          let print: string | null;
+          if (quick) {
+            ({ print } = quick);
+            sizes.push(quick.sizes);
+            // Its identity before it was read (its fstat at open): the catalog found here is kept under it.
+            sources.push(quick.source);
+          } else {
+            archive = await open(f);
+            sources.push(fileIdentity(archive.openedStat!));
+            sizes.push(storageSizes(archive.entries));
+            print = storageFingerprint(archive.entries);
+          }
           const known = print === null ? undefined : first.get(print);
           if (print !== null && known === undefined) first.set(print, i);
           twinOf.push(known ?? i);
-          if (known === undefined) roots.push({ i, archive });
+          if (known === undefined) roots.push({ i, archive: archive ?? (await open(f)) });
         }
         this.catalogP ??= Promise.resolve({ twinOf, sizes, sources });
         // Each distinct file's sample indices from its pickle's bytes, into one reused buffer.
