@@ -12,42 +12,13 @@ import { healthBoard, runHealth } from '../src/queries/health.ts';
 import { STEP_FACTS_ENTRY } from '../src/queries/stepFacts.ts';
 import type { RunAnswers } from '../src/queries/runAnswers.ts';
 import { openRunModel } from '../src/run/open.ts';
-import type { RunModel, StepPriority } from '../src/run/model.ts';
 import { createApp } from '../src/server/app.ts';
 import type { HealthAnswer, MetricsAnswer, StepCoverage } from '../src/wire/index.ts';
 import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
+import { heldSteps } from './support/heldSteps.ts';
 
 const DUMP_KEYS = ['dump/reward_mean', 'dump/zero_std_group_frac', 'dump/mean_abs_lp_diff'];
 const METRICS = `/api/metrics?keys=${DUMP_KEYS.join(',')},rollout/rewards_mean`;
-
-/** The model with its background step reads held until the test lets each one go; counts every step decoded. */
-function heldModel(model: RunModel) {
-  const waiting: (() => void)[] = [];
-  const reads: { step: number; priority: StepPriority | undefined }[] = [];
-  let held = true;
-  const wrapped = Object.create(model) as RunModel;
-  wrapped.step = async (id, evaluation, priority, signal) => {
-    reads.push({ step: id, priority });
-    if (held && priority === 'background') await new Promise<void>((r) => waiting.push(r));
-    return model.step(id, evaluation, priority, signal);
-  };
-  return {
-    model: wrapped,
-    reads,
-    /** Lets the waiting background read go and waits until the next one is waiting (or none comes). */
-    async letOneGo(): Promise<void> {
-      while (waiting.length === 0) await new Promise((r) => setTimeout(r, 5));
-      const before = reads.length;
-      waiting.shift()!();
-      const until = Date.now() + 10_000;
-      while (reads.length === before && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
-    },
-    release(): void {
-      held = false;
-      for (const w of waiting.splice(0)) w();
-    },
-  };
-}
 
 async function get(app: ReturnType<typeof createApp>, url: string): Promise<{ text: string; partial: string | null }> {
   const res = await app.request(url, { headers: { host: '127.0.0.1' } });
@@ -85,7 +56,7 @@ describe('progressive step-wide answers', () => {
   });
 
   test('answer at once with their coverage, grow step by step newest first, and end equal to the complete answers', async () => {
-    const held = heldModel(await openRunModel(run.dir, { cacheDir: cache }));
+    const held = heldSteps(await openRunModel(run.dir, { cacheDir: cache }));
     const answers = answersOver(held.model) as RunAnswers;
     const app = createApp({ run: answers });
     const train = (await answers.rolloutIds()).train;
@@ -158,7 +129,7 @@ describe('progressive step-wide answers', () => {
     const kept = JSON.parse(readFileSync(entry, 'utf8')) as { steps: [number, string, unknown][] };
     assert.deepEqual(kept.steps.map(([s]) => s).sort(), [0, 1, 2], 'only steps read are kept');
 
-    const again = heldModel(await openRunModel(run.dir, { cacheDir: cache }));
+    const again = heldSteps(await openRunModel(run.dir, { cacheDir: cache }));
     again.release();
     const answers = answersOver(again.model) as RunAnswers;
     const app = createApp({ run: answers });

@@ -1,8 +1,8 @@
-// A partial whole-window answer (the server still reads the run's history): how much it covers, and the
-// refresh token that asks for it again each time the warm-up has read more hours.
-import { useRef } from 'preact/hooks';
+// A partial whole-window answer (the server still reads the run's history) or step-wide answer (the server still
+// reads the run's steps): how much it covers, and the refresh token that asks for it again as more is read.
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { useStore } from '../store.ts';
-import type { Coverage } from '../../src/wire/index.ts';
+import type { Coverage, StepCoverage } from '../../src/wire/index.ts';
 import { warmUpProgress } from './warmUpBar.tsx';
 
 /** Changes when the server has read more hours than `coverage` covers; stays put for a complete answer. */
@@ -13,9 +13,31 @@ export function useRefine(coverage: Coverage | undefined): number {
   return token.current;
 }
 
-/** A progress bar and "4/6 h read" beside a partial answer's title; nothing for a complete one. */
-export function CoverageNote({ coverage }: { coverage: Coverage | undefined }) {
+/** How long a partial step-wide answer is shown before it is asked again. */
+const STEP_REFINE_MS = 1000;
+
+/** Changes a moment after each partial step-wide answer arrives, so it is asked again; stays put for a complete one. */
+export function useStepRefine(coverage: StepCoverage | undefined): number {
+  const [token, setToken] = useState(0);
+  useEffect(() => {
+    if (!coverage) return;
+    const timer = setTimeout(() => setToken((t) => t + 1), STEP_REFINE_MS);
+    return () => clearTimeout(timer);
+  }, [coverage]);
+  return token;
+}
+
+/** The least read of some partial step-wide answers' coverages (several runs, several series), if any is partial. */
+export function leastStepCoverage(coverages: Iterable<StepCoverage | undefined>): StepCoverage | undefined {
+  let least: StepCoverage | undefined;
+  for (const c of coverages) if (c && (!least || c.steps_done / c.steps_total < least.steps_done / least.steps_total)) least = c;
+  return least;
+}
+
+/** A progress bar and "4/6 h read" (or "12/300 steps read") beside a partial answer's title; nothing for a complete one. */
+export function CoverageNote({ coverage }: { coverage: Coverage | StepCoverage | undefined }) {
   if (!coverage) return null;
+  if ('steps_done' in coverage) return <StepCoverageNote coverage={coverage} />;
   const pct = coverage.hours_total > 0 ? (100 * coverage.hours_done) / coverage.hours_total : 0;
   return (
     <span
@@ -31,6 +53,26 @@ export function CoverageNote({ coverage }: { coverage: Coverage | undefined }) {
         <span class="warmup-fill" style={{ width: `${pct.toFixed(1)}%` }} />
       </span>
       {coverage.hours_done}/{coverage.hours_total} h read
+    </span>
+  );
+}
+
+function StepCoverageNote({ coverage }: { coverage: StepCoverage }) {
+  const pct = coverage.steps_total > 0 ? (100 * coverage.steps_done) / coverage.steps_total : 0;
+  return (
+    <span
+      class="warmup coverage"
+      data-testid="coverage"
+      role="progressbar"
+      aria-valuemin={0}
+      aria-valuemax={coverage.steps_total}
+      aria-valuenow={coverage.steps_done}
+      title="the server is still reading this run's steps (newest first, one at a time, after any step you open): this answer covers the steps read so far and refines itself as more are read"
+    >
+      <span class="warmup-track">
+        <span class="warmup-fill" style={{ width: `${pct.toFixed(1)}%` }} />
+      </span>
+      {coverage.steps_done}/{coverage.steps_total} steps read
     </span>
   );
 }

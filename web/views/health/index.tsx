@@ -4,12 +4,13 @@ import { getJson } from '../../api.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { liveTick } from '../../live.ts';
 import { useStore } from '../../store.ts';
-import type { HealthAnswer, HealthCell, Meta, SignalSpec } from '../../../src/wire/index.ts';
+import type { HealthAnswer, HealthCell, Meta, SignalSpec, StepCoverage } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { href, numParam, route, setParams } from '../../route.ts';
 import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts';
 import { evidenceHref } from './evidence.ts';
+import { CoverageNote, leastStepCoverage, useStepRefine } from '../../components/coverage.tsx';
 
 function cellText(c: HealthCell): string {
   if (c.value === null) return '–';
@@ -59,7 +60,11 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
   const asked = numParam(r.params, 'at');
   const at = asked !== null && Number.isInteger(asked) ? asked : null;
   const key = runs.length > 1 ? runs.map((x) => x.id).join(',') : null;
-  const boards = useApi(key, (signal) => Promise.all(runs.map((x) => getJson<HealthAnswer>(runPath(x, 'rlsight/health'), {}, signal))), tick);
+  // boards over the steps read so far are asked again until every run's steps are read
+  const [refined, setRefined] = useState<HealthAnswer[] | null>(null);
+  const refine = useStepRefine(leastStepCoverage((refined ?? []).map((b) => b.coverage)));
+  const boards = useApi(key, (signal) => Promise.all(runs.map((x) => getJson<HealthAnswer>(runPath(x, 'rlsight/health'), {}, signal))), `${tick}|${refine}`);
+  useEffect(() => setRefined(boards.data), [boards.data]);
   if (!key && all && all.length > 1)
     return (
       <p class="hint">
@@ -73,7 +78,7 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
   return (
     <div class="health-runs" data-testid="health-runs">
       <h2 class="view-title">
-        Runs × signals at {at === null ? 'each run’s newest step' : `step ${at}`}{' '}
+        Runs × signals at {at === null ? 'each run’s newest step' : `step ${at}`} <CoverageNote coverage={leastStepCoverage((boards.data ?? []).map((b) => b.coverage))} />{' '}
         <label class="hint">
           step{' '}
           <input
@@ -166,17 +171,23 @@ function withRun(link: string, run: string): string {
 export function HealthView({ meta }: { meta: Meta }) {
   const tick = useStore(liveTick);
   const all = useStore(runList);
-  const board = useApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), tick);
+  const [coverage, setCoverage] = useState<StepCoverage | undefined>(undefined);
+  // a board over the steps read so far is asked again, without a reload, until every step is read
+  const refine = useStepRefine(coverage);
+  const board = useApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), `${tick}|${refine}`);
+  useEffect(() => setCoverage(board.data?.coverage), [board.data]);
   if (board.error) return <ErrorNote error={board.error} />;
   if (!board.data) return <Loading what="health board" />;
   const { signals, rows, fired, warnings } = board.data;
-  if (rows.length === 0)
+  if (rows.length === 0 && !board.data.coverage)
     return <Empty>No train steps in this run yet{meta.mode === 'follow' ? ' — rows appear as the job writes its dumps.' : '.'}</Empty>;
+  const partial = board.data.coverage;
   return (
     <section class="health">
       <RunsBoard signals={signals} tick={tick} />
       <h2 class="view-title">
-        Health{(all?.length ?? 0) > 1 ? ` of ${shownRunId(all)}` : ''} — {rows.length} steps, {fired.length === 0 ? 'no signal fired' : `${fired.length} signal${fired.length === 1 ? '' : 's'} fired`}
+        Health{(all?.length ?? 0) > 1 ? ` of ${shownRunId(all)}` : ''} — {rows.length} steps{partial ? ` read of ${partial.steps_total}` : ''},{' '}
+        {fired.length === 0 ? `no signal fired${partial ? ' so far' : ''}` : `${fired.length} signal${fired.length === 1 ? '' : 's'} fired`} <CoverageNote coverage={partial} />
       </h2>
       {warnings.length > 0 && (
         <p class="health-warnings" role="status">
@@ -192,6 +203,13 @@ export function HealthView({ meta }: { meta: Meta }) {
             </tr>
           </thead>
           <tbody>
+            {rows.length === 0 && (
+              <tr>
+                <td class="muted" colSpan={signals.length + 1}>
+                  no step read yet: rows appear as the server reads the steps, newest first
+                </td>
+              </tr>
+            )}
             {rows.map((r) => (
               <tr class={r.damaged ? 'damaged' : undefined} data-damaged={r.damaged}>
                 <th scope="row" title={r.damaged ? `damaged: ${r.damaged}` : undefined}>

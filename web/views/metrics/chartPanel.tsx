@@ -9,6 +9,9 @@ import { alpha, CSS, SERIES_COLORS } from '../../theme.ts';
 import { downloadText, toCsv } from './csv.ts';
 import { unitOf } from './catalog.ts';
 import { ema } from './smoothing.ts';
+import { CoverageNote } from '../../components/coverage.tsx';
+import { drawUnread } from '../../components/unread.ts';
+import type { StepCoverage } from '../../../src/wire/index.ts';
 
 export interface XYTable {
   label: string;
@@ -45,6 +48,16 @@ interface Props {
   axisNote?: string;
   /** Several runs overlaid: lines are drawn see-through so an identical history shows both. */
   overlaid?: boolean;
+  /** A `dump/*` series over the steps read so far: the steps not read yet are hatched, the axis spans them too. */
+  coverage?: StepCoverage;
+}
+
+/** A partial series' unread steps as x spans (a step is a unit wide), hatched over the plot area. */
+function drawUnreadSteps(u: uPlot, coverage: StepCoverage | undefined): void {
+  const { min, max } = u.scales.x;
+  if (!coverage || min == null || max == null) return;
+  const { left, top, width, height } = u.bbox;
+  drawUnread(u.ctx, { unread: coverage.unread.map(([a, b]) => [a - 0.5, b + 0.5]) }, min, max, left, top, width, height);
 }
 
 const group = new Set<uPlot>();
@@ -232,7 +245,7 @@ const DIMMED_ALPHA = 0.15;
 /** The run hovered in the run picker or in any overlaid chart: every overlaid chart brings its line forward. */
 export const hoveredRun = store<string | null>(null);
 
-export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden, markers, axisNote, overlaid }: Props) {
+export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden, markers, axisNote, overlaid, coverage }: Props) {
   const hovered = useStore(hoveredRun);
   const highlight = overlaid ? hovered : null;
   const [logY, setLogY] = useState(false);
@@ -285,7 +298,12 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       scales: {
         x: {
           time: xKind === 'time',
-          range: xRange,
+          // a partial series' axis spans the steps not read yet too, so they show (hatched) where they will be drawn
+          range: (u, min, max) => {
+            const c = coverageRef.c;
+            if (!c || !c.unread.length || min == null || max == null) return xRange(u, min, max);
+            return xRange(u, Math.min(min, c.unread[0]![0] - 0.5), Math.max(max, c.unread.at(-1)![1] + 0.5));
+          },
         },
         y: log ? { distr: 3 } : { range: yRange },
       },
@@ -313,6 +331,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         // The x tick labels' boxes, for a test (and a reader) to check they never overlap.
         draw: [
           (u) => drawMarkers(u, markersRef.list),
+          (u) => drawUnreadSteps(u, coverageRef.c),
           (u) => {
             const ax = u.axes[0] as uPlot.Axis & { _splits?: number[]; _values?: (string | number | null)[] };
             if (!ax._splits || !ax._values) return;
@@ -356,6 +375,8 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   }, [seriesKey, xKind, xLabel, log, markers?.length ?? 0]);
 
   const markersRef = useMemo(() => ({ list: [] as Marker[] }), []);
+  const coverageRef = useMemo(() => ({ c: undefined as StepCoverage | undefined }), []);
+  coverageRef.c = coverage;
   const overlaidRef = useMemo(() => ({ on: false }), []);
   overlaidRef.on = !!overlaid;
   markersRef.list = markers ?? [];
@@ -389,6 +410,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
     <section class="panel chart-panel" data-metric={metric} data-markers={markers?.map((m) => m.label).join(' | ') || undefined}>
       <header>
         <h3 title={description || metric}>{metric}</h3>
+        <CoverageNote coverage={coverage} />
         <button
           class="icon"
           aria-pressed={log ? 'true' : 'false'}
@@ -410,7 +432,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         </p>
       )}
       {points === 0 ? (
-        <p class="muted chart-empty">no values recorded for this key{xKind === 'step' ? ` on ${xLabel}` : ''}</p>
+        <p class="muted chart-empty">{coverage ? 'no step read yet: points appear as the server reads the steps, newest first' : `no values recorded for this key${xKind === 'step' ? ` on ${xLabel}` : ''}`}</p>
       ) : (
         <UPlotChart options={options} data={data} height={200} label={`${metric} chart`} onCreate={(u) => ((plot.current = u), focusRun(u, highlight), markPainted('metrics'))} />
       )}

@@ -8,8 +8,8 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Coverage, Meta, MetricSeries as Series, RunListing, Topology } from '../../../src/wire/index.ts';
-import { CoverageNote, useRefine } from '../../components/coverage.tsx';
+import type { Coverage, Meta, MetricSeries as Series, RunListing, StepCoverage, Topology } from '../../../src/wire/index.ts';
+import { CoverageNote, leastStepCoverage, useRefine, useStepRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
@@ -165,6 +165,9 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
   const [perDp, setPerDp] = useState(false);
   const [hiddenEngines, setHidden] = useState<Set<string>>(new Set());
 
+  // dump/* series read while the server still reads the run's steps are partial: asked again until complete
+  const [dumpCoverage, setDumpCoverage] = useState<StepCoverage | undefined>(undefined);
+  const stepRefine = useStepRefine(dumpCoverage);
   const loggedData = useApi(
     logged.length ? `${logged.join(',')}|${runKey}` : null,
     async (signal) => {
@@ -177,7 +180,8 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
       const ofRun = async (run: RunListing | null) => {
         const out: Record<string, Series & { axis: string }> = {};
         const fetchAxis = async (ax: string, ks: string[]) => {
-          const r = await getJson<Record<string, Series>>(pathFor(run, 'metrics'), { keys: ks.join(','), x: ax }, signal);
+          const dump = ks.some((k) => k.startsWith('dump/'));
+          const r = await getJson<Record<string, Series>>(pathFor(run, 'metrics'), { keys: ks.join(','), x: ax, ...(dump ? { progressive: true } : {}) }, signal);
           for (const k of ks) if (r[k] && (r[k]!.x.length || !out[k])) out[k] = { ...r[k]!, axis: ax };
         };
         await Promise.all([...groups].map(([ax, ks]) => fetchAxis(ax, ks)));
@@ -191,8 +195,9 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
       };
       return Promise.all(targets.map(ofRun));
     },
-    tick,
+    `${tick}|${stepRefine}`,
   );
+  useEffect(() => setDumpCoverage(leastStepCoverage((loggedData.data ?? []).flatMap((r) => Object.values(r).map((s) => s.coverage)))), [loggedData.data]);
 
   // Engine series asked while the server still reads the run's history are partial: asked again as it reads more.
   const engineShown = useRef<Coverage | undefined>(undefined);
@@ -248,15 +253,17 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
     [loggedData.data, runKey],
   );
   const loggedTables = useMemo(() => {
-    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string }>();
+    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string; coverage?: StepCoverage }>();
     for (const k of logged) {
       const tables: XYTable[] = [];
       let kind: XKind = 'step';
       let xLabel = '';
       let note: string | undefined;
+      const coverages: (StepCoverage | undefined)[] = [];
       targets.forEach((run, i) => {
         const s = loggedData.data?.[i]?.[k];
         if (!s) return;
+        coverages.push(s.coverage);
         const timed = xKind !== 'step' && s.ts.length === s.y.length;
         // A key logged as text has no line to draw: its points are gaps.
         const y = s.y.map((v) => (typeof v === 'number' ? v : null));
@@ -269,7 +276,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         // One run alone keeps its colour (the run picker's swatch), not the first series colour.
         tables.push({ label: overlay ? run!.name : k, x, y, color: run ? runColor(allRuns, run.id) : undefined });
       });
-      if (tables.length) out.set(k, { tables, kind, xLabel, note });
+      if (tables.length) out.set(k, { tables, kind, xLabel, note, coverage: kind === 'step' ? leastStepCoverage(coverages) : undefined });
     }
     return out;
   }, [loggedData.data, xKind, runKey, allRuns, origins]);
@@ -356,6 +363,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                 onZoom={onZoom}
                 axisNote={t.note}
                 overlaid={overlay}
+                coverage={t.coverage}
               />
             );
           })}

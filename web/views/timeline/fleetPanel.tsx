@@ -9,7 +9,7 @@ import type { Fleet } from '../../../src/wire/index.ts';
 import { drawBand } from './layers/fleetBand.ts';
 import { drawComposition } from './layers/fleetComposition.ts';
 import { LEFT } from './layers/laneRow.ts';
-import { drawUnread } from './layers/unread.ts';
+import { drawUnread } from '../../components/unread.ts';
 import { CoverageNote } from '../../components/coverage.tsx';
 import type { Viewport } from './viewport.ts';
 

@@ -1,8 +1,8 @@
-// Layer: the stretches of a partial answer's window not read yet, hatched, so an empty stretch is not taken for idle GPUs.
-import { CSS } from '../../../theme.ts';
-import type { Coverage } from '../../../../src/wire/index.ts';
+// The stretches of a partial answer not read yet (hours of a window, steps of a run), hatched, so an empty stretch is not taken for idle GPUs or a gap.
+import { CSS } from '../theme.ts';
+import type { Coverage } from '../../src/wire/index.ts';
 
-export function drawUnread(ctx: CanvasRenderingContext2D, coverage: Coverage | undefined, t0: number, t1: number, x: number, y: number, w: number, h: number): void {
+export function drawUnread(ctx: CanvasRenderingContext2D, coverage: Pick<Coverage, 'unread'> | undefined, t0: number, t1: number, x: number, y: number, w: number, h: number): void {
   if (!coverage || !(t1 > t0)) return;
   const px = (t: number) => x + ((Math.min(t1, Math.max(t0, t)) - t0) / (t1 - t0)) * w;
   ctx.save();
@@ -29,6 +29,7 @@ export function drawUnread(ctx: CanvasRenderingContext2D, coverage: Coverage | u
       ctx.fillStyle = CSS.muted;
       ctx.font = '11px system-ui, sans-serif';
       ctx.textBaseline = 'middle';
+      ctx.textAlign = 'left';
       ctx.fillText('not yet read', x0 + 6, y + h / 2);
     }
     ctx.restore();

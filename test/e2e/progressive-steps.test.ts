@@ -1,0 +1,102 @@
+// The Health board and the Metrics view's dump/* charts while the server still reads the run's steps: drawn at once
+// over the steps read so far with their coverage (no spinner), redrawn as more steps are read, and complete
+// without a reload once every step is read.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { answersOver } from '../../src/commands/openRun.ts';
+import { openRunModel } from '../../src/run/open.ts';
+import { startServer, type RunningServer } from '../../src/server/listen.ts';
+import { copyFixtureRun, type RunCopy } from '../support/fixtures.ts';
+import { heldSteps, type HeldSteps } from '../support/heldSteps.ts';
+import { ensureWebBuilt, hasChromium, launch, screenshot } from './harness.ts';
+
+declare const window: { __sameDocument?: boolean };
+
+describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' }, () => {
+  let browser: Browser;
+
+  /** A fresh server over a fresh copy of the fixture run, its background step reads held by the test. */
+  async function serve(): Promise<{ held: HeldSteps; server: RunningServer; run: RunCopy }> {
+    const run = copyFixtureRun('miles-demo');
+    const held = heldSteps(await openRunModel(run.dir));
+    return { held, run, server: await startServer(answersOver(held.model), { port: 0 }) };
+  }
+  const stop = async (s: { held: HeldSteps; server: RunningServer; run: RunCopy }): Promise<void> => {
+    s.held.release();
+    await s.server.close();
+    s.run.dispose();
+  };
+  const waitText = (page: Page, selector: string, text: string) =>
+    page.waitForFunction(([sel, want]) => document.querySelector(sel)?.textContent?.trim() === want, [selector, text] as const, { timeout: 30_000 });
+
+  before(async () => {
+    ensureWebBuilt();
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  test('the Health board draws the steps read so far with their coverage and redraws as more are read', async () => {
+    const s = await serve();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await page.goto(`${s.server.url}#/health`);
+      const coverage = page.locator('.health [data-testid=coverage]');
+      await coverage.waitFor({ timeout: 30_000 });
+      assert.equal((await coverage.innerText()).trim(), '0/3 steps read');
+      assert.equal(await page.locator('.health .spinner').count(), 0, 'no spinner once the first partial answer is there');
+      assert.match(await page.locator('.health').innerText(), /no step read yet/);
+      await page.evaluate(() => (window.__sameDocument = true));
+
+      await s.held.letOneGo();
+      await waitText(page, '.health [data-testid=coverage]', '1/3 steps read');
+      await page.locator('.health-board tbody th a', { hasText: /^2$/ }).waitFor({ timeout: 30_000 });
+      assert.equal(await page.locator('.health-board tbody tr').count(), 1);
+      await screenshot(page, 'health-partial');
+
+      await s.held.letOneGo();
+      await waitText(page, '.health [data-testid=coverage]', '2/3 steps read');
+      assert.equal(await page.locator('.health-board tbody tr').count(), 2);
+
+      s.held.release();
+      await coverage.waitFor({ state: 'detached', timeout: 30_000 });
+      assert.equal(await page.locator('.health-board tbody tr').count(), 3);
+      assert.match(await page.locator('.health .view-title').innerText(), /3 steps,/);
+      assert.equal(await page.evaluate(() => window.__sameDocument), true, 'without a reload');
+      await screenshot(page, 'health-complete');
+      await page.close();
+    } finally {
+      await stop(s);
+    }
+  });
+
+  test('the dump/* charts show their step coverage, hatch the steps not read, and fill in as they are read', async () => {
+    const s = await serve();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      await page.goto(`${s.server.url}#/?cat=dump`);
+      const panel = page.locator('[data-metric="dump/reward_mean"]');
+      const coverage = panel.locator('[data-testid=coverage]');
+      await coverage.waitFor({ timeout: 30_000 });
+      assert.equal((await coverage.innerText()).trim(), '0/3 steps read');
+      assert.match(await panel.innerText(), /no step read yet/);
+      assert.equal(await page.locator('.spinner').count(), 0);
+      await page.evaluate(() => (window.__sameDocument = true));
+
+      await s.held.letOneGo();
+      await s.held.letOneGo();
+      await waitText(page, '[data-metric="dump/reward_mean"] [data-testid=coverage]', '2/3 steps read');
+      await panel.locator('canvas').first().waitFor({ timeout: 30_000 });
+      await screenshot(page, 'dump-partial');
+
+      s.held.release();
+      await coverage.waitFor({ state: 'detached', timeout: 30_000 });
+      assert.equal(await page.evaluate(() => window.__sameDocument), true, 'without a reload');
+      await page.close();
+    } finally {
+      await stop(s);
+    }
+  });
+});
