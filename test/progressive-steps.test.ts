@@ -55,9 +55,22 @@ describe('progressive step-wide answers', () => {
     await answers.close();
   });
 
+  test('steps that are a moment\'s read (a small run\'s) are read before the first answer, which is complete', async () => {
+    const held = heldSteps(await openRunModel(run.dir));
+    const answers = answersOver(held.model) as RunAnswers;
+    const app = createApp({ run: answers });
+    const first = await get(app, '/api/rlsight/health');
+    assert.equal(first.partial, null);
+    assert.equal(first.text, complete.health);
+    assert.deepEqual(held.reads.map((r) => [r.step, r.priority]), [[2, 'asked'], [1, 'asked'], [0, 'asked']]);
+    await answers.close();
+  });
+
   test('answer at once with their coverage, grow step by step newest first, and end equal to the complete answers', async () => {
     const held = heldSteps(await openRunModel(run.dir, { cacheDir: cache }));
     const answers = answersOver(held.model) as RunAnswers;
+    // the fixture's steps are a moment's read: answered partial anyway, as a big run's are
+    answers.partialStepsFromBytes = 0;
     const app = createApp({ run: answers });
     const train = (await answers.rolloutIds()).train;
     assert.deepEqual(train, [0, 1, 2]);
@@ -132,6 +145,7 @@ describe('progressive step-wide answers', () => {
     const again = heldSteps(await openRunModel(run.dir, { cacheDir: cache }));
     again.release();
     const answers = answersOver(again.model) as RunAnswers;
+    answers.partialStepsFromBytes = 0;
     const app = createApp({ run: answers });
     const h = await get(app, '/api/rlsight/health');
     assert.equal(h.partial, null);

@@ -263,6 +263,7 @@ export class RunAnswers implements RunSources {
         trainSteps: async () => (await this.model.rolloutIds()).train,
         stamp: (step) => this.stepStamp(step, false),
         tables: (step, priority) => this.stepTablesOf(step, priority),
+        bytes: model.stepBytes ? (step, atMost) => model.stepBytes!(step, atMost) : undefined,
       },
       handed.stepFacts ?? null,
     );
@@ -275,6 +276,15 @@ export class RunAnswers implements RunSources {
 
   stepFacts(opts: { progressive: true } | { progressive: false; priority: StepPriority }): Promise<StepFactsAnswer> {
     return opts.progressive ? this.facts.soFar() : this.facts.complete(opts.priority);
+  }
+
+  /** Unread steps whose dumps total less than this are read before a step-wide answer (0: it answers partial at once). */
+  get partialStepsFromBytes(): number {
+    return this.facts.partialFromBytes;
+  }
+
+  set partialStepsFromBytes(bytes: number) {
+    this.facts.partialFromBytes = bytes;
   }
 
   /** Settles once the background read of the steps is done (tests, benchmarks). */

@@ -40,7 +40,12 @@ export interface StepFactsSource {
   /** Changes whenever the step's files do. */
   stamp(step: number): Promise<string>;
   tables(step: number, priority: StepPriority): Promise<{ summary: RolloutTable; groups: RolloutTable }>;
+  /** Bytes a cold read of the step decodes, counted until `atMost` is passed; absent when the format cannot tell. */
+  bytes?(step: number, atMost: number): Promise<number>;
 }
+
+/** Steps not read yet whose dumps total less than this are read at once: the answer is complete a moment later. */
+export const PARTIAL_STEPS_FROM_BYTES = 32 * 2 ** 20;
 
 type Outcome =
   | { kind: 'read'; facts: StepFacts; stamp: string }
@@ -74,6 +79,8 @@ export class StepFactsKeeper {
   /** A background read's failure, given to the next answer (and forgotten: the answer after that tries again). */
   private failure: unknown = null;
   private closed = false;
+  /** Unread steps this cheap (bytes of dumps, all together) are read before answering (0: never). */
+  partialFromBytes = PARTIAL_STEPS_FROM_BYTES;
 
   constructor(
     private readonly source: StepFactsSource,
@@ -90,7 +97,10 @@ export class StepFactsKeeper {
     return this.answer(steps);
   }
 
-  /** At once over the steps known; the others are read in the background, and the answer says how many it covers. */
+  /**
+   * At once over the steps known; the others are read in the background, and the answer says how many it
+   * covers. Steps not read yet that are a moment's decode (a small run's) are read first instead.
+   */
   async soFar(): Promise<StepFactsAnswer> {
     const steps = await this.current();
     if (this.failure !== null) {
@@ -98,8 +108,23 @@ export class StepFactsKeeper {
       this.failure = null;
       throw failure;
     }
-    if (steps.some((s) => !this.known.has(s))) this.sweep();
+    const unread = steps.filter((s) => !this.known.has(s)).reverse();
+    if (unread.length > 0 && (await this.cheap(unread))) {
+      for (const step of unread) if (!this.known.has(step)) await this.read(step, 'asked');
+    } else if (unread.length > 0) this.sweep();
     return this.answer(steps);
+  }
+
+  /** Whether these steps' dumps total less than `partialFromBytes`. */
+  private async cheap(steps: readonly number[]): Promise<boolean> {
+    const limit = this.partialFromBytes;
+    if (!this.source.bytes || !(limit > 0)) return false;
+    let total = 0;
+    for (const step of steps) {
+      total += await this.source.bytes(step, limit - total);
+      if (total >= limit) return false;
+    }
+    return true;
   }
 
   /** Settles once the background read has nothing left to read (tests, benchmarks). */

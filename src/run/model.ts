@@ -236,6 +236,11 @@ export interface RunModel {
    * step in one piece leave it out (their `step` is the preview).
    */
   stepPreview?(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<{ records: StepRecords; complete: boolean }>;
+  /**
+   * Bytes a cold read of a train step decodes (its dumps), counted until `atMost` is passed: a step-wide answer
+   * reads steps this cheap at once instead of answering without them. Formats that cannot tell leave it out.
+   */
+  stepBytes?(rolloutId: number, atMost?: number): Promise<number>;
   /** One sample's tokens with their per-token values. */
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord>;
   /** One step's recorded conversations by sample id; null when the step recorded none. */

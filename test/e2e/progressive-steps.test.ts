@@ -12,6 +12,7 @@ import { heldSteps, type HeldSteps } from '../support/heldSteps.ts';
 import { ensureWebBuilt, hasChromium, launch, screenshot } from './harness.ts';
 
 declare const window: { __sameDocument?: boolean };
+declare const document: { querySelector(selector: string): { textContent: string | null } | null };
 
 describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' }, () => {
   let browser: Browser;
@@ -20,7 +21,10 @@ describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' },
   async function serve(): Promise<{ held: HeldSteps; server: RunningServer; run: RunCopy }> {
     const run = copyFixtureRun('miles-demo');
     const held = heldSteps(await openRunModel(run.dir));
-    return { held, run, server: await startServer(answersOver(held.model), { port: 0 }) };
+    const answers = answersOver(held.model);
+    // the fixture's steps are a moment's read: answered partial anyway, as a big run's are
+    answers.partialStepsFromBytes = 0;
+    return { held, run, server: await startServer(answers, { port: 0 }) };
   }
   const stop = async (s: { held: HeldSteps; server: RunningServer; run: RunCopy }): Promise<void> => {
     s.held.release();

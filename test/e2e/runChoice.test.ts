@@ -31,6 +31,13 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
   let served: Served;
   let browser: Browser;
   const api = async <T>(path: string) => (await (await fetch(`${served.url}api/${path}`)).json()) as T;
+  const completeBoard = async (path: string): Promise<HealthAnswer> => {
+    for (;;) {
+      const board = await api<HealthAnswer>(path);
+      if (!board.coverage) return board;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
 
   before(async () => ({ served, browser } = await startBrowserSuite(() => serveRlsightDemo())));
   after(() => stopBrowserSuite({ served, browser }));
@@ -42,8 +49,10 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
 
     await page.goto(`${served.url}#/health?run=collapse`);
     await page.waitForSelector('table.health-board tbody tr');
-    const board = await api<HealthAnswer>('runs/collapse/rlsight/health');
-    const healthy = await api<HealthAnswer>('runs/healthy/rlsight/health');
+    // the boards come at once over the steps read so far, complete once every step is read
+    const board = await completeBoard('runs/collapse/rlsight/health');
+    const healthy = await completeBoard('runs/healthy/rlsight/health');
+    await page.locator('.health [data-testid=coverage]').waitFor({ state: 'detached', timeout: 30_000 });
     const zeroStd = board.signals.find((s) => /zero/.test(s.id))!.id;
     for (const step of [196, 199]) {
       const shown = await page.evaluate(

@@ -107,6 +107,10 @@ class MilesRun implements RunModel {
     }
   }
 
+  stepBytes(rolloutId: number, atMost?: number): Promise<number> {
+    return this.dumps.stepBytes(rolloutId, atMost);
+  }
+
   /** The rollout dump's and the sidecar's mtime and size. */
   async stepStamp(rolloutId: number, evaluation: boolean): Promise<string> {
     const parts = await Promise.all(

@@ -22,7 +22,7 @@ import { TrainDumpReader } from './trainReader.ts';
 import { TokenMirror, type SampleTokens } from './tokenMirror.ts';
 import { TrajectorySidecar } from './trajectorySidecar.ts';
 import { TokenizerReader } from './tokenizerReader.ts';
-import { stepStem } from '../../formats/miles/layout.ts';
+import { rolloutFile, stepStem } from '../../formats/miles/layout.ts';
 
 const STEP_CACHE_VERSION = 2;
 
@@ -296,6 +296,25 @@ export class DumpReader {
     await this.train.saved();
     await this.tokenizer.saved();
     await this.mirror.settled();
+  }
+
+  /** Bytes a cold read of a train step decodes (its rollout dump and its rank files), counted until `atMost` is passed. */
+  async stepBytes(rolloutId: number, atMost = Infinity): Promise<number> {
+    checkId('rollout_id', rolloutId);
+    const size = (name: string): number => {
+      try {
+        return statSync(join(this.files.runDir, name)).size;
+      } catch {
+        return 0; // a file gone or unreadable is the step read's to say
+      }
+    };
+    let bytes = size(rolloutFile(rolloutId, false));
+    // Blocking stats, as when a step is stamped: a promise round trip per rank file costs far more.
+    for (const f of await this.train.fileNames(rolloutId)) {
+      if (bytes > atMost) break;
+      bytes += size(f.name);
+    }
+    return bytes;
   }
 
   // ---- joined steps -------------------------------------------------------------------------------
