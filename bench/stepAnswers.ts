@@ -5,7 +5,7 @@
 // server gave them before they were progressive (every step read before answering; what `rlsight health`
 // and `export metrics` still do). Wall and CPU times in ms, with the load average. Prints one JSON line.
 // Usage: node --import tsx bench/stepAnswers.ts --run DIR [--complete]
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -60,7 +60,14 @@ try {
     });
     out.health_complete_after = { ms: round(health.ms + dump.ms + all.ms), coverage: all.value.coverage };
     // (the facts are written once no answer is being given)
-    for (let i = 0; i < 500 && !existsSync(join(cacheDir, STEP_FACTS_ENTRY)); i++) await new Promise((r) => setTimeout(r, 20));
+    const keptSteps = (): number => {
+      try {
+        return (JSON.parse(readFileSync(join(cacheDir, STEP_FACTS_ENTRY), 'utf8')) as { steps: unknown[] }).steps.length;
+      } catch {
+        return 0;
+      }
+    };
+    for (let i = 0; i < 500 && keptSteps() < (out.steps as number); i++) await new Promise((r) => setTimeout(r, 20));
     await run.close();
     // a fresh process over the kept facts: no step decoded
     const again = await openRun(runDir, { cacheDir });

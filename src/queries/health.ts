@@ -463,6 +463,9 @@ export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]):
  * background); else every step is read first (`rlsight health` reads them as asked).
  */
 export async function runHealth(run: RunSources, signals: readonly SignalSpec[] = DEFAULT_SIGNALS, opts: { progressive?: boolean } = {}): Promise<HealthAnswer> {
+  // a server's other answers go on while the stragglers' phase hours are parsed (seconds on a big cold run),
+  // before the background read of the steps takes the cores
+  if (opts.progressive) await run.readPhases();
   const facts = await run.stepFacts(opts.progressive ? { progressive: true } : { progressive: false, priority: 'asked' });
   return healthBoard({
     steps: facts.steps.map((f) => f.health),

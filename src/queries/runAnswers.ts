@@ -140,6 +140,8 @@ export interface RunSources {
   metricsRecords(): readonly MetricsRecord[];
   topologySnapshots(): readonly TopologySnapshot[];
   phaseEvents(): readonly PhaseEvent[];
+  /** Reads every phases hour on the parse threads, so `phaseEvents` then assembles them without parsing on this thread. */
+  readPhases(): Promise<void>;
   startTs(): number | null;
   /** Whether the run records per-request traces (slime rollout dumps carry them). */
   readonly hasTraces: boolean;
@@ -335,6 +337,10 @@ export class RunAnswers implements RunSources {
 
   phaseEvents(): readonly PhaseEvent[] {
     return this.store.phaseEvents();
+  }
+
+  readPhases(): Promise<void> {
+    return this.store.readOnThreads('phases');
   }
 
   startTs(): number | null {

@@ -83,6 +83,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     metricsRecords: () => [],
     topologySnapshots: () => [],
     phaseEvents: () => [],
+    readPhases: async () => {},
     startTs: () => 1,
     hasTraces: false,
     trace: record('trace', {}),
