@@ -51,22 +51,26 @@ describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' },
       await coverage.waitFor({ timeout: 30_000 });
       assert.equal((await coverage.innerText()).trim(), '0/3 steps read');
       assert.equal(await page.locator('.health .spinner').count(), 0, 'no spinner once the first partial answer is there');
-      assert.match(await page.locator('.health').innerText(), /no step read yet/);
+      assert.deepEqual(await page.locator('.health-board tr.unread').allInnerTexts(), ['0–2\tnot yet read: rows appear as the server reads the steps, newest first']);
       await page.evaluate(() => (window.__sameDocument = true));
 
       await s.held.letOneGo();
       await waitText(page, '.health [data-testid=coverage]', '1/3 steps read');
       await page.locator('.health-board tbody th a', { hasText: /^2$/ }).waitFor({ timeout: 30_000 });
-      assert.equal(await page.locator('.health-board tbody tr').count(), 1);
+      assert.equal(await page.locator('.health-board tbody tr:not(.unread)').count(), 1);
+      // the steps not read yet stand where they will be, hatched
+      assert.deepEqual(await page.locator('.health-board tbody tr th').allInnerTexts(), ['0–1', '2']);
       await screenshot(page, 'health-partial');
 
       await s.held.letOneGo();
       await waitText(page, '.health [data-testid=coverage]', '2/3 steps read');
-      assert.equal(await page.locator('.health-board tbody tr').count(), 2);
+      await page.locator('.health-board tbody th a', { hasText: /^1$/ }).waitFor({ timeout: 30_000 });
+      assert.deepEqual(await page.locator('.health-board tbody tr th').allInnerTexts(), ['0', '1', '2']);
 
       s.held.release();
       await coverage.waitFor({ state: 'detached', timeout: 30_000 });
       assert.equal(await page.locator('.health-board tbody tr').count(), 3);
+      assert.equal(await page.locator('.health-board tr.unread').count(), 0);
       assert.match(await page.locator('.health .view-title').innerText(), /3 steps,/);
       assert.equal(await page.evaluate(() => window.__sameDocument), true, 'without a reload');
       await screenshot(page, 'health-complete');

@@ -4,7 +4,7 @@ import { getJson } from '../../api.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { liveTick } from '../../live.ts';
 import { useStore } from '../../store.ts';
-import type { HealthAnswer, HealthCell, Meta, SignalSpec, StepCoverage } from '../../../src/wire/index.ts';
+import type { HealthAnswer, HealthCell, HealthRow, Meta, SignalSpec, StepCoverage } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { useEffect, useState } from 'preact/hooks';
 import { href, numParam, route, setParams } from '../../route.ts';
@@ -168,6 +168,19 @@ function withRun(link: string, run: string): string {
   return `${i >= 0 ? link.slice(0, i) : link}?${q}`;
 }
 
+/** The board's rows in step order, with each run of steps not read yet (a partial board) as one line. */
+function boardLines(rows: readonly HealthRow[], coverage: StepCoverage | undefined): (HealthRow | { unread: [number, number] })[] {
+  const out: (HealthRow | { unread: [number, number] })[] = [];
+  const unread = coverage?.unread ?? [];
+  let u = 0;
+  for (const r of rows) {
+    while (u < unread.length && unread[u]![0] < r.step) out.push({ unread: unread[u++]! });
+    out.push(r);
+  }
+  while (u < unread.length) out.push({ unread: unread[u++]! });
+  return out;
+}
+
 export function HealthView({ meta }: { meta: Meta }) {
   const tick = useStore(liveTick);
   const all = useStore(runList);
@@ -203,14 +216,13 @@ export function HealthView({ meta }: { meta: Meta }) {
             </tr>
           </thead>
           <tbody>
-            {rows.length === 0 && (
-              <tr>
-                <td class="muted" colSpan={signals.length + 1}>
-                  no step read yet: rows appear as the server reads the steps, newest first
-                </td>
-              </tr>
-            )}
-            {rows.map((r) => (
+            {boardLines(rows, partial).map((r) =>
+              'unread' in r ? (
+                <tr class="unread" data-testid="unread-steps">
+                  <th scope="row">{r.unread[0] === r.unread[1] ? r.unread[0] : `${r.unread[0]}–${r.unread[1]}`}</th>
+                  <td colSpan={signals.length}>not yet read{rows.length === 0 ? ': rows appear as the server reads the steps, newest first' : ''}</td>
+                </tr>
+              ) : (
               <tr class={r.damaged ? 'damaged' : undefined} data-damaged={r.damaged}>
                 <th scope="row" title={r.damaged ? `damaged: ${r.damaged}` : undefined}>
                   <a href={href(`/rollout/${r.step}`)}>{r.step}</a>
@@ -223,7 +235,8 @@ export function HealthView({ meta }: { meta: Meta }) {
                   );
                 })}
               </tr>
-            ))}
+              ),
+            )}
           </tbody>
         </table>
       </div>
