@@ -19,6 +19,7 @@ import { heldSteps } from './support/heldSteps.ts';
 
 const DUMP_KEYS = ['dump/reward_mean', 'dump/zero_std_group_frac', 'dump/mean_abs_lp_diff'];
 const METRICS = `/api/metrics?keys=${DUMP_KEYS.join(',')},rollout/rewards_mean`;
+const DIFF = '/api/rlsight/diff/steps?a=0&b=1';
 
 async function get(app: ReturnType<typeof createApp>, url: string): Promise<{ text: string; partial: string | null }> {
   const res = await app.request(url, { headers: { host: '127.0.0.1' } });
@@ -29,7 +30,7 @@ async function get(app: ReturnType<typeof createApp>, url: string): Promise<{ te
 describe('progressive step-wide answers', () => {
   let run: RunCopy;
   let cache = '';
-  let complete: { health: string; metrics: string; board: HealthAnswer };
+  let complete: { health: string; metrics: string; board: HealthAnswer; diff: string };
   before(async () => {
     run = copyFixtureRun('miles-demo');
     cache = mkdtempSync(join(tmpdir(), 'rlsight-step-facts-'));
@@ -37,7 +38,7 @@ describe('progressive step-wide answers', () => {
     const plain = await openRun(run.dir);
     const app = createApp({ run: plain });
     const board = await runHealth(plain);
-    complete = { board, health: JSON.stringify(board), metrics: (await get(app, METRICS)).text };
+    complete = { board, health: JSON.stringify(board), metrics: (await get(app, METRICS)).text, diff: (await get(app, DIFF)).text };
     await plain.close();
   });
   after(() => {
@@ -63,6 +64,16 @@ describe('progressive step-wide answers', () => {
     assert.equal(first.partial, null);
     assert.equal(first.text, complete.health);
     assert.deepEqual(held.reads.map((r) => [r.step, r.priority]), [[2, 'asked'], [1, 'asked'], [0, 'asked']]);
+    await answers.close();
+  });
+
+  test('a step diff reads its two steps only, not every step for their dump/* aggregates', async () => {
+    const held = heldSteps(await openRunModel(run.dir));
+    const answers = answersOver(held.model) as RunAnswers;
+    const diff = await get(createApp({ run: answers }), DIFF);
+    assert.equal(diff.text, complete.diff);
+    assert.deepEqual([...new Set(held.reads.map((r) => r.step))].sort(), [0, 1]);
+    assert.ok(held.reads.every((r) => r.priority !== 'background'));
     await answers.close();
   });
 

@@ -125,6 +125,8 @@ export interface RunSources {
   rolloutIds(): Promise<{ train: number[]; eval: number[] }>;
   /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */
   stepAggregates(): Promise<StepAggregate[]>;
+  /** One train step's `dump/*` aggregate (its step read if it was not); undefined when it has none (not a train step, damaged, being written). */
+  stepAggregate(step: number): Promise<StepAggregate | undefined>;
   /**
    * What the step-wide answers (health board, `dump/*` series) take of every visible train step, each step read
    * once. `progressive`: at once over the steps read so far, with their coverage, the others read in the
@@ -544,6 +546,10 @@ export class RunAnswers implements RunSources {
     });
     if (coverage) for (const k of q.keys) if (k.startsWith(DUMP_METRIC_PREFIX)) answer[k] = { ...answer[k], coverage };
     return answer;
+  }
+
+  async stepAggregate(step: number): Promise<StepAggregate | undefined> {
+    return (await this.facts.one(step, 'asked'))?.aggregate ?? undefined;
   }
 
   /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */

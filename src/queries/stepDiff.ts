@@ -274,7 +274,7 @@ export async function diffSide(run: RunSources, step: number, evaluation: boolea
   const texts = await run.sampleTexts(step, evaluation);
   const prompts = new Map<number, string>();
   for (const t of texts) if (t.fields.prompt !== undefined) prompts.set(t.sample_index, initialPrompt(t.fields.prompt));
-  const aggregate = evaluation ? undefined : (await run.stepAggregates()).find((x) => x.rollout_id === step);
+  const aggregate = evaluation ? undefined : await run.stepAggregate(step);
   return {
     ref: { run: name, step, evaluation },
     rows: summary.rows,

@@ -97,6 +97,14 @@ export class StepFactsKeeper {
     return this.answer(steps);
   }
 
+  /** One train step's facts (read now if not known); null when it is no visible train step, or is still being written. */
+  async one(step: number, priority: StepPriority): Promise<StepFacts | null> {
+    if (!(await this.current()).includes(step)) return null;
+    if (!this.known.has(step)) await this.read(step, priority);
+    const o = this.known.get(step);
+    return o && o.kind !== 'writing' ? o.facts : null;
+  }
+
   /**
    * At once over the steps known; the others are read in the background, and the answer says how many it
    * covers. Steps not read yet that are a moment's decode (a small run's) are read first instead.

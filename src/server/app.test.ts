@@ -76,6 +76,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     name: 'r',
     rolloutIds: async () => ({ train: [0], eval: [] }),
     stepAggregates: record('stepAggregates', []),
+    stepAggregate: record('stepAggregate', undefined),
     stepFacts: record('stepFacts', { steps: [], warnings: [], unread: [] }),
     sampleTexts: record('sampleTexts', []),
     async *sampleTextBatches() {},
