@@ -39,14 +39,14 @@ export function tokenView(src: SampleTokenRecord, window: TokenWindow = {}): Tok
 
   const responseSlice = (v: ArrayLike<number> | null, f?: (x: number) => number): TokenStatValues => {
     if (!v) return null;
-    const out = new Array<number | null>(b - a);
-    for (let i = a; i < b; i++) {
-      if ((mask && !(mask[i] > 0)) || i >= v.length) {
-        out[i - a] = null;
-        continue;
-      }
+    const out = new Array<number | null>(b - a).fill(null);
+    // tokens past the values, or masked out, stay null
+    const to = Math.min(b, v.length);
+    for (let i = a; i < to; i++) {
+      if (mask && !(mask[i] > 0)) continue;
       const x = f ? f(v[i]) : v[i];
-      out[i - a] = Number.isFinite(x) ? x : null;
+      // finite (x - x is NaN for NaN and ±Infinity)
+      if (x - x === 0) out[i - a] = x;
     }
     return out;
   };

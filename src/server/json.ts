@@ -111,7 +111,8 @@ export function* jsonPieces(value: unknown): Generator<string> {
     };
     for (let i = 0; i < value.length; i++) {
       const v = value[i];
-      if (unwritable(v) || !heavy(v)) {
+      // a number, string or null (most elements of a long array) is light without a call per element
+      if (v === null || typeof v !== 'object' || !heavy(v)) {
         if (i + 1 - from >= NUMBERS_PER_PIECE) yield* flush(i + 1);
         continue;
       }
