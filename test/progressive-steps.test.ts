@@ -3,7 +3,7 @@
 // answers), the steps are read in the background one at a time, newest first, and once all are read the
 // answers equal the complete ones byte for byte; each step's facts are kept, so no step is decoded twice.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -173,5 +173,40 @@ describe('progressive step-wide answers', () => {
     assert.equal((await get(app, '/api/rlsight/health')).text, complete.health);
     assert.deepEqual(again.reads.map((r) => r.step), [1]);
     await answers.close();
+  });
+
+  test('a damaged step read in the background is its damaged row and warning, as in the complete board, and is not kept', async () => {
+    const broken = copyFixtureRun('miles-demo');
+    const brokenCache = mkdtempSync(join(tmpdir(), 'rlsight-step-facts-damaged-'));
+    try {
+      const path = join(broken.dir, 'rollout_data', '0.pt');
+      const bytes = readFileSync(path);
+      writeFileSync(path, bytes.subarray(0, bytes.length >> 1));
+      // older than the freshness window: damaged, not still being written
+      const old = Date.now() / 1000 - 3600;
+      utimesSync(path, old, old);
+      const plain = await openRun(broken.dir);
+      const want = JSON.stringify(await runHealth(plain));
+      await plain.close();
+      assert.match(want, /"damaged":"[^"]*0\.pt/);
+
+      const held = heldSteps(await openRunModel(broken.dir, { cacheDir: brokenCache }));
+      held.release();
+      const answers = answersOver(held.model) as RunAnswers;
+      answers.partialStepsFromBytes = 0;
+      const first = await runHealth(answers, undefined, { progressive: true });
+      assert.equal(first.coverage?.steps_done, 0);
+      await answers.stepFactsSettled();
+      const last = await runHealth(answers, undefined, { progressive: true });
+      assert.equal(last.coverage, undefined);
+      assert.equal(JSON.stringify(last), want, 'the damaged row and its warning, byte for byte');
+      const entry = join(brokenCache, STEP_FACTS_ENTRY);
+      for (let i = 0; i < 200 && (!existsSync(entry) || JSON.parse(readFileSync(entry, 'utf8')).steps.length < 2); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual((JSON.parse(readFileSync(entry, 'utf8')) as { steps: [number][] }).steps.map(([s]) => s).sort(), [1, 2]);
+      await answers.close();
+    } finally {
+      broken.dispose();
+      rmSync(brokenCache, { recursive: true, force: true });
+    }
   });
 });
