@@ -121,9 +121,15 @@ function indices(b: Uint8Array, at: number, end: number, width: number, skip: nu
       const groups = Math.floor(h / 2);
       const n = groups * 8;
       if (pos + n > skip) {
+        const mask = 2 ** width - 1;
         for (let i = Math.max(0, skip - pos); i < n && pos + i < want; i++) {
           const bit = i * width;
-          const k = at + Math.floor(bit / 8);
+          const k = at + (bit >>> 3);
+          if (width <= 24) {
+            // four bytes hold any value of up to 24 bits at any bit offset
+            out.push(((b[k] | (b[k + 1] << 8) | (b[k + 2] << 16) | (b[k + 3] << 24)) >>> (bit & 7)) & mask);
+            continue;
+          }
           let v = 0;
           for (let j = Math.ceil(((bit % 8) + width) / 8) - 1; j >= 0; j--) v = v * 256 + (b[k + j] ?? 0);
           out.push(Math.floor(v / 2 ** (bit % 8)) % 2 ** width);
@@ -143,17 +149,23 @@ function indices(b: Uint8Array, at: number, end: number, width: number, skip: nu
   return out;
 }
 
-/** Plain value `i` of `type` in `view` from byte `base`. */
-function plainValue(view: DataView, base: number, i: number, type: RowShape['type']): number | bigint {
+/** Plain values `[from, from + count)` of `type` in `bytes` from byte `base`, as a typed array (little-endian, as parquet writes them). */
+function plainValues(bytes: Uint8Array, base: number, from: number, count: number, type: RowShape['type']): Int32Array | Float32Array | BigInt64Array | Float64Array {
+  const width = WIDTH[type];
+  const start = base + from * width;
+  if (start + count * width > bytes.length) throw new Error('parquet page values end early');
+  // a view where the values are aligned, else a copy of just them
+  const aligned = (bytes.byteOffset + start) % width === 0 ? bytes : bytes.slice(start, start + count * width);
+  const at = aligned === bytes ? bytes.byteOffset + start : 0;
   switch (type) {
     case 'INT32':
-      return view.getInt32(base + 4 * i, true);
+      return new Int32Array(aligned.buffer, at, count);
     case 'FLOAT':
-      return view.getFloat32(base + 4 * i, true);
+      return new Float32Array(aligned.buffer, at, count);
     case 'INT64':
-      return view.getBigInt64(base + 8 * i, true);
+      return new BigInt64Array(aligned.buffer, at, count);
     default:
-      return view.getFloat64(base + 8 * i, true);
+      return new Float64Array(aligned.buffer, at, count);
   }
 }
 
@@ -277,8 +289,7 @@ function rowsIn(p: OpenPage, numValues: number): number {
 }
 
 /** The values of levels `[a, b)` of a page (`null` where a level has none), in order. */
-function pageValues(p: OpenPage, a: number, b: number, shape: RowShape, dictionary: DataView | null, dictionarySize: number): (number | bigint | null)[] | typeof UNSUPPORTED {
-  const width = WIDTH[shape.type];
+function pageValues(p: OpenPage, a: number, b: number, shape: RowShape, dictionary: ArrayLike<number | bigint> | null): (number | bigint | null)[] | typeof UNSUPPORTED {
   const def = p.def;
   let skip = a;
   let take = b - a;
@@ -288,27 +299,28 @@ function pageValues(p: OpenPage, a: number, b: number, shape: RowShape, dictiona
     for (let i = 0; i < a; i++) if (def[i] === shape.maxDef) skip++;
     for (let i = a; i < b; i++) if (def[i] === shape.maxDef) take++;
   }
-  const values: (number | bigint)[] = [];
+  let values: ArrayLike<number | bigint>;
   if (p.encoding === PLAIN) {
-    const view = new DataView(p.values.buffer, p.values.byteOffset, p.values.byteLength);
-    if (p.valuesAt + (skip + take) * width > p.values.length) throw new Error('parquet page values end early');
-    for (let i = 0; i < take; i++) values.push(plainValue(view, p.valuesAt, skip + i, shape.type));
+    values = plainValues(p.values, p.valuesAt, skip, take, shape.type);
   } else if (p.encoding === RLE_DICTIONARY || p.encoding === PLAIN_DICTIONARY) {
     if (!dictionary) throw new Error('parquet dictionary-encoded page without a dictionary');
-    if (take > 0) {
-      const bits = p.values[p.valuesAt];
-      for (const k of indices(p.values, p.valuesAt + 1, p.values.length, bits, skip, take)) {
-        if (k >= dictionarySize) throw new Error(`parquet dictionary index ${k} out of ${dictionarySize}`);
-        values.push(plainValue(dictionary, 0, k, shape.type));
-      }
+    const keys = take > 0 ? indices(p.values, p.valuesAt + 1, p.values.length, p.values[p.valuesAt], skip, take) : [];
+    const looked: (number | bigint)[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i];
+      if (k >= dictionary.length) throw new Error(`parquet dictionary index ${k} out of ${dictionary.length}`);
+      looked[i] = dictionary[k];
     }
+    values = looked;
   } else {
     return UNSUPPORTED;
   }
-  if (!def) return values;
-  const out: (number | bigint | null)[] = [];
-  let v = 0;
-  for (let i = a; i < b; i++) out.push(def[i] === shape.maxDef ? values[v++] : null);
+  const out: (number | bigint | null)[] = new Array(b - a);
+  if (!def) {
+    for (let i = 0; i < take; i++) out[i] = values[i];
+    return out;
+  }
+  for (let i = a, v = 0; i < b; i++) out[i - a] = def[i] === shape.maxDef ? values[v++] : null;
   return out;
 }
 
@@ -316,8 +328,7 @@ function pageValues(p: OpenPage, a: number, b: number, shape: RowShape, dictiona
 interface DataPage {
   h: PageHeader;
   open(): OpenPage | typeof UNSUPPORTED;
-  dictionary: DataView | null;
-  dictionarySize: number;
+  dictionary: ArrayLike<number | bigint> | null;
   /** No page follows it in the chunk. */
   last: boolean;
 }
@@ -326,8 +337,7 @@ interface DataPage {
 function* dataPages(chunk: Uint8Array, meta: ColumnMetaData, shape: RowShape, compressors: Compressors | undefined): Generator<DataPage | typeof UNSUPPORTED> {
   const w = new Walker(chunk);
   const width = WIDTH[shape.type];
-  let dictionary: DataView | null = null;
-  let dictionarySize = 0;
+  let dictionary: ArrayLike<number | bigint> | null = null;
   while (w.at < chunk.length) {
     const h = pageHeader(w);
     const start = w.at;
@@ -337,14 +347,13 @@ function* dataPages(chunk: Uint8Array, meta: ColumnMetaData, shape: RowShape, co
     if (h.type === DICTIONARY_PAGE) {
       if (h.encoding !== PLAIN && h.encoding !== PLAIN_DICTIONARY) return yield UNSUPPORTED;
       const d = decompress(chunk.subarray(start, end), h.uncompressed, meta.codec, compressors);
-      if (d.length < h.numValues * width) throw new Error('parquet dictionary page shorter than its values');
-      dictionary = new DataView(d.buffer, d.byteOffset, d.byteLength);
-      dictionarySize = h.numValues;
+      if (d.length < h.numValues * WIDTH[shape.type]) throw new Error('parquet dictionary page shorter than its values');
+      dictionary = plainValues(d, 0, 0, h.numValues, shape.type);
       continue;
     }
     if (h.type !== DATA_PAGE && h.type !== DATA_PAGE_V2) return yield UNSUPPORTED;
     const open = () => openPage(chunk.subarray(start, end), h, shape, meta.codec, compressors);
-    yield { h, open, dictionary, dictionarySize, last: w.at >= chunk.length };
+    yield { h, open, dictionary, last: w.at >= chunk.length };
   }
 }
 
@@ -355,7 +364,7 @@ export function chunkColumn(chunk: Uint8Array, meta: ColumnMetaData, shape: RowS
   for (const page of dataPages(chunk, meta, shape, compressors)) {
     const p = page === UNSUPPORTED ? page : page.open();
     if (page === UNSUPPORTED || p === UNSUPPORTED) return UNSUPPORTED;
-    const values = pageValues(p, 0, page.h.numValues, shape, page.dictionary, page.dictionarySize);
+    const values = pageValues(p, 0, page.h.numValues, shape, page.dictionary);
     if (values === UNSUPPORTED) return UNSUPPORTED;
     for (const v of values) out.push(v);
   }
@@ -396,7 +405,7 @@ export function chunkRow(chunk: Uint8Array, meta: ColumnMetaData, shape: RowShap
       // A v2 page ends on a row's end; a v1 page's last row may go on in the next page: left to the whole decode.
       if (next < 0 && h.type === DATA_PAGE && !page.last) return UNSUPPORTED;
     }
-    const values = pageValues(p, a, b, shape, page.dictionary, page.dictionarySize);
+    const values = pageValues(p, a, b, shape, page.dictionary);
     if (values === UNSUPPORTED || !shape.list) return values === UNSUPPORTED ? values : values[0] ?? null;
     // A single level below an element's definition: an empty list, or below that a null one.
     const first = p.def ? p.def[a] : shape.maxDef;

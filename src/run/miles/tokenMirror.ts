@@ -160,12 +160,18 @@ export class TokenMirror {
 }
 
 function mirrorRow(row: ParquetRow): SampleTokens {
-  const tokens = (row.tokens ?? []) as ArrayLike<number | bigint>;
+  const tokens = (row.tokens ?? []) as ArrayLike<number | bigint | null>;
   const lp = row.rollout_log_probs as ArrayLike<number | null> | null | undefined;
-  return {
-    totalLength: Number(row.total_length),
-    responseLength: Number(row.response_length),
-    tokens: Array.from(tokens, (t) => Number(t)),
-    rolloutLogProbs: lp ? Array.from(lp, (v) => (v === null ? NaN : v)) : null,
-  };
+  // plain loops: a callback per token costs more than the row's decode on a cold read
+  const ids = new Array<number>(tokens.length);
+  for (let i = 0; i < ids.length; i++) ids[i] = Number(tokens[i]);
+  let logProbs: number[] | null = null;
+  if (lp) {
+    logProbs = new Array<number>(lp.length);
+    for (let i = 0; i < logProbs.length; i++) {
+      const v = lp[i];
+      logProbs[i] = v === null ? NaN : v;
+    }
+  }
+  return { totalLength: Number(row.total_length), responseLength: Number(row.response_length), tokens: ids, rolloutLogProbs: logProbs };
 }
