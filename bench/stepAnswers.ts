@@ -1,6 +1,6 @@
 // The step-wide answers (the health board, the `dump/*` series) of a run opened fresh with an empty cache
-// directory: the first answer of each (at once over the steps read so far, with its coverage), the time until
-// the background read of the steps has read them all (the board complete), and the first board of a fresh
+// directory: the first answer of each (at once over the steps read so far, with its coverage), the first board
+// with a row, the time until the background read of the steps has read them all (the board complete), and the first board of a fresh
 // process over the cache that read filled (no step decoded). `--complete`: instead, the first answers as a
 // server gave them before they were progressive (every step read before answering; what `rlsight health`
 // and `export metrics` still do). Wall and CPU times in ms, with the load average. Prints one JSON line.
@@ -54,11 +54,21 @@ try {
     out.health_first = { ms: health.ms, cpu_ms: health.cpu_ms, coverage: health.value.coverage };
     const dump = await timed(() => ask(app, `${DUMP}&progressive=true`));
     out.dump_metrics_first = { ms: dump.ms, cpu_ms: dump.cpu_ms, coverage: dump.value.coverage };
+    // the first board with a row: the newest step read in the background, the phase hours parsed for its stragglers
+    const firstRow = await timed(async () => {
+      for (;;) {
+        const res = await app.request('/api/rlsight/health', { headers: { host: '127.0.0.1' } });
+        const board = (await res.json()) as { rows: unknown[]; coverage?: unknown };
+        if (board.rows.length > 0) return res.headers.get('x-rlsight-coverage');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+    out.health_first_row_after = { ms: round(health.ms + dump.ms + firstRow.ms), coverage: firstRow.value };
     const all = await timed(async () => {
       await run.stepFactsSettled();
       return ask(app, '/api/rlsight/health');
     });
-    out.health_complete_after = { ms: round(health.ms + dump.ms + all.ms), coverage: all.value.coverage };
+    out.health_complete_after = { ms: round(health.ms + dump.ms + firstRow.ms + all.ms), coverage: all.value.coverage };
     // (the facts are written once no answer is being given)
     const keptSteps = (): number => {
       try {

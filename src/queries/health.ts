@@ -463,17 +463,19 @@ export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]):
  * background); else every step is read first (`rlsight health` reads them as asked).
  */
 export async function runHealth(run: RunSources, signals: readonly SignalSpec[] = DEFAULT_SIGNALS, opts: { progressive?: boolean } = {}): Promise<HealthAnswer> {
-  // a server's other answers go on while the stragglers' phase hours are parsed (seconds on a big cold run),
-  // before the background read of the steps takes the cores
-  if (opts.progressive) await run.readPhases();
+  // the stragglers' phase hours (seconds on a big cold run) are parsed on the parse threads, the serving thread
+  // answering others meanwhile; a board with no step read yet needs none of them and comes at once
+  const phasesRead = opts.progressive ? run.readPhases() : null;
+  phasesRead?.catch(() => {});
   const facts = await run.stepFacts(opts.progressive ? { progressive: true } : { progressive: false, priority: 'asked' });
+  if (facts.steps.length > 0) await phasesRead;
   return healthBoard({
     steps: facts.steps.map((f) => f.health),
     unread: facts.unread,
     coverage: facts.coverage,
     metrics: run.metricsRecords(),
     topology: run.topologySnapshots(),
-    phases: run.phaseEvents(),
+    phases: facts.steps.length > 0 ? run.phaseEvents() : [],
     startTs: run.startTs(),
     signals,
     warnings: facts.warnings,
