@@ -62,6 +62,11 @@ describe('serving a slime --dump-details folder', () => {
     const rewards = s.body.rows.map((r: any) => r.reward as number);
     const agg = await get(server, '/api/metrics?keys=dump/reward_mean');
     assert.ok(Math.abs(agg.body['dump/reward_mean'].y[0] - rewards.reduce((a: number, b: number) => a + b, 0) / rewards.length) < 1e-12);
+    // a small run's steps are read before the step-wide answers, which are complete at once
+    const health = await get(server, '/api/rlsight/health');
+    assert.equal(health.body.coverage, undefined);
+    assert.deepEqual(health.body.rows.map((r: { step: number }) => r.step), [0, 1, 2]);
+    assert.equal((await get(server, '/api/metrics?keys=dump/reward_mean&progressive=true')).body['dump/reward_mean'].coverage, undefined);
     const g = await get(server, '/api/rollout/0/groups');
     assert.deepEqual(g.body.rows.map((r: any) => r.group_index), [0, 1, 3]);
     const m = await get(server, '/api/rollout/0/sample/0/messages');

@@ -250,6 +250,11 @@ export class SlimeRunModel implements RunModel, TraceSource {
     if (!any) await this.dump(rolloutId, evaluation);
   }
 
+  /** Bytes of the step's dump files (a source that cannot tell counts as too many to read at once). */
+  stepBytes(rolloutId: number): Promise<number> {
+    return this.run.bytes?.(rolloutId) ?? Promise.resolve(Infinity);
+  }
+
   /** The step's dump file identity, size and mtime (see SlimeRun.stamp). */
   stepStamp(rolloutId: number, evaluation: boolean): Promise<string> {
     return this.run.stamp(rolloutId, evaluation);

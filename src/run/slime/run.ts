@@ -95,6 +95,8 @@ export interface SampleDumpSource {
   sampleBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SlimeSample[]>;
   /** Changes whenever the files the step is read from change. */
   stamp(rolloutId: number, evaluation: boolean): Promise<string>;
+  /** Bytes of the files a train step's read decodes, when the source can tell. */
+  bytes?(rolloutId: number): Promise<number>;
 }
 
 export class SlimeRun implements SampleDumpSource {
@@ -209,6 +211,13 @@ export class SlimeRun implements SampleDumpSource {
    * Changes whenever a file the step's dump may come from changes: the device, inode, size and mtime of its
    * file (and of any file named without an id, which may turn out to hold it).
    */
+  /** Bytes of the dump files a train step's read decodes. */
+  async bytes(rolloutId: number): Promise<number> {
+    const files = this.files.filter((f) => !f.evaluation && (f.rolloutId === rolloutId || f.rolloutId === null));
+    const sizes = await Promise.all(files.map((f) => stat(f.path).then((st) => st.size, () => 0)));
+    return sizes.reduce((a, b) => a + b, 0);
+  }
+
   async stamp(rolloutId: number, evaluation: boolean): Promise<string> {
     const files = this.files.filter((f) => f.evaluation === evaluation && (f.rolloutId === rolloutId || f.rolloutId === null));
     const parts = await Promise.all(
