@@ -1,7 +1,8 @@
 // The first screen of each view in headless Chromium, each on a fresh server over the run with an empty cache
 // directory: navigation -> first content (the view's first painted chart or table) and navigation -> settled
 // (no "loading" and no spinner left anywhere on the screen, and none for 2 s after). Views: Compute
-// Utilization, Metrics, Rollouts of the newest train step, Sample tokens of that step's longest sample.
+// Utilization, Metrics, Rollouts of the newest train step, Sample tokens of that step's longest sample, the
+// Health board and the Metrics view's dump/* charts (over the steps read so far).
 // Usage: node --import tsx bench/firstScreen.ts --run DIR [--bin PATH] [--port N] [--views a,b] [--requests]. Prints one
 // JSON line; --requests adds each view's API requests (path, start, end ms after navigation).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -61,6 +62,8 @@ const VIEWS: Record<string, string> = {
   metrics: '#/?cat=perf',
   rollouts: `#/rollout/${rid}`,
   sample_tokens: `#/rollout/${rid}/sample/${longest?.sample_index ?? 0}?tab=tokens`,
+  health: '#/health',
+  dump_metrics: '#/?cat=dump',
 };
 const wanted = values.views ? values.views.split(',') : Object.keys(VIEWS);
 

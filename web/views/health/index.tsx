@@ -10,6 +10,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { href, numParam, route, setParams } from '../../route.ts';
 import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts';
 import { evidenceHref } from './evidence.ts';
+import { markPainted } from '../../paintMarks.ts';
 import { CoverageNote, leastStepCoverage, useStepRefine } from '../../components/coverage.tsx';
 
 function cellText(c: HealthCell): string {
@@ -188,7 +189,10 @@ export function HealthView({ meta }: { meta: Meta }) {
   // a board over the steps read so far is asked again, without a reload, until every step is read
   const refine = useStepRefine(coverage);
   const board = useApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), `${tick}|${refine}`);
-  useEffect(() => setCoverage(board.data?.coverage), [board.data]);
+  useEffect(() => {
+    setCoverage(board.data?.coverage);
+    if (board.data) markPainted('health');
+  }, [board.data]);
   if (board.error) return <ErrorNote error={board.error} />;
   if (!board.data) return <Loading what="health board" />;
   const { signals, rows, fired, warnings } = board.data;
