@@ -46,6 +46,8 @@ export interface StepFactsSource {
 
 /** Steps not read yet whose dumps total less than this are read at once: the answer is complete a moment later. */
 export const PARTIAL_STEPS_FROM_BYTES = 32 * 2 ** 20;
+/** …and at most this many of them (each step's read has costs of its own beside its bytes). */
+const AT_ONCE_STEPS = 16;
 
 type Outcome =
   | { kind: 'read'; facts: StepFacts; stamp: string }
@@ -123,10 +125,10 @@ export class StepFactsKeeper {
     return this.answer(steps);
   }
 
-  /** Whether these steps' dumps total less than `partialFromBytes`. */
+  /** Whether these steps are few and their dumps total less than `partialFromBytes`. */
   private async cheap(steps: readonly number[]): Promise<boolean> {
     const limit = this.partialFromBytes;
-    if (!this.source.bytes || !(limit > 0)) return false;
+    if (!this.source.bytes || !(limit > 0) || steps.length > AT_ONCE_STEPS) return false;
     let total = 0;
     for (const step of steps) {
       total += await this.source.bytes(step, limit - total);
