@@ -209,4 +209,32 @@ describe('progressive step-wide answers', () => {
       rmSync(brokenCache, { recursive: true, force: true });
     }
   });
+
+  test('a kept entry of the wrong shape is read again, never answered from', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'rlsight-step-facts-shape-'));
+    try {
+      const first = answersOver(await openRunModel(run.dir, { cacheDir: own })) as RunAnswers;
+      assert.equal(JSON.stringify(await runHealth(first, undefined, { progressive: true })), complete.health);
+      const entry = join(own, STEP_FACTS_ENTRY);
+      const keptSteps = (): number => (existsSync(entry) ? (JSON.parse(readFileSync(entry, 'utf8')) as { steps: unknown[] }).steps.length : 0);
+      for (let i = 0; i < 200 && keptSteps() < 3; i++) await new Promise((r) => setTimeout(r, 20));
+      await first.close();
+      const doc = JSON.parse(readFileSync(entry, 'utf8')) as { steps: [number, string, { step: number; health: unknown }][] };
+      for (const e of doc.steps) if (e[0] === 2) e[2] = { step: 2, health: { step: 2, cells: {} } };
+      writeFileSync(entry, JSON.stringify(doc));
+
+      const held = heldSteps(await openRunModel(run.dir, { cacheDir: own }));
+      held.release();
+      const answers = answersOver(held.model) as RunAnswers;
+      answers.partialStepsFromBytes = 0;
+      const partial = await runHealth(answers, undefined, { progressive: true });
+      assert.deepEqual(partial.coverage, { steps_done: 2, steps_total: 3, unread: [[2, 2]] });
+      await answers.stepFactsSettled();
+      assert.equal(JSON.stringify(await runHealth(answers, undefined, { progressive: true })), complete.health);
+      assert.deepEqual(held.reads.map((r) => r.step), [2]);
+      await answers.close();
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
 });

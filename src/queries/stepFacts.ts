@@ -72,6 +72,18 @@ export function unreadRuns(steps: readonly number[], unread: ReadonlySet<number>
   return out;
 }
 
+const DUMP_SIGNALS = ['zero_std', 'lp_drift', 'imp_ratio', 'truncation', 'mixed_version', 'staleness'] as const;
+
+/** Whether kept facts read back have the shape the answers take (an entry written by something else is read again). */
+function wellFormed(facts: unknown, step: number): facts is StepFacts {
+  if (typeof facts !== 'object' || facts === null) return false;
+  const f = facts as Partial<StepFacts>;
+  const cells = f.health?.cells as Record<string, { detail?: unknown; value?: unknown } | undefined> | undefined;
+  const cellsOk = typeof cells === 'object' && cells !== null && DUMP_SIGNALS.every((id) => typeof cells[id]?.detail === 'string' && (cells[id]!.value === null || typeof cells[id]!.value === 'number'));
+  const aggregateOk = f.aggregate === null || (typeof f.aggregate === 'object' && f.aggregate !== undefined && f.aggregate.rollout_id === step);
+  return f.step === step && f.health?.step === step && cellsOk && aggregateOk;
+}
+
 export class StepFactsKeeper {
   private readonly known = new Map<number, Outcome>();
   /** Read steps whose stamp was checked since the run last changed. */
@@ -242,7 +254,7 @@ export class StepFactsKeeper {
     for (const entry of doc.steps as unknown[]) {
       if (!Array.isArray(entry) || entry.length !== 3) continue;
       const [step, stamp, facts] = entry as [unknown, unknown, StepFacts];
-      if (typeof step !== 'number' || typeof stamp !== 'string' || typeof facts !== 'object' || facts === null || facts.step !== step) continue;
+      if (typeof step !== 'number' || typeof stamp !== 'string' || !wellFormed(facts, step)) continue;
       if (!this.known.has(step)) this.known.set(step, { kind: 'read', stamp, facts });
     }
   }
