@@ -56,7 +56,7 @@ class MilesRun implements RunModel {
       .then(() => {
         if (spareTaken) return;
         spareTaken = true;
-        return dumps.prepareDecodeWorker();
+        dumps.prepareDecodeWorker();
       })
       .catch(() => {});
     this.tokenizerDir = isDir(join(dir, 'tokenizer'));

@@ -2,7 +2,7 @@
 // the parquet token mirror, the trajectory sidecar and the tokenizer, each read by its own reader beside
 // this file). It yields records — a step's samples with their train digests, one sample's tokens, a step's
 // conversations — never answers.
-import { statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { isInside, realpathOfFuture } from '../../formats/fileAccess.ts';
@@ -22,7 +22,7 @@ import { TrainDumpReader } from './trainReader.ts';
 import { TokenMirror, type SampleTokens } from './tokenMirror.ts';
 import { TrajectorySidecar } from './trajectorySidecar.ts';
 import { TokenizerReader } from './tokenizerReader.ts';
-import { rolloutFile, stepStem } from '../../formats/miles/layout.ts';
+import { ROLLOUT_DIR, rolloutFile, rolloutNameOf, stepStem } from '../../formats/miles/layout.ts';
 
 const STEP_CACHE_VERSION = 2;
 
@@ -143,10 +143,22 @@ export class DumpReader {
     return this.files.warnings();
   }
 
-  /** Starts a decode worker for the newest train step's first read ahead of it (see RolloutDumpReader.prepareWorker). */
-  async prepareDecodeWorker(): Promise<void> {
-    const newest = (await this.rolloutIds()).train.at(-1);
-    if (newest !== undefined) await this.rollouts.prepareWorker(newest, false);
+  /**
+   * Starts a decode worker for the newest train step's first read ahead of it (see RolloutDumpReader.prepareWorker),
+   * at once: the newest step by name from one blocking listing, not the discovery's stat of every step (at a
+   * server's first request those wait behind its answer, and the worker's start with them).
+   */
+  prepareDecodeWorker(): void {
+    let newest = -1;
+    try {
+      for (const name of readdirSync(join(this.files.runDir, ROLLOUT_DIR))) {
+        const step = rolloutNameOf(name);
+        if (step !== null && step !== 'not a step' && !step.evaluation && step.id > newest) newest = step.id;
+      }
+    } catch {
+      return; // no rollout dumps to decode
+    }
+    if (newest >= 0) this.rollouts.prepareWorker(newest, false);
   }
 
   /** Whether a decode worker started ahead of need still waits for a step read. */

@@ -1,6 +1,7 @@
 // The rollout dumps (`rollout_data/{id}.pt`): a step's samples decoded here or on a worker thread that then
 // helps join the train side, the samples' searchable texts streamed while decoding, one sample's tokens
 // when the parquet mirror cannot give them.
+import { statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
@@ -206,10 +207,15 @@ export class RolloutDumpReader {
    * the first step read then does not wait for a thread to start and load its modules. Once only; an idle
    * spare never keeps the process alive.
    */
-  async prepareWorker(rolloutId: number, evaluation: boolean): Promise<void> {
+  prepareWorker(rolloutId: number, evaluation: boolean): void {
     if (this.spareStarted) return;
     this.spareStarted = true;
-    const size = await stat(join(this.files.runDir, rolloutFile(rolloutId, evaluation))).then((st) => st.size, () => 0);
+    let size = 0;
+    try {
+      size = statSync(join(this.files.runDir, rolloutFile(rolloutId, evaluation))).size;
+    } catch {
+      return;
+    }
     if (size <= this.offThreadAbove || this.closed) return;
     const worker = startModuleWorker('run/miles/rolloutDecodeWorker');
     worker.unref();
