@@ -1022,11 +1022,11 @@ export class Unpickler {
   /**
    * Fails when containers nest deeper than PICKLE_LIMITS.maxNesting. Every reader of a value walks it
    * recursively somewhere (String(), JSON, the dump decoders), so a deeper value would overflow the stack
-   * there; heights are computed bottom-up once per container (memo references make a DAG, not a tree).
+   * there. A depth-first walk enters each container once (memo references make a DAG, not a tree; a
+   * container that holds itself is a cycle, not depth) and fails when its path would grow past the limit.
    */
   private checkNesting(root: PyValue): void {
     const limit = PICKLE_LIMITS.maxNesting;
-    const height = new Map<object, number>();
     const children = (v: object): unknown[] => {
       if (Array.isArray(v)) return v;
       if (v instanceof Map) return [...v.keys(), ...v.values()];
@@ -1039,31 +1039,20 @@ export class Unpickler {
     const isNode = (v: unknown): v is object =>
       typeof v === 'object' && v !== null && !ArrayBuffer.isView(v) && !(v instanceof Tensor) && !(v instanceof Storage);
     if (!isNode(root)) return;
-    // Iterative post-order: a frame is a node and its children; its height is known once theirs are.
-    const frames: { node: object; kids: unknown[]; next: number; h: number }[] = [{ node: root, kids: children(root), next: 0, h: 0 }];
-    const onPath = new Set<object>([root]);
+    // One set of the containers entered, on the path or done with: one lookup and one insertion each.
+    const entered = new Set<object>([root]);
+    const frames: { kids: unknown[]; next: number }[] = [{ kids: children(root), next: 0 }];
     while (frames.length > 0) {
       const f = frames[frames.length - 1];
       if (f.next < f.kids.length) {
         const k = f.kids[f.next++];
-        if (!isNode(k)) continue;
-        const known = height.get(k);
-        if (known !== undefined) {
-          if (known + 1 > f.h) f.h = known + 1;
-          continue;
-        }
-        // A container that holds itself (a list appended to itself) is a cycle, not depth.
-        if (onPath.has(k)) continue;
+        if (!isNode(k) || entered.has(k)) continue;
         if (frames.length >= limit) this.failAt(`containers nested deeper than ${limit} levels`);
-        onPath.add(k);
-        frames.push({ node: k, kids: children(k), next: 0, h: 0 });
+        entered.add(k);
+        frames.push({ kids: children(k), next: 0 });
         continue;
       }
       frames.pop();
-      onPath.delete(f.node);
-      height.set(f.node, f.h);
-      const parent = frames[frames.length - 1];
-      if (parent && f.h + 1 > parent.h) parent.h = f.h + 1;
     }
   }
 
