@@ -49,3 +49,26 @@ test('a background read takes the idle gate once its grace has passed; a ticket 
   assert.deepEqual(gate.load, { inside: true, waiting: 0 });
   bg.release();
 });
+
+test('a background read right after another one ends continues a whole-run read: it waits for no grace, and an asked step still goes first', async () => {
+  const gate = new StepGate(50);
+  const first = gate.enter('background');
+  await first.turn;
+  first.release();
+  const next = gate.enter('background');
+  assert.deepEqual(gate.load, { inside: true, waiting: 0 }, 'the next step of the whole-run read takes the idle gate at once');
+  const asked = gate.enter('asked');
+  const after = gate.enter('background');
+  next.release();
+  assert.deepEqual(gate.load, { inside: true, waiting: 1 });
+  let askedIn = false;
+  void asked.turn.then(() => (askedIn = true));
+  await settle();
+  assert.equal(askedIn, true, 'the asked step is admitted before the waiting background read');
+  asked.release();
+  after.release();
+  // a background read long after the last one ended waits for its grace again
+  const late = new StepGate(60_000);
+  late.enter('background');
+  assert.deepEqual(late.load, { inside: false, waiting: 1 });
+});

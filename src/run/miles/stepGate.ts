@@ -6,6 +6,8 @@ import type { StepPriority } from '../model.ts';
 /**
  * How long a background read waits before it may take an idle gate: the requests of one page load arrive
  * within a few ms of each other, and the step the page asks for should not queue behind a whole-run read.
+ * A background read that comes within this long of the end of another continues a whole-run read (one step
+ * after another) and waits for none: a step asked meanwhile still goes ahead of it whenever both wait.
  */
 export const BACKGROUND_GRACE_MS = 100;
 
@@ -29,6 +31,8 @@ export class StepGate {
   private inside = false;
   private readonly waiting: Waiting[] = [];
   private graceTimer: NodeJS.Timeout | undefined;
+  /** When the last background read that held the gate let it go. */
+  private backgroundEnded = -Infinity;
 
   constructor(private readonly graceMs = BACKGROUND_GRACE_MS) {}
 
@@ -40,7 +44,9 @@ export class StepGate {
   enter(priority: StepPriority): GateTicket {
     let admit!: () => void;
     const turn = new Promise<void>((r) => (admit = r));
-    const w: Waiting = { priority, graceUntil: priority === 'background' ? performance.now() + this.graceMs : 0, admit };
+    const now = performance.now();
+    const continues = now - this.backgroundEnded < this.graceMs;
+    const w: Waiting = { priority, graceUntil: priority === 'background' && !continues ? now + this.graceMs : 0, admit };
     this.waiting.push(w);
     let released = false;
     const ticket: GateTicket = {
@@ -55,7 +61,10 @@ export class StepGate {
         released = true;
         const i = this.waiting.indexOf(w);
         if (i >= 0) this.waiting.splice(i, 1);
-        else this.inside = false;
+        else {
+          this.inside = false;
+          if (w.priority === 'background') this.backgroundEnded = performance.now();
+        }
         this.next();
       },
     };
