@@ -213,6 +213,7 @@ export class DumpReader {
   async sampleTokens(rolloutId: number, sampleIndex: number, evaluation = false): Promise<SampleTokenRecord> {
     checkId('rollout_id', rolloutId);
     checkId('sample_index', sampleIndex);
+    void this.mirror.parquetReader().catch(() => {});
     const texts = this.files.cacheDir ? await this.tokenizer.tokenTexts() : null;
     // Unless texts kept by an earlier process may spare it, the tokenizer loads while the sample is read
     // (the read waits on the files much of the time).

@@ -49,8 +49,18 @@ export class TokenMirror {
   });
   /** Mirror layouts being written to the cache directory, one after another. */
   private readonly layoutWrites = new LaterWrites();
+  private parquetModule: Promise<typeof import('../../formats/parquet.ts')> | undefined;
 
   constructor(private readonly files: DumpFiles) {}
+
+  /**
+   * The Parquet reader's module, loaded with the first mirror read (not at start); `parquetReader()` as a token
+   * read begins lets it compile while the read waits on the train listing's file system calls.
+   */
+  parquetReader(): Promise<typeof import('../../formats/parquet.ts')> {
+    this.parquetModule ??= import('../../formats/parquet.ts');
+    return this.parquetModule;
+  }
 
   /** A stamp of the step's mirror as it is now, or null without a usable mirror. */
   async stamp(rolloutId: number, evaluation: boolean): Promise<string | null> {
@@ -126,8 +136,7 @@ export class TokenMirror {
       }
     }
     try {
-      // The Parquet reader loads with the first mirror read, not at start.
-      file = await (await import('../../formats/parquet.ts')).ParquetFile.open(path, name, { keptLayout });
+      file = await (await this.parquetReader()).ParquetFile.open(path, name, { keptLayout });
     } catch (e) {
       if (isMissing(e)) return null;
       if (this.files.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
