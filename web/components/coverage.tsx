@@ -37,42 +37,34 @@ export function leastStepCoverage(coverages: Iterable<StepCoverage | undefined>)
 /** A progress bar and "4/6 h read" (or "12/300 steps read") beside a partial answer's title; nothing for a complete one. */
 export function CoverageNote({ coverage }: { coverage: Coverage | StepCoverage | undefined }) {
   if (!coverage) return null;
-  if ('steps_done' in coverage) return <StepCoverageNote coverage={coverage} />;
-  const pct = coverage.hours_total > 0 ? (100 * coverage.hours_done) / coverage.hours_total : 0;
+  if ('steps_done' in coverage) {
+    return (
+      <ReadSoFar
+        done={coverage.steps_done}
+        total={coverage.steps_total}
+        unit="steps"
+        title="the server is still reading this run's steps (newest first, one at a time, after any step you open): this answer covers the steps read so far and refines itself as more are read"
+      />
+    );
+  }
   return (
-    <span
-      class="warmup coverage"
-      data-testid="coverage"
-      role="progressbar"
-      aria-valuemin={0}
-      aria-valuemax={coverage.hours_total}
-      aria-valuenow={coverage.hours_done}
+    <ReadSoFar
+      done={coverage.hours_done}
+      total={coverage.hours_total}
+      unit="h"
       title="the server is still reading this run's history: this answer covers the hours read so far (the hatched stretches are not read yet) and refines itself as more are read"
-    >
-      <span class="warmup-track">
-        <span class="warmup-fill" style={{ width: `${pct.toFixed(1)}%` }} />
-      </span>
-      {coverage.hours_done}/{coverage.hours_total} h read
-    </span>
+    />
   );
 }
 
-function StepCoverageNote({ coverage }: { coverage: StepCoverage }) {
-  const pct = coverage.steps_total > 0 ? (100 * coverage.steps_done) / coverage.steps_total : 0;
+function ReadSoFar({ done, total, unit, title }: { done: number; total: number; unit: string; title: string }) {
+  const pct = total > 0 ? (100 * done) / total : 0;
   return (
-    <span
-      class="warmup coverage"
-      data-testid="coverage"
-      role="progressbar"
-      aria-valuemin={0}
-      aria-valuemax={coverage.steps_total}
-      aria-valuenow={coverage.steps_done}
-      title="the server is still reading this run's steps (newest first, one at a time, after any step you open): this answer covers the steps read so far and refines itself as more are read"
-    >
+    <span class="warmup coverage" data-testid="coverage" role="progressbar" aria-valuemin={0} aria-valuemax={total} aria-valuenow={done} title={title}>
       <span class="warmup-track">
         <span class="warmup-fill" style={{ width: `${pct.toFixed(1)}%` }} />
       </span>
-      {coverage.steps_done}/{coverage.steps_total} steps read
+      {done}/{total} {unit} read
     </span>
   );
 }

@@ -719,13 +719,37 @@ export class TrainStepFiles {
         rawAt = done.raw.at;
       }
     };
+    await this.shareGroups(groups.length, counter, joinHere, helper, joined, (at) => {
+      if (at !== undefined && at < rawAt) {
+        rawAt = at;
+        raw = null;
+      }
+    });
+    // The list of a file the helper decoded is read again here (one small pickle).
+    if (rawAt !== Infinity && !raw) raw = { at: rawAt, list: (await this.decodeOne(rawAt)).rawReward! };
+    for (const [i, list] of shown) this.learn(i, list, false);
+    return { rows: { ...light, rawRewards: raw ? firstRawRewards([{ rawReward: raw.list }]) : null }, joined };
+  }
+
+  /**
+   * Joins here each group claimed from `counter` (which `helper` claims from too), letting other requests in every
+   * few ms; then takes in the helper's groups (`theirRaw` sees where each found its first raw_reward) and joins
+   * here any it claimed but never delivered (it stopped).
+   */
+  private async shareGroups<D>(
+    count: number,
+    counter: Int32Array,
+    joinHere: (g: number) => Promise<void>,
+    helper: JoinHelper<D> | undefined,
+    joined: Map<number, D>,
+    theirRaw?: (rawAt: number | undefined) => void,
+  ): Promise<void> {
     const done = new Set<number>();
     try {
       let turnAt = performance.now();
       for (;;) {
         const k = Atomics.add(counter, 0, 1);
-        if (k >= groups.length) break;
-        // Let other requests (and the decode worker's messages) in every few ms.
+        if (k >= count) break;
         if (performance.now() - turnAt >= JOIN_SLICE_MS) {
           await new Promise<void>((r) => setImmediate(r));
           turnAt = performance.now();
@@ -737,27 +761,18 @@ export class TrainStepFiles {
       helper?.cancel();
       throw e;
     }
-    if (helper) {
-      const theirs = await helper.finished();
-      if (theirs.error) {
-        const { i, error } = theirs.error;
-        throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
-      }
-      for (const { g, samples, rawAt: at } of theirs.groups) {
-        done.add(g);
-        for (const [s, value] of samples) joined.set(s, value);
-        if (at !== undefined && at < rawAt) {
-          rawAt = at;
-          raw = null;
-        }
-      }
-      // Groups the helper claimed but never delivered (it stopped): joined here after all.
-      for (let g = 0; g < groups.length; g++) if (!done.has(g)) await joinHere(g);
+    if (!helper) return;
+    const theirs = await helper.finished();
+    if (theirs.error) {
+      const { i, error } = theirs.error;
+      throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
     }
-    // The list of a file the helper decoded is read again here (one small pickle).
-    if (rawAt !== Infinity && !raw) raw = { at: rawAt, list: (await this.decodeOne(rawAt)).rawReward! };
-    for (const [i, list] of shown) this.learn(i, list, false);
-    return { rows: { ...light, rawRewards: raw ? firstRawRewards([{ rawReward: raw.list }]) : null }, joined };
+    for (const { g, samples, rawAt } of theirs.groups) {
+      done.add(g);
+      for (const [s, value] of samples) joined.set(s, value);
+      theirRaw?.(rawAt);
+    }
+    for (let g = 0; g < count; g++) if (!done.has(g)) await joinHere(g);
   }
 
   /** One rank file decoded here for its index record (tensors unread), failures named after it. */
@@ -832,32 +847,7 @@ export class TrainStepFiles {
         throw e;
       }
     };
-    const done = new Set<number>();
-    try {
-      for (let n = 0; ; n++) {
-        const k = Atomics.add(counter, 0, 1);
-        if (k >= groups.length) break;
-        if (n % 4 === 3) await new Promise<void>((r) => setImmediate(r));
-        await joinHere(k);
-        done.add(k);
-      }
-    } catch (e) {
-      helper?.cancel();
-      throw e;
-    }
-    if (helper) {
-      const theirs = await helper.finished();
-      if (theirs.error) {
-        const { i, error } = theirs.error;
-        throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
-      }
-      for (const { g, samples } of theirs.groups) {
-        done.add(g);
-        for (const [s, value] of samples) joined.set(s, value);
-      }
-      // Groups the helper claimed but never delivered (it stopped): joined here after all.
-      for (let g = 0; g < groups.length; g++) if (!done.has(g)) await joinHere(g);
-    }
+    await this.shareGroups(groups.length, counter, joinHere, helper, joined);
     return { rows: { files: index.files, locations: index.locations, rawRewards: firstRawRewards(index.files) }, joined };
   }
 
