@@ -37,15 +37,22 @@ export interface FreshServer {
   stop(): Promise<void>;
 }
 
+/** The variables the `#!/usr/bin/env -S NAME=VALUE … node` line of `bin` sets. */
+function shebangEnv(bin: string): Record<string, string> {
+  const first = readFileSync(bin, 'utf8').split('\n', 1)[0];
+  const m = /^#!\S*env\s+-S\s+(.*)\s+node\s*$/.exec(first);
+  return Object.fromEntries((m?.[1].split(/\s+/) ?? []).map((kv) => kv.split('=', 2) as [string, string]).filter((kv) => kv.length === 2));
+}
+
 /**
  * `bin args` started as a shell starts the installed command: through its `#!` line and the environment that
- * line sets; node flags (a profile) go in NODE_OPTIONS.
+ * line sets. With node flags (a profile, which NODE_OPTIONS does not take) node runs `bin` itself, given
+ * that environment.
  */
 export function spawnCommand(bin: string, args: string[], options: SpawnOptions & { nodeFlags?: string[] } = {}): ChildProcess {
   const { nodeFlags = [], ...rest } = options;
-  const env = { ...(rest.env ?? process.env) };
-  if (nodeFlags.length > 0) env.NODE_OPTIONS = [env.NODE_OPTIONS ?? '', ...nodeFlags].join(' ').trim();
-  return spawn(bin, args, { ...rest, env });
+  if (nodeFlags.length === 0) return spawn(bin, args, rest);
+  return spawn(process.execPath, [...nodeFlags, bin, ...args], { ...rest, env: { ...(rest.env ?? process.env), ...shebangEnv(bin) } });
 }
 
 /** `bin serve --dump-details runDir` on `port` with `cacheDir`, resolved once it prints its URL (no request made). */
