@@ -63,6 +63,23 @@ export function rowShape(node: SchemaTree): RowShape | null {
   return { type, list: true, maxDef: outer + 1 + inner, listDef: outer, nullable: inner === 1 };
 }
 
+/** Where the last `runHeader` read ended. */
+let afterHeader = 0;
+
+/** The ULEB128 header of a hybrid run at `at` (exact past 32 bits), `afterHeader` set past it. */
+function runHeader(b: Uint8Array, at: number, end: number): number {
+  let h = 0;
+  let shift = 0;
+  let x: number;
+  do {
+    x = b[at++];
+    h += (x & 0x7f) * 2 ** shift;
+    shift += 7;
+  } while (x & 0x80 && at < end);
+  afterHeader = at;
+  return h;
+}
+
 /** Levels of a run of the RLE / bit-packed hybrid encoding (`width` ≤ 8 bits) in `[at, end)`, `count` of them. */
 function levels(b: Uint8Array, at: number, end: number, width: number, count: number): Uint8Array {
   const out = new Uint8Array(count);
@@ -70,14 +87,8 @@ function levels(b: Uint8Array, at: number, end: number, width: number, count: nu
   let seen = 0;
   while (seen < count) {
     if (at >= end) throw new Error('parquet levels end early');
-    let h = 0;
-    let shift = 0;
-    let x: number;
-    do {
-      x = b[at++];
-      h |= (x & 0x7f) << shift;
-      shift += 7;
-    } while (x & 0x80 && at < end);
+    const h = runHeader(b, at, end);
+    at = afterHeader;
     if (h & 1) {
       const n = (h >>> 1) * 8;
       const mask = (1 << width) - 1;
@@ -109,14 +120,8 @@ function indices(b: Uint8Array, at: number, end: number, width: number, skip: nu
   const want = skip + take;
   while (pos < want) {
     if (at >= end) throw new Error('parquet dictionary indices end early');
-    let h = 0;
-    let shift = 0;
-    let x: number;
-    do {
-      x = b[at++];
-      h += (x & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (x & 0x80 && at < end);
+    const h = runHeader(b, at, end);
+    at = afterHeader;
     if (h % 2 === 1) {
       const groups = Math.floor(h / 2);
       const n = groups * 8;
