@@ -321,16 +321,21 @@ describe('step reads no one waits for any more', () => {
       // leaving while the step waits its turn behind another step's decode (a worker's, so this thread is free)
       const queued: string[] = [];
       const waiting = new AbortController();
-      // the asker of step 2 leaves as step 0's decode begins here: step 2 then surely still waits its turn
-      const leaveAsStepZeroDecodes = (f: string): void => {
-        queued.push(f);
-        if (/^(rollout|train)_data\/0(_\d+)?\.pt$/.test(f)) waiting.abort();
-      };
-      const behind = await openMilesRun(run.dir, { reader: { onDecode: leaveAsStepZeroDecodes, decodeOffThreadAbove: 0 } });
+      const behind = await openMilesRun(run.dir, { reader: { onDecode: (f) => queued.push(f), decodeOffThreadAbove: 0 } });
+      const gate = (behind as unknown as { dumps: { decodeGate: { load: { inside: boolean; waiting: number } } } }).dumps.decodeGate;
+      const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
       const busy = behind.step(0, false);
+      // step 2 is asked once step 0 holds the gate (asked together, either may reach it first) ...
+      while (!gate.load.inside) await turn();
       const late = behind.step(2, false, 'asked', waiting.signal);
       // the view's preview of the same step leaves with it
       const previewed = behind.stepPreview!(2, false, waiting.signal);
+      // ... and its asker leaves while it waits its turn
+      while (gate.load.waiting === 0) {
+        assert.ok(gate.load.inside, 'step 0 still holds the gate while step 2 comes to wait for it');
+        await turn();
+      }
+      waiting.abort();
       await assert.rejects(late, (e: unknown) => (e as Error).name === 'AbortError');
       await assert.rejects(previewed, (e: unknown) => (e as Error).name === 'AbortError');
       await busy;
