@@ -1,6 +1,4 @@
 import { after, test } from 'node:test';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import assert from 'node:assert/strict';
 import { joinPieces } from '../formats/columnFrame.ts';
 import type { GpuAnswer } from '../wire/index.ts';
@@ -8,6 +6,7 @@ import { AnswerPool, typedNumbers } from './answerPool.ts';
 import type { EncodeReply } from './answerEncoder.ts';
 import { gpuFrame } from './columns.ts';
 import { startModuleWorker } from '../ownFiles.ts';
+import { collectGarbage, settlesBelow } from '../../test/support/collectGarbage.ts';
 import { jsonBody } from './json.ts';
 
 /** A gpu answer of `lanes` lanes of `points` samples each, as the compact schema gives it. */
@@ -107,9 +106,6 @@ test('a thread prepared ahead of an answer is the one that encodes it; preparing
   }
 });
 
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
-
 test('an encoding thread holds none of an answer it encoded once the answer is out', async () => {
   const worker = startModuleWorker('server/answerEncoder', { execArgv: [] });
   try {
@@ -125,12 +121,12 @@ test('an encoding thread holds none of an answer it encoded once the answer is o
     };
     // a buffer is counted by the thread that made it wherever it went since: the columns by this one, the chunks by the thread
     const held = async (): Promise<number> => {
-      collect();
       worker.postMessage({ memory: true });
       const m = await next();
       assert.ok('arrayBuffers' in m);
       return m.arrayBuffers + process.memoryUsage().arrayBuffers;
     };
+    collectGarbage();
     const before = await held();
     // ~19 MB of columns, moved to the thread as the server moves an all-lanes answer
     const answer = gpuAnswer(64, 20_000);
@@ -144,12 +140,7 @@ test('an encoding thread holds none of an answer it encoded once the answer is o
       Atomics.sub(control, 1, 1);
       Atomics.notify(control, 1);
     }
-    // buffers are freed by a sweep that may end a moment after the collection: looked at for up to 2 s
-    let kept = Infinity;
-    for (let tries = 0; tries < 40 && kept >= 2 << 20; tries++) {
-      if (tries > 0) await new Promise((r) => setTimeout(r, 50));
-      kept = (await held()) - before;
-    }
+    const kept = await settlesBelow(async () => (await held()) - before, 2 << 20);
     assert.ok(kept < 2 << 20, `the thread still holds ${kept} bytes of buffers`);
   } finally {
     await worker.terminate();

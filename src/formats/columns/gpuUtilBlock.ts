@@ -259,7 +259,6 @@ export class GpuUtilParser {
     this.lanes = lanes;
   }
 
-
   /** The node slice of the previous row of this chunk: consecutive rows usually share a node. */
   private prevNs = -1;
   private prevNe = -1;

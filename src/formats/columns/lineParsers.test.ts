@@ -7,8 +7,8 @@ import { GpuUtilBlock, GpuUtilParser } from './gpuUtilBlock.ts';
 import { EngineSeriesTable, LaneTable, StringTable } from './interning.ts';
 import { cursor, parsePythonJson, scanNumber } from './lineScan.ts';
 import { PhaseBlock, PhaseParser } from './phaseBlock.ts';
+import { collectGarbage } from '../../../test/support/collectGarbage.ts';
 
-/** How Python's json.dumps prints a float (repr): `.0` on integral values, 2-digit exponents. */
 /** `buf` parsed whole and through the lane view `view` by one parser: both blocks, their bad lines, the lines walked. */
 function wholeAndView(buf: Uint8Array, view: string) {
   const lanes = new LaneTable();
@@ -22,6 +22,7 @@ function wholeAndView(buf: Uint8Array, view: string) {
   return { lanes, whole, badWhole, view: viewBlock, badView, walked };
 }
 
+/** How Python's json.dumps prints a float (repr): `.0` on integral values, 2-digit exponents. */
 function pyFloat(x: number): string {
   if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
   const s = String(x);
@@ -303,10 +304,6 @@ test('a gpu_util value of -0 is kept as -0 (the compact unsigned columns would s
 });
 
 test('a gpu_util parser keeps no hold on the bytes it parsed: a long-lived parser would keep a piece of an hour alive', async () => {
-  const { setFlagsFromString } = await import('node:v8');
-  const { runInNewContext } = await import('node:vm');
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
   const parser = new GpuUtilParser(new LaneTable());
   const parsed = (): WeakRef<ArrayBufferLike> => {
     const text = Array.from({ length: 50 }, (_, i) => `{"ts":${1000 + i},"node":"10.0.0.${i % 3}","gpu":${i % 8},"util":50,"mem_mb":1,"power_w":2}`).join('\n') + '\n';
@@ -319,7 +316,7 @@ test('a gpu_util parser keeps no hold on the bytes it parsed: a long-lived parse
   const ref = parsed();
   for (let i = 0; i < 3 && ref.deref() !== undefined; i++) {
     await new Promise((r) => setImmediate(r));
-    gc();
+    collectGarbage();
   }
   assert.equal(ref.deref(), undefined, 'the parsed bytes were collected while the parser lives on');
   assert.ok(parser.lanes.size > 0, 'the parser is still in use');

@@ -4,9 +4,8 @@ import { once } from 'node:events';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { Worker } from 'node:worker_threads';
+import { collectGarbage, settlesBelow } from '../../../test/support/collectGarbage.ts';
 import { fixturePath } from '../../../test/support/fixtures.ts';
 import { ParsePool } from './parsePool.ts';
 
@@ -30,9 +29,6 @@ test('a parse thread that went away fails its job and is handed no other, so no 
   }
 });
 
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
-
 test('a parse thread holds none of the bytes it read once its job is answered', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rlsight-parse-memory-'));
   const pool = new ParsePool(1);
@@ -43,24 +39,20 @@ test('a parse thread holds none of the bytes it read once its job is answered', 
     const path = join(dir, '20261206_20.jsonl');
     writeFileSync(path, lines.join('\n') + '\n');
     assert.equal(pool.waitReady(), 1);
-    const before = pool.threadMemory(pool.idle());
-    assert.ok(before !== null);
+    const held = (): number => {
+      const bytes = pool.threadBufferBytes(pool.idle());
+      assert.ok(bytes !== null);
+      return bytes;
+    };
+    collectGarbage();
+    const before = held();
     for (const view of ['10.0.0.1:0', null]) {
       const slot = pool.idle();
       pool.submit(slot, { stream: 'gpu_util', path, offset: 0, view, rowsHint: 1000 });
       assert.notEqual(pool.wait(slot), 'failed');
-      // the answer's columns moved to this thread, and are counted where they were made until they are collected here
-      collect();
-      // buffers are freed by a sweep that may end a moment after the collection: looked at for up to 2 s
-      let held = Infinity;
-      for (let tries = 0; tries < 40 && held >= 2 << 20; tries++) {
-        if (tries > 0) await new Promise((r) => setTimeout(r, 50));
-        collect();
-        const after = pool.threadMemory(pool.idle());
-        assert.ok(after !== null);
-        held = after.arrayBuffers - before.arrayBuffers;
-      }
-      assert.ok(held < 2 << 20, `after a ${view === null ? 'whole' : 'view'} read the thread still holds ${held} bytes of buffers`);
+      // (the answer's columns moved to this thread are counted by the one that made them until they are collected here)
+      const kept = await settlesBelow(() => held() - before, 2 << 20);
+      assert.ok(kept < 2 << 20, `after a ${view === null ? 'whole' : 'view'} read the thread still holds ${kept} bytes of buffers`);
     }
   } finally {
     pool.close();

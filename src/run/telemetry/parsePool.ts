@@ -32,8 +32,7 @@ const port = workerData.port;
     parentPort.on('message', (job) => {
       try {
         if (job.memory === true) {
-          const m = process.memoryUsage();
-          port.postMessage({ ok: true, result: { heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers } });
+          port.postMessage({ ok: true, result: process.memoryUsage().arrayBuffers });
         } else {
           const r = mod.runParseJob(ctx, job);
           port.postMessage({ ok: true, result: r.result }, r.transfer);
@@ -67,12 +66,6 @@ interface Slot {
 
 export type SlotHandle = number;
 
-/** A parse thread's own memory, bytes (see `ParsePool.threadMemory`). */
-export interface ThreadMemory {
-  heapUsed: number;
-  external: number;
-  arrayBuffers: number;
-}
 
 export class ParsePool {
   private readonly slots: Slot[] = [];
@@ -133,15 +126,15 @@ export class ParsePool {
     s.worker.postMessage(job);
   }
 
-  /** The memory a started, idle thread holds (its own heap and buffers), blocking at most `timeoutMs`; null if it cannot say. */
-  threadMemory(slot: SlotHandle, timeoutMs = 10_000): ThreadMemory | null {
+  /** Bytes of buffers a started, idle thread made and holds (tests), blocking at most `timeoutMs`; null if it cannot say. */
+  threadBufferBytes(slot: SlotHandle, timeoutMs = 10_000): number | null {
     const s = this.slots[slot];
     if (s === undefined || s.busy || s.broken) return null;
     s.busy = true;
     s.expect = Atomics.load(s.flag, 1) + 1;
     s.worker.postMessage({ memory: true });
     const r = this.wait(slot, timeoutMs);
-    return r === 'failed' ? null : (r as unknown as ThreadMemory);
+    return r === 'failed' ? null : (r as unknown as number);
   }
 
   /** The slot's result if it is done (null = still working). A failed job yields `'failed'`. */
