@@ -1,6 +1,6 @@
 // The health board: one row per train step, one cell per known failure signal, each coloured by a threshold
 // and pointing at the evidence. Pure: it reads step tables, logged metrics and telemetry records handed to it.
-import type { MetricsRecord, TopologySnapshot } from '../run/model.ts';
+import type { MetricsRecord, PhaseEvent, StepPriority, TopologySnapshot } from '../run/model.ts';
 import type {
   Evidence,
   HealthAnswer,
@@ -13,7 +13,6 @@ import type {
   StepCoverage,
   Threshold,
 } from '../wire/index.ts';
-import type { RunSources } from './runAnswers.ts';
 import { BadArgument } from './limits.ts';
 import { ENTRY_PHASE, judgeStep } from './stragglers.ts';
 import type { TableRow } from '../wire/index.ts';
@@ -456,13 +455,28 @@ export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]):
     .map((f) => `step ${f.step}: ${f.signal} ${fmt(f.value, 4)} >= ${f.fire} (${f.detail})`);
 }
 
+/** What the board of an open run reads of it (the run's answers; named here, so the board depends on no more). */
+export interface HealthSources {
+  readPhases(): Promise<void>;
+  stepFacts(opts: { progressive: true } | { progressive: false; priority: StepPriority }): Promise<{
+    steps: { health: HealthStepFacts }[];
+    unread: number[];
+    coverage?: StepCoverage;
+    warnings: string[];
+  }>;
+  metricsRecords(): readonly MetricsRecord[];
+  topologySnapshots(): readonly TopologySnapshot[];
+  phaseEvents(): readonly PhaseEvent[];
+  startTs(): number | null;
+}
+
 /**
  * The board of an open run: every visible train step. A step still being written is skipped, and a damaged
  * step is a row marked damaged (its dump's signals show no data), each with a warning naming the file.
  * `progressive`: at once over the steps read so far, with their coverage (the others are read in the
  * background); else every step is read first (`rlsight health` reads them as asked).
  */
-export async function runHealth(run: RunSources, signals: readonly SignalSpec[] = DEFAULT_SIGNALS, opts: { progressive?: boolean } = {}): Promise<HealthAnswer> {
+export async function runHealth(run: HealthSources, signals: readonly SignalSpec[] = DEFAULT_SIGNALS, opts: { progressive?: boolean } = {}): Promise<HealthAnswer> {
   // the stragglers' phase hours (seconds on a big cold run) are parsed on the parse threads, the serving thread
   // answering others meanwhile; a board with no step read yet needs none of them and comes at once
   const phasesRead = opts.progressive ? run.readPhases() : null;

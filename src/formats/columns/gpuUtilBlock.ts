@@ -3,7 +3,7 @@ import type { LaneTable } from './interning.ts';
 import { ByteSliceMap } from './interning.ts';
 import { type BlockColumns, type Column, ColumnBlock, type ColumnsOf } from './columnBlock.ts';
 import type { BadLine } from './lineScan.ts';
-import { type TimeBounds, UNBOUNDED } from './hourBlock.ts';
+import { type TimeBounds, UNBOUNDED } from './timeBounds.ts';
 import { gpuRowProblem, tsHorizon } from './valueDomain.ts';
 import { bytesOf, cursor, decodeLine, hasExactKeys, isInt, isNum, lineEnd, matchBytes, scanNumber, scanNumberAfter, scanPlainString, UNDECODED, utf8Slice } from './lineScan.ts';
 

@@ -2,6 +2,7 @@
 // blocks are made, parsed (whole or a view), adopted from a parse thread and exported for the partition cache.
 import type { BadLine } from './lineScan.ts';
 import type { ParsedColumns } from './parsedColumns.ts';
+import type { TimeBounds } from './timeBounds.ts';
 
 /** What every block type offers the reader. */
 export interface HourBlock {
@@ -15,19 +16,6 @@ export interface HourBlock {
   view?: string | null;
   trim(): void;
   bytesResident(): number;
-}
-
-/** The stamps a selective read must keep every row of: `[from, to]` (an infinite end: no bound on that side). */
-export interface TimeBounds {
-  readonly from: number;
-  readonly to: number;
-}
-
-export const UNBOUNDED: TimeBounds = { from: -Infinity, to: Infinity };
-
-/** Whether a read within `held` keeps every row a read within `wanted` keeps. */
-export function boundsCover(held: TimeBounds, wanted: TimeBounds): boolean {
-  return held.from <= wanted.from && held.to >= wanted.to;
 }
 
 /** How one stream's blocks are made and filled. */

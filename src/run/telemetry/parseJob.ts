@@ -11,7 +11,7 @@ import { PartitionCache } from './partitionCache.ts';
 import type { PartitionedStream } from './records.ts';
 import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from '../../formats/columns/recordBlock.ts';
 import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
-import type { TimeBounds } from '../../formats/columns/hourBlock.ts';
+import type { TimeBounds } from '../../formats/columns/timeBounds.ts';
 
 export interface ParseJob {
   stream: PartitionedStream;

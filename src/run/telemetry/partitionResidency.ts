@@ -6,7 +6,8 @@ import type { FileStat } from './io.ts';
 import type { PersistedParses } from './partitionCache.ts';
 import type { CachedPartition } from '../../formats/columns/colsFile.ts';
 import type { PartitionFile } from './partitionListing.ts';
-import { boundsCover, type HourBlock, type TimeBounds, UNBOUNDED } from '../../formats/columns/hourBlock.ts';
+import type { HourBlock } from '../../formats/columns/hourBlock.ts';
+import { boundsCover, type TimeBounds, UNBOUNDED } from '../../formats/columns/timeBounds.ts';
 import type { PartitionedStream } from './records.ts';
 
 export interface CacheEntry<B> {
