@@ -68,6 +68,13 @@ describe('pickle resource limits', () => {
     assert.ok(Array.isArray(unpickle(Uint8Array.from([0x80, 4, ...parts, 0x2e]), { file: 'x' }).value));
   });
 
+  it('refuses nesting reached through a shared memo reference: a 600-deep list held again 600 levels down', () => {
+    const d = 600;
+    // outer = [A, B]: A a list nested d deep (memo 0); B a chain d deep whose innermost list holds A again
+    const b = pickle([0x5d], repeat([0x5d], d), repeat([0x61], d - 1), [0x71, 0, 0x61], repeat([0x5d], d), [0x68, 0], repeat([0x61], d), [0x61]);
+    assert.throws(() => unpickle(b, { file: 'shared.pkl' }), (e: unknown) => e instanceof PickleError && /nested deeper than 1000 levels/.test(e.message));
+  });
+
   it('a list holding itself is a cycle, not an endless depth', () => {
     // EMPTY_LIST BINPUT 0 BINGET 0 APPEND
     const v = unpickle(pickle([0x5d, 0x71, 0, 0x68, 0, 0x61]), { file: 'x' }).value as unknown[];

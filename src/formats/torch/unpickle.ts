@@ -1023,7 +1023,8 @@ export class Unpickler {
    * Fails when containers nest deeper than PICKLE_LIMITS.maxNesting. Every reader of a value walks it
    * recursively somewhere (String(), JSON, the dump decoders), so a deeper value would overflow the stack
    * there. A depth-first walk enters each container once (memo references make a DAG, not a tree; a
-   * container that holds itself is a cycle, not depth) and fails when its path would grow past the limit.
+   * container that holds itself is a cycle, not depth) and keeps the levels below each one it finished: a
+   * container met again adds those levels to the path that meets it.
    */
   private checkNesting(root: PyValue): void {
     const limit = PICKLE_LIMITS.maxNesting;
@@ -1039,20 +1040,31 @@ export class Unpickler {
     const isNode = (v: unknown): v is object =>
       typeof v === 'object' && v !== null && !ArrayBuffer.isView(v) && !(v instanceof Tensor) && !(v instanceof Storage);
     if (!isNode(root)) return;
-    // One set of the containers entered, on the path or done with: one lookup and one insertion each.
-    const entered = new Set<object>([root]);
-    const frames: { kids: unknown[]; next: number }[] = [{ kids: children(root), next: 0 }];
+    const tooDeep = (): never => this.failAt(`containers nested deeper than ${limit} levels`);
+    // Containers entered: on the path (undefined) or done with (their levels, themselves included).
+    const levels = new Map<object, number | undefined>([[root, undefined]]);
+    const frames: { node: object; kids: unknown[]; next: number; below: number }[] = [{ node: root, kids: children(root), next: 0, below: 0 }];
     while (frames.length > 0) {
       const f = frames[frames.length - 1];
       if (f.next < f.kids.length) {
         const k = f.kids[f.next++];
-        if (!isNode(k) || entered.has(k)) continue;
-        if (frames.length >= limit) this.failAt(`containers nested deeper than ${limit} levels`);
-        entered.add(k);
-        frames.push({ kids: children(k), next: 0 });
+        if (!isNode(k)) continue;
+        if (levels.has(k)) {
+          const done = levels.get(k);
+          if (done === undefined) continue; // a cycle
+          if (frames.length + done > limit) tooDeep();
+          if (done > f.below) f.below = done;
+          continue;
+        }
+        if (frames.length >= limit) tooDeep();
+        levels.set(k, undefined);
+        frames.push({ node: k, kids: children(k), next: 0, below: 0 });
         continue;
       }
       frames.pop();
+      levels.set(f.node, f.below + 1);
+      const parent = frames[frames.length - 1];
+      if (parent !== undefined && f.below + 1 > parent.below) parent.below = f.below + 1;
     }
   }
 
