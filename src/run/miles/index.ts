@@ -50,13 +50,11 @@ class MilesRun implements RunModel {
     this.roots = [dir, ...(cacheDir ? [cacheDir] : [])];
     this.warmUp = new BackgroundWarmUp(telemetry, cacheDir !== null);
     // once a server is asked anything, the thread of the first step read gets ready while the viewer loads
-    // (for the first run opened only: a server of many runs starts one such thread, not one per run)
+    // (for the first run opened that has a step to read: a server of many runs starts one such thread, not one per run)
     void foreground
       .firstRequest()
       .then(() => {
-        if (spareTaken) return;
-        spareTaken = true;
-        dumps.prepareDecodeWorker();
+        if (!spareTaken) spareTaken = dumps.prepareDecodeWorker();
       })
       .catch(() => {});
     this.tokenizerDir = isDir(join(dir, 'tokenizer'));

@@ -146,9 +146,9 @@ export class DumpReader {
   /**
    * Starts a decode worker for the newest train step's first read ahead of it (see RolloutDumpReader.prepareWorker),
    * at once: the newest step by name from one blocking listing, not the discovery's stat of every step (at a
-   * server's first request those wait behind its answer, and the worker's start with them).
+   * server's first request those wait behind its answer, and the worker's start with them). Whether one started.
    */
-  prepareDecodeWorker(): void {
+  prepareDecodeWorker(): boolean {
     let newest = -1;
     try {
       for (const name of readdirSync(join(this.files.runDir, ROLLOUT_DIR))) {
@@ -156,9 +156,9 @@ export class DumpReader {
         if (step !== null && step !== 'not a step' && !step.evaluation && step.id > newest) newest = step.id;
       }
     } catch {
-      return; // no rollout dumps to decode
+      return false; // no rollout dumps to decode
     }
-    if (newest >= 0) this.rollouts.prepareWorker(newest, false);
+    return newest >= 0 && this.rollouts.prepareWorker(newest, false);
   }
 
   /** Whether a decode worker started ahead of need still waits for a step read. */

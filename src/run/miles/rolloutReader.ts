@@ -207,16 +207,16 @@ export class RolloutDumpReader {
    * the first step read then does not wait for a thread to start and load its modules. Once only; an idle
    * spare never keeps the process alive.
    */
-  prepareWorker(rolloutId: number, evaluation: boolean): void {
-    if (this.spareStarted) return;
+  prepareWorker(rolloutId: number, evaluation: boolean): boolean {
+    if (this.spareStarted) return false;
     this.spareStarted = true;
     let size = 0;
     try {
       size = statSync(join(this.files.runDir, rolloutFile(rolloutId, evaluation))).size;
     } catch {
-      return;
+      return false;
     }
-    if (size <= this.offThreadAbove || this.closed) return;
+    if (size <= this.offThreadAbove || this.closed) return false;
     const worker = startModuleWorker('run/miles/rolloutDecodeWorker');
     worker.unref();
     worker.once('exit', () => {
@@ -224,6 +224,7 @@ export class RolloutDumpReader {
     });
     worker.on('error', () => {});
     this.spare = worker;
+    return true;
   }
 
   /**
