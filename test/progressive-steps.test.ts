@@ -169,6 +169,10 @@ describe('progressive step-wide answers', () => {
     await answers.advance();
     const h2 = JSON.parse((await get(app, '/api/rlsight/health')).text) as HealthAnswer;
     assert.deepEqual(h2.coverage, { steps_done: 2, steps_total: 3, unread: [[1, 1]] });
+    // step 2 is never compared with step 0 across the step not read between them
+    const row2 = h2.rows.find((r) => r.step === 2)!;
+    assert.equal(row2.cells.reward_jump.detail, 'previous step not read yet');
+    assert.equal(row2.cells.length_jump.detail, 'previous step not read yet');
     await answers.stepFactsSettled();
     assert.equal((await get(app, '/api/rlsight/health')).text, complete.health);
     assert.deepEqual(again.reads.map((r) => r.step), [1]);

@@ -1,5 +1,4 @@
 // Per-sample, per-group and per-step views of one rollout step (the rollouts table and the dump/* metrics).
-import { DumpStillWriting } from '../run/errors.ts';
 import { BadArgument } from './limits.ts';
 import type { SampleRecord, StepRecords, TrainDigest } from '../run/model.ts';
 import type { StepAggregateMetric } from '../wire/metrics.ts';
@@ -301,17 +300,4 @@ export function stepTables(step: StepRecords): { summary: RolloutTable; groups: 
     tables.set(step, t);
   }
   return t;
-}
-
-/** Reads one step's table, or null when its dump is still being written (a run-wide answer skips it). */
-export async function readableStep<T>(read: () => Promise<T>, step: number, warnings: string[]): Promise<T | null> {
-  try {
-    return await read();
-  } catch (e) {
-    if (e instanceof DumpStillWriting) {
-      warnings.push(`step ${step}: ${e.message}`);
-      return null;
-    }
-    throw e;
-  }
 }

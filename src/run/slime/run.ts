@@ -207,19 +207,20 @@ export class SlimeRun implements SampleDumpSource {
     }
   }
 
-  /**
-   * Changes whenever a file the step's dump may come from changes: the device, inode, size and mtime of its
-   * file (and of any file named without an id, which may turn out to hold it).
-   */
+  /** The files a step's dump may come from: its own, and any named without an id (which may turn out to hold it). */
+  private stepFiles(rolloutId: number, evaluation: boolean): SlimeDumpFile[] {
+    return this.files.filter((f) => f.evaluation === evaluation && (f.rolloutId === rolloutId || f.rolloutId === null));
+  }
+
   /** Bytes of the dump files a train step's read decodes. */
   async bytes(rolloutId: number): Promise<number> {
-    const files = this.files.filter((f) => !f.evaluation && (f.rolloutId === rolloutId || f.rolloutId === null));
-    const sizes = await Promise.all(files.map((f) => stat(f.path).then((st) => st.size, () => 0)));
+    const sizes = await Promise.all(this.stepFiles(rolloutId, false).map((f) => stat(f.path).then((st) => st.size, () => 0)));
     return sizes.reduce((a, b) => a + b, 0);
   }
 
+  /** Changes whenever a file the step's dump may come from changes: the device, inode, size and mtime of each. */
   async stamp(rolloutId: number, evaluation: boolean): Promise<string> {
-    const files = this.files.filter((f) => f.evaluation === evaluation && (f.rolloutId === rolloutId || f.rolloutId === null));
+    const files = this.stepFiles(rolloutId, evaluation);
     const parts = await Promise.all(
       files.map((f) =>
         stat(f.path).then(
