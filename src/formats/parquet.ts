@@ -187,7 +187,7 @@ export class ParquetFile {
 
   /**
    * Row `row` of the named columns (every column when none are named), as `readRows(row, row + 1)` gives it:
-   * of each column chunk only the pages up to the row are read, and of those only the row's values decoded.
+   * each column chunk is read whole, its pages up to the row passed by their headers, and only the row's values decoded.
    * Columns of another shape or encoding (see parquetRow.ts) come from a decode of the row group.
    */
   async readRow(row: number, columns?: string[]): Promise<ParquetRow> {
@@ -227,12 +227,12 @@ export class ParquetFile {
   async findRows(column: string, value: number): Promise<number[]> {
     const out: number[] = [];
     const stats = this.statsOf(column);
+    const node = parquetSchema(this.base).children.find((c) => c.element.name === column);
     for (const [k, g] of this.rowGroups.entries()) {
       const st = stats[k];
       if (st && (value < Number(st.min) || value > Number(st.max))) continue;
       // a plain column's values straight from its pages (else the row group's decode of it)
       let values: ArrayLike<unknown> | typeof UNSUPPORTED = UNSUPPORTED;
-      const node = parquetSchema(this.base).children.find((c) => c.element.name === column);
       try {
         const found = node && (await this.columnChunk(k, node));
         if (found) values = chunkColumn(found.chunk, found.meta, found.shape, this.compressors);
