@@ -131,7 +131,8 @@ export class StepFactsKeeper {
       throw failure;
     }
     const unread = steps.filter((s) => !this.known.has(s)).reverse();
-    if (unread.length > 0 && (await this.cheap(unread))) {
+    // (while the background read runs, the unread steps are not weighed again at every ask)
+    if (unread.length > 0 && this.sweeping === null && (await this.cheap(unread))) {
       for (const step of unread) if (!this.known.has(step)) await this.read(step, 'asked');
     } else if (unread.length > 0) this.sweep();
     return this.answer(steps);
