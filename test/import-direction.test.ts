@@ -55,7 +55,7 @@ describe('import direction', () => {
       'src/server/run.ts': "import { SlimeRunModel } from '../run/slime/index.ts';\nimport type { RunModel } from '../run/model.ts';\n",
       'src/commands/trace.ts': "import { readSlimeDump } from '../run/slime/dump.ts';\nimport { openDumpFile } from '../run/open.ts';\n",
       'src/queries/ok.test.ts': "import { writeFileSync } from 'node:fs';\n",
-      'src/wire/meta.ts': "import { z } from 'zod';\n",
+      'src/wire/meta.ts': "import * as z from 'zod';\n",
       'web/views/a.tsx': "import { meta } from '../../src/wire/index.ts';\nimport type { Fleet } from '../../src/queries/fleet.ts';\n",
       'web/views/b.tsx': "import type { Meta } from '../../src/wire/index.ts';\nimport { h } from 'preact';\n",
       'web/views/c.tsx': "const load = () => import('../../src/server/listen.ts');\n",

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ageTree, copyFixtureRun, diffJson, loadGoldens, type Golden, type RunCopy } from './support/fixtures.ts';
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import { z } from 'zod';
+import * as z from 'zod';
 import { dumpMetricSeries } from '../src/queries/metrics.ts';
 import { DumpStillWriting, NotFound, RefusedOption } from '../src/run/errors.ts';
 import { BadArgument } from '../src/queries/limits.ts';

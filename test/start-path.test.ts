@@ -69,6 +69,11 @@ describe('the start path of rlsight serve', () => {
     assert.ok(loaded.length > 10, `${loaded.length} modules recorded`);
     assert.deepEqual(NOT_ON_START_PATH.filter((p) => packages.has(p)), []);
   });
+
+  test("bundles zod's messages in English only (a namespace import lets the bundler leave its other locales out)", () => {
+    const bundled = loaded.filter((u) => u.includes('/dist/')).flatMap((u) => [...readFileSync(new URL(u), 'utf8').matchAll(/^\/\/ node_modules\/zod\/v4\/locales\/([\w-]+)\.js$/gm)].map((m) => m[1]));
+    assert.deepEqual([...new Set(bundled)], ['en']);
+  });
 });
 
 test('the installed command starts node with the C allocator settings its `#!` line names', async () => {

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
 
 export interface CollectorInfo {

@@ -4,7 +4,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { z } from 'zod';
+import * as z from 'zod';
 import { isStreamName, STREAMS } from '../formats/dashboard/layout.ts';
 import type { BatchId, Collector } from './collector.ts';
 import { SAMPLES_STREAM } from './sampleSteps.ts';

@@ -2,7 +2,7 @@
 // (`/api/rlsight/export/{metrics,rollout/{id},sample/{id}/{index}}`), search and the diffs.
 import type { Context, Hono } from 'hono';
 import { stream } from 'hono/streaming';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { TableFormat } from '../queries/exports.ts';
 import { DEFAULT_SIGNALS, runHealth, type SignalSpec } from '../queries/health.ts';

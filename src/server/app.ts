@@ -19,7 +19,7 @@ import { failureResponse, unknownRun } from './errors.ts';
 import { EventFeed, mountEvents } from './events.ts';
 import { jsonResponse } from './json.ts';
 import { parseParams } from './params.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
 import { mountRollout } from './rollout.ts';

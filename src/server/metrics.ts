@@ -1,7 +1,7 @@
 // `/api/metrics` (scalar series per step), `/api/advisory` (run-health alarms and tuning advice, the
 // reference's body) and `/api/rlsight/advisory` (the same advisories, each with the window and lanes it concerns).
 import type { Hono } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import { metricKeyList } from '../queries/metrics.ts';
 import { scrubPaths } from './errors.ts';
 import { jsonResponse, markPartial, withWarnings } from './json.ts';

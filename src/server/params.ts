@@ -1,6 +1,6 @@
 // Query and path parameters, validated with zod at the edge from the limits the queries export; every
 // failure is a BadArgument (400) naming the parameter.
-import { z } from 'zod';
+import * as z from 'zod';
 import { type IntLimit, limitProblem, windowProblem } from '../queries/limits.ts';
 import { BadArgument } from '../queries/limits.ts';
 

@@ -1,7 +1,7 @@
 // `/api/rollout/{id}/…`: step summary and groups, lifecycle lanes, one sample's conversation and tokens.
 import { NoConversationRecorded, noConversation } from '../queries/messages.ts';
 import type { Hono } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import { jsonResponse, PARTIAL_HEADER } from './json.ts';
 import { answerSignal } from './sharedAnswers.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';

@@ -1,6 +1,6 @@
 // `/api/timeline/*` (and rlsight's `/api/rlsight/lanes`): topology, phases, GPU and engine series, heatmap, fleet, outliers, bubbles.
 import type { Hono } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import { FLEET_X_BUCKETS, HEATMAP_X_BUCKETS, OUTLIER_TOP_K, SERIES_MAX_POINTS } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { answerPool, gpuColumnsResponse, typedJsonResponse } from './answerPool.ts';

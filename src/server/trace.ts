@@ -2,7 +2,7 @@
 // `/api/rlsight/trace/details` (one sample's items with every attr). A run without traces answers
 // `has_traces: false` (and 404 for details).
 import type { Hono } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import { windowProblem } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { BadArgument } from '../queries/limits.ts';

@@ -1,6 +1,6 @@
 // Each stream's line back into its record, strictly as miles' reader takes it (`cls(**data)`): every
 // declared key present, no other key, values of the declared types. A failure names the field.
-import { z } from 'zod';
+import * as z from 'zod';
 import { PyFloat, parsePyJson, PyJsonError, type PyJson } from '../pythonJson.ts';
 import type { StreamName } from './layout.ts';
 import type { MetricValue, StreamRecord } from './records.ts';
