@@ -99,10 +99,10 @@ export function readLastCompleteLine(path: string, maxBytes = 65536): Buffer | n
   });
 }
 
-/** Bytes `[start, start + length)` of a file (fewer at EOF; empty when missing). */
-export function readRange(path: string, start: number, length: number): Buffer {
+/** Bytes `[start, start + length)` of a file (fewer at EOF; empty when missing), read into `into` when it is long enough (the answer is then a view of it). */
+export function readRange(path: string, start: number, length: number, into?: Buffer): Buffer {
   return withOpenFile(path, Buffer.alloc(0), (fd) => {
-    const buf = Buffer.allocUnsafe(Math.max(0, length));
+    const buf = into !== undefined && into.length >= length ? into.subarray(0, Math.max(0, length)) : Buffer.allocUnsafe(Math.max(0, length));
     const n = readSync(fd, buf, 0, buf.length, start);
     return buf.subarray(0, n);
   });

@@ -18,8 +18,8 @@ export interface TelemetryIo {
   readText(path: string): string;
   /** Complete lines from `offset` to the current end, in chunks of whole lines (see jsonlTail). */
   readLines(path: string, offset: number, onChunk: (chunk: TailChunk) => void): TailResult;
-  /** Bytes `[start, start + length)` (fewer at the end; empty when missing). */
-  readRange(path: string, start: number, length: number): Buffer;
+  /** Bytes `[start, start + length)` (fewer at the end; empty when missing), in `into` when it is long enough. */
+  readRange(path: string, start: number, length: number, into?: Buffer): Buffer;
   /** The first complete line within the first 64 KiB, or null. */
   firstLine(path: string): Buffer | null;
   /** The last complete line within the final 64 KiB, or null. */

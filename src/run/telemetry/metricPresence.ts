@@ -46,6 +46,8 @@ export class EngineMetricPresence {
     const out = new Set<string>();
     const files = reader.files();
     const sampleable = sampledHours(files.length);
+    // One buffer for every sampled range: each is scanned before the next is read.
+    let scratch: Buffer | undefined;
     files.forEach((f, i) => {
       const whole = reader.isCached(f.key) ? reader.block(f) : null;
       if (whole !== null) {
@@ -67,11 +69,12 @@ export class EngineMetricPresence {
         }
         if (!sampleable.has(i)) return;
         const names = new Set<string>();
-        const head = this.io.readRange(f.path, 0, Math.min(MIB, f.size));
+        scratch ??= Buffer.allocUnsafe(MIB);
+        const head = this.io.readRange(f.path, 0, Math.min(MIB, f.size), scratch);
         metricNamesIn(head, 0, head.lastIndexOf(10) + 1, names);
         if (f.size > MIB) {
           const from = Math.max(MIB, f.size - MIB);
-          const tail = this.io.readRange(f.path, from, f.size - from);
+          const tail = this.io.readRange(f.path, from, f.size - from, scratch);
           metricNamesIn(tail, tail.indexOf(10) + 1, tail.lastIndexOf(10) + 1, names);
         }
         this.sampled.set(f.key, (sample = { size: f.size, names }));
@@ -82,27 +85,58 @@ export class EngineMetricPresence {
   }
 }
 
-/** A metric name on a line: `"metric":"…"` with JSON string escapes, not crossing a line end. */
-const METRIC_RE = /"metric":"((?:[^"\\\n]|\\[^\n])*)"/g;
+const METRIC_KEY = '"metric":"';
 
 /**
- * Adds the metric names of the lines in `buf[start, end)` (decoded like JSON strings). The bytes are
- * decoded once and scanned by one regular expression (compiled to machine code): this runs on the start
- * path, before a byte-scanning loop written here would have been optimised.
+ * Adds the metric names of the lines in `buf[start, end)` (decoded like JSON strings). This runs on the
+ * start path over megabytes where a few dozen names repeat, so no string is made per line: the bytes are
+ * read as one Latin-1 string (a plain copy), each name's position is found by the native search and
+ * compared in place with the names already seen, starting with the one after the last found (a scraper
+ * writes its families in the same order every tick). Only a new name is cut out and decoded as UTF-8.
  */
 function metricNamesIn(buf: Buffer, start: number, end: number, into: Set<string>): void {
   if (end <= start) return;
-  const text = buf.toString('utf8', start, end);
-  let last = '';
-  METRIC_RE.lastIndex = 0;
-  for (let m = METRIC_RE.exec(text); m !== null; m = METRIC_RE.exec(text)) {
-    const raw = m[1]!;
-    if (raw === last) continue;
-    last = raw;
+  const text = buf.toString('latin1', start, end);
+  const seen: string[] = [];
+  let next = 0;
+  for (let at = text.indexOf(METRIC_KEY); at !== -1; at = text.indexOf(METRIC_KEY, at)) {
+    at += METRIC_KEY.length;
+    let hit = -1;
+    for (let k = 0; k < seen.length; k++) {
+      const i = (next + k) % seen.length;
+      const name = seen[i]!;
+      if (text.charCodeAt(at + name.length) === 34 && text.startsWith(name, at)) {
+        hit = i;
+        break;
+      }
+    }
+    if (hit !== -1) {
+      next = hit + 1;
+      at += seen[hit]!.length + 1;
+      continue;
+    }
+    const close = closingQuote(text, at);
+    if (close === -1) continue; // cut or corrupt line: a whole read reports it
+    const raw = text.slice(at, close);
+    seen.push(raw);
+    next = seen.length;
+    at = close + 1;
     try {
-      into.add(raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw);
+      const utf8 = Buffer.from(raw, 'latin1').toString('utf8');
+      into.add(utf8.includes('\\') ? (JSON.parse(`"${utf8}"`) as string) : utf8);
     } catch {
       // not a JSON string: the line is corrupt, a whole read reports it
     }
   }
+}
+
+/** Where the JSON string whose body starts at `from` ends (its closing quote), or -1 if a line end or the text's end comes first. */
+function closingQuote(text: string, from: number): number {
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) return i;
+    if (c === 10) return -1;
+    if (c === 92 && text.charCodeAt(++i) === 10) return -1;
+  }
+  return -1;
 }

@@ -83,17 +83,17 @@ describe('TelemetryStore on the demo run', () => {
 });
 
 describe('engine metric names present', () => {
-  test('a big cold hour is named from its first and last MiB (escaped names decoded, cut lines ignored)', () => {
+  test('a big cold hour is named from its first and last MiB (escaped and non-ASCII names decoded, cut lines ignored)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rlsight-engnames-'));
     try {
       const line = (metric: string, ts: number) => `${JSON.stringify({ ts, addr: 'http://a:1', metric, labels: {}, value: 1 })}\n`;
       const filler = (metric: string) => line(metric, 997300.5).repeat(Math.ceil((1.2 * 2 ** 20) / line(metric, 997300.5).length));
       const body =
-        line('sglang_num_running_reqs', 997201) + line('sglang_prompt_tokens_total', 997201) + filler('head') + line('only_in_the_middle', 997300.5) + filler('tail') + line('sglang_e2e_request_latency_seconds_count', 997400) + line('we"ird', 997400);
+        line('sglang_num_running_reqs', 997201) + line('sglang_prompt_tokens_total', 997201) + filler('head') + line('only_in_the_middle', 997300.5) + filler('tail') + line('sglang_e2e_request_latency_seconds_count', 997400) + line('we"ird', 997400) + line('débit_µs', 997400) + line('head', 997400) + line('débit_µs', 997400);
       mkdirSync(join(dir, 'engine_series'));
       writeFileSync(join(dir, 'engine_series', '19700112_13.jsonl'), body);
       const store = TelemetryStore.open(dir);
-      assert.deepEqual(store.engineMetricsPresent(), ['head', 'sglang_e2e_request_latency_seconds_count', 'sglang_num_running_reqs', 'sglang_prompt_tokens_total', 'tail', 'we"ird']);
+      assert.deepEqual(store.engineMetricsPresent(), ['débit_µs', 'head', 'sglang_e2e_request_latency_seconds_count', 'sglang_num_running_reqs', 'sglang_prompt_tokens_total', 'tail', 'we"ird']);
       assert.deepEqual(store.partitions.engine_series.cachedKeys(), [], 'nothing parsed');
       store.engineSeriesBlocks();
       assert.ok(store.engineMetricsPresent().includes('only_in_the_middle'), 'a resident hour is exact');
