@@ -9,6 +9,7 @@ import { openRunModel } from '../../src/run/open.ts';
 import { startServer, type RunningServer } from '../../src/server/listen.ts';
 import { copyFixtureRun, type RunCopy } from '../support/fixtures.ts';
 import { heldSteps, type HeldSteps } from '../support/heldSteps.ts';
+import { fmtNum } from '../../web/format.ts';
 import { ensureWebBuilt, hasChromium, launch, screenshot } from './harness.ts';
 
 declare const window: { __sameDocument?: boolean };
@@ -102,6 +103,30 @@ describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' },
       s.held.release();
       await coverage.waitFor({ state: 'detached', timeout: 30_000 });
       assert.equal(await page.evaluate(() => window.__sameDocument), true, 'without a reload');
+      await page.close();
+    } finally {
+      await stop(s);
+    }
+  });
+
+  test("a step's dump/* figures above its samples wait for that step alone, not for the run's other steps", async () => {
+    const s = await serve();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const asked: string[] = [];
+      page.on('request', (r) => r.url().includes('/api/metrics') && asked.push(r.url()));
+      await page.goto(`${s.server.url}#/rollout/1`);
+      await page.locator('[data-testid=samples-table] tbody tr').first().waitFor({ timeout: 30_000 });
+      // the newest step is read first in the background, then this one: its figures show before step 0 is read
+      await s.held.letOneGo();
+      await s.held.letOneGo();
+      const figures = page.locator('[data-testid=dump-summary]');
+      await figures.waitFor({ timeout: 30_000 });
+      const shown = (await figures.locator('.stat[title="dump/reward_mean"] .v').innerText()).trim();
+      s.held.release();
+      const complete = (await (await fetch(`${s.server.url}api/metrics?keys=dump/reward_mean&x=rollout/step`)).json()) as Record<string, { x: number[]; y: number[] }>;
+      assert.equal(shown, fmtNum(complete['dump/reward_mean']!.y[complete['dump/reward_mean']!.x.indexOf(1)]));
+      assert.ok(asked.length > 0 && asked.every((u) => new URL(u).searchParams.get('progressive') === 'true'), asked.join(' '));
       await page.close();
     } finally {
       await stop(s);
