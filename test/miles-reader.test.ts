@@ -216,6 +216,45 @@ describe('a step previewed while its train side is joined', () => {
   });
 });
 
+describe("a step's first samples", () => {
+  it("come ahead of the rest of its dump, as whole groups in batch order, each row the summary's", async () => {
+    const run = copyFixtureRun();
+    try {
+      const whole = await (await openReader(run.dir)).summary(1);
+      const reader = await openReader(run.dir, { decodeOffThreadAbove: 0, previewFirstSamples: 6, textSliceOpcodes: 50 });
+      const [first, rest] = await Promise.all([reader.summaryPreview(1, false, true), reader.summaryPreview(1)]);
+      assert.equal(first.first_samples, true);
+      assert.equal(first.train_pending, true);
+      // six asked, but the sixth and seventh are of a group the dump has not finished: the first group alone
+      assert.deepEqual(
+        first.rows.map((r) => r.group_index),
+        [0, 0, 0, 0],
+      );
+      const rolloutSide = ['sample_index', 'group_index', 'status', 'reward', 'response_length', 'total_length', 'weight_version', 'staleness'];
+      const sideOf = (rows: typeof whole.rows) => rows.map((r) => rolloutSide.map((c) => r[c]));
+      assert.deepEqual(sideOf(first.rows), sideOf(whole.rows.slice(0, 4)));
+      assert.equal(rest.first_samples, undefined, 'a preview not asked for the first samples waits for all of them');
+      assert.deepEqual(sideOf(rest.rows), sideOf(whole.rows));
+      // once the step is read, the first samples are the summary
+      assert.deepEqual(await reader.summaryPreview(1, false, true), whole);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('are not handed out ahead when none are asked for', async () => {
+    const run = copyFixtureRun();
+    try {
+      const reader = await openReader(run.dir, { decodeOffThreadAbove: 0, previewFirstSamples: 0, textSliceOpcodes: 50 });
+      const preview = await reader.summaryPreview(1, false, true);
+      assert.equal(preview.first_samples, undefined);
+      assert.equal(preview.rows.length, 32);
+    } finally {
+      run.dispose();
+    }
+  });
+});
+
 describe('a step whose preview someone waits for', () => {
   it('decodes its rollout dump alone first: no rank file is joined before the preview is out', async () => {
     const run = copyFixtureRun();
@@ -272,7 +311,7 @@ describe('a spare decode worker reading a step catalog for a token read', () => 
     const { storageCatalogOf } = await import('../src/run/miles/trainStep.ts');
     try {
       const files = new DumpFiles(run.dir, run.dir, null, () => {}, Date.now);
-      const rollouts = new RolloutDumpReader(files, 0, undefined);
+      const rollouts = new RolloutDumpReader(files, 0, undefined, 0);
       assert.equal(rollouts.catalogHelper(['x'], [false]), null, 'none without a spare');
       await rollouts.prepareWorker(1, false);
       const names = readdirSync(join(run.dir, 'train_data')).filter((n) => n.startsWith('1_'));

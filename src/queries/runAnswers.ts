@@ -114,7 +114,7 @@ export interface RunSources {
   /** `signal`: the asker may leave (a step read no one waits for is dropped before it begins). */
   summary(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable>;
   /** The summary as soon as the step's samples are decoded (`train_pending` while its train side is joined). */
-  summaryPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutPreview>;
+  summaryPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal, first?: boolean): Promise<RolloutPreview>;
   groups(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable>;
   trajectories(rolloutId: number, sampleIndex?: number): Promise<Trajectories>;
   /** rlsight's own: the train step whose batch holds a sample, and its lifecycle there. */
@@ -597,11 +597,12 @@ export class RunAnswers implements RunSources {
     return stepTables(await this.model.step(rolloutId, evaluation, 'asked', signal)).summary;
   }
 
-  async summaryPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutPreview> {
+  async summaryPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal, first = false): Promise<RolloutPreview> {
     if (!this.model.stepPreview) return this.summary(rolloutId, evaluation, signal);
-    const { records, complete } = await this.model.stepPreview(rolloutId, evaluation, signal);
+    const { records, complete, partial } = await this.model.stepPreview(rolloutId, evaluation, signal, first);
     const summary = stepTables(records).summary;
-    return complete ? summary : { ...summary, train_pending: true };
+    if (complete) return summary;
+    return partial ? { ...summary, train_pending: true, first_samples: true } : { ...summary, train_pending: true };
   }
 
   async groups(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<RolloutTable> {

@@ -232,10 +232,11 @@ export interface RunModel {
   step(rolloutId: number, evaluation: boolean, priority?: StepPriority, signal?: AbortSignal): Promise<StepRecords>;
   /**
    * The step's samples as soon as its rollout side is decoded, before its train side is joined (`complete`
-   * false: no digests yet), or the complete step once it is known; fails as `step` does. Formats that read a
-   * step in one piece leave it out (their `step` is the preview).
+   * false: no digests yet), or the complete step once it is known; fails as `step` does. With `first`, the
+   * step's first samples (whole groups, `partial` true) when they are decoded ahead of the rest. Formats that
+   * read a step in one piece leave it out (their `step` is the preview).
    */
-  stepPreview?(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<{ records: StepRecords; complete: boolean }>;
+  stepPreview?(rolloutId: number, evaluation: boolean, signal?: AbortSignal, first?: boolean): Promise<{ records: StepRecords; complete: boolean; partial: boolean }>;
   /**
    * Bytes a cold read of a train step decodes (its dumps), counted until `atMost` is passed: a step-wide answer
    * reads steps this cheap at once instead of answering without them. Formats that cannot tell leave it out.

@@ -260,7 +260,15 @@ describe('answers', () => {
   test('a step preview still waiting for its train side says so in a header (never kept), a complete one does not', async () => {
     const table = { rollout_id: 3, evaluation: false, columns: ['sample_index'], rows: [{ sample_index: 0 }] };
     let pending = true;
-    const app = createApp({ run: stubRun({ summaryPreview: async () => (pending ? { ...table, train_pending: true as const } : table) }) });
+    const asked: (boolean | undefined)[] = [];
+    const app = createApp({
+      run: stubRun({
+        summaryPreview: async (_id, _evaluation, _signal, firstSamples) => {
+          asked.push(firstSamples);
+          return pending ? { ...table, train_pending: true as const } : table;
+        },
+      }),
+    });
     const first = await get(app, '/api/rlsight/rollout/3/preview');
     assert.equal(first.status, 200);
     assert.equal(first.headers.get('x-rlsight-coverage'), '0/1');
@@ -270,6 +278,12 @@ describe('answers', () => {
     assert.equal(second.headers.get('x-rlsight-coverage'), null);
     assert.deepEqual(await second.json(), table, 'the pending answer was not kept');
     assert.equal((await get(app, '/api/rlsight/rollout/x/preview')).status, 400);
+    // `first` asks for the step's first samples when they come ahead of the rest
+    await get(app, '/api/rlsight/rollout/3/preview?first=true');
+    assert.deepEqual(asked, [false, false, true]);
+    const bad = await get(app, '/api/rlsight/rollout/3/preview?first=soon');
+    assert.equal(bad.status, 400);
+    assert.match(await bad.text(), /first/);
   });
 
   test('typed failures map to 503 / 404 / 400, a defect to a bare 500, never with a path', async () => {

@@ -11,6 +11,7 @@ import type { RunSources } from '../queries/runAnswers.ts';
 const rolloutPath = z.object({ rollout_id: intParam });
 const samplePath = z.object({ rollout_id: intParam, sample_index: intParam });
 const evalQuery = z.object({ eval: boolParam.default(false) });
+const previewQuery = z.object({ eval: boolParam.default(false), first: boolParam.default(false) });
 const trajectoriesQuery = z.object({ sample_index: intParam.optional() });
 const sampleStepPath = z.object({ sample_index: intParam });
 const sampleStepQuery = z.object({ near: floatParam.optional() });
@@ -23,12 +24,13 @@ export function mountRollout(app: Hono, run: RunSources): void {
     return jsonResponse(c, await run.summary(rid, q.eval, answerSignal(c)));
   });
 
-  // rlsight's own: the summary as soon as the step's samples are decoded; while its train side is still
-  // joined the answer says so (and is never kept), once the step is read it is the summary
+  // rlsight's own: the summary as soon as the step's samples are decoded (with `first`, its first samples as
+  // soon as they are); while its train side is still joined the answer says so (and is never kept), once
+  // the step is read it is the summary
   app.get('/api/rlsight/rollout/:rollout_id/preview', async (c) => {
     const { rollout_id: rid } = parseParams(rolloutPath, c.req.param());
-    const q = parseParams(evalQuery, c.req.query());
-    const preview = await run.summaryPreview(rid, q.eval, answerSignal(c));
+    const q = parseParams(previewQuery, c.req.query());
+    const preview = await run.summaryPreview(rid, q.eval, answerSignal(c), q.first);
     if (preview.train_pending) c.header(PARTIAL_HEADER, '0/1');
     return jsonResponse(c, preview);
   });

@@ -14,10 +14,12 @@ export interface RolloutTable {
 /**
  * `/api/rlsight/rollout/{id}/preview`: the step's summary as soon as its samples are decoded. While its train
  * side is still being joined, `train_pending` is true and the train columns are absent (the table of a step
- * without train data); once the step is read it is the summary itself.
+ * without train data); once the step is read it is the summary itself. Asked with `first=true`, it may come
+ * sooner with only the first samples of the dump, whole groups in batch order: then `first_samples` is true.
  */
 export interface RolloutPreview extends RolloutTable {
   train_pending?: true;
+  first_samples?: true;
 }
 
 export interface TrajectorySegment {

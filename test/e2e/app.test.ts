@@ -279,6 +279,32 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     assert.deepEqual(w.problems(), []);
   });
 
+  it("rollouts: a step's first samples show while the rest of its dump is read, then all of them", async () => {
+    const last = meta.rollout_ids.train.at(-1)!;
+    const w = await openPage(browser);
+    const { page } = w;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    // the answer a cold big step's first samples give: its first groups, the rest still being decoded
+    await page.route('**/api/rlsight/rollout/*/preview*', async (route) => {
+      const first = new URL(route.request().url()).searchParams.get('first') === 'true';
+      if (!first) await held;
+      const res = await route.fetch();
+      const body = (await res.json()) as { rows: Record<string, unknown>[] };
+      if (!first) return route.fulfill({ response: res, json: body });
+      await route.fulfill({ response: res, json: { ...body, rows: body.rows.slice(0, 8), train_pending: true, first_samples: true } });
+    });
+    await page.goto(`${served.url}#/rollout/${last}`);
+    await page.waitForSelector('.loading:has-text("rest of step")');
+    assert.equal(await page.locator('[data-testid=samples-table] tbody tr').count(), 8, 'the first samples are listed');
+    assert.match((await page.locator('nav.tabs a').first().textContent()) ?? '', /Samples \(first 8\)/);
+    release();
+    await page.waitForSelector('.loading:has-text("rest of step")', { state: 'detached' });
+    await page.waitForFunction(() => !/first/.test(document.querySelector('nav.tabs a')?.textContent ?? ''));
+    assert.ok((await page.locator('[data-testid=samples-table] tbody tr').count()) > 8, 'then all of them');
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('rollouts: summary, scatter and table of real values; step change; groups tab; open a sample', async () => {
     const ids = meta.rollout_ids.train;
     const last = ids.at(-1)!;

@@ -9,7 +9,7 @@ export async function openAnswers(dir: string, opts: DumpReaderOptions = {}) {
   return {
     rolloutIds: () => run.model.rolloutIds(),
     summary: (id: number, evaluation = false) => run.summary(id, evaluation),
-    summaryPreview: (id: number, evaluation = false) => run.summaryPreview(id, evaluation),
+    summaryPreview: (id: number, evaluation = false, first = false) => run.summaryPreview(id, evaluation, undefined, first),
     groups: (id: number, evaluation = false) => run.groups(id, evaluation),
     messages: (id: number, idx: number, evaluation = false) => run.messages(id, idx, evaluation),
     tokens: (id: number, idx: number, q: { start?: number; end?: number | null; evaluation?: boolean } = {}) =>

@@ -75,8 +75,8 @@ class MilesRun implements RunModel {
     return this.noted(this.dumps.step(rolloutId, evaluation, priority, signal));
   }
 
-  stepPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal): Promise<{ records: StepRecords; complete: boolean }> {
-    return this.noted(this.dumps.stepPreview(rolloutId, evaluation, signal));
+  stepPreview(rolloutId: number, evaluation: boolean, signal?: AbortSignal, first = false): Promise<{ records: StepRecords; complete: boolean; partial: boolean }> {
+    return this.noted(this.dumps.stepPreview(rolloutId, evaluation, signal, first));
   }
 
   sampleTokens(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<SampleTokenRecord> {

@@ -12,7 +12,7 @@ import { RefusedOption, damageOf, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
 import { StepGate, type GateTicket } from './stepGate.ts';
 import { approxBytes, ByteBudgetLru } from '../byteBudget.ts';
-import type { RolloutDump } from './rolloutDump.ts';
+import type { RolloutDump, RolloutSample } from './rolloutDump.ts';
 import { batchRawRewards, buildTrainRow, checkTrainSamples, type TrainRow } from './trainDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
 import type { TrainStepFiles } from './trainStep.ts';
@@ -42,8 +42,19 @@ export interface DumpReaderOptions {
   now?: () => number;
   /** Rollout dumps bigger than this many bytes decode on a worker thread (default 16 MiB). */
   decodeOffThreadAbove?: number;
-  /** Opcodes per slice of a streamed text decode instead of a slice of time (tests: small, certain slices). */
+  /** Opcodes per slice of a decode looked at between slices (streamed texts, a step's first samples; tests: small, certain slices). */
   textSliceOpcodes?: number;
+  /** How many of a step's first samples a decode worker hands out ahead of the rest (default PREVIEW_FIRST_SAMPLES; 0: none). */
+  previewFirstSamples?: number;
+}
+
+/** Samples of a step shown ahead of the rest of its dump: a screen of table rows and a scatter, decoded in tens of ms. */
+export const PREVIEW_FIRST_SAMPLES = 256;
+
+/** Someone waiting for a step's samples: `first` takes the dump's first samples when they come before the rest. */
+interface PreviewWaiter {
+  settle: (records: StepRecords, partial: boolean) => void;
+  first: boolean;
 }
 
 /** One joined step as kept resident: its records (the per-token data is not kept). */
@@ -87,7 +98,9 @@ export class DumpReader {
   /** The steps being read, by their computation's key: at what priority, and their gate ticket once they need one. */
   private readonly decodeClaims = new Map<string, DecodeClaim>();
   /** Per step (its stem), the askers of a preview waiting for its rollout side to be decoded. */
-  private readonly previewWaiters = new Map<string, ((records: StepRecords) => void)[]>();
+  private readonly previewWaiters = new Map<string, PreviewWaiter[]>();
+  /** A step's first samples while the rest of its rollout dump decodes (see `stepPreview`'s `first`). */
+  private readonly firstSamples = new Map<string, StepRecords>();
   private readonly rollouts: RolloutDumpReader;
   private readonly train: TrainDumpReader;
   private readonly mirror: TokenMirror;
@@ -99,9 +112,10 @@ export class DumpReader {
     keptSteps: { bytes: number; count: number },
     offThreadAbove: number,
     textSliceOpcodes: number | undefined,
+    firstSamples: number,
   ) {
     this.joinedSteps = new ByteBudgetLru(keptSteps.bytes, (s) => approxBytes(s.records), keptSteps.count);
-    this.rollouts = new RolloutDumpReader(files, offThreadAbove, textSliceOpcodes);
+    this.rollouts = new RolloutDumpReader(files, offThreadAbove, textSliceOpcodes, firstSamples);
     // a step's rank file directories are read on the spare decode worker while one waits
     this.train = new TrainDumpReader(files, (paths, listedRegular) => this.rollouts.catalogHelper(paths, listedRegular));
     this.mirror = new TokenMirror(files);
@@ -135,7 +149,7 @@ export class DumpReader {
     const lru = options.tensorLru ?? Infinity;
     if (lru !== Infinity && (!Number.isInteger(lru) || lru < 0)) throw new RefusedOption('tensorLru', `tensorLru must be a non-negative integer, got ${lru}`);
     const files = new DumpFiles(dir, realDir, cacheDir, options.onDecode ?? (() => {}), options.now ?? Date.now);
-    return new DumpReader(files, { bytes: options.stepRecordBytes ?? STEP_RECORD_BYTES, count: lru }, options.decodeOffThreadAbove ?? 16 * 2 ** 20, options.textSliceOpcodes);
+    return new DumpReader(files, { bytes: options.stepRecordBytes ?? STEP_RECORD_BYTES, count: lru }, options.decodeOffThreadAbove ?? 16 * 2 ** 20, options.textSliceOpcodes, options.previewFirstSamples ?? PREVIEW_FIRST_SAMPLES);
   }
 
   /** Problems with the run's layout met while listing it (names that are not steps, folders that are files). */
@@ -173,20 +187,27 @@ export class DumpReader {
 
   /**
    * The step's samples once its rollout side is decoded (no train digests yet: `complete` false), or the
-   * complete step when it comes first (known, cached, or joined meanwhile). Starts the step's read as `step`
-   * does (one read for both) and fails as it does.
+   * complete step when it comes first (known, cached, or joined meanwhile). With `first`, the dump's first
+   * samples (whole groups, `partial` true) when a decode worker hands them out before the rest. Starts the
+   * step's read as `step` does (one read for all) and fails as it does.
    */
-  async stepPreview(rolloutId: number, evaluation = false, signal?: AbortSignal): Promise<{ records: StepRecords; complete: boolean }> {
+  async stepPreview(rolloutId: number, evaluation = false, signal?: AbortSignal, first = false): Promise<{ records: StepRecords; complete: boolean; partial: boolean }> {
     const stem = stepStem(rolloutId, evaluation);
-    let settle!: (records: StepRecords) => void;
-    const early = new Promise<StepRecords>((r) => (settle = r));
+    const step = this.step(rolloutId, evaluation, 'asked', signal).then((records) => ({ records, complete: true, partial: false }));
+    const already = first ? this.firstSamples.get(stem) : undefined;
+    if (already) {
+      step.catch(() => {});
+      return { records: already, complete: false, partial: true };
+    }
+    let waiter!: PreviewWaiter;
+    const early = new Promise<{ records: StepRecords; complete: boolean; partial: boolean }>((r) => (waiter = { settle: (records, partial) => r({ records, complete: false, partial }), first }));
     const waiters = this.previewWaiters.get(stem) ?? [];
-    waiters.push(settle);
+    waiters.push(waiter);
     this.previewWaiters.set(stem, waiters);
     try {
-      return await Promise.race([this.step(rolloutId, evaluation, 'asked', signal).then((records) => ({ records, complete: true })), early.then((records) => ({ records, complete: false }))]);
+      return await Promise.race([step, early]);
     } finally {
-      const left = (this.previewWaiters.get(stem) ?? []).filter((w) => w !== settle);
+      const left = (this.previewWaiters.get(stem) ?? []).filter((w) => w !== waiter);
       if (left.length) this.previewWaiters.set(stem, left);
       else this.previewWaiters.delete(stem);
     }
@@ -194,10 +215,20 @@ export class DumpReader {
 
   /** Hands a step's decoded rollout side to the previews waiting for it. */
   private previewReady(rolloutId: number, evaluation: boolean, dump: RolloutDump): void {
-    const waiters = this.previewWaiters.get(stepStem(rolloutId, evaluation));
+    const stem = stepStem(rolloutId, evaluation);
+    this.firstSamples.delete(stem);
+    const waiters = this.previewWaiters.get(stem);
     if (!waiters?.length) return;
     const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests: new Map(), rawRewards: null };
-    for (const w of waiters) w(records);
+    for (const w of waiters) w.settle(records, false);
+  }
+
+  /** Keeps a step's first samples until the rest is decoded, and hands them to the previews that take them. */
+  private previewFirst(rolloutId: number, evaluation: boolean, samples: RolloutSample[]): void {
+    const stem = stepStem(rolloutId, evaluation);
+    const records: StepRecords = { rolloutId, evaluation, samples, digests: new Map(), rawRewards: null };
+    this.firstSamples.set(stem, records);
+    for (const w of this.previewWaiters.get(stem) ?? []) if (w.first) w.settle(records, true);
   }
 
   /**
@@ -437,7 +468,8 @@ export class DumpReader {
     const dumpP: Promise<RolloutDump> = worker
       ? worker.dump.then((d) => d ?? this.rollouts.load(rolloutId, evaluation))
       : this.rollouts.load(rolloutId, evaluation);
-    dumpP.then((dump) => this.previewReady(rolloutId, evaluation, dump)).catch(() => {});
+    worker?.first.then((samples) => samples && this.previewFirst(rolloutId, evaluation, samples));
+    dumpP.then((dump) => this.previewReady(rolloutId, evaluation, dump)).catch(() => this.firstSamples.delete(stepStem(rolloutId, evaluation)));
     // The sources are stamped before they are read (a file rewritten meanwhile invalidates the cached step).
     const sourcesP = this.files.cacheDir ? this.sourceStamps(rolloutName, trainFiles) : null;
     sourcesP?.catch(() => {});

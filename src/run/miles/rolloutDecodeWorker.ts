@@ -3,8 +3,9 @@
 // Then, when the step has train dumps, it joins groups of rank files alongside the main thread (see TrainStepFiles.joinAll).
 // Started ahead of need, it may first read a train step's rank file directories for a token read (see catalogClaimed).
 import { parentPort, workerData } from 'node:worker_threads';
-import { openTorchFile } from '../../formats/torch/load.ts';
-import { decodeRolloutDump, RECORDS_ONLY } from './rolloutDump.ts';
+import { startTorchDecode } from '../../formats/torch/load.ts';
+import { decodeFirstSamples, decodeRolloutDump, RECORDS_ONLY } from './rolloutDump.ts';
+import { pendingSamples } from './sampleText.ts';
 import { digestTrainRow } from './trainDigest.ts';
 import { catalogClaimed, joinClaimed, type JoinGroup } from './trainStep.ts';
 
@@ -13,6 +14,10 @@ interface Job {
   file: string;
   rolloutId: number;
   evaluation: boolean;
+  /** Post the dump's first samples this many (whole groups) as soon as they are decoded; 0: only the whole dump. */
+  firstSamples: number;
+  /** Opcodes decoded between two looks at the samples completed so far, until the first ones are posted. */
+  sliceOpcodes: number;
 }
 
 /** The rank files to help with (null: none), sent by the main thread whenever it knows them. */
@@ -59,12 +64,25 @@ const job = (workerData as Job | null) ?? (await givenJob);
 
 try {
   // Only the records are posted back: the per-token lists are kept as their lengths alone, long texts unread.
-  const doc = await openTorchFile(job.path, RECORDS_ONLY);
+  const decode = await startTorchDecode(job.path, RECORDS_ONLY);
   try {
-    const dump = decodeRolloutDump(doc.value, { rolloutId: job.rolloutId, evaluation: job.evaluation, file: job.file });
+    let file = null;
+    // Until the first samples are out, a slice at a time with a look at what is complete between slices.
+    if (job.firstSamples > 0) {
+      while ((file = decode.advance(job.sliceOpcodes)) === null) {
+        const done = pendingSamples(decode.pending());
+        if (done.length <= job.firstSamples) continue;
+        const samples = decodeFirstSamples(done.slice(0, job.firstSamples + 1), job.file);
+        if (samples.length === 0) continue;
+        port.postMessage({ first: samples });
+        break;
+      }
+    }
+    file ??= decode.advance(Infinity)!;
+    const dump = decodeRolloutDump(file.value, { rolloutId: job.rolloutId, evaluation: job.evaluation, file: job.file });
     port.postMessage({ dump });
   } finally {
-    await doc.close();
+    await decode.close();
   }
 } catch (e) {
   port.postMessage({ error: describe(e) });

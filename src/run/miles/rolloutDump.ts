@@ -63,6 +63,20 @@ export function decodeRolloutDump(
   return { rolloutId: rid, evaluation: expect.evaluation, samples };
 }
 
+/**
+ * The first samples of a dump still being decoded (`raw`: the complete head of its samples list), as whole
+ * groups: the samples of the last group seen may not all be decoded yet, so they wait for the rest (empty
+ * when all are of one group; none are held back when the samples have no group). The whole decode still checks the dump as `decodeRolloutDump` does.
+ */
+export function decodeFirstSamples(raw: readonly PyValue[], file: string): RolloutSample[] {
+  const samples = raw.map((d, position) => decodeSample(d, position, file, false));
+  const last = samples.at(-1)?.groupIndex;
+  if (last === null || last === undefined) return samples; // no groups to cut
+  let end = samples.length;
+  while (end > 0 && samples[end - 1]!.groupIndex === last) end--;
+  return samples.slice(0, end);
+}
+
 /** A list as the unpickler yields it: plain, a tuple, or (with `typedLists`) an Int32Array/Float64Array of numbers. */
 function isNumberList(v: PyValue | undefined): v is PyValue[] | Int32Array | Float64Array {
   return isList(v) || v instanceof Int32Array || v instanceof Float64Array;

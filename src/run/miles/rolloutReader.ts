@@ -11,7 +11,7 @@ import { startModuleWorker } from '../../ownFiles.ts';
 import type { SampleTextRecord, TrainDigest } from '../model.ts';
 import { DumpInconsistent, NotFound } from '../errors.ts';
 import { Lru } from './lru.ts';
-import { decodeRolloutDump, RECORDS_ONLY, type RolloutDump } from './rolloutDump.ts';
+import { decodeRolloutDump, RECORDS_ONLY, type RolloutDump, type RolloutSample } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples } from './sampleText.ts';
 import type { TorchDocument } from './torchDocument.ts';
 import type { CatalogHelper, JoinedGroup, JoinHelper, QuickCatalog } from './trainStep.ts';
@@ -27,8 +27,13 @@ import { rolloutFile, stepStem } from '../../formats/miles/layout.ts';
 const TEXT_SLICE_MS = { first: 8, longest: 64 };
 
 /** A rollout dump decoding on a worker thread (see `RolloutDumpReader.decodeWorker`). */
+/** Opcodes a decode worker decodes between two looks at the samples completed so far (about a hundred samples). */
+const FIRST_SAMPLES_SLICE_OPCODES = 16384;
+
 export interface RolloutWorker {
   dump: Promise<RolloutDump | null>;
+  /** The dump's first samples (whole groups), posted while the rest decodes; null when none come before the whole dump. */
+  first: Promise<RolloutSample[] | null>;
   helper: JoinHelper<TrainDigest>;
   close(): void;
 }
@@ -46,6 +51,8 @@ export class RolloutDumpReader {
     private readonly files: DumpFiles,
     private readonly offThreadAbove: number,
     private readonly textSliceOpcodes: number | undefined,
+    /** How many of a dump's first samples a decode worker posts ahead of the whole dump (0: none). */
+    private readonly firstSamples: number,
   ) {}
 
   /** The dump's run-relative name and a stamp of its size and modification time. */
@@ -153,7 +160,7 @@ export class RolloutDumpReader {
     const runDir = this.files.runDir;
     const size = await stat(join(runDir, name)).then((st) => st.size, () => 0);
     if (size <= this.offThreadAbove) return null;
-    const job = { path: join(runDir, name), file: name, rolloutId, evaluation };
+    const job = { path: join(runDir, name), file: name, rolloutId, evaluation, firstSamples: this.firstSamples, sliceOpcodes: this.textSliceOpcodes ?? FIRST_SAMPLES_SLICE_OPCODES };
     const spare = this.spare;
     this.spare = null;
     const worker = spare ?? startModuleWorker('run/miles/rolloutDecodeWorker', { workerData: job });
@@ -164,15 +171,22 @@ export class RolloutDumpReader {
     type Done = { groups: JoinedGroup<TrainDigest>[]; error?: { i: number; error: WorkerError } };
     let settleDump!: (m: { dump?: RolloutDump; error?: WorkerError } | null) => void;
     let settleTrain!: (m: Done) => void;
+    let settleFirst!: (samples: RolloutSample[] | null) => void;
+    const first = new Promise<RolloutSample[] | null>((r) => (settleFirst = r));
     const dumpMessage = new Promise<{ dump?: RolloutDump; error?: WorkerError } | null>((r) => (settleDump = r));
     const trainDone = new Promise<Done>((r) => (settleTrain = r));
-    worker.on('message', (m: { dump?: RolloutDump; error?: WorkerError; trainDone?: Done; catalogRead?: unknown }) => {
+    worker.on('message', (m: { dump?: RolloutDump; first?: RolloutSample[]; error?: WorkerError; trainDone?: Done; catalogRead?: unknown }) => {
       if (m.catalogRead) return; // a catalog read asked of it while it was spare (see catalogHelper)
+      if (m.first) return settleFirst(m.first);
       if (m.trainDone) settleTrain(m.trainDone);
-      else settleDump(m);
+      else {
+        settleFirst(null);
+        settleDump(m);
+      }
     });
     // A worker that stops early has delivered nothing more: the main thread does the rest.
     const stopped = (): void => {
+      settleFirst(null);
       settleDump(null);
       settleTrain({ groups: [] });
     };
@@ -199,7 +213,7 @@ export class RolloutDumpReader {
       },
       cancel: () => worker.postMessage({ train: null }),
     };
-    return { dump, helper, close: () => void worker.terminate() };
+    return { dump, first, helper, close: () => void worker.terminate() };
   }
 
   /**

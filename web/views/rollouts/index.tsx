@@ -66,15 +66,20 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
   });
 
   const key = `${id}|${evaluation}`;
-  // The step's summary as soon as its samples are decoded (its preview: a step already read answers its summary
-  // itself); only while the train side is still joined is the summary asked too, to fill the train columns in.
-  const preview = useApi(known ? key : null, (signal) => getJson<RolloutPreview>(`rlsight/rollout/${id}/preview`, { eval: evaluation }, signal), known ? 0 : tick);
-  const pending = preview.data?.train_pending === true;
-  const summary = useApi(known && pending ? key : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
+  // The step's first samples as soon as they are decoded, then all of them (its preview: a step already read
+  // answers its summary itself); only while the train side is still joined is the summary asked too, to fill
+  // the train columns in.
+  const first = useApi(known ? key : null, (signal) => getJson<RolloutPreview>(`rlsight/rollout/${id}/preview`, { eval: evaluation, first: true }, signal), known ? 0 : tick);
+  const firstOnly = first.data?.first_samples === true;
+  const rest = useApi(known && firstOnly ? key : null, (signal) => getJson<RolloutPreview>(`rlsight/rollout/${id}/preview`, { eval: evaluation }, signal));
+  const preview = rest.data ?? first.data;
+  const pending = preview?.train_pending === true;
+  const summary = useApi(known && pending && !preview?.first_samples ? key : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
   const groups = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/groups`, { eval: evaluation }, signal));
-  const table = summary.data ?? preview.data;
+  const table: RolloutPreview | null = summary.data ?? preview;
+  const firstSamples = table?.first_samples === true;
   const trainPending = pending && !summary.data;
-  const tableError = preview.error ?? summary.error;
+  const tableError = first.error ?? rest.error ?? summary.error;
 
   const tabHref = (t: string) => {
     const q = new URLSearchParams(p);
@@ -105,7 +110,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
           <Downloads what={`step ${id} table`} path={`rlsight/export/rollout/${id}`} formats={['csv', 'parquet']} params={{ eval: evaluation || undefined }} />
           <nav class="tabs" aria-label="rollout tabs">
             <a href={tabHref('samples')} class={tab === 'samples' ? 'active' : ''}>
-              Samples{table ? ` (${table.rows.length})` : ''}
+              Samples{table ? ` (${firstSamples ? 'first ' : ''}${table.rows.length})` : ''}
             </a>
             <a href={tabHref('groups')} class={tab === 'groups' ? 'active' : ''}>
               Groups{groups.data ? ` (${realGroups(groups.data).length}, ${realGroups(groups.data).filter((r) => r.zero_std === true).length} zero-std)` : ''}
@@ -118,7 +123,11 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
               <Loading what={`step ${id} samples (the first open of a step reads its whole dump)`} />
             ) : (
               <>
-                {trainPending && <Loading what={`step ${id}'s train columns (entropy, log-prob drift, advantages: its rank files are being joined)`} />}
+                {firstSamples ? (
+                  <Loading what={`the rest of step ${id}'s samples (its first ${table.rows.length}, whole groups, are shown while its dump is read)`} />
+                ) : (
+                  trainPending && <Loading what={`step ${id}'s train columns (entropy, log-prob drift, advantages: its rank files are being joined)`} />
+                )}
                 <SamplesTab table={table} groups={groups.data?.rows ?? []} id={id} evaluation={evaluation} params={p} trainPending={trainPending} />
               </>
             )
