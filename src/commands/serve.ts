@@ -233,6 +233,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   console.log(banner(server.url, flags.host, server.port, runs.runs()));
   // What a view's first requests read (the first run's meta) is made ready while a browser loads the app.
   runs.runs()[0]?.run.catalog().catch(() => {});
+  for (const r of runs.runs()) if (r.run.getReady?.()) break;
   for (const r of runs.runs()) for (const w of r.run.warnings()) console.warn(`warning: ${runs.runs().length > 1 ? `${r.id}: ` : ''}${w}`);
   const stop = (): void => {
     void server.close().then(() => process.exit(0));

@@ -166,6 +166,8 @@ export interface RunSources {
   close(): Promise<void>;
   /** What `--follow` diffs between ticks. */
   catalog(): Promise<RunCatalog>;
+  /** See RunModel.getReady. */
+  getReady?(): boolean;
   /** Problems met while reading (skipped lines, unreadable files), as one-line messages. */
   warnings(): string[];
   /** Absolute directories whose paths must never appear in an answer. */
@@ -652,6 +654,10 @@ export class RunAnswers implements RunSources {
   async advance(): Promise<void> {
     await this.model.advance();
     this.facts.changed();
+  }
+
+  getReady(): boolean {
+    return this.model.getReady?.() ?? false;
   }
 
   async catalog(): Promise<RunCatalog> {

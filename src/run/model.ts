@@ -259,6 +259,12 @@ export interface RunModel {
    */
   stepStamp?(rolloutId: number, evaluation: boolean): Promise<string>;
   hasTokenizer(): boolean;
+  /**
+   * A server has begun serving the run: what its first answers would wait for starts now, while a viewer
+   * loads (a miles run: the decode thread of its newest step's read and that step's rank file catalog, for
+   * the first run of a process that has a step to read). Whether anything started.
+   */
+  getReady?(): boolean;
   /** Reads what the run gained since the last call (`--follow`). */
   advance(): Promise<void>;
   /** Problems met while reading (skipped lines, unreadable files), as one-line messages. */

@@ -66,6 +66,13 @@ class MilesRun implements RunModel {
     return this.dumps.rolloutIds();
   }
 
+  /** See RunModel.getReady: the decode thread of the newest step's read, and that step's rank file catalog read on it. */
+  getReady(): boolean {
+    if (spareTaken) return false;
+    spareTaken = this.dumps.getReady();
+    return spareTaken;
+  }
+
   /** Whether a decode worker started ahead of the first step read still waits for it. */
   get decodeWorkerWaiting(): boolean {
     return this.dumps.decodeWorkerWaiting;

@@ -163,6 +163,27 @@ export class DumpReader {
    * server's first request those wait behind its answer, and the worker's start with them). Whether one started.
    */
   prepareDecodeWorker(): boolean {
+    const newest = this.newestTrainStep();
+    return newest >= 0 && this.rollouts.prepareWorker(newest, false);
+  }
+
+  /**
+   * `prepareDecodeWorker`, and then that worker, while it waits for its step, reads the newest train step's
+   * rank file directories (the catalog a first token read of the step waits for, a thousand file opens on a
+   * 1,024-rank step). Whether a worker started.
+   */
+  getReady(): boolean {
+    const newest = this.newestTrainStep();
+    if (newest < 0 || !this.rollouts.prepareWorker(newest, false)) return false;
+    void this.train
+      .step(newest)
+      .then((step) => step?.prefetch())
+      .catch(() => {});
+    return true;
+  }
+
+  /** The newest train step by its rollout dump's name, from one blocking listing; -1 when there is none. */
+  private newestTrainStep(): number {
     let newest = -1;
     try {
       for (const name of readdirSync(join(this.files.runDir, ROLLOUT_DIR))) {
@@ -170,9 +191,9 @@ export class DumpReader {
         if (step !== null && step !== 'not a step' && !step.evaluation && step.id > newest) newest = step.id;
       }
     } catch {
-      return false; // no rollout dumps to decode
+      // no rollout dumps to decode
     }
-    return newest >= 0 && this.rollouts.prepareWorker(newest, false);
+    return newest;
   }
 
   /** Whether a decode worker started ahead of need still waits for a step read. */
