@@ -26,10 +26,10 @@ import { rolloutFile, stepStem } from '../../formats/miles/layout.ts';
  */
 const TEXT_SLICE_MS = { first: 8, longest: 64 };
 
-/** A rollout dump decoding on a worker thread (see `RolloutDumpReader.decodeWorker`). */
 /** Opcodes a decode worker decodes between two looks at the samples completed so far (about a hundred samples). */
 const FIRST_SAMPLES_SLICE_OPCODES = 16384;
 
+/** A rollout dump decoding on a worker thread (see `RolloutDumpReader.decodeWorker`). */
 export interface RolloutWorker {
   dump: Promise<RolloutDump | null>;
   /** The dump's first samples (whole groups), posted while the rest decodes; null when none come before the whole dump. */
