@@ -37,7 +37,7 @@ serve options:
   --cache-dir DIR               where derived caches may be written (default: a folder per run under
                                 $RLSIGHT_CACHE_DIR, $XDG_CACHE_HOME/rlsight or ~/.cache/rlsight)
   --no-cache                    keep derived data in memory only (no warm-up)
-  --memory-budget MIB           MiB the resident telemetry columns of each run may hold (default 128)
+  --memory-budget MIB           MiB the resident telemetry columns of each run may hold (default 160)
   --use-utilization-overview    always show the fleet overview instead of per-GPU lanes
   --low-mfu-threshold X         MFU advisory threshold, 0 disables (default 0.15)
   --allow-host NAME             also answer requests for this Host name (repeatable)

@@ -60,8 +60,8 @@ test('the cache root: RLSIGHT_CACHE_DIR, else XDG_CACHE_HOME/rlsight, else ~/.ca
   assert.ok('problem' in blocked && /cannot be written/.test(blocked.problem));
 });
 
-test('serve keeps the documented default memory budget of 128 MiB', () => {
-  assert.equal(parseServeFlags([run.dir]).memoryBudgetMiB, 128);
+test('serve keeps the documented default memory budget of 160 MiB', () => {
+  assert.equal(parseServeFlags([run.dir]).memoryBudgetMiB, 160);
   assert.equal(parseServeFlags([run.dir]).noCache, false);
   assert.equal(parseServeFlags([run.dir, '--no-cache']).noCache, true);
 });

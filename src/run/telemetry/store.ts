@@ -112,8 +112,13 @@ const POOL_BOOT_LATEST_MS = 1000;
 /** Unread bytes from which a whole-window answer asked during the warm-up is partial: ~0.1 s of parsing below it. */
 export const PARTIAL_FROM_BYTES = 32 * 2 ** 20;
 
-/** Default byte budget of the resident raw columns: two whole gpu_util hours of 1,024 GPUs (90 MiB) fit, and the rest of a server keeps its share of 512 MiB. */
-export const DEFAULT_MEMORY_BUDGET = 128 * 2 ** 20;
+/**
+ * Default byte budget of the resident raw columns: two whole gpu_util hours of 1,024 GPUs as they are held
+ * (about 140 MiB with their per-lane row index) fit beside the run's 10-s rollup cells, so an hour's window
+ * and a whole-run pass do not push each other out (each re-read leaves the pushed-out hour's columns as
+ * garbage beside the new ones until a collection), and the rest of a server keeps its share of 512 MiB.
+ */
+export const DEFAULT_MEMORY_BUDGET = 160 * 2 ** 20;
 
 /** What one `follow()` (or the initial load) brought in: what a live client should be told. */
 export interface FollowReport {
