@@ -333,6 +333,33 @@ describe('a spare decode worker reading a step catalog for a token read', () => 
       run.dispose();
     }
   });
+
+  it('hands back what it has read when it is given a step to decode, and decodes the step at once', async () => {
+    const run = copyFixtureRun();
+    const { RolloutDumpReader } = await import('../src/run/miles/rolloutReader.ts');
+    const { DumpFiles } = await import('../src/run/miles/dumpFiles.ts');
+    try {
+      const files = new DumpFiles(run.dir, run.dir, null, () => {}, Date.now);
+      const rollouts = new RolloutDumpReader(files, 0, undefined, 0);
+      await rollouts.prepareWorker(1, false);
+      // a step's worth of directories (the fixture's rank files many times over), read a batch at a time
+      const names = readdirSync(join(run.dir, 'train_data')).filter((n) => n.startsWith('1_'));
+      const paths = Array.from({ length: 4000 }, (_, k) => join(run.dir, 'train_data', names[k % names.length]!));
+      const helper = rollouts.catalogHelper(paths, paths.map(() => true))!;
+      while (Atomics.load(helper.counter, 0) < 64) await new Promise((r) => setTimeout(r, 1));
+      const worker = (await rollouts.decodeWorker('rollout_data/1.pt', 1, false))!;
+      try {
+        const read = await helper.finished;
+        assert.ok(read.size >= 64 && read.size < paths.length, `${read.size} of ${paths.length} read before the step was handed over`);
+        assert.deepEqual((await worker.dump)!.samples, (await rollouts.load(1, false)).samples);
+      } finally {
+        worker.close();
+      }
+      rollouts.clear();
+    } finally {
+      run.dispose();
+    }
+  });
 });
 
 describe('step reads no one waits for any more', () => {

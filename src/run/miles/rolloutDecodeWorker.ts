@@ -7,7 +7,10 @@ import { startTorchDecode } from '../../formats/torch/load.ts';
 import { decodeFirstSamples, decodeRolloutDump, RECORDS_ONLY } from './rolloutDump.ts';
 import { pendingSamples } from './sampleText.ts';
 import { digestTrainRow } from './trainDigest.ts';
-import { catalogClaimed, joinClaimed, type JoinGroup } from './trainStep.ts';
+import { catalogClaimed, joinClaimed, type JoinGroup, type QuickCatalog } from './trainStep.ts';
+
+/** Rank file directories a spare worker reads between two looks at its messages. */
+const CATALOG_BATCH = 64;
 
 interface Job {
   path: string;
@@ -54,10 +57,37 @@ let settleJob!: (job: Job) => void;
 let settleTrain!: (train: TrainJob['train']) => void;
 const givenJob = new Promise<Job>((r) => (settleJob = r));
 const trainJob = new Promise<TrainJob['train']>((r) => (settleTrain = r));
+/** A catalog read under way while spare: what it has read so far, and whether it was handed back. */
+let catalogRead: { id: number; files: [number, QuickCatalog | null][]; done: boolean } | null = null;
+
+/** Hands back what the catalog read under way has read (the serving thread reads the rest when it needs them). */
+function endCatalogRead(): void {
+  if (catalogRead === null || catalogRead.done) return;
+  catalogRead.done = true;
+  port.postMessage({ catalogRead: { id: catalogRead.id, files: catalogRead.files } });
+}
+
+/** Reads a train step's rank file directories a batch at a time, so a step given meanwhile is begun after the batch under way. */
+async function readCatalog(job: CatalogJob): Promise<void> {
+  endCatalogRead();
+  const read = (catalogRead = { id: job.id, files: [] as [number, QuickCatalog | null][], done: false });
+  while (!read.done) {
+    const batch = catalogClaimed(job.paths, job.listedRegular, job.counter, CATALOG_BATCH);
+    for (const f of batch) read.files.push(f);
+    if (batch.length < CATALOG_BATCH) break;
+    await new Promise((r) => setImmediate(r));
+  }
+  if (catalogRead === read) endCatalogRead();
+}
+
 port.on('message', (m: { job?: Job; catalog?: CatalogJob } & Partial<TrainJob>) => {
-  // While spare, it may read a train step's rank file directories for a token read first.
-  if (m?.catalog) port.postMessage({ catalogRead: { id: m.catalog.id, files: catalogClaimed(m.catalog.paths, m.catalog.listedRegular, m.catalog.counter) } });
-  else if (m?.job) settleJob(m.job);
+  // While spare, it may read a train step's rank file directories for a token read first; a step handed to it
+  // ends that read (the serving thread reads what it left when it needs it).
+  if (m?.catalog) void readCatalog(m.catalog);
+  else if (m?.job) {
+    endCatalogRead();
+    settleJob(m.job);
+  }
   else settleTrain(m?.train ?? null);
 });
 const job = (workerData as Job | null) ?? (await givenJob);

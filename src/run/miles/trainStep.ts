@@ -147,15 +147,16 @@ export interface CatalogHelper {
 /** Starts a helper reading the directories of `paths` (in rank order), or null when none is at hand. */
 export type StartCatalogHelper = (paths: string[], listedRegular: boolean[]) => CatalogHelper | null;
 
-/** A helper thread's side of a step's catalog: `storageCatalogOf` of each file it takes from the shared counter. */
-export function catalogClaimed(paths: readonly string[], listedRegular: readonly boolean[], counter: Int32Array): [number, QuickCatalog | null][] {
+/** A helper thread's side of a step's catalog: `storageCatalogOf` of each file it takes from the shared counter (at most `atMost`). */
+export function catalogClaimed(paths: readonly string[], listedRegular: readonly boolean[], counter: Int32Array, atMost = Infinity): [number, QuickCatalog | null][] {
   const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
   const out: [number, QuickCatalog | null][] = [];
-  for (;;) {
+  while (out.length < atMost) {
     const k = Atomics.add(counter, 0, 1);
     if (k >= paths.length) return out;
     out.push([k, storageCatalogOf(paths[k], scratch, listedRegular[k])]);
   }
+  return out;
 }
 
 /** The storage key of a torch archive entry `<root>/data/<key>`, else null (a plain scan: this runs per entry of every rank file). */
@@ -926,7 +927,8 @@ export class TrainStepFiles {
         this.files.map((f) => f.listedRegular === true),
       );
       // The helper reads from now on; this thread joins in once the catalog is needed (or takes what it read).
-      if (helper) await Promise.race([this.catalogNeeded, helper.finished]);
+      // A helper that stopped early (its thread was given a step to decode) leaves the rest until then.
+      if (helper) await Promise.race([this.catalogNeeded, helper.finished.then((read) => (read.size < this.files.length ? this.catalogNeeded : undefined))]);
       const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(4096) };
       const prints = await this.scan(
         all,
