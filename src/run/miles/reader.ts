@@ -168,15 +168,19 @@ export class DumpReader {
   }
 
   /**
-   * `prepareDecodeWorker`, and then that worker, while it waits for its step, reads the newest train step's
-   * rank file directories (the catalog a first token read of the step waits for, a thousand file opens on a
-   * 1,024-rank step). Whether a worker started.
+   * `prepareDecodeWorker`, and then that worker, while it waits for its step, reads the rank file directories
+   * of the newest train step the run shows (the catalog a first token read of the step waits for, a thousand
+   * file opens on a 1,024-rank step). Whether a worker started.
    */
   getReady(): boolean {
     const newest = this.newestTrainStep();
     if (newest < 0 || !this.rollouts.prepareWorker(newest, false)) return false;
-    void this.train
-      .step(newest)
+    // the newest step the run shows (a step still being written is not read ahead)
+    void this.rolloutIds()
+      .then((ids) => {
+        const shown = ids.train.at(-1);
+        return shown === undefined ? null : this.train.step(shown);
+      })
       .then((step) => step?.prefetch())
       .catch(() => {});
     return true;
