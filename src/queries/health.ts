@@ -77,8 +77,7 @@ export interface HealthPhase {
 export interface HealthInputs {
   /** Each step's tables, or its facts once read (see `healthStepFacts`). */
   steps: readonly (HealthStep | HealthStepFacts)[];
-  /** A partial board: the train steps not read yet (their rows are left out). */
-  unread?: readonly number[];
+  /** A partial board: the train steps not read yet, as runs (their rows are left out). */
   coverage?: StepCoverage;
   metrics: readonly MetricsRecord[];
   topology: readonly TopologySnapshot[];
@@ -344,8 +343,8 @@ const UNREAD = undefined;
 
 /**
  * The board over a run's train steps (their tables, or their facts once read). Steps come in ascending order;
- * jumps compare with the previous one listed. With `unread` (a partial board: steps not read yet, with the
- * answer's `coverage`), a step whose previous step is unread says so instead of a jump.
+ * jumps compare with the previous one listed. With `coverage` (a partial board), a step whose previous step is
+ * not read yet says so instead of a jump.
  */
 export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const signals = [...(inputs.signals ?? DEFAULT_SIGNALS)];
@@ -357,15 +356,16 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const restarts = restartTimes(inputs.topology);
   const hasTrainPhases = inputs.phases.some((p) => p.role === 'train' && p.rank >= 0);
   const steps = inputs.steps.map((st) => ('cells' in st ? st : healthStepFacts(st))).sort((a, b) => a.step - b.step);
-  const unread = [...(inputs.unread ?? [])].sort((a, b) => a - b);
+  // runs of unread steps, ascending: one that starts before a step lies between it and the step read before it
+  const unread = inputs.coverage?.unread ?? [];
 
   const rows: HealthRow[] = [];
   let prevReward: number | null | typeof UNREAD = null;
   let prevLength: number | null | typeof UNREAD = null;
   let nextUnread = 0;
   for (const st of steps) {
-    if (nextUnread < unread.length && unread[nextUnread] < st.step) {
-      while (nextUnread < unread.length && unread[nextUnread] < st.step) nextUnread++;
+    if (nextUnread < unread.length && unread[nextUnread]![0] < st.step) {
+      while (nextUnread < unread.length && unread[nextUnread]![0] < st.step) nextUnread++;
       prevReward = prevLength = UNREAD;
     }
     const cells: Record<HealthSignal, Omit<HealthCell, 'level'>> = { ...st.cells } as Record<HealthSignal, Omit<HealthCell, 'level'>>;
@@ -460,7 +460,6 @@ export interface HealthSources {
   readPhases(): Promise<void>;
   stepFacts(opts: { progressive: true } | { progressive: false; priority: StepPriority }): Promise<{
     steps: { health: HealthStepFacts }[];
-    unread: number[];
     coverage?: StepCoverage;
     warnings: string[];
   }>;
@@ -485,7 +484,6 @@ export async function runHealth(run: HealthSources, signals: readonly SignalSpec
   if (facts.steps.length > 0) await phasesRead;
   return healthBoard({
     steps: facts.steps.map((f) => f.health),
-    unread: facts.unread,
     coverage: facts.coverage,
     metrics: run.metricsRecords(),
     topology: run.topologySnapshots(),

@@ -27,9 +27,7 @@ export interface StepFactsAnswer {
   steps: StepFacts[];
   /** Steps still being written and damaged steps, ascending, one line each. */
   warnings: string[];
-  /** Train steps not read yet, ascending (empty for a complete answer). */
-  unread: number[];
-  /** Present on a partial answer only. */
+  /** Present on a partial answer only: the train steps not read yet. */
   coverage?: StepCoverage;
 }
 
@@ -182,17 +180,18 @@ export class StepFactsKeeper {
   }
 
   private answer(steps: readonly number[]): StepFactsAnswer {
-    const out: StepFactsAnswer = { steps: [], warnings: [], unread: [] };
+    const out: StepFactsAnswer = { steps: [], warnings: [] };
+    const unread = new Set<number>();
     for (const step of steps) {
       const o = this.known.get(step);
-      if (!o) out.unread.push(step);
+      if (!o) unread.add(step);
       else if (o.kind === 'writing') out.warnings.push(o.line);
       else {
         out.steps.push(o.facts);
         if (o.kind === 'damaged') out.warnings.push(o.line);
       }
     }
-    if (out.unread.length > 0) out.coverage = { steps_done: steps.length - out.unread.length, steps_total: steps.length, unread: unreadRuns(steps, new Set(out.unread)) };
+    if (unread.size > 0) out.coverage = { steps_done: steps.length - unread.size, steps_total: steps.length, unread: unreadRuns(steps, unread) };
     return out;
   }
 

@@ -77,7 +77,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     rolloutIds: async () => ({ train: [0], eval: [] }),
     stepAggregates: record('stepAggregates', []),
     stepAggregate: record('stepAggregate', undefined),
-    stepFacts: record('stepFacts', { steps: [], warnings: [], unread: [] }),
+    stepFacts: record('stepFacts', { steps: [], warnings: [] }),
     sampleTexts: record('sampleTexts', []),
     async *sampleTextBatches() {},
     stepStamp: async () => 'fixed',
