@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { openTorchArchive } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
-import { Tensor, type PyValue } from '../../formats/torch/value.ts';
+import { Tensor } from '../../formats/torch/value.ts';
 import { statSync, type Stats } from 'node:fs';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import { visitCentralDirectorySync, ZipArchive, type ZipEntry } from '../../formats/zip.ts';
@@ -252,13 +252,19 @@ export interface StepRows {
   rawRewards: (number | null)[] | null;
 }
 
+/** The `raw_reward` list of a group's first file carrying one (`firstRawRewards`), and that file's position in the step. */
+export interface GroupRawRewards {
+  at: number;
+  rewards: (number | null)[];
+}
+
 /** One group joined, in a form that crosses threads: its samples' reductions. */
 export interface JoinedGroup<D> {
   /** The group's position in the list handed out. */
   g: number;
   samples: [number, D][];
-  /** The position (in the step's files) of the group's first file carrying a `raw_reward` list, if one does. */
-  rawAt?: number;
+  /** Present when one of the group's files carries a `raw_reward` list. */
+  raw?: GroupRawRewards;
 }
 
 /** A failure while joining, with the position (in the step's files) of the rank file it concerns. */
@@ -461,7 +467,7 @@ async function decodeGroup(
 /** One group joined on its own: its samples' reductions and its first file carrying a `raw_reward` list. */
 interface GroupJoined<D> {
   samples: [number, D][];
-  raw: { at: number; list: ArrayLike<PyValue> } | null;
+  raw: GroupRawRewards | null;
 }
 
 /**
@@ -490,7 +496,7 @@ async function joinGroupAlone<D>(
   }
   // Members are in file order: the first carrying the list is the group's lowest such position.
   const k = decoded.index.files.findIndex((f) => f.rawReward !== null);
-  const raw = k < 0 ? null : { at: members[k].i, list: decoded.index.files[k].rawReward! };
+  const raw = k < 0 ? null : { at: members[k].i, rewards: firstRawRewards([decoded.index.files[k]])! };
   try {
     return { samples: await joinSamples(decoded.index, [...decoded.index.locations.keys()], decoded.archives, reduce, scratch), raw };
   } catch (e) {
@@ -515,7 +521,7 @@ export async function joinClaimed<D>(
     if (k >= groups.length) return { groups: out };
     try {
       const { samples, raw } = await joinGroupAlone(runDir, groups[k], reduce, scratch);
-      out.push(raw ? { g: k, samples, rawAt: raw.at } : { g: k, samples });
+      out.push(raw ? { g: k, samples, raw } : { g: k, samples });
     } catch (e) {
       const failure = e as JoinFailure;
       if (typeof failure?.i === 'number' && 'error' in failure) return { groups: out, error: failure };
@@ -701,9 +707,11 @@ export class TrainStepFiles {
     const counter = new Int32Array(new SharedArrayBuffer(4));
     helper?.start(this.runDir, groups, counter);
     const joined = new Map<number, D>();
-    // The first file (by position) carrying a raw_reward list among the groups joined here, with its list.
-    let raw: { at: number; list: ArrayLike<PyValue> } | null = null;
-    let rawAt = Infinity;
+    // The list of the first file (by position) carrying one, among the groups joined on either thread.
+    let raw = null as GroupRawRewards | null;
+    const takeRaw = (r: GroupRawRewards | null | undefined): void => {
+      if (r && (raw === null || r.at < raw.at)) raw = r;
+    };
     const scratch: JoinScratch = [];
     const joinHere = async (g: number): Promise<void> => {
       let done: GroupJoined<D>;
@@ -715,27 +723,17 @@ export class TrainStepFiles {
         throw failure.error instanceof DumpInconsistent ? failure.error : await this.failure(this.files[failure.i].name, failure.error);
       }
       for (const [s, value] of done.samples) joined.set(s, value);
-      if (done.raw && done.raw.at < rawAt) {
-        raw = done.raw;
-        rawAt = done.raw.at;
-      }
+      takeRaw(done.raw);
     };
-    await this.shareGroups(groups.length, counter, joinHere, helper, joined, (at) => {
-      if (at !== undefined && at < rawAt) {
-        rawAt = at;
-        raw = null;
-      }
-    });
-    // The list of a file the helper decoded is read again here (one small pickle).
-    if (rawAt !== Infinity && !raw) raw = { at: rawAt, list: (await this.decodeOne(rawAt)).rawReward! };
+    await this.shareGroups(groups.length, counter, joinHere, helper, joined, takeRaw);
     for (const [i, list] of shown) this.learn(i, list, false);
-    return { rows: { ...light, rawRewards: raw ? firstRawRewards([{ rawReward: raw.list }]) : null }, joined };
+    return { rows: { ...light, rawRewards: raw?.rewards ?? null }, joined };
   }
 
   /**
    * Joins here each group claimed from `counter` (which `helper` claims from too), letting other requests in every
-   * few ms; then takes in the helper's groups (`theirRaw` sees where each found its first raw_reward) and joins
-   * here any it claimed but never delivered (it stopped).
+   * few ms; then takes in the helper's groups (`theirRaw` is given each one's raw_reward list) and joins here
+   * any it claimed but never delivered (it stopped).
    */
   private async shareGroups<D>(
     count: number,
@@ -743,7 +741,7 @@ export class TrainStepFiles {
     joinHere: (g: number) => Promise<void>,
     helper: JoinHelper<D> | undefined,
     joined: Map<number, D>,
-    theirRaw?: (rawAt: number | undefined) => void,
+    theirRaw?: (raw: GroupRawRewards | undefined) => void,
   ): Promise<void> {
     const done = new Set<number>();
     try {
@@ -768,24 +766,12 @@ export class TrainStepFiles {
       const { i, error } = theirs.error;
       throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
     }
-    for (const { g, samples, rawAt } of theirs.groups) {
+    for (const { g, samples, raw } of theirs.groups) {
       done.add(g);
       for (const [s, value] of samples) joined.set(s, value);
-      theirRaw?.(rawAt);
+      theirRaw?.(raw);
     }
     for (let g = 0; g < count; g++) if (!done.has(g)) await joinHere(g);
-  }
-
-  /** One rank file decoded here for its index record (tensors unread), failures named after it. */
-  private async decodeOne(i: number): Promise<TrainShardFile> {
-    const f = this.files[i];
-    this.onDecode(f.name);
-    try {
-      return await decodeRankFile(this.runDir, f, ZipArchive.openSync(join(this.runDir, f.name), { wholeFileBelow: 0, listedRegular: f.listedRegular }));
-    } catch (e) {
-      if (e instanceof DumpInconsistent) throw e;
-      throw await this.failure(f.name, e);
-    }
   }
 
   /** `joinAll` after decoding every distinct file here: the groups are formed from the whole index. */
