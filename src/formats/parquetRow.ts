@@ -80,46 +80,18 @@ function runHeader(b: Uint8Array, at: number, end: number): number {
   return h;
 }
 
-/** Levels of a run of the RLE / bit-packed hybrid encoding (`width` ≤ 8 bits) in `[at, end)`, `count` of them. */
-function levels(b: Uint8Array, at: number, end: number, width: number, count: number): Uint8Array {
-  const out = new Uint8Array(count);
-  if (width === 0) return out;
-  let seen = 0;
-  while (seen < count) {
-    if (at >= end) throw new Error('parquet levels end early');
-    const h = runHeader(b, at, end);
-    at = afterHeader;
-    if (h & 1) {
-      const n = (h >>> 1) * 8;
-      const mask = (1 << width) - 1;
-      for (let i = 0; i < n && seen < count; i++) {
-        const bit = i * width;
-        const k = at + (bit >>> 3);
-        out[seen++] = ((b[k] | (b[k + 1] << 8)) >>> (bit & 7)) & mask;
-      }
-      at += (h >>> 1) * width;
-    } else {
-      const n = h >>> 1;
-      const v = width > 0 ? b[at++] : 0;
-      out.fill(v, seen, Math.min(count, seen + n));
-      seen += n;
-    }
-  }
-  return out;
-}
-
-/** Dictionary indices `[skip, skip + take)` of a hybrid run over `[at, end)` of `width` bits each (runs before them skipped whole). */
-function indices(b: Uint8Array, at: number, end: number, width: number, skip: number, take: number): number[] {
-  const out: number[] = [];
-  if (width === 0) {
-    for (let i = 0; i < take; i++) out.push(0);
-    return out;
-  }
-  if (width > 32) throw new Error(`parquet dictionary index width ${width}`);
+/**
+ * Values `[skip, skip + out.length)` of the RLE / bit-packed hybrid encoding in `[at, end)`, `width` bits each
+ * (at most 32), into `out` (zeros, as made); the runs before them are passed whole. `what` names the values in
+ * errors. Levels are read from 0, dictionary indices from the first value a row needs.
+ */
+function hybrid(b: Uint8Array, at: number, end: number, width: number, skip: number, out: Uint8Array | Uint32Array, what: string): void {
+  if (width === 0) return;
+  if (width > 32) throw new Error(`parquet ${what} width ${width}`);
+  const want = skip + out.length;
   let pos = 0;
-  const want = skip + take;
   while (pos < want) {
-    if (at >= end) throw new Error('parquet dictionary indices end early');
+    if (at >= end) throw new Error(`parquet ${what} end early`);
     const h = runHeader(b, at, end);
     at = afterHeader;
     if (h % 2 === 1) {
@@ -132,12 +104,12 @@ function indices(b: Uint8Array, at: number, end: number, width: number, skip: nu
           const k = at + (bit >>> 3);
           if (width <= 24) {
             // four bytes hold any value of up to 24 bits at any bit offset
-            out.push(((b[k] | (b[k + 1] << 8) | (b[k + 2] << 16) | (b[k + 3] << 24)) >>> (bit & 7)) & mask);
+            out[pos + i - skip] = ((b[k] | (b[k + 1] << 8) | (b[k + 2] << 16) | (b[k + 3] << 24)) >>> (bit & 7)) & mask;
             continue;
           }
           let v = 0;
           for (let j = Math.ceil(((bit % 8) + width) / 8) - 1; j >= 0; j--) v = v * 256 + (b[k + j] ?? 0);
-          out.push(Math.floor(v / 2 ** (bit % 8)) % 2 ** width);
+          out[pos + i - skip] = Math.floor(v / 2 ** (bit % 8)) % 2 ** width;
         }
       }
       pos += n;
@@ -147,10 +119,16 @@ function indices(b: Uint8Array, at: number, end: number, width: number, skip: nu
       let v = 0;
       for (let j = (width + 7) >> 3; j > 0; j--) v = v * 256 + b[at + j - 1];
       at += (width + 7) >> 3;
-      for (let i = Math.max(pos, skip); i < Math.min(pos + n, want); i++) out.push(v);
+      if (pos + n > skip) out.fill(v, Math.max(pos, skip) - skip, Math.min(pos + n, want) - skip);
       pos += n;
     }
   }
+}
+
+/** Levels `[0, count)` of a hybrid run over `[at, end)` (`width` ≤ 8 bits). */
+function levels(b: Uint8Array, at: number, end: number, width: number, count: number): Uint8Array {
+  const out = new Uint8Array(count);
+  hybrid(b, at, end, width, 0, out, 'levels');
   return out;
 }
 
@@ -309,7 +287,8 @@ function pageValues(p: OpenPage, a: number, b: number, shape: RowShape, dictiona
     values = plainValues(p.values, p.valuesAt, skip, take, shape.type);
   } else if (p.encoding === RLE_DICTIONARY || p.encoding === PLAIN_DICTIONARY) {
     if (!dictionary) throw new Error('parquet dictionary-encoded page without a dictionary');
-    const keys = take > 0 ? indices(p.values, p.valuesAt + 1, p.values.length, p.values[p.valuesAt], skip, take) : [];
+    const keys = new Uint32Array(take);
+    if (take > 0) hybrid(p.values, p.valuesAt + 1, p.values.length, p.values[p.valuesAt], skip, keys, 'dictionary indices');
     const looked: (number | bigint)[] = new Array(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i];
