@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { useStore } from '../store.ts';
 import type { Coverage, StepCoverage } from '../../src/wire/index.ts';
 import { warmUpProgress } from './warmUpBar.tsx';
+import { useApi, type Loaded } from '../useApi.ts';
 
 /** Changes when the server has read more hours than `coverage` covers; stays put for a complete answer. */
 export function useRefine(coverage: Coverage | undefined): number {
@@ -16,15 +17,20 @@ export function useRefine(coverage: Coverage | undefined): number {
 /** How long a partial step-wide answer is shown before it is asked again. */
 const STEP_REFINE_MS = 1000;
 
-/** Changes a moment after each partial step-wide answer arrives, so it is asked again; stays put for a complete one. */
-export function useStepRefine(coverage: StepCoverage | undefined): number {
-  const [token, setToken] = useState(0);
+/**
+ * `useApi` for a step-wide answer that may cover only the steps read so far: asked again a moment after each
+ * answer `partial` finds partial (it gives the coverage still waited for), until one is not.
+ */
+export function useStepwiseApi<T>(key: string | null, load: (signal: AbortSignal) => Promise<T>, refresh: unknown, partial: (data: T) => StepCoverage | undefined): Loaded<T> {
+  const [asked, setAsked] = useState(0);
+  const answer = useApi(key, load, `${String(refresh)}|${asked}`);
+  const waiting = answer.data === null ? undefined : partial(answer.data);
   useEffect(() => {
-    if (!coverage) return;
-    const timer = setTimeout(() => setToken((t) => t + 1), STEP_REFINE_MS);
+    if (!waiting) return;
+    const timer = setTimeout(() => setAsked((n) => n + 1), STEP_REFINE_MS);
     return () => clearTimeout(timer);
-  }, [coverage]);
-  return token;
+  }, [waiting]);
+  return answer;
 }
 
 /** The least read of some partial step-wide answers' coverages (several runs, several series), if any is partial. */

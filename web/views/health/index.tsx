@@ -5,13 +5,12 @@ import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { liveTick } from '../../live.ts';
 import { useStore } from '../../store.ts';
 import type { HealthAnswer, HealthCell, HealthRow, Meta, SignalSpec, StepCoverage } from '../../../src/wire/index.ts';
-import { useApi } from '../../useApi.ts';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect } from 'preact/hooks';
 import { href, numParam, route, setParams } from '../../route.ts';
 import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts';
 import { evidenceHref } from './evidence.ts';
 import { markPainted } from '../../paintMarks.ts';
-import { CoverageNote, leastStepCoverage, useStepRefine } from '../../components/coverage.tsx';
+import { CoverageNote, leastStepCoverage, useStepwiseApi } from '../../components/coverage.tsx';
 
 function cellText(c: HealthCell): string {
   if (c.value === null) return '–';
@@ -62,10 +61,12 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
   const at = asked !== null && Number.isInteger(asked) ? asked : null;
   const key = runs.length > 1 ? runs.map((x) => x.id).join(',') : null;
   // boards over the steps read so far are asked again until every run's steps are read
-  const [refined, setRefined] = useState<HealthAnswer[] | null>(null);
-  const refine = useStepRefine(leastStepCoverage((refined ?? []).map((b) => b.coverage)));
-  const boards = useApi(key, (signal) => Promise.all(runs.map((x) => getJson<HealthAnswer>(runPath(x, 'rlsight/health'), {}, signal))), `${tick}|${refine}`);
-  useEffect(() => setRefined(boards.data), [boards.data]);
+  const boards = useStepwiseApi(
+    key,
+    (signal) => Promise.all(runs.map((x) => getJson<HealthAnswer>(runPath(x, 'rlsight/health'), {}, signal))),
+    tick,
+    (answers) => leastStepCoverage(answers.map((b) => b.coverage)),
+  );
   if (!key && all && all.length > 1)
     return (
       <p class="hint">
@@ -185,12 +186,9 @@ function boardLines(rows: readonly HealthRow[], coverage: StepCoverage | undefin
 export function HealthView({ meta }: { meta: Meta }) {
   const tick = useStore(liveTick);
   const all = useStore(runList);
-  const [coverage, setCoverage] = useState<StepCoverage | undefined>(undefined);
   // a board over the steps read so far is asked again, without a reload, until every step is read
-  const refine = useStepRefine(coverage);
-  const board = useApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), `${tick}|${refine}`);
+  const board = useStepwiseApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), tick, (b) => b.coverage);
   useEffect(() => {
-    setCoverage(board.data?.coverage);
     if (board.data) markPainted('health');
   }, [board.data]);
   if (board.error) return <ErrorNote error={board.error} />;

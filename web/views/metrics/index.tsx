@@ -9,7 +9,7 @@ import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
 import type { Coverage, Meta, MetricSeries as Series, RunListing, StepCoverage, Topology } from '../../../src/wire/index.ts';
-import { CoverageNote, leastStepCoverage, useRefine, useStepRefine } from '../../components/coverage.tsx';
+import { CoverageNote, leastStepCoverage, useRefine, useStepwiseApi } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
@@ -166,9 +166,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
   const [hiddenEngines, setHidden] = useState<Set<string>>(new Set());
 
   // dump/* series read while the server still reads the run's steps are partial: asked again until complete
-  const [dumpCoverage, setDumpCoverage] = useState<StepCoverage | undefined>(undefined);
-  const stepRefine = useStepRefine(dumpCoverage);
-  const loggedData = useApi(
+  const loggedData = useStepwiseApi(
     logged.length ? `${logged.join(',')}|${runKey}` : null,
     async (signal) => {
       const groups = new Map<string, string[]>();
@@ -195,9 +193,9 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
       };
       return Promise.all(targets.map(ofRun));
     },
-    `${tick}|${stepRefine}`,
+    tick,
+    (perRun) => leastStepCoverage(perRun.flatMap((r) => Object.values(r).map((s) => s.coverage))),
   );
-  useEffect(() => setDumpCoverage(leastStepCoverage((loggedData.data ?? []).flatMap((r) => Object.values(r).map((s) => s.coverage)))), [loggedData.data]);
 
   // Engine series asked while the server still reads the run's history are partial: asked again as it reads more.
   const engineShown = useRef<Coverage | undefined>(undefined);

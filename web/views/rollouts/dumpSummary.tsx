@@ -1,10 +1,8 @@
 // The step's dump/* aggregates (served by /api/metrics), so the header states what the server measured for this step.
 import { getJson } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
-import { useEffect, useState } from 'preact/hooks';
 import type { DumpMetricKey, MetricSeries as Series, StepAggregateMetric, StepCoverage } from '../../../src/wire/index.ts';
-import { leastStepCoverage, useStepRefine } from '../../components/coverage.tsx';
-import { useApi } from '../../useApi.ts';
+import { leastStepCoverage, useStepwiseApi } from '../../components/coverage.tsx';
 
 /** Each step aggregate the server computes, with its label; the type makes the list complete. */
 const LABELS: Record<StepAggregateMetric, string> = {
@@ -22,12 +20,12 @@ export const DUMP_KEYS = Object.keys(LABELS).map((m) => `dump/${m}` as DumpMetri
 export function DumpSummary({ id, evaluation, tick }: { id: number; evaluation: boolean; tick: number }) {
   // Over the steps the server has read so far (it reads a big run's steps in the background, this one first
   // when it is asked for): asked again until this step is among them.
-  const [waiting, setWaiting] = useState<StepCoverage | undefined>(undefined);
-  const refine = useStepRefine(waiting);
-  const res = useApi(evaluation ? null : 'dump', (signal) => getJson<Record<string, Series>>('metrics', { keys: DUMP_KEYS.join(','), x: 'rollout/step', progressive: true }, signal), `${tick}|${refine}`);
-  const coverage = leastStepCoverage(Object.values(res.data ?? {}).map((s) => s.coverage));
-  const unread = coverage?.unread.some(([a, b]) => a <= id && id <= b) === true;
-  useEffect(() => setWaiting(unread ? coverage : undefined), [res.data, unread]);
+  const unreadIn = (series: Record<string, Series>): StepCoverage | undefined => {
+    const coverage = leastStepCoverage(Object.values(series).map((s) => s.coverage));
+    return coverage?.unread.some(([a, b]) => a <= id && id <= b) ? coverage : undefined;
+  };
+  const res = useStepwiseApi(evaluation ? null : 'dump', (signal) => getJson<Record<string, Series>>('metrics', { keys: DUMP_KEYS.join(','), x: 'rollout/step', progressive: true }, signal), tick, unreadIn);
+  const unread = res.data !== null && unreadIn(res.data) !== undefined;
   if (evaluation) return <p class="hint">Eval step: the dump/* aggregates cover training steps only.</p>;
   if (res.error) return <p class="hint">dump/* aggregates unavailable for this run.</p>;
   if (!res.data || unread) return <div class="stats" aria-busy="true" />;
