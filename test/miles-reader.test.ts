@@ -304,62 +304,57 @@ describe('a decode worker started ahead of the first step read', () => {
 });
 
 describe('a spare decode worker reading a step catalog for a token read', () => {
-  it("reads every rank file's directory as this thread would, then stays ready for its step", async () => {
+  /** A rollout reader over a copy of the fixture run, and step 1's rank file names; `use` runs before the copy goes. */
+  async function withRollouts(use: (rollouts: import('../src/run/miles/rolloutReader.ts').RolloutDumpReader, dir: string, names: string[]) => Promise<void>): Promise<void> {
     const run = copyFixtureRun();
     const { RolloutDumpReader } = await import('../src/run/miles/rolloutReader.ts');
     const { DumpFiles } = await import('../src/run/miles/dumpFiles.ts');
-    const { storageCatalogOf } = await import('../src/run/miles/trainStep.ts');
     try {
-      const files = new DumpFiles(run.dir, run.dir, null, () => {}, Date.now);
-      const rollouts = new RolloutDumpReader(files, 0, undefined, 0);
+      const rollouts = new RolloutDumpReader(new DumpFiles(run.dir, run.dir, null, () => {}, Date.now), 0, undefined, 0);
+      await use(rollouts, run.dir, readdirSync(join(run.dir, 'train_data')).filter((n) => n.startsWith('1_')));
+      rollouts.clear();
+    } finally {
+      run.dispose();
+    }
+  }
+
+  /** Step 1's dump decoded by the worker the spare became equals the dump decoded here. */
+  async function decodesStep(rollouts: import('../src/run/miles/rolloutReader.ts').RolloutDumpReader, before?: () => Promise<void>): Promise<void> {
+    const worker = (await rollouts.decodeWorker('rollout_data/1.pt', 1, false))!;
+    try {
+      await before?.();
+      assert.deepEqual((await worker.dump)!.samples, (await rollouts.load(1, false)).samples);
+    } finally {
+      worker.close();
+    }
+  }
+
+  it("reads every rank file's directory as this thread would, then stays ready for its step", () =>
+    withRollouts(async (rollouts, dir, names) => {
+      const { storageCatalogOf } = await import('../src/run/miles/trainStep.ts');
       assert.equal(rollouts.catalogHelper(['x'], [false]), null, 'none without a spare');
       await rollouts.prepareWorker(1, false);
-      const names = readdirSync(join(run.dir, 'train_data')).filter((n) => n.startsWith('1_'));
-      const paths = names.map((n) => join(run.dir, 'train_data', n));
-      const helper = rollouts.catalogHelper(paths, paths.map(() => true))!;
-      const read = await helper.finished;
+      const paths = names.map((n) => join(dir, 'train_data', n));
+      const read = await rollouts.catalogHelper(paths, paths.map(() => true))!.finished;
       const scratch = { bytes: new Uint8Array(0), print: new Uint8Array(1) };
       assert.deepEqual([...read.keys()].sort(), paths.map((_, k) => k));
       paths.forEach((p, k) => assert.deepEqual(read.get(k), storageCatalogOf(p, scratch, true), names[k]));
       assert.equal(rollouts.spareWaiting, true, 'still spare');
-      const worker = (await rollouts.decodeWorker('rollout_data/1.pt', 1, false))!;
-      try {
-        assert.deepEqual((await worker.dump)!.samples, (await rollouts.load(1, false)).samples);
-      } finally {
-        worker.close();
-      }
-      rollouts.clear();
-    } finally {
-      run.dispose();
-    }
-  });
+      await decodesStep(rollouts);
+    }));
 
-  it('hands back what it has read when it is given a step to decode, and decodes the step at once', async () => {
-    const run = copyFixtureRun();
-    const { RolloutDumpReader } = await import('../src/run/miles/rolloutReader.ts');
-    const { DumpFiles } = await import('../src/run/miles/dumpFiles.ts');
-    try {
-      const files = new DumpFiles(run.dir, run.dir, null, () => {}, Date.now);
-      const rollouts = new RolloutDumpReader(files, 0, undefined, 0);
+  it('hands back what it has read when it is given a step to decode, and decodes the step at once', () =>
+    withRollouts(async (rollouts, dir, names) => {
       await rollouts.prepareWorker(1, false);
       // a step's worth of directories (the fixture's rank files many times over), read a batch at a time
-      const names = readdirSync(join(run.dir, 'train_data')).filter((n) => n.startsWith('1_'));
-      const paths = Array.from({ length: 4000 }, (_, k) => join(run.dir, 'train_data', names[k % names.length]!));
+      const paths = Array.from({ length: 4000 }, (_, k) => join(dir, 'train_data', names[k % names.length]!));
       const helper = rollouts.catalogHelper(paths, paths.map(() => true))!;
       while (Atomics.load(helper.counter, 0) < 64) await new Promise((r) => setTimeout(r, 1));
-      const worker = (await rollouts.decodeWorker('rollout_data/1.pt', 1, false))!;
-      try {
+      await decodesStep(rollouts, async () => {
         const read = await helper.finished;
         assert.ok(read.size >= 64 && read.size < paths.length, `${read.size} of ${paths.length} read before the step was handed over`);
-        assert.deepEqual((await worker.dump)!.samples, (await rollouts.load(1, false)).samples);
-      } finally {
-        worker.close();
-      }
-      rollouts.clear();
-    } finally {
-      run.dispose();
-    }
-  });
+      });
+    }));
 });
 
 describe('step reads no one waits for any more', () => {
