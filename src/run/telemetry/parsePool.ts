@@ -66,7 +66,6 @@ interface Slot {
 
 export type SlotHandle = number;
 
-
 export class ParsePool {
   private readonly slots: Slot[] = [];
 
