@@ -121,6 +121,6 @@ try {
 const train = await trainJob;
 if (train) {
   const done = await joinClaimed(train.runDir, train.groups, train.counter, digestTrainRow);
-  port.postMessage({ trainDone: { groups: done.groups, error: done.error && { i: done.error.i, error: describe(done.error.error) } } });
+  port.postMessage({ trainDone: { groups: done.groups, raw: done.raw, error: done.error && { i: done.error.i, error: describe(done.error.error) } } });
 }
 port.close();

@@ -14,7 +14,7 @@ import { Lru } from './lru.ts';
 import { decodeRolloutDump, RECORDS_ONLY, type RolloutDump, type RolloutSample } from './rolloutDump.ts';
 import { dumpSampleText, dumpSamples, pendingSamples } from './sampleText.ts';
 import type { TorchDocument } from './torchDocument.ts';
-import type { CatalogHelper, JoinedGroup, JoinHelper, QuickCatalog } from './trainStep.ts';
+import type { CatalogHelper, GroupRawRewards, JoinedGroup, JoinHelper, QuickCatalog } from './trainStep.ts';
 import type { WorkerError } from './rolloutDecodeWorker.ts';
 import { checkId, isMissing, type DumpFiles } from './dumpFiles.ts';
 import type { SampleTokens } from './tokenMirror.ts';
@@ -168,7 +168,7 @@ export class RolloutDumpReader {
       spare.ref();
       spare.postMessage({ job });
     }
-    type Done = { groups: JoinedGroup<TrainDigest>[]; error?: { i: number; error: WorkerError } };
+    type Done = { groups: JoinedGroup<TrainDigest>[]; raw?: GroupRawRewards; error?: { i: number; error: WorkerError } };
     let settleDump!: (m: { dump?: RolloutDump; error?: WorkerError } | null) => void;
     let settleTrain!: (m: Done) => void;
     let settleFirst!: (samples: RolloutSample[] | null) => void;
@@ -209,7 +209,7 @@ export class RolloutDumpReader {
           error.name === 'DumpInconsistent' && error.file !== undefined
             ? new DumpInconsistent(error.file, error.message.slice(error.file.length + 2))
             : Object.assign(new Error(error.message), { name: error.name, code: error.code });
-        return { groups: done.groups, error: { i, error: e } };
+        return { groups: done.groups, raw: done.raw, error: { i, error: e } };
       },
       cancel: () => worker.postMessage({ train: null }),
     };

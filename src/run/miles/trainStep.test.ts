@@ -56,7 +56,8 @@ function rankFile(rank: number, rows: Row[], cp?: { rank: number; size: number }
     rewards: rows.map((r) => r.sample / 10),
     truncated: rows.map(() => 0),
     loss_masks: rows.map((r) => f32(r.mask)),
-    raw_reward: Array.from({ length: 8 }, (_, i) => i / 4),
+    // batch-global, but told apart by rank here: the step's list is the first file's (rank 0's)
+    raw_reward: Array.from({ length: 8 }, (_, i) => i / 4 + rank),
   };
   fields.forEach((name, k) => (rd[name] = rows.map((r) => f32(r.part(k)))));
   if (opaque) rd.note = 'sample_indices';

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { openTorchArchive } from '../../formats/torch/load.ts';
 import { tensorNumbersFromBytes } from '../../formats/torch/tensorData.ts';
-import { Tensor } from '../../formats/torch/value.ts';
+import { Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { statSync, type Stats } from 'node:fs';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import { visitCentralDirectorySync, ZipArchive, type ZipEntry } from '../../formats/zip.ts';
@@ -252,10 +252,21 @@ export interface StepRows {
   rawRewards: (number | null)[] | null;
 }
 
-/** The `raw_reward` list of a group's first file carrying one (`firstRawRewards`), and that file's position in the step. */
+/** The `raw_reward` list (`firstRawRewards`) of the first file carrying one among some groups, and that file's position in the step. */
 export interface GroupRawRewards {
   at: number;
   rewards: (number | null)[];
+}
+
+/** The same before it is converted: the list as decoded (every rank file may carry one; only the first is kept). */
+interface DecodedRawRewards {
+  at: number;
+  list: ArrayLike<PyValue>;
+}
+
+/** The first of two lists by file position. */
+function firstOf<T extends { at: number }>(a: T | null, b: T | null | undefined): T | null {
+  return b && (a === null || b.at < a.at) ? b : a;
 }
 
 /** One group joined, in a form that crosses threads: its samples' reductions. */
@@ -263,8 +274,13 @@ export interface JoinedGroup<D> {
   /** The group's position in the list handed out. */
   g: number;
   samples: [number, D][];
-  /** Present when one of the group's files carries a `raw_reward` list. */
+}
+
+/** What a helper joined: its groups, the first `raw_reward` list among them, and what stopped it if anything did. */
+export interface HelperJoined<D> {
+  groups: JoinedGroup<D>[];
   raw?: GroupRawRewards;
+  error?: JoinFailure;
 }
 
 /** A failure while joining, with the position (in the step's files) of the rank file it concerns. */
@@ -280,7 +296,7 @@ export interface JoinFailure {
 export interface JoinHelper<D> {
   start(runDir: string, groups: JoinGroup[], counter: Int32Array): void;
   /** What it joined, once it has taken its last group; `error` stops the join. A stopped helper delivers what it finished. */
-  finished(): Promise<{ groups: JoinedGroup<D>[]; error?: JoinFailure }>;
+  finished(): Promise<HelperJoined<D>>;
   /** The join will not start (or has failed): release the helper. */
   cancel(): void;
 }
@@ -467,7 +483,7 @@ async function decodeGroup(
 /** One group joined on its own: its samples' reductions and its first file carrying a `raw_reward` list. */
 interface GroupJoined<D> {
   samples: [number, D][];
-  raw: GroupRawRewards | null;
+  raw: DecodedRawRewards | null;
 }
 
 /**
@@ -496,7 +512,7 @@ async function joinGroupAlone<D>(
   }
   // Members are in file order: the first carrying the list is the group's lowest such position.
   const k = decoded.index.files.findIndex((f) => f.rawReward !== null);
-  const raw = k < 0 ? null : { at: members[k].i, rewards: firstRawRewards([decoded.index.files[k]])! };
+  const raw = k < 0 ? null : { at: members[k].i, list: decoded.index.files[k].rawReward! };
   try {
     return { samples: await joinSamples(decoded.index, [...decoded.index.locations.keys()], decoded.archives, reduce, scratch), raw };
   } catch (e) {
@@ -513,20 +529,27 @@ export async function joinClaimed<D>(
   groups: readonly JoinGroup[],
   counter: Int32Array,
   reduce: (row: TrainRow) => D,
-): Promise<{ groups: JoinedGroup<D>[]; error?: JoinFailure }> {
+): Promise<HelperJoined<D>> {
   const out: JoinedGroup<D>[] = [];
   const scratch: JoinScratch = [];
+  // only the first list is converted and posted
+  let first: DecodedRawRewards | null = null;
+  const joined = (error?: JoinFailure): HelperJoined<D> => {
+    const raw = first ? { at: first.at, rewards: firstRawRewards([{ rawReward: first.list }])! } : undefined;
+    return { groups: out, ...(raw ? { raw } : {}), ...(error ? { error } : {}) };
+  };
   for (;;) {
     const k = Atomics.add(counter, 0, 1);
-    if (k >= groups.length) return { groups: out };
+    if (k >= groups.length) return joined();
     try {
       const { samples, raw } = await joinGroupAlone(runDir, groups[k], reduce, scratch);
-      out.push(raw ? { g: k, samples, raw } : { g: k, samples });
+      out.push({ g: k, samples });
+      first = firstOf(first, raw);
     } catch (e) {
       const failure = e as JoinFailure;
-      if (typeof failure?.i === 'number' && 'error' in failure) return { groups: out, error: failure };
+      if (typeof failure?.i === 'number' && 'error' in failure) return joined(failure);
       // Not a file's failure (a DumpInconsistent between files): reported against the group's first file.
-      return { groups: out, error: { i: groups[k].members[0].i, error: e } };
+      return joined({ i: groups[k].members[0].i, error: e });
     }
   }
 }
@@ -707,11 +730,9 @@ export class TrainStepFiles {
     const counter = new Int32Array(new SharedArrayBuffer(4));
     helper?.start(this.runDir, groups, counter);
     const joined = new Map<number, D>();
-    // The list of the first file (by position) carrying one, among the groups joined on either thread.
-    let raw = null as GroupRawRewards | null;
-    const takeRaw = (r: GroupRawRewards | null | undefined): void => {
-      if (r && (raw === null || r.at < raw.at)) raw = r;
-    };
+    // The list of the first file (by position) carrying one, among the groups joined here and on the helper.
+    let here = null as DecodedRawRewards | null;
+    let theirs = null as GroupRawRewards | null;
     const scratch: JoinScratch = [];
     const joinHere = async (g: number): Promise<void> => {
       let done: GroupJoined<D>;
@@ -723,17 +744,19 @@ export class TrainStepFiles {
         throw failure.error instanceof DumpInconsistent ? failure.error : await this.failure(this.files[failure.i].name, failure.error);
       }
       for (const [s, value] of done.samples) joined.set(s, value);
-      takeRaw(done.raw);
+      here = firstOf(here, done.raw);
     };
-    await this.shareGroups(groups.length, counter, joinHere, helper, joined, takeRaw);
+    await this.shareGroups(groups.length, counter, joinHere, helper, joined, (raw) => (theirs = raw ?? null));
     for (const [i, list] of shown) this.learn(i, list, false);
-    return { rows: { ...light, rawRewards: raw?.rewards ?? null }, joined };
+    const raw = firstOf<{ at: number }>(here, theirs);
+    const rawRewards = raw === null ? null : raw === theirs ? theirs.rewards : firstRawRewards([{ rawReward: here!.list }]);
+    return { rows: { ...light, rawRewards }, joined };
   }
 
   /**
    * Joins here each group claimed from `counter` (which `helper` claims from too), letting other requests in every
-   * few ms; then takes in the helper's groups (`theirRaw` is given each one's raw_reward list) and joins here
-   * any it claimed but never delivered (it stopped).
+   * few ms; then takes in the helper's groups (`theirRaw` is given the first raw_reward list among them) and
+   * joins here any it claimed but never delivered (it stopped).
    */
   private async shareGroups<D>(
     count: number,
@@ -766,11 +789,11 @@ export class TrainStepFiles {
       const { i, error } = theirs.error;
       throw error instanceof DumpInconsistent ? error : await this.failure(this.files[i].name, error);
     }
-    for (const { g, samples, raw } of theirs.groups) {
+    for (const { g, samples } of theirs.groups) {
       done.add(g);
       for (const [s, value] of samples) joined.set(s, value);
-      theirRaw?.(raw);
     }
+    theirRaw?.(theirs.raw);
     for (let g = 0; g < count; g++) if (!done.has(g)) await joinHere(g);
   }
 
