@@ -10,6 +10,7 @@ import { ParsePool } from './parsePool.ts';
 import { WarmUp } from './warmUp.ts';
 import type { PartitionReader } from './partitionReader.ts';
 import type { PartitionedStream } from './records.ts';
+import { foreground } from '../foreground.ts';
 
 const H = 997200; // 1970-01-12 13:00 UTC
 const gpu = (ts: number, g: number, util: number): string => `{"ts":${ts}.0,"node":"10.0.0.1","gpu":${g},"util":${util},"mem_mb":${1000 + g},"power_w":${200 + util}}\n`;
@@ -78,6 +79,27 @@ describe('the partition cache', () => {
       assert.equal(filled.parseThreadsStarted, false, 'nothing to parse: no thread spent');
     } finally {
       for (const s of stores) s.close();
+      r.dispose();
+    }
+  });
+
+  test('the parse threads never boot ahead while a request is being answered, nor for a warm-up with nothing handed out', async () => {
+    const r = run();
+    const store = TelemetryStore.open(r.dir, { cacheDir: r.cache, parseWorkers: 1, parallelFromBytes: 0 });
+    // a request asked at once, still being answered past the latest ahead-of-need boot
+    const answered = foreground.begin();
+    try {
+      // the warm-up, deferring to it, takes in what its threads finished: none were handed anything
+      store.warmUpCollect();
+      assert.equal(store.parseThreadsStarted, false, 'collecting nothing boots no thread');
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      assert.equal(store.parseThreadsStarted, false, 'the request keeps the cores');
+      answered();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(store.parseThreadsStarted, true, 'booted once it is answered');
+    } finally {
+      answered();
+      store.close();
       r.dispose();
     }
   });

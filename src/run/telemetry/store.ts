@@ -307,7 +307,8 @@ export class TelemetryStore {
     if (this.warm !== null && !this.warm.progress().running) return;
     const opened = performance.now();
     const boot = (): void => {
-      if (foreground.answeredAny() || performance.now() - opened >= POOL_BOOT_LATEST_MS) this.ensurePool();
+      // never while a request is being answered: it needs the cores now (a read of its own boots them at once)
+      if (foreground.quietForMs() > 0 && (foreground.answeredAny() || performance.now() - opened >= POOL_BOOT_LATEST_MS)) this.ensurePool();
       else setTimeout(boot, 5).unref();
     };
     setTimeout(boot, 0).unref();

@@ -147,6 +147,8 @@ export class WarmUp {
    * answered the warm-up starts nothing, but a thread it used is freed for them.
    */
   collect(): void {
+    // nothing handed out yet: no thread is started just to be asked
+    if (this.pending.length === 0) return;
     const pool = this.pool();
     if (pool === null) return;
     for (let i = this.pending.length - 1; i >= 0; i--) {
