@@ -14,6 +14,7 @@ import { BadArgument } from '../src/queries/limits.ts';
 import type { DumpReaderOptions } from '../src/run/miles/reader.ts';
 import { boolParam, intParam, parseParams } from '../src/server/params.ts';
 import { openAnswers, type Answers } from './support/answers.ts';
+import { foreground } from '../src/run/foreground.ts';
 
 const openReader = openAnswers;
 type Reader = Answers;
@@ -88,6 +89,7 @@ describe('DumpReader over the miles-demo run', () => {
       // The second variant runs twice over the same cache dir: once filling it, once reading it.
       const passes = variant === 'disk cache' ? 2 : 1;
       for (let pass = 0; pass < passes; pass++) {
+        if (pass > 0) await reader.close();
         const r = pass === 0 ? reader : await open({ cacheDir: join(cacheBase, 'c') });
         for (const g of goldens) await check(r, g);
       }
@@ -100,6 +102,8 @@ describe('DumpReader over the miles-demo run', () => {
     assert.ok(summaries.length > 4);
     const filler = await open({ cacheDir });
     for (const g of summaries) await check(filler, g);
+    // its steps are kept once it is closed (written after the answers, not before them)
+    await filler.close();
     const opened: string[] = [];
     const reader = await open({ cacheDir, onDecode: recording(opened) });
     for (const g of summaries) await check(reader, g);
@@ -114,6 +118,33 @@ describe('DumpReader over the miles-demo run', () => {
     } finally {
       utimesSync(dump, original.atime, original.mtime);
     }
+  });
+
+  it('keeps a step in the cache directory once its answer is out, never before it', async () => {
+    const cacheDir = join(cacheBase, 'after-answer');
+    const kept = (): string[] => {
+      try {
+        return readdirSync(cacheDir, { recursive: true }).map(String).filter((p) => p.endsWith('.step.json'));
+      } catch {
+        return [];
+      }
+    };
+    const reader = await open({ cacheDir });
+    // a request is being answered (the server marks each one): the step's megabyte of JSON waits for it
+    const answered = foreground.begin();
+    try {
+      const summary = await reader.summary(0);
+      assert.ok(summary.rows.length > 0);
+      assert.deepEqual(kept(), [], 'written before the answer was out');
+    } finally {
+      answered();
+    }
+    await reader.close();
+    assert.equal(kept().length, 1, 'written once no request was being answered');
+    const opened: string[] = [];
+    const again = await open({ cacheDir, onDecode: recording(opened) });
+    await again.summary(0);
+    assert.deepEqual(opened, [], 'the next reader answers from it');
   });
 
   async function check(reader: Reader, g: Golden): Promise<void> {
@@ -554,6 +585,7 @@ describe('DumpReader freshness, fallbacks and caches', () => {
       // a budget no step fits in: every read goes back to the derived cache, none to the dump
       const filler = await openReader(run.dir, { cacheDir });
       for (const id of [0, 1, 2]) await filler.summary(id);
+      await filler.close();
       const tight: string[] = [];
       const small = await openReader(run.dir, { cacheDir, onDecode: recording(tight), stepRecordBytes: 1 });
       for (let round = 0; round < 3; round++) await Promise.all([0, 1, 2].map((id) => small.summary(id)));

@@ -23,6 +23,7 @@ import { TokenMirror, type SampleTokens } from './tokenMirror.ts';
 import { TrajectorySidecar } from './trajectorySidecar.ts';
 import { TokenizerReader } from './tokenizerReader.ts';
 import { ROLLOUT_DIR, rolloutFile, rolloutNameOf, stepStem } from '../../formats/miles/layout.ts';
+import { LaterWrites } from '../derivedCache.ts';
 
 const STEP_CACHE_VERSION = 2;
 
@@ -101,6 +102,8 @@ export class DumpReader {
   private readonly previewWaiters = new Map<string, PreviewWaiter[]>();
   /** A step's first samples while the rest of its rollout dump decodes (see `stepPreview`'s `first`). */
   private readonly firstSamples = new Map<string, StepRecords>();
+  /** Steps' records written to the derived cache once no request is being answered (never before an answer). */
+  private readonly stepWrites = new LaterWrites();
   private readonly rollouts: RolloutDumpReader;
   private readonly train: TrainDumpReader;
   private readonly mirror: TokenMirror;
@@ -351,7 +354,9 @@ export class DumpReader {
   }
 
   /** Drops every cache and closes open files. */
+  /** Drops what it holds, once what it asked to keep in the cache directory is written. */
   async close(): Promise<void> {
+    await this.cacheWritten().catch(() => {});
     this.joinedSteps.clear();
     this.train.clear();
     this.sampleReads.clear();
@@ -365,6 +370,7 @@ export class DumpReader {
     await this.train.saved();
     await this.tokenizer.saved();
     await this.mirror.settled();
+    await this.stepWrites.settled();
   }
 
   /** Bytes a cold read of a train step decodes (its rollout dump and its rank files), counted until `atMost` is passed. */
@@ -521,7 +527,8 @@ export class DumpReader {
     }
     const dump = await dumpP;
     const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests, rawRewards: raw };
-    if (sourcesP) await this.writeStepCache(stepStem(rolloutId, evaluation), sourcesP, records);
+    // kept for the next process after the answers that wait for it (a megabyte of JSON for a 4,096-sample step)
+    if (sourcesP) this.stepWrites.request(() => this.writeStepCache(stepStem(rolloutId, evaluation), sourcesP, records), false);
     return { stamp, records };
   }
 
@@ -551,14 +558,14 @@ export class DumpReader {
   }
 
   private async writeStepCache(key: string, sourcesP: Promise<Record<string, number>>, step: StepRecords): Promise<void> {
-    let body: string;
+    let sources: Record<string, number>;
     try {
-      const cached: CachedStep = { ...step, digests: [...step.digests] };
-      body = JSON.stringify({ version: STEP_CACHE_VERSION, sources: await sourcesP, step: cached });
+      sources = await sourcesP;
     } catch {
       return; // a file that cannot be stamped now is stamped by the next read
     }
-    await this.files.derived.write(`rollout_${key}.step.json`, () => body);
+    const cached: CachedStep = { ...step, digests: [...step.digests] };
+    await this.files.derived.write(`rollout_${key}.step.json`, () => JSON.stringify({ version: STEP_CACHE_VERSION, sources, step: cached }));
   }
 }
 
