@@ -71,6 +71,8 @@ describe('diffs across runs (headless Chromium)', { skip: hasChromium ? false : 
     await page.locator('nav.tabs a', { hasText: 'Tokens' }).click();
     await page.waitForSelector('[data-pos]');
     await screenshot(page, 'diff-runs-other-sample');
+    // the run's step is one click away, as for a sample of the first run
+    assert.equal(await page.locator('[data-testid="sample-run"]').getAttribute('href'), '#/rollout/2?run=collapse');
 
     // Back in the sample diff, side A picks the collapsing run too: the same sample of the same step, identical.
     await page.goBack();

@@ -104,9 +104,9 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
     <div class="sample">
       <div class="sample-head panel">
         {runId ? (
-          <span class="chip" data-testid="sample-run" title="a sample of another run this server holds">
-            run {runId} · {evaluation ? 'eval ' : ''}step {id}
-          </span>
+          <a class="chip" data-testid="sample-run" href={href(`/rollout/${id}`, { eval: evaluation, run: runId })} title="a sample of another run this server holds: back to its step">
+            ← run {runId} · {evaluation ? 'eval ' : ''}step {id}
+          </a>
         ) : (
           <a href={href(`/rollout/${id}`, { eval: evaluation })}>← {evaluation ? 'eval ' : ''}step {id}</a>
         )}
