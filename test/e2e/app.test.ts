@@ -212,7 +212,7 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     const span = label.replace(/^↦\s*/, '').split(' · ')[0]!.trim();
     await page.waitForFunction((s) => document.querySelector('[data-testid=window]')?.textContent?.startsWith(s), span, { timeout: 15_000 });
     await page.waitForSelector(`.lane-selection .chip[title="${dp.lanes}"]`);
-    assert.match((await page.textContent('[data-testid=advisory] header'))!, /for this window/);
+    assert.match((await page.textContent('[data-testid=advisory] header'))!, /engine and tuning: this window · the rest: whole run/);
     await screenshot(page, 'timeline-advisory-link');
     assertClean(w);
     await page.close();

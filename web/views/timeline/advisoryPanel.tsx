@@ -76,7 +76,10 @@ export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
       <section class="panel" data-testid="advisory">
         <header>
           <h3>Advisory</h3>
-          <span class="muted" style={{ fontSize: '11.5px' }}>{w ? 'for this window' : 'whole run'}</span>
+          {/* a window scopes the engine and tuning rules only; stalls, stragglers and the step's verdicts read the whole run */}
+          <span class="muted" style={{ fontSize: '11.5px' }} title="stalled phases, stragglers and the newest step's rules always read the whole run; each item links to the span it concerns">
+            {w ? 'engine and tuning: this window · the rest: whole run' : 'whole run'}
+          </span>
           <CoverageNote coverage={res.data?.coverage} />
         </header>
         {res.error ? (
