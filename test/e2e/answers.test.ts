@@ -85,6 +85,39 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.deepEqual(w.problems(), []);
   });
 
+  test('a conversation hit opens the conversation with the match highlighted and in view', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    await page.locator('input[data-global-search]').fill('"python tool"');
+    await page.waitForSelector(`.search-results[data-query='"python tool"'][data-done] .search-result`);
+    // the first hit in the recorded conversation (its prompt or its messages)
+    const hits = page.locator('.search-result');
+    let k = 0;
+    while (!/ · (prompt|conversation)$/.test((await hits.nth(k).locator('.facts').textContent())!)) k++;
+    const where = (await hits.nth(k).locator('.where').textContent())!;
+    await hits.nth(k).click();
+    const [, step, sample] = /step (\d+) · sample (\d+)/.exec(where)!;
+    await page.waitForFunction(`location.hash.startsWith("#/rollout/${step}/sample/${sample}") && location.hash.includes("find=")`);
+    await page.waitForSelector('[data-testid="conversation"][data-found]');
+    const seen = (await page.evaluate(`(() => {
+      const h = CSS.highlights.get('rlsight-find');
+      const ranges = h ? [...h] : [];
+      const first = ranges[0]?.getBoundingClientRect();
+      return {
+        found: Number(document.querySelector('[data-testid="conversation"]').dataset.found),
+        highlighted: ranges.length,
+        texts: [...new Set(ranges.map((r) => r.toString().toLowerCase()))],
+        inView: !!first && first.top >= 0 && first.bottom <= innerHeight,
+      };
+    })()`)) as { found: number; highlighted: number; texts: string[]; inView: boolean };
+    assert.ok(seen.found > 0, 'the match is in the shown conversation');
+    assert.equal(seen.highlighted, seen.found);
+    assert.deepEqual(seen.texts, ['python tool']);
+    assert.ok(seen.inView, 'the first occurrence is scrolled into view');
+    await screenshot(page, 'search-opens-conversation');
+    assert.deepEqual(w.problems(), []);
+  });
+
   test('typing a step:sample opens exactly that sample', async () => {
     const w = await open('#/health');
     const { page } = w;

@@ -1,10 +1,18 @@
 // Conversation: role-tagged turns, collapsible thinking, structured tool calls and results, long texts folded.
-import { useEffect, useState } from 'preact/hooks';
+import { createContext } from 'preact';
+import { useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { markPainted } from '../../paintMarks.ts';
 import type { Message, ToolCall } from '../../../src/wire/index.ts';
 
 const FOLD_CHARS = 1600;
 const FOLD_LINES = 36;
+
+/** The text a search opened this conversation at (lower-cased; '' for none): its occurrences are highlighted. */
+const Find = createContext('');
+/** The name of the highlight (`::highlight(rlsight-find)` in the style sheet). */
+const FIND_HIGHLIGHT = 'rlsight-find';
+
+const holds = (text: string, find: string): boolean => find !== '' && text.toLowerCase().includes(find);
 
 /** Splits a raw assistant string into text, <think> and <tool_call> parts (models that inline them). */
 export function splitInline(text: string): { kind: 'text' | 'think' | 'tool_call'; body: string }[] {
@@ -40,9 +48,12 @@ export function prettyJson(v: unknown): string {
 }
 
 function Folded({ text, cls = 'msg-text' }: { text: string; cls?: string }) {
-  const [open, setOpen] = useState(false);
+  const find = useContext(Find);
   const lines = text.split('\n').length;
   const long = text.length > FOLD_CHARS || lines > FOLD_LINES;
+  const head = long ? text.split('\n').slice(0, FOLD_LINES).join('\n').slice(0, FOLD_CHARS) : text;
+  // unfolded from the start when the text a search opened it at lies past the fold
+  const [open, setOpen] = useState(() => long && holds(text, find) && !holds(head, find));
   if (!long || open)
     return (
       <>
@@ -54,7 +65,6 @@ function Folded({ text, cls = 'msg-text' }: { text: string; cls?: string }) {
         )}
       </>
     );
-  const head = text.split('\n').slice(0, FOLD_LINES).join('\n').slice(0, FOLD_CHARS);
   return (
     <>
       <pre class={cls}>{head}…</pre>
@@ -66,8 +76,9 @@ function Folded({ text, cls = 'msg-text' }: { text: string; cls?: string }) {
 }
 
 function Thinking({ text }: { text: string }) {
+  const find = useContext(Find);
   return (
-    <details class="thinking" open={text.length < 600}>
+    <details class="thinking" open={text.length < 600 || holds(text, find)}>
       <summary>thinking · {text.length.toLocaleString()} chars</summary>
       <Folded text={text} />
     </details>
@@ -142,30 +153,70 @@ function CopyButton({ text }: { text: string }) {
   );
 }
 
-export function Conversation({ messages }: { messages: Message[] }) {
+/** Every occurrence of `find` (lower-cased) in the text under `root`, within one text node each. */
+function occurrences(root: HTMLElement, find: string): Range[] {
+  const out: Range[] = [];
+  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+    // a message's summary line (role, size, copy) is not its text
+    if (node.parentElement?.closest('summary')) continue;
+    const text = (node.nodeValue ?? '').toLowerCase();
+    for (let at = text.indexOf(find); at >= 0; at = text.indexOf(find, at + find.length)) {
+      const r = document.createRange();
+      r.setStart(node, at);
+      r.setEnd(node, at + find.length);
+      out.push(r);
+    }
+  }
+  return out;
+}
+
+/**
+ * The recorded conversation; `find` (a search's match) is highlighted wherever it occurs, the messages and
+ * thinking that hold it opened, and the first occurrence scrolled into view.
+ */
+export function Conversation({ messages, find = '' }: { messages: Message[]; find?: string }) {
   useEffect(() => markPainted('sample'), []);
+  const root = useRef<HTMLDivElement>(null);
+  const wanted = find.toLowerCase();
+  useEffect(() => {
+    const el = root.current;
+    if (!el || wanted === '') return;
+    const found = occurrences(el, wanted);
+    el.dataset.found = String(found.length);
+    const registry = (globalThis as { CSS?: { highlights?: Map<string, unknown> } }).CSS?.highlights;
+    const Highlight = (globalThis as { Highlight?: new (...ranges: Range[]) => unknown }).Highlight;
+    if (registry && Highlight && found.length) registry.set(FIND_HIGHLIGHT, new Highlight(...found));
+    found[0]?.startContainer.parentElement?.scrollIntoView({ block: 'center' });
+    return () => {
+      registry?.delete(FIND_HIGHLIGHT);
+      delete el.dataset.found;
+    };
+  }, [messages, wanted]);
   return (
-    <div class="conversation" data-testid="conversation">
-      {messages.map((m, i) => {
-        const text = asText(m.content) ?? '';
-        return (
-          <details class="msg" key={i} open={m.role !== 'system'}>
-            <summary>
-              <span class={`role role-${m.role}`}>{m.role}</span>
-              {m.name && <span class="muted">· {m.name}</span>}
-              {m.tool_calls?.length ? <span class="chip">{m.tool_calls.length} tool call{m.tool_calls.length > 1 ? 's' : ''}</span> : null}
-              {m.reasoning_content ? <span class="chip">thinking</span> : null}
-              <span class="muted" style={{ marginLeft: 'auto' }}>
-                #{i} · {text.length.toLocaleString()} chars
-              </span>
-              <CopyButton text={text || prettyJson(m.content)} />
-            </summary>
-            <div class="msg-body">
-              <MessageBody m={m} />
-            </div>
-          </details>
-        );
-      })}
-    </div>
+    <Find.Provider value={wanted}>
+      <div class="conversation" data-testid="conversation" ref={root}>
+        {messages.map((m, i) => {
+          const text = asText(m.content) ?? '';
+          return (
+            <details class="msg" key={i} open={m.role !== 'system' || holds(JSON.stringify(m), wanted)}>
+              <summary>
+                <span class={`role role-${m.role}`}>{m.role}</span>
+                {m.name && <span class="muted">· {m.name}</span>}
+                {m.tool_calls?.length ? <span class="chip">{m.tool_calls.length} tool call{m.tool_calls.length > 1 ? 's' : ''}</span> : null}
+                {m.reasoning_content ? <span class="chip">thinking</span> : null}
+                <span class="muted" style={{ marginLeft: 'auto' }}>
+                  #{i} · {text.length.toLocaleString()} chars
+                </span>
+                <CopyButton text={text || prettyJson(m.content)} />
+              </summary>
+              <div class="msg-body">
+                <MessageBody m={m} />
+              </div>
+            </details>
+          );
+        })}
+      </div>
+    </Find.Provider>
   );
 }

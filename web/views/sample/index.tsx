@@ -177,7 +177,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
             <a href={tabHref('tokens')}>Read its tokens instead</a>.
           </Empty>
         ) : (
-          <Conversation messages={conv.data.messages} />
+          <Conversation messages={conv.data.messages} find={p.get('find') ?? ''} />
         )
       ) : (
         <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} onAnswered={() => setTokensAnsweredFor(step)} />
