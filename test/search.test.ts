@@ -89,6 +89,43 @@ test('a word matches its case-insensitive variants (ſun for sun) the same befor
   assert.deepEqual({ whole: where(await all(run, 'sun ', search)), prefix: where(await all(run, 'sun', search)) }, cold);
 });
 
+test('a bare number is the sample with that index; when no sample has it, the samples whose text holds it, with a note saying so', async () => {
+  const texts = ['the result is 1656', 'boxed{1656}', 'nothing here', 'sample 2 says 16560'].map((response, i) => ({
+    step: 0,
+    evaluation: false,
+    sample_index: i,
+    group_index: 0,
+    status: 'completed',
+    reward: 1,
+    fields: { response },
+    ids: [],
+  }));
+  const run = {
+    name: 'tiny',
+    rolloutIds: async () => ({ train: [0], eval: [] }),
+    stepStamp: async () => 'fixed',
+    async *sampleTextBatches() {
+      yield texts;
+    },
+    readCache: async () => null,
+    writeCache: async () => {},
+  } as unknown as RunSources;
+  const noteOf = (ev: SearchEvent[]) => {
+    const done = ev.at(-1)!;
+    assert.equal(done.type, 'done');
+    return done.type === 'done' ? (done.note ?? null) : null;
+  };
+  const indexed = await all(run, '2');
+  assert.deepEqual(where(indexed), ['0:2:sample_index']);
+  assert.equal(noteOf(indexed), null);
+  const read = await all(run, '1656');
+  assert.deepEqual(where(read), where(await all(run, '"1656"')));
+  assert.deepEqual(where(read), ['0:0:response', '0:1:response', '0:3:response']);
+  assert.equal(noteOf(read), 'no sample has index 1656: the samples whose text holds 1656');
+  const done = read.at(-1)!;
+  assert.ok(done.type === 'done' && done.matches === 3 && !done.truncated);
+});
+
 describe('search over the miles fixture', () => {
   let copy: RunCopy;
   let run: OpenRun;

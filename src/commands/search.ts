@@ -31,6 +31,7 @@ export async function searchCommand(argv: string[]): Promise<number> {
           const { step, evaluation, sample_index, field, snippet } = e;
           process.stdout.write(`${JSON.stringify({ step, evaluation, sample_index, field, snippet, group_index: e.group_index, reward: e.reward, status: e.status })}\n`);
         } else if (e.type === 'done') {
+          if (e.note) console.error(`rlsight search: ${e.note}`);
           for (const w of e.warnings) console.error(`warning: ${w}`);
           if (e.truncated) console.error(`rlsight search: stopped at --limit ${limit} matches`);
         }

@@ -321,5 +321,13 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
     }
     yield { type: 'progress', ...(named ? { run: target.name ?? target.run.name } : {}), step, evaluation, steps_scanned: done, steps_total: scan.length };
   }
+  if (q.kind === 'sample' && found === 0) {
+    // No sample has that index: the number is looked for in the texts instead, and the answer says so.
+    for await (const e of searchRuns(targets, `"${q.sample}"`, opts)) {
+      if (e.type !== 'done') yield e;
+      else yield { ...e, warnings: [...warnings, ...e.warnings], elapsed_ms: Date.now() - started, note: `no sample has index ${q.sample}: the samples whose text holds ${q.sample}` };
+    }
+    return;
+  }
   yield finish(false);
 }

@@ -106,7 +106,17 @@ export interface SearchMatch {
 export type SearchEvent =
   | ({ type: 'match' } & SearchMatch)
   | { type: 'progress'; run?: string; step: number; evaluation: boolean; steps_scanned: number; steps_total: number }
-  | { type: 'done'; matches: number; truncated: boolean; steps_scanned: number; steps_total: number; elapsed_ms: number; warnings: string[] }
+  | {
+      type: 'done';
+      matches: number;
+      truncated: boolean;
+      steps_scanned: number;
+      steps_total: number;
+      elapsed_ms: number;
+      warnings: string[];
+      /** How the query was read when that is not what it looks like (a bare number no sample has as its index is searched as text). */
+      note?: string;
+    }
   | { type: 'error'; detail: string };
 
 /** One step of one run. */

@@ -118,6 +118,15 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.deepEqual(w.problems(), []);
   });
 
+  test('a number no sample has as its index is looked for in the texts, and the results say so', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    await page.locator('input[data-global-search]').fill('999999');
+    await page.waitForSelector('.search-results[data-query="999999"][data-done]');
+    assert.equal(await page.locator('[data-testid="search-note"]').textContent(), 'no sample has index 999999: the samples whose text holds 999999');
+    assert.deepEqual(w.problems(), []);
+  });
+
   test('typing a step:sample opens exactly that sample', async () => {
     const w = await open('#/health');
     const { page } = w;

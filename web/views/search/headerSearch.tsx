@@ -15,7 +15,7 @@ interface State {
   matches: SearchMatch[];
   scanned: number;
   total: number;
-  done: { matches: number; truncated: boolean; ms: number } | null;
+  done: { matches: number; truncated: boolean; ms: number; note: string | null } | null;
   error: string | null;
 }
 
@@ -92,7 +92,7 @@ export function HeaderSearch() {
           else if (e.type === 'done') {
             if (frame) cancelAnimationFrame(frame);
             flush();
-            setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total, done: { matches: e.matches, truncated: e.truncated, ms: e.elapsed_ms } }));
+            setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total, done: { matches: e.matches, truncated: e.truncated, ms: e.elapsed_ms, note: e.note ?? null } }));
           } else if (e.type === 'error') setState((s) => ({ ...s, error: e.detail }));
         },
         ctrl.signal,
@@ -166,6 +166,11 @@ export function HeaderSearch() {
                 : state.done
                   ? `${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${state.total} step${state.total === 1 ? '' : 's'} (${state.done.ms} ms)`
                   : ''}
+            {!state.error && !busy && state.done?.note && (
+              <div class="search-note" data-testid="search-note">
+                {state.done.note}
+              </div>
+            )}
           </div>
           {state.matches.map((m, i) => (
             <a
