@@ -155,6 +155,12 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.deepEqual(order, zs > healthyZs ? ['collapse', 'healthy'] : ['healthy', 'collapse']);
     await page.fill('input[aria-label="filter runs"]', 'collapse');
     await page.waitForFunction(() => document.querySelectorAll('table.runs-table tbody tr').length === 1);
+    // by a column's label and its value as shown, a number however it is written
+    const lr = (await cell('collapse', 'lr'))!;
+    await page.fill('input[aria-label="filter runs"]', `model=Qwen/Qwen3-8B group size=8 lr=${Number(lr).toExponential()} collapse`);
+    await page.waitForFunction(() => document.querySelectorAll('table.runs-table tbody tr').length === 1);
+    await page.fill('input[aria-label="filter runs"]', `lr=${Number(lr) * 1000}`);
+    await page.waitForSelector('text=No run matches');
     await page.fill('input[aria-label="filter runs"]', '');
     await page.waitForFunction(() => document.querySelectorAll('table.runs-table tbody tr').length === 2);
     // An arg column chosen by the user is kept in the URL, like the picks to compare.

@@ -12,6 +12,7 @@ import { runColor, runList } from '../../runs.ts';
 import { useStore } from '../../store.ts';
 import type { RunConfigValue, RunListing, RunsAnswer } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
+import { filterWords, runMatches, type FilterColumn } from './runFilter.ts';
 
 /** The latest values shown unless the URL chooses others: reward, zero-std share, step time. */
 export const DEFAULT_METRICS = ['rollout/rewards_mean', 'rollout/zero_std_group_ratio', 'perf/step_time'];
@@ -106,8 +107,10 @@ export function RunsView({ route }: { route: Route }) {
 
   const needle = filter.trim().toLowerCase();
   const shown = useMemo(() => {
-    const text = (r: RunListing) => [r.id, r.name, r.status, ...r.formats, ...Object.entries(r.config).map(([k, v]) => `${k}=${v}`)].join(' ').toLowerCase();
-    const rows = needle ? runs.filter((r) => needle.split(/\s+/).every((w) => text(r).includes(w))) : [...runs];
+    // the columns as the filter reads them: `label=value` as shown, numbers compared as numbers
+    const filterColumns: FilterColumn[] = columns.map((c) => ({ id: c.id, label: c.label, value: c.value, text: (r) => cellText(c.value(r)) }));
+    const words = filterWords(needle, filterColumns);
+    const rows = words.length ? runs.filter((r) => runMatches(r, words, filterColumns)) : [...runs];
     const col = sort === 'name' ? { value: (r: RunListing) => r.name } : columns.find((c) => c.id === sort);
     if (col) {
       rows.sort((a, b) => {
@@ -145,7 +148,7 @@ export function RunsView({ route }: { route: Route }) {
       <div class="runs-controls">
         <input
           type="search"
-          placeholder="filter: name, status, arg=value…"
+          placeholder="filter: name, status, arg=value, column=value…"
           aria-label="filter runs"
           value={filter}
           onInput={(e) => {
@@ -211,7 +214,12 @@ export function RunsView({ route }: { route: Route }) {
           </tbody>
         </table>
       </div>
-      {shown.length === 0 && <p class="hint">No run matches “{filter}”.</p>}
+      {shown.length === 0 && (
+        <p class="hint">
+          No run matches “{filter}”. Each word must occur in a run's name, status or format, as <code>arg=value</code> of its
+          recorded args, or as <code>column=value</code> of the table (a number matches however it is written).
+        </p>
+      )}
     </section>
   );
 }
