@@ -366,6 +366,25 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     await waitHash(page, new RegExp(`/sample/${idx}`));
     await page.waitForSelector('[data-testid=sample-title]');
     assert.equal(await page.textContent('[data-testid=sample-title]'), `sample ${idx}`);
+
+    // A group picked in the Groups tab: its samples alone in the anatomy, the scatter and the table, said at the top.
+    await page.goto(url);
+    await page.waitForSelector('[data-testid=groups-table] tbody tr td');
+    await page.click('[data-testid=groups-table] tbody tr.clickable');
+    await waitHash(page, /group=/);
+    const banner = page.locator('[data-testid=group-filter]');
+    await banner.waitFor();
+    const n = Number(/: (\d+) samples? in/.exec((await banner.textContent())!)![1]);
+    assert.ok(n >= 2, `a group of ${n}`);
+    const top = await banner.boundingBox();
+    assert.ok(top !== null && top.y + top.height < 900, 'the choice shows on the first screen');
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    assert.equal(await page.$$eval('[data-testid=samples-table] tbody tr.clickable', (r) => r.length), n);
+    const anatomy = await page.$$eval('h3', (hs) => hs.map((h) => h.textContent ?? '').find((t) => t.startsWith('Batch anatomy')) ?? null);
+    if (anatomy !== null) assert.equal(anatomy, `Batch anatomy · ${n} samples`);
+    await screenshot(page, 'rollouts-group-chosen');
+    await banner.locator('button').click();
+    await page.waitForSelector('[data-testid=group-filter]', { state: 'detached' });
     assertClean(w);
     await page.close();
   });

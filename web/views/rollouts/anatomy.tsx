@@ -25,20 +25,21 @@ const ROW_H = 7;
 const startOf = (l: Trajectory) => Math.min(l.first_ts, ...l.attempts.map((a) => a.t0 ?? l.first_ts));
 const endOf = (l: Trajectory) => Math.max(l.last_ts, ...l.attempts.map((a) => a.t1 ?? l.last_ts));
 
-export function BatchAnatomy({ traj, rows, onOpen }: { traj: Trajectories; rows: Row[]; onOpen: (sample: number) => void }) {
+/** `only`: the samples to draw (a chosen group's), else every one the step recorded. */
+export function BatchAnatomy({ traj, rows, only = null, onOpen }: { traj: Trajectories; rows: Row[]; only?: ReadonlySet<number> | null; onOpen: (sample: number) => void }) {
   const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: 'start', desc: false });
   const reward = useMemo(() => new Map(rows.map((r) => [Number(r.sample_index), Number(r.raw_reward ?? r.reward ?? NaN)])), [rows]);
   const lanes = useMemo(() => {
     const value = (l: Trajectory): number =>
       sort.key === 'start' ? startOf(l) : sort.key === 'duration' ? endOf(l) - startOf(l) : sort.key === 'reward' ? (reward.get(l.sample_index) ?? NaN) : l.sample_index;
-    const sorted = [...traj.lanes].sort((a, b) => {
+    const sorted = traj.lanes.filter((l) => only === null || only.has(l.sample_index)).sort((a, b) => {
       const va = value(a);
       const vb = value(b);
       const d = (Number.isNaN(va) ? Infinity : va) - (Number.isNaN(vb) ? Infinity : vb);
       return (sort.desc ? -d : d) || a.sample_index - b.sample_index;
     });
     return sorted;
-  }, [traj, sort, reward]);
+  }, [traj, sort, reward, only]);
   const geo = useRef({ t0: 0, t1: 1, w: 1, rowH: ROW_H });
   if (!lanes.length) return null;
   const t0 = Math.min(...lanes.map(startOf));

@@ -176,6 +176,7 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
   const allCols = params.get('cols') === 'all';
   const group = params.get('group');
   const rows = useMemo(() => (group !== null ? table.rows.filter((r) => String(r.group_index) === group) : table.rows), [table, group]);
+  const groupSamples = useMemo(() => (group !== null ? new Set(rows.map((r) => Number(r.sample_index))) : null), [rows, group]);
   const columns = useMemo(() => {
     if (allCols) return table.columns;
     // Default: the columns worth scanning, minus ones this step never fills (e.g. train-side stats on eval).
@@ -209,7 +210,15 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
 
   return (
     <div class="rollout-grid">
-      {traj.data && traj.data.lanes.length > 0 && <BatchAnatomy traj={traj.data} rows={rows} onOpen={(n) => navigate(sampleHref(id, n, evaluation))} />}
+      {group !== null && (
+        <p class="group-filter" data-testid="group-filter">
+          showing group {group}: {rows.length} sample{rows.length === 1 ? '' : 's'} in the anatomy, the scatter and the table ·{' '}
+          <button onClick={() => setParams({ group: null }, false)}>show all groups</button>
+        </p>
+      )}
+      {traj.data && traj.data.lanes.length > 0 && (
+        <BatchAnatomy traj={traj.data} rows={rows} only={groupSamples} onOpen={(n) => navigate(sampleHref(id, n, evaluation))} />
+      )}
       <section class="panel">
         <header>
           <h3>
