@@ -110,10 +110,11 @@ export function BatchAnatomy({ traj, rows, only = null, onOpen }: { traj: Trajec
       ctx.textAlign = 'right';
       ctx.fillStyle = CSS.muted;
       ctx.font = '10px system-ui, sans-serif';
-      // a label every few rows when rows are thinner than the text, so labels never overlap
+      // a label every few rows when rows are thinner than the text, so labels never overlap; the first and
+      // last kept whole inside the canvas (a row is thinner than half the text)
       const every = Math.ceil(11 / rowH);
       lanes.forEach((l, i) => {
-        if (i % every === 0) ctx.fillText(`s${l.sample_index}`, LEFT - 6, i * rowH + rowH / 2);
+        if (i % every === 0) ctx.fillText(`s${l.sample_index}`, LEFT - 6, Math.min(height - 6, Math.max(6, i * rowH + rowH / 2)));
       });
     }
   }
@@ -176,7 +177,11 @@ export function BatchAnatomy({ traj, rows, only = null, onOpen }: { traj: Trajec
         data-row-height={rowH}
       />
       </div>
-      <p class="hint">queued · generating · tool wait · dashed line: when training consumed the batch</p>
+      <p class="hint" data-testid="anatomy-legend">
+        <i class="swatch" style={{ background: LIFECYCLE_COLORS.queue }} /> queued <i class="swatch" style={{ background: LIFECYCLE_COLORS.generating }} /> generating{' '}
+        <i class="swatch" style={{ background: LIFECYCLE_COLORS.tool_wait }} /> tool wait · <i class="swatch line dashed" style={{ borderColor: ACCENT }} /> when
+        training consumed the batch
+      </p>
     </section>
   );
 }
