@@ -141,7 +141,7 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
       ['run', steps],
     ]);
     const wait = metrics['perf/wait_time_ratio']!.y.at(-1)!;
-    assert.equal(await page.textContent(`[data-testid=runs-anatomy] .anatomy-side[data-run=run] .anatomy-step[data-step="${steps.at(-1)}"] [data-testid=wait-share]`), `wait ${wait.toFixed(3)}`);
+    assert.equal(await page.textContent(`[data-testid=runs-anatomy] .anatomy-side[data-run=run] .anatomy-step[data-step="${steps.at(-1)}"] [data-testid=wait-share]`), `wait ${(wait * 100).toFixed(0)}%`, 'as the step bands write it');
     // One scale: the longest step's bar spans the most.
     const widths = await page.$$eval('[data-testid=runs-anatomy] .anatomy-bar', (bars) => bars.map((b: any) => [...b.children].reduce((a: number, c: any) => a + c.getBoundingClientRect().width, 0)));
     assert.ok(Math.max(...widths) > 0.9 * (await page.$eval('[data-testid=runs-anatomy] .anatomy-bar', (b: any) => b.getBoundingClientRect().width)));

@@ -3,7 +3,7 @@
 import { useEffect } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import { ErrorNote, Loading } from '../../components/status.tsx';
-import { fmtDuration, fmtNum } from '../../format.ts';
+import { fmtDuration, fmtPct } from '../../format.ts';
 import { href } from '../../route.ts';
 import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts';
 import { useStore } from '../../store.ts';
@@ -103,7 +103,7 @@ export function RunsAnatomy({ params }: { params: URLSearchParams }) {
                 const known = s.parts.reduce<number>((a, b) => a + (b ?? 0), 0);
                 const other = s.total !== null ? Math.max(0, s.total - known) : 0;
                 return (
-                  <div class="anatomy-step" data-step={s.step} title={[`step ${s.step}: ${s.total === null ? '—' : fmtDuration(s.total)}`, ...PARTS.map((p, k) => `${p.label}: ${s.parts[k] === null ? '—' : fmtDuration(s.parts[k]!)}`), `wait share: ${fmtNum(s.wait)}`].join('\n')}>
+                  <div class="anatomy-step" data-step={s.step} title={[`step ${s.step}: ${s.total === null ? '—' : fmtDuration(s.total)}`, ...PARTS.map((p, k) => `${p.label}: ${s.parts[k] === null ? '—' : fmtDuration(s.parts[k]!)}`), `wait share: ${fmtPct(s.wait)}`].join('\n')}>
                     <span class="anatomy-label">{s.step}</span>
                     <span class="anatomy-bar">
                       {s.parts.map((v, k) => (v ? <span style={{ width: `${(100 * v) / scale}%`, background: phaseColor(PARTS[k]!.phase) }} /> : null))}
@@ -113,7 +113,7 @@ export function RunsAnatomy({ params }: { params: URLSearchParams }) {
                       {s.total === null ? '—' : fmtDuration(s.total)}
                     </span>
                     <span class="anatomy-wait" data-testid="wait-share" title="wait share (perf/wait_time_ratio)">
-                      {s.wait === null ? '' : `wait ${fmtNum(s.wait)}`}
+                      {s.wait === null ? '' : `wait ${fmtPct(s.wait, 0)}`}
                     </span>
                   </div>
                 );
