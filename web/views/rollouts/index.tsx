@@ -305,10 +305,14 @@ function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number
     <section class="panel">
       <header>
         <h3>
-          {real.length} GRPO groups · <span style={{ color: 'var(--bad)' }} data-testid="zero-std-count">{zero} with zero reward std</span>
-          {lone > 0 && <span class="muted" style={{ fontWeight: 400 }}> · {lone} single-sample prompt{lone === 1 ? '' : 's'} (no std)</span>}{' '}
+          {real.length} GRPO groups ·{' '}
+          <span style={{ color: zero > 0 ? 'var(--bad)' : undefined }} data-testid="zero-std-count">
+            {zero} with zero reward std
+          </span>{' '}
           <span class="muted" style={{ fontWeight: 400 }}>
-            (every sample scored the same → no gradient signal) · click a group to see its samples
+            (every sample of the group scored the same → no gradient signal)
+            {lone > 0 && ` · ${lone} single-sample prompt${lone === 1 ? '' : 's'} (no std)`}
+            {real.length > 0 && ' · click a group to see its samples'}
           </span>
         </h3>
       </header>
