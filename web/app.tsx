@@ -165,7 +165,14 @@ export function App() {
         ) : r.view === 'trace' ? (
           <TraceView meta={m} route={r} />
         ) : (
-          <MetricsView meta={m} route={r} />
+          <>
+            {r.invalid && (
+              <p class="url-note" role="alert" data-testid="unknown-view">
+                The address names no view: {r.invalid}. Showing Metrics; the views are in the bar above.
+              </p>
+            )}
+            <MetricsView meta={m} route={r} />
+          </>
         )}
       </main>
       <Tooltip />

@@ -40,6 +40,8 @@ export function parseHash(hash: string): Route {
     }
     return { ...base, view: 'rollout', rolloutId: id };
   }
+  // the Metrics view is the app's home (`#/`); any other path names no view, which the home says above itself
+  if (path.length > 0 && path[0] !== 'metrics') return { ...base, view: 'metrics', invalid: `there is no view “${path.join('/')}”` };
   return { ...base, view: 'metrics' };
 }
 

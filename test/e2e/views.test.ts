@@ -309,6 +309,15 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     await page.close();
   });
 
+  it('an address that names no view says so above the Metrics view it shows', async () => {
+    const w = await open('#/nosuchview');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=unknown-view]');
+    assert.match((await page.textContent('[data-testid=unknown-view]'))!, /there is no view “nosuchview”/);
+    await page.goto(`${ctx.served.url}#/`);
+    await page.waitForSelector('[data-testid=unknown-view]', { state: 'detached' });
+  });
+
   it('tool_calls counts the tool messages the conversation shows', async () => {
     const meta = await api<{ rollout_ids: { train: number[] } }>('meta');
     const step = meta.rollout_ids.train[1]!;
