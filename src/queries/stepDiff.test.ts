@@ -90,11 +90,13 @@ test('moved samples pair by sample index when both runs hold the same samples', 
 test('distributions share bins; integer data bins on integers; deltas are b − a', () => {
   const d = distribution('response_length', 'response length', [1, 2, 2, 3], [3, 3, 4]);
   assert.deepEqual(d.edges, [0.5, 1.5, 2.5, 3.5, 4.5]);
+  assert.equal(d.integral, true);
   assert.deepEqual(d.counts_a, [1, 2, 1, 0]);
   assert.deepEqual(d.counts_b, [0, 0, 2, 1]);
   assert.equal(d.delta_mean, 10 / 3 - 2);
   const f = distribution('x', 'x', [0.1, 0.2], [0.3]);
   assert.equal(f.edges.length, 25);
+  assert.equal(f.integral, false);
   assert.equal(f.counts_a.reduce((a, b) => a + b, 0), 2);
   assert.equal(f.counts_b[23], 1, 'the maximum falls in the last bin');
   assert.deepEqual(distribution('x', 'x', [], []).counts_a, [0]);

@@ -99,6 +99,7 @@ export function distribution(metric: string, label: string, a: readonly number[]
     b: { n: b.length, mean: mb, median: median(b) },
     delta_mean: ma !== null && mb !== null ? mb - ma : null,
     edges,
+    integral,
     counts_a: count(a),
     counts_b: count(b),
   };

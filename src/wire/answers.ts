@@ -142,6 +142,8 @@ export interface DistributionDiff {
   delta_mean: number | null;
   /** Bin edges (bins + 1 of them). */
   edges: number[];
+  /** Every value is a whole number: the edges lie half-way between them, the outer ones half a unit past the extremes. */
+  integral: boolean;
   counts_a: number[];
   counts_b: number[];
 }
