@@ -182,8 +182,18 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.equal(await axis.locator('text').first().textContent(), `${(top * 100).toFixed(top < 0.1 ? 1 : 0)}%`);
     assert.equal(await page.locator('[data-testid="run-a"]').count(), 0, 'a server of one run shows no run picker');
     const lp = (await page.locator('.diff-dist[data-metric="mean_abs_lp_diff"] h3 b').textContent())!;
-    // The demo's log-prob drift at step 3 shows as a rise of mean |lp diff| (and a fall after it).
-    if (pair[1] === 3) assert.match(lp, /^\+/);
+    // The demo's log-prob drift at step 3 shows as a rise of mean |lp diff| (and a fall after it), a change
+    // for the worse: coloured by what it means, not by its sign.
+    if (pair[1] === 3) {
+      assert.match(lp, /^\+/);
+      assert.equal(await page.locator('.diff-dist[data-metric="mean_abs_lp_diff"] h3 b').getAttribute('class'), 'worse');
+    }
+    assert.equal(await page.locator('.diff-dist[data-metric="response_length"] h3 b').getAttribute('class'), '', 'length has no better side');
+    // A 0/1 flag's axis reads 0 … 1 (its outer edges are half a unit past them).
+    assert.deepEqual(
+      [await page.locator('.diff-dist[data-metric="truncated"] [data-testid=axis-low]').textContent(), await page.locator('.diff-dist[data-metric="truncated"] [data-testid=axis-high]').textContent()],
+      ['0', '1'],
+    );
     assert.ok((await page.locator('[data-testid="metrics"] tbody tr').count()) > 5);
     await screenshot(page, 'diff-steps', true);
     await page.locator('[data-testid="moved"] a', { hasText: 'compare' }).first().click();

@@ -271,7 +271,7 @@ describe('views on the demo (16 GPUs)', { skip }, () => {
     await page.waitForSelector('[data-testid=groups-table]');
     assert.match((await page.textContent('[data-testid=zero-std-count]'))!, /^\s*0 with zero reward std/);
     // a zero is not an alarm
-    assert.equal(await page.$eval('[data-testid=zero-std-count]', (e) => (e as HTMLElement).style.color), '');
+    assert.equal(await page.$eval('[data-testid=zero-std-count]', (e) => (e as unknown as { style: { color: string } }).style.color), '');
     assert.match((await page.textContent('[data-testid=groups-table]').then(() => page.textContent('.panel h3')))!, /no gradient signal\) · \d+ single-sample prompts? \(no std\)$/);
     assert.match((await page.textContent('.tabs'))!, /Groups \(0, 0 zero-std\)/);
     assert.equal(await page.$$eval('[data-testid=groups-table] .flag', (els) => els.length), 0);

@@ -59,6 +59,16 @@ function SidePicker(props: { which: Which; runs: RunListing[] | null; run: strin
   );
 }
 
+/** Which way is better for a compared metric (others, such as response length or entropy, have no better side). */
+const BETTER: Record<string, 'higher' | 'lower'> = { reward: 'higher', truncated: 'lower', mean_abs_lp_diff: 'lower', staleness: 'lower' };
+
+/** A mean's change coloured by whether B is better or worse on it, never by its sign alone. */
+function deltaClass(metric: string, d: number | null): string {
+  const better = BETTER[metric];
+  if (!d || better === undefined) return '';
+  return (d > 0) === (better === 'higher') ? 'better' : 'worse';
+}
+
 export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
   const served = useServedRuns();
   const p = route.params;
@@ -138,7 +148,7 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
                 <h3>
                   {x.label}{' '}
                   <span class="muted">
-                    {fmtNum(x.a.mean)} → {fmtNum(x.b.mean)} <b class={x.delta_mean ? (x.delta_mean > 0 ? 'up' : 'down') : ''}>{delta(x.delta_mean)}</b>
+                    {fmtNum(x.a.mean)} → {fmtNum(x.b.mean)} <b class={deltaClass(x.metric, x.delta_mean)} data-testid="delta">{delta(x.delta_mean)}</b>
                   </span>
                 </h3>
                 {x.a.n + x.b.n === 0 ? <p class="muted">no values on either side</p> : <Histogram d={x} />}
