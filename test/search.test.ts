@@ -55,6 +55,8 @@ test('queries parse into their kinds; bad ones are errors on q', () => {
   }
   assert.equal(parseQuery('/a+b/i').kind, 'regex');
   assert.throws(() => parseQuery('/(/'), /q: not a regular expression/);
+  // the query as typed and the reason, without the flags the search adds
+  assert.throws(() => parseQuery('/(unclosed/i'), (e: Error) => e.message === 'q: not a regular expression: /(unclosed/i: Unterminated group');
   assert.throws(() => parseQuery('/a/g'), /unsupported regular-expression flag/);
   assert.throws(() => parseQuery('   '), /the query is empty/);
 });

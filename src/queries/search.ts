@@ -37,7 +37,9 @@ export function parseQuery(raw: string): ParsedQuery {
     try {
       return { kind: 'regex', regex: new RegExp(re[1], `${flags}g`), source: re[1] };
     } catch (e) {
-      throw new BadArgument('q', `q: not a regular expression: ${(e as Error).message}`);
+      // the engine's message repeats the pattern with the flags it was given (`/(a/g: …`): only its reason is kept
+      const reason = (e as Error).message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
+      throw new BadArgument('q', `q: not a regular expression: /${re[1]}/${flags}: ${reason}`);
     }
   }
   const ss = /^(\d+):(\d+)$/.exec(q);
