@@ -12,6 +12,7 @@ import { ema } from './smoothing.ts';
 import { CoverageNote } from '../../components/coverage.tsx';
 import { drawUnread } from '../../components/unread.ts';
 import type { StepCoverage } from '../../../src/wire/index.ts';
+import { yRange } from './yRange.ts';
 
 export interface XYTable {
   label: string;
@@ -103,20 +104,6 @@ export function xRange(u: uPlot, min: number | null, max: number | null): uPlot.
   return [min - pad, max + pad];
 }
 
-/** Y extent with 8% padding and a floor on the span, so float noise is not blown up to full height. */
-export function yRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
-  if (min == null || max == null) return [min, max];
-  const floor = Math.max(Math.abs(min), Math.abs(max)) * 0.05 || 1;
-  let lo = min;
-  let hi = max;
-  if (hi - lo < floor) {
-    const mid = (lo + hi) / 2;
-    lo = mid - floor / 2;
-    hi = mid + floor / 2;
-  }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
-}
 
 function fmtTick(v: number): string {
   if (v === 0) return '0';
