@@ -216,6 +216,11 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.equal(await page.locator('mark.diverge').count(), 2, 'the first difference is marked on both sides');
     assert.match((await page.locator('.diff-head .muted').textContent())!, /first different token: \d+/);
     assert.ok(await page.locator('line[data-divergence]').count());
+    // which side is which: the best (A) and the worst (B) by reward, or the first and last of a group all alike
+    const rewards = await Promise.all(['a', 'b'].map(async (s) => /reward (\S+) ·/.exec((await page.locator(`.diff-sample[data-side="${s}"] h3 .muted`).textContent())!)![1]));
+    const said = (await page.locator('[data-testid="best-worst"]').textContent())!;
+    if (rewards[0] === rewards[1]) assert.match(said, new RegExp(`^group ${group}: every sample scored the same`));
+    else assert.equal(said, `group ${group}: A is its best sample (reward ${rewards[0]}), B its worst (reward ${rewards[1]})`);
     assert.deepEqual(w.problems(), []);
   });
 

@@ -213,6 +213,14 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
       <div class="diff-head panel">
         <h2 class="view-title">Sample diff{across ? ' across runs' : ''}</h2>
         {pickers}
+        {p.get('group') !== null && p.get('a') === null && (
+          <span data-testid="best-worst">
+            group {p.get('group')}:{' '}
+            {d.a.reward === d.b.reward
+              ? `every sample scored the same (reward ${fmtNum(d.a.reward)}): A and B are its first and last`
+              : `A is its best sample (reward ${fmtNum(d.a.reward)}), B its worst (reward ${fmtNum(d.b.reward)})`}
+          </span>
+        )}
         <span class="muted">
           {d.first_divergence.token === null ? 'the responses are token-for-token identical' : `first different token: ${d.first_divergence.token}`}
           {d.first_divergence.char !== null ? ` · first different character: ${d.first_divergence.char}` : ''}
