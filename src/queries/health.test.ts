@@ -85,6 +85,24 @@ test('reward_jump and length_jump fire on the step that jumps and the one after'
   assert.equal(healthBoard(run()).rows[0].cells.reward_jump.level, 'none');
 });
 
+test('a run dumped from a later step on: its first dumped step jumps from the step before as both were logged', () => {
+  const late = run();
+  late.steps = late.steps.filter((s) => 'step' in s && s.step >= 2);
+  late.metrics = late.metrics.map((m) => ({ ...m, metrics: { ...m.metrics, 'rollout/rewards_mean': m.step === 2 ? 0.9 : 0.5, 'rollout/response_len/mean': m.step === 2 ? 100 : 200 } }));
+  const first = healthBoard(late).rows[0];
+  assert.equal(first.step, 2);
+  assert.equal(first.cells.reward_jump.value, 0.9 - 0.5);
+  assert.equal(first.cells.reward_jump.level, 'fire');
+  assert.equal(first.cells.reward_jump.detail, 'logged mean reward 0.500 → 0.900 (step 1 was not dumped)');
+  assert.deepEqual(first.cells.reward_jump.evidence, { view: 'metrics', keys: ['rollout/rewards_mean'] });
+  assert.equal(first.cells.length_jump.value, 0.5);
+  assert.equal(first.cells.length_jump.detail, 'logged mean response length 200 → 100 (step 1 was not dumped)');
+  // the next dumped step compares with this one, as before
+  assert.match(healthBoard(late).rows[1].cells.reward_jump.detail!, /^mean reward /);
+  // nothing logged before the first dumped step: nothing to jump from
+  assert.equal(healthBoard(run()).rows[0].cells.reward_jump.detail, 'first step');
+});
+
 test('step_time fires on a step far slower than the median', () => {
   const slow = run();
   slow.metrics = slow.metrics.map((m) => (m.step === 1 ? { ...m, metrics: { 'perf/step_time': 260 } } : m));

@@ -338,6 +338,9 @@ export function healthStepFacts(st: HealthStep): HealthStepFacts {
   return st.damaged ? { step: st.step, cells, rewardMean, lengthMean, damaged: st.damaged } : { step: st.step, cells, rewardMean, lengthMean };
 }
 
+/** The logged mean response length (miles' `rollout/response_len/mean`). */
+const LOGGED_LENGTH = 'rollout/response_len/mean';
+
 /** Previous-step means not known: the step before this one is not read yet (a partial board). */
 const UNREAD = undefined;
 
@@ -352,6 +355,7 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const windows = stepWindows(inputs.metrics, inputs.startTs);
   const stepTimes = loggedByStep(inputs.metrics, 'perf/step_time');
   const loggedReward = loggedByStep(inputs.metrics, 'rollout/rewards_mean');
+  const loggedLength = loggedByStep(inputs.metrics, LOGGED_LENGTH);
   const medianStepTime = median([...stepTimes.values()]);
   const restarts = restartTimes(inputs.topology);
   const hasTrainPhases = inputs.phases.some((p) => p.role === 'train' && p.rank >= 0);
@@ -372,8 +376,23 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
     const { rewardMean, lengthMean } = st;
     const reward = rewardMean ?? loggedReward.get(st.step) ?? null;
 
+    // The first dumped step of a run dumped late: its jumps from the step before, as both were logged.
+    const loggedJump = (logged: Map<number, number>, key: string, what: string, digits: number, relative: boolean): Omit<HealthCell, 'level'> | null => {
+      const before = logged.get(st.step - 1);
+      const now = logged.get(st.step);
+      if (before === undefined || now === undefined || (relative && before <= 0)) return null;
+      return {
+        value: Math.abs(now - before) / (relative ? before : 1),
+        detail: `logged ${what} ${fmt(before, digits)} → ${fmt(now, digits)} (step ${st.step - 1} was not dumped)`,
+        evidence: { view: 'metrics', keys: [key] },
+      };
+    };
+    const rewardLogged = prevReward === null ? loggedJump(loggedReward, 'rollout/rewards_mean', 'mean reward', 3, false) : null;
+    const lengthLogged = prevLength === null ? loggedJump(loggedLength, LOGGED_LENGTH, 'mean response length', 1, true) : null;
     cells.reward_jump =
-      reward !== null && prevReward !== null && prevReward !== UNREAD
+      rewardLogged !== null
+        ? rewardLogged
+        : reward !== null && prevReward !== null && prevReward !== UNREAD
         ? {
             value: Math.abs(reward - prevReward),
             detail: `mean reward ${fmt(prevReward)} → ${fmt(reward)}`,
@@ -381,7 +400,9 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
           }
         : { ...EMPTY, detail: reward === null ? 'no reward' : prevReward === UNREAD ? 'previous step not read yet' : 'first step' };
     cells.length_jump =
-      lengthMean !== null && prevLength !== null && prevLength !== UNREAD && prevLength > 0
+      lengthLogged !== null
+        ? lengthLogged
+        : lengthMean !== null && prevLength !== null && prevLength !== UNREAD && prevLength > 0
         ? {
             value: Math.abs(lengthMean - prevLength) / prevLength,
             detail: `mean response length ${fmt(prevLength, 1)} → ${fmt(lengthMean, 1)}`,
