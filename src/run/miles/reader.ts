@@ -361,8 +361,7 @@ export class DumpReader {
     return this.rollouts.sampleTextBatches(rolloutId, evaluation);
   }
 
-  /** Drops every cache and closes open files. */
-  /** Drops what it holds, once what it asked to keep in the cache directory is written. */
+  /** Drops every cache and closes open files, once what it asked to keep in the cache directory is written. */
   async close(): Promise<void> {
     await this.cacheWritten().catch(() => {});
     this.joinedSteps.clear();
