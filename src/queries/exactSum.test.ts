@@ -9,6 +9,9 @@ test('sums are exactly rounded where a left-to-right sum loses digits', () => {
   assert.equal(exactSum([1, 1e-16, 1e-16]), 1.0000000000000002);
   assert.equal(exactSum(Array(10).fill(0.1)), 1);
   assert.equal(exactSum([]), 0);
+  // zeros are no partials, as in math.fsum: -0 alone sums to +0, whatever the grouping
+  assert.ok(Object.is(exactSum([-0]), 0));
+  assert.ok(Object.is(exactSum([-0, -0]), 0));
   // math.fsum's half-even tie break: 1 + 2^-53 + 2^-106 rounds up, 1 + 2^-53 alone stays 1
   assert.equal(exactSum([1, 2 ** -53, 2 ** -106]), 1 + 2 ** -52);
   assert.equal(exactSum([1, 2 ** -53]), 1);

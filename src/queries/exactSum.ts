@@ -28,7 +28,8 @@ export class ExactSum {
       x = hi;
     }
     p.length = i;
-    p.push(x);
+    // a zero is no partial (as math.fsum keeps them): the sum of zeros alone, -0 among them, is +0
+    if (x !== 0) p.push(x);
   }
 
   /** Adds everything `other` holds (exactly). */
