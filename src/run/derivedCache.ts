@@ -30,8 +30,14 @@ export class DerivedCache {
 }
 
 /**
- * Cache writes made after the answers being given (once no request is in flight, see `Foreground.idle`), one
- * after another.
+ * How long no request must have been in flight before a cache write runs: a client asking one request after
+ * another (a view's first screen, a script) does not find its next answer behind a megabyte of JSON.
+ */
+export const WRITE_QUIET_MS = 100;
+
+/**
+ * Cache writes made after the answers being given (once no request has been in flight for WRITE_QUIET_MS, see
+ * `Foreground.idle`), one after another.
  * A write asked for with `coalesce` while an earlier coalescing one is still waiting is that one: the
  * writer reads the state it saves when it runs, so one write covers any number of changes meanwhile.
  */
@@ -43,7 +49,7 @@ export class LaterWrites {
     if (coalesce && this.waiting) return;
     if (coalesce) this.waiting = true;
     this.chain = this.chain
-      .then(() => foreground.idle())
+      .then(() => foreground.idle(WRITE_QUIET_MS))
       .then(() => {
         if (coalesce) this.waiting = false;
         return write();

@@ -71,6 +71,25 @@ test('settles firstRequest when the first request of any kind arrives (meta too)
   assert.equal(f.answeredAny(), false, 'arrived is not answered');
 });
 
+test('work that waits for a quiet period runs once no request has been in flight that long', async () => {
+  const f = new Foreground();
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  f.begin()();
+  const ended = performance.now();
+  await f.idle(60);
+  assert.ok(performance.now() - ended >= 55, 'not in the moment after a request');
+  // a request in flight holds it; its end starts the quiet period anew
+  const a = f.begin();
+  let ran = false;
+  const waiting = f.idle(40).then(() => (ran = true));
+  await sleep(80);
+  assert.equal(ran, false, 'a request is still in flight');
+  a();
+  const end = performance.now();
+  await waiting;
+  assert.ok(performance.now() - end >= 35);
+});
+
 test('work that waits for no request in flight runs once the last one is answered, at once when none is', async () => {
   const f = new Foreground();
   const ran: string[] = [];

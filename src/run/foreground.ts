@@ -54,24 +54,38 @@ export class Foreground {
   }
 
   /**
-   * Settles on a later turn once no request is being answered (a turn from now when none is), or after
-   * MAX_DEFER_MS at the latest: for work an answer should not wait for, such as cache writes.
+   * Settles on a later turn once no request is being answered and none has been for `quietMs` (a turn from
+   * now when that is already so), or after MAX_DEFER_MS at the latest: for work an answer should not wait for,
+   * such as cache writes. A quiet period keeps it off the next request of a client asking one after another.
    */
-  idle(): Promise<void> {
+  idle(quietMs = 0): Promise<void> {
     return new Promise((resolve) => {
-      if (this.active === 0) {
-        setImmediate(resolve);
-        return;
-      }
+      const since = this.now();
       let settled = false;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const go = (): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve();
+        setImmediate(resolve);
       };
-      const timer = setTimeout(go, MAX_DEFER_MS).unref();
-      this.idleWaiters.push(go);
+      const attempt = (): void => {
+        if (settled) return;
+        clearTimeout(timer);
+        const now = this.now();
+        const left = MAX_DEFER_MS - (now - since);
+        if (left <= 0) return go();
+        if (this.active > 0) {
+          this.idleWaiters.push(attempt);
+          timer = setTimeout(go, left).unref();
+          return;
+        }
+        const quiet = now - this.lastEnd;
+        if (quiet >= quietMs) return go();
+        // held open: the work waited for (a cache write) is not dropped by a process with nothing else to do
+        timer = setTimeout(attempt, Math.min(quietMs - quiet, left));
+      };
+      attempt();
     });
   }
 

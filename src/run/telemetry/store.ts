@@ -108,6 +108,8 @@ export interface TelemetryStoreOptions {
 
 /** The parse threads boot this long after the store opens at the latest, ms (sooner once a first request is answered). */
 const POOL_BOOT_LATEST_MS = 1000;
+/** How long no request must have been in flight before the parse threads boot ahead of need. */
+const POOL_BOOT_QUIET_MS = 100;
 
 /** Unread bytes from which a whole-window answer asked during the warm-up is partial: ~0.1 s of parsing below it. */
 export const PARTIAL_FROM_BYTES = 32 * 2 ** 20;
@@ -307,8 +309,8 @@ export class TelemetryStore {
     if (this.warm !== null && !this.warm.progress().running) return;
     const opened = performance.now();
     const boot = (): void => {
-      // never while a request is being answered: it needs the cores now (a read of its own boots them at once)
-      if (foreground.quietForMs() > 0 && (foreground.answeredAny() || performance.now() - opened >= POOL_BOOT_LATEST_MS)) this.ensurePool();
+      // never while requests are being asked: they need the cores now (a read of its own boots them at once)
+      if (foreground.quietForMs() >= POOL_BOOT_QUIET_MS && (foreground.answeredAny() || performance.now() - opened >= POOL_BOOT_LATEST_MS)) this.ensurePool();
       else setTimeout(boot, 5).unref();
     };
     setTimeout(boot, 0).unref();
