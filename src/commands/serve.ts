@@ -9,6 +9,9 @@ import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
 import { CommandUsageError as UsageError } from './common.ts';
 
+/** How long a stopped server waits for its runs' pending cache writes before it exits. */
+const SHUTDOWN_WRITES_MS = 3000;
+
 export interface ServeFlags {
   /** Run directories to serve, in order (the first answers the reference paths). */
   runDirs: string[];
@@ -236,7 +239,13 @@ export async function serve(flags: ServeFlags): Promise<void> {
   for (const r of runs.runs()) if (r.run.getReady?.()) break;
   for (const r of runs.runs()) for (const w of r.run.warnings()) console.warn(`warning: ${runs.runs().length > 1 ? `${r.id}: ` : ''}${w}`);
   const stop = (): void => {
-    void server.close().then(() => process.exit(0));
+    // what the runs still keep for the next process (a step's records, written after its answers) is written
+    // before the process ends, for a few seconds at most
+    const closed = (): Promise<unknown> => Promise.all(runs.runs().map((r) => r.run.close().catch(() => {})));
+    void server
+      .close()
+      .then(() => Promise.race([closed(), new Promise((r) => setTimeout(r, SHUTDOWN_WRITES_MS))]))
+      .then(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
