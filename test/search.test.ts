@@ -61,8 +61,9 @@ test('queries parse into their kinds; bad ones are errors on q', () => {
   assert.throws(() => parseQuery('   '), /the query is empty/);
 });
 
-test('a word matches its case-insensitive variants (ſun for sun) the same before and after the index is built', async () => {
-  const texts = ['the ſun rose', 'the sun rose', 'a SUNNY day', 'ſunny ſide'].map((response, i) => ({
+/** A run of one step whose samples 0, 1, … answer `responses` (only what search reads of a run). */
+function tinyRun(responses: string[]): RunSources {
+  const texts = responses.map((response, i) => ({
     step: 0,
     evaluation: false,
     sample_index: i,
@@ -72,8 +73,7 @@ test('a word matches its case-insensitive variants (ſun for sun) the same befor
     fields: { response },
     ids: [],
   }));
-  // Only what search reads of a run.
-  const run = {
+  return {
     name: 'tiny',
     rolloutIds: async () => ({ train: [0], eval: [] }),
     stepStamp: async () => 'fixed',
@@ -83,6 +83,10 @@ test('a word matches its case-insensitive variants (ſun for sun) the same befor
     readCache: async () => null,
     writeCache: async () => {},
   } as unknown as RunSources;
+}
+
+test('a word matches its case-insensitive variants (ſun for sun) the same before and after the index is built', async () => {
+  const run = tinyRun(['the ſun rose', 'the sun rose', 'a SUNNY day', 'ſunny ſide']);
   const search = new SearchTexts(run);
   const cold = { whole: where(await all(run, 'sun ', search)), prefix: where(await all(run, 'sun', search)) };
   assert.deepEqual(cold.whole, ['0:0:response', '0:1:response']);
@@ -92,26 +96,7 @@ test('a word matches its case-insensitive variants (ſun for sun) the same befor
 });
 
 test('a bare number is the sample with that index; when no sample has it, the samples whose text holds it, with a note saying so', async () => {
-  const texts = ['the result is 1656', 'boxed{1656}', 'nothing here', 'sample 2 says 16560'].map((response, i) => ({
-    step: 0,
-    evaluation: false,
-    sample_index: i,
-    group_index: 0,
-    status: 'completed',
-    reward: 1,
-    fields: { response },
-    ids: [],
-  }));
-  const run = {
-    name: 'tiny',
-    rolloutIds: async () => ({ train: [0], eval: [] }),
-    stepStamp: async () => 'fixed',
-    async *sampleTextBatches() {
-      yield texts;
-    },
-    readCache: async () => null,
-    writeCache: async () => {},
-  } as unknown as RunSources;
+  const run = tinyRun(['the result is 1656', 'boxed{1656}', 'nothing here', 'sample 2 says 16560']);
   const noteOf = (ev: SearchEvent[]) => {
     const done = ev.at(-1)!;
     assert.equal(done.type, 'done');
