@@ -160,7 +160,10 @@ function occurrences(root: HTMLElement, find: string): Range[] {
   for (let node = walk.nextNode(); node; node = walk.nextNode()) {
     // a message's summary line (role, size, copy) is not its text
     if (node.parentElement?.closest('summary')) continue;
-    const text = (node.nodeValue ?? '').toLowerCase();
+    const raw = node.nodeValue ?? '';
+    const text = raw.toLowerCase();
+    // a text whose lower case is longer (İ) has no offsets in common with it: left unmarked
+    if (text.length !== raw.length) continue;
     for (let at = text.indexOf(find); at >= 0; at = text.indexOf(find, at + find.length)) {
       const r = document.createRange();
       r.setStart(node, at);
