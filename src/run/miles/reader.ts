@@ -184,8 +184,7 @@ export class DumpReader {
    * file opens on a 1,024-rank step). Whether a worker started.
    */
   getReady(): boolean {
-    const newest = this.newestTrainStep();
-    if (newest < 0 || !this.rollouts.prepareWorker(newest, false)) return false;
+    if (!this.prepareDecodeWorker()) return false;
     // the newest step the run shows (a step still being written is not read ahead)
     void this.rolloutIds()
       .then((ids) => {

@@ -106,7 +106,7 @@ export interface TelemetryStoreOptions {
   memoryBudget?: number;
 }
 
-/** The parse threads boot this long after the store opens at the latest, ms (sooner once a first request is answered). */
+/** The parse threads boot ahead of need this long after the store opens (sooner once a first request is answered), at the first lull of POOL_BOOT_QUIET_MS. */
 const POOL_BOOT_LATEST_MS = 1000;
 /** How long no request must have been in flight before the parse threads boot ahead of need. */
 const POOL_BOOT_QUIET_MS = 100;
