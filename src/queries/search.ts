@@ -273,8 +273,11 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
   let found = 0;
   let done = 0;
   const warnings: string[] = [];
+  // A bare number: the texts holding it are kept (up to `limit`) while the scan looks for its sample, and
+  // answered if no sample has that index (one scan for both: a step may have to be decoded to be read).
+  const asText = q.kind === 'sample' ? { sample: q.sample, q: parseQuery(`"${q.sample}"`) as TextQuery, kept: [] as SearchMatch[], more: false } : null;
   // `reading` counts a step whose matches are still coming in as scanned.
-  const finish = (truncated: boolean, reading = 0): SearchEvent => ({
+  const finish = (truncated: boolean, reading = 0, note?: string): SearchEvent => ({
     type: 'done',
     matches: found,
     truncated,
@@ -282,6 +285,7 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
     steps_total: scan.length,
     elapsed_ms: Date.now() - started,
     warnings,
+    ...(note !== undefined ? { note } : {}),
   });
   for (const { target, step, evaluation } of scan) {
     if (opts.signal?.aborted) return;
@@ -293,6 +297,10 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
     try {
       for await (const batch of target.search.stepBatches(step, evaluation)) {
         if (opts.signal?.aborted) return;
+        if (asText && found === 0 && !asText.more) {
+          asText.kept.push(...textMatches(batch, asText.q, run));
+          if (asText.kept.length > limit) asText.more = true;
+        }
         if (held && mayBeId(q)) {
           const ids = idMatches(batch, q, run);
           if (ids) held.ids.push(...ids);
@@ -323,12 +331,13 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
     }
     yield { type: 'progress', ...(named ? { run: target.name ?? target.run.name } : {}), step, evaluation, steps_scanned: done, steps_total: scan.length };
   }
-  if (q.kind === 'sample' && found === 0) {
-    // No sample has that index: the number is looked for in the texts instead, and the answer says so.
-    for await (const e of searchRuns(targets, `"${q.sample}"`, opts)) {
-      if (e.type !== 'done') yield e;
-      else yield { ...e, warnings: [...warnings, ...e.warnings], elapsed_ms: Date.now() - started, note: `no sample has index ${q.sample}: the samples whose text holds ${q.sample}` };
+  if (asText && found === 0) {
+    // No sample has that index: the texts holding the number are the answer, and it says so.
+    for (const m of asText.kept.slice(0, limit)) {
+      yield { type: 'match', ...m };
+      found++;
     }
+    yield finish(asText.more, 0, `no sample has index ${asText.sample}: the samples whose text holds ${asText.sample}`);
     return;
   }
   yield finish(false);
