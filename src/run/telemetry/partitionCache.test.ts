@@ -95,7 +95,7 @@ describe('the partition cache', () => {
       await new Promise((resolve) => setTimeout(resolve, 1200));
       assert.equal(store.parseThreadsStarted, false, 'the request keeps the cores');
       answered();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setImmediate(resolve));
       assert.equal(store.parseThreadsStarted, false, 'not in the moment after it: the next request may be on its way');
       await new Promise((resolve) => setTimeout(resolve, 300));
       assert.equal(store.parseThreadsStarted, true, 'booted once none has been asked for a while');

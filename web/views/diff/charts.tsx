@@ -23,9 +23,6 @@ export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; co
     counts.map((c, i) => (c > 0 ? <rect x={PAD.l + i * bw + 0.5} width={Math.max(1, bw - 1)} y={y(c / t)} height={H - PAD.b - y(c / t)} fill={color} fill-opacity="0.45" /> : null));
   const lo = d.edges[0];
   const hi = d.edges[d.edges.length - 1];
-  // whole numbers (0/1 flags, token counts) are labelled by the smallest and largest of them, not by the outer
-  // edges half a unit past them
-  const whole = d.integral;
   const xOf = (v: number) => PAD.l + ((v - lo) / (hi - lo || 1)) * (W - PAD.l - PAD.r);
   const meanLine = (m: number | null, color: string) => (m === null ? null : <line x1={xOf(m)} x2={xOf(m)} y1={PAD.t} y2={H - PAD.b} stroke={color} stroke-width="1.5" stroke-dasharray="3 2" />);
   return (
@@ -46,11 +43,12 @@ export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; co
         </text>
       </g>
       <line x1={PAD.l} x2={W - PAD.r} y1={H - PAD.b} y2={H - PAD.b} stroke="#55535a" />
+      {/* whole numbers (0/1 flags, token counts): their smallest and largest, not the edges half a unit past them */}
       <text x={PAD.l} y={H - 4} class="axis" data-testid="axis-low">
-        {fmtNum(whole ? lo + 0.5 : lo)}
+        {fmtNum(d.integral ? lo + 0.5 : lo)}
       </text>
       <text x={W - PAD.r} y={H - 4} class="axis" text-anchor="end" data-testid="axis-high">
-        {fmtNum(whole ? hi - 0.5 : hi)}
+        {fmtNum(d.integral ? hi - 0.5 : hi)}
       </text>
     </svg>
   );
