@@ -241,10 +241,9 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const stop = (): void => {
     // what the runs still keep for the next process (a step's records, written after its answers) is written
     // before the process ends, for a few seconds at most
-    const closed = (): Promise<unknown> => Promise.all(runs.runs().map((r) => r.run.close().catch(() => {})));
     void server
       .close()
-      .then(() => Promise.race([closed(), new Promise((r) => setTimeout(r, SHUTDOWN_WRITES_MS))]))
+      .then(() => Promise.race([Promise.all(runs.runs().map((r) => r.run.close().catch(() => {}))), new Promise((r) => setTimeout(r, SHUTDOWN_WRITES_MS))]))
       .then(() => process.exit(0));
   };
   process.once('SIGINT', stop);

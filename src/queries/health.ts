@@ -341,6 +341,18 @@ export function healthStepFacts(st: HealthStep): HealthStepFacts {
 /** The logged mean response length (miles' `rollout/response_len/mean`). */
 const LOGGED_LENGTH = 'rollout/response_len/mean';
 
+/** The (relative) change of a logged metric from `step - 1` to `step`, as a jump cell; null unless both were logged. */
+function loggedJump(step: number, logged: Map<number, number>, key: string, what: string, digits: number, relative: boolean): Omit<HealthCell, 'level'> | null {
+  const before = logged.get(step - 1);
+  const now = logged.get(step);
+  if (before === undefined || now === undefined || (relative && before <= 0)) return null;
+  return {
+    value: Math.abs(now - before) / (relative ? before : 1),
+    detail: `logged ${what} ${fmt(before, digits)} → ${fmt(now, digits)} (step ${step - 1} was not dumped)`,
+    evidence: { view: 'metrics', keys: [key] },
+  };
+}
+
 /** Previous-step means not known: the step before this one is not read yet (a partial board). */
 const UNREAD = undefined;
 
@@ -377,18 +389,8 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
     const reward = rewardMean ?? loggedReward.get(st.step) ?? null;
 
     // The first dumped step of a run dumped late: its jumps from the step before, as both were logged.
-    const loggedJump = (logged: Map<number, number>, key: string, what: string, digits: number, relative: boolean): Omit<HealthCell, 'level'> | null => {
-      const before = logged.get(st.step - 1);
-      const now = logged.get(st.step);
-      if (before === undefined || now === undefined || (relative && before <= 0)) return null;
-      return {
-        value: Math.abs(now - before) / (relative ? before : 1),
-        detail: `logged ${what} ${fmt(before, digits)} → ${fmt(now, digits)} (step ${st.step - 1} was not dumped)`,
-        evidence: { view: 'metrics', keys: [key] },
-      };
-    };
-    const rewardLogged = prevReward === null ? loggedJump(loggedReward, 'rollout/rewards_mean', 'mean reward', 3, false) : null;
-    const lengthLogged = prevLength === null ? loggedJump(loggedLength, LOGGED_LENGTH, 'mean response length', 1, true) : null;
+    const rewardLogged = prevReward === null ? loggedJump(st.step, loggedReward, 'rollout/rewards_mean', 'mean reward', 3, false) : null;
+    const lengthLogged = prevLength === null ? loggedJump(st.step, loggedLength, LOGGED_LENGTH, 'mean response length', 1, true) : null;
     cells.reward_jump =
       rewardLogged !== null
         ? rewardLogged
