@@ -175,6 +175,22 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     const metricsLink = await page.getAttribute('[data-testid=runs-compare] a:text-is("Metrics")', 'href');
     assert.match(metricsLink!, /runs=healthy(%2C|,)collapse/);
     await screenshot(page, 'runs-table');
+    // Scrolled sideways (a narrow window, many columns), each row's tick box and name stay in view, above the columns passing under them.
+    await page.setViewportSize({ width: 900, height: 700 });
+    const scrolled = await page.evaluate(() => {
+      const box = document.querySelector('.runs-scroll');
+      box.scrollLeft = box.scrollWidth;
+      const left = box.getBoundingClientRect().left;
+      const name = document.querySelector('table.runs-table tr[data-run="collapse"] th[scope=row]').getBoundingClientRect();
+      const tick = document.querySelector('input[aria-label="compare collapse"]').getBoundingClientRect();
+      const top = document.elementFromPoint(name.left + 4, name.top + name.height / 2);
+      return { scrolled: box.scrollLeft, left, name: name.left, tick: tick.left, onTop: top?.closest('th[scope=row]') !== null };
+    });
+    assert.ok(scrolled.scrolled > 100, `the table scrolls sideways at 900 px: ${JSON.stringify(scrolled)}`);
+    assert.ok(scrolled.tick >= scrolled.left && scrolled.tick < scrolled.left + 28, `tick box in view: ${JSON.stringify(scrolled)}`);
+    assert.ok(scrolled.name >= scrolled.left + 20 && scrolled.name < scrolled.left + 40, `run name in view: ${JSON.stringify(scrolled)}`);
+    assert.ok(scrolled.onTop, 'the name is drawn above the scrolled cells');
+    await screenshot(page, 'runs-table-scrolled');
     assert.deepEqual(w.problems(), []);
   });
 
