@@ -2,7 +2,7 @@
 // indices and step:sample; results stream while later steps are still being read; the cache makes a restart warm.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,6 +11,7 @@ import { generateDemoRun } from '../src/demo/index.ts';
 import { PyFloat, saveTorch } from '../src/formats/torch/writer.ts';
 import type { RunSources } from '../src/queries/runAnswers.ts';
 import type { StepDiff } from '../src/queries/stepDiff.ts';
+import { BadArgument } from '../src/queries/limits.ts';
 import { parseQuery, searchRun, type SearchEvent, type SearchMatch } from '../src/queries/search.ts';
 import { SearchTexts } from '../src/run/searchTexts.ts';
 import { DerivedCache } from '../src/run/derivedCache.ts';
@@ -59,7 +60,14 @@ test('queries parse into their kinds; bad ones are errors on q', () => {
   assert.throws(() => parseQuery('/(unclosed/i'), (e: Error) => e.message === 'q: not a regular expression: /(unclosed/i: Unterminated group');
   assert.throws(() => parseQuery('/a/g'), /unsupported regular-expression flag/);
   assert.throws(() => parseQuery('   '), /the query is empty/);
+  // a word or phrase repeated is asked once; more different ones than a search takes are an error on q
+  const many = parseQuery(`${'the '.repeat(500)}"a b" "a b" the`);
+  assert.ok(many.kind === 'text' && many.words.length === 1 && many.phrases.length === 1 && many.openWord === 'the', JSON.stringify(many));
+  const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+  assert.equal(parseQuery(`${words(31)} "x y"`).kind, 'text');
+  assert.throws(() => parseQuery(`${words(32)} "x y"`), (e: Error) => e instanceof BadArgument && e.param === 'q' && /33 different words and phrases; a search takes at most 32/.test(e.message));
 });
+
 
 /** A run of one step whose samples 0, 1, … answer `responses` (only what search reads of a run). */
 function tinyRun(responses: string[]): RunSources {
@@ -166,6 +174,35 @@ describe('search over the miles fixture', () => {
     assert.equal(done.type, 'done');
     if (done.type === 'done') assert.deepEqual([done.matches, done.truncated, done.steps_scanned, done.steps_total], [0, false, 4, 4]);
   });
+});
+
+test('a damaged step is skipped and named in done.warnings: the steps after it are still searched', async () => {
+  const copy = copyFixtureRun('miles-demo');
+  const dump = join(copy.dir, 'rollout_data', '1.pt');
+  truncateSync(dump, Math.floor(statSync(dump).size / 2));
+  ageTree(copy.dir);
+  const run = await openRun(copy.dir);
+  try {
+    const ev = await all(run, '/answer for sample (33|64)\\b/');
+    assert.deepEqual(where(ev), ['2:64:conversation'], 'step 2 is searched after the damaged step 1');
+    const done = ev.at(-1)!;
+    assert.equal(done.type, 'done');
+    if (done.type === 'done') {
+      assert.equal(done.steps_scanned, 4);
+      assert.equal(done.warnings.length, 1);
+      assert.match(done.warnings[0], /^step 1: .*rollout_data\/1\.pt: truncated archive/);
+    }
+    // over HTTP the file is named relative to the run
+    const app = new Hono();
+    app.onError((err, c) => failureResponse(c, err, [copy.dir]));
+    mountAnswers(app, run, { roots: [copy.dir] });
+    const res = await app.fetch(new Request('http://127.0.0.1/api/rlsight/search?q=%2Fanswer%20for%20sample%2064%2F'));
+    const last = JSON.parse((await res.text()).trim().split('\n').at(-1)!) as SearchEvent;
+    assert.ok(last.type === 'done' && last.warnings[0].startsWith('step 1: rollout_data/1.pt: truncated archive'), JSON.stringify(last));
+  } finally {
+    await run.close();
+    copy.dispose();
+  }
 });
 
 describe('search over the slime trace fixture', () => {

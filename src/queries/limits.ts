@@ -41,6 +41,8 @@ export const REQUEST_STRIP_ROWS: IntLimit = { param: 'max_rows', min: 1, max: 40
 export const OUTLIER_TOP_K: IntLimit = { param: 'top_k', min: 1, max: 256, fallback: 16 };
 /** Matches one search answers at most (`limit`). */
 export const SEARCH_RESULTS: IntLimit = { param: 'limit', min: 1, max: 1000, fallback: 200 };
+/** Different words and phrases one text search may ask for (each is a pass over every text of a step). */
+export const MAX_QUERY_TERMS = 32;
 /** Points per GPU or engine series after downsampling. */
 export const SERIES_MAX_POINTS: IntLimit = { param: 'max_points', min: 2, fallback: 2000 };
 

@@ -6,10 +6,10 @@ import { SEARCH_NON_WORD, type StepTexts as RunStepTexts, type StepTextsSource }
 import type { RunSources, SampleText } from './runAnswers.ts';
 
 type StepTexts = RunStepTexts<SampleText>;
-import { DumpStillWriting } from '../run/errors.ts';
+import { damageOf, DumpStillWriting } from '../run/errors.ts';
 import { BadArgument } from './limits.ts';
 import { regexHits } from './boundedRegex.ts';
-import { checkLimit, SEARCH_RESULTS } from './limits.ts';
+import { checkLimit, MAX_QUERY_TERMS, SEARCH_RESULTS } from './limits.ts';
 
 export type { SearchEvent, SearchMatch } from '../wire/index.ts';
 
@@ -53,7 +53,12 @@ export function parseQuery(raw: string): ParsedQuery {
   const words = rest.toLowerCase().split(/\s+/).filter(Boolean);
   // While typing, the last word is incomplete unless the query ends with a space or a closed quote.
   const open = words.length > 0 && !/[\s"]$/.test(raw) ? words[words.length - 1] : null;
-  return { kind: 'text', words: open ? words.slice(0, -1) : words, phrases, openWord: open, raw: q };
+  // a word or phrase given twice asks nothing more of a sample (and every one is a pass over every text)
+  const whole = [...new Set(open ? words.slice(0, -1) : words)];
+  const distinctPhrases = [...new Set(phrases)];
+  const terms = whole.length + distinctPhrases.length + (open !== null && !whole.includes(open) ? 1 : 0);
+  if (terms > MAX_QUERY_TERMS) throw new BadArgument('q', `q: ${terms} different words and phrases; a search takes at most ${MAX_QUERY_TERMS}`);
+  return { kind: 'text', words: whole, phrases: distinctPhrases, openWord: open, raw: q };
 }
 
 const WORD_CHAR = /[\p{L}\p{N}_]/u;
@@ -150,7 +155,11 @@ function asciiField(st: StepTexts, i: number, k: number, text: string): boolean 
 function textHits(st: StepTexts, i: number, q: Extract<ParsedQuery, { kind: 'text' }>, words: WordMatcher[]): Map<string, [number, number][]> | null {
   const lower = st.lower[i];
   const hits = new Map<string, [number, number][]>();
-  const add = (field: string, a: number, b: number) => hits.set(field, [...(hits.get(field) ?? []), [a, b]]);
+  const add = (field: string, a: number, b: number): void => {
+    const ranges = hits.get(field);
+    if (ranges) ranges.push([a, b]);
+    else hits.set(field, [[a, b]]);
+  };
   for (const p of q.phrases) {
     let found = false;
     for (const f of SEARCH_FIELDS) {
@@ -317,9 +326,11 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
       }
       if (held) out.push(...(held.ids.length ? held.ids : held.texts));
     } catch (e) {
-      // A step still being written is skipped (and reported); the matches it gave before are kept.
-      if (!(e instanceof DumpStillWriting)) throw e;
-      warnings.push(`step ${step}: ${e.message}`);
+      // A step still being written, or damaged, is skipped and reported (naming its run when there are
+      // several): the other steps and runs are still searched, and the matches it gave before are kept.
+      const damage = damageOf(e);
+      if (!(e instanceof DumpStillWriting) && damage === null) throw e;
+      warnings.push(`${run !== undefined ? `${run}: ` : ''}${evaluation ? 'eval ' : ''}step ${step}: ${damage ?? (e as Error).message}`);
     }
     done++;
     for (const m of out) {

@@ -78,7 +78,9 @@ async function searchResponse(c: Context, targets: (search: SearchModule) => Sea
     try {
       for await (const e of searchRuns(targets(search), query, { limit, signal: ctrl.signal, nameRuns })) {
         if (ctrl.signal.aborted) break;
-        await out.write(`${JSON.stringify(e)}\n`);
+        // a skipped step's warning names its file as the run read it: relative to the run here
+        const said = e.type === 'done' && e.warnings.length ? { ...e, warnings: e.warnings.map((w) => scrubPaths(w, roots)) } : e;
+        await out.write(`${JSON.stringify(said)}\n`);
       }
     } catch (err) {
       // Headers are sent: a failure mid-scan is the stream's last line.

@@ -315,6 +315,8 @@ describe('answers', () => {
     assert.equal(scrubPaths(`[Errno 2] No such file: '${ROOT}/rollout_data/42.pt'`, [ROOT]), "[Errno 2] No such file: 'rollout_data/42.pt'");
     assert.equal(scrubPaths("cannot open '/tmp/cache/x/rollout_3.parquet'", []), "cannot open 'rollout_3.parquet'");
     assert.equal(scrubPaths('lane http://10.0.0.1:15000 ok', []), 'lane http://10.0.0.1:15000 ok');
+    // an address of this API is not a path of the machine
+    assert.equal(scrubPaths("no run 'nope' is served (see /api/runs)", []), "no run 'nope' is served (see /api/runs)");
   });
 
   test('unknown routes are JSON 404s', async () => {

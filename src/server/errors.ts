@@ -20,7 +20,8 @@ export function scrubPaths(message: string, roots: readonly string[]): string {
     out = out.split(`${root}/`).join('').split(root).join('.');
   }
   // Whatever absolute path is left (a cache dir, a temp file) is reduced to its last component.
-  return out.replace(/(^|[\s'"(=:])\/(?:[^\s'"/)]+\/)+([^\s'"/)]+)/g, '$1$2');
+  // (an address of this API, `/api/…`, is not one)
+  return out.replace(/(^|[\s'"(=:])\/(?!api\/)(?:[^\s'"/)]+\/)+([^\s'"/)]+)/g, '$1$2');
 }
 
 /** The HTTP answer for a thrown error, or null when it is a defect (a 500 the caller logs). */
