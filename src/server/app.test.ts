@@ -215,6 +215,12 @@ describe('answers', () => {
     const cases: [string, RegExp][] = [
       ['/api/timeline/phases?t0=abc', /^t0: /],
       ['/api/timeline/phases?t0=nan', /^t0: /],
+      // written as a number, but too large to be one
+      ['/api/timeline/phases?t0=1e400', /^t0: expected a finite number, got "1e400"$/],
+      ['/api/timeline/gpu?t1=-1e999', /^t1: expected a finite number/],
+      // a parameter given twice, whichever value is good
+      ['/api/timeline/phases?t0=1000000&t0=abc', /^t0: given 2 times; give it once$/],
+      ['/api/runs/run/timeline/phases?t0=1&t1=2&t1=3', /^t1: given 2 times; give it once$/],
       ['/api/timeline/phases?t0=5&t1=4', /^bad window: t1=4\.0 <= t0=5\.0$/],
       ['/api/timeline/phases?t0=1000000.0&t1=1014400.5', /^window 14400s exceeds max_window_s 14400$/],
       ['/api/timeline/gpu?max_points=1', /^max_points=1 must be >= 2$/],

@@ -18,7 +18,7 @@ import { mountAnswers, mountRunsAnswers } from './answers.ts';
 import { failureResponse, unknownRun } from './errors.ts';
 import { EventFeed, mountEvents } from './events.ts';
 import { jsonResponse } from './json.ts';
-import { parseParams } from './params.ts';
+import { oneValueEach, parseParams } from './params.ts';
 import * as z from 'zod';
 import { mountMeta } from './meta.ts';
 import { mountMetrics } from './metrics.ts';
@@ -120,6 +120,7 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
   const app = new Hono();
   app.use(hostGuard(allowedHosts(options.host ?? '127.0.0.1', options.allowHosts ?? [])));
   app.use(readOnlyMethods);
+  app.use('/api/*', oneValueEach);
   // requests being answered hold back the background warm-up; the event stream (it stays open) and the run
   // header the app polls for the warm-up's progress (answered at once) do not
   app.use('/api/*', async (c, next) => {

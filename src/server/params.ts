@@ -1,5 +1,6 @@
 // Query and path parameters, validated with zod at the edge from the limits the queries export; every
 // failure is a BadArgument (400) naming the parameter.
+import type { MiddlewareHandler } from 'hono';
 import * as z from 'zod';
 import { type IntLimit, limitProblem, windowProblem } from '../queries/limits.ts';
 import { BadArgument } from '../queries/limits.ts';
@@ -16,12 +17,25 @@ function quoted(s: string): string {
 /** A finite float, as Python's `float()` reads it (no inf/nan: they cannot bound a window). */
 export const floatParam = z.string().transform((raw, ctx) => {
   const s = raw.trim();
-  if (!FLOAT_RE.test(s)) {
+  const v = FLOAT_RE.test(s) ? Number(s.replaceAll('_', '')) : Number.NaN;
+  // (`1e400` is written as a number but holds none: it would be infinite)
+  if (!Number.isFinite(v)) {
     ctx.addIssue({ code: 'custom', message: `expected a finite number, got ${quoted(raw)}` });
     return z.NEVER;
   }
-  return Number(s.replaceAll('_', ''));
+  return v;
 });
+
+/**
+ * Refuses a query parameter given more than once (`t0=1&t0=2`): each parameter takes one value, and which
+ * of two the answer used would be a guess (the reference's framework takes the last, ours would the first).
+ */
+export const oneValueEach: MiddlewareHandler = async (c, next) => {
+  const seen = new Map<string, number>();
+  for (const key of new URL(c.req.url).searchParams.keys()) seen.set(key, (seen.get(key) ?? 0) + 1);
+  for (const [key, n] of seen) if (n > 1) throw new BadArgument(key, `${key}: given ${n} times; give it once`);
+  await next();
+};
 
 /** An integer in the safe range. */
 export const intParam = z.string().transform((raw, ctx) => {
