@@ -38,7 +38,7 @@ import { gpuLaneSeries } from './gpuSeries.ts';
 import { encodeHeatmap, heatmap } from './heatmap.ts';
 import { resolveLanes, selectedLanes, selectiveLaneKeys } from './lanes.ts';
 import { checkLatestKeys, MAX_WINDOW_S } from './limits.ts';
-import { sampleConversation } from './messages.ts';
+import { NoConversationRecorded, noConversation, sampleConversation } from './messages.ts';
 import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
@@ -120,6 +120,8 @@ export interface RunSources {
   /** rlsight's own: the train step whose batch holds a sample, and its lifecycle there. */
   sampleStep(sampleIndex: number, near?: number): Promise<SampleStep>;
   messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
+  /** `messages`, or the empty shape saying why for a held sample without a recorded conversation. */
+  messagesOrNone(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation>;
   tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView>;
 
   rolloutIds(): Promise<{ train: number[]; eval: number[] }>;
@@ -645,6 +647,20 @@ export class RunAnswers implements RunSources {
 
   async messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation> {
     return sampleConversation(await this.model.conversations(rolloutId, evaluation), rolloutId, sampleIndex);
+  }
+
+  /**
+   * rlsight's conversation answer: a sample of the step without a recorded conversation is the empty shape
+   * saying why; a step or sample the run does not hold is a NotFound (its tokens are what show it is held).
+   */
+  async messagesOrNone(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation> {
+    try {
+      return await this.messages(rolloutId, sampleIndex, evaluation);
+    } catch (e) {
+      if (!(e instanceof NoConversationRecorded)) throw e;
+      await this.model.sampleTokens(rolloutId, sampleIndex, evaluation);
+      return noConversation(sampleIndex, e.message);
+    }
   }
 
   async tokens(rolloutId: number, sampleIndex: number, q: { start: number; end?: number; evaluation: boolean }): Promise<TokenView> {

@@ -68,6 +68,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     sampleStep: record('sampleStep', {}),
     listing: async (id, primary) => ({ id, name: 'r', start_ts: 1, gpus: 0, steps: 1, formats: ['miles'], primary, end_ts: null, status: 'finished', warnings: [], config: {}, latest: {} }),
     messages: record('messages', {}),
+    messagesOrNone: record('messagesOrNone', {}),
     tokens: record('tokens', {}),
     advance: async () => {},
     close: async () => {},

@@ -27,6 +27,14 @@ describe('/api/rlsight/rollout/{id}/sample/{index}/messages', () => {
     assert.equal(((await evalRes.json()) as { recorded: boolean }).recorded, false);
   });
 
+  test('a step or sample the run does not hold is a 404, not an empty conversation', async () => {
+    for (const path of ['/api/rlsight/rollout/99/sample/0/messages', '/api/rlsight/rollout/0/sample/999/messages', '/api/rlsight/rollout/7/sample/0/messages?eval=1']) {
+      const res = await get(path);
+      assert.equal(res.status, 404, path);
+      assert.match(((await res.json()) as { detail: string }).detail, /rollout|sample/, path);
+    }
+  });
+
   test('bad ids are still 400s', async () => {
     assert.equal((await get('/api/rlsight/rollout/x/sample/2/messages')).status, 400);
   });

@@ -1,5 +1,4 @@
 // `/api/rollout/{id}/…`: step summary and groups, lifecycle lanes, one sample's conversation and tokens.
-import { NoConversationRecorded, noConversation } from '../queries/messages.ts';
 import type { Hono } from 'hono';
 import * as z from 'zod';
 import { jsonResponse, PARTIAL_HEADER } from './json.ts';
@@ -57,12 +56,7 @@ export function mountRollout(app: Hono, run: RunSources): void {
   app.get('/api/rlsight/rollout/:rollout_id/sample/:sample_index/messages', async (c) => {
     const { rollout_id: rid, sample_index: idx } = parseParams(samplePath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
-    try {
-      return jsonResponse(c, await run.messages(rid, idx, q.eval));
-    } catch (e) {
-      if (e instanceof NoConversationRecorded) return jsonResponse(c, noConversation(idx, e.message));
-      throw e;
-    }
+    return jsonResponse(c, await run.messagesOrNone(rid, idx, q.eval));
   });
 
   app.get('/api/rollout/:rollout_id/sample/:sample_index/tokens', async (c) => {
