@@ -97,6 +97,11 @@ describe('serving a slime --dump-details folder', () => {
     assert.ok(events.filter((e: any) => e.ph === 'b').length === events.filter((e: any) => e.ph === 'e').length && events.length > 100);
     const badWindow = await get(server, '/api/rlsight/export/perfetto?t0=10&t1=5');
     assert.equal(badWindow.status, 400);
+    // a step the run does not hold, and eval without a step to name
+    assert.equal((await get(server, '/api/rlsight/export/perfetto?rollout_id=99')).status, 404);
+    const evalAlone = await get(server, '/api/rlsight/export/perfetto?eval=1');
+    assert.equal(evalAlone.status, 400);
+    assert.match(evalAlone.body.detail, /^eval: /);
     const arg = await get(server, '/api/rlsight/trace?rollout_id=x');
     assert.equal(arg.status, 400);
     const missing = await get(server, '/api/rlsight/trace/details?rollout_id=0&row=99');

@@ -3,6 +3,7 @@
 import { damageOf, DumpStillWriting } from '../run/errors.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
+import { BadArgument } from './limits.ts';
 import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from './perfetto.ts';
 import type { RunSources } from './runAnswers.ts';
 
@@ -20,6 +21,11 @@ export const PERFETTO_ENGINE_POINTS = 2000;
 export const PERFETTO_GPU_POINTS = 20000;
 
 export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): Promise<ChromeTrace> {
+  // one step's export is of its request traces: a run without them has only time windows to export
+  if (w.rolloutId !== undefined && !run.hasTraces) {
+    throw new BadArgument('rollout_id', 'rollout_id: this run records no per-request traces (slime rollout dumps do); export a time window with t0 and t1 instead');
+  }
+  if (w.rolloutId === undefined && w.evaluation) throw new BadArgument('eval', 'eval: names an eval step, given with rollout_id');
   const meta = await run.meta({ follow: false, useUtilizationOverview: false });
   const inputs: PerfettoInputs = { t0: w.t0, t1: w.t1, title: meta.run_name ?? undefined };
   if (meta.capabilities.has_timeline) {

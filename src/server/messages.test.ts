@@ -1,4 +1,5 @@
-// rlsight's conversation route: a sample without a recorded conversation is a 200 with the empty shape.
+// rlsight's own sample routes over the miles fixture: a sample without a recorded conversation is a 200 with the
+// empty shape, a step or sample not held a 404; a one-step Perfetto export needs request traces.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { servedFixture } from '../../test/support/servedFixture.ts';
@@ -33,6 +34,13 @@ describe('/api/rlsight/rollout/{id}/sample/{index}/messages', () => {
       assert.equal(res.status, 404, path);
       assert.match(((await res.json()) as { detail: string }).detail, /rollout|sample/, path);
     }
+  });
+
+  test('a Perfetto export of one step is refused for a run without request traces, naming rollout_id', async () => {
+    const res = await get('/api/rlsight/export/perfetto?rollout_id=0');
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { detail: string }).detail, /^rollout_id: this run records no per-request traces/);
+    assert.equal((await get('/api/rlsight/export/perfetto?t0=1&t1=2')).status, 200);
   });
 
   test('bad ids are still 400s', async () => {
