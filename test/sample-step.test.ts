@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type RunningServer, startServer } from '../src/server/listen.ts';
 import { openRun } from '../src/commands/openRun.ts';
-import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
+import { statSync, truncateSync } from 'node:fs';
+import { join } from 'node:path';
+import { ageTree, copyFixtureRun, type RunCopy } from './support/fixtures.ts';
 
 describe('the step of a sample', () => {
   let copy: RunCopy;
@@ -40,5 +42,21 @@ describe('the step of a sample', () => {
     assert.match(missing.body.detail, /sample 999999/);
     assert.equal((await get('/api/rlsight/samples/x/step')).status, 400);
     assert.equal((await get('/api/rlsight/samples/1/step?near=soon')).status, 400);
+  });
+
+  test('a sample not found while a step could not be read is that step’s 422, naming its file', async () => {
+    const damaged = copyFixtureRun();
+    const dump = join(damaged.dir, 'rollout_data', '2.pt');
+    truncateSync(dump, Math.floor(statSync(dump).size / 2));
+    ageTree(damaged.dir);
+    const other = await startServer(await openRun(damaged.dir), { port: 0 });
+    try {
+      const res = await fetch(new URL('/api/rlsight/samples/999999/step', other.url));
+      assert.equal(res.status, 422);
+      assert.match(((await res.json()) as { detail: string }).detail, /^rollout_data\/2\.pt: /);
+    } finally {
+      await other.close();
+      damaged.dispose();
+    }
   });
 });

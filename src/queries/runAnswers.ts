@@ -622,6 +622,8 @@ export class RunAnswers implements RunSources {
   async sampleStep(sampleIndex: number, near?: number): Promise<SampleStep> {
     const train = (await this.model.rolloutIds()).train;
     let found = this.stepOfSample.get(sampleIndex);
+    /** The first step passed over unread: still being written (looked in again next time), or damaged. */
+    let unread: { writing: unknown; damaged: unknown } = { writing: null, damaged: null };
     if (found === undefined) {
       const closes = new Map(bubbles(this.store).map((b) => [b.step, b.ts]));
       for (const id of likelySteps(train, closes, near)) {
@@ -629,9 +631,10 @@ export class RunAnswers implements RunSources {
         try {
           samples = (await this.model.step(id, false)).samples;
         } catch (e) {
-          // A step still being written is looked in again next time; a damaged one is passed over.
-          if (e instanceof DumpStillWriting || damageOf(e) !== null) continue;
-          throw e;
+          if (e instanceof DumpStillWriting) unread = { ...unread, writing: unread.writing ?? e };
+          else if (damageOf(e) !== null) unread = { ...unread, damaged: unread.damaged ?? e };
+          else throw e;
+          continue;
         }
         for (const s of samples) if (s.index !== null) this.stepOfSample.set(s.index, id);
         if (this.stepOfSample.has(sampleIndex)) {
@@ -640,7 +643,8 @@ export class RunAnswers implements RunSources {
         }
       }
     }
-    if (found === undefined) throw new NotFound(`no train step of this run holds sample ${sampleIndex}`);
+    // not in any step read: a step that could not be read may hold it (a 503 to come back, or a 422 naming the file)
+    if (found === undefined) throw unread.writing ?? unread.damaged ?? new NotFound(`no train step of this run holds sample ${sampleIndex}`);
     const lanes = rolloutTrajectories(this.store, found, [sampleIndex]).lanes;
     return { sample_index: sampleIndex, rollout_id: found, lane: lanes[0] ?? null };
   }
