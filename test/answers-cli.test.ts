@@ -2,7 +2,7 @@
 // decoders (hyparquet; a TFRecord/Event decoder written here from the format's definition), the demo's story.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -323,6 +323,55 @@ describe('health, search and export take the run directory as serve does: DIR or
     }
     const flagged = cli('export', 'telemetry', '--dump-details', join(out, 'nope'), '--out', join(out, 'tel-none'));
     assert.match(flagged.stderr, /--dump-details: no such directory/);
+  });
+
+  test('--out inside the run, on a directory for a file, on a file for a directory, or under a file exits 2 and writes nothing', () => {
+    const metricsFile = join(run.dir, 'dashboard', 'metrics.jsonl');
+    const before = readFileSync(metricsFile);
+    const file = join(out, 'a-file');
+    writeFileSync(file, 'x');
+    const cases: [string[], RegExp][] = [
+      [['export', 'metrics', run.dir, '--format', 'csv', '--out', metricsFile], /--out: .*metrics\.jsonl is inside the run directory/],
+      [['export', 'perfetto', run.dir, '--out', join(run.dir, 'rollout_data', '0.pt')], /--out: .* is inside the run directory/],
+      [['export', 'telemetry', run.dir, '--out', join(run.dir, 'dashboard')], /--out: .* is inside the run directory/],
+      [['export', 'tensorboard', run.dir, '--out', join(run.dir, 'tb')], /--out: .* is inside the run directory/],
+      [['export', 'metrics', run.dir, '--format', 'csv', '--out', out], /--out: .* is a directory; give the name of the file to write/],
+      [['export', 'tensorboard', run.dir, '--out', file], /--out: .*a-file is a file; give a directory/],
+      [['export', 'rollout', run.dir, '--step', '1', '--format', 'csv', '--out', join(file, 'r.csv')], /--out: .*a-file is a file, so .* cannot be made under it/],
+    ];
+    // a link into the run is inside it too
+    symlinkSync(join(run.dir, 'dashboard'), join(out, 'into-run'));
+    cases.push([['export', 'metrics', run.dir, '--format', 'csv', '--out', join(out, 'into-run', 'metrics.jsonl')], /is inside the run directory/]);
+    for (const [args, problem] of cases) {
+      const r = cli(...args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, problem, args.join(' '));
+    }
+    assert.deepEqual(readFileSync(metricsFile), before, 'the run is not written');
+    assert.equal(existsSync(join(run.dir, 'tb')), false);
+  });
+
+  test('export metrics without --format takes it from --out’s extension, and needs it otherwise', async () => {
+    const pq = join(out, 'by-ext.parquet');
+    assert.equal(cli('export', 'metrics', run.dir, '--out', pq).code, 0);
+    assert.equal(readFileSync(pq).subarray(0, 4).toString(), 'PAR1');
+    const none = cli('export', 'metrics', run.dir, '--out', join(out, 'table.txt'));
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /--format is required \(csv or parquet\)/);
+  });
+
+  test('export telemetry into a directory holding files exits 2; into an empty one it is written whole, nothing left beside it', () => {
+    const full = join(out, 'full');
+    mkdirSync(full);
+    writeFileSync(join(full, 'old.parquet'), 'x');
+    const r = cli('export', 'telemetry', run.dir, '--out', full);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--out: .*full is not empty; give a new or empty directory/);
+    const empty = join(out, 'empty-out');
+    mkdirSync(empty);
+    assert.equal(cli('export', 'telemetry', run.dir, '--out', empty).code, 0);
+    assert.ok(readdirSync(empty).some((n) => n.startsWith('stream=')));
+    assert.equal(existsSync(`${empty}.partial`), false);
   });
 
   test('--help shows one form for every command: DIR first', () => {

@@ -1,5 +1,6 @@
 // What the answer commands (health, search, export) share: flag errors, opening a run, exit codes.
-import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { isInside, realpathOfFuture } from '../formats/fileAccess.ts';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import type { RunSources } from '../queries/runAnswers.ts';
@@ -130,10 +131,53 @@ export interface ExportKind {
   run(argv: string[]): Promise<number>;
 }
 
+/**
+ * Where `--out` asks a command to write, checked before any reading: outside the run it reads (a run is
+ * never written, however a link leads into it), a file where a file is asked (`kind: 'file'`) or a directory
+ * where a directory is, and under a path whose existing part is a directory. Usage errors naming `--out`.
+ */
+export function outPath(raw: string | undefined, run: RunDirArg, kind: 'file' | 'dir'): string {
+  const out = resolve(requireFlag(raw, 'out'));
+  // with links resolved where they exist (a missing run is the run's own error, reported when it is opened;
+  // a file on the way to `--out` is reported below)
+  const resolved = (path: string, real: (p: string) => string): string => {
+    try {
+      return real(path);
+    } catch {
+      return path;
+    }
+  };
+  const real = resolved(out, realpathOfFuture);
+  const runReal = resolved(resolve(run.dir), realpathSync);
+  if (isInside(runReal, real)) throw new CommandUsageError(`--out: ${raw} is inside the run directory ${run.dir}; a run is read, never written`);
+  const existing = ((): { path: string; dir: boolean } => {
+    for (let p = out; ; p = dirname(p)) {
+      try {
+        return { path: p, dir: statSync(p).isDirectory() };
+      } catch {
+        if (dirname(p) === p) return { path: p, dir: true };
+      }
+    }
+  })();
+  if (existing.path === out) {
+    if (kind === 'file' && existing.dir) throw new CommandUsageError(`--out: ${raw} is a directory; give the name of the file to write`);
+    if (kind === 'dir' && !existing.dir) throw new CommandUsageError(`--out: ${raw} is a file; give a directory`);
+  } else if (!existing.dir) {
+    throw new CommandUsageError(`--out: ${existing.path} is a file, so ${raw} cannot be made under it`);
+  }
+  return out;
+}
+
 /** Writes `bytes` to `path` whole (a temp file renamed into place, so a reader never sees half a file). */
 export function writeWhole(path: string, bytes: Uint8Array): void {
-  mkdirSync(dirname(path), { recursive: true });
   const tmp = `${path}.partial`;
-  writeFileSync(tmp, bytes);
-  renameSync(tmp, path);
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(tmp, bytes);
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    const why = (e as NodeJS.ErrnoException).code === 'EACCES' || (e as NodeJS.ErrnoException).code === 'EROFS' ? 'permission denied' : (e as Error).message;
+    throw new Error(`--out: cannot write ${path}: ${why}`);
+  }
 }

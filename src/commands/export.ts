@@ -1,11 +1,11 @@
 // `rlsight export <kind> …`: one entry per kind of export. Each entry parses its own flags and writes its
 // own output; add a kind by adding an entry to EXPORTS.
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { extname, join } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
-import { CommandUsageError, intFlag, openRunDir, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, intFlag, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
 
@@ -14,7 +14,13 @@ function parse(argv: string[], kind: string, options: NonNullable<ParseArgsConfi
   return { run, v: values as Record<string, string | boolean | undefined> };
 }
 
-function tableFlag(raw: string | boolean | undefined) {
+/** `--format`, or without it the one `--out`'s extension names (`.csv`, `.parquet`); neither is a usage error. */
+function tableFlag(raw: string | boolean | undefined, out: string) {
+  if (raw === undefined) {
+    const ext = extname(out).slice(1).toLowerCase();
+    if (ext !== 'csv' && ext !== 'parquet') throw new CommandUsageError(`--format is required (csv or parquet) when --out does not end in .csv or .parquet`);
+    return tableFormat(ext);
+  }
   try {
     return tableFormat(raw as string | undefined);
   } catch (e) {
@@ -26,8 +32,8 @@ const metrics: ExportKind = {
   usage: 'metrics DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step (_step)',
   async run(argv) {
     const { run: dir, v } = parse(argv, 'metrics', { format: { type: 'string' }, out: { type: 'string' } });
-    const out = resolve(requireFlag(v.out as string, 'out'));
-    const format = tableFlag(v.format);
+    const out = outPath(v.out as string, dir, 'file');
+    const format = tableFlag(v.format, out);
     const run = await openRunDir(dir);
     try {
       const table = await runMetricsTable(run.answers);
@@ -50,8 +56,8 @@ const rollout: ExportKind = {
       out: { type: 'string' },
     });
     const step = intFlag(requireFlag(v.step as string, 'step'), 'step')!;
-    const out = resolve(requireFlag(v.out as string, 'out'));
-    const format = tableFlag(v.format);
+    const out = outPath(v.out as string, dir, 'file');
+    const format = tableFlag(v.format, out);
     const run = await openRunDir(dir);
     try {
       const table = await rolloutTable(run.answers, step, v.eval === true);
@@ -68,7 +74,7 @@ const tensorboard: ExportKind = {
   usage: 'tensorboard DIR --out LOGDIR                     an events.out.tfevents.* file with a scalar per key and step',
   async run(argv) {
     const { run: dir, v } = parse(argv, 'tensorboard', { out: { type: 'string' } });
-    const logdir = resolve(requireFlag(v.out as string, 'out'));
+    const logdir = outPath(v.out as string, dir, 'dir');
     const run = await openRunDir(dir);
     try {
       const createdAt = Date.now() / 1000;

@@ -1,10 +1,7 @@
 // `rlsight export perfetto DIR [--t0 T --t1 T] --out FILE`: one window of the run as Chrome
 // trace-event JSON for ui.perfetto.dev.
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { perfettoForRun } from '../queries/perfettoExport.ts';
-import { openRun } from './openRun.ts';
-import { CommandUsageError, requireFlag, runDirArgs, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, openRunDir, outPath, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 
 /** Perfetto's UI loads traces up to about this size; a bigger export must be cut into windows. */
 export const PERFETTO_MAX_BYTES = 500 * 2 ** 20;
@@ -19,19 +16,14 @@ function floatFlag(raw: string | undefined, flag: string): number | undefined {
 export const perfettoExport: ExportKind = {
   usage: 'perfetto DIR [--t0 T --t1 T] --out FILE     Chrome trace-event JSON for ui.perfetto.dev',
   async run(argv) {
-    const { run: { dir, label }, values: v } = runDirArgs(argv, 'export perfetto', { t0: { type: 'string' }, t1: { type: 'string' }, out: { type: 'string' } });
-    const out = resolve(requireFlag(v.out, 'out'));
+    const { run: dir, values: v } = runDirArgs(argv, 'export perfetto', { t0: { type: 'string' }, t1: { type: 'string' }, out: { type: 'string' } });
+    const out = outPath(v.out, dir, 'file');
     const t0 = floatFlag(v.t0, 't0');
     const t1 = floatFlag(v.t1, 't1');
     if (t0 !== undefined && t1 !== undefined && t1 <= t0) throw new CommandUsageError(`--t1 must be after --t0`);
-    const abs = resolve(dir);
-    try {
-      if (!statSync(abs).isDirectory()) throw new Error('not a directory');
-    } catch {
-      throw new CommandUsageError(`${label}: no such directory: ${dir}`);
-    }
     // Any format: a slime run exports its request traces, a miles run its compute timeline.
-    const run = await openRun(abs);
+    const opened = await openRunDir(dir);
+    const run = opened.answers;
     try {
       const trace = await perfettoForRun(run, { t0, t1 });
       const bytes = new TextEncoder().encode(JSON.stringify(trace));
@@ -43,7 +35,7 @@ export const perfettoExport: ExportKind = {
       console.log(`wrote ${trace.traceEvents.length} trace events (${(bytes.length / 2 ** 20).toFixed(2)} MB) to ${out}; open it at https://ui.perfetto.dev`);
       return 0;
     } finally {
-      await run.close();
+      await opened.close();
     }
   },
 };

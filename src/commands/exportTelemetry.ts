@@ -3,11 +3,11 @@
 // `hour=all`), typed columns, zstd, one hour in memory at a time — for DuckDB, Spark or Trino when one
 // machine's viewer is not the tool. Lists (a phase's GPUs, labels, a metrics record's values) are JSON text.
 import { zstdCompressor } from '../formats/zstd.ts';
-import { mkdirSync, renameSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
-import { CommandUsageError, requireFlag, runDirArgs } from './common.ts';
+import { CommandUsageError, outPath, runDirArgs } from './common.ts';
 import type { ExportKind } from './common.ts';
 
 const isDirectory = (path: string): boolean => statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
@@ -138,11 +138,33 @@ export const telemetryExport: ExportKind = {
     const dir = resolve(run.dir);
     if (!isDirectory(dir)) throw new CommandUsageError(`${run.label}: no such directory: ${run.dir}`);
     if (!isDirectory(join(dir, 'dashboard'))) throw new CommandUsageError(`${run.label}: no telemetry: ${run.dir} holds no dashboard/ folder`);
-    const out = resolve(requireFlag(v.out, 'out'));
+    const out = outPath(v.out, run, 'dir');
     if ((v.format ?? 'parquet') !== 'parquet') throw new CommandUsageError(`--format: expected parquet, got '${v.format}'`);
-    const written = await writeTelemetryParquet(join(dir, 'dashboard'), out);
+    // a reader globbing DIR2 sees a whole export or none: written beside it, then moved into place; an earlier
+    // export left there would mix its hours with this one's
+    if (readdirSafe(out).length > 0) throw new CommandUsageError(`--out: ${v.out} is not empty; give a new or empty directory`);
+    const partial = `${out}.partial`;
+    rmSync(partial, { recursive: true, force: true });
+    let written: Awaited<ReturnType<typeof writeTelemetryParquet>>;
+    try {
+      written = await writeTelemetryParquet(join(dir, 'dashboard'), partial);
+      mkdirSync(partial, { recursive: true });
+      renameSync(partial, out);
+    } catch (e) {
+      rmSync(partial, { recursive: true, force: true });
+      throw e;
+    }
     for (const [stream, s] of Object.entries(written)) console.log(`${stream}: ${s.rows} rows in ${s.files} file(s)`);
     console.log(`wrote ${out}`);
     return 0;
   },
 };
+
+/** The names in a directory; none when it does not exist. */
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
