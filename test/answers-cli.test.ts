@@ -2,7 +2,7 @@
 // decoders (hyparquet; a TFRecord/Event decoder written here from the format's definition), the demo's story.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,7 @@ import { parquetReadObjects } from 'hyparquet';
 import { generateDemoRun } from '../src/demo/index.ts';
 import { runHealth } from '../src/queries/health.ts';
 import { openRun } from '../src/commands/openRun.ts';
-import { copyFixtureRun, type RunCopy } from './support/fixtures.ts';
+import { ageTree, copyFixtureRun, type RunCopy } from './support/fixtures.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 
 // bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
@@ -372,6 +372,36 @@ describe('health, search and export take the run directory as serve does: DIR or
     assert.equal(cli('export', 'telemetry', run.dir, '--out', empty).code, 0);
     assert.ok(readdirSync(empty).some((n) => n.startsWith('stream=')));
     assert.equal(existsSync(`${empty}.partial`), false);
+  });
+
+  test('what could not be read is said on stderr and the run-wide exports exit 3, their output written from the rest', () => {
+    const damaged = copyFixtureRun('miles-demo');
+    try {
+      appendFileSync(join(damaged.dir, 'dashboard', 'metrics.jsonl'), '{garbled\n');
+      const dump = join(damaged.dir, 'rollout_data', '1.pt');
+      truncateSync(dump, Math.floor(statSync(dump).size / 2));
+      ageTree(damaged.dir);
+      const garbled = /warning: dashboard\/metrics\.jsonl:\d+: not JSON/;
+      const truncated = /warning: .*rollout_data\/1\.pt: truncated archive/;
+      for (const [args, says] of [
+        [['export', 'metrics', damaged.dir, '--out', join(out, 'dm.csv')], [garbled, truncated]],
+        [['export', 'tensorboard', damaged.dir, '--out', join(out, 'dtb')], [garbled, truncated]],
+        [['export', 'perfetto', damaged.dir, '--out', join(out, 'dp.json')], [garbled]],
+        [['export', 'telemetry', damaged.dir, '--out', join(out, 'dtel')], [garbled]],
+        [['health', damaged.dir], [garbled, truncated]],
+      ] as [string[], RegExp[]][]) {
+        const r = cli(...args);
+        assert.equal(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
+        for (const said of says) assert.match(r.stderr, said, args.join(' '));
+        // each problem once
+        assert.equal(r.stderr.match(/truncated archive/g)?.length ?? 0, says.includes(truncated) ? 1 : 0, r.stderr);
+      }
+      assert.ok(existsSync(join(out, 'dm.csv')) && existsSync(join(out, 'dp.json')) && readdirSync(join(out, 'dtel')).length > 0);
+      // one step's table, of a step that reads whole, is complete whatever else is damaged
+      assert.equal(cli('export', 'rollout', damaged.dir, '--step', '0', '--out', join(out, 'd0.csv')).code, 0);
+    } finally {
+      damaged.dispose();
+    }
   });
 
   test('--help shows one form for every command: DIR first', () => {

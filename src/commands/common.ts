@@ -125,6 +125,18 @@ export function removeOnExit(dir: string): void {
   process.on('SIGTERM', interrupted);
 }
 
+/**
+ * Says on stderr what could not be read while a command answered (the run's own warnings: skipped lines,
+ * damaged or unreadable files; and `more` of the command's own), each once; EXIT_INCOMPLETE when there was
+ * any, else 0. What was written holds everything else.
+ */
+export function incompleteness(run: RunSources, more: readonly string[] = []): number {
+  // a run warning one of the command's own already says (naming the file as the run read it) is said once
+  const said = [...new Set([...more, ...run.warnings().filter((w) => !more.some((m) => m.endsWith(w)))])];
+  for (const w of said) console.error(`warning: ${w}`);
+  return said.length > 0 ? EXIT_INCOMPLETE : 0;
+}
+
 export interface ExportKind {
   /** One usage line (after `rlsight export`). */
   usage: string;

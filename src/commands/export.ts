@@ -5,7 +5,7 @@ import { extname, join } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
-import { CommandUsageError, intFlag, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, incompleteness, intFlag, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
 
@@ -39,7 +39,7 @@ const metrics: ExportKind = {
       const table = await runMetricsTable(run.answers);
       writeWhole(out, encodeTable(table, format));
       console.log(`wrote ${table.rows.length} steps × ${table.columns.length - 1} keys to ${out}`);
-      return 0;
+      return incompleteness(run.answers);
     } finally {
       await run.close();
     }
@@ -63,6 +63,7 @@ const rollout: ExportKind = {
       const table = await rolloutTable(run.answers, step, v.eval === true);
       writeWhole(out, encodeTable(table, format));
       console.log(`wrote ${table.rows.length} samples of step ${step} to ${out}`);
+      // one step's table is whole or not written (the step's own damage fails the command)
       return 0;
     } finally {
       await run.close();
@@ -82,7 +83,7 @@ const tensorboard: ExportKind = {
       const path = join(logdir, eventFileName(createdAt, hostname()));
       writeWhole(path, bytes);
       console.log(`wrote ${path} (open with: tensorboard --logdir ${logdir})`);
-      return 0;
+      return incompleteness(run.answers);
     } finally {
       await run.close();
     }

@@ -1,7 +1,7 @@
 // `rlsight export perfetto DIR [--t0 T --t1 T] --out FILE`: one window of the run as Chrome
 // trace-event JSON for ui.perfetto.dev.
 import { perfettoForRun } from '../queries/perfettoExport.ts';
-import { CommandUsageError, openRunDir, outPath, runDirArgs, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, incompleteness, openRunDir, outPath, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 
 /** Perfetto's UI loads traces up to about this size; a bigger export must be cut into windows. */
 export const PERFETTO_MAX_BYTES = 500 * 2 ** 20;
@@ -31,9 +31,8 @@ export const perfettoExport: ExportKind = {
         throw new CommandUsageError(`the export would be ${(bytes.length / 2 ** 20).toFixed(0)} MB, above the ~500 MB Perfetto loads; give a narrower --t0/--t1 window`);
       }
       writeWhole(out, bytes);
-      if (trace.otherData.skipped_steps) console.error(`warning: left out: ${trace.otherData.skipped_steps}`);
       console.log(`wrote ${trace.traceEvents.length} trace events (${(bytes.length / 2 ** 20).toFixed(2)} MB) to ${out}; open it at https://ui.perfetto.dev`);
-      return 0;
+      return incompleteness(run, trace.otherData.skipped_steps ? [`left out: ${trace.otherData.skipped_steps}`] : []);
     } finally {
       await opened.close();
     }

@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
-import { CommandUsageError, outPath, runDirArgs } from './common.ts';
+import { CommandUsageError, EXIT_INCOMPLETE, outPath, runDirArgs } from './common.ts';
 import type { ExportKind } from './common.ts';
 
 const isDirectory = (path: string): boolean => statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
@@ -102,8 +102,11 @@ function* partitions(store: ReturnType<typeof openTelemetry>): Generator<{ strea
   yield records('data_buffer', 'all', store.dataBufferSamples() as never, { ts: 'DOUBLE', length: 'INT32' } as never);
 }
 
-/** Writes the run's telemetry under `outDir`; returns the files and rows written per stream. */
-export async function writeTelemetryParquet(dashboardDir: string, outDir: string): Promise<Record<string, { files: number; rows: number }>> {
+/**
+ * Writes the run's telemetry under `outDir`; returns the files and rows written per stream. `skipped` gets
+ * the lines that could not be read (`dashboard/FILE:LINE: why`).
+ */
+export async function writeTelemetryParquet(dashboardDir: string, outDir: string, skipped: string[] = []): Promise<Record<string, { files: number; rows: number }>> {
   const compress = await zstdCompressor();
   const store = openTelemetry(dashboardDir);
   const out: Record<string, { files: number; rows: number }> = {};
@@ -125,6 +128,7 @@ export async function writeTelemetryParquet(dashboardDir: string, outDir: string
       s.files++;
       s.rows += rows;
     }
+    for (const w of store.warnings()) skipped.push(`dashboard/${w.file}:${w.line}: ${w.message}`);
   } finally {
     store.close();
   }
@@ -146,8 +150,9 @@ export const telemetryExport: ExportKind = {
     const partial = `${out}.partial`;
     rmSync(partial, { recursive: true, force: true });
     let written: Awaited<ReturnType<typeof writeTelemetryParquet>>;
+    const skipped: string[] = [];
     try {
-      written = await writeTelemetryParquet(join(dir, 'dashboard'), partial);
+      written = await writeTelemetryParquet(join(dir, 'dashboard'), partial, skipped);
       mkdirSync(partial, { recursive: true });
       renameSync(partial, out);
     } catch (e) {
@@ -156,7 +161,8 @@ export const telemetryExport: ExportKind = {
     }
     for (const [stream, s] of Object.entries(written)) console.log(`${stream}: ${s.rows} rows in ${s.files} file(s)`);
     console.log(`wrote ${out}`);
-    return 0;
+    for (const w of skipped) console.error(`warning: ${w}`);
+    return skipped.length > 0 ? EXIT_INCOMPLETE : 0;
   },
 };
 

@@ -2,7 +2,7 @@
 // in the terminal, and a CI gate that exits 1 naming every listed signal that fired, 3 when it could not read everything.
 import { readFileSync } from 'node:fs';
 import { failures, HEALTH_SIGNALS, healthSignals, parseSignalList, runHealth, type HealthAnswer, type SignalSpec } from '../queries/health.ts';
-import { CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, openRunDir, runCommand, runDirArgs } from './common.ts';
+import { CommandUsageError, EXIT_FAILED, incompleteness, openRunDir, runCommand, runDirArgs } from './common.ts';
 
 export const HEALTH_USAGE = `  rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
                                    per-step failure signals; exit 1 when a --fail-on signal fired,
@@ -70,11 +70,11 @@ export async function healthCommand(argv: string[]): Promise<number> {
     try {
       const answer = await runHealth(run.answers, signals);
       process.stdout.write(values.json ? `${JSON.stringify(answer)}\n` : boardText(answer));
-      for (const w of answer.warnings) console.error(`warning: ${w}`);
+      const partial = incompleteness(run.answers, answer.warnings);
       const failed = failures(answer, failOn);
       for (const f of failed) console.error(`rlsight health: fired: ${f}`);
       // A fired gate outranks a partial read: what was read already fails the gate.
-      return failed.length ? EXIT_FAILED : answer.warnings.length ? EXIT_INCOMPLETE : 0;
+      return failed.length ? EXIT_FAILED : partial;
     } finally {
       await run.close();
     }
