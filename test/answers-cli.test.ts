@@ -303,6 +303,18 @@ describe('health, search and export take the run directory as serve does: DIR or
     const twice = cli('search', '--dump-details', run.dir, '--dump-details', run.dir, '1:40');
     assert.equal(twice.code, 2);
     assert.match(twice.stderr, /--dump-details given twice: one run directory is taken/);
+    // any other flag given twice: which one was meant is not guessed
+    for (const args of [
+      ['search', run.dir, '1:40', '--limit', '1', '--limit', '2'],
+      ['export', 'rollout', run.dir, '--step', '0', '--step', '1', '--out', join(out, 'twice.csv')],
+      ['serve', run.dir, '--port', '0', '--port', '1'],
+      ['collect', '--dump-details', join(out, 'c1'), '--dump-details', join(out, 'c2')],
+    ]) {
+      const r = cli(...args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /--(limit|step|port|dump-details) given twice/, args.join(' '));
+    }
+    assert.equal(existsSync(join(out, 'twice.csv')), false);
     const missing = cli('health', join(out, 'nope'));
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /health: no such directory: .*nope/);

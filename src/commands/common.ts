@@ -14,9 +14,24 @@ export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_INCOMPLETE = 3;
 
-/** A command's flags (no positionals; an unknown flag or a missing value is a usage error of parseArgs). */
+/**
+ * `parseArgs`, strict, with its tokens, refusing a flag given twice that is not declared `multiple`: parseArgs
+ * keeps the last silently, and which of two a user meant is a guess.
+ */
+export function parseFlags<T extends ParseArgsConfig>(config: T) {
+  const parsed = parseArgs({ ...config, strict: true, tokens: true } as T & { strict: true; tokens: true });
+  const seen = new Set<string>();
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind !== 'option' || config.options?.[t.name]?.multiple) continue;
+    if (seen.has(t.name)) throw new CommandUsageError(`--${t.name} given twice: give it once`);
+    seen.add(t.name);
+  }
+  return parsed;
+}
+
+/** A command's flags (no positionals; an unknown flag, a missing value or a flag given twice is a usage error). */
 export function flagValues<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O) {
-  return parseArgs({ args: argv, strict: true, allowPositionals: false, options }).values;
+  return parseFlags({ args: argv, allowPositionals: false, options }).values;
 }
 
 /** A run directory as a command was given it, and the word its errors name it by (`--dump-details` or the command). */
@@ -31,7 +46,7 @@ export interface RunDirArg {
  * any is an extra argument. Every problem is a usage error (exit 2).
  */
 export function runDirArgs<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], command: string, options: O, opts: { rest?: boolean } = {}) {
-  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { ...options, 'dump-details': { type: 'string', multiple: true } } as O });
+  const { values, positionals } = parseFlags({ args: argv, allowPositionals: true, options: { ...options, 'dump-details': { type: 'string', multiple: true } } as O });
   const given = ((values as Record<string, unknown>)['dump-details'] as string[] | undefined) ?? [];
   const forms = `rlsight ${command} DIR or rlsight ${command} --dump-details DIR`;
   if (given.length > 1) throw new CommandUsageError(`--dump-details given twice: one run directory is taken, as ${forms}`);

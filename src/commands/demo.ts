@@ -3,8 +3,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { portIsFree, removeOnExit } from './common.ts';
+import { parseFlags, portIsFree, removeOnExit } from './common.ts';
 import { parseServeFlags, portFlag, serve } from './serve.ts';
 
 /** Metrics-only steps before the demo's six detailed ones: ~200 steps of metrics, dumps for the last six. */
@@ -17,9 +16,8 @@ export const DEMO_RUNS = [
 ] as const;
 
 export async function demo(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args: argv,
-    strict: true,
     allowPositionals: false,
     options: {
       port: { type: 'string' },

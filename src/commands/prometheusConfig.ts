@@ -1,7 +1,6 @@
 // `rlsight prometheus-config --router HOST:PORT [--collector HOST:PORT]`: a prometheus.yml that
 // scrapes the SGLang router's aggregated engine metrics and the collector's own /metrics.
-import { parseArgs } from 'node:util';
-import { CommandUsageError } from './common.ts';
+import { CommandUsageError, parseFlags } from './common.ts';
 import { parseHostPort } from './collect.ts';
 
 export interface PrometheusTargets {
@@ -23,9 +22,8 @@ export function prometheusConfig(t: PrometheusTargets): string {
 
 export async function prometheusConfigCommand(argv: string[]): Promise<number> {
   try {
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
-      strict: true,
       allowPositionals: false,
       options: { router: { type: 'string' }, collector: { type: 'string' }, 'scrape-interval': { type: 'string' } },
     });

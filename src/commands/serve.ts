@@ -2,12 +2,11 @@
 import { existsSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
-import { CommandUsageError as UsageError } from './common.ts';
+import { CommandUsageError as UsageError, parseFlags } from './common.ts';
 
 /** How long a stopped server waits for its runs' pending cache writes before it exits. */
 const SHUTDOWN_WRITES_MS = 3000;
@@ -108,13 +107,7 @@ export const SERVE_OPTIONS = {
 } as const;
 
 export function parseServeFlags(argv: string[]): ServeFlags {
-  const { values, tokens } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: true,
-    tokens: true,
-    options: SERVE_OPTIONS,
-  });
+  const { values, tokens } = parseFlags({ args: argv, allowPositionals: true, options: SERVE_OPTIONS });
   // Runs are served in command-line order, whichever way each was given.
   const runDirs = tokens.flatMap((t) =>
     t.kind === 'positional' ? [checkRunDir(t.value, 'serve')] : t.kind === 'option' && t.name === 'dump-details' && t.value !== undefined ? [checkRunDir(t.value)] : [],

@@ -2,6 +2,7 @@
 // as one run. A run directory of any format (slime's `--dump-details DIR` layout included) is `serve DIR`.
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseFlags } from './common.ts';
 import { answersOver } from './openRun.ts';
 import { SERVE_OPTIONS } from './serve.ts';
 import { openDumpFiles } from '../run/open.ts';
@@ -48,7 +49,7 @@ export function isDumpFilesServe(argv: string[]): boolean {
 export class DumpFilesServeError extends Error {}
 
 export async function serveDumpFiles(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: OPTIONS });
+  const { values, positionals } = parseFlags({ args: argv, allowPositionals: true, options: OPTIONS });
   if (positionals.length > 1) throw new DumpFilesServeError('serve: give one FILE.pt or one quoted GLOB');
   if (positionals.length === 1 && values['dump-details']) throw new DumpFilesServeError('serve: give either --dump-details DIR or FILE.pt|GLOB, not both');
   const spec = positionals[0];

@@ -58,6 +58,17 @@ test('a dump whose samples carry no trace, and a file that is no dump, get a mes
   assert.match(r.stderr, /rollout_3\.pt: none of its 1 samples carries a trace/);
   await assert.rejects(writeTraceOutputs(untraced, join(tmp, 'o3')), /none of its 1 samples/);
   const missing = cli(join(tmp, 'nope.pt'), '--no-serve');
-  assert.equal(missing.status, 1);
+  assert.equal(missing.status, 2, 'a usage error, as every command\'s missing input');
   assert.match(missing.stderr, /no such file: .*nope\.pt/);
+  // bad usage exits 2: no file, a bad port, opposite flags, a flag given twice
+  for (const [args, said] of [
+    [['--no-serve'], /expected exactly one FILE\.pt/],
+    [[untraced, '--port', 'abc'], /--port: expected an integer/],
+    [[untraced, '--serve', '--no-serve'], /--serve and --no-serve ask opposite things/],
+    [[untraced, '--no-serve', '--out', join(tmp, 'a'), '--out', join(tmp, 'b')], /--out given twice: give it once/],
+  ] as [string[], RegExp][]) {
+    const r2 = cli(...args);
+    assert.equal(r2.status, 2, `${args.join(' ')}: ${r2.stderr}`);
+    assert.match(r2.stderr, said);
+  }
 });

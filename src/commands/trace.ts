@@ -4,9 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { PACKAGE_ROOT } from '../ownFiles.ts';
-import { removeOnExit } from './common.ts';
+import { CommandUsageError, parseFlags, removeOnExit } from './common.ts';
 import { timelineCache, timelineCacheJson } from '../queries/slimeTimeline.ts';
 import { traceDetails, traceView } from '../queries/slimeTraceView.ts';
 import { SlimeDumpError } from '../run/errors.ts';
@@ -18,7 +17,8 @@ export const TRACE_USAGE = `  rlsight trace FILE.pt [--out DIR] [--no-serve] [--
                                               slime's trace viewer cache + a self-contained page for one dump`;
 
 /** A problem the user can fix (bad file, bad flag): printed as one line. */
-export class TraceCommandError extends Error {}
+/** A usage problem of `rlsight trace` (exit 2, as every command's). */
+export class TraceCommandError extends CommandUsageError {}
 
 export interface TraceOutputs {
   cache: string;
@@ -51,7 +51,7 @@ export async function writeTraceOutputs(ptPath: string, outDir: string, now = Da
   if (traced === 0) {
     throw new SlimeDumpError(ptPath, `none of its ${dump.samples.length} samples carries a trace (slime records one per sample while it generates; dumps made without tracing have none)`);
   }
-  if (!existsSync(STANDALONE_JS)) throw new TraceCommandError(`the trace page script is not built (${basename(STANDALONE_JS)}); run: npm run build`);
+  if (!existsSync(STANDALONE_JS)) throw new Error(`the trace page script is not built (${basename(STANDALONE_JS)}); run: npm run build`);
   const stem = basename(abs).replace(/\.pt$/, '');
   mkdirSync(outDir, { recursive: true });
   const cachePath = join(outDir, `${stem}.trace_timeline_cache.json`);
@@ -69,13 +69,13 @@ export async function writeTraceOutputs(ptPath: string, outDir: string, now = Da
 }
 
 export async function traceCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags({
     args: argv,
-    strict: true,
     allowPositionals: true,
     options: { out: { type: 'string' }, 'no-serve': { type: 'boolean' }, serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' } },
   });
   if (positionals.length !== 1) throw new TraceCommandError('trace: expected exactly one FILE.pt');
+  if (values.serve && values['no-serve']) throw new TraceCommandError('trace: --serve and --no-serve ask opposite things; give one');
   const pt = positionals[0];
   if (!existsSync(pt)) throw new TraceCommandError(`trace: no such file: ${pt}`);
   const port = values.port === undefined ? 0 : Number(values.port);
