@@ -97,4 +97,11 @@ describe('slime runs on the command line', () => {
     const latency = columns.indexOf('rollout/response_len/mean');
     assert.ok(rows.every((line) => Number.isFinite(Number(line.split(',')[latency]))), 'rollout/response_len/mean at every step');
   });
+
+  test('health --fail-on a signal no step of the run measures exits 3 saying so, not 0 as if it had passed', () => {
+    const r = spawnSync(process.execPath, [RLSIGHT_BIN, 'health', slime, '--fail-on', 'engine_restart,step_time'], { encoding: 'utf8' });
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, /warning: --fail-on engine_restart: no step of this run measures it, so the gate could not look/);
+    assert.match(r.stderr, /warning: --fail-on step_time: no step of this run measures it/);
+  });
 });

@@ -1,7 +1,7 @@
 // `rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]`: the health board
 // in the terminal, and a CI gate that exits 1 naming every listed signal that fired, 3 when it could not read everything.
 import { readFileSync } from 'node:fs';
-import { failures, HEALTH_SIGNALS, healthSignals, parseSignalList, runHealth, type HealthAnswer, type SignalSpec } from '../queries/health.ts';
+import { failures, unmeasured, HEALTH_SIGNALS, healthSignals, parseSignalList, runHealth, type HealthAnswer, type SignalSpec } from '../queries/health.ts';
 import { CommandUsageError, EXIT_FAILED, incompleteness, openRunDir, runCommand, runDirArgs } from './common.ts';
 
 export const HEALTH_USAGE = `  rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
@@ -70,7 +70,8 @@ export async function healthCommand(argv: string[]): Promise<number> {
     try {
       const answer = await runHealth(run.answers, signals);
       process.stdout.write(values.json ? `${JSON.stringify(answer)}\n` : boardText(answer));
-      const partial = incompleteness(run.answers, answer.warnings);
+      const blind = unmeasured(answer, failOn).map((signal) => `--fail-on ${signal}: no step of this run measures it, so the gate could not look`);
+      const partial = incompleteness(run.answers, [...answer.warnings, ...blind]);
       const failed = failures(answer, failOn);
       for (const f of failed) console.error(`rlsight health: fired: ${f}`);
       // A fired gate outranks a partial read: what was read already fails the gate.

@@ -478,6 +478,11 @@ export function failures(answer: HealthAnswer, failOn: readonly HealthSignal[]):
     .map((f) => `step ${f.step}: ${f.signal} ${fmt(f.value, 4)} >= ${f.fire} (${f.detail})`);
 }
 
+/** The signals of `failOn` no step of the board measures (every cell empty): a gate on them can pass only by not looking. */
+export function unmeasured(answer: HealthAnswer, failOn: readonly HealthSignal[]): HealthSignal[] {
+  return failOn.filter((signal) => !answer.rows.some((r) => r.cells[signal]?.value !== null && r.cells[signal]?.value !== undefined));
+}
+
 /** What the board of an open run reads of it (the run's answers; named here, so the board depends on no more). */
 export interface HealthSources {
   readPhases(): Promise<void>;
