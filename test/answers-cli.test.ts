@@ -315,6 +315,14 @@ describe('health, search and export take the run directory as serve does: DIR or
       assert.match(r.stderr, /--(limit|step|port|dump-details) given twice/, args.join(' '));
     }
     assert.equal(existsSync(join(out, 'twice.csv')), false);
+    // --cache-dir naming a file, or a path under one
+    const file = join(out, 'cache-file');
+    writeFileSync(file, 'x');
+    for (const args of [['health', run.dir, '--cache-dir', file], ['search', run.dir, '1:40', '--cache-dir', join(file, 'sub')], ['serve', run.dir, '--port', '0', '--cache-dir', file]]) {
+      const r = cli(...args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /--cache-dir: .*cache-file is a file/, args.join(' '));
+    }
     const missing = cli('health', join(out, 'nope'));
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /health: no such directory: .*nope/);

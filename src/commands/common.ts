@@ -76,8 +76,27 @@ export interface OpenedRun {
   close(): Promise<void>;
 }
 
+/** `--cache-dir DIR` resolved: a directory, or where one can be made (not a file, nor under one). */
+export function cacheDirFlag(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (raw === '') throw new CommandUsageError('--cache-dir: expected a directory, got an empty value');
+  const abs = resolve(raw);
+  for (let p = abs; ; p = dirname(p)) {
+    let st;
+    try {
+      st = statSync(p);
+    } catch {
+      if (dirname(p) === p) return abs;
+      continue;
+    }
+    if (st.isDirectory()) return abs;
+    throw new CommandUsageError(p === abs ? `--cache-dir: ${raw} is a file; give a directory` : `--cache-dir: ${p} is a file, so ${raw} cannot be made under it`);
+  }
+}
+
 /** Opens a run directory for reading (never written to); errors name it by `label`, where it was given. */
 export async function openRunDir({ dir, label }: RunDirArg, cacheDir?: string): Promise<OpenedRun> {
+  const cache = cacheDirFlag(cacheDir);
   const abs = resolve(dir);
   let isDir = false;
   try {
@@ -89,7 +108,7 @@ export async function openRunDir({ dir, label }: RunDirArg, cacheDir?: string): 
   const { runFormats } = await import('../run/open.ts');
   if (runFormats(abs).length === 0) throw new CommandUsageError(`${label}: not a run: ${dir} holds no rollout dumps or telemetry`);
   const { openRun } = await import('./openRun.ts');
-  const run = await openRun(abs, { cacheDir: cacheDir ? resolve(cacheDir) : undefined }).catch((e: Error & { param?: string }) => {
+  const run = await openRun(abs, { cacheDir: cache }).catch((e: Error & { param?: string }) => {
     throw e.param ? new CommandUsageError(`--${e.param === 'cacheDir' ? 'cache-dir' : e.param}: ${e.message}`) : e;
   });
   return {

@@ -1,9 +1,8 @@
 // `rlsight search DIR QUERY [--limit N] [--cache-dir DIR]`: one JSON line per matching sample
 // (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
-import { resolve } from 'node:path';
 import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
 import { parseQuery, searchRun } from '../queries/search.ts';
-import { CommandUsageError, intFlag, openRunDir, runCommand, runDirArgs } from './common.ts';
+import { cacheDirFlag, CommandUsageError, intFlag, openRunDir, runCommand, runDirArgs } from './common.ts';
 
 export async function searchCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
@@ -21,7 +20,7 @@ export async function searchCommand(argv: string[]): Promise<number> {
     const run = await openRunDir(dir, values['cache-dir']);
     // Without a cache a one-shot scan has no later use for an index.
     const { openSearchTexts } = await import('../run/open.ts');
-    const cacheDir = values['cache-dir'] !== undefined ? resolve(values['cache-dir']) : null;
+    const cacheDir = cacheDirFlag(values['cache-dir']) ?? null;
     const search = openSearchTexts(run.answers, { indexing: cacheDir !== null, cacheDir });
     try {
       let matches = 0;

@@ -6,7 +6,7 @@ import type { RunSources } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
-import { CommandUsageError as UsageError, parseFlags } from './common.ts';
+import { cacheDirFlag, CommandUsageError as UsageError, parseFlags } from './common.ts';
 
 /** How long a stopped server waits for its runs' pending cache writes before it exits. */
 const SHUTDOWN_WRITES_MS = 3000;
@@ -127,7 +127,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     port: portFlag(values.port),
     follow: values.follow ?? false,
     tensorLru: values['tensor-lru'] === undefined ? undefined : numberFlag('tensor-lru', values['tensor-lru'], 0, { int: true, min: 0 }),
-    cacheDir: values['cache-dir'] ? resolve(values['cache-dir']) : undefined,
+    cacheDir: cacheDirFlag(values['cache-dir']),
     noCache: values['no-cache'] ?? false,
     memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], DEFAULT_MEMORY_BUDGET / 2 ** 20, { min: 16 }),
     useUtilizationOverview: values['use-utilization-overview'] ?? false,
