@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { ensureCliBuilt, RLSIGHT_BIN } from '../../test/support/cli.ts';
 import { defaultEngineState, fakeEngine, routerMetricsText, serveText } from '../../test/support/fakeSglang.ts';
 import { decodeLine, type EngineSample } from '../formats/dashboard/index.ts';
 import type { LogLevel } from './collector.ts';
@@ -130,8 +132,41 @@ describe('prometheus-config and the router registration', () => {
     const { prometheusConfig } = await import('../commands/prometheusConfig.ts');
     const yml = prometheusConfig({ router: '10.0.0.5:30000', collector: '10.0.0.1:7789', scrapeIntervalS: 2 });
     assert.match(yml, /scrape_interval: 2s/);
-    assert.match(yml, /job_name: sglang-router\n {4}metrics_path: \/engine_metrics\n {4}static_configs:\n {6}- targets: \['10.0.0.5:30000'\]/);
-    assert.match(yml, /job_name: rlsight-collector\n {4}metrics_path: \/metrics\n {4}static_configs:\n {6}- targets: \['10.0.0.1:7789'\]/);
+    assert.match(yml, /job_name: sglang-router\n {4}metrics_path: \/engine_metrics\n {4}static_configs:\n {6}- targets: \["10.0.0.5:30000"\]/);
+    assert.match(yml, /job_name: rlsight-collector\n {4}metrics_path: \/metrics\n {4}static_configs:\n {6}- targets: \["10.0.0.1:7789"\]/);
+    // a duration Prometheus takes (whole units), and https kept as the job's scheme
+    const https = prometheusConfig({ router: 'r.example:443', routerHttps: true, scrapeIntervalS: 0.5 });
+    assert.match(https, /scrape_interval: 500ms/);
+    assert.match(https, /job_name: sglang-router\n {4}metrics_path: \/engine_metrics\n {4}scheme: https\n/);
+    assert.throws(() => prometheusConfig({ router: 'r:1', scrapeIntervalS: 0.0001 }), /--scrape-interval: 0\.0001 s is not a whole number of milliseconds/);
+  });
+
+  it('the command refuses a host that is no host, and an interval Prometheus cannot take', () => {
+    ensureCliBuilt();
+    const run = (...args: string[]) => spawnSync(process.execPath, [RLSIGHT_BIN, 'prometheus-config', ...args], { encoding: 'utf8', timeout: 30_000 });
+    for (const [args, said] of [
+      [['--router', "a'b:80"], /--router: 'a'b' is not a host name or address/],
+      [['--router', 'h:1', '--scrape-interval', '0.0001'], /--scrape-interval: 0\.0001 s is not a whole number of milliseconds/],
+    ] as [string[], RegExp][]) {
+      const r = run(...args);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, said);
+    }
+    // the collector's own flags that end up in collector.json or name the run
+    const collect = (...args: string[]) => spawnSync(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', join(root, 'never'), ...args], { encoding: 'utf8', timeout: 30_000 });
+    for (const [args, said] of [
+      [['--advertise', ''], /--advertise: expected the host name or address/],
+      [['--advertise', 'bad host/x'], /--advertise: expected the host name or address/],
+      [['--run-name', ' '], /--run-name: expected a name/],
+      [['--listen', 'no host:80'], /--listen: 'no host' is not a host name or address/],
+    ] as [string[], RegExp][]) {
+      const r = collect(...args);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, said);
+    }
+    const ok = run('--router', 'https://h.example:8443/');
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.match(ok.stdout, /scheme: https\n {4}static_configs:\n {6}- targets: \["h\.example:8443"\]/);
   });
 
   it('a producer names the router; a bad address is a 400', async () => {

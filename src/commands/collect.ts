@@ -37,7 +37,25 @@ export function parseHostPort(flag: string, raw: string): { host: string; port: 
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(raw);
   const port = m ? Number(m[3]) : NaN;
   if (m === null || port > 65535) throw new CommandUsageError(`--${flag}: expected HOST:PORT, got '${raw}'`);
-  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+  const host = m[1] ?? (m[2] || '127.0.0.1');
+  if (!isHostName(host, m[1] !== undefined)) throw new CommandUsageError(`--${flag}: '${host}' is not a host name or address`);
+  return { host, port };
+}
+
+/** A host name or IPv4 address (letters, digits, dots, dashes), or an IPv6 address (hex digits and colons, in brackets). */
+export function isHostName(host: string, bracketed = false): boolean {
+  return bracketed ? /^[0-9A-Fa-f:.]+(%[\w.-]+)?$/.test(host) : /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host);
+}
+
+function usage(message: string): never {
+  throw new CommandUsageError(message);
+}
+
+/** `--advertise HOST`: the host other machines reach the collector at (written into collector.json). */
+function advertised(raw: string): string {
+  const host = raw.startsWith('[') && raw.endsWith(']') ? raw.slice(1, -1) : raw;
+  if (!isHostName(host, host !== raw || host.includes(':'))) usage(`--advertise: expected the host name or address other machines reach this one at, got '${raw}'`);
+  return raw;
 }
 
 export function parseCollectFlags(argv: string[]): CollectFlags {
@@ -67,9 +85,9 @@ export function parseCollectFlags(argv: string[]): CollectFlags {
     dumpDetails: resolve(values['dump-details']),
     host: listen.host,
     port: listen.port,
-    advertiseHost: values.advertise,
+    advertiseHost: values.advertise === undefined ? undefined : advertised(values.advertise),
     flushIntervalS: num('flush-interval', values['flush-interval'], 5, { min: 0.05 }),
-    runName: values['run-name'],
+    runName: values['run-name'] === undefined || values['run-name'].trim() !== '' ? values['run-name'] : usage('--run-name: expected a name, got an empty value'),
     bufferCap: num('buffer-cap', values['buffer-cap'], DEFAULT_BUFFER_CAP, { int: true, min: 1 }),
     maxBatchBytes: num('max-batch-bytes', values['max-batch-bytes'], DEFAULT_MAX_BATCH_BYTES, { int: true, min: 1024 }),
     sglangRouter: router?.replace(/\/$/, ''),
