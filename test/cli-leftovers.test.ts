@@ -3,7 +3,7 @@
 // the slime-only flags on a miles run instead of ignoring them.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -71,6 +71,21 @@ describe('a busy port', () => {
     const given = cli(['demo', '--port', String(busyPort), '--out', out]);
     assert.equal(given.code, 2);
     assert.equal(existsSync(out), false);
+  });
+
+  test('demo refuses an empty --out, and an --out already holding its runs, before generating anything', () => {
+    const empty = cli(['demo', '--port', '0', '--out', '']);
+    assert.equal(empty.code, 2);
+    assert.match(empty.stderr, /--out: expected a directory, got an empty value/);
+    const out = join(tmp, 'demo-again');
+    mkdirSync(join(out, 'collapse'), { recursive: true });
+    const again = cli(['demo', '--port', '0', '--out', out]);
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /--out: .*collapse already exists/);
+    assert.doesNotMatch(again.stdout, /generating/);
+    assert.deepEqual(readdirSync(out), ['collapse']);
+    rmSync(out, { recursive: true });
+    assert.deepEqual(leftovers(), []);
   });
 
   test('collect fails before writing meta.json', () => {

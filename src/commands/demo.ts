@@ -1,9 +1,9 @@
 // `rlsight demo`: generate two runs of the same recipe — one healthy, one whose zero-std group share climbs —
 // and serve them side by side (the healthy one at the reference paths).
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseFlags, portIsFree, removeOnExit } from './common.ts';
+import { CommandUsageError, parseFlags, portIsFree, removeOnExit } from './common.ts';
 import { parseServeFlags, portFlag, serve } from './serve.ts';
 
 /** Metrics-only steps before the demo's six detailed ones: ~200 steps of metrics, dumps for the last six. */
@@ -31,16 +31,20 @@ export async function demo(argv: string[]): Promise<void> {
   if (values.port !== undefined) flags.push('--port', values.port);
   // A busy port fails now, before minutes of generating runs that could not be served.
   await portIsFree(values.host ?? '127.0.0.1', portFlag(values.port));
+  if (values.out === '') throw new CommandUsageError('--out: expected a directory, got an empty value');
   const temp = values.out === undefined;
-  const out = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-demo-'));
+  const out = values.out !== undefined ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-demo-'));
+  const dirs = DEMO_RUNS.map((run) => join(out, run.folder));
+  for (const dir of dirs) if (existsSync(dir)) throw new CommandUsageError(`--out: ${dir} already exists; choose a folder without the demo runs in it`);
   if (temp) removeOnExit(out);
   const { generateDemoRun } = await import('../demo/index.ts');
-  const dirs: string[] = [];
-  for (const run of DEMO_RUNS) {
-    const dir = join(out, run.folder);
-    console.log(`generating a ${values.large ? 'large ' : ''}demo run in ${dir} …`);
-    await generateDemoRun(dir, { large: values.large ?? false, collapse: run.collapse, historySteps: DEMO_HISTORY_STEPS });
-    dirs.push(dir);
+  for (const [i, run] of DEMO_RUNS.entries()) {
+    console.log(`generating a ${values.large ? 'large ' : ''}demo run in ${dirs[i]} …`);
+    // written beside its place and moved there whole: a stopped generation leaves no half run to be served
+    const partial = `${dirs[i]}.partial`;
+    rmSync(partial, { recursive: true, force: true });
+    await generateDemoRun(partial, { large: values.large ?? false, collapse: run.collapse, historySteps: DEMO_HISTORY_STEPS });
+    renameSync(partial, dirs[i]);
   }
   // The runs' derived caches go beside them (removed with a temporary folder), not under the user's cache directory.
   await serve(parseServeFlags([...dirs, ...flags, '--cache-dir', join(out, '.rlsight-cache')]));
