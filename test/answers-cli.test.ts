@@ -315,6 +315,13 @@ describe('health, search and export take the run directory as serve does: DIR or
       assert.match(r.stderr, /--(limit|step|port|dump-details) given twice/, args.join(' '));
     }
     assert.equal(existsSync(join(out, 'twice.csv')), false);
+    // a mistyped run folder is a missing directory (not a missing dump file); a step written in hex is no step
+    const typo = cli('serve', join(out, 'no-such-run'), '--port', '0');
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /serve: no such directory: .*no-such-run/);
+    const hex = cli('export', 'rollout', run.dir, '--step', '0x1', '--out', join(out, 'hex.csv'));
+    assert.equal(hex.code, 2);
+    assert.match(hex.stderr, /--step: expected an integer >= 0, got '0x1'/);
     // --cache-dir naming a file, or a path under one
     const file = join(out, 'cache-file');
     writeFileSync(file, 'x');

@@ -66,8 +66,9 @@ export function requireFlag(value: string | undefined, flag: string): string {
 
 export function intFlag(raw: string | undefined, flag: string, min = 0): number | undefined {
   if (raw === undefined) return undefined;
-  const v = Number(raw);
-  if (raw.trim() === '' || !Number.isSafeInteger(v) || v < min) throw new CommandUsageError(`--${flag}: expected an integer >= ${min}, got '${raw}'`);
+  // decimal digits only: Number() would also read `0x1`, `1e0` and ` 1 ` as 1
+  const v = /^[+-]?\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(v) || v < min) throw new CommandUsageError(`--${flag}: expected an integer >= ${min}, got '${raw}'`);
   return v;
 }
 

@@ -18,6 +18,8 @@ test('serve options taking a value never turn their value into a run to look at'
   }
   assert.equal(isDumpFilesServe(['rollout_*.pt', '--memory-budget', '64']), true);
   assert.equal(isDumpFilesServe([join(slime, 'rollout_data', '1.pt')]), true);
+  assert.equal(isDumpFilesServe([join(slime, 'rollout_data', 'nope.pt')]), true, 'a missing .pt is a missing dump');
+  assert.equal(isDumpFilesServe(['no-such-run']), false, 'a missing name is a missing run directory');
 });
 
 test('the value of every serve option, even a path that does not exist, is never taken for dump files', () => {

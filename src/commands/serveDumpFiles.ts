@@ -2,7 +2,7 @@
 // as one run. A run directory of any format (slime's `--dump-details DIR` layout included) is `serve DIR`.
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parseFlags } from './common.ts';
+import { CommandUsageError, intFlag, parseFlags } from './common.ts';
 import { answersOver } from './openRun.ts';
 import { SERVE_OPTIONS } from './serve.ts';
 import { openDumpFiles } from '../run/open.ts';
@@ -42,11 +42,21 @@ const ANY_SERVE_OPTIONS = { ...OPTIONS, ...SERVE_OPTIONS };
 /** Whether these `serve` arguments name dump files (a .pt file or glob) rather than run directories. */
 export function isDumpFilesServe(argv: string[]): boolean {
   const { positionals } = parseArgs({ args: argv, strict: false, allowPositionals: true, options: ANY_SERVE_OPTIONS });
-  // Run folders of any format (`serve DIR [DIR...]`, slime's layout included) are the multi-run serve.
-  return positionals.some((p) => !isDirectory(p));
+  // Run folders of any format (`serve DIR [DIR...]`, slime's layout included) are the multi-run serve; so is
+  // a name that is nothing yet (a mistyped folder is reported as a missing run directory, not a missing dump)
+  return positionals.some((p) => !isDirectory(p) && (isFile(p) || /[*?[]/.test(p) || p.endsWith('.pt')));
 }
 
-export class DumpFilesServeError extends Error {}
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** A usage problem of `serve FILE.pt|GLOB` (exit 2). */
+export class DumpFilesServeError extends CommandUsageError {}
 
 export async function serveDumpFiles(argv: string[]): Promise<number> {
   const { values, positionals } = parseFlags({ args: argv, allowPositionals: true, options: OPTIONS });
@@ -58,6 +68,8 @@ export async function serveDumpFiles(argv: string[]): Promise<number> {
   if (ids.train.length + ids.eval.length === 0) throw new DumpFilesServeError(`serve: no slime rollout dump in ${spec}${model.warnings().length ? ` (${model.warnings()[0]})` : ''}`);
   const gpus = values['rollout-num-gpus'] === undefined ? undefined : Number(values['rollout-num-gpus']);
   if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new DumpFilesServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
+  // accepted for a command line written for `serve DIR` (dump files are served from memory), but checked
+  intFlag(values['tensor-lru'], 'tensor-lru');
   const port = values.port === undefined ? 7788 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DumpFilesServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
   const served = answersOver(model, {
