@@ -322,6 +322,20 @@ describe('health, search and export take the run directory as serve does: DIR or
     const hex = cli('export', 'rollout', run.dir, '--step', '0x1', '--out', join(out, 'hex.csv'));
     assert.equal(hex.code, 2);
     assert.match(hex.stderr, /--step: expected an integer >= 0, got '0x1'/);
+    // the same run twice, and a second TensorBoard export into a logdir holding one
+    const dup = cli('serve', run.dir, `${run.dir}/`, '--port', '0');
+    assert.equal(dup.code, 2);
+    assert.match(dup.stderr, /is named twice .*each run is served once/);
+    const logdir = join(out, 'tb-once');
+    assert.equal(cli('export', 'tensorboard', run.dir, '--out', logdir).code, 0);
+    const second = cli('export', 'tensorboard', run.dir, '--out', logdir);
+    assert.equal(second.code, 2);
+    assert.match(second.stderr, /already holds events\.out\.tfevents\..*TensorBoard would show every point twice/);
+    assert.equal(readdirSync(logdir).length, 1);
+    // a QUERY the search cannot take is named as the command names it
+    const badRe = cli('search', run.dir, '/(unclosed/');
+    assert.equal(badRe.code, 2);
+    assert.match(badRe.stderr, /QUERY: not a regular expression/);
     // --cache-dir naming a file, or a path under one
     const file = join(out, 'cache-file');
     writeFileSync(file, 'x');
@@ -424,6 +438,11 @@ describe('health, search and export take the run directory as serve does: DIR or
         assert.equal(r.stderr.match(/truncated archive/g)?.length ?? 0, says.includes(truncated) ? 1 : 0, r.stderr);
       }
       assert.ok(existsSync(join(out, 'dm.csv')) && existsSync(join(out, 'dp.json')) && readdirSync(join(out, 'dtel')).length > 0);
+      // search goes on past the damaged step, says so, and exits 3 with what the other steps matched
+      const found = cli('search', damaged.dir, '/answer for sample 64/');
+      assert.equal(found.code, 3, found.stderr);
+      assert.match(found.stderr, /warning: step 1: .*rollout_data\/1\.pt: truncated archive/);
+      assert.equal(JSON.parse(found.stdout).sample_index, 64);
       // one step's table, of a step that reads whole, is complete whatever else is damaged
       assert.equal(cli('export', 'rollout', damaged.dir, '--step', '0', '--out', join(out, 'd0.csv')).code, 0);
     } finally {

@@ -2,7 +2,7 @@
 // (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
 import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
 import { parseQuery, searchRun } from '../queries/search.ts';
-import { cacheDirFlag, CommandUsageError, intFlag, openRunDir, runCommand, runDirArgs } from './common.ts';
+import { cacheDirFlag, CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, intFlag, openRunDir, runCommand, runDirArgs } from './common.ts';
 
 export async function searchCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
@@ -12,7 +12,8 @@ export async function searchCommand(argv: string[]): Promise<number> {
     try {
       parseQuery(query);
     } catch (e) {
-      throw new CommandUsageError((e as Error).message);
+      // the query is the command's QUERY here, not the API's `q`
+      throw new CommandUsageError((e as Error).message.replace(/^q: /, 'QUERY: '));
     }
     const limit = intFlag(values.limit, 'limit', 1) ?? SEARCH_RESULTS.fallback;
     const problem = limitProblem(SEARCH_RESULTS, limit);
@@ -24,6 +25,7 @@ export async function searchCommand(argv: string[]): Promise<number> {
     const search = openSearchTexts(run.answers, { indexing: cacheDir !== null, cacheDir });
     try {
       let matches = 0;
+      let unread = 0;
       for await (const e of searchRun(search, run.answers, query, { limit })) {
         if (e.type === 'match') {
           matches++;
@@ -32,12 +34,14 @@ export async function searchCommand(argv: string[]): Promise<number> {
         } else if (e.type === 'done') {
           if (e.note) console.error(`rlsight search: ${e.note}`);
           for (const w of e.warnings) console.error(`warning: ${w}`);
+          unread = e.warnings.length;
           if (e.truncated) console.error(`rlsight search: stopped at --limit ${limit} matches`);
         }
       }
       // With a cache, the indexes built by this scan are written before exiting (the next search is warm).
       if (values['cache-dir']) await search.idle();
-      return matches > 0 ? 0 : 1;
+      // some steps not searched outranks what the others gave
+      return unread > 0 ? EXIT_INCOMPLETE : matches > 0 ? 0 : EXIT_FAILED;
     } finally {
       // A step still being read when --limit stopped the scan need not finish before the process exits.
       search.stop();

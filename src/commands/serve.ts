@@ -1,5 +1,5 @@
 // `rlsight serve`: parse flags, open the runs, start the read-only server.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { RunSources } from '../queries/runAnswers.ts';
@@ -112,6 +112,13 @@ export function parseServeFlags(argv: string[]): ServeFlags {
   const runDirs = tokens.flatMap((t) =>
     t.kind === 'positional' ? [checkRunDir(t.value, 'serve')] : t.kind === 'option' && t.name === 'dump-details' && t.value !== undefined ? [checkRunDir(t.value)] : [],
   );
+  // the same run named twice (however spelled, links followed) would be served twice under two names
+  const seen = new Map<string, string>();
+  for (const dir of runDirs) {
+    const real = realpathSync(dir);
+    if (seen.has(real)) throw new UsageError(`serve: ${dir} is named twice (as ${seen.get(real)} too); each run is served once`);
+    seen.set(real, dir);
+  }
   const runsRoot = values.runs === undefined ? undefined : checkRoot(values.runs);
   // Inputs a slime dump lacks; a miles run logs the metrics they feed itself, so they would change nothing.
   const onlySlime = runsRoot === undefined && runDirs.length > 0 && runDirs.every((d) => runFormats(d).includes('slime'));
