@@ -77,6 +77,26 @@ describe('non-regular files in the run', () => {
   });
 });
 
+test('a dump that is a directory or a FIFO is a 422 at once, however new: waiting would not make it a dump', async () => {
+  const run = copyFixtureRun();
+  try {
+    // made just now (not aged): a new regular file that fails to decode would be "still being written" (503)
+    rmSync(join(run.dir, 'rollout_data', 'eval_0.pt'));
+    mkdirSync(join(run.dir, 'rollout_data', 'eval_0.pt'));
+    rmSync(join(run.dir, 'rollout_data', '2.pt'));
+    execFileSync('mkfifo', [join(run.dir, 'rollout_data', '2.pt')]);
+    await withServer(run.dir, async (s) => {
+      for (const [path, file] of [['/api/rollout/0/summary?eval=1', 'rollout_data/eval_0.pt'], ['/api/rollout/2/summary', 'rollout_data/2.pt']]) {
+        const [a] = await ask(s.url, [path]);
+        assert.equal(a.status, 422, `${path}: ${JSON.stringify(a.body)}`);
+        assert.match(String(a.body.detail), new RegExp(`^${file.replace('.', '\\.')}: `));
+      }
+    });
+  } finally {
+    run.dispose();
+  }
+});
+
 describe('layout damage: the server always starts and names each damaged file', () => {
   for (const [what, damage, named] of [
     ['metrics.jsonl as a directory', (d: string) => mkdirSync(join(d, 'dashboard', 'metrics.jsonl'), { recursive: true }), 'dashboard/metrics.jsonl'],

@@ -68,6 +68,13 @@ const DAMAGE_ERRORS = new Set(['ZipError', 'PickleError', 'TorchFormatError', 'P
 /** File-system failures that come from the run's layout: a directory where a file belongs, a symlink loop, no permission. */
 const DAMAGE_CODES = new Set(['EISDIR', 'ELOOP', 'ENOTREG', 'EOUTSIDE', 'ENXIO', 'EACCES', 'EPERM']);
 
+/** A file the run's layout makes unreadable as asked (a directory, a FIFO, a link out of the run, no permission): waiting changes nothing. */
+export function isRefusedFile(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as NodeJS.ErrnoException).code;
+  return err.name === 'FileRefused' || (code !== undefined && DAMAGE_CODES.has(code));
+}
+
 /** What a thrown error says is damaged (`file: problem`), or null when it is not about a damaged file (HTTP 422 vs the rest). */
 export function damageOf(err: unknown): string | null {
   if (!(err instanceof Error)) return null;

@@ -4,7 +4,7 @@ import type { Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { confinedPath } from '../../formats/fileAccess.ts';
-import { RefusedOption, DumpStillWriting, NotFound } from '../errors.ts';
+import { RefusedOption, DumpStillWriting, isRefusedFile, NotFound } from '../errors.ts';
 import { DerivedCache } from '../derivedCache.ts';
 import { FRESH_SECONDS } from './discovery.ts';
 import { openTorchDocument, type TorchDocument } from './torchDocument.ts';
@@ -90,6 +90,8 @@ export class DumpFiles {
   async loadFailure(name: string, e: unknown): Promise<Error> {
     if (e instanceof DumpStillWriting || e instanceof NotFound) return e;
     if (isMissing(e)) return new NotFound(`${name} not found`);
+    // a directory, a FIFO, a link out of the run, no permission: no amount of waiting makes it a dump
+    if (isRefusedFile(e)) return e as Error;
     try {
       const st = await stat(join(this.runDir, name));
       if (this.now() - st.mtimeMs < FRESH_SECONDS * 1000) return new DumpStillWriting(name, e);
