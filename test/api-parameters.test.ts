@@ -36,6 +36,10 @@ describe('query parameters over the miles fixture', () => {
     const bad = await get('/api/rlsight/diff/samples?step=abc&group=0');
     assert.equal(bad.status, 400);
     assert.match(String(bad.body.detail), /^step: expected an integer, got "abc"$/);
+    // a sample reference too big to be an id is refused naming its own parameter
+    const huge = await get('/api/rlsight/diff/samples?a=99999999999999999999:0&b=0:1');
+    assert.equal(huge.status, 400);
+    assert.match(String(huge.body.detail), /^a: STEP and SAMPLE must be integers below 2\^53$/);
   });
 
   test('a token range before the sample starts at 0, and the answer says so', async () => {

@@ -30,7 +30,8 @@ const stepDiffQuery = z.object({ a: intParam, b: intParam, eval_a: boolParam.def
 const sampleRef = z
   .string()
   .regex(/^\d+:\d+$/, 'expected STEP:SAMPLE, e.g. 3:17')
-  .transform((s) => s.split(':').map(Number) as [number, number]);
+  .transform((s) => s.split(':').map(Number) as [number, number])
+  .refine((ids) => ids.every(Number.isSafeInteger), 'STEP and SAMPLE must be integers below 2^53');
 const sampleDiffQuery = z.object({
   a: sampleRef.optional(),
   b: sampleRef.optional(),
