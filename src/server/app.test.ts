@@ -245,6 +245,10 @@ describe('answers', () => {
       assert.equal(res.status, 400, path);
       assert.match(((await res.json()) as any).detail, detail, path);
     }
+    // a run's name spelled with escapes reaches the same run's API
+    const spelled = await get(app, '/api/runs/%72un/rollout/abc/summary');
+    assert.equal(spelled.status, 400);
+    assert.match(((await spelled.json()) as any).detail, /^rollout_id: /);
   });
 
   test('pydantic-style booleans and defaults reach the query', async () => {

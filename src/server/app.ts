@@ -154,9 +154,9 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
   app.all('/api/runs/:run/*', (c) => {
     const served = runs.get(c.req.param('run'));
     if (!served) return c.json({ detail: unknownRun(c.req.param('run'), runs.runs().map((r) => r.id)) }, 404);
-    const prefix = `/api/runs/${encodeURIComponent(served.id)}/`;
-    const path = new URL(c.req.url).pathname;
-    return served.api.fetch(forRunApi(c.req.raw, path.startsWith(prefix) ? path.slice(prefix.length) : ''), c.env);
+    // what follows `/api/runs/{run}/`, however the run's name was spelled (`mil%65s` is `miles`)
+    const rest = new URL(c.req.url).pathname.split('/').slice(4).join('/');
+    return served.api.fetch(forRunApi(c.req.raw, rest), c.env);
   });
   // Search and step diff across the runs held (`?runs=`, `?run_a&run_b`), ahead of the first run's own routes.
   mountRunsAnswers(app, namedRuns);
