@@ -322,6 +322,11 @@ describe('health, search and export take the run directory as serve does: DIR or
     const hex = cli('export', 'rollout', run.dir, '--step', '0x1', '--out', join(out, 'hex.csv'));
     assert.equal(hex.code, 2);
     assert.match(hex.stderr, /--step: expected an integer >= 0, got '0x1'/);
+    // a Perfetto window holding nothing of the run writes nothing and says where the run lies
+    const nothing = cli('export', 'perfetto', run.dir, '--t0', '1', '--t1', '2', '--out', join(out, 'empty.json'));
+    assert.equal(nothing.code, 1, nothing.stderr);
+    assert.match(nothing.stderr, /nothing to export between --t0 1 and --t1 2; the run's telemetry spans \d+\.\d{3} to \d+\.\d{3}; nothing written/);
+    assert.equal(existsSync(join(out, 'empty.json')), false);
     // the same run twice, and a second TensorBoard export into a logdir holding one
     const dup = cli('serve', run.dir, `${run.dir}/`, '--port', '0');
     assert.equal(dup.code, 2);

@@ -397,7 +397,7 @@ describe('rlsight search', () => {
     assert.equal(cli('nothing-like-this-anywhere').code, 1);
     const bad = cli('/(/');
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /q: not a regular expression/);
+    assert.match(bad.stderr, /QUERY: not a regular expression/);
   });
 });
 

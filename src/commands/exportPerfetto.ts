@@ -26,6 +26,12 @@ export const perfettoExport: ExportKind = {
     const run = opened.answers;
     try {
       const trace = await perfettoForRun(run, { t0, t1 });
+      // only the track names (metadata events): nothing of the run lies in the window asked
+      if (trace.traceEvents.every((e) => e.ph === 'M')) {
+        const range = (await run.meta({ follow: false, useUtilizationOverview: false })).time_range;
+        const spans = range ? `; the run's telemetry spans ${range[0].toFixed(3)} to ${range[1].toFixed(3)}` : '';
+        throw new Error(`nothing to export${t0 !== undefined || t1 !== undefined ? ` between --t0 ${t0 ?? '(start)'} and --t1 ${t1 ?? '(end)'}` : ''}${spans}; nothing written`);
+      }
       const bytes = new TextEncoder().encode(JSON.stringify(trace));
       if (bytes.length > PERFETTO_MAX_BYTES) {
         throw new CommandUsageError(`the export would be ${(bytes.length / 2 ** 20).toFixed(0)} MB, above the ~500 MB Perfetto loads; give a narrower --t0/--t1 window`);
