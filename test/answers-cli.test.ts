@@ -1,7 +1,7 @@
 // `rlsight health` and `rlsight export` over real runs: exit codes, files that read back with independent
 // decoders (hyparquet; a TFRecord/Event decoder written here from the format's definition), the demo's story.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -164,6 +164,12 @@ describe('rlsight health and export over the miles fixture', () => {
     const r = cli('health', '--dump-details', run.dir, '--health-config', config);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /lp_drift\.fire' must be a finite number/);
+    // a FIFO is refused, not waited on
+    const fifo = join(out, 'health.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const piped = cli('health', run.dir, '--health-config', fifo);
+    assert.equal(piped.code, 2);
+    assert.match(piped.stderr, /--health-config: cannot read .*a FIFO, not a regular file/);
     assert.equal(cli('health').code, 2);
     assert.equal(cli('health', '--dump-details', join(out, 'nope')).code, 2);
   });

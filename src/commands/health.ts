@@ -1,6 +1,6 @@
 // `rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]`: the health board
 // in the terminal, and a CI gate that exits 1 naming every listed signal that fired, 3 when it could not read everything.
-import { readFileSync } from 'node:fs';
+import { readRegularFileSync } from '../formats/fileAccess.ts';
 import { failures, unmeasured, HEALTH_SIGNALS, healthSignals, parseSignalList, runHealth, type HealthAnswer, type SignalSpec } from '../queries/health.ts';
 import { CommandUsageError, EXIT_FAILED, incompleteness, openRunDir, runCommand, runDirArgs } from './common.ts';
 
@@ -14,7 +14,8 @@ export function loadHealthConfig(file: string | undefined): SignalSpec[] {
   if (file === undefined) return healthSignals(undefined);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    // a regular file only: a FIFO would block the command until something writes to it
+    text = readRegularFileSync(file).toString('utf8');
   } catch (e) {
     throw new CommandUsageError(`--health-config: cannot read ${file}: ${(e as Error).message}`);
   }
