@@ -159,6 +159,7 @@ describe('prometheus-config and the router registration', () => {
       [['--advertise', 'bad host/x'], /--advertise: expected the host name or address/],
       [['--run-name', ' '], /--run-name: expected a name/],
       [['--listen', 'no host:80'], /--listen: 'no host' is not a host name or address/],
+      [['--listen', '10.254.254.254:7872'], /--listen: cannot listen on 10\.254\.254\.254:7872 \(not an address of this machine\)/],
     ] as [string[], RegExp][]) {
       const r = collect(...args);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);

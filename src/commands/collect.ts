@@ -131,8 +131,18 @@ export async function collectCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  // a busy port fails before the write check creates the run folder: DIR stays untouched
-  await portIsFree(flags.host, flags.port);
+  // a busy port fails before the write check creates the run folder: DIR stays untouched; so does an
+  // address this machine cannot listen on (a name that does not resolve, an address not its own)
+  try {
+    await portIsFree(flags.host, flags.port);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EADDRNOTAVAIL') {
+      console.error(`rlsight collect: --listen: cannot listen on ${flags.host}:${flags.port} (${code === 'EADDRNOTAVAIL' ? 'not an address of this machine' : 'the name does not resolve'})`);
+      return 2;
+    }
+    throw err;
+  }
   const dashboardDir = join(flags.dumpDetails, DASHBOARD_DIR);
   const unwritable = writeProblem(dashboardDir);
   if (unwritable !== null) {
