@@ -49,6 +49,18 @@ describe('damage banner', { skip: !hasChromium && 'no Chromium' }, () => {
     assert.ok((await page.locator('#view').innerText()).length > 0, 'the view is still shown');
   });
 
+  test('a search says which step it could not search, and still answers from the others', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(`${server.url}#/health`);
+    await page.locator('input[data-global-search]').fill('/answer for sample 64/');
+    await page.waitForSelector('.search-results[data-done] .search-result');
+    const skipped = await page.locator('[data-testid="search-skipped"]').innerText();
+    assert.match(skipped, /^not searched: step 1: rollout_data\/1\.pt: truncated archive/);
+    assert.ok(!skipped.includes(run.dir), 'no machine path');
+    assert.equal(await page.locator('.search-result').count(), 1);
+    await page.screenshot({ path: join(SCREENSHOTS, 'search-skipped-step.png') });
+  });
+
   test('the Health board keeps the damaged step as a row marked damaged, naming the file', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(`${server.url}#/health`);

@@ -15,7 +15,7 @@ interface State {
   matches: SearchMatch[];
   scanned: number;
   total: number;
-  done: { matches: number; truncated: boolean; ms: number; note: string | null } | null;
+  done: { matches: number; truncated: boolean; ms: number; note: string | null; skipped: string[] } | null;
   error: string | null;
 }
 
@@ -92,7 +92,7 @@ export function HeaderSearch() {
           else if (e.type === 'done') {
             if (frame) cancelAnimationFrame(frame);
             flush();
-            setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total, done: { matches: e.matches, truncated: e.truncated, ms: e.elapsed_ms, note: e.note ?? null } }));
+            setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total, done: { matches: e.matches, truncated: e.truncated, ms: e.elapsed_ms, note: e.note ?? null, skipped: e.warnings } }));
           } else if (e.type === 'error') setState((s) => ({ ...s, error: e.detail }));
         },
         ctrl.signal,
@@ -169,6 +169,11 @@ export function HeaderSearch() {
             {!state.error && !busy && state.done?.note && (
               <div class="search-note" data-testid="search-note">
                 {state.done.note}
+              </div>
+            )}
+            {!state.error && !busy && (state.done?.skipped.length ?? 0) > 0 && (
+              <div class="search-note" data-testid="search-skipped">
+                not searched: {state.done!.skipped.join('; ')}
               </div>
             )}
           </div>
