@@ -410,6 +410,13 @@ describe('health, search and export take the run directory as serve does: DIR or
     const none = cli('export', 'metrics', run.dir, '--out', join(out, 'table.txt'));
     assert.equal(none.code, 2);
     assert.match(none.stderr, /--format is required \(csv or parquet\)/);
+    const crossed = cli('export', 'metrics', run.dir, '--format', 'csv', '--out', join(out, 'crossed.parquet'));
+    assert.equal(crossed.code, 2);
+    assert.match(crossed.stderr, /--format csv does not match --out's \.parquet/);
+    // integers in decimal digits everywhere: a port in hex is refused too
+    const hexPort = cli('serve', run.dir, '--port', '0x1F90');
+    assert.equal(hexPort.code, 2);
+    assert.match(hexPort.stderr, /--port: expected an integer, got '0x1F90'/);
   });
 
   test('export telemetry into a directory holding files exits 2; into an empty one it is written whole, nothing left beside it', () => {
@@ -424,6 +431,13 @@ describe('health, search and export take the run directory as serve does: DIR or
     assert.equal(cli('export', 'telemetry', run.dir, '--out', empty).code, 0);
     assert.ok(readdirSync(empty).some((n) => n.startsWith('stream=')));
     assert.equal(existsSync(`${empty}.partial`), false);
+    // through a link to an empty directory: written into what it leads to
+    const target = join(out, 'link-target');
+    mkdirSync(target);
+    symlinkSync(target, join(out, 'link-out'));
+    const linked = cli('export', 'telemetry', run.dir, '--out', join(out, 'link-out'));
+    assert.equal(linked.code, 0, linked.stderr);
+    assert.ok(readdirSync(target).some((n) => n.startsWith('stream=')));
   });
 
   test('what could not be read is said on stderr and the run-wide exports exit 3, their output written from the rest', () => {

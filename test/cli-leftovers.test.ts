@@ -3,7 +3,7 @@
 // the slime-only flags on a miles run instead of ignoring them.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -85,6 +85,12 @@ describe('a busy port', () => {
     assert.doesNotMatch(again.stdout, /generating/);
     assert.deepEqual(readdirSync(out), ['collapse']);
     rmSync(out, { recursive: true });
+    const file = join(tmp, 'demo-file');
+    writeFileSync(file, 'x');
+    const onFile = cli(['demo', '--port', '0', '--out', join(file, 'runs')]);
+    assert.equal(onFile.code, 2);
+    assert.match(onFile.stderr, /--out: .*demo-file is a file, so .* cannot be made under it/);
+    rmSync(file);
     assert.deepEqual(leftovers(), []);
   });
 

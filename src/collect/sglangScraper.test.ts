@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -141,7 +141,7 @@ describe('prometheus-config and the router registration', () => {
     assert.throws(() => prometheusConfig({ router: 'r:1', scrapeIntervalS: 0.0001 }), /--scrape-interval: 0\.0001 s is not a whole number of milliseconds/);
   });
 
-  it('the command refuses a host that is no host, and an interval Prometheus cannot take', () => {
+  it('the command refuses a host that is no host, and an interval Prometheus cannot take', async () => {
     ensureCliBuilt();
     const run = (...args: string[]) => spawnSync(process.execPath, [RLSIGHT_BIN, 'prometheus-config', ...args], { encoding: 'utf8', timeout: 30_000 });
     for (const [args, said] of [
@@ -160,11 +160,17 @@ describe('prometheus-config and the router registration', () => {
       [['--run-name', ' '], /--run-name: expected a name/],
       [['--listen', 'no host:80'], /--listen: 'no host' is not a host name or address/],
       [['--listen', '10.254.254.254:7872'], /--listen: cannot listen on 10\.254\.254\.254:7872 \(not an address of this machine\)/],
+      [['--listen', '10.254.254.254:0'], /--listen: cannot listen on 10\.254\.254\.254:0 \(not an address of this machine\)/],
+      [['--buffer-cap', '0x10'], /--buffer-cap: expected an integer >= 1, got '0x10'/],
     ] as [string[], RegExp][]) {
       const r = collect(...args);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, said);
     }
+    assert.equal(existsSync(join(root, 'never')), false, 'nothing made for a collector that could not start');
+    const { parseCollectFlags } = await import('../commands/collect.ts');
+    assert.equal(parseCollectFlags(['--dump-details', join(root, 'never'), '--advertise', '[::1]']).advertiseHost, '::1', 'bare: the collector brackets it');
+    assert.equal(run('--router', 'sglang_router:30000').status, 0, 'a container service name');
     const ok = run('--router', 'https://h.example:8443/');
     assert.equal(ok.status, 0, ok.stderr);
     assert.match(ok.stdout, /scheme: https\n {4}static_configs:\n {6}- targets: \["h\.example:8443"\]/);

@@ -1,7 +1,7 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
 import { existsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { CommandUsageError, flagValues, portIsFree } from './common.ts';
+import { CommandUsageError, decimalInt, flagValues, portIsFree } from './common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
 import { makeDirs } from '../formats/dashboard/writer.ts';
@@ -25,7 +25,7 @@ export interface CollectFlags {
 
 function num(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min: number }): number {
   if (raw === undefined) return fallback;
-  const v = Number(raw);
+  const v = opts.int ? decimalInt(raw) : Number(raw);
   if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isSafeInteger(v)) || v < opts.min) {
     throw new CommandUsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'} >= ${opts.min}, got '${raw}'`);
   }
@@ -44,7 +44,8 @@ export function parseHostPort(flag: string, raw: string): { host: string; port: 
 
 /** A host name or IPv4 address (letters, digits, dots, dashes), or an IPv6 address (hex digits and colons, in brackets). */
 export function isHostName(host: string, bracketed = false): boolean {
-  return bracketed ? /^[0-9A-Fa-f:.]+(%[\w.-]+)?$/.test(host) : /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host);
+  // (an underscore too: container service names such as `sglang_router` resolve)
+  return bracketed ? /^[0-9A-Fa-f:.]+(%[\w.-]+)?$/.test(host) : /^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$/.test(host);
 }
 
 function usage(message: string): never {
@@ -55,7 +56,8 @@ function usage(message: string): never {
 function advertised(raw: string): string {
   const host = raw.startsWith('[') && raw.endsWith(']') ? raw.slice(1, -1) : raw;
   if (!isHostName(host, host !== raw || host.includes(':'))) usage(`--advertise: expected the host name or address other machines reach this one at, got '${raw}'`);
-  return raw;
+  // bare: the collector puts an IPv6 address in brackets itself
+  return host;
 }
 
 export function parseCollectFlags(argv: string[]): CollectFlags {

@@ -64,10 +64,14 @@ export function requireFlag(value: string | undefined, flag: string): string {
   return value;
 }
 
+/** An integer written in decimal digits, else NaN: `Number()` would also read `0x1`, `1e0` and ` 1 ` as 1. */
+export function decimalInt(raw: string): number {
+  return /^[+-]?\d+$/.test(raw) ? Number(raw) : Number.NaN;
+}
+
 export function intFlag(raw: string | undefined, flag: string, min = 0): number | undefined {
   if (raw === undefined) return undefined;
-  // decimal digits only: Number() would also read `0x1`, `1e0` and ` 1 ` as 1
-  const v = /^[+-]?\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  const v = decimalInt(raw);
   if (!Number.isSafeInteger(v) || v < min) throw new CommandUsageError(`--${flag}: expected an integer >= ${min}, got '${raw}'`);
   return v;
 }
@@ -79,8 +83,12 @@ export interface OpenedRun {
 
 /** `--cache-dir DIR` resolved: a directory, or where one can be made (not a file, nor under one). */
 export function cacheDirFlag(raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  if (raw === '') throw new CommandUsageError('--cache-dir: expected a directory, got an empty value');
+  return raw === undefined ? undefined : dirFlag(raw, 'cache-dir');
+}
+
+/** A directory flag's value resolved: a directory, or where one can be made (not a file, nor under one). */
+export function dirFlag(raw: string, flag: string): string {
+  if (raw === '') throw new CommandUsageError(`--${flag}: expected a directory, got an empty value`);
   const abs = resolve(raw);
   for (let p = abs; ; p = dirname(p)) {
     let st;
@@ -91,7 +99,7 @@ export function cacheDirFlag(raw: string | undefined): string | undefined {
       continue;
     }
     if (st.isDirectory()) return abs;
-    throw new CommandUsageError(p === abs ? `--cache-dir: ${raw} is a file; give a directory` : `--cache-dir: ${p} is a file, so ${raw} cannot be made under it`);
+    throw new CommandUsageError(p === abs ? `--${flag}: ${raw} is a file; give a directory` : `--${flag}: ${p} is a file, so ${raw} cannot be made under it`);
   }
 }
 
@@ -136,9 +144,11 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
   }
 }
 
-/** Resolves when `host:port` can be bound (port 0 always can); rejects with the listen error (EADDRINUSE) otherwise. */
+/**
+ * Resolves when `host:port` can be bound (port 0: when `host` can be listened on at all); rejects with the
+ * listen error (EADDRINUSE, ENOTFOUND, EADDRNOTAVAIL) otherwise.
+ */
 export function portIsFree(host: string, port: number): Promise<void> {
-  if (port === 0) return Promise.resolve();
   return new Promise((ok, fail) => {
     const probe = createServer();
     probe.once('error', fail);
@@ -167,7 +177,7 @@ export function removeOnExit(dir: string): void {
  */
 export function incompleteness(run: RunSources, more: readonly string[] = []): number {
   // a run warning one of the command's own already says (naming the file as the run read it) is said once
-  const said = [...new Set([...more, ...run.warnings().filter((w) => !more.some((m) => m.endsWith(w)))])];
+  const said = [...new Set([...more, ...run.warnings().filter((w) => !more.some((m) => m.includes(w)))])];
   for (const w of said) console.error(`warning: ${w}`);
   return said.length > 0 ? EXIT_INCOMPLETE : 0;
 }
@@ -224,7 +234,8 @@ export function writeWhole(path: string, bytes: Uint8Array): void {
     renameSync(tmp, path);
   } catch (e) {
     rmSync(tmp, { force: true });
-    const why = (e as NodeJS.ErrnoException).code === 'EACCES' || (e as NodeJS.ErrnoException).code === 'EROFS' ? 'permission denied' : (e as Error).message;
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'EACCES' ? 'permission denied' : code === 'EROFS' ? 'read-only file system' : (e as Error).message;
     throw new Error(`--out: cannot write ${path}: ${why}`);
   }
 }

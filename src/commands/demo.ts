@@ -2,8 +2,8 @@
 // and serve them side by side (the healthy one at the reference paths).
 import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { CommandUsageError, parseFlags, portIsFree, removeOnExit } from './common.ts';
+import { join } from 'node:path';
+import { CommandUsageError, dirFlag, parseFlags, portIsFree, removeOnExit } from './common.ts';
 import { parseServeFlags, portFlag, serve } from './serve.ts';
 
 /** Metrics-only steps before the demo's six detailed ones: ~200 steps of metrics, dumps for the last six. */
@@ -33,7 +33,9 @@ export async function demo(argv: string[]): Promise<void> {
   await portIsFree(values.host ?? '127.0.0.1', portFlag(values.port));
   if (values.out === '') throw new CommandUsageError('--out: expected a directory, got an empty value');
   const temp = values.out === undefined;
-  const out = values.out !== undefined ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-demo-'));
+  // a directory, or where one can be made (not a file, nor under one), as --cache-dir is checked
+  const given = values.out !== undefined ? dirFlag(values.out, 'out') : undefined;
+  const out = given ?? mkdtempSync(join(tmpdir(), 'rlsight-demo-'));
   const dirs = DEMO_RUNS.map((run) => join(out, run.folder));
   for (const dir of dirs) if (existsSync(dir)) throw new CommandUsageError(`--out: ${dir} already exists; choose a folder without the demo runs in it`);
   if (temp) removeOnExit(out);

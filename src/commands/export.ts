@@ -15,13 +15,18 @@ function parse(argv: string[], kind: string, options: NonNullable<ParseArgsConfi
   return { run, v: values as Record<string, string | boolean | undefined> };
 }
 
-/** `--format`, or without it the one `--out`'s extension names (`.csv`, `.parquet`); neither is a usage error. */
+/**
+ * `--format`, or without it the one `--out`'s extension names (`.csv`, `.parquet`); neither is a usage error,
+ * and so is a format the extension contradicts (CSV written into `x.parquet`).
+ */
 function tableFlag(raw: string | boolean | undefined, out: string) {
+  const ext = extname(out).slice(1).toLowerCase();
+  const named = ext === 'csv' || ext === 'parquet' ? ext : null;
   if (raw === undefined) {
-    const ext = extname(out).slice(1).toLowerCase();
-    if (ext !== 'csv' && ext !== 'parquet') throw new CommandUsageError(`--format is required (csv or parquet) when --out does not end in .csv or .parquet`);
-    return tableFormat(ext);
+    if (named === null) throw new CommandUsageError(`--format is required (csv or parquet) when --out does not end in .csv or .parquet`);
+    return tableFormat(named);
   }
+  if (named !== null && raw !== named) throw new CommandUsageError(`--format ${raw} does not match --out's .${named}; give the one you mean`);
   try {
     return tableFormat(raw as string | undefined);
   } catch (e) {

@@ -26,8 +26,10 @@ export const perfettoExport: ExportKind = {
     const run = opened.answers;
     try {
       const trace = await perfettoForRun(run, { t0, t1 });
-      // only the track names (metadata events): nothing of the run lies in the window asked
+      const leftOut = trace.otherData.skipped_steps ? [`left out: ${trace.otherData.skipped_steps}`] : [];
+      // only the track names (metadata events): nothing of the run lies in the window asked (or could be read)
       if (trace.traceEvents.every((e) => e.ph === 'M')) {
+        incompleteness(run, leftOut);
         const range = (await run.meta({ follow: false, useUtilizationOverview: false })).time_range;
         const spans = range ? `; the run's telemetry spans ${range[0].toFixed(3)} to ${range[1].toFixed(3)}` : '';
         throw new Error(`nothing to export${t0 !== undefined || t1 !== undefined ? ` between --t0 ${t0 ?? '(start)'} and --t1 ${t1 ?? '(end)'}` : ''}${spans}; nothing written`);
@@ -38,7 +40,7 @@ export const perfettoExport: ExportKind = {
       }
       writeWhole(out, bytes);
       console.log(`wrote ${trace.traceEvents.length} trace events (${(bytes.length / 2 ** 20).toFixed(2)} MB) to ${out}; open it at https://ui.perfetto.dev`);
-      return incompleteness(run, trace.otherData.skipped_steps ? [`left out: ${trace.otherData.skipped_steps}`] : []);
+      return incompleteness(run, leftOut);
     } finally {
       await opened.close();
     }

@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
+import { realpathOfFuture } from '../formats/fileAccess.ts';
 import { CommandUsageError, EXIT_INCOMPLETE, outPath, runDirArgs } from './common.ts';
 import type { ExportKind } from './common.ts';
 
@@ -154,7 +155,8 @@ export const telemetryExport: ExportKind = {
     try {
       written = await writeTelemetryParquet(join(dir, 'dashboard'), partial, skipped);
       mkdirSync(partial, { recursive: true });
-      renameSync(partial, out);
+      // onto what `--out` resolves to: a directory cannot be moved over a link to one
+      renameSync(partial, realpathOfFuture(out));
     } catch (e) {
       rmSync(partial, { recursive: true, force: true });
       throw e;

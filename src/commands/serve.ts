@@ -6,7 +6,7 @@ import type { RunSources } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
-import { cacheDirFlag, CommandUsageError as UsageError, parseFlags } from './common.ts';
+import { cacheDirFlag, CommandUsageError as UsageError, decimalInt, parseFlags } from './common.ts';
 
 /** How long a stopped server waits for its runs' pending cache writes before it exits. */
 const SHUTDOWN_WRITES_MS = 3000;
@@ -46,8 +46,8 @@ export function portFlag(raw: string | undefined): number {
 
 function numberFlag(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min?: number; max?: number } = {}): number {
   if (raw === undefined) return fallback;
-  const v = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isInteger(v))) {
+  const v = opts.int ? decimalInt(raw) : Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isSafeInteger(v))) {
     throw new UsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'}, got '${raw}'`);
   }
   if ((opts.min !== undefined && v < opts.min) || (opts.max !== undefined && v > opts.max)) {

@@ -264,7 +264,7 @@ export function searchRun(search: StepTextsSource<SampleText>, run: RunSources, 
 /**
  * Searches every visible step of each run in turn (train steps ascending, then eval steps), yielding matches
  * as each step is scanned, a progress event after each step and a final `done`. Stops early at `limit`
- * matches or when `signal` aborts. A step still being written is skipped (and reported). With several runs,
+ * matches or when `signal` aborts. A step still being written, or damaged, is skipped (and named in `done.warnings`). With several runs,
  * each match names its run.
  */
 export async function* searchRuns(targets: readonly SearchTarget[], raw: string, opts: SearchOptions = {}): AsyncGenerator<SearchEvent> {

@@ -20,8 +20,8 @@ export function scrubPaths(message: string, roots: readonly string[]): string {
     out = out.split(`${root}/`).join('').split(root).join('.');
   }
   // Whatever absolute path is left (a cache dir, a temp file) is reduced to its last component.
-  // (an address of this API, `/api/…`, is not one)
-  return out.replace(/(^|[\s'"(=:])\/(?!api\/)(?:[^\s'"/)]+\/)+([^\s'"/)]+)/g, '$1$2');
+  // (an address of this API, `/api/runs…` or `/api/rlsight…`, is not one)
+  return out.replace(/(^|[\s'"(=:])\/(?!api\/(?:runs|rlsight)\b)(?:[^\s'"/)]+\/)+([^\s'"/)]+)/g, '$1$2');
 }
 
 /** The HTTP answer for a thrown error, or null when it is a defect (a 500 the caller logs). */

@@ -4,7 +4,7 @@ import { readFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
-import { DumpStillWriting } from '../errors.ts';
+import { DumpStillWriting, isRefusedFile } from '../errors.ts';
 import { LaterWrites } from '../derivedCache.ts';
 import { FRESH_SECONDS } from './discovery.ts';
 import { Lru } from './lru.ts';
@@ -139,7 +139,8 @@ export class TokenMirror {
       file = await (await this.parquetReader()).ParquetFile.open(path, name, { keptLayout });
     } catch (e) {
       if (isMissing(e)) return null;
-      if (this.files.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
+      // a new file may still be being written; a directory, FIFO or link out of the run will never be a mirror
+      if (!isRefusedFile(e) && this.files.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
       throw e;
     }
     const names = [...file.columnNames].sort().join(',');
