@@ -10,12 +10,14 @@ import collections
 import functools
 import json
 import logging
+import operator
 import os
 import threading
 import time
 import urllib.error
 import uuid
 import urllib.request
+import weakref
 
 from . import identity
 
@@ -23,7 +25,8 @@ logger = logging.getLogger("rlsight")
 
 BATCH_MAX_EVENTS = 64
 BATCH_MAX_SECONDS = 2.0
-HTTP_TIMEOUT_SECONDS = 2.0
+# a collector under load (its fsync groups, a busy disk) may take seconds to answer: a batch timed out is sent again
+HTTP_TIMEOUT_SECONDS = 10.0
 DEFAULT_QUEUE_SIZE = 100_000
 DEFAULT_RETRY_SECONDS = 600.0
 BATCH_HEADER = "X-Rlsight-Batch"
@@ -33,6 +36,10 @@ SAMPLES_BATCH_BYTES = 4 << 20
 # a sample larger than a whole batch may be is refused by the collector before it is read (the sender sees a broken
 # pipe, not the refusal, and would hold every later batch back while retrying it): it is left out of its step here
 SAMPLE_MAX_BYTES = (8 << 20) - 1024
+# the same bound for a record of any stream (a metrics dict holding a huge string), refused before it is sent
+RECORD_MAX_BYTES = SAMPLE_MAX_BYTES
+# every stream's batches stay under the collector's --max-batch-bytes
+BATCH_BYTES = SAMPLES_BATCH_BYTES
 OPEN_T1 = -1.0
 TRAJECTORY_KINDS = ("attempt_start", "gen_start", "gen_end", "tool_start", "tool_end", "attempt_end")
 COLLECTOR_FILE = "collector.json"
@@ -41,17 +48,28 @@ _dumps = functools.partial(json.dumps, separators=(",", ":"))
 
 
 def _scalars_only(metrics):
-    """Keeps int/float/str/bool values; 0-d numpy/torch values become floats; the rest is dropped."""
+    """Keeps int/float/str/bool values; numpy/torch integers stay integers, other 0-d values become floats; the
+    rest is dropped."""
     out = {}
     for k, v in metrics.items():
         if isinstance(v, (bool, int, float, str)):
             out[str(k)] = v
+        elif hasattr(v, "__index__") and tuple(getattr(v, "shape", ())) == () and _index(v) is not None:
+            out[str(k)] = _index(v)
         elif hasattr(v, "__float__"):
             try:
                 out[str(k)] = float(v)
             except Exception:  # a tensor with more than one element
                 pass
     return out
+
+
+def _index(value):
+    """The integer a numpy/torch integer scalar holds, or None (a bool, a value that refuses)."""
+    try:
+        return None if type(value).__name__ in ("bool_", "bool") else operator.index(value)
+    except Exception:
+        return None
 
 
 def _plain(value):
@@ -183,8 +201,32 @@ class Client:
         self._thread.start()
         if register_atexit:
             atexit.register(self._at_exit)
+        # a forked child (a dataloader worker) has no sender thread: it gets its own, a new producer id (the
+        # collector would take its batches for the parent's) and none of the parent's records
+        if hasattr(os, "register_at_fork"):
+            me = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: me() is not None and me()._after_fork())
+
+    def _after_fork(self):
+        self._producer = uuid.uuid4().hex[:16]
+        self._seq = 0
+        self._calls = 0
+        self._queue = collections.deque()
+        self._pending = []
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self.queued = self.sent = self.dropped = self.rejected = self.send_failures = 0
+        if not self._closed:
+            self._thread = threading.Thread(target=self._run, name="rlsight-sender", daemon=True)
+            self._thread.start()
 
     # ----------------------------------------------------------------- identity
+
+    @property
+    def dashboard_dir(self):
+        """The run's ``dashboard/`` folder its collector is found in (None for a client given an address only)."""
+        return self._dashboard_dir
 
     @property
     def node(self):
@@ -208,8 +250,15 @@ class Client:
 
     # ------------------------------------------------------------------ records
 
+    def _after_close(self):
+        # nothing sends any more: counted as dropped, said once
+        self.dropped += 1
+        self._warn.warn("closed", "rlsight client is closed: records given to it are dropped (connect() again for a new one)")
+
     def _put(self, stream, record):
         # record is a tuple in field order; the sender thread encodes it
+        if self._closed:
+            return self._after_close()
         q = self._queue
         if len(q) >= self._queue_size:
             try:
@@ -225,6 +274,8 @@ class Client:
     def _phase_event(self, name, t0, t1, role, rank, gpus, node):
         # the hot path of every phase: no property or helper call once the identity is known
         try:
+            if self._closed:
+                return self._after_close()
             if node is None:
                 node = self._node if self._node is not None else self.node
             if gpus is None:
@@ -252,8 +303,10 @@ class Client:
         """One tracking call: scalar metrics against ``step_key`` (e.g. ``"train/step"``)."""
         try:
             values = _scalars_only(metrics)
-            if step is None and step_key is not None and isinstance(values.get(step_key), int):
-                step = values[step_key]
+            kept = values.get(step_key) if step_key is not None else None
+            # the step carried in the metrics themselves: an integer, or a float holding one (4.0)
+            if step is None and not isinstance(kept, bool) and (isinstance(kept, int) or (isinstance(kept, float) and kept.is_integer())):
+                step = int(kept)
             if step is not None and step_key is not None and step_key not in values:
                 values[step_key] = int(step)
             self._put("metrics", (time.time(), step_key, None if step is None else int(step), values))
@@ -325,7 +378,17 @@ class Client:
         try:
             encoded = []
             for i, sample in enumerate(samples):
-                text = _dumps(_sample_fields(sample), default=_plain)
+                # one sample that cannot be encoded is left out of its step (and counted), not the whole step
+                try:
+                    fields = _sample_fields(sample)
+                    if not isinstance(fields, dict):
+                        raise TypeError("to_dict() gave a %s, not a dict" % type(fields).__name__)
+                    text = _dumps(fields, default=_plain)
+                except Exception as err:
+                    self.rejected += 1
+                    self._warn.warn("sample %r" % (rollout_id,), "rlsight left sample %d of rollout %r out of its step: %s",
+                                    i, rollout_id, err)
+                    continue
                 if len(text) > SAMPLE_MAX_BYTES:
                     self.rejected += 1
                     self._warn.warn("sample too large", "rlsight left sample %d of rollout %r out of its step: %d bytes encoded, "
@@ -422,7 +485,11 @@ class Client:
             if err.code == 401:
                 self._rediscover()
             self.send_failures += 1
-            self._warn.warn("http", "rlsight collector answered %d; records kept for a retry", err.code)
+            if err.code == 401:
+                self._warn.warn("token", "rlsight collector refused the token%s; records kept for a retry",
+                                "" if self._dashboard_dir else " (give the one in dashboard/collector.json)")
+            else:
+                self._warn.warn("http", "rlsight collector answered %d; records kept for a retry", err.code)
             return False
         except Exception as err:
             self.send_failures += 1
@@ -442,12 +509,20 @@ class Client:
             except IndexError:
                 break
             try:
-                batches.setdefault(stream, []).append(self._encode(stream, record))
+                line = self._encode(stream, record)
             except Exception:
                 self.rejected += 1
                 self._warn.warn("encode", "rlsight could not encode a %s record; dropping it", stream)
+                continue
+            if len(line) > RECORD_MAX_BYTES:
+                # the collector would refuse its whole batch unread: this record alone is left out
+                self.rejected += 1
+                self._warn.warn("too large " + stream, "rlsight left out a %s record of %d bytes, more than a batch to the collector may hold (%d)",
+                                stream, len(line), RECORD_MAX_BYTES)
+                continue
+            batches.setdefault(stream, []).append(line)
         for stream, lines in batches.items():
-            for chunk in _chunks(lines, SAMPLES_BATCH_BYTES if stream == SAMPLES_STREAM else None):
+            for chunk in _chunks(lines, BATCH_BYTES):
                 self._seq += 1
                 self._pending.append([stream, chunk, self._seq, None])
         # the pending list is bounded like the queue (the oldest go first), and so is a batch's time of retrying
@@ -496,15 +571,17 @@ class Client:
                 return
 
     def flush(self, timeout=5.0):
-        """Sends what is queued now; True when everything queued was sent (or refused) within ``timeout``."""
+        """Sends what is queued now; True when everything queued was acknowledged within ``timeout`` (a record
+        dropped or refused meanwhile makes it False: see ``stats()``)."""
         deadline = time.monotonic() + timeout
+        lost = self.dropped + self.rejected
         self._idle.clear()
         self._wake.set()
         while time.monotonic() < deadline:
             if self._idle.wait(min(0.05, max(0.0, deadline - time.monotonic()))) and not self._queue and not self._pending:
-                return True
+                return self.dropped + self.rejected == lost
             self._wake.set()
-        return not self._queue and not self._pending
+        return not self._queue and not self._pending and self.dropped + self.rejected == lost
 
     def add_close_hook(self, fn):
         self._close_hooks.append(fn)
@@ -527,9 +604,15 @@ class Client:
         return ok
 
     def _at_exit(self):
-        # at interpreter exit a dead collector may delay the exit by this much, never more
-        if not self._closed:
-            self.close(timeout=2.0)
+        # at interpreter exit a dead collector may delay the exit by this much (RLSIGHT_CLOSE_TIMEOUT), never more
+        if self._closed:
+            return
+        try:
+            timeout = float(os.environ.get("RLSIGHT_CLOSE_TIMEOUT", "2"))
+        except ValueError:
+            timeout = 2.0
+        if not self.close(timeout=timeout):
+            logger.warning("rlsight: %d record(s) not sent before exit (%s)", self._held(), self.stats())
 
     def stats(self):
         return {"queued": self.queued, "sent": self.sent, "dropped": self.dropped, "rejected": self.rejected,
@@ -576,6 +659,8 @@ def connect(dump_details=None, *, collector=None, token=None, **kwargs):
             logger.warning("rlsight: no collector at %s yet; records are queued until it starts",
                            os.path.join(dashboard_dir, COLLECTOR_FILE))
             return Client(None, "", dashboard_dir=dashboard_dir, **kwargs)
-    if token is None:
+    if not token:
         raise ValueError("rlsight.connect(collector=...) needs token=... (from dashboard/collector.json)")
+    if not str(collector).startswith(("http://", "https://")):
+        raise ValueError("rlsight.connect: collector=%r is not an http:// or https:// URL" % (collector,))
     return Client(collector, token, dashboard_dir=dashboard_dir, **kwargs)

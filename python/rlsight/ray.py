@@ -21,11 +21,13 @@ RECONCILE_INTERVAL_SECONDS = 10.0
 class _SamplerActor:
     """Runs on one GPU node: its own client to the collector and a GpuSampler."""
 
-    def __init__(self, address, token, node, interval):
+    def __init__(self, address, token, node, interval, dashboard_dir=None):
         from .client import Client
         from .gpu_sampler import GpuSampler
 
-        self.client = Client(address, token, node=node)
+        # with the run's dashboard dir (a file system the nodes share) the actor finds a collector that started
+        # after it, or restarted with a new address and token, as the trainer's client does
+        self.client = Client(address, token, node=node, dashboard_dir=dashboard_dir)
         self.sampler = GpuSampler(self.client.gpu_samples, node=node, interval=interval, push_processes=self.client.gpu_processes)
 
     def start(self):
@@ -79,7 +81,7 @@ class GpuSamplerFleet:
                     continue
                 strategy = self._affinity(node_id=node_id, soft=False)
                 handle = self._actor_class.options(scheduling_strategy=strategy).remote(
-                    self._client.address, self._client.token, ip, self._interval)
+                    self._client.address, self._client.token, ip, self._interval, getattr(self._client, "dashboard_dir", None))
                 try:
                     started = ray.get(handle.start.remote())
                 except Exception as err:

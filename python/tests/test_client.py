@@ -91,6 +91,75 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.client.stats()["rejected"], 1)
         self.assertEqual(self.client.stats()["sent"], 3)
 
+    def test_a_record_too_large_for_a_batch_is_left_out_alone_and_flush_says_so(self):
+        with self.assertLogs("rlsight", "WARNING") as logs:
+            self.client.log({"note": "x" * (9 << 20)}, step=100, step_key="train/step")
+            for step in range(101, 111):
+                self.client.log({"train/loss": 0.5}, step=step, step_key="train/step")
+            self.assertFalse(self.client.flush(10), "one record was refused")
+        self.assertTrue(any("left out a metrics record" in line for line in logs.output), logs.output)
+        self.assertEqual([json.loads(l)["step"] for l in self.stub.lines("metrics")], list(range(101, 111)))
+        s = self.client.stats()
+        self.assertEqual((s["sent"], s["rejected"], s["held"]), (10, 1, 0))
+
+    def test_a_sample_that_cannot_be_encoded_is_left_out_alone(self):
+        class ListSample:
+            def to_dict(self):
+                return [1, 2]
+
+        loop = {"index": 1}
+        loop["self"] = loop
+        with self.assertLogs("rlsight", "WARNING"):
+            self.client.samples(7, [{"index": 0, "response": "a"}, loop, ListSample(), {"index": 3, "response": "b"}])
+        self.assertTrue(self.client.flush(5))
+        lines = [json.loads(l) for l in self.stub.lines("samples")]
+        self.assertEqual([(l["count"], l["sample"]["index"]) for l in lines], [(2, 0), (2, 3)])
+        self.assertEqual(self.client.stats()["rejected"], 2)
+
+    def test_a_step_carried_in_the_metrics_as_a_numpy_integer_or_a_whole_float_is_the_step(self):
+        class Int64:
+            shape = ()
+
+            def __index__(self):
+                return 3
+
+            def __float__(self):
+                return 3.0
+
+        self.client.log({"train/step": Int64(), "loss": 1.0}, step_key="train/step")
+        self.client.log({"train/step": 4.0, "loss": 1.0}, step_key="train/step")
+        self.assertTrue(self.client.flush(5))
+        self.assertEqual([(json.loads(l)["step"], json.loads(l)["metrics"]["train/step"]) for l in self.stub.lines("metrics")], [(3, 3), (4, 4.0)])
+
+    def test_records_given_after_close_are_counted_as_dropped(self):
+        c = Client(self.stub.address, self.stub.token, node="n", gpus=[], rank=0, register_atexit=False)
+        self.assertTrue(c.close(timeout=2))
+        with self.assertLogs("rlsight", "WARNING") as logs:
+            c.log({"loss": 1.0}, step=1)
+            with c.phase("actor_train"):
+                pass
+        self.assertIn("client is closed", logs.output[0])
+        self.assertEqual((c.stats()["dropped"], c.stats()["held"]), (3, 0))
+
+    @unittest.skipUnless(hasattr(os, "fork"), "fork")
+    def test_a_forked_child_sends_its_own_records_under_its_own_producer(self):
+        self.client.log({"parent": 1.0}, step=1)
+        self.assertTrue(self.client.flush(5))
+        pid = os.fork()
+        if pid == 0:  # the child: its own sender thread, none of the parent's records
+            code = 1
+            try:
+                self.client.log({"child": 1.0}, step=2)
+                code = 0 if self.client.flush(5) and self.client.stats()["sent"] == 1 else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        self.assertEqual([sorted(json.loads(l)["metrics"]) for l in self.stub.lines("metrics")], [["parent"], ["child"]])
+        # numbered as another producer's: the collector would take a batch numbered as the parent's for a resend
+        producers = {bid.split("/")[0] for (path, _), bid in zip(self.stub.batches, self.stub.batch_ids) if path.endswith("/metrics")}
+        self.assertEqual(len(producers), 2)
+
     def test_bad_input_never_raises(self):
         self.client.trajectory("no_such_kind", 1)
         self.client.topology([{"no_addr": 1}])
@@ -125,8 +194,10 @@ class DeadCollectorTest(unittest.TestCase):
         c = Client(stub.address, stub.token, node="n", gpus=[], rank=0, register_atexit=False)
         try:
             c.data_buffer(1, ts=1.0)
-            self.assertTrue(c.flush(5))
+            # done with (not retried), but not acknowledged: flush() says so
+            self.assertFalse(c.flush(5))
             self.assertEqual(c.stats()["rejected"], 1)
+            self.assertEqual(c.stats()["held"], 0)
         finally:
             c.close(timeout=1)
             stub.close()
@@ -170,7 +241,8 @@ class DeadCollectorTest(unittest.TestCase):
         c = Client(stub.address, stub.token, node="n", gpus=[], rank=0, register_atexit=False)
         try:
             c.gpu_samples([(1.0, "n", 0, 5, 10, 287.43), (1.0, "n", 1, "high", 10, 1), (1.0, "n", 2, 5, 10, 300)])
-            self.assertTrue(c.flush(5))
+            # one line refused: not everything was acknowledged
+            self.assertFalse(c.flush(5))
             self.assertIn('"power_w":287.43', stub.lines("gpu_util")[0])
             s = c.stats()
             self.assertEqual((s["sent"], s["rejected"]), (2, 1))
@@ -226,6 +298,10 @@ class ConnectTest(unittest.TestCase):
             rlsight.connect()
         with self.assertRaisesRegex(ValueError, "token"):
             rlsight.connect(collector="http://127.0.0.1:1")
+        with self.assertRaisesRegex(ValueError, "token"):
+            rlsight.connect(collector="http://127.0.0.1:1", token="")
+        with self.assertRaisesRegex(ValueError, "not an http:// or https:// URL"):
+            rlsight.connect(collector="127.0.0.1:7789", token="t")
 
 
 if __name__ == "__main__":

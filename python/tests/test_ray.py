@@ -68,13 +68,14 @@ class RayTest(unittest.TestCase):
         with mock.patch.dict(sys.modules, fake.module()):
             import rlsight.ray as rray
 
-            client = types.SimpleNamespace(address="http://10.0.0.100:7789", token="tok", hooks=[])
+            # the run's dashboard dir goes to each actor: its client finds a collector that starts or restarts later
+            client = types.SimpleNamespace(address="http://10.0.0.100:7789", token="tok", dashboard_dir="/runs/r/dashboard", hooks=[])
             client.add_close_hook = client.hooks.append
             fleet = rray.start_gpu_samplers(client, interval=1.0, reconcile_interval=3600)
             try:
                 self.assertEqual(fake.remote_options, [{"num_cpus": 0}])
                 self.assertEqual([(o["scheduling_strategy"].node_id, o["scheduling_strategy"].soft) for o, _, _ in fake.created], [("a", False), ("b", False)])
-                self.assertEqual([args for _, args, _ in fake.created], [("http://10.0.0.100:7789", "tok", "10.0.0.1", 1.0), ("http://10.0.0.100:7789", "tok", "10.0.0.2", 1.0)])
+                self.assertEqual([args for _, args, _ in fake.created], [("http://10.0.0.100:7789", "tok", "10.0.0.1", 1.0, "/runs/r/dashboard"), ("http://10.0.0.100:7789", "tok", "10.0.0.2", 1.0, "/runs/r/dashboard")])
                 self.assertIsNone(fleet.samplers["b"], "a node without GPU telemetry is not retried")
                 self.assertEqual(len(fake.killed), 1)
                 fleet.reconcile()
