@@ -34,6 +34,14 @@ describe('columnar answers', () => {
     }
   });
 
+  test('the frame is answered when its media type is accepted, JSON when it is refused with q=0', async () => {
+    const type = async (accept: string) => (await served.get('/api/timeline/gpu?lanes=g:0', { accept })).headers.get('content-type') ?? '';
+    assert.match(await type('application/json, application/vnd.rlsight.columns;q=0.5'), /vnd\.rlsight\.columns/);
+    assert.match(await type('Application/Vnd.Rlsight.Columns'), /vnd\.rlsight\.columns/);
+    assert.match(await type('application/vnd.rlsight.columns;q=0, application/json'), /application\/json/);
+    assert.match(await type('application/json'), /application\/json/);
+  });
+
   test('engine_series: every series with its labels, as the timeline and the Metrics view ask', async () => {
     const meta = (await (await served.get('/api/meta')).json()) as { engine_metric_keys: string[] };
     assert.ok(meta.engine_metric_keys.length > 0);

@@ -16,7 +16,14 @@ import type { EngineSeriesAnswer, GpuAnswer, PhasesAnswer } from '../wire/index.
 
 /** Whether the request asks for the columnar frame instead of JSON. */
 export function wantsColumns(c: Context): boolean {
-  return c.req.query('format') === 'columns' || (c.req.header('accept') ?? '').includes(COLUMNS_MEDIA_TYPE);
+  if (c.req.query('format') === 'columns') return true;
+  // the frame's media type among those accepted, unless with q=0 (`not this one`)
+  return (c.req.header('accept') ?? '').split(',').some((part) => {
+    const [type, ...params] = part.split(';').map((p) => p.trim());
+    if (type.toLowerCase() !== COLUMNS_MEDIA_TYPE) return false;
+    const q = params.find((p) => /^q=/i.test(p));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
 }
 
 /** A frame's pieces as the body, handed to the response one after another (never joined into one buffer). */
