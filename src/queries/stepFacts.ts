@@ -3,7 +3,7 @@
 // for them. The server answers over the steps read so far while the others are read in the background, one
 // at a time and behind any step someone asked for; the commands read every step before answering.
 import type { DerivedEntry, StepPriority } from '../run/model.ts';
-import { damageOf, DumpStillWriting } from '../run/errors.ts';
+import { damageOf, DumpStillWriting, NotFound } from '../run/errors.ts';
 import type { RolloutTable, StepCoverage } from '../wire/index.ts';
 import { healthStepFacts, type HealthStepFacts } from './health.ts';
 import { stepAggregate, type StepAggregate } from './rollouts.ts';
@@ -204,6 +204,9 @@ export class StepFactsKeeper {
       outcome = { kind: 'read', stamp, facts: { step, health: healthStepFacts({ step, summary: t.summary.rows, groups: t.groups.rows }), aggregate: stepAggregate(t.summary, t.groups) } };
     } catch (e) {
       if (e instanceof DumpStillWriting) outcome = { kind: 'writing', line: `step ${step}: ${e.message}`, at: performance.now() };
+      // a file the step's listing named and that is gone now (replaced, or removed under a live server): the
+      // step is left out and looked at again, as one still being written; the board still answers
+      else if (e instanceof NotFound) outcome = { kind: 'writing', line: `step ${step}: ${e.message}; looked for again`, at: performance.now() };
       else {
         const damage = damageOf(e);
         if (damage === null) throw e;
