@@ -65,8 +65,8 @@ export function App() {
           <a href={href('/')} class={r.view === 'metrics' ? 'active' : ''}>
             Metrics
           </a>
-          <a href={href('/timeline')} class={r.view === 'timeline' ? 'active' : ''}>
-            Compute Utilization
+          <a href={href('/timeline')} class={r.view === 'timeline' ? 'active' : ''} title="Compute Utilization">
+            Compute<span class="narrow-hide"> Utilization</span>
           </a>
           <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : href('/trace')} class={r.view === 'trace' ? 'active' : ''}>
             Trace
