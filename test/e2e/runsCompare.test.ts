@@ -235,7 +235,7 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     await page.fill('[data-testid=lane-grammar]', 'bogus:::');
     await page.press('[data-testid=lane-grammar]', 'Enter');
     await page.waitForSelector('[data-testid=lane-error]');
-    await page.click('header.topbar nav a:text-is("Compute Utilization")');
+    await page.click('header.topbar nav a[title="Compute Utilization"]');
     await page.waitForFunction(() => !location.hash.includes('lanes='));
     await page.waitForFunction(() => !document.querySelector('[data-testid=lane-error]'));
     assert.equal(await page.inputValue('[data-testid=lane-grammar]'), '');
