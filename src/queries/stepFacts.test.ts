@@ -29,3 +29,23 @@ test('a step whose file went missing after it was listed is left out with a warn
   assert.deepEqual(second.warnings, []);
   assert.deepEqual(reads, [1, 0, 1]);
 });
+
+test('without follow ticks, a step whose files changed is read again once its stamp is due for a check', async () => {
+  let stamp = 'a';
+  let reward = 1;
+  const source: StepFactsSource = {
+    trainSteps: async () => [0],
+    stamp: async () => stamp,
+    tables: async () => ({ summary: { ...table(['sample_index', 'raw_reward'], [{ sample_index: 0, raw_reward: reward }]), rollout_id: 0 } as never, groups: table(['group_index'], [{ group_index: 0 }]) }),
+  };
+  const keeper = new StepFactsKeeper(source);
+  const mean = async () => (await keeper.complete('asked')).steps[0].aggregate?.reward_mean;
+  assert.equal(await mean(), 1);
+  // the dump is replaced under a server without --follow
+  stamp = 'b';
+  reward = 0;
+  assert.equal(await mean(), 1, 'a checked stamp is trusted for a while');
+  keeper.recheckMs = 0;
+  await new Promise((r) => setTimeout(r, 2));
+  assert.equal(await mean(), 0, 'then checked again, and the step read again');
+});

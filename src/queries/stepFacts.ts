@@ -54,6 +54,8 @@ type Outcome =
 
 /** A step found still being written is read again after this long (it is written, or damaged, by then). */
 const WRITING_RETRY_MS = 5000;
+/** Stamps of the steps read are checked again after this long (two stats a step). */
+const RECHECK_MS = 10_000;
 
 /** Steps not read yet as runs of neighbouring train steps, `[first, last]`. */
 export function unreadRuns(steps: readonly number[], unread: ReadonlySet<number>): [number, number][] {
@@ -93,6 +95,12 @@ export class StepFactsKeeper {
   private closed = false;
   /** Unread steps this cheap (bytes of dumps, all together) are read before answering (0: never). */
   partialFromBytes = PARTIAL_STEPS_FROM_BYTES;
+  /**
+   * How long a step's checked stamp is trusted without `--follow` (whose ticks call `changed()`): a file replaced
+   * or damaged under a static server is seen by the next answer after this, as the step's own answers see it.
+   */
+  recheckMs = RECHECK_MS;
+  private checkedAt = performance.now();
 
   constructor(
     private readonly source: StepFactsSource,
@@ -156,6 +164,7 @@ export class StepFactsKeeper {
   /** The run gained files (`--follow`): the stamps of the steps known are checked again. */
   changed(): void {
     this.checked.clear();
+    this.checkedAt = performance.now();
   }
 
   close(): void {
@@ -168,6 +177,10 @@ export class StepFactsKeeper {
     const steps = await this.source.trainSteps();
     const visible = new Set(steps);
     const now = performance.now();
+    if (now - this.checkedAt > this.recheckMs) {
+      this.checked.clear();
+      this.checkedAt = now;
+    }
     for (const [step, o] of this.known) if (o.kind === 'writing' && now - o.at > WRITING_RETRY_MS) this.known.delete(step);
     const unchecked = [...this.known].filter(([step, o]) => o.kind !== 'writing' && !this.checked.has(step) && visible.has(step));
     await Promise.all(
