@@ -47,9 +47,9 @@ COLLECTOR_FILE = "collector.json"
 _dumps = functools.partial(json.dumps, separators=(",", ":"))
 
 
-def _scalars_only(metrics):
+def _scalars_only(metrics, left_out=None):
     """Keeps int/float/str/bool values; numpy/torch integers stay integers, other 0-d values become floats; the
-    rest is dropped."""
+    rest is dropped (its keys appended to ``left_out``)."""
     out = {}
     for k, v in metrics.items():
         if isinstance(v, (bool, int, float, str)):
@@ -60,7 +60,10 @@ def _scalars_only(metrics):
             try:
                 out[str(k)] = float(v)
             except Exception:  # a tensor with more than one element
-                pass
+                if left_out is not None:
+                    left_out.append(str(k))
+        elif left_out is not None:
+            left_out.append(str(k))
     return out
 
 
@@ -302,7 +305,11 @@ class Client:
     def log(self, metrics, step=None, step_key=None):
         """One tracking call: scalar metrics against ``step_key`` (e.g. ``"train/step"``)."""
         try:
-            values = _scalars_only(metrics)
+            left_out = []
+            values = _scalars_only(metrics, left_out)
+            if left_out:
+                self._warn.warn("log not scalar", "rlsight log() keeps scalar values only: left out %s",
+                                ", ".join(sorted(left_out)[:10]))
             kept = values.get(step_key) if step_key is not None else None
             # the step carried in the metrics themselves: an integer, or a float holding one (4.0)
             if step is None and not isinstance(kept, bool) and (isinstance(kept, int) or (isinstance(kept, float) and kept.is_integer())):

@@ -52,7 +52,9 @@ class ClientTest(unittest.TestCase):
             def __float__(self):
                 return 2.5
 
-        self.client.log({"train/loss": 1.0, "n": 3, "tag": "x", "ok": True, "np": Zero(), "list": [1], "d": {}}, step=7, step_key="train/step")
+        with self.assertLogs("rlsight", "WARNING") as logs:
+            self.client.log({"train/loss": 1.0, "n": 3, "tag": "x", "ok": True, "np": Zero(), "list": [1], "d": {}, "none": None}, step=7, step_key="train/step")
+        self.assertIn("left out d, list, none", logs.output[0])
         self.assertTrue(self.client.flush(5))
         (line,) = self.stub.lines("metrics")
         self.assertRegex(line, r'^\{"ts":\d+\.\d+,"step_key":"train/step","step":7,"metrics":\{"train/loss":1\.0,"n":3,"tag":"x","ok":true,"np":2\.5,"train/step":7\}\}$')
