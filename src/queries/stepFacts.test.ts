@@ -36,7 +36,7 @@ test('without follow ticks, a step whose files changed is read again once its st
   const source: StepFactsSource = {
     trainSteps: async () => [0],
     stamp: async () => stamp,
-    tables: async () => ({ summary: { ...table(['sample_index', 'raw_reward'], [{ sample_index: 0, raw_reward: reward }]), rollout_id: 0 } as never, groups: table(['group_index'], [{ group_index: 0 }]) }),
+    tables: async () => ({ summary: { columns: ['sample_index', 'raw_reward'], rows: [{ sample_index: 0, raw_reward: reward }], rollout_id: 0 } as never, groups: table(['group_index'], [{ group_index: 0 }]) }),
   };
   const keeper = new StepFactsKeeper(source);
   const mean = async () => (await keeper.complete('asked')).steps[0].aggregate?.reward_mean;

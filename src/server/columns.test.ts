@@ -40,6 +40,11 @@ describe('columnar answers', () => {
     assert.match(await type('Application/Vnd.Rlsight.Columns'), /vnd\.rlsight\.columns/);
     assert.match(await type('application/vnd.rlsight.columns;q=0, application/json'), /application\/json/);
     assert.match(await type('application/json'), /application\/json/);
+    // asked for by name: columns, json, or a 400 naming format
+    assert.match((await served.get('/api/timeline/gpu?lanes=g:0&format=json', { accept: 'application/vnd.rlsight.columns' })).headers.get('content-type') ?? '', /application\/json/);
+    const xml = await served.get('/api/timeline/gpu?lanes=g:0&format=xml');
+    assert.equal(xml.status, 400);
+    assert.match(((await xml.json()) as { detail: string }).detail, /^format: expected columns or json, got "xml"$/);
   });
 
   test('engine_series: every series with its labels, as the timeline and the Metrics view ask', async () => {

@@ -13,10 +13,15 @@
 import type { Context } from 'hono';
 import { COLUMNS_MEDIA_TYPE, framePieces, type FrameColumn } from '../formats/columnFrame.ts';
 import type { EngineSeriesAnswer, GpuAnswer, PhasesAnswer } from '../wire/index.ts';
+import { BadArgument } from '../queries/limits.ts';
 
 /** Whether the request asks for the columnar frame instead of JSON. */
 export function wantsColumns(c: Context): boolean {
-  if (c.req.query('format') === 'columns') return true;
+  const format = c.req.query('format');
+  if (format === 'columns') return true;
+  if (format === 'json') return false;
+  // asked for by name, a format not served is refused rather than answered as JSON
+  if (format !== undefined) throw new BadArgument('format', `format: expected columns or json, got ${JSON.stringify(format.slice(0, 40))}`);
   // the frame's media type among those accepted, unless with q=0 (`not this one`)
   return (c.req.header('accept') ?? '').split(',').some((part) => {
     const [type, ...params] = part.split(';').map((p) => p.trim());

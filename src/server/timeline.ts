@@ -39,18 +39,20 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/phases', async (c) => {
     const q = parseParams(phasesQuery, c.req.query());
+    const columns = wantsColumns(c);
     const answer = await run.phases({ ...q, signal: answerSignal(c) });
-    return wantsColumns(c) ? columnsResponse(c, phasesFrame(answer)) : jsonResponse(c, answer);
+    return columns ? columnsResponse(c, phasesFrame(answer)) : jsonResponse(c, answer);
   });
 
   app.get('/api/timeline/gpu', async (c) => {
     const q = parseParams(gpuQuery, c.req.query());
+    const columns = wantsColumns(c);
     const signal = answerSignal(c);
     // the series of many lanes are encoded on a thread: it gets ready while they are read
     answerPool.prepare();
     const answer = await run.gpu({ t0: q.t0, t1: q.t1, lanes: q.lanes, maxPoints: q.max_points, signal });
     // all lanes of an hour is tens of MB of text: written on an encoding thread
-    return wantsColumns(c) ? gpuColumnsResponse(c, answer, signal) : typedJsonResponse(c, answer, signal);
+    return columns ? gpuColumnsResponse(c, answer, signal) : typedJsonResponse(c, answer, signal);
   });
 
   app.get('/api/timeline/gpu_processes', async (c) => {
@@ -81,9 +83,10 @@ export function mountTimeline(app: Hono, run: RunSources): void {
 
   app.get('/api/timeline/engine_series', async (c) => {
     const q = parseParams(engineQuery, c.req.query());
+    const columns = wantsColumns(c);
     const answer = await run.engineSeries({ t0: q.t0, t1: q.t1, metric: q.metric, maxPoints: q.max_points, perDpRank: q.per_dp_rank });
     markPartial(c, answer.coverage);
-    return wantsColumns(c) ? columnsResponse(c, engineSeriesFrame(answer)) : jsonResponse(c, answer);
+    return columns ? columnsResponse(c, engineSeriesFrame(answer)) : jsonResponse(c, answer);
   });
 
   app.get('/api/timeline/bubbles', async (c) => jsonResponse(c, await run.bubbles()));
