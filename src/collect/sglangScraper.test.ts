@@ -161,7 +161,8 @@ describe('prometheus-config and the router registration', () => {
       [['--listen', 'no host:80'], /--listen: 'no host' is not a host name or address/],
       [['--listen', '10.254.254.254:7872'], /--listen: cannot listen on 10\.254\.254\.254:7872 \(not an address of this machine\)/],
       [['--listen', '10.254.254.254:0'], /--listen: cannot listen on 10\.254\.254\.254:0 \(not an address of this machine\)/],
-      [['--buffer-cap', '0x10'], /--buffer-cap: expected an integer >= 1, got '0x10'/],
+      [['--buffer-cap', '0x10'], /--buffer-cap: expected an integer, got '0x10'/],
+      [['--buffer-cap', '0'], /--buffer-cap: 0 is out of range \[1, inf\]/],
     ] as [string[], RegExp][]) {
       const r = collect(...args);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);

@@ -1,7 +1,7 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
 import { existsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { CommandUsageError, decimalInt, flagValues, portIsFree } from './common.ts';
+import { CommandUsageError, flagValues, numberFlag, portIsFree } from './common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
 import { makeDirs } from '../formats/dashboard/writer.ts';
@@ -21,15 +21,6 @@ export interface CollectFlags {
   scrapeIntervalS: number;
   sglangMetrics?: string[];
   tensorboard?: string;
-}
-
-function num(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min: number }): number {
-  if (raw === undefined) return fallback;
-  const v = opts.int ? decimalInt(raw) : Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isSafeInteger(v)) || v < opts.min) {
-    throw new CommandUsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'} >= ${opts.min}, got '${raw}'`);
-  }
-  return v;
 }
 
 /** `HOST:PORT`, `[v6]:PORT` or `:PORT`. */
@@ -88,13 +79,13 @@ export function parseCollectFlags(argv: string[]): CollectFlags {
     host: listen.host,
     port: listen.port,
     advertiseHost: values.advertise === undefined ? undefined : advertised(values.advertise),
-    flushIntervalS: num('flush-interval', values['flush-interval'], 5, { min: 0.05 }),
+    flushIntervalS: numberFlag('flush-interval', values['flush-interval'], 5, { min: 0.05 }),
     runName: values['run-name'] === undefined || values['run-name'].trim() !== '' ? values['run-name'] : usage('--run-name: expected a name, got an empty value'),
-    bufferCap: num('buffer-cap', values['buffer-cap'], DEFAULT_BUFFER_CAP, { int: true, min: 1 }),
-    maxBatchBytes: num('max-batch-bytes', values['max-batch-bytes'], DEFAULT_MAX_BATCH_BYTES, { int: true, min: 1024 }),
+    bufferCap: numberFlag('buffer-cap', values['buffer-cap'], DEFAULT_BUFFER_CAP, { int: true, min: 1 }),
+    maxBatchBytes: numberFlag('max-batch-bytes', values['max-batch-bytes'], DEFAULT_MAX_BATCH_BYTES, { int: true, min: 1024 }),
     sglangRouter: router?.replace(/\/$/, ''),
     scrapeMode: mode,
-    scrapeIntervalS: num('sglang-scrape-interval', values['sglang-scrape-interval'], 2, { min: 0.1 }),
+    scrapeIntervalS: numberFlag('sglang-scrape-interval', values['sglang-scrape-interval'], 2, { min: 0.1 }),
     sglangMetrics: metrics,
     tensorboard: values.tensorboard === undefined ? undefined : tensorboardLogdir(values.tensorboard),
   };

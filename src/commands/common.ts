@@ -1,5 +1,5 @@
 // What the answer commands (health, search, export) share: flag errors, opening a run, exit codes.
-import { mkdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isInside, realpathOfFuture } from '../formats/fileAccess.ts';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
@@ -69,6 +69,24 @@ export function decimalInt(raw: string): number {
   return /^[+-]?\d+$/.test(raw) ? Number(raw) : Number.NaN;
 }
 
+/** A number flag (`int`: decimal digits only) within `[min, max]`, `fallback` when absent; else a usage error naming it. */
+export function numberFlag(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min?: number; max?: number } = {}): number {
+  if (raw === undefined) return fallback;
+  const v = opts.int ? decimalInt(raw) : Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isSafeInteger(v))) {
+    throw new CommandUsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'}, got '${raw}'`);
+  }
+  if ((opts.min !== undefined && v < opts.min) || (opts.max !== undefined && v > opts.max)) {
+    throw new CommandUsageError(`--${name}: ${v} is out of range [${opts.min ?? '-inf'}, ${opts.max ?? 'inf'}]`);
+  }
+  return v;
+}
+
+/** `--port N`: an integer in [0, 65535], `fallback` when absent. */
+export function portFlag(raw: string | undefined, fallback = 7788): number {
+  return numberFlag('port', raw, fallback, { int: true, min: 0, max: 65535 });
+}
+
 export function intFlag(raw: string | undefined, flag: string, min = 0): number | undefined {
   if (raw === undefined) return undefined;
   const v = decimalInt(raw);
@@ -86,20 +104,32 @@ export function cacheDirFlag(raw: string | undefined): string | undefined {
   return raw === undefined ? undefined : dirFlag(raw, 'cache-dir');
 }
 
+/** The nearest path at or above `abs` that exists, and whether it is a directory (nothing existing: the root, a directory). */
+function nearestExisting(abs: string): { path: string; dir: boolean } {
+  for (let p = abs; ; p = dirname(p)) {
+    try {
+      return { path: p, dir: statSync(p).isDirectory() };
+    } catch {
+      if (dirname(p) === p) return { path: p, dir: true };
+    }
+  }
+}
+
 /** A directory flag's value resolved: a directory, or where one can be made (not a file, nor under one). */
 export function dirFlag(raw: string, flag: string): string {
   if (raw === '') throw new CommandUsageError(`--${flag}: expected a directory, got an empty value`);
   const abs = resolve(raw);
-  for (let p = abs; ; p = dirname(p)) {
-    let st;
-    try {
-      st = statSync(p);
-    } catch {
-      if (dirname(p) === p) return abs;
-      continue;
-    }
-    if (st.isDirectory()) return abs;
-    throw new CommandUsageError(p === abs ? `--${flag}: ${raw} is a file; give a directory` : `--${flag}: ${p} is a file, so ${raw} cannot be made under it`);
+  const existing = nearestExisting(abs);
+  if (existing.dir) return abs;
+  throw new CommandUsageError(existing.path === abs ? `--${flag}: ${raw} is a file; give a directory` : `--${flag}: ${existing.path} is a file, so ${raw} cannot be made under it`);
+}
+
+/** The names in a directory; none when it does not exist (or is no directory). */
+export function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
   }
 }
 
@@ -175,9 +205,9 @@ export function removeOnExit(dir: string): void {
  * damaged or unreadable files; and `more` of the command's own), each once; EXIT_INCOMPLETE when there was
  * any, else 0. What was written holds everything else.
  */
-export function incompleteness(run: RunSources, more: readonly string[] = []): number {
+export function incompleteness(run: Pick<RunSources, 'warnings'> | null, more: readonly string[] = []): number {
   // a run warning one of the command's own already says (naming the file as the run read it) is said once
-  const said = [...new Set([...more, ...run.warnings().filter((w) => !more.some((m) => m.includes(w)))])];
+  const said = [...new Set([...more, ...(run?.warnings() ?? []).filter((w) => !more.some((m) => m.includes(w)))])];
   for (const w of said) console.error(`warning: ${w}`);
   return said.length > 0 ? EXIT_INCOMPLETE : 0;
 }
@@ -207,21 +237,10 @@ export function outPath(raw: string | undefined, run: RunDirArg, kind: 'file' | 
   const real = resolved(out, realpathOfFuture);
   const runReal = resolved(resolve(run.dir), realpathSync);
   if (isInside(runReal, real)) throw new CommandUsageError(`--out: ${raw} is inside the run directory ${run.dir}; a run is read, never written`);
-  const existing = ((): { path: string; dir: boolean } => {
-    for (let p = out; ; p = dirname(p)) {
-      try {
-        return { path: p, dir: statSync(p).isDirectory() };
-      } catch {
-        if (dirname(p) === p) return { path: p, dir: true };
-      }
-    }
-  })();
-  if (existing.path === out) {
-    if (kind === 'file' && existing.dir) throw new CommandUsageError(`--out: ${raw} is a directory; give the name of the file to write`);
-    if (kind === 'dir' && !existing.dir) throw new CommandUsageError(`--out: ${raw} is a file; give a directory`);
-  } else if (!existing.dir) {
-    throw new CommandUsageError(`--out: ${existing.path} is a file, so ${raw} cannot be made under it`);
-  }
+  if (kind === 'dir') return dirFlag(raw!, 'out');
+  const existing = nearestExisting(out);
+  if (existing.path === out && existing.dir) throw new CommandUsageError(`--out: ${raw} is a directory; give the name of the file to write`);
+  if (existing.path !== out && !existing.dir) throw new CommandUsageError(`--out: ${existing.path} is a file, so ${raw} cannot be made under it`);
   return out;
 }
 

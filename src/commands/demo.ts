@@ -3,8 +3,8 @@
 import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CommandUsageError, dirFlag, parseFlags, portIsFree, removeOnExit } from './common.ts';
-import { parseServeFlags, portFlag, serve } from './serve.ts';
+import { CommandUsageError, dirFlag, parseFlags, portFlag, portIsFree, removeOnExit } from './common.ts';
+import { parseServeFlags, serve } from './serve.ts';
 
 /** Metrics-only steps before the demo's six detailed ones: ~200 steps of metrics, dumps for the last six. */
 const DEMO_HISTORY_STEPS = 194;

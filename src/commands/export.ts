@@ -1,12 +1,11 @@
 // `rlsight export <kind> …`: one entry per kind of export. Each entry parses its own flags and writes its
 // own output; add a kind by adding an entry to EXPORTS.
-import { existsSync, readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { extname, join } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
-import { CommandUsageError, incompleteness, intFlag, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, incompleteness, intFlag, namesIn, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
 
@@ -83,7 +82,7 @@ const tensorboard: ExportKind = {
     const { run: dir, v } = parse(argv, 'tensorboard', { out: { type: 'string' } });
     const logdir = outPath(v.out as string, dir, 'dir');
     // TensorBoard reads every event file of a logdir: a second export beside a first would show each point twice
-    const earlier = existsSync(logdir) ? readdirSync(logdir).find((n) => n.startsWith('events.out.tfevents.')) : undefined;
+    const earlier = namesIn(logdir).find((n) => n.startsWith('events.out.tfevents.'));
     if (earlier) throw new CommandUsageError(`--out: ${v.out} already holds ${earlier}; TensorBoard would show every point twice: give a new or empty logdir`);
     const run = await openRunDir(dir);
     try {

@@ -3,12 +3,12 @@
 // `hour=all`), typed columns, zstd, one hour in memory at a time — for DuckDB, Spark or Trino when one
 // machine's viewer is not the tool. Lists (a phase's GPUs, labels, a metrics record's values) are JSON text.
 import { zstdCompressor } from '../formats/zstd.ts';
-import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
 import { realpathOfFuture } from '../formats/fileAccess.ts';
-import { CommandUsageError, EXIT_INCOMPLETE, outPath, runDirArgs } from './common.ts';
+import { CommandUsageError, incompleteness, namesIn, outPath, runDirArgs } from './common.ts';
 import type { ExportKind } from './common.ts';
 
 const isDirectory = (path: string): boolean => statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
@@ -147,7 +147,7 @@ export const telemetryExport: ExportKind = {
     if ((v.format ?? 'parquet') !== 'parquet') throw new CommandUsageError(`--format: expected parquet, got '${v.format}'`);
     // a reader globbing DIR2 sees a whole export or none: written beside it, then moved into place; an earlier
     // export left there would mix its hours with this one's
-    if (readdirSafe(out).length > 0) throw new CommandUsageError(`--out: ${v.out} is not empty; give a new or empty directory`);
+    if (namesIn(out).length > 0) throw new CommandUsageError(`--out: ${v.out} is not empty; give a new or empty directory`);
     const partial = `${out}.partial`;
     rmSync(partial, { recursive: true, force: true });
     let written: Awaited<ReturnType<typeof writeTelemetryParquet>>;
@@ -163,16 +163,6 @@ export const telemetryExport: ExportKind = {
     }
     for (const [stream, s] of Object.entries(written)) console.log(`${stream}: ${s.rows} rows in ${s.files} file(s)`);
     console.log(`wrote ${out}`);
-    for (const w of skipped) console.error(`warning: ${w}`);
-    return skipped.length > 0 ? EXIT_INCOMPLETE : 0;
+    return incompleteness(null, skipped);
   },
 };
-
-/** The names in a directory; none when it does not exist. */
-function readdirSafe(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
-}

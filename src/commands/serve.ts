@@ -6,7 +6,7 @@ import type { RunSources } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
-import { cacheDirFlag, CommandUsageError as UsageError, decimalInt, parseFlags } from './common.ts';
+import { cacheDirFlag, CommandUsageError as UsageError, numberFlag, parseFlags, portFlag } from './common.ts';
 
 /** How long a stopped server waits for its runs' pending cache writes before it exits. */
 const SHUTDOWN_WRITES_MS = 3000;
@@ -40,22 +40,6 @@ export interface ServeFlags {
 }
 
 /** The port to serve on: `--port N` in [0, 65535], 7788 by default. */
-export function portFlag(raw: string | undefined): number {
-  return numberFlag('port', raw, 7788, { int: true, min: 0, max: 65535 });
-}
-
-function numberFlag(name: string, raw: string | undefined, fallback: number, opts: { int?: boolean; min?: number; max?: number } = {}): number {
-  if (raw === undefined) return fallback;
-  const v = opts.int ? decimalInt(raw) : Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(v) || (opts.int && !Number.isSafeInteger(v))) {
-    throw new UsageError(`--${name}: expected ${opts.int ? 'an integer' : 'a number'}, got '${raw}'`);
-  }
-  if ((opts.min !== undefined && v < opts.min) || (opts.max !== undefined && v > opts.max)) {
-    throw new UsageError(`--${name}: ${v} is out of range [${opts.min ?? '-inf'}, ${opts.max ?? 'inf'}]`);
-  }
-  return v;
-}
-
 /** A directory rlsight can serve: it exists and holds dumps or telemetry. `flag` names where it was given. */
 export function checkRunDir(dir: string, flag = '--dump-details'): string {
   const abs = resolve(dir);

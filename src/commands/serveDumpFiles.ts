@@ -2,7 +2,7 @@
 // as one run. A run directory of any format (slime's `--dump-details DIR` layout included) is `serve DIR`.
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { cacheDirFlag, CommandUsageError, decimalInt, intFlag, parseFlags } from './common.ts';
+import { cacheDirFlag, CommandUsageError, intFlag, numberFlag, parseFlags, portFlag } from './common.ts';
 import { answersOver } from './openRun.ts';
 import { SERVE_OPTIONS } from './serve.ts';
 import { openDumpFiles } from '../run/open.ts';
@@ -66,13 +66,11 @@ export async function serveDumpFiles(argv: string[]): Promise<number> {
   const model = openDumpFiles(spec);
   const ids = await model.rolloutIds();
   if (ids.train.length + ids.eval.length === 0) throw new DumpFilesServeError(`serve: no slime rollout dump in ${spec}${model.warnings().length ? ` (${model.warnings()[0]})` : ''}`);
-  const gpus = values['rollout-num-gpus'] === undefined ? undefined : decimalInt(values['rollout-num-gpus']);
-  if (gpus !== undefined && !(Number.isInteger(gpus) && gpus > 0)) throw new DumpFilesServeError(`--rollout-num-gpus: expected a positive integer, got '${values['rollout-num-gpus']}'`);
+  const gpus = values['rollout-num-gpus'] === undefined ? undefined : numberFlag('rollout-num-gpus', values['rollout-num-gpus'], 0, { int: true, min: 1 });
   // accepted for a command line written for `serve DIR` (dump files are served from memory), but checked
   intFlag(values['tensor-lru'], 'tensor-lru');
   cacheDirFlag(values['cache-dir']);
-  const port = values.port === undefined ? 7788 : decimalInt(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DumpFilesServeError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
+  const port = portFlag(values.port);
   const served = answersOver(model, {
     // slime keeps SGLang's serving metrics in Prometheus: `--prometheus URL` brings them in as engine series.
     prometheus: values.prometheus,

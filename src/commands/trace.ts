@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { PACKAGE_ROOT } from '../ownFiles.ts';
-import { CommandUsageError, decimalInt, parseFlags, removeOnExit } from './common.ts';
+import { CommandUsageError, parseFlags, portFlag, removeOnExit } from './common.ts';
 import { timelineCache, timelineCacheJson } from '../queries/slimeTimeline.ts';
 import { traceDetails, traceView } from '../queries/slimeTraceView.ts';
 import { SlimeDumpError } from '../run/errors.ts';
@@ -77,8 +77,7 @@ export async function traceCommand(argv: string[]): Promise<number> {
   if (values.serve && values['no-serve']) throw new TraceCommandError('trace: --serve and --no-serve ask opposite things; give one');
   const pt = positionals[0];
   if (!existsSync(pt)) throw new TraceCommandError(`trace: no such file: ${pt}`);
-  const port = values.port === undefined ? 0 : decimalInt(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TraceCommandError(`--port: expected an integer in [0, 65535], got '${values.port}'`);
+  const port = portFlag(values.port, 0);
   const outDir = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-trace-'));
   // A temp folder made for serving goes when the server does; with --no-serve it is the output, and stays.
   if (!values.out && !values['no-serve']) removeOnExit(outDir);

@@ -1,6 +1,6 @@
 // Gathers what a Perfetto export of one window holds from an open run's answers (the compute timeline of
 // a miles run; the request traces of a slime run), then lays it out as Chrome trace-event JSON.
-import { damageOf, DumpStillWriting } from '../run/errors.ts';
+import { unreadStepProblem } from '../run/errors.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
 import { BadArgument } from './limits.ts';
@@ -51,7 +51,7 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
         list.push(await run.trace(id, evaluation));
       } catch (e) {
         // the whole run's export leaves out a step still being written or damaged (and says so); one step's fails
-        const problem = e instanceof DumpStillWriting ? e.message : damageOf(e);
+        const problem = unreadStepProblem(e);
         if (w.rolloutId !== undefined || problem === null) throw e;
         skipped.push(problem);
       }

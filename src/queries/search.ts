@@ -6,7 +6,7 @@ import { SEARCH_NON_WORD, type StepTexts as RunStepTexts, type StepTextsSource }
 import type { RunSources, SampleText } from './runAnswers.ts';
 
 type StepTexts = RunStepTexts<SampleText>;
-import { damageOf, DumpStillWriting } from '../run/errors.ts';
+import { unreadStepProblem } from '../run/errors.ts';
 import { BadArgument } from './limits.ts';
 import { regexHits } from './boundedRegex.ts';
 import { checkLimit, MAX_QUERY_TERMS, SEARCH_RESULTS } from './limits.ts';
@@ -328,9 +328,9 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
     } catch (e) {
       // A step still being written, or damaged, is skipped and reported (naming its run when there are
       // several): the other steps and runs are still searched, and the matches it gave before are kept.
-      const damage = damageOf(e);
-      if (!(e instanceof DumpStillWriting) && damage === null) throw e;
-      warnings.push(`${run !== undefined ? `${run}: ` : ''}${evaluation ? 'eval ' : ''}step ${step}: ${damage ?? (e as Error).message}`);
+      const problem = unreadStepProblem(e);
+      if (problem === null) throw e;
+      warnings.push(`${run !== undefined ? `${run}: ` : ''}${evaluation ? 'eval ' : ''}step ${step}: ${problem}`);
     }
     done++;
     for (const m of out) {

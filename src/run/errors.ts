@@ -75,6 +75,14 @@ export function isRefusedFile(err: unknown): boolean {
   return err.name === 'FileRefused' || (code !== undefined && DAMAGE_CODES.has(code));
 }
 
+/**
+ * Why a step a whole-run answer reads cannot be read now (its dump still being written, or damaged: the
+ * answer leaves it out and names it), or null for any other failure (which is the answer's own).
+ */
+export function unreadStepProblem(err: unknown): string | null {
+  return err instanceof DumpStillWriting ? err.message : damageOf(err);
+}
+
 /** What a thrown error says is damaged (`file: problem`), or null when it is not about a damaged file (HTTP 422 vs the rest). */
 export function damageOf(err: unknown): string | null {
   if (!(err instanceof Error)) return null;
