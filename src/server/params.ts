@@ -31,9 +31,7 @@ export const floatParam = z.string().transform((raw, ctx) => {
  * of two the answer used would be a guess (the reference's framework takes the last, ours would the first).
  */
 export const oneValueEach: MiddlewareHandler = async (c, next) => {
-  const seen = new Map<string, number>();
-  for (const key of new URL(c.req.url).searchParams.keys()) seen.set(key, (seen.get(key) ?? 0) + 1);
-  for (const [key, n] of seen) if (n > 1) throw new BadArgument(key, `${key}: given ${n} times; give it once`);
+  for (const [key, values] of Object.entries(c.req.queries())) if (values.length > 1) throw new BadArgument(key, `${key}: given ${values.length} times; give it once`);
   await next();
 };
 
