@@ -38,6 +38,11 @@ describe('pyDumps', () => {
     assert.equal(pyDumps({ a: 1, b: [true, null] }, { indent: 1 }), '{\n "a": 1,\n "b": [\n  true,\n  null\n ]\n}');
   });
 
+  it('writes a -0 as the float it was (Python has no integer -0), so it reads back as -0', () => {
+    assert.equal(pyDumps({ z: -0, p: 0 }, { compact: true }), '{"z":-0.0,"p":0}');
+    assert.ok(Object.is((parsePyJson(pyDumps([-0])) as number[])[0], -0));
+  });
+
   it('escapes non-ASCII like ensure_ascii', () => {
     assert.equal(pyString('é\u2028"'), '"\\u00e9\\u2028\\""');
   });

@@ -31,7 +31,8 @@ export function pyDumps(value: PyJson, style: DumpStyle = {}): string {
   const walk = (v: PyJson, depth: number): string => {
     if (v === null) return 'null';
     if (v instanceof PyFloat) return pyFloat(v.value);
-    if (typeof v === 'number') return Number.isInteger(v) ? String(v) : pyFloat(v);
+    // (Python has no integer -0: a -0 was a float, -0.0)
+    if (typeof v === 'number') return Number.isInteger(v) && !Object.is(v, -0) ? String(v) : pyFloat(v);
     if (typeof v === 'boolean') return v ? 'true' : 'false';
     if (typeof v === 'string') return pyString(v);
     const entries: string[] = Array.isArray(v)
