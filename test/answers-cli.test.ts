@@ -1,7 +1,7 @@
 // `rlsight health` and `rlsight export` over real runs: exit codes, files that read back with independent
 // decoders (hyparquet; a TFRecord/Event decoder written here from the format's definition), the demo's story.
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -438,6 +438,30 @@ describe('health, search and export take the run directory as serve does: DIR or
     const linked = cli('export', 'telemetry', run.dir, '--out', join(out, 'link-out'));
     assert.equal(linked.code, 0, linked.stderr);
     assert.ok(readdirSync(target).some((n) => n.startsWith('stream=')));
+  });
+
+  test('export telemetry killed (-9) while writing leaves no --out behind; the next export clears its leftovers and writes it whole', async () => {
+    const clean = join(out, 'tel-clean');
+    assert.equal(cli('export', 'telemetry', run.dir, '--out', clean).code, 0);
+    const files = (dir: string): string[] => readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((n) => n.endsWith('.parquet')).sort();
+    const dest = join(out, 'tel-killed');
+    const child = spawn(process.execPath, [RLSIGHT_BIN, 'export', 'telemetry', run.dir, '--out', dest], { cwd: REPO, stdio: 'ignore' });
+    const exited = new Promise<number | null>((ok) => child.once('exit', (code) => ok(code)));
+    let gone = false;
+    void exited.then(() => (gone = true));
+    // killed as soon as the first Parquet file of the export is being written beside --out
+    const partial = `${dest}.partial`;
+    while (!gone && !(existsSync(partial) && readdirSync(partial, { recursive: true, encoding: 'utf8' }).some((n) => n.endsWith('.parquet.partial') || n.endsWith('.parquet')))) await new Promise((r) => setImmediate(r));
+    assert.equal(gone, false, 'the export ended before a file of it was seen being written');
+    child.kill('SIGKILL');
+    assert.equal(await exited, null);
+    assert.equal(existsSync(dest), false, 'a killed export left --out behind');
+    assert.ok(existsSync(partial), 'what the killed export wrote lies beside --out');
+    const again = cli('export', 'telemetry', run.dir, '--out', dest);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(existsSync(partial), false);
+    assert.deepEqual(files(dest), files(clean));
+    for (const f of files(clean)) assert.deepEqual(readFileSync(join(dest, f)), readFileSync(join(clean, f)), f);
   });
 
   test('what could not be read is said on stderr and the run-wide exports exit 3, their output written from the rest', () => {
