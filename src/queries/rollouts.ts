@@ -122,24 +122,28 @@ function summaryRow(s: SampleRecord, rolloutId: number, d: TrainDigest | undefin
   const turns = versions.length ? versions.length : null;
   const specAcceptRate = s.specDraftTokens ? finite((s.specAcceptTokens ?? 0) / s.specDraftTokens) : null;
   const prefixHitRate = s.totalPromptTokens ? finite((s.cachedTokens ?? 0) / s.totalPromptTokens) : null;
+  // the rollout side's columns, first in both shapes
+  const head = {
+    sample_index: s.index,
+    group_index: s.groupIndex,
+    status: s.status,
+    remove_sample: s.removeSample,
+    response_length: s.responseLength,
+    total_length: s.totalLength,
+    reward: finite(s.reward),
+    weight_version: weightVersion,
+    weight_version_min: vmin,
+    mixed_version: mixed,
+    staleness,
+    turns,
+    tool_calls: s.promptToolMessages,
+    non_generation_time: finite(s.nonGenerationTime),
+    spec_accept_rate: specAcceptRate,
+    prefix_cache_hit_rate: prefixHitRate,
+  };
   if (d) {
     return {
-      sample_index: s.index,
-      group_index: s.groupIndex,
-      status: s.status,
-      remove_sample: s.removeSample,
-      response_length: s.responseLength,
-      total_length: s.totalLength,
-      reward: finite(s.reward),
-      weight_version: weightVersion,
-      weight_version_min: vmin,
-      mixed_version: mixed,
-      staleness,
-      turns,
-      tool_calls: s.promptToolMessages,
-      non_generation_time: finite(s.nonGenerationTime),
-      spec_accept_rate: specAcceptRate,
-      prefix_cache_hit_rate: prefixHitRate,
+      ...head,
       raw_reward: rawReward,
       normalized_reward: d.normalized_reward,
       truncated: d.truncated ?? s.status === 'truncated',
@@ -157,22 +161,7 @@ function summaryRow(s: SampleRecord, rolloutId: number, d: TrainDigest | undefin
     };
   }
   return {
-    sample_index: s.index,
-    group_index: s.groupIndex,
-    status: s.status,
-    remove_sample: s.removeSample,
-    response_length: s.responseLength,
-    total_length: s.totalLength,
-    reward: finite(s.reward),
-    weight_version: weightVersion,
-    weight_version_min: vmin,
-    mixed_version: mixed,
-    staleness,
-    turns,
-    tool_calls: s.promptToolMessages,
-    non_generation_time: finite(s.nonGenerationTime),
-    spec_accept_rate: specAcceptRate,
-    prefix_cache_hit_rate: prefixHitRate,
+    ...head,
     raw_reward: null,
     normalized_reward: null,
     dumped_rank: null,
