@@ -1,7 +1,7 @@
 // `rlsight collect` killed with SIGKILL mid-run and started again on the same directory: no
 // partition is corrupt, everything flushed before the kill is still there, the run continues.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pyFloat } from '../src/formats/pythonJson.ts';
 import { TelemetryStore } from '../src/run/telemetry/store.ts';
-import { ensureCliBuilt } from './support/cli.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 import { killCollectorGroup, startCollectProcess, type RunningCollector } from './support/collectProcess.ts';
 
 // bin/rlsight.mjs runs dist/ as built: rebuild it first when the sources are newer.
@@ -102,5 +102,29 @@ describe('rlsight collect after SIGKILL', () => {
     } finally {
       store.close();
     }
+  });
+
+  it('refuses a second collector on a run another one still writes, leaving that one and its files alone', async () => {
+    const runDir = join(root, 'run-twice');
+    const dash = join(runDir, 'dashboard');
+    const first = await startCollect(runDir);
+    await push(first, 0, 200);
+    const infoBefore = readFileSync(join(dash, 'collector.json'), 'utf8');
+    const twice = spawnSync(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', runDir, '--listen', '127.0.0.1:0'], { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(twice.status, 2, twice.stdout + twice.stderr);
+    assert.match(twice.stderr, new RegExp(`rlsight collect: .*dashboard is being written by the collector at ${first.address.replace(/[.]/g, '\\.')} \\(pid ${first.child.pid}\\); stop it first`));
+    assert.equal(readFileSync(join(dash, 'collector.json'), 'utf8'), infoBefore);
+    // the first one still takes records and writes them
+    await push(first, 200, 400);
+    for (let i = 0; i < 400 && writtenLines(dash).length < 400; i++) await new Promise((r) => setTimeout(r, 25));
+    // each once: the refused collector replayed nothing of the first one's write-ahead log
+    assert.equal(new Set(writtenLines(dash)).size, 400);
+    assert.equal(writtenLines(dash).length, 400);
+    // once it is gone (kill -9 leaves its collector.json behind), the next one takes over
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const next = await startCollect(runDir, first.child.pid);
+    next.child.kill('SIGTERM');
+    assert.equal(await next.exited, 0, next.output());
   });
 });

@@ -1,6 +1,7 @@
 // The collector's HTTP surface: `POST /v1/streams/{stream}` (an NDJSON batch, answered once it is in
-// the write-ahead log), `POST /v1/router` (where the SGLang router is), `GET /metrics` (Prometheus
-// exposition). Every write needs the run's token; a refused batch writes nothing.
+// the write-ahead log), `POST /v1/router` (where the SGLang router is), `GET /v1/status` (which collector
+// this is), `GET /metrics` (Prometheus exposition). Every write needs the run's token; a refused batch
+// writes nothing.
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -18,6 +19,8 @@ export interface CollectorAppOptions {
   metrics?: () => Promise<{ text: string; contentType: string }>;
   /** Called when a producer names the SGLang router. */
   setRouter?: (addr: string) => void;
+  /** What `GET /v1/status` tells a holder of the token: this collector's process and start, as in collector.json. */
+  status?: { pid: number; started_ts: number };
 }
 
 /** `PRODUCER/SEQ`: a producer's batch number, so a retried batch the collector already has is not taken twice. */
@@ -94,6 +97,9 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
     opts.setRouter(r.data.addr);
     return c.json({ router: r.data.addr });
   });
+
+  // a collector about to start on the same run asks whether the one collector.json names is still running
+  app.get('/v1/status', requireToken, (c) => c.json({ collector: 'rlsight', ...(opts.status ?? {}) }));
 
   app.get('/metrics', async (c) => {
     if (!opts.metrics) return c.text('', 404);

@@ -1,11 +1,12 @@
 // A running collector: the writer, its HTTP listener, the flush timer and `collector.json`.
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { serve } from '@hono/node-server';
 import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
 import { zstdCompressor } from '../formats/zstd.ts';
 import { Collector, stderrLogger, type CollectorOptions } from './collector.ts';
-import { collectorFileText, newToken } from './collectorFile.ts';
+import { collectorAnswers, collectorFileText, newToken, readCollectorFile, type CollectorInfo } from './collectorFile.ts';
 import { DashboardWriter } from '../formats/dashboard/writer.ts';
 import { collectorRegistry } from './exposition.ts';
 import { createCollectorApp } from './http.ts';
@@ -61,7 +62,38 @@ function routableHost(): string {
   return '127.0.0.1';
 }
 
+/** Another collector still writes the run directory (it answers at the address its collector.json gives). */
+export class CollectorAlreadyRunning extends Error {}
+
+/** Whether process `pid` of this machine is an `rlsight collect` (its address may not be reachable from here). */
+function collectProcessHere(pid: number): boolean {
+  if (pid === process.pid) return false;
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return args.includes('collect') && args.some((a) => a.includes('rlsight'));
+  } catch {
+    return false;
+  }
+}
+
+/** The collector that still writes `dashboardDir`, or null when none does (no collector.json, or what it names is gone). */
+async function runningCollector(dashboardDir: string): Promise<CollectorInfo | null> {
+  let info: CollectorInfo;
+  try {
+    info = readCollectorFile(dashboardDir);
+  } catch {
+    return null; // none, or a damaged one: replaced below
+  }
+  return (await collectorAnswers(info)) || collectProcessHere(info.pid) ? info : null;
+}
+
 export async function startCollectorService(opts: CollectorServiceOptions): Promise<CollectorService> {
+  // Two collectors on one run would replay and cut each other's write-ahead log, and the second would take
+  // collector.json from the first's producers.
+  const running = await runningCollector(opts.dashboardDir);
+  if (running !== null) {
+    throw new CollectorAlreadyRunning(`${opts.dashboardDir} is being written by the collector at ${running.address} (pid ${running.pid}); stop it first, or give another --dump-details`);
+  }
   const host = opts.host ?? '127.0.0.1';
   const token = opts.token ?? newToken();
   // Listen before the collector writes anything (meta.json): a busy port fails with the run folder untouched.
@@ -96,12 +128,13 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
   };
   const registry = collectorRegistry(collector);
   const metrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
-  app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics });
+  const status = { pid: process.pid, started_ts: Date.now() / 1000 };
+  app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics, status });
   const port = (server.address() as AddressInfo).port;
   const shownHost = opts.advertiseHost ?? (host === '0.0.0.0' || host === '::' ? routableHost() : host);
   const address = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
   const writer = new DashboardWriter(opts.dashboardDir, opts.fs);
-  writer.replace(COLLECTOR_FILE, collectorFileText({ address, token, pid: process.pid, started_ts: Date.now() / 1000 }), 0o600);
+  writer.replace(COLLECTOR_FILE, collectorFileText({ address, token, ...status }), 0o600);
   collector.start(opts.flushIntervalS ?? 5);
   scraper?.start();
   const tensorboard = opts.tensorboard === undefined ? null : new TensorBoardTail(opts.tensorboard, opts.dashboardDir, (record, line) => collector.takeOwn('metrics', { record, line }), log);

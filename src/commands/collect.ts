@@ -5,7 +5,7 @@ import { CommandUsageError, flagValues, numberFlag, portIsFree } from './common.
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
 import { makeDirs } from '../formats/dashboard/writer.ts';
-import { startCollectorService } from '../collect/service.ts';
+import { CollectorAlreadyRunning, startCollectorService } from '../collect/service.ts';
 
 export interface CollectFlags {
   dumpDetails: string;
@@ -142,18 +142,25 @@ export async function collectCommand(argv: string[]): Promise<number> {
     console.error(`rlsight collect: cannot write ${dashboardDir}: ${unwritable}`);
     return 2;
   }
-  const service = await startCollectorService({
-    dashboardDir,
-    host: flags.host,
-    port: flags.port,
-    advertiseHost: flags.advertiseHost,
-    flushIntervalS: flags.flushIntervalS,
-    runName: flags.runName,
-    bufferCap: flags.bufferCap,
-    maxBatchBytes: flags.maxBatchBytes,
-    tensorboard: flags.tensorboard,
-    sglang: { router: flags.sglangRouter, mode: flags.scrapeMode, intervalS: flags.scrapeIntervalS, whitelist: flags.sglangMetrics },
-  });
+  let service: Awaited<ReturnType<typeof startCollectorService>>;
+  try {
+    service = await startCollectorService({
+      dashboardDir,
+      host: flags.host,
+      port: flags.port,
+      advertiseHost: flags.advertiseHost,
+      flushIntervalS: flags.flushIntervalS,
+      runName: flags.runName,
+      bufferCap: flags.bufferCap,
+      maxBatchBytes: flags.maxBatchBytes,
+      tensorboard: flags.tensorboard,
+      sglang: { router: flags.sglangRouter, mode: flags.scrapeMode, intervalS: flags.scrapeIntervalS, whitelist: flags.sglangMetrics },
+    });
+  } catch (err) {
+    if (!(err instanceof CollectorAlreadyRunning)) throw err;
+    console.error(`rlsight collect: ${err.message}`);
+    return 2;
+  }
   console.log(`rlsight collect: writing ${dashboardDir}`);
   console.log(`listening on ${service.address} (address and token in ${join(dashboardDir, COLLECTOR_FILE)})`);
   console.log(`view live: rlsight serve --dump-details ${flags.dumpDetails} --follow`);
