@@ -111,8 +111,8 @@ export function describe(key: string): string {
 export function unitOf(key: string): { unit: string; scale: number } | null {
   const k = key.toLowerCase().replace(/^.*\//, '');
   if (/(^|_)mfu$/.test(k)) return { unit: '%', scale: 100 };
-  if (/throughput|tok(en)?s?_per_s/.test(k)) return { unit: 'tokens/s', scale: 1 };
-  if (/_per_s$/.test(k)) return { unit: 'per s', scale: 1 };
+  if (/throughput|tok(en)?s?_per_s(ec|econd)?$/.test(k)) return { unit: 'tokens/s', scale: 1 };
+  if (/_per_s(ec|econd)?$/.test(k)) return { unit: 'per s', scale: 1 };
   if (/_time$|_seconds?$|^time_/.test(k) || /(ttft|latency|_s$)/.test(k)) return { unit: 's', scale: 1 };
   if (/_mb$/.test(k)) return { unit: 'MiB', scale: 1 };
   return null;

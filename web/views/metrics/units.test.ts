@@ -12,5 +12,9 @@ test('y-axis units follow the key', () => {
   assert.deepEqual(unitOf('sglang_e2e_latency_mean_s'), { unit: 's', scale: 1 });
   assert.equal(unitOf('perf/wait_time_ratio'), null);
   assert.equal(unitOf('rollout/raw_reward'), null);
+  // a count per sample is no rate
+  assert.equal(unitOf('rollout/avg_cached_tokens_per_sample'), null);
+  assert.equal(unitOf('eval/avg_cached_tokens_per_sample'), null);
+  assert.deepEqual(unitOf('perf/tokens_per_sec'), { unit: 'tokens/s', scale: 1 });
 });
 
