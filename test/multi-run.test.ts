@@ -2,7 +2,7 @@
 // reference path answers for the first run, `--runs ROOT` discovery, and `rlsight serve DIR DIR`.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,6 +75,9 @@ describe('several runs in one server', () => {
     root = mkdtempSync(join(tmpdir(), 'rlsight-runs-'));
     const a = placeRun(root, 'healthy', 'grpo-healthy');
     const b = placeRun(root, 'collapse', 'grpo-collapse');
+    // a key logged against another step key, as a trainer's own loss is
+    appendFileSync(join(b, 'dashboard', 'metrics.jsonl'), '{"ts":1000400.0,"step_key":"train/step","step":7,"metrics":{"train/loss":0.25}}\n');
+    ageTree(b);
     const runs = new ServedRuns({}, (dir) => openRun(dir));
     runs.add(a, await openRun(a));
     runs.add(b, await openRun(b));
@@ -99,12 +102,13 @@ describe('several runs in one server', () => {
   });
 
   test('/api/runs gives each run its status, edge, scalar meta.json args and the newest value of the metrics asked for', async () => {
-    const listed = (await (await get('/api/runs?latest=rollout/rewards_mean,perf/step_time,nope/never')).json()) as any;
+    const listed = (await (await get('/api/runs?latest=rollout/rewards_mean,perf/step_time,nope/never,train/loss')).json()) as any;
     const metrics = (await (await get('/api/runs/collapse/metrics?keys=rollout/rewards_mean,perf/step_time&x=rollout/step')).json()) as any;
     const r = listed.runs[1];
     assert.deepEqual([r.status, r.warnings, r.config], ['finished', [], { colocate: true }]);
     assert.ok(r.end_ts > r.start_ts, `edge ${r.end_ts} after start ${r.start_ts}`);
-    assert.deepEqual(r.latest, { 'rollout/rewards_mean': metrics['rollout/rewards_mean'].y.at(-1), 'perf/step_time': metrics['perf/step_time'].y.at(-1), 'nope/never': null });
+    // whatever step key a value was logged against
+    assert.deepEqual(r.latest, { 'rollout/rewards_mean': metrics['rollout/rewards_mean'].y.at(-1), 'perf/step_time': metrics['perf/step_time'].y.at(-1), 'nope/never': null, 'train/loss': 0.25 });
     assert.equal(typeof r.latest['perf/step_time'], 'number');
     const tooMany = await get(`/api/runs?latest=${Array.from({ length: 17 }, (_, i) => `k${i}`).join(',')}`);
     assert.equal(tooMany.status, 400);

@@ -39,7 +39,7 @@ import { encodeHeatmap, heatmap } from './heatmap.ts';
 import { resolveLanes, selectedLanes, selectiveLaneKeys } from './lanes.ts';
 import { checkLatestKeys, MAX_WINDOW_S } from './limits.ts';
 import { NoConversationRecorded, noConversation, sampleConversation } from './messages.ts';
-import { DUMP_METRIC_PREFIX, metricsAnswer } from './metrics.ts';
+import { DUMP_METRIC_PREFIX, metricsAnswer, WALL_TIME_X } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
 import { STEP_AGGREGATE_METRICS, stepTables, type StepAggregate } from './rollouts.ts';
@@ -433,7 +433,7 @@ export class RunAnswers implements RunSources {
     const [ids, catalog, latest] = await Promise.all([
       this.model.rolloutIds(),
       this.catalog(),
-      keys.length ? this.metrics({ keys: [...keys], x: 'rollout/step' }).then((a) => latestValues(a, keys)) : {},
+      keys.length ? this.metrics({ keys: [...keys], x: WALL_TIME_X }).then((a) => latestValues(a, keys)) : {},
     ]);
     const warnings = this.warnings();
     const range = store.timeRange();
