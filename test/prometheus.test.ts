@@ -44,6 +44,10 @@ function sglangMetrics(): string {
     'sglang:kv_transfer_latency_ms_bucket{model_name="qwen",le="+Inf"} 0',
     'sglang:kv_transfer_latency_ms_sum{model_name="qwen"} 0',
     'sglang:kv_transfer_latency_ms_count{model_name="qwen"} 0',
+    // as the router's /engine_metrics gives them: one sample per engine, named in worker_addr
+    '# TYPE sglang:gen_throughput gauge',
+    'sglang:gen_throughput{model_name="qwen",worker_addr="http://10.0.0.5:30000"} 11',
+    'sglang:gen_throughput{model_name="qwen",worker_addr="10.0.0.6:30000"} 12',
     '',
   ].join('\n');
 }
@@ -137,6 +141,16 @@ describe('engine series from a real Prometheus', { skip }, () => {
     assert.ok(few.series[0].value.length <= 5);
     const queue: any = await (await fetch(new URL(`/api/timeline/engine_series?${new URLSearchParams({ metric: 'sglang_num_queue_reqs', t0: String(t1 - 120), t1: String(t1) })}`, server.url))).json();
     assert.ok(queue.series[0].value.every((v: number) => v === 3));
+  });
+
+  it('a series scraped through the router is the engine its worker_addr names, not the router', async () => {
+    const t1 = Date.now() / 1000;
+    const body: any = await (await fetch(new URL(`/api/timeline/engine_series?${new URLSearchParams({ metric: 'sglang_gen_throughput', t0: String(t1 - 120), t1: String(t1) })}`, server.url))).json();
+    const byAddr = Object.fromEntries(body.series.map((s: any) => [s.addr, s]));
+    assert.deepEqual(Object.keys(byAddr).sort(), ['http://10.0.0.5:30000', 'http://10.0.0.6:30000']);
+    assert.ok(byAddr['http://10.0.0.5:30000'].value.every((v: number) => v === 11));
+    assert.ok(byAddr['http://10.0.0.6:30000'].value.every((v: number) => v === 12));
+    assert.deepEqual(byAddr['http://10.0.0.6:30000'].labels, { model_name: 'qwen' });
   });
 
   it('an unreachable Prometheus is a 503 naming it, not a crash', async () => {

@@ -95,10 +95,12 @@ export class PrometheusEngineSource {
     const step = stepFor(t0, t1, maxPoints);
     const data = await this.get<RangeResult>('api/v1/query_range', { query: promQuery(metric, step), start: String(t0), end: String(t1), step: String(step) });
     return data.result.map((r) => {
-      const { __name__: _n, instance, job: _j, ...labels } = r.metric;
+      // scraped through the router, a sample names its engine in worker_addr (the instance is the router)
+      const { __name__: _n, instance, job: _j, worker_addr: worker, ...labels } = r.metric;
       const values = r.values.slice(0, maxPoints);
+      const engine = worker ?? instance;
       return {
-        addr: instance ? (/^https?:\/\//.test(instance) ? instance : `http://${instance}`) : 'prometheus',
+        addr: engine ? (/^https?:\/\//.test(engine) ? engine : `http://${engine}`) : 'prometheus',
         labels,
         ts: values.map((v) => Number(v[0])),
         value: values.map((v) => Number(v[1])),
