@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { parquetReadObjects } from 'hyparquet';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { generateDemoRun } from '../src/demo/index.ts';
 import { runHealth } from '../src/queries/health.ts';
 import { openRun } from '../src/commands/openRun.ts';
@@ -114,6 +114,12 @@ function decodeEventFile(bytes: Uint8Array): DecodedEvent[] {
   return events;
 }
 
+/** Each column's physical Parquet type. */
+const parquetTypes = (path: string): Record<string, string | undefined> => {
+  const b = readFileSync(path);
+  return Object.fromEntries(parquetMetadata(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer).schema.slice(1).map((e) => [e.name, e.type]));
+};
+
 const parquetRows = (path: string) => {
   const b = readFileSync(path);
   return parquetReadObjects({ file: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer });
@@ -198,6 +204,9 @@ describe('rlsight health and export over the miles fixture', () => {
     // The logged values, exactly as metrics.jsonl has them.
     assert.deepEqual(fromParquet.map((r) => r['perf/step_time']), [95, 94, 93]);
     assert.deepEqual(fromParquet.map((r) => r['perf/wait_time_ratio']), [0.4, 0.30000000000000004, 0.2]);
+    // the step is an integer column; a metric stays a double even when its values are whole
+    assert.equal(parquetTypes(pq)._step, 'INT32');
+    assert.equal(parquetTypes(pq)['perf/step_time'], 'DOUBLE');
   });
 
   test('export rollout writes the step’s table', async () => {
@@ -208,6 +217,9 @@ describe('rlsight health and export over the miles fixture', () => {
     const rows = await parquetRows(pq);
     assert.equal(rows.length, 32);
     assert.deepEqual(rows.map((r) => r.sample_index), Array.from({ length: 32 }, (_, i) => 32 + i));
+    const types = parquetTypes(pq);
+    for (const c of ['sample_index', 'group_index', 'response_length', 'total_length']) assert.equal(types[c], 'INT32', c);
+    assert.equal(types.reward, 'DOUBLE');
     const fromCsv = csvRows(csv);
     rows.forEach((r, i) => {
       for (const [k, v] of Object.entries(r)) assert.equal(v === null ? '' : String(v), fromCsv[i][k], `${k} at row ${i}`);

@@ -99,9 +99,23 @@ export function stepWallTimes(records: readonly MetricsRecord[]): Map<number, nu
   return out;
 }
 
+/** Columns that hold whole numbers by nature (steps, indices, counts, lengths): Parquet integers, not doubles. */
+const INTEGRAL_COLUMNS: ReadonlySet<string> = new Set([
+  STEP_COLUMN,
+  'sample_index',
+  'group_index',
+  'response_length',
+  'total_length',
+  'weight_version_min',
+  'staleness',
+  'turns',
+  'tool_calls',
+  'dumped_rank',
+]);
+
 export function encodeTable(table: ExportTable, format: TableFormat): Uint8Array {
   if (format === 'csv') return new TextEncoder().encode(encodeCsv(table.columns, table.rows));
-  return encodeParquet(table.columns, table.rows);
+  return encodeParquet(table.columns, table.rows, INTEGRAL_COLUMNS);
 }
 
 /** The run's metrics table: every key the app lists for the run (logged keys, `dump/*` aggregates, metrics computed from its dumps). */
