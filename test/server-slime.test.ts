@@ -42,6 +42,9 @@ describe('serving a slime --dump-details folder', () => {
     // slime writes no compute timeline: the timeline answers are empty, and meta says so.
     const t = await get(server, '/api/timeline/topology');
     assert.deepEqual(t.body, { lanes: [], windows: [] });
+    // nor does the runs table state a GPU count it does not know
+    const runs = await get(server, '/api/runs');
+    assert.equal(runs.body.runs[0].gpus, null);
   });
 
   it('/api/metrics serves slime perf/ keys with x = rollout id, equal to slime, and the corrected keys', async () => {

@@ -444,7 +444,8 @@ export class RunAnswers implements RunSources {
       id,
       name: store.meta()?.run_name || basename(this.model.dir),
       start_ts: starts.length ? Math.min(...starts) : null,
-      gpus: store.laneIndex().length,
+      // unknown (null) when its telemetry names no GPU, as a slime run's dumps do not
+      gpus: store.laneIndex().length || null,
       steps: Math.max(catalog.steps.length, ids.train.length),
       formats: [this.model.format],
       primary,

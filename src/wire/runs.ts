@@ -12,8 +12,8 @@ export interface RunListing {
   name: string;
   /** When it began: `meta.json`'s start, or its first record when that is earlier (a resumed run rewrites the start). */
   start_ts: number | null;
-  /** GPU lanes its telemetry knows. */
-  gpus: number;
+  /** GPU lanes its telemetry knows; null when it knows none (the count is unknown, not zero). */
+  gpus: number | null;
   /** Train steps it logged or dumped. */
   steps: number;
   /** The formats whose files it holds (`miles`, …). */

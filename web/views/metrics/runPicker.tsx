@@ -19,7 +19,7 @@ export function RunPicker({ runs, chosen }: { runs: readonly RunListing[]; chose
     <fieldset class="run-picker" data-testid="run-picker">
       <legend>runs</legend>
       {runs.map((r) => (
-        <label key={r.id} onMouseEnter={() => hoveredRun.set(r.name)} onMouseLeave={() => hoveredRun.set(null)} title={`${r.gpus} GPUs · ${r.steps} steps${r.start_ts !== null ? ` · started ${fmtWall(r.start_ts)}` : ''}`}>
+        <label key={r.id} onMouseEnter={() => hoveredRun.set(r.name)} onMouseLeave={() => hoveredRun.set(null)} title={`${r.gpus === null ? '' : `${r.gpus} GPUs · `}${r.steps} steps${r.start_ts !== null ? ` · started ${fmtWall(r.start_ts)}` : ''}`}>
           <input type="checkbox" checked={ids.has(r.id)} onChange={() => toggle(r.id)} data-run={r.id} />
           <span class="swatch" style={{ background: runColor(runs, r.id) }} />
           {r.name}
