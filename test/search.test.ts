@@ -115,10 +115,19 @@ test('a bare number is the sample with that index; when no sample has it, the sa
   assert.equal(noteOf(indexed), null);
   const read = await all(run, '1656');
   assert.deepEqual(where(read), where(await all(run, '"1656"')));
-  assert.deepEqual(where(read), ['0:0:response', '0:1:response', '0:3:response']);
+  // as a whole number: 16560 does not hold it
+  assert.deepEqual(where(read), ['0:0:response', '0:1:response']);
   assert.equal(noteOf(read), 'no sample has index 1656: the samples whose text holds 1656');
   const done = read.at(-1)!;
-  assert.ok(done.type === 'done' && done.matches === 3 && !done.truncated);
+  assert.ok(done.type === 'done' && done.matches === 2 && !done.truncated);
+});
+
+test('an exact phrase matches whole words at its ends, whatever lies inside it', async () => {
+  const run = tinyRun(['firefox jumps high', 'the fox jump, then', 'a fox jumped', 'x: fox  jump']);
+  assert.deepEqual(where(await all(run, '"fox jump"')), ['0:1:response']);
+  // a phrase that begins or ends with punctuation needs no word edge there
+  assert.deepEqual(where(await all(run, '"fox jump,"')), ['0:1:response']);
+  assert.deepEqual(where(await all(run, '"x jump"')), []);
 });
 
 describe('search over the miles fixture', () => {
@@ -395,6 +404,9 @@ describe('rlsight search', () => {
     assert.equal(limited.lines.length, 3);
     assert.match(limited.stderr, /stopped at --limit 3 matches/);
     assert.equal(cli('nothing-like-this-anywhere').code, 1);
+    // the query is given whole: its last word matches whole words, not as a prefix being typed
+    assert.ok(cli('answer').lines.length > 0);
+    assert.equal(cli('answe').code, 1);
     const bad = cli('/(/');
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /QUERY: not a regular expression/);

@@ -8,7 +8,8 @@ export async function searchCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
     const { run: dir, values, rest: positionals } = runDirArgs(argv, 'search', { limit: { type: 'string' }, 'cache-dir': { type: 'string' } }, { rest: true });
     if (positionals.length === 0) throw new CommandUsageError('search: a QUERY is required');
-    const query = positionals.join(' ');
+    // a query given whole: its last word is complete too, not a prefix being typed (a trailing space says so)
+    const query = `${positionals.join(' ')} `;
     try {
       parseQuery(query);
     } catch (e) {

@@ -63,6 +63,16 @@ export function parseQuery(raw: string): ParsedQuery {
 
 const WORD_CHAR = /[\p{L}\p{N}_]/u;
 
+/**
+ * Whether phrase `p` found at `at` in `text` stands as whole words: where it begins or ends with a letter or
+ * digit, the text's character beside it is none (`"800"` is not found in `1800`, nor `"fox jump"` in `firefox jumps`).
+ */
+function phraseAt(text: string, p: string, at: number): boolean {
+  const end = at + p.length;
+  if (WORD_CHAR.test(p[0]) && at > 0 && WORD_CHAR.test(text[at - 1])) return false;
+  return !(WORD_CHAR.test(p[p.length - 1]) && end < text.length && WORD_CHAR.test(text[end]));
+}
+
 function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
@@ -165,9 +175,14 @@ function textHits(st: StepTexts, i: number, q: Extract<ParsedQuery, { kind: 'tex
     for (const f of SEARCH_FIELDS) {
       const text = lower[f];
       if (!text) continue;
-      for (let at = text.indexOf(p); at >= 0; at = text.indexOf(p, at + p.length)) {
+      for (let at = text.indexOf(p); at >= 0; ) {
+        if (!phraseAt(text, p, at)) {
+          at = text.indexOf(p, at + 1);
+          continue;
+        }
         add(f, at, at + p.length);
         found = true;
+        at = text.indexOf(p, at + p.length);
       }
     }
     if (!found) return null;
