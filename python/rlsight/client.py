@@ -283,6 +283,10 @@ class Client:
                 node = self._node if self._node is not None else self.node
             if gpus is None:
                 gpus = self._gpus if self._gpus is not None else self.gpus
+            if not gpus:
+                self._warn.warn("phase without gpus",
+                                "rlsight phase %r names no GPU (CUDA_VISIBLE_DEVICES unset, or not GPU indices): it is recorded "
+                                "but drawn on no GPU lane; give gpus=[...] to connect() or phase()", name)
             if rank is None:
                 rank = self._rank
                 if rank is None or rank < 0:

@@ -47,6 +47,20 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((lines[3]["gpus"], lines[3]["rank"]), ([2], 5))
         self.assertGreaterEqual(lines[1]["t1"], lines[1]["t0"])
 
+    def test_a_phase_naming_no_gpu_is_sent_and_warned_about_once(self):
+        c = Client(self.stub.address, self.stub.token, node="n", gpus=[], rank=0, register_atexit=False)
+        try:
+            with self.assertLogs("rlsight", "WARNING") as logs:
+                with c.phase("actor_train"):
+                    pass
+            self.assertEqual(len(logs.output), 1)
+            self.assertIn("phase 'actor_train' names no GPU", logs.output[0])
+            self.assertIn("gpus=[...]", logs.output[0])
+            self.assertTrue(c.flush(5))
+            self.assertEqual([json.loads(l)["gpus"] for l in self.stub.lines("phases")], [[], []])
+        finally:
+            c.close(timeout=2)
+
     def test_log_keeps_scalars_and_writes_floats_as_python_does(self):
         class Zero:
             def __float__(self):
