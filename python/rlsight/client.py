@@ -321,6 +321,9 @@ class Client:
             if step is not None and step_key is not None and step_key not in values:
                 values[step_key] = int(step)
             self._put("metrics", (time.time(), step_key, None if step is None else int(step), values))
+            if step is not None and step_key is None and not self._closed:
+                self._warn.warn("log step without key", "rlsight log(step=...) without step_key: the step has no axis to be "
+                                "drawn on (wall time only); give step_key=\"train/step\" or the key your trainer counts steps by")
         except Exception:
             self._warn.warn("log", "rlsight metric log failed; dropping this call")
 

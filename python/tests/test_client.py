@@ -61,6 +61,15 @@ class ClientTest(unittest.TestCase):
         finally:
             c.close(timeout=2)
 
+    def test_a_step_logged_without_its_step_key_is_warned_about(self):
+        with self.assertLogs("rlsight", "WARNING") as logs:
+            self.client.log({"train/loss": 1.0}, step=7)
+            self.client.log({"train/loss": 0.5}, step=8)
+        self.assertEqual(len(logs.output), 1)
+        self.assertIn("log(step=...) without step_key", logs.output[0])
+        self.assertTrue(self.client.flush(5))
+        self.assertEqual([json.loads(l)["step"] for l in self.stub.lines("metrics")], [7, 8])
+
     def test_log_keeps_scalars_and_writes_floats_as_python_does(self):
         class Zero:
             def __float__(self):

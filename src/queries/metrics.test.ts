@@ -66,4 +66,14 @@ describe('metrics on the demo run', () => {
     const out = metricSeries(fixture.store, ['perf/step_time'], { x: WALL_TIME_X, t0: 1000200 });
     assert.deepEqual(out['perf/step_time'], { x: [1000225, 1000325], y: [94, 93], ts: [1000225, 1000325] });
   });
+
+  test('a record with a step key and no step is on the wall-clock axis only, never a point at x = null', () => {
+    const records = [
+      { ts: 10, step_key: 'train/step', step: 1, metrics: { loss: 2 } },
+      { ts: 11, step_key: 'train/step', step: null, metrics: { loss: 3 } },
+    ];
+    const store = { metricsRecords: () => records, metricKeys: () => ['loss'], stepKeys: () => ['train/step'] };
+    assert.deepEqual(metricSeries(store, ['loss'], { x: 'train/step' }).loss, { x: [1], y: [2], ts: [10] });
+    assert.deepEqual(metricSeries(store, ['loss'], { x: WALL_TIME_X }).loss, { x: [10, 11], y: [2, 3], ts: [10, 11] });
+  });
 });

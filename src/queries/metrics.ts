@@ -26,7 +26,7 @@ export interface MetricsSource {
 
 /**
  * One series per requested key (an unknown key gets empty arrays), in file order: on a step key, the
- * records logged against it (`x` = their step); on `WALL_TIME_X`, every record (`x` = its ts). Records
+ * records logged against it with a step (`x` = their step); on `WALL_TIME_X`, every record (`x` = its ts). Records
  * outside `t0 <= ts <= t1` are skipped. A key listed twice gets every point twice, like the reference.
  */
 export function metricSeries(store: MetricsSource, keys: readonly string[], q: MetricQuery): Record<string, MetricSeries> {
@@ -36,7 +36,8 @@ export function metricSeries(store: MetricsSource, keys: readonly string[], q: M
   const t1 = q.t1 ?? null;
   const wall = q.x === WALL_TIME_X;
   for (const r of store.metricsRecords()) {
-    if (!wall && r.step_key !== q.x) continue;
+    // on a step axis a record needs its step (one logged with a step key and no step is on wall time only)
+    if (!wall && (r.step_key !== q.x || r.step === null)) continue;
     if ((t0 !== null && r.ts < t0) || (t1 !== null && r.ts > t1)) continue;
     for (const k of keys) {
       if (!(k in r.metrics)) continue;
