@@ -507,8 +507,11 @@ class Client:
             return False
         except Exception as err:
             self.send_failures += 1
+            tried = self.address
             self._rediscover()
-            self._warn.warn("down", "rlsight collector at %s unreachable (%s); records kept for a retry", self.address, err)
+            # no collector yet: connect() said so already; else name the address that failed, not one found since
+            if tried is not None:
+                self._warn.warn("down", "rlsight collector at %s unreachable (%s); records kept for a retry", tried, err)
             return False
 
     def _held(self):
