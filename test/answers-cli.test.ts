@@ -343,7 +343,7 @@ describe('health, search and export take the run directory as serve does: DIR or
     // a Perfetto window holding nothing of the run writes nothing and says where the run lies
     const nothing = cli('export', 'perfetto', run.dir, '--t0', '1', '--t1', '2', '--out', join(out, 'empty.json'));
     assert.equal(nothing.code, 1, nothing.stderr);
-    assert.match(nothing.stderr, /nothing to export between --t0 1 and --t1 2; the run's telemetry spans \d+\.\d{3} to \d+\.\d{3}; nothing written/);
+    assert.match(nothing.stderr, /nothing to export between --t0 1 and --t1 2; the run's phases, GPU utilisation and engine series span \d+\.\d{3} to \d+\.\d{3} \(Unix seconds\); nothing written/);
     assert.equal(existsSync(join(out, 'empty.json')), false);
     // the same run twice, and a second TensorBoard export into a logdir holding one
     const dup = cli('serve', run.dir, `${run.dir}/`, '--port', '0');
@@ -429,6 +429,12 @@ describe('health, search and export take the run directory as serve does: DIR or
     const hexPort = cli('serve', run.dir, '--port', '0x1F90');
     assert.equal(hexPort.code, 2);
     assert.match(hexPort.stderr, /--port: expected an integer, got '0x1F90'/);
+    // a logdir that is not there is said to be missing, not to be something else
+    const noLogdir = cli('serve', run.dir, '--tensorboard', join(out, 'no-logdir'));
+    assert.equal(noLogdir.code, 2);
+    assert.match(noLogdir.stderr, /--tensorboard: no such directory: .*no-logdir/);
+    writeFileSync(join(out, 'a-file'), '');
+    assert.match(cli('serve', run.dir, '--tensorboard', join(out, 'a-file')).stderr, /--tensorboard: .*a-file is not a directory/);
   });
 
   test('export telemetry into a directory holding files exits 2; into an empty one it is written whole, nothing left beside it', () => {

@@ -139,13 +139,14 @@ function tensorboardFlag(raw: string | undefined, runs: number, root: boolean): 
   if (raw === undefined) return undefined;
   if (runs !== 1 || root) throw new UsageError('--tensorboard: give it with exactly one run directory (the logdir belongs to that run)');
   const dir = resolve(raw);
-  let ok = false;
+  let isDir: boolean;
   try {
-    ok = statSync(dir).isDirectory();
+    isDir = statSync(dir).isDirectory();
   } catch {
-    // reported below
+    // (`rlsight collect --tensorboard` waits for a logdir to appear; a server reads what is there)
+    throw new UsageError(`--tensorboard: no such directory: ${raw}`);
   }
-  if (!ok) throw new UsageError(`--tensorboard: ${raw} is not a directory`);
+  if (!isDir) throw new UsageError(`--tensorboard: ${raw} is not a directory`);
   return dir;
 }
 
