@@ -88,6 +88,12 @@ describe('slime recorded live through its hook flags', () => {
     assert.ok(compared > 40, `${compared} values compared with the dump's`);
   });
 
+  it('lists the eval metrics under the dataset names slime logged, not a second time as dataset<i>', async () => {
+    const meta = await get(liveApp, '/api/meta');
+    assert.deepEqual(meta.metric_keys.filter((k: string) => /^eval\/dataset\d/.test(k)), []);
+    for (const k of ['eval/aime24', 'eval/gsm8k_test', 'eval/gsm8k_test/response_len/mean']) assert.ok(meta.metric_keys.includes(k), k);
+  });
+
   it('answers the Rollouts summary, Sample messages and tokens as for the dump', async () => {
     for (const [id, evaluation] of [[0, false], [1, false], [0, true]] as const) {
       const q = evaluation ? '?eval=true' : '';

@@ -6,7 +6,7 @@ import type { Meta, MetricsAnswer, RolloutTable } from '../wire/index.ts';
 import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { RunAnswers, type HandedIn, type Presentation, type Window } from './runAnswers.ts';
-import { slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
+import { loggedEvalDatasets, slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
 import { traceDetails, traceView } from './slimeTraceView.ts';
 
 export class SlimeAnswers extends RunAnswers {
@@ -25,8 +25,10 @@ export class SlimeAnswers extends RunAnswers {
     const train = await this.traces.allDumps(false);
     const evals = await this.traces.allDumps(true);
     // Decoded dumps are reused while unchanged; the metrics are recomputed only when the set changes.
-    const key = [...train, ...evals].map((d) => `${d.file}:${d.samples.length}`).join('|');
-    if (this.memo?.key !== key) this.memo = { key, steps: slimeStepMetrics(train, evals, this.inputs) };
+    // eval datasets by the names given, else by those the run logged itself (a run recorded through slime's hooks)
+    const names = this.inputs.evalDatasetNames ?? loggedEvalDatasets(this.metricsRecords());
+    const key = [...train, ...evals].map((d) => `${d.file}:${d.samples.length}`).join('|') + `|${names.join(',')}`;
+    if (this.memo?.key !== key) this.memo = { key, steps: slimeStepMetrics(train, evals, { ...this.inputs, evalDatasetNames: names }) };
     return this.memo.steps;
   }
 

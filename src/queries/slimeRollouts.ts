@@ -1,5 +1,5 @@
 // slime's per-step metrics over every dump of a run, and `/api/metrics` series of them (x = rollout id).
-import type { SlimeDump } from '../run/model.ts';
+import type { MetricsRecord, SlimeDump } from '../run/model.ts';
 import type { MetricSeries, MetricsAnswer } from '../wire/metrics.ts';
 import { evalDatasets, evalMetrics, rolloutStepMetrics, type RolloutMetricsOptions } from './slimePerf.ts';
 
@@ -42,4 +42,19 @@ export function slimeMetricKeys(steps: ReturnType<typeof slimeStepMetrics>): str
   const seen = new Set<string>();
   for (const s of steps) for (const k of Object.keys(s.metrics)) seen.add(k);
   return [...seen];
+}
+
+/**
+ * The eval dataset names a run logged itself (a slime run recorded through its hooks logs `eval/{name}` per
+ * dataset, in dataset order): those of the first record holding any, so the metrics computed from its eval
+ * dumps carry the same names instead of `dataset<i>`. Empty when none was logged.
+ */
+export function loggedEvalDatasets(records: readonly MetricsRecord[]): string[] {
+  for (const r of records) {
+    const names = Object.keys(r.metrics)
+      .map((k) => /^eval\/([^/]+)$/.exec(k)?.[1])
+      .filter((n): n is string => n !== undefined && n !== 'step' && !n.endsWith('-truncated_ratio'));
+    if (names.length > 0) return names;
+  }
+  return [];
 }
