@@ -1,6 +1,6 @@
-// `rlsight export perfetto DIR [--t0 T --t1 T] --out FILE`: one window of the run as Chrome
-// trace-event JSON for ui.perfetto.dev.
-import { perfettoForRun } from '../queries/perfettoExport.ts';
+// `rlsight export perfetto DIR [--t0 T --t1 T] --out FILE`: one window of the run (Unix seconds, any width;
+// the whole run without them) as Chrome trace-event JSON for ui.perfetto.dev.
+import { perfettoForRun, perfettoSpan } from '../queries/perfettoExport.ts';
 import { CommandUsageError, incompleteness, openRunDir, outPath, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 
 /** Perfetto's UI loads traces up to about this size; a bigger export must be cut into windows. */
@@ -11,6 +11,11 @@ function floatFlag(raw: string | undefined, flag: string): number | undefined {
   const v = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(v)) throw new CommandUsageError(`--${flag}: expected a number (epoch seconds), got '${raw}'`);
   return v;
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }
 
 export const perfettoExport: ExportKind = {
@@ -30,9 +35,12 @@ export const perfettoExport: ExportKind = {
       // only the track names (metadata events): nothing of the run lies in the window asked (or could be read)
       if (trace.traceEvents.every((e) => e.ph === 'M')) {
         incompleteness(run, leftOut);
-        const range = (await run.meta({ follow: false, useUtilizationOverview: false })).time_range;
-        const spans = range ? `; the run's telemetry spans ${range[0].toFixed(3)} to ${range[1].toFixed(3)}` : '';
-        throw new Error(`nothing to export${t0 !== undefined || t1 !== undefined ? ` between --t0 ${t0 ?? '(start)'} and --t1 ${t1 ?? '(end)'}` : ''}${spans}; nothing written`);
+        // where what the export draws lies (not the run's whole time range: its metrics may begin long before)
+        const span = await perfettoSpan(run);
+        const where = span
+          ? `; the run's ${listed(span.kinds)} span ${span.t0.toFixed(3)} to ${span.t1.toFixed(3)} (Unix seconds)`
+          : '; the run has no phases, GPU utilisation, engine series or request traces to draw';
+        throw new Error(`nothing to export${t0 !== undefined || t1 !== undefined ? ` between --t0 ${t0 ?? '(start)'} and --t1 ${t1 ?? '(end)'}` : ''}${where}; nothing written`);
       }
       const bytes = new TextEncoder().encode(JSON.stringify(trace));
       if (bytes.length > PERFETTO_MAX_BYTES) {

@@ -3,11 +3,19 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { fixturePath } from '../../test/support/fixtures.ts';
+import { generateDemoRun } from '../demo/index.ts';
 import { PACKAGE_ROOT } from '../ownFiles.ts';
+import { openRunModel } from '../run/open.ts';
 import { readSlimeDump } from '../run/slime/dump.ts';
-import { perfettoTrace, type ChromeTrace, type TraceEvent } from './perfetto.ts';
+import { TelemetryStore } from '../run/telemetry/store.ts';
+import type { Phase } from '../wire/timeline.ts';
+import { MAX_WINDOW_S } from './limits.ts';
+import { perfettoTrace, phaseTracks, type ChromeTrace, type TraceEvent } from './perfetto.ts';
+import { perfettoForRun, perfettoSpan, sampleEdges } from './perfettoExport.ts';
+import type { RunAnswers } from './runAnswers.ts';
+import { answersFor } from './slimeAnswers.ts';
 import { traceView } from './slimeTraceView.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'rlsight-perfetto-'));
@@ -118,4 +126,157 @@ test('rlsight export perfetto over the miles fixture and a slime run', () => {
   const bad = spawnSync(process.execPath, ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'export', 'perfetto', '--dump-details', join(tmp, 'nope'), '--out', join(tmp, 'x.json')], { encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /no such directory/);
+});
+
+/** Complete events of one track that start inside another and end after it: Perfetto drops them. */
+function badlyNested(trace: ChromeTrace): TraceEvent[] {
+  const tracks = new Map<string, TraceEvent[]>();
+  for (const e of trace.traceEvents) {
+    if (e.ph !== 'X') continue;
+    const k = `${e.pid}:${e.tid}`;
+    tracks.set(k, [...(tracks.get(k) ?? []), e]);
+  }
+  const bad: TraceEvent[] = [];
+  for (const list of tracks.values()) {
+    // Perfetto's order: by start, the longer of two equal starts first (the parent)
+    list.sort((a, b) => a.ts - b.ts || b.dur! - a.dur!);
+    const open: number[] = [];
+    for (const e of list) {
+      while (open.length > 0 && open[open.length - 1] <= e.ts) open.pop();
+      if (open.length > 0 && e.ts + e.dur! > open[open.length - 1]) bad.push(e);
+      else open.push(e.ts + e.dur!);
+    }
+  }
+  return bad;
+}
+
+const phase = (name: string, t0: number, t1: number, rank = 0, gpu = 0): Phase => ({ name, t0, t1, node: '10.0.0.1', gpu, rank, role: rank < 0 ? 'derived' : 'train' });
+
+test('phases that overlap without nesting go to further tracks of their GPU; nested ones stay', () => {
+  const phases = [phase('train_wait', 0, 10), phase('wake_up', 2, 3), phase('ref_log_probs', 4, 8), phase('log_probs', 7.9, 9), phase('actor_train', 8.5, 12), phase('sleep', 12, 13)];
+  const tracks = phaseTracks(phases);
+  assert.deepEqual(
+    tracks.map((t) => t.map((p) => p.name)),
+    [
+      ['train_wait', 'wake_up', 'ref_log_probs', 'sleep'],
+      ['log_probs'],
+      ['actor_train'],
+    ],
+  );
+  // the longer of two equal starts is the parent, whatever the input order
+  assert.deepEqual(phaseTracks([phase('inner', 0, 1), phase('outer', 0, 2)]).map((t) => t.map((p) => p.name)), [['outer', 'inner']]);
+  const trace = perfettoTrace({ phases });
+  assert.deepEqual(badlyNested(trace), []);
+  assert.equal(trace.traceEvents.filter((e) => e.ph === 'X').length, phases.length);
+  const names = trace.traceEvents.filter((e) => e.name === 'thread_name').map((e) => [e.tid, e.args!.name]);
+  assert.deepEqual(names, [
+    [1, 'gpu 0 (rank 0)'],
+    [2, 'gpu 0 (rank 0) #2'],
+    [3, 'gpu 0 (rank 0) #3'],
+  ]);
+  assert.equal(trace.traceEvents.find((e) => e.name === 'log_probs')!.tid, 2);
+});
+
+test('a GPU track is named by the ranks its phases carry, never the -1 of a derived phase', () => {
+  const names = (phases: Phase[]): unknown[] => perfettoTrace({ phases }).traceEvents.filter((e) => e.name === 'thread_name').map((e) => e.args!.name);
+  assert.deepEqual(names([phase('initialize', 0, 1, -1), phase('actor_train', 1, 2, 3)]), ['gpu 0 (rank 3)']);
+  assert.deepEqual(names([phase('initialize', 0, 1, -1, 2), ...[0, 1, 2, 5].map((r, i) => phase('actor_train', 1 + i, 2 + i, r, 2))]), ['gpu 2 (ranks 0-2, 5)']);
+  assert.deepEqual(names([phase('initialize', 0, 1, -1, 1), phase('rollout', 1, 2, -1, 1)]), ['gpu 1']);
+});
+
+test('sampleEdges finds the first and last sample to a millisecond, reading only hours at the edges', async () => {
+  const samples = [1000.25, 5000, 7203.5, 9000.125];
+  const asked: [number, number][] = [];
+  // like a downsampled series: never every sample, but one when there are any
+  const stamps = async (t0: number, t1: number): Promise<number[]> => {
+    asked.push([t0, t1]);
+    const inside = samples.filter((t) => t >= t0 && t <= t1);
+    return inside.length > 1 ? [inside[1]] : inside;
+  };
+  const [first, last] = (await sampleEdges([0, 20000], stamps))!;
+  assert.ok(Math.abs(first - 1000.25) <= 1e-3 && first >= 1000.25, `${first}`);
+  assert.ok(Math.abs(last - 9000.125) <= 1e-3 && last <= 9000.125, `${last}`);
+  assert.ok(asked.every(([a, b]) => b - a <= 3600));
+  assert.ok(asked.length < 120, `${asked.length} asks`);
+  assert.equal(await sampleEdges([0, 20000], async () => []), null);
+});
+
+// The demo run as `rlsight demo` writes it: phases that overlap on a GPU, and metrics that begin long before
+// the telemetry.
+let demoDir = '';
+let demo: RunAnswers;
+before(async () => {
+  demoDir = join(tmp, 'demo');
+  await generateDemoRun(demoDir, { historySteps: 194, now: 1_796_656_350 });
+  demo = answersFor(await openRunModel(demoDir));
+});
+after(() => demo?.close());
+
+test('demo run: every phase is a slice, none improperly nested on its track, tracks named by rank', async () => {
+  const trace = await perfettoForRun(demo);
+  checkSchema(trace);
+  const phases = (await demo.phases({})).phases;
+  const slices = trace.traceEvents.filter((e) => e.ph === 'X');
+  assert.equal(slices.length, phases.length);
+  const key = (name: string, ts: number, dur: number): string => `${name} ${ts} ${dur}`;
+  assert.deepEqual(slices.map((e) => key(e.name, e.ts, e.dur!)).sort(), phases.map((p) => key(p.name, Math.round(p.t0 * 1e6), Math.round(p.t1 * 1e6) - Math.round(p.t0 * 1e6))).sort());
+  assert.deepEqual(badlyNested(trace), []);
+  // the run has phases one track per GPU would lose
+  const lanes = [...new Set(phases.map((p) => `${p.node}:${p.gpu}`))];
+  const oneTrack = phases.map((p): TraceEvent => ({ name: p.name, ph: 'X', ts: Math.round(p.t0 * 1e6), dur: Math.round(p.t1 * 1e6) - Math.round(p.t0 * 1e6), pid: 1, tid: lanes.indexOf(`${p.node}:${p.gpu}`) }));
+  assert.ok(badlyNested({ traceEvents: oneTrack, displayTimeUnit: 'ms', otherData: {} }).length > 50);
+  const threads = trace.traceEvents.filter((e) => e.name === 'thread_name').map((e) => String(e.args!.name));
+  assert.ok(threads.some((n) => n.endsWith(' #2')), 'some GPU needs a second track');
+  // the app's labels: g0 is rank 0, g15 rank 15; no track says -1
+  const ranks = new Map<string, Set<number>>();
+  for (const p of phases) if (p.rank >= 0) ranks.set(`${p.node}:${p.gpu}`, (ranks.get(`${p.node}:${p.gpu}`) ?? new Set()).add(p.rank));
+  assert.equal(ranks.size, 16);
+  const nodes = new Map(trace.traceEvents.filter((e) => e.name === 'process_name').map((e) => [e.pid, String(e.args!.name).replace(/^node /, '')]));
+  for (const e of trace.traceEvents.filter((x) => x.name === 'thread_name' && !String(x.args!.name).includes('#'))) {
+    const [r] = ranks.get(`${nodes.get(e.pid)}:${e.tid - 1}`)!;
+    assert.equal(e.args!.name, `gpu ${e.tid - 1} (rank ${r})`);
+  }
+  assert.ok(!threads.some((n) => n.includes('-1')));
+});
+
+test('demo run: the span of what the export draws, and a window of any width', async () => {
+  const meta = await demo.meta({ follow: false, useUtilizationOverview: false });
+  const [r0, r1] = meta.time_range!;
+  // what the export draws, read whole from the files
+  const store = TelemetryStore.open(join(demoDir, 'dashboard'));
+  const ends = (blocks: { length: number; ts: ArrayLike<number> }[]): [number, number] => {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const b of blocks) for (let i = 0; i < b.length; i++) [lo, hi] = [Math.min(lo, b.ts[i]), Math.max(hi, b.ts[i])];
+    return [lo, hi];
+  };
+  const gpu = ends(store.gpuUtilBlocks());
+  const engine = ends(store.engineSeriesBlocks());
+  const phases = (await demo.phases({})).phases;
+  const lo = Math.min(gpu[0], engine[0], ...phases.map((p) => p.t0));
+  const hi = Math.max(gpu[1], engine[1], ...phases.map((p) => p.t1));
+  // the metrics begin hours before the telemetry: the run's time range is no answer to where the export draws
+  assert.ok(lo - r0 > MAX_WINDOW_S, `${lo} ${r0}`);
+  const span = (await perfettoSpan(demo))!;
+  assert.deepEqual(span.kinds, ['phases', 'GPU utilisation', 'engine series']);
+  assert.ok(Math.abs(span.t0 - lo) <= 1e-3 && Math.abs(span.t1 - hi) <= 1e-3, `${span.t0} ${span.t1} vs ${lo} ${hi}`);
+
+  // a window before the telemetry (inside the time range) holds nothing: the CLI says where to look
+  const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'export', 'perfetto', demoDir, ...args], { encoding: 'utf8' });
+  const out = join(tmp, 'demo-early.json');
+  const early = cli('--t0', String(Math.ceil(r0)), '--t1', String(Math.ceil(r0) + 3600), '--out', out);
+  assert.equal(early.status, 1, early.stderr);
+  const quoted = `the run's phases, GPU utilisation and engine series span ${span.t0.toFixed(3)} to ${span.t1.toFixed(3)} (Unix seconds); nothing written`;
+  assert.ok(early.stderr.includes(quoted), early.stderr);
+
+  // a window wider than a timeline query takes is read in pieces: the whole run, as without one
+  const wide = await perfettoForRun(demo, { t0: r0 - 1, t1: r1 + 1 });
+  checkSchema(wide);
+  const whole = await perfettoForRun(demo);
+  const count = (t: ChromeTrace, ph: string) => t.traceEvents.filter((e) => e.ph === ph).length;
+  assert.equal(count(wide, 'X'), count(whole, 'X'));
+  assert.ok(count(wide, 'C') > 0);
+  const all = cli('--t0', String(r0 - 1), '--t1', String(r1 + 1), '--out', join(tmp, 'demo-wide.json'));
+  assert.equal(all.status, 0, all.stderr);
+  assert.equal(count(JSON.parse(readFileSync(join(tmp, 'demo-wide.json'), 'utf8')), 'X'), count(whole, 'X'));
 });

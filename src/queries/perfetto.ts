@@ -44,6 +44,43 @@ export interface PerfettoInputs {
 
 const us = (s: number): number => Math.round(s * 1e6);
 
+/**
+ * One GPU's phases on as few tracks as keep every track's slices properly nested: Perfetto drops a complete
+ * event that starts inside another on its track and ends after it, so such a phase goes to the next track
+ * where it nests (or a new one). Each track is in start order, the longer of two equal starts first (the parent).
+ */
+export function phaseTracks(phases: readonly Phase[]): Phase[][] {
+  const sorted = [...phases].sort((a, b) => us(a.t0) - us(b.t0) || us(b.t1) - us(a.t1));
+  const tracks: { phases: Phase[]; open: number[] }[] = [];
+  for (const p of sorted) {
+    const a = us(p.t0);
+    const b = Math.max(a, us(p.t1));
+    let track = tracks.find((t) => {
+      // slices ended by this start are closed; what is still open must hold the whole phase
+      while (t.open.length > 0 && t.open[t.open.length - 1] <= a) t.open.pop();
+      return t.open.length === 0 || t.open[t.open.length - 1] >= b;
+    });
+    if (track === undefined) tracks.push((track = { phases: [], open: [] }));
+    track.phases.push(p);
+    track.open.push(b);
+  }
+  return tracks.map((t) => t.phases);
+}
+
+/** ` (rank 3)`, ` (ranks 0-3, 8)`, or '' when no phase on the GPU carries a rank (-1: derived, rollout). */
+function rankLabel(phases: readonly Phase[]): string {
+  const ranks = [...new Set(phases.map((p) => p.rank))].filter((r) => Number.isInteger(r) && r >= 0).sort((a, b) => a - b);
+  if (ranks.length === 0) return '';
+  const parts: string[] = [];
+  for (let i = 0; i < ranks.length; ) {
+    let j = i;
+    while (j + 1 < ranks.length && ranks[j + 1] === ranks[j] + 1) j++;
+    parts.push(i === j ? `${ranks[i]}` : `${ranks[i]}-${ranks[j]}`);
+    i = j + 1;
+  }
+  return ` (rank${ranks.length > 1 ? 's' : ''} ${parts.join(', ')})`;
+}
+
 /** The trace for one window. Process ids: 1.. GPU nodes, then the engines, then one per rollout dump. */
 export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
   const events: TraceEvent[] = [];
@@ -58,9 +95,8 @@ export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
     } else events.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid, args: { name } });
   };
 
-  // Compute timeline: one process per node, one thread per GPU.
+  // Compute timeline: one process per node, a thread per GPU (and more where its phases overlap).
   const nodes = new Map<string, number>();
-  const named = new Set<string>();
   const nodePid = (node: string): number => {
     let pid = nodes.get(node);
     if (pid === undefined) {
@@ -69,20 +105,29 @@ export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
     }
     return pid;
   };
-  const gpuThread = (node: string, gpu: number, rank?: number): [number, number] => {
-    const pid = nodePid(node);
-    const tid = gpu + 1;
-    const key = `${node}:${gpu}`;
-    if (!named.has(key)) {
-      named.add(key);
-      meta(pid, tid, `gpu ${gpu}${rank !== undefined ? ` (rank ${rank})` : ''}`);
-    }
-    return [pid, tid];
-  };
+  const byGpu = new Map<string, Phase[]>();
   for (const p of inputs.phases ?? []) {
     if (!inWindow(p.t0, p.t1)) continue;
-    const [pid, tid] = gpuThread(p.node, p.gpu, p.rank);
-    events.push({ name: p.name, ph: 'X', ts: us(p.t0), dur: Math.max(0, us(p.t1) - us(p.t0)), pid, tid, cat: 'phase', args: { rank: p.rank, role: p.role } });
+    const key = `${p.node}:${p.gpu}`;
+    const list = byGpu.get(key);
+    if (list === undefined) byGpu.set(key, [p]);
+    else list.push(p);
+  }
+  // a GPU's first track keeps tid gpu + 1; its extra tracks take the tids after the node's last GPU
+  const nextTid = new Map<string, number>();
+  for (const list of byGpu.values()) nextTid.set(list[0].node, Math.max(nextTid.get(list[0].node) ?? 1, list[0].gpu + 2));
+  for (const list of byGpu.values()) {
+    const { node, gpu } = list[0];
+    const pid = nodePid(node);
+    const name = `gpu ${gpu}${rankLabel(list)}`;
+    phaseTracks(list).forEach((track, i) => {
+      let tid = gpu + 1;
+      if (i > 0) nextTid.set(node, (tid = nextTid.get(node)!) + 1);
+      meta(pid, tid, i === 0 ? name : `${name} #${i + 1}`);
+      for (const p of track) {
+        events.push({ name: p.name, ph: 'X', ts: us(p.t0), dur: Math.max(0, us(p.t1) - us(p.t0)), pid, tid, cat: 'phase', args: { rank: p.rank, role: p.role } });
+      }
+    });
   }
   for (const [key, series] of Object.entries(inputs.gpu?.lanes ?? {})) {
     const cut = key.lastIndexOf(':');

@@ -1,9 +1,9 @@
 // Gathers what a Perfetto export of one window holds from an open run's answers (the compute timeline of
 // a miles run; the request traces of a slime run), then lays it out as Chrome trace-event JSON.
 import { unreadStepProblem } from '../run/errors.ts';
-import type { EngineSeries } from '../wire/timeline.ts';
+import type { EngineSeries, GpuAnswer } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
-import { BadArgument } from './limits.ts';
+import { BadArgument, MAX_WINDOW_S, SERIES_MAX_POINTS } from './limits.ts';
 import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from './perfetto.ts';
 import type { RunSources } from './runAnswers.ts';
 
@@ -28,14 +28,22 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
   if (w.rolloutId === undefined && w.evaluation) throw new BadArgument('eval', 'eval: names an eval step, given with rollout_id');
   const meta = await run.meta({ follow: false, useUtilizationOverview: false });
   const inputs: PerfettoInputs = { t0: w.t0, t1: w.t1, title: meta.run_name ?? undefined };
+  // the series queries answer at most MAX_WINDOW_S at a time: a wider window is read in pieces and joined,
+  // its points shared out so the whole window holds about as many as one piece would
+  const pieces = windowPieces(w.t0, w.t1, meta.time_range);
+  const share = (points: number): number => Math.max(SERIES_MAX_POINTS.min, Math.ceil(points / Math.max(1, pieces.length)));
   if (meta.capabilities.has_timeline) {
     inputs.phases = (await run.phases({ t0: w.t0, t1: w.t1 })).phases;
-    inputs.gpu = await run.gpu({ t0: w.t0, t1: w.t1, maxPoints: PERFETTO_GPU_POINTS });
+    const parts: GpuAnswer[] = [];
+    for (const [t0, t1] of pieces) parts.push(await run.gpu({ t0, t1, maxPoints: share(PERFETTO_GPU_POINTS) }));
+    inputs.gpu = joinGpu(parts);
   }
   if (meta.capabilities.has_engine_series) {
     const engine: Record<string, EngineSeries[]> = {};
     for (const metric of meta.engine_metric_keys) {
-      engine[metric] = (await run.engineSeries({ metric, t0: w.t0, t1: w.t1, maxPoints: PERFETTO_ENGINE_POINTS, perDpRank: false })).series;
+      const parts: EngineSeries[][] = [];
+      for (const [t0, t1] of pieces) parts.push((await run.engineSeries({ metric, t0, t1, maxPoints: share(PERFETTO_ENGINE_POINTS), perDpRank: false })).series);
+      engine[metric] = joinEngine(parts);
     }
     inputs.engine = engine;
   }
@@ -64,4 +72,175 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
     }
   }
   return perfettoTrace(inputs);
+}
+
+/**
+ * `[t0, t1]` cut into pieces of at most MAX_WINDOW_S (one piece when a bound is open: the queries take those
+ * whole). A wider window is first cut to the run's time range (`range`): no samples lie outside it.
+ */
+export function windowPieces(t0: number | undefined, t1: number | undefined, range: readonly [number, number] | null): [number | undefined, number | undefined][] {
+  if (t0 === undefined || t1 === undefined || t1 - t0 <= MAX_WINDOW_S) return [[t0, t1]];
+  if (range === null || range[0] > t1 || range[1] < t0) return [];
+  t0 = Math.max(t0, range[0]);
+  t1 = Math.min(t1, range[1]);
+  if (t1 - t0 <= MAX_WINDOW_S) return [[t0, t1]];
+  const n = Math.ceil((t1 - t0) / MAX_WINDOW_S);
+  const step = (t1 - t0) / n;
+  return Array.from({ length: n }, (_, i) => [t0 + i * step, i === n - 1 ? t1 : t0 + (i + 1) * step]);
+}
+
+/** Points of ascending pieces joined; a point on the edge of two pieces (both answer it) is kept once. */
+function joinPoints(cols: number, parts: { ts: ArrayLike<number>; values: ArrayLike<number | null>[] }[]): { ts: number[]; values: (number | null)[][] } {
+  const ts: number[] = [];
+  const values: (number | null)[][] = Array.from({ length: cols }, () => []);
+  for (const p of parts) {
+    for (let i = 0; i < p.ts.length; i++) {
+      if (ts.length > 0 && p.ts[i] <= ts[ts.length - 1]) continue;
+      ts.push(p.ts[i]);
+      for (let c = 0; c < cols; c++) values[c].push(p.values[c][i]);
+    }
+  }
+  return { ts, values };
+}
+
+function joinGpu(parts: GpuAnswer[]): GpuAnswer {
+  if (parts.length === 1) return parts[0];
+  if (parts.length === 0) return { lanes: {} };
+  const keys = new Set(parts.flatMap((p) => Object.keys(p.lanes)));
+  const lanes: GpuAnswer['lanes'] = {};
+  for (const key of keys) {
+    const got = parts.flatMap((p) => (p.lanes[key] ? [p.lanes[key]] : []));
+    const j = joinPoints(3, got.map((s) => ({ ts: s.ts, values: [s.util, s.mem_mb, s.power_w] })));
+    lanes[key] = { ts: j.ts, util: j.values[0] as number[], mem_mb: j.values[1] as number[], power_w: j.values[2] as number[] };
+  }
+  return { lanes };
+}
+
+function joinEngine(parts: EngineSeries[][]): EngineSeries[] {
+  if (parts.length === 1) return parts[0];
+  if (parts.length === 0) return [];
+  const byKey = new Map<string, EngineSeries[]>();
+  for (const list of parts) {
+    for (const s of list) {
+      const key = `${s.addr} ${JSON.stringify(s.labels)}`;
+      const got = byKey.get(key);
+      if (got === undefined) byKey.set(key, [s]);
+      else got.push(s);
+    }
+  }
+  return [...byKey.values()].map((got) => {
+    const j = joinPoints(1, got.map((s) => ({ ts: s.ts, values: [s.value] })));
+    return { addr: got[0].addr, labels: got[0].labels, ts: j.ts, value: j.values[0] as number[] };
+  });
+}
+
+const HOUR_S = 3600;
+
+/** What a Perfetto export of the whole run can draw, and when: for saying where to look when a window holds none of it. */
+export interface PerfettoSpan {
+  t0: number;
+  t1: number;
+  /** `phases`, `GPU utilisation`, `engine series`, `request traces`: those the run has. */
+  kinds: string[];
+}
+
+/**
+ * The span of what the export draws: phases and request traces whole, and the first and last GPU and engine
+ * samples, found without reading every hour of them (a run's metrics may begin long before its telemetry).
+ * Null when the run has none of it.
+ */
+export async function perfettoSpan(run: RunSources): Promise<PerfettoSpan | null> {
+  const meta = await run.meta({ follow: false, useUtilizationOverview: false });
+  let lo = Infinity;
+  let hi = -Infinity;
+  const kinds: string[] = [];
+  const add = (kind: string, span: [number, number] | null): void => {
+    if (span === null) return;
+    kinds.push(kind);
+    lo = Math.min(lo, span[0]);
+    hi = Math.max(hi, span[1]);
+  };
+  const range = meta.time_range;
+  if (meta.capabilities.has_timeline) {
+    let phases: [number, number] | null = null;
+    for (const p of (await run.phases({})).phases) phases = phases === null ? [p.t0, p.t1] : [Math.min(phases[0], p.t0), Math.max(phases[1], p.t1)];
+    add('phases', phases);
+    if (range !== null) {
+      add('GPU utilisation', await sampleEdges(range, async (t0, t1) => {
+        const out: number[] = [];
+        for (const s of Object.values((await run.gpu({ t0, t1, maxPoints: SERIES_MAX_POINTS.min })).lanes)) {
+          for (let i = 0; i < s.ts.length; i++) if (Number.isFinite(s.util[i])) out.push(s.ts[i]);
+        }
+        return out;
+      }));
+    }
+  }
+  if (meta.capabilities.has_engine_series && range !== null) {
+    add('engine series', await sampleEdges(range, async (t0, t1) => {
+      const out: number[] = [];
+      for (const metric of meta.engine_metric_keys) {
+        for (const s of (await run.engineSeries({ metric, t0, t1, maxPoints: SERIES_MAX_POINTS.min, perDpRank: false })).series) {
+          for (let i = 0; i < s.ts.length; i++) if (s.value[i] !== null && Number.isFinite(s.value[i])) out.push(s.ts[i]);
+        }
+      }
+      return out;
+    }));
+  }
+  if (run.hasTraces) {
+    let traces: [number, number] | null = null;
+    for (const [ids, evaluation] of [[meta.rollout_ids.train, false], [meta.rollout_ids.eval, true]] as const) {
+      for (const id of ids) {
+        let tr: TraceAnswer;
+        try {
+          tr = await run.trace(id, evaluation);
+        } catch (e) {
+          if (unreadStepProblem(e) === null) throw e;
+          continue;
+        }
+        for (const row of tr.rows) {
+          const a = tr.t0 + row.start;
+          const b = tr.t0 + row.end;
+          traces = traces === null ? [a, b] : [Math.min(traces[0], a), Math.max(traces[1], b)];
+        }
+      }
+    }
+    add('request traces', traces);
+  }
+  return kinds.length > 0 ? { t0: lo, t1: hi, kinds } : null;
+}
+
+/**
+ * The first and last of the samples `stamps(t0, t1)` answers (some of those in `[t0, t1]`, at least one when
+ * there are any) within `range`: the hour holding each, found hour by hour from that end, then halved down to a
+ * millisecond, so only the hours at the two edges are read.
+ */
+export async function sampleEdges(range: readonly [number, number], stamps: (t0: number, t1: number) => Promise<number[]>): Promise<[number, number] | null> {
+  const min = (xs: number[]): number => xs.reduce((a, b) => Math.min(a, b), Infinity);
+  const max = (xs: number[]): number => xs.reduce((a, b) => Math.max(a, b), -Infinity);
+  let found: number[] = [];
+  let h = Math.floor(range[0] / HOUR_S) * HOUR_S;
+  for (; h <= range[1]; h += HOUR_S) if ((found = await stamps(h, h + HOUR_S)).length > 0) break;
+  if (found.length === 0) return null;
+  // the first sample lies in [a, b]; b is one
+  let a = h;
+  let b = min(found);
+  while (b - a > 1e-3) {
+    const mid = (a + b) / 2;
+    const got = await stamps(a, mid);
+    if (got.length > 0) b = min(got);
+    else a = mid;
+  }
+  const first = b;
+  h = Math.floor(range[1] / HOUR_S) * HOUR_S;
+  for (; h + HOUR_S >= first; h -= HOUR_S) if ((found = await stamps(Math.max(h, first), h + HOUR_S)).length > 0) break;
+  // the last sample lies in [a, b]; a is one
+  a = max(found);
+  b = h + HOUR_S;
+  while (b - a > 1e-3) {
+    const mid = (a + b) / 2;
+    const got = await stamps(mid, b);
+    if (got.length > 0) a = max(got);
+    else b = mid;
+  }
+  return [first, a];
 }
