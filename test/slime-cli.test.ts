@@ -3,11 +3,12 @@
 // and `export metrics` writes every metric key the app lists for it.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { openRun } from '../src/commands/openRun.ts';
+import { decodeScalarEvent, readTfRecord } from '../src/formats/tfevents.ts';
 import { ensureCliBuilt, RLSIGHT_BIN, servingUrl } from './support/cli.ts';
 import { ageTree, fixturePath } from './support/fixtures.ts';
 
@@ -96,6 +97,34 @@ describe('slime runs on the command line', () => {
     // A key computed from the dumps has its value at each train step, as the chart draws it.
     const latency = columns.indexOf('rollout/response_len/mean');
     assert.ok(rows.every((line) => Number.isFinite(Number(line.split(',')[latency]))), 'rollout/response_len/mean at every step');
+  });
+
+  test('export tensorboard on a slime run stamps each step with when its last request trace ended, not the export time', async () => {
+    const logdir = join(scratch, 'slime-tb');
+    const r = spawnSync(process.execPath, [RLSIGHT_BIN, 'export', 'tensorboard', slime, '--out', logdir], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const [file] = readdirSync(logdir);
+    const bytes = readFileSync(join(logdir, file));
+    const events: { step: number; wallTime: number }[] = [];
+    for (let at = 0; at < bytes.length; ) {
+      const rec = readTfRecord(bytes, at);
+      assert.ok('data' in rec, JSON.stringify(rec));
+      const e = decodeScalarEvent(rec.data);
+      if (e !== null && e.scalars.length > 0) events.push({ step: e.step, wallTime: e.wallTime });
+      at = rec.next;
+    }
+    const run = await openRun(slime);
+    try {
+      const ends = await Promise.all([0, 1].map(async (id) => {
+        const tr = await run.trace(id, false);
+        return Math.max(...tr.rows.map((row) => tr.t0 + row.end));
+      }));
+      assert.deepEqual(events.map((e) => e.step), [0, 1]);
+      assert.deepEqual(events.map((e) => e.wallTime), ends);
+      assert.ok(ends[0] < ends[1]);
+    } finally {
+      await run.close();
+    }
   });
 
   test('health --fail-on a signal no step of the run measures exits 3 saying so, not 0 as if it had passed', () => {

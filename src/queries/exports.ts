@@ -4,6 +4,8 @@ import { encodeCsv } from '../formats/csv.ts';
 import { encodeParquet } from '../formats/parquetWrite.ts';
 import { encodeEventFile, type ScalarEvent } from '../formats/tfevents.ts';
 import type { MetricsRecord } from '../run/model.ts';
+import { unreadStepProblem } from '../run/errors.ts';
+import type { TraceAnswer } from '../wire/trace.ts';
 import type { RunSources } from './runAnswers.ts';
 import { BadArgument } from './limits.ts';
 import type { MetricsAnswer } from '../wire/metrics.ts';
@@ -137,10 +139,34 @@ export async function rolloutTable(run: RunSources, step: number, evaluation: bo
   return { columns: [...t.columns], rows: t.rows.map((r) => t.columns.map((c) => cellOf(r[c]))) };
 }
 
+/**
+ * When each step was logged: its newest record; a train step no record logged (a slime run's metrics are
+ * computed from its dumps) when its last request trace ended.
+ */
+async function runStepWallTimes(run: RunSources): Promise<Map<number, number>> {
+  const out = stepWallTimes(run.metricsRecords());
+  if (!run.hasTraces) return out;
+  const meta = await run.meta({ follow: false, useUtilizationOverview: false });
+  for (const id of meta.rollout_ids.train) {
+    if (out.has(id)) continue;
+    let trace: TraceAnswer;
+    try {
+      trace = await run.trace(id, false);
+    } catch (e) {
+      if (unreadStepProblem(e) === null) throw e;
+      continue; // an unread step's problem is the metrics table's to report
+    }
+    let end = -Infinity;
+    for (const row of trace.rows) end = Math.max(end, trace.t0 + row.end);
+    if (Number.isFinite(end)) out.set(id, end);
+  }
+  return out;
+}
+
 /** The run as one TensorBoard event file. */
 export async function runEventFile(run: RunSources, createdAt: number): Promise<Uint8Array> {
   const table = await runMetricsTable(run);
-  const events = scalarEvents(table, stepWallTimes(run.metricsRecords()), createdAt);
+  const events = scalarEvents(table, await runStepWallTimes(run), createdAt);
   return encodeEventFile(events, createdAt);
 }
 
