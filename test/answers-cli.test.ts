@@ -226,7 +226,7 @@ describe('rlsight health and export over the miles fixture', () => {
     });
     const missing = cli('export', 'rollout', '--dump-details', run.dir, '--step', '42', '--out', csv);
     assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /rollout_data\/42\.pt not found/);
+    assert.match(missing.stderr, /rollout_data\/42\.pt not found.*; its train steps are 0-2\n/);
     assert.equal(cli('export', 'rollout', '--dump-details', run.dir, '--step', 'x', '--out', csv).code, 2);
     assert.equal(cli('export', 'rollout', '--dump-details', run.dir, '--step', '1', '--format', 'xlsx', '--out', csv).code, 2);
     assert.equal(cli('export', 'bogus').code, 2);

@@ -99,6 +99,12 @@ describe('slime runs on the command line', () => {
     assert.ok(rows.every((line) => Number.isFinite(Number(line.split(',')[latency]))), 'rollout/response_len/mean at every step');
   });
 
+  test('export rollout of a step the slime run does not hold exits 1 naming the steps it holds', () => {
+    const r = spawnSync(process.execPath, [RLSIGHT_BIN, 'export', 'rollout', slime, '--step', '42', '--out', join(scratch, 'nope.csv')], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /rollout 42 is not in this run; its train steps are 0-1\n/);
+  });
+
   test('export tensorboard on a slime run stamps each step with when its last request trace ended, not the export time', async () => {
     const logdir = join(scratch, 'slime-tb');
     const r = spawnSync(process.execPath, [RLSIGHT_BIN, 'export', 'tensorboard', slime, '--out', logdir], { encoding: 'utf8' });

@@ -5,6 +5,8 @@ import { extname, join } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
 import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
+import { integerRunsText } from '../queries/integerRuns.ts';
+import { NotFound } from '../run/errors.ts';
 import { CommandUsageError, incompleteness, intFlag, namesIn, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
@@ -65,7 +67,17 @@ const rollout: ExportKind = {
     const format = tableFlag(v.format, out);
     const run = await openRunDir(dir);
     try {
-      const table = await rolloutTable(run.answers, step, v.eval === true);
+      let table: Awaited<ReturnType<typeof rolloutTable>>;
+      try {
+        table = await rolloutTable(run.answers, step, v.eval === true);
+      } catch (e) {
+        if (!(e instanceof NotFound)) throw e;
+        // say which steps there are, whatever the format's own words for the missing one
+        const ids = await run.answers.rolloutIds();
+        const kind = v.eval === true ? 'eval' : 'train';
+        const held = v.eval === true ? ids.eval : ids.train;
+        throw new Error(`${e.message}; its ${kind} steps are ${held.length ? integerRunsText(held) : 'none'}`);
+      }
       writeWhole(out, encodeTable(table, format));
       console.log(`wrote ${table.rows.length} samples of step ${step} to ${out}`);
       // one step's table is whole or not written (the step's own damage fails the command)
@@ -114,3 +126,4 @@ export async function exportCommand(argv: string[]): Promise<number> {
     return entry.run(rest);
   });
 }
+

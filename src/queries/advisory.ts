@@ -7,6 +7,7 @@ import { ExactSum } from './exactSum.ts';
 import type { EngineSeriesSummary } from './engineSummary.ts';
 import type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory, Mfu } from '../wire/metrics.ts';
 import type { EngineSeries } from '../wire/timeline.ts';
+import { integerRunsText } from './integerRuns.ts';
 export type { Advisory, AdvisoryLevel, AdvisoryWindow, LocatedAdvisory };
 
 export const STALL_FACTOR = 6.0;
@@ -228,15 +229,7 @@ export function summaryExtent(series: readonly EngineSeriesSummary[]): AdvisoryW
 
 /** Ranks as lane-grammar terms, consecutive ones as ranges: `rank:0-3,rank:7`. */
 export function rankLanes(ranks: Iterable<number>): string | null {
-  const sorted = [...new Set(ranks)].filter((r) => Number.isInteger(r) && r >= 0).sort((a, b) => a - b);
-  const terms: string[] = [];
-  for (let i = 0; i < sorted.length; ) {
-    let j = i;
-    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
-    terms.push(i === j ? `rank:${sorted[i]}` : `rank:${sorted[i]}-${sorted[j]}`);
-    i = j + 1;
-  }
-  return terms.length ? terms.join(',') : null;
+  return integerRunsText(ranks, 'rank:', ',') || null;
 }
 
 /** Engines as lane-grammar terms (each address whole, so one engine never selects its port-sharing peers). */

@@ -4,6 +4,7 @@
 // process/thread names as metadata. Times are epoch microseconds.
 import type { EngineSeries, Phase, GpuAnswer } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
+import { integerRuns, integerRunsText } from './integerRuns.ts';
 
 export type TraceEventPhase = 'b' | 'e' | 'n' | 'i' | 'X' | 'C' | 'M';
 
@@ -69,16 +70,9 @@ export function phaseTracks(phases: readonly Phase[]): Phase[][] {
 
 /** ` (rank 3)`, ` (ranks 0-3, 8)`, or '' when no phase on the GPU carries a rank (-1: derived, rollout). */
 function rankLabel(phases: readonly Phase[]): string {
-  const ranks = [...new Set(phases.map((p) => p.rank))].filter((r) => Number.isInteger(r) && r >= 0).sort((a, b) => a - b);
-  if (ranks.length === 0) return '';
-  const parts: string[] = [];
-  for (let i = 0; i < ranks.length; ) {
-    let j = i;
-    while (j + 1 < ranks.length && ranks[j + 1] === ranks[j] + 1) j++;
-    parts.push(i === j ? `${ranks[i]}` : `${ranks[i]}-${ranks[j]}`);
-    i = j + 1;
-  }
-  return ` (rank${ranks.length > 1 ? 's' : ''} ${parts.join(', ')})`;
+  const runs = integerRuns(phases.map((p) => p.rank));
+  if (runs.length === 0) return '';
+  return ` (rank${runs.length > 1 || runs[0][0] !== runs[0][1] ? 's' : ''} ${integerRunsText(phases.map((p) => p.rank))})`;
 }
 
 /** The trace for one window. Process ids: 1.. GPU nodes, then the engines, then one per rollout dump. */
