@@ -69,7 +69,7 @@ describe('live telemetry end to end', () => {
       const topo = store.topologySnapshots();
       assert.equal(topo.length, 1);
       assert.deepEqual(topo[0].engines[0].gpus, [['10.0.0.1', 0], ['10.0.0.1', 1]]);
-      // the stand-in nvidia-smi's readings, per GPU
+      // the stand-in nvidia-smi's readings, per GPU (gpu 3 reads [N/A] power: -1, unknown)
       const gpu = new Map<number, number[]>();
       for (const b of store.gpuUtilBlocks()) {
         for (let i = 0; i < b.length; i++) {
@@ -77,7 +77,7 @@ describe('live telemetry end to end', () => {
           gpu.set(store.lanes.gpu(b.lane[i]), [b.util[i], b.memMb(i), b.powerW(i)]);
         }
       }
-      assert.deepEqual([...gpu.entries()].sort(), [[0, [10, 40000, 300]], [1, [30, 40001, 301]], [2, [50, 40002, 302]], [3, [70, 40003, 0]]]);
+      assert.deepEqual([...gpu.entries()].sort(), [[0, [10, 40000, 300]], [1, [30, 40001, 301]], [2, [50, 40002, 302]], [3, [70, 40003, -1]]]);
       const procs = store.gpuProcessRows();
       assert.ok(procs.some((p) => p.gpu === 1 && p.pid === 4001 && p.name === 'sglang::scheduler' && p.mem_mb === 30001));
       // the stand-in engine, scraped by the collector

@@ -7,16 +7,29 @@ import assert from 'node:assert/strict';
 import { appendFileSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { startCollectorService } from '../src/collect/service.ts';
+import { TensorBoardTail } from '../src/collect/tensorboardTail.ts';
 import { parseCollectFlags } from '../src/commands/collect.ts';
 import { openRun } from '../src/commands/openRun.ts';
 import { decodeScalarEvent, readTfRecord, tfRecord } from '../src/formats/tfevents.ts';
 import { createApp } from '../src/server/app.ts';
+import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
 import { fixturePath, readFixtureJson } from './support/fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-tb-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const started: ChildProcess[] = [];
+after(() => {
+  for (const c of started) {
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  rmSync(root, { recursive: true, force: true });
+});
 let n = 0;
 const fresh = (): string => {
   const d = join(root, `d${n++}`);
@@ -165,5 +178,95 @@ describe('TensorBoard logdir as a metric source', () => {
     const m = await s.metrics(['train/loss']);
     const golden = readFixtureJson<{ scalars_by_run: Golden }>('tb-torch', 'golden.json').scalars_by_run.slime_run;
     assert.deepEqual(m['train/loss'].y, golden['train/loss'].map((p) => p[1]));
+  });
+
+  it('collect --tensorboard keeps a folder\'s keys when another run folder appears, across kill -9 and a restart', async () => {
+    ensureCliBuilt();
+    const logdir = fresh();
+    const run = fresh();
+    const dash = join(run, 'dashboard');
+    mkdirSync(join(logdir, 'slime_run'));
+    copyFileSync(eventFile('tb-torch'), join(logdir, 'slime_run', 'events.out.tfevents.1.vm'));
+    const tbLines = (): string[] => {
+      try {
+        return readFileSync(join(dash, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"tensorboard/step"'));
+      } catch {
+        return [];
+      }
+    };
+    const until = async (what: string, ok: () => boolean, out: () => string): Promise<void> => {
+      for (let i = 0; i < 600 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(ok(), `${what}: ${tbLines().length} lines\n${out()}`);
+    };
+    const start = () => {
+      const child = spawn(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', run, '--listen', '127.0.0.1:0', '--flush-interval', '0.1', '--tensorboard', logdir], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      started.push(child);
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (out += d));
+      return { child, out: () => out, exited: new Promise<number | null>((r) => child.once('exit', (code) => r(code))) };
+    };
+    const first = start();
+    await until('slime_run recorded', () => tbLines().length === 284, first.out);
+    mkdirSync(join(logdir, 'other_run'));
+    copyFileSync(eventFile('tb-tensorboardx'), join(logdir, 'other_run', 'events.out.tfevents.1.vm'));
+    await until('other_run recorded', () => tbLines().length === 568, first.out);
+    process.kill(-first.child.pid!, 'SIGKILL');
+    await first.exited;
+    const second = start();
+    // it has read the logdir once it says where to view the run (and stops on SIGTERM from then on)
+    await until('restarted', () => second.out().includes('view live:'), second.out);
+    second.child.kill('SIGTERM');
+    assert.equal(await second.exited, 0, second.out());
+    const lines = tbLines();
+    assert.equal(lines.length, 568);
+    assert.equal(new Set(lines).size, 568);
+    const keys = new Set(lines.flatMap((l) => Object.keys(JSON.parse(l).metrics as object)));
+    assert.ok(keys.has('train/loss') && keys.has('other_run/train/loss'), [...keys].join(' '));
+    assert.ok(![...keys].some((k) => k.startsWith('slime_run/')), 'slime_run keeps the bare tags it was first recorded under');
+    assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')), { runs: { other_run: true, slime_run: false } });
+  });
+
+  it('collect --tensorboard holds a folder\'s scalars while its naming cannot be written, and records them once it can', () => {
+    const logdir = fresh();
+    const dash = join(fresh(), 'dashboard');
+    mkdirSync(join(logdir, 'slime_run'));
+    copyFileSync(eventFile('tb-torch'), join(logdir, 'slime_run', 'events.out.tfevents.1.vm'));
+    mkdirSync(join(dash, 'tensorboard_runs.json.tmp'), { recursive: true });
+    const lines: string[] = [];
+    const warnings: string[] = [];
+    const tail = new TensorBoardTail(logdir, dash, (_, line) => lines.push(line), (_, m) => warnings.push(m));
+    assert.equal(tail.poll(), 0);
+    assert.equal(tail.poll(), 0);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0], /cannot write tensorboard_runs\.json .*the scalars of slime_run wait until it can be written/);
+    rmSync(join(dash, 'tensorboard_runs.json.tmp'), { recursive: true });
+    assert.equal(tail.poll(), 284);
+    assert.equal(new Set(lines).size, 284);
+    assert.ok(lines.every((l) => !l.includes('slime_run/')));
+  });
+
+  it('collect --tensorboard recognizes a folder recorded without a runs file by the events metrics.jsonl holds', async () => {
+    const logdir = fresh();
+    const dash = join(fresh(), 'dashboard');
+    mkdirSync(join(logdir, 'slime_run'));
+    copyFileSync(eventFile('tb-torch'), join(logdir, 'slime_run', 'events.out.tfevents.1.vm'));
+    const round = async (): Promise<void> => {
+      const svc = await startCollectorService({ dashboardDir: dash, port: 0, flushIntervalS: 0.1, tensorboard: logdir, log: () => {} });
+      await svc.close();
+    };
+    await round();
+    rmSync(join(dash, 'tensorboard_runs.json'), { force: true });
+    // a second folder, and a third that is a copy of the first
+    mkdirSync(join(logdir, 'other_run'));
+    copyFileSync(eventFile('tb-tensorboardx'), join(logdir, 'other_run', 'events.out.tfevents.1.vm'));
+    await round();
+    mkdirSync(join(logdir, 'a_copy'));
+    copyFileSync(eventFile('tb-torch'), join(logdir, 'a_copy', 'events.out.tfevents.1.vm'));
+    await round();
+    const lines = readFileSync(join(dash, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"tensorboard/step"'));
+    assert.equal(lines.length, 3 * 284);
+    assert.equal(new Set(lines).size, 3 * 284);
+    assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')), { runs: { a_copy: true, other_run: true, slime_run: false } });
   });
 });

@@ -9,17 +9,21 @@ No GPU (or no telemetry library) logs one line and samples nothing; it never cra
 
 import argparse
 import logging
+import os
 import shutil
 import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 
 logger = logging.getLogger("rlsight.gpu_sampler")
 
 PROCESS_SAMPLE_INTERVAL_SECONDS = 5.0
 FLUSH_INTERVAL_SECONDS = 5.0
 SMI_QUERY = "index,uuid,utilization.gpu,memory.used,power.draw"
+# power_w of a GPU that reports no power draw: the record needs a number, and no reading is negative
+NO_POWER_W = -1
 
 
 class Unavailable(Exception):
@@ -52,9 +56,14 @@ class NvmlBackend:
             self.uuids.append(u.decode() if isinstance(u, bytes) else u)
 
     def read(self, i):
+        """(util %, used MiB, watts or None when the board reports no power draw)."""
         n, h = self.nvml, self.handles[i]
-        return (int(n.nvmlDeviceGetUtilizationRates(h).gpu), int(n.nvmlDeviceGetMemoryInfo(h).used) >> 20,
-                int(n.nvmlDeviceGetPowerUsage(h)) // 1000)
+        util, mem = int(n.nvmlDeviceGetUtilizationRates(h).gpu), int(n.nvmlDeviceGetMemoryInfo(h).used) >> 20
+        try:
+            power = int(n.nvmlDeviceGetPowerUsage(h)) // 1000
+        except Exception:  # NVML_ERROR_NOT_SUPPORTED on boards without power readings
+            power = None
+        return util, mem, power
 
     def count(self):
         return len(self.handles)
@@ -153,7 +162,7 @@ class NvidiaSmiBackend:
         try:
             power_w = _int(power)
         except ValueError:
-            power_w = 0  # some boards report no power draw
+            power_w = None  # [N/A]: the board reports no power draw
         return _int(util), _int(mem), power_w
 
     def processes_all(self):
@@ -224,7 +233,7 @@ class AmdSmiBackend:
         try:
             power = _amd_socket_power(a.amdsmi_get_power_info(h))
         except Exception:
-            power = 0
+            power = None
         return util, mem, power
 
     def processes(self, i):
@@ -261,7 +270,8 @@ def detect_backend(interval=1.0):
 
 
 class GpuSampler:
-    """Samples every ``interval`` seconds; pushes ``(ts, node, gpu, util, mem_mb, power_w)`` batches."""
+    """Samples every ``interval`` seconds; pushes ``(ts, node, gpu, util, mem_mb, power_w)`` batches
+    (``power_w`` is ``NO_POWER_W`` for a GPU that reports no power draw)."""
 
     def __init__(self, push, *, node, interval=1.0, push_processes=None, backend=None,
                  process_interval=PROCESS_SAMPLE_INTERVAL_SECONDS, flush_interval=FLUSH_INTERVAL_SECONDS):
@@ -291,7 +301,8 @@ class GpuSampler:
             logger.warning(message, *args)
 
     def sample_once(self, ts):
-        """One reading of every GPU, all stamped ``ts``; a GPU whose read fails is skipped this tick."""
+        """One reading of every GPU, all stamped ``ts``; a GPU whose read fails is skipped this tick, and
+        one that reports no power draw gets ``NO_POWER_W``."""
         out = []
         for i in range(self.backend.count()):
             try:
@@ -300,6 +311,10 @@ class GpuSampler:
                 self._warn_once(("read", i), "%s read failed for gpu %d on %s (%s); skipping this tick",
                                 self.backend.name, i, self.node, err)
                 continue
+            if power is None:
+                self._warn_once("power", "%s reports no power draw for gpu %d on %s; power_w %d marks it unknown",
+                                self.backend.name, i, self.node, NO_POWER_W)
+                power = NO_POWER_W
             out.append((ts, self.node, i, util, mem, power))
         self._buf.extend(out)
         return out
@@ -370,14 +385,45 @@ class GpuSampler:
                 self.backend.close()
 
 
-def main(argv=None):
+def _seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = None
+    if v is None or not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError("expected a positive number of seconds, got %r" % text)
+    return v
+
+
+def _parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m rlsight.gpu_sampler", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dump-details", help="the run directory (the collector is found through dashboard/collector.json)")
-    parser.add_argument("--collector", help="collector URL (instead of --dump-details)")
-    parser.add_argument("--token", help="the run's token (with --collector)")
-    parser.add_argument("--node", help="this node's IP as the lanes name it (default: detected)")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--dump-details", metavar="DIR", help="the run directory (the collector is found through dashboard/collector.json; "
+                                              "default $RLSIGHT_DUMP_DETAILS)")
+    where.add_argument("--collector", metavar="URL", help="collector URL, http(s)://HOST:PORT (instead of --dump-details)")
+    parser.add_argument("--token", metavar="TOKEN", help="the run's token (with --collector)")
+    parser.add_argument("--node", metavar="IP", help="this node's IP as the lanes name it (default: detected)")
+    parser.add_argument("--interval", metavar="SECONDS", type=_seconds, default=1.0, help="seconds between samples (default 1)")
     args = parser.parse_args(argv)
+    if args.collector is not None:
+        url = urllib.parse.urlsplit(args.collector)
+        try:
+            url.port
+        except ValueError:
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.hostname:
+            parser.error("--collector: expected an http:// or https:// URL, got %r" % args.collector)
+        if not args.token:
+            parser.error("--collector needs --token (the token in the run's dashboard/collector.json)")
+    elif args.dump_details is None and not os.environ.get("RLSIGHT_DUMP_DETAILS"):
+        parser.error("give --dump-details DIR (or set RLSIGHT_DUMP_DETAILS) or --collector URL --token TOKEN")
+    elif args.dump_details == "":
+        parser.error("--dump-details: expected the run directory, got ''")
+    return args
+
+
+def main(argv=None):
+    args = _parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     from . import connect, identity
 

@@ -8,12 +8,12 @@ import unittest
 from unittest import mock
 
 from rlsight import gpu_sampler
-from rlsight.gpu_sampler import AmdSmiBackend, GpuSampler, NvidiaSmiBackend, NvmlBackend, _amd_socket_power
+from rlsight.gpu_sampler import NO_POWER_W, AmdSmiBackend, GpuSampler, NvidiaSmiBackend, NvmlBackend, _amd_socket_power
 
 from . import fake_smi
 
 
-def fake_nvml(count=3, failing=()):
+def fake_nvml(count=3, failing=(), no_power=()):
     n = types.SimpleNamespace()
     n.nvmlInit = lambda: None
     n.nvmlShutdown = lambda: None
@@ -28,7 +28,12 @@ def fake_nvml(count=3, failing=()):
 
     n.nvmlDeviceGetUtilizationRates = util
     n.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=(1000 + h) << 20)
-    n.nvmlDeviceGetPowerUsage = lambda h: 300_500 + h
+    def power(h):
+        if h in no_power:
+            raise RuntimeError("Not Supported")
+        return 300_500 + h
+
+    n.nvmlDeviceGetPowerUsage = power
     n.nvmlDeviceGetComputeRunningProcesses = lambda h: [types.SimpleNamespace(pid=10 + h, usedGpuMemory=(2000 << 20))]
     n.nvmlSystemGetProcessName = lambda pid: b"python"
     return n
@@ -48,6 +53,15 @@ class NvmlTest(unittest.TestCase):
         self.assertEqual(len(pushed), 1)
         s.flush()
         self.assertEqual(len(pushed), 1, "an empty buffer pushes nothing")
+
+    def test_a_board_without_power_readings_keeps_util_and_memory(self):
+        s = GpuSampler(lambda b: None, node="n", backend=NvmlBackend(fake_nvml(count=2, no_power={1})))
+        with self.assertLogs("rlsight.gpu_sampler", "WARNING") as logs:
+            out = s.sample_once(1.0)
+            s.sample_once(2.0)
+        self.assertEqual(out, [(1.0, "n", 0, 50, 1000, 300), (1.0, "n", 1, 51, 1001, NO_POWER_W)])
+        self.assertEqual(NO_POWER_W, -1)
+        self.assertEqual(logs.output, ["WARNING:rlsight.gpu_sampler:NVML reports no power draw for gpu 1 on n; power_w -1 marks it unknown"])
 
     def test_zero_devices_is_no_gpu(self):
         with self.assertRaises(gpu_sampler.Unavailable):
@@ -79,6 +93,44 @@ class NoGpuTest(unittest.TestCase):
         self.assertIn("GPU telemetry unavailable on n1", r.stderr)
 
 
+class CommandLineTest(unittest.TestCase):
+    def run_command(self, *args, env=None):
+        env = dict(env if env is not None else os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(gpu_sampler.__file__)))
+        env.pop("RLSIGHT_DUMP_DETAILS", None)
+        return subprocess.run([sys.executable, "-m", "rlsight.gpu_sampler", *args], env=env, capture_output=True, text=True, timeout=60)
+
+    def test_argument_mistakes_are_usage_errors_naming_the_flag(self):
+        for args, said in [
+            ((), "error: give --dump-details DIR (or set RLSIGHT_DUMP_DETAILS) or --collector URL --token TOKEN"),
+            (("--collector", "http://127.0.0.1:19101"), "error: --collector needs --token"),
+            (("--collector", "http://127.0.0.1:19101", "--token", ""), "error: --collector needs --token"),
+            (("--collector", "127.0.0.1:19101"), "error: --collector: expected an http:// or https:// URL, got '127.0.0.1:19101'"),
+            (("--collector", "127.0.0.1:19101", "--token", "t"), "error: --collector: expected an http:// or https:// URL"),
+            (("--collector", "http://h:port", "--token", "t"), "error: --collector: expected an http:// or https:// URL"),
+            (("--dump-details", "/runs/x", "--collector", "http://h:1"), "error: argument --collector: not allowed with argument --dump-details"),
+            (("--dump-details", "/runs/x", "--interval", "0"), "error: argument --interval: expected a positive number of seconds, got '0'"),
+            (("--dump-details", "/runs/x", "--interval", "nan"), "error: argument --interval: expected a positive number of seconds"),
+            (("--dump-details", ""), "error: --dump-details: expected the run directory"),
+        ]:
+            r = self.run_command(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertNotIn("Traceback", r.stderr, args)
+            errors = [l for l in r.stderr.splitlines() if "error:" in l]
+            self.assertEqual(len(errors), 1, (args, r.stderr))
+            self.assertIn(said, errors[0], args)
+
+    def test_the_environment_names_the_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, PATH=d)
+            code = "import sys; sys.modules['pynvml'] = None; sys.modules['amdsmi'] = None; " \
+                   "from rlsight.gpu_sampler import main; raise SystemExit(main(sys.argv[1:]))"
+            env.update(PYTHONPATH=os.path.dirname(os.path.dirname(gpu_sampler.__file__)), RLSIGHT_DUMP_DETAILS=d)
+            r = subprocess.run([sys.executable, "-c", code, "--node", "n1"], env=env, capture_output=True, text=True, timeout=60)
+        # past the arguments: no GPU here
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("GPU telemetry unavailable on n1", r.stderr)
+
+
 class NvidiaSmiTest(unittest.TestCase):
     def test_reads_the_lms_child_and_processes(self):
         with tempfile.TemporaryDirectory() as d:
@@ -87,8 +139,11 @@ class NvidiaSmiTest(unittest.TestCase):
                 b = NvidiaSmiBackend(interval=0.1)
                 try:
                     s = GpuSampler(lambda batch: None, node="10.0.0.7", backend=b)
-                    out = s.sample_once(5.0)
-                    self.assertEqual(out, [(5.0, "10.0.0.7", i, (10 + 20 * i) % 101, 40000 + i, 0 if i == 3 else 300 + i) for i in range(4)])
+                    with self.assertLogs("rlsight.gpu_sampler", "WARNING") as logs:
+                        out = s.sample_once(5.0)
+                    # gpu 3 reads [N/A]: unknown, not 0 W
+                    self.assertEqual(out, [(5.0, "10.0.0.7", i, (10 + 20 * i) % 101, 40000 + i, NO_POWER_W if i == 3 else 300 + i) for i in range(4)])
+                    self.assertIn("nvidia-smi reports no power draw for gpu 3 on 10.0.0.7", logs.output[0])
                     procs = s.sample_processes_once(6.0)
                     self.assertIn((6.0, "10.0.0.7", 2, 4002, "sglang::scheduler", 30002), procs)
                     self.assertIn((6.0, "10.0.0.7", 2, 5002, "pid 5002", 100), procs)
@@ -131,7 +186,8 @@ class AmdTest(unittest.TestCase):
         a.amdsmi_get_power_info = lambda h: {"socket_power": "N/A", "current_socket_power": 250} if h == "h0" else {"socket_power": "N/A"}
         a.amdsmi_get_gpu_process_list = lambda h: [{"pid": 1, "name": "N/A", "memory_usage": {"vram_mem": 3 << 20}}, {"pid": 2, "name": "x", "memory_usage": {"vram_mem": 0}}]
         s = GpuSampler(lambda b: None, node="n", backend=AmdSmiBackend(a))
-        self.assertEqual(s.sample_once(1.0), [(1.0, "n", 0, 77, 12345, 250), (1.0, "n", 1, 77, 12345, 0)])
+        with self.assertLogs("rlsight.gpu_sampler", "WARNING"):
+            self.assertEqual(s.sample_once(1.0), [(1.0, "n", 0, 77, 12345, 250), (1.0, "n", 1, 77, 12345, NO_POWER_W)])
         self.assertEqual(s.sample_processes_once(2.0), [(2.0, "n", 0, 1, "pid 1", 3), (2.0, "n", 1, 1, "pid 1", 3)])
         with self.assertRaisesRegex(ValueError, "socket power unavailable"):
             _amd_socket_power({"socket_power": 0xFFFF})

@@ -374,6 +374,11 @@ export class Collector {
     return (this.lastTopology ?? []).map((e) => e.addr);
   }
 
+  /** Addresses of the engines a producer reported in the last snapshot (not those only the scraper found). */
+  reportedEngineAddrs(): string[] {
+    return (this.lastTopology ?? []).filter((e) => e.worker_type !== 'external').map((e) => e.addr);
+  }
+
   // ------------------------------------------------------------------- flush
 
   /** Appends everything held; returns true when nothing is left held. Never throws. */

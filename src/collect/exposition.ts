@@ -9,7 +9,8 @@ import type { Collector, SamplesHealth } from './collector.ts';
 export function collectorRegistry(collector: Collector): Registry {
   const registry = new Registry();
   const latest = collector.latest;
-  const perGpu = (name: string, help: string, pick: (s: { util: number; mem_mb: number; power_w: number }) => number): void => {
+  /** `pick` gives null for a value the GPU did not report: its sample is left out. */
+  const perGpu = (name: string, help: string, pick: (s: { util: number; mem_mb: number; power_w: number }) => number | null): void => {
     new Gauge({
       name,
       help,
@@ -17,13 +18,19 @@ export function collectorRegistry(collector: Collector): Registry {
       registers: [registry],
       collect() {
         this.reset();
-        for (const [node, gpus] of latest.gpus) for (const [gpu, s] of gpus) this.set({ node, gpu: String(gpu) }, pick(s));
+        for (const [node, gpus] of latest.gpus) {
+          for (const [gpu, s] of gpus) {
+            const v = pick(s);
+            if (v !== null) this.set({ node, gpu: String(gpu) }, v);
+          }
+        }
       },
     });
   };
   perGpu('rlsight_gpu_utilization_percent', 'Latest GPU utilization reported for each GPU (%).', (s) => s.util);
   perGpu('rlsight_gpu_memory_used_mib', 'Latest used GPU memory reported for each GPU (MiB).', (s) => s.mem_mb);
-  perGpu('rlsight_gpu_power_watts', 'Latest GPU power reported for each GPU (W).', (s) => s.power_w);
+  // a negative power_w is the GPU sampler's mark for a board that reports no power draw
+  perGpu('rlsight_gpu_power_watts', 'Latest GPU power reported for each GPU (W); absent when the GPU reports none.', (s) => (s.power_w >= 0 ? s.power_w : null));
   new Gauge({
     name: 'rlsight_engine_running_requests',
     help: 'Running requests of each SGLang engine at its latest scrape (summed over dp ranks).',

@@ -14,7 +14,7 @@ import { TensorBoardTail } from './tensorboardTail.ts';
 
 /** Seconds between reads of a `--tensorboard` logdir. */
 const TENSORBOARD_POLL_S = 2;
-import { resolveScrapeMode, SglangScraper, type FetchText } from './sglangScraper.ts';
+import { SglangScraper, type FetchText } from './sglangScraper.ts';
 
 export interface CollectorServiceOptions extends CollectorOptions {
   host?: string;
@@ -111,9 +111,11 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
     opts.sglang === undefined
       ? null
       : new SglangScraper({
-          mode: resolveScrapeMode(opts.sglang.mode),
+          mode: opts.sglang.mode,
           routerAddr: opts.sglang.router,
           engineAddrs: () => collector.engineAddrs(),
+          // auto mode reads the router until a producer reports engines (not the ones the router revealed)
+          reportedEngines: () => collector.reportedEngineAddrs(),
           intervalS: opts.sglang.intervalS,
           whitelist: opts.sglang.whitelist,
           sink: (record, line) => collector.takeOwn('engine_series', { record, line }),

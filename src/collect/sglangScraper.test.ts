@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { defaultEngineState, fakeEngine, routerMetricsText, serveText } from '..
 import { decodeLine, type EngineSample } from '../formats/dashboard/index.ts';
 import type { LogLevel } from './collector.ts';
 import { startCollectorService } from './service.ts';
-import { DEFAULT_METRIC_WHITELIST, resolveScrapeMode, SglangScraper } from './sglangScraper.ts';
+import { DEFAULT_METRIC_WHITELIST, SglangScraper } from './sglangScraper.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-scrape-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -26,9 +26,34 @@ function logs(): { lines: string[]; log: (level: LogLevel, m: string) => void } 
 }
 
 describe('SGLang scraper', () => {
-  it('auto scrapes each engine directly', () => {
-    assert.equal(resolveScrapeMode('auto'), 'direct');
-    assert.equal(resolveScrapeMode('router'), 'router');
+  it('auto reads the router until a producer reports the engines, then each engine directly, and says which', async () => {
+    const engine = await fakeEngine();
+    const router = await serveText({ '/engine_metrics': () => routerMetricsText([{ addr: engine.addr, state: defaultEngineState() }]) });
+    const out = collect();
+    const { lines, log } = logs();
+    let reported: string[] = [];
+    const scraper = new SglangScraper({ mode: 'auto', routerAddr: router.addr, engineAddrs: () => [], reportedEngines: () => reported, sink: out.sink, log });
+    try {
+      assert.ok((await scraper.scrapeOnce(10)) > 5);
+      await scraper.scrapeOnce(12);
+      assert.deepEqual([router.hits.get('/engine_metrics'), engine.hits.get('/metrics')], [2, undefined]);
+      assert.ok(out.samples.every((s) => s.addr === engine.addr));
+      reported = [engine.addr];
+      await scraper.scrapeOnce(14);
+      assert.deepEqual([router.hits.get('/engine_metrics'), engine.hits.get('/metrics')], [2, 1]);
+      assert.deepEqual(lines, [
+        `info: sglang scrape mode auto: no topology reported; reading the router's ${router.addr}/engine_metrics`,
+        'info: sglang scrape mode auto: reading the 1 engine(s) of the reported topology directly',
+      ]);
+      const none = logs();
+      const idle = new SglangScraper({ mode: 'auto', engineAddrs: () => [], reportedEngines: () => [], sink: out.sink, log: none.log });
+      assert.equal(await idle.scrapeOnce(1), 0);
+      assert.equal(await idle.scrapeOnce(2), 0);
+      assert.deepEqual(none.lines, ['info: sglang scrape mode auto: no topology reported and no router known yet (pass --sglang-router or have a producer report one); nothing to scrape']);
+    } finally {
+      await router.close();
+      await engine.close();
+    }
   });
 
   it('direct: normalizes names, keeps engine_type and dp_rank, one timestamp per tick, skips a failed engine', async () => {
@@ -122,6 +147,72 @@ describe('SGLang scraper', () => {
       assert.deepEqual(svc.collector.latest.runningRequests.get(engine.addr), { ts: clock, value: 21 });
     } finally {
       await svc.close();
+      await engine.close();
+    }
+  });
+});
+
+describe('auto scrape mode inside the collector', () => {
+  it('records engine metrics through --sglang-router while no producer reports a topology, and the engines once one does', async () => {
+    const engine = await fakeEngine();
+    const router = await serveText({ '/engine_metrics': () => routerMetricsText([{ addr: engine.addr, state: defaultEngineState() }]) });
+    const dir = join(root, 'auto', 'dashboard');
+    let clock = 1_755_800_000;
+    const svc = await startCollectorService({ dashboardDir: dir, port: 0, flushIntervalS: 3600, log: () => {}, now: () => clock, sglang: { mode: 'auto', router: router.addr, intervalS: 3600 } });
+    try {
+      // the tick the collector starts with
+      for (let i = 0; i < 100 && svc.scraper!.ticks === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(router.hits.get('/engine_metrics'), 1);
+      clock += 2;
+      const kept = await svc.scraper!.scrapeOnce(clock);
+      assert.ok(kept > 5);
+      // the engine the router revealed joins the topology as external: still no producer topology
+      svc.collector.syncExternalEngines();
+      assert.deepEqual(svc.collector.engineAddrs(), [engine.addr]);
+      clock += 2;
+      assert.equal(await svc.scraper!.scrapeOnce(clock), kept);
+      assert.deepEqual([router.hits.get('/engine_metrics'), engine.hits.get('/metrics')], [3, undefined]);
+      const topo = `{"ts":${clock}.0,"engines":[{"addr":"${engine.addr}","worker_type":"regular","engine_rank":0,"gpus":[["127.0.0.1",0]],"gpu_uuids":[null]}]}`;
+      const res = await fetch(`${svc.address}/v1/streams/topology`, { method: 'POST', headers: { Authorization: `Bearer ${svc.token}` }, body: topo });
+      assert.equal(res.status, 200);
+      clock += 2;
+      assert.equal(await svc.scraper!.scrapeOnce(clock), kept);
+      assert.deepEqual([router.hits.get('/engine_metrics'), engine.hits.get('/metrics')], [3, 1]);
+      svc.collector.flush();
+      const files = readdirSync(join(dir, 'engine_series')).filter((f) => f.endsWith('.jsonl'));
+      const rows = files.flatMap((f) => readFileSync(join(dir, 'engine_series', f), 'utf8').trimEnd().split('\n'));
+      assert.equal(rows.length, 4 * kept);
+      assert.ok(rows.every((r) => decodeLine('engine_series', r).ok && r.includes(`"addr":"${engine.addr}"`)));
+    } finally {
+      await svc.close();
+      await router.close();
+      await engine.close();
+    }
+  });
+
+  it('rlsight collect --sglang-router records engine metrics with no producer at all', async () => {
+    ensureCliBuilt();
+    const engine = await fakeEngine();
+    const router = await serveText({ '/engine_metrics': () => routerMetricsText([{ addr: engine.addr, state: defaultEngineState() }]) });
+    const runDir = join(root, 'cli-router');
+    const child = spawn(process.execPath, [RLSIGHT_BIN, 'collect', '--dump-details', runDir, '--listen', '127.0.0.1:0', '--sglang-router', router.addr, '--sglang-scrape-interval', '0.2', '--flush-interval', '0.2'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (d) => (output += d));
+    child.stderr!.on('data', (d) => (output += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      const dir = join(runDir, 'dashboard', 'engine_series');
+      for (let i = 0; i < 300 && !(existsSync(dir) && readdirSync(dir).some((f) => f.endsWith('.jsonl'))); i++) await new Promise((r) => setTimeout(r, 100));
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0, output);
+      const rows = readdirSync(dir)
+        .filter((f) => f.endsWith('.jsonl'))
+        .flatMap((f) => readFileSync(join(dir, f), 'utf8').trimEnd().split('\n'));
+      assert.ok(rows.some((r) => r.includes(`"addr":"${engine.addr}","metric":"sglang_num_running_reqs"`)), output);
+      assert.match(output, /sglang scrape mode auto: no topology reported; reading the router's http:\/\/127\.0\.0\.1:\d+\/engine_metrics/);
+    } finally {
+      child.kill('SIGKILL');
+      await router.close();
       await engine.close();
     }
   });

@@ -2,6 +2,7 @@
 // router's aggregated `/engine_metrics` (each sample names its engine in `worker_addr`), or straight
 // from each engine's `/metrics` (the engines of the last topology snapshot). Every sample of one tick
 // carries the tick's start time; an engine that fails is skipped for that tick, never filled in.
+// `auto` reads the engines a producer reported, and the router while none has.
 import { DEFAULT_ENGINE_METRICS, engineLabelsJson, engineSampleLine, KEPT_ENGINE_LABELS, type EngineSample } from '../formats/dashboard/index.ts';
 import { parsePromText } from '../formats/prometheus/text.ts';
 import type { Logger } from './collector.ts';
@@ -9,12 +10,7 @@ import type { Logger } from './collector.ts';
 /** Normalized names (`:` → `_`) scraped by default, in miles' order. */
 export const DEFAULT_METRIC_WHITELIST: readonly string[] = DEFAULT_ENGINE_METRICS;
 
-export type ScrapeMode = 'router' | 'direct';
-
-/** `auto` scrapes each engine directly (as miles does). */
-export function resolveScrapeMode(mode: 'auto' | 'router' | 'direct'): ScrapeMode {
-  return mode === 'router' ? 'router' : 'direct';
-}
+export type ScrapeMode = 'auto' | 'router' | 'direct';
 
 /** GET returning the body text; throws on a network error, a timeout or a non-2xx status. */
 export type FetchText = (url: string, timeoutMs: number) => Promise<string>;
@@ -31,6 +27,8 @@ export interface ScraperOptions {
   routerAddr?: string;
   /** Direct mode: the engines to poll (the collector's last topology). */
   engineAddrs: () => readonly string[];
+  /** Auto mode: the engines a producer reported in its last topology (none: the router is read when known). */
+  reportedEngines?: () => readonly string[];
   intervalS?: number;
   timeoutS?: number;
   whitelist?: readonly string[];
@@ -69,6 +67,8 @@ export class SglangScraper {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
+  /** What auto mode read on its last tick, to log a change once. */
+  private autoChoice: string | null = null;
   ticks = 0;
 
   constructor(private readonly opts: ScraperOptions) {
@@ -86,10 +86,40 @@ export class SglangScraper {
     return (this.opts.timeoutS ?? 5) * 1000;
   }
 
+  /** Where this tick reads: the router, or these engines. */
+  private source(): { router: true } | { router: false; addrs: readonly string[] } {
+    if (this.mode === 'router') return { router: true };
+    if (this.mode === 'direct') return { router: false, addrs: this.opts.engineAddrs() };
+    const reported = this.opts.reportedEngines?.() ?? [];
+    let choice: string;
+    let source: { router: true } | { router: false; addrs: readonly string[] };
+    if (reported.length > 0) {
+      choice = `reading the ${reported.length} engine(s) of the reported topology directly`;
+      source = { router: false, addrs: reported };
+    } else if (this.routerAddr !== undefined) {
+      choice = `no topology reported; reading the router's ${this.routerAddr}/engine_metrics`;
+      source = { router: true };
+    } else {
+      // a topology from before a restart, if any
+      const addrs = this.opts.engineAddrs();
+      choice =
+        addrs.length > 0
+          ? `no topology reported and no router known; reading the ${addrs.length} engine(s) of the last topology`
+          : 'no topology reported and no router known yet (pass --sglang-router or have a producer report one); nothing to scrape';
+      source = { router: false, addrs };
+    }
+    if (choice !== this.autoChoice) {
+      this.autoChoice = choice;
+      this.opts.log('info', `sglang scrape mode auto: ${choice}`);
+    }
+    return source;
+  }
+
   /** One tick: fetch, parse, keep whitelisted samples stamped with `tickTs`. Returns the samples kept. */
   async scrapeOnce(tickTs = this.now()): Promise<number> {
     let kept = 0;
-    if (this.mode === 'router') {
+    const source = this.source();
+    if (source.router) {
       if (this.routerAddr === undefined) {
         this.warnings.warn('no-router', 'router scrape mode but no router known yet (pass --sglang-router or have a producer register it)', tickTs);
         return 0;
@@ -104,7 +134,7 @@ export class SglangScraper {
       }
       kept += this.keep(text, null, tickTs, url);
     } else {
-      const addrs = [...this.opts.engineAddrs()];
+      const addrs = [...source.addrs];
       const texts: (string | null)[] = new Array(addrs.length).fill(null);
       let next = 0;
       const worker = async (): Promise<void> => {

@@ -13,7 +13,7 @@ export const COLLECT_USAGE = `collect options:
   --buffer-cap N                records held per stream while the disk is unavailable (default ${DEFAULT_BUFFER_CAP})
   --max-batch-bytes N           larger batches are refused with 413 (default ${DEFAULT_MAX_BATCH_BYTES})
   --sglang-router URL           scrape SGLang engine metrics through this router
-  --sglang-scrape-mode M        auto|router|direct (default auto = each engine's /metrics)
+  --sglang-scrape-mode M        auto|router|direct (default auto: the reported engines' /metrics, the router while none is reported)
   --sglang-scrape-interval S    seconds between scrapes (default 2)
   --sglang-metrics a,b,...      replace the scraped metric whitelist
   --tensorboard LOGDIR          record the trainer's TensorBoard scalars as metrics while the event files grow`;

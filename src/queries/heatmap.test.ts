@@ -1,5 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { copyFixtureRun, diffJson, loadGoldens } from '../../test/support/fixtures.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
@@ -65,4 +66,23 @@ test('a run without data gives the empty heatmap', () => {
   assert.deepEqual(h.header, { rows: [], x_buckets: 10, t0: 0, t1: 0, metric: 'phase', scale: null, palette: null });
   assert.equal(h.values.length, 0);
   assert.equal(Buffer.from(encodeHeatmap(h).subarray(4)).toString(), '{"rows": [], "x_buckets": 10, "t0": 0.0, "t1": 0.0, "metric": "phase", "scale": null, "palette": null}');
+});
+
+test('a power the GPU did not report (the sampler writes -1) is no sample: nothing is painted at full scale', () => {
+  const copy = copyFixtureRun();
+  try {
+    const dir = join(copy.dir, 'dashboard', 'gpu_util');
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.jsonl'))) writeFileSync(join(dir, f), readFileSync(join(dir, f), 'utf8').replace(/"power_w":[0-9.]+/g, '"power_w":-1'));
+    const unknown = TelemetryStore.open(join(copy.dir, 'dashboard'), { parseWorkers: 0 });
+    try {
+      const power = decodeHeatmapFrame(encodeHeatmap(heatmap(unknown, { metric: 'power_w' })));
+      assert.deepEqual(new Set(power.matrix), new Set([0]));
+      // the same rows' utilisation is painted as ever
+      assert.ok(new Set(decodeHeatmapFrame(encodeHeatmap(heatmap(unknown, { metric: 'util' }))).matrix).size > 1);
+    } finally {
+      unknown.close();
+    }
+  } finally {
+    copy.dispose();
+  }
 });

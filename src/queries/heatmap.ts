@@ -129,7 +129,8 @@ export function magnitudeCells(
   let rowOfLane = laneRows.current();
   const put = (x: number, lane: number, v: number): void => {
     const r = lane < rowOfLane.length ? rowOfLane[lane] : -1;
-    if (r < 0) return;
+    // (a negative power is the GPU sampler's mark for none reported: no sample, not a reading)
+    if (r < 0 || v < 0) return;
     const c = r * xb + x;
     if (!(cells[c] >= v)) cells[c] = v;
   };

@@ -102,7 +102,9 @@ export function laneValuesTip(d: LaneData, lane: LaneInfo, t: number, note: stri
   const g = d.gpu[lane.key];
   if (g?.ts.length) {
     const k = nearestIndex(g.ts, t);
-    lines.push(`util: ${g.util[k]}%   mem: ${(g.mem_mb[k]! / 1024).toFixed(1)} GB${g.power_w ? `   power: ${fmtNum(g.power_w[k])} W` : ''}`);
+    // a negative power is the GPU sampler's mark for a board that reports none
+    const power = g.power_w ? `   power: ${g.power_w[k]! < 0 ? 'not reported' : `${fmtNum(g.power_w[k])} W`}` : '';
+    lines.push(`util: ${g.util[k]}%   mem: ${(g.mem_mb[k]! / 1024).toFixed(1)} GB${power}`);
   }
   if (d.overlay) {
     const span = enginesForLane(d.topology, lane.node, lane.gpu, t, t)[0];
