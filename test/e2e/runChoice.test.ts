@@ -178,6 +178,9 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     await screenshot(page, 'runs-table');
     // Scrolled sideways (a narrow window, many columns), each row's tick box and name stay in view, above the columns passing under them.
     await page.setViewportSize({ width: 900, height: 700 });
+    // columns cut at the right edge fade out there (a half-shown number is not read as a value), until scrolled to the end
+    await page.waitForSelector('.runs-scroll[data-more-right="true"]');
+    await screenshot(page, 'runs-table-more-right');
     const scrolled = await page.evaluate(() => {
       const box = document.querySelector('.runs-scroll');
       box.scrollLeft = box.scrollWidth;
@@ -191,6 +194,7 @@ describe('one run choice for the whole app (rlsight demo, headless Chromium)', {
     assert.ok(scrolled.tick >= scrolled.left && scrolled.tick < scrolled.left + 28, `tick box in view: ${JSON.stringify(scrolled)}`);
     assert.ok(scrolled.name >= scrolled.left + 20 && scrolled.name < scrolled.left + 40, `run name in view: ${JSON.stringify(scrolled)}`);
     assert.ok(scrolled.onTop, 'the name is drawn above the scrolled cells');
+    await page.waitForSelector('.runs-scroll[data-more-right="false"]');
     await screenshot(page, 'runs-table-scrolled');
     assert.deepEqual(w.problems(), []);
   });

@@ -173,7 +173,7 @@ export function RunsView({ route }: { route: Route }) {
           )}
         </span>
       </div>
-      <div class="runs-scroll">
+      <div class="runs-scroll" ref={markMoreRight}>
         <table class="runs-table" data-testid="runs-table">
           <thead>
             <tr>
@@ -222,6 +222,23 @@ export function RunsView({ route }: { route: Route }) {
       )}
     </section>
   );
+}
+
+/**
+ * Marks the table's box while columns go on past its right edge (`data-more-right`): the cut column fades out
+ * there, so a number cut in half (`0` of `0.656`) is not read as a value.
+ */
+function markMoreRight(el: HTMLDivElement | null): void {
+  if (el === null || el.dataset.watched) return;
+  el.dataset.watched = 'true';
+  const mark = (): void => {
+    el.dataset.moreRight = String(el.scrollLeft + el.clientWidth < el.scrollWidth - 1);
+  };
+  el.addEventListener('scroll', mark, { passive: true });
+  const seen = new ResizeObserver(mark);
+  seen.observe(el);
+  if (el.firstElementChild) seen.observe(el.firstElementChild);
+  mark();
 }
 
 /** Adds or removes optional columns (kept in the URL). */
