@@ -15,6 +15,9 @@ import type { DumpReaderOptions } from '../src/run/miles/reader.ts';
 import { boolParam, intParam, parseParams } from '../src/server/params.ts';
 import { openAnswers, type Answers } from './support/answers.ts';
 import { foreground } from '../src/run/foreground.ts';
+import { loadTorch } from '../src/formats/torch/load.ts';
+import { saveTorch } from '../src/formats/torch/writer.ts';
+import { PyObject } from '../src/formats/torch/value.ts';
 
 const openReader = openAnswers;
 type Reader = Answers;
@@ -461,6 +464,27 @@ describe('DumpReader freshness, fallbacks and caches', () => {
   });
 
   for (const offThread of [false, true]) {
+    it(`refuses a rollout dump that names a global no miles dump holds (os.system), naming it, running nothing (${offThread ? 'worker' : 'in-thread'} decode)`, async () => {
+      const run = copyFixtureRun();
+      try {
+        const path = join(run.dir, 'rollout_data', '1.pt');
+        const dump = (await loadTorch(path)) as { samples: Record<string, unknown>[] };
+        const marker = join(run.dir, 'executed');
+        dump.samples[2].status = new PyObject('posix', 'system', [`touch ${marker}`]);
+        await saveTorch(dump as never, path);
+        ageTree(run.dir);
+        const reader = await openReader(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
+        await assert.rejects(reader.summary(1), (e: unknown) => {
+          assert.match((e as Error).message, /rollout_data\/1\.pt: .*names the global posix\.system, which this kind of file never holds; refused \(nothing was executed\)/);
+          return true;
+        });
+        assert.equal((await reader.summary(0)).rows.length, 32);
+        assert.throws(() => readFileSync(marker), /ENOENT/);
+      } finally {
+        run.dispose();
+      }
+    });
+
     it(`reports a young truncated dump as still being written, an old one as an error (${offThread ? 'worker' : 'in-thread'} decode)`, async () => {
       const run = copyFixtureRun();
       try {

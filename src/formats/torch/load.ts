@@ -47,6 +47,8 @@ export interface OpenTorchOptions {
   lengthOnlyUnder?: ReadonlySet<string>;
   /** Long strings under these keys left undecoded (see UnpickleOptions.unreadTextUnder). */
   unreadTextUnder?: ReadonlySet<string>;
+  /** The globals the file may name; others are refused (see UnpickleOptions.allowGlobal). */
+  allowGlobal?: (name: string) => boolean;
 }
 
 /**
@@ -144,7 +146,7 @@ async function startTorchArchiveDecode(archive: ZipArchive, opts: Omit<OpenTorch
       return s;
     };
 
-    const unpickleOpts = { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats, keepNumpyScalars: opts.keepNumpyScalars, lengthOnlyUnder: opts.lengthOnlyUnder, unreadTextUnder: opts.unreadTextUnder };
+    const unpickleOpts = { file: path, persistentLoad, typedLists: opts.typedLists, boxIntegralFloats: opts.boxIntegralFloats, keepNumpyScalars: opts.keepNumpyScalars, lengthOnlyUnder: opts.lengthOnlyUnder, unreadTextUnder: opts.unreadTextUnder, allowGlobal: opts.allowGlobal };
     let unpickler: Unpickler;
     const limit = opts.wholePickleLimit ?? WHOLE_PICKLE_LIMIT;
     if (pkl.size <= limit) {

@@ -150,6 +150,15 @@ describe('globals', () => {
     assert.deepEqual([r.value.module, r.value.name, [...(r.value.args ?? [])]], ['os', 'system', ['echo hi']]);
     assert.deepEqual(r.globals, ['os.system']);
   });
+  it('a global the reader does not allow is refused where the pickle first names it, never run', () => {
+    const p = Buffer.concat([Buffer.from([0x80, 2]), Buffer.from('cos\nsystem\nX\x07\x00\x00\x00echo hi\x85R.', 'latin1')]);
+    assert.throws(
+      () => unpickle(Uint8Array.from(p), { file: 'evil.pkl', allowGlobal: (name) => name.startsWith('torch.') }),
+      (e: unknown) => e instanceof PickleError && /^evil\.pkl: pickle opcode GLOBAL at offset 2: names the global os\.system, which this kind of file never holds; refused \(nothing was executed\)$/.test(e.message),
+    );
+    // an allowed one decodes as ever
+    assert.equal(unpickle(Uint8Array.from(p), { file: 'ok.pkl', allowGlobal: (name) => name === 'os.system' }).globals[0], 'os.system');
+  });
   it('a bare global reference is a PyObject with no args', () => {
     const r = unpickle(Uint8Array.from(Buffer.from('\x80\x02cnumpy\nndarray\n.', 'latin1')), { file: 'g' });
     assert.ok(r.value instanceof PyObject && r.value.args === null && r.value.name === 'ndarray', 'r.value instanceof PyObject && r.value.args === null && r.value.name === \'ndarr');

@@ -6,6 +6,11 @@ import { DTYPE_BYTES, isPyTuple, NumpyScalar, PyEnum, PyFloat, PyObject, PyTuple
 export interface UnpickleOptions {
   /** Named in every error. */
   file: string;
+  /**
+   * The globals (`module.name`) the file may name; any other is refused at its first mention with a
+   * PickleError naming it (nothing is ever executed either way). Default: every global, recorded inertly.
+   */
+  allowGlobal?: (name: string) => boolean;
   /** Resolves a persistent id (BINPERSID/PERSID); torch uses them for storages. Default: inert record. */
   persistentLoad?: (pid: PyValue) => PyValue;
   /**
@@ -1342,6 +1347,9 @@ export class Unpickler {
     if (!byName) this.globalsByModule.set(module, (byName = new Map()));
     let g = byName.get(name);
     if (!g) {
+      if (this.opts.allowGlobal && !this.opts.allowGlobal(`${module}.${name}`)) {
+        this.fail(`names the global ${module}.${name}, which this kind of file never holds; refused (nothing was executed)`);
+      }
       const norm = `${MODULE_ALIASES[module] ?? module}.${name}`;
       g = new GlobalRef(module, name, HANDLERS[norm]);
       byName.set(name, g);

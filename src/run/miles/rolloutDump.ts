@@ -3,6 +3,7 @@ import type { PyValue } from '../../formats/torch/value.ts';
 import { DumpInconsistent } from '../errors.ts';
 import type { SampleRecord } from '../model.ts';
 import { asInt, asNumber, enumText, field, isDict, isList, scalarReward } from './pyFields.ts';
+import { milesGlobal } from './globals.ts';
 
 /** A sample of the dump: its record and, when the dump stands in for a missing parquet mirror, its tokens. */
 export interface RolloutSample extends SampleRecord {
@@ -35,7 +36,7 @@ export const PER_TOKEN_LISTS: ReadonlySet<string> = new Set(['tokens', 'loss_mas
 export const UNREAD_TEXTS: ReadonlySet<string> = new Set(['response', 'content']);
 
 /** The decode options of a rollout dump read for its sample records alone (no tokens, no texts). */
-export const RECORDS_ONLY = { typedLists: true, lengthOnlyUnder: PER_TOKEN_LISTS, unreadTextUnder: UNREAD_TEXTS } as const;
+export const RECORDS_ONLY = { typedLists: true, lengthOnlyUnder: PER_TOKEN_LISTS, unreadTextUnder: UNREAD_TEXTS, allowGlobal: milesGlobal } as const;
 
 /** Turns the decoded pickle of a rollout dump into samples; `file` names it in errors. */
 export function decodeRolloutDump(

@@ -19,6 +19,7 @@ import type { WorkerError } from './rolloutDecodeWorker.ts';
 import { checkId, isMissing, type DumpFiles } from './dumpFiles.ts';
 import type { SampleTokens } from './tokenMirror.ts';
 import { rolloutFile, stepStem } from '../../formats/miles/layout.ts';
+import { milesGlobal } from './globals.ts';
 
 /**
  * Work done on a streamed rollout decode between two hand-outs of its finished samples (ms): short at first
@@ -71,7 +72,7 @@ export class RolloutDumpReader {
     // Number lists decode as typed arrays: far less memory and collector work; without tokens, the
     // per-token lists as their lengths alone and long texts unread.
     this.files.onDecode(name);
-    return openTorchFile(join(this.files.runDir, name), withTokens ? { typedLists: true } : RECORDS_ONLY).catch(async (e) => {
+    return openTorchFile(join(this.files.runDir, name), withTokens ? { typedLists: true, allowGlobal: milesGlobal } : RECORDS_ONLY).catch(async (e) => {
       throw await this.files.loadFailure(name, e);
     });
   }
@@ -117,7 +118,7 @@ export class RolloutDumpReader {
     checkId('rollout_id', rolloutId);
     const { name } = await this.stamp(rolloutId, evaluation);
     this.files.onDecode(name);
-    const decode = await startTorchDecode(join(this.files.runDir, name), { typedLists: true }).catch(async (e: unknown) => {
+    const decode = await startTorchDecode(join(this.files.runDir, name), { typedLists: true, allowGlobal: milesGlobal }).catch(async (e: unknown) => {
       throw await this.files.loadFailure(name, e);
     });
     // The samples handed out so far: the finished list must begin with them.

@@ -3,6 +3,7 @@ import { openTorchFile } from '../../formats/torch/load.ts';
 import { readTensorNumbers, type TensorNumbers } from '../../formats/torch/tensorData.ts';
 import { Tensor, type PyValue } from '../../formats/torch/value.ts';
 import { isList } from './pyFields.ts';
+import { milesGlobal } from './globals.ts';
 
 export interface TorchDocument {
   readonly value: PyValue;
@@ -15,7 +16,7 @@ export interface TorchDocument {
 export type TorchOpener = (path: string) => Promise<TorchDocument>;
 
 /** Opens a `.pt` with the project's torch loader (storages are read lazily, on first use). */
-export const openTorchDocument: TorchOpener = (path) => openTorchFile(path);
+export const openTorchDocument: TorchOpener = (path) => openTorchFile(path, { allowGlobal: milesGlobal });
 
 /** Numeric elements of a 1-D value: a tensor (any dtype, strides honoured, 64-bit ints widened) or a list of numbers. */
 export type Numbers = TensorNumbers;

@@ -13,6 +13,7 @@ import { sampleIndicesInArchive, sampleIndicesOf } from './rankSampleIndices.ts'
 import { DumpInconsistent } from '../errors.ts';
 import { readNumbers, type TorchDocument } from './torchDocument.ts';
 import { field, isList } from './pyFields.ts';
+import { milesGlobal } from './globals.ts';
 import {
   buildTrainRow,
   CP_SHARDED_FIELDS,
@@ -319,7 +320,7 @@ async function decodeRankFile(runDir: string, f: RankFileName, archive: ZipArchi
     if (records.reduce((n, e) => n + e.size, 0) <= IN_MEMORY_BYTES) archive.loadSync(records);
     // Number lists (every rank's copy of the batch's `raw_reward`, the row scalars) as typed arrays: far
     // fewer objects for the collector to move while the whole step's index is held.
-    const doc = await openTorchArchive(archive, { typedLists: true });
+    const doc = await openTorchArchive(archive, { typedLists: true, allowGlobal: milesGlobal });
     const source = { path: join(runDir, f.name), root: doc.root, littleEndian: doc.byteorder === 'little' };
     return await indexShardFile(doc.value, f.name, source, f.rank);
   } finally {

@@ -10,6 +10,7 @@ import { ZipError } from '../../formats/zip.ts';
 import { SlimeDumpError } from '../errors.ts';
 import { pendingSamples } from '../miles/sampleText.ts';
 import { numpyStr, Opaque, pyNumber, type SlimeSample, type SlimeValue } from './sample.ts';
+import { checkpointGlobal } from '../../formats/torch/globals.ts';
 
 export { SlimeDumpError };
 
@@ -23,29 +24,11 @@ export interface SlimeDump {
   warnings: string[];
 }
 
-/**
- * Globals a slime rollout dump may name: torch's tensor rebuilding, containers, numpy scalars and
- * arrays, and slime's own data classes (recorded inertly). Any other global (os.system, builtins.eval,
- * …) means the file is not a dump we should read, even though decoding it would run nothing.
- */
-const ALLOWED_GLOBAL = [
-  /^torch\._utils\._rebuild_(tensor|tensor_v2|tensor_v3|parameter|parameter_with_state)$/,
-  /^torch\._tensor\._rebuild_from_type_v2$/,
-  /^torch\.(\w+Storage|Size|(float|int|uint|bfloat|bool|half|double|long|short)\w*)$/,
-  /^torch\.storage\._load_from_bytes$/,
-  /^collections\.(OrderedDict|defaultdict)$/,
-  /^(builtins|__builtin__)\.(set|frozenset|bytes|bytearray|complex|slice|range)$/,
-  /^_codecs\.encode$/,
-  /^(copyreg|copy_reg)\._reconstructor$/,
-  /^numpy\.(dtype|ndarray)$/,
-  /^numpy\.(_core|core)\.(multiarray\.(scalar|_reconstruct)|numeric\._frombuffer)$/,
-  /^numpy\.core\._multiarray_umath\.(scalar|_reconstruct)$/,
-  /^slime\.[\w.]+$/,
-  /^enum\.Enum$/,
-];
+/** Globals a slime rollout dump may name: a checkpoint's, and slime's own data classes (recorded inertly). */
+const SLIME_GLOBALS = [/^slime\.[\w.]+$/];
 
 export function allowedGlobal(name: string): boolean {
-  return ALLOWED_GLOBAL.some((re) => re.test(name));
+  return checkpointGlobal(name, SLIME_GLOBALS);
 }
 
 /** `rollout_data/3.pt` → 3; `rollout_eval_0.pt` → eval 0; null when the name holds no id. */
