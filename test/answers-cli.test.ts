@@ -482,6 +482,21 @@ describe('health, search and export take the run directory as serve does: DIR or
     for (const f of files(clean)) assert.deepEqual(readFileSync(join(dest, f)), readFileSync(join(clean, f)), f);
   });
 
+  test('what a run holds is printed with its control characters escaped: a line or a file name cannot drive the terminal', () => {
+    const hostile = copyFixtureRun('miles-demo');
+    try {
+      appendFileSync(join(hostile.dir, 'dashboard', 'metrics.jsonl'), '\x1b[2J\x1b[H all good\n');
+      writeFileSync(join(hostile.dir, 'dashboard', 'gpu_util', '\x1b[31mred.jsonl'), '');
+      ageTree(hostile.dir);
+      const r = cli('health', hostile.dir);
+      assert.equal(r.code, 3, r.stderr);
+      assert.ok(!/[\x00-\x09\x0b-\x1f\x7f]/.test(r.stdout + r.stderr), JSON.stringify(r.stderr));
+      assert.match(r.stderr, /\\x1b\[2J/);
+    } finally {
+      hostile.dispose();
+    }
+  });
+
   test('what could not be read is said on stderr and the run-wide exports exit 3, their output written from the rest', () => {
     const damaged = copyFixtureRun('miles-demo');
     try {

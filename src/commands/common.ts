@@ -15,6 +15,15 @@ export const EXIT_USAGE = 2;
 export const EXIT_INCOMPLETE = 3;
 
 /**
+ * `text` safe to print on a terminal: control characters (ESC, CR, BEL, … and the C1 set) written as `\xNN`
+ * (newlines too, unless `keepLines`), so a file name or a line from a run cannot move the cursor, clear the
+ * screen, recolour what follows or fake a line of its own.
+ */
+export function terminalSafe(text: string, keepLines = false): string {
+  return text.replace(keepLines ? /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g : /[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/**
  * `parseArgs`, strict, with its tokens, refusing a flag given twice that is not declared `multiple`: parseArgs
  * keeps the last silently, and which of two a user meant is a guess.
  */
@@ -162,14 +171,14 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
     return await body();
   } catch (err) {
     if (err instanceof CommandUsageError || (err as NodeJS.ErrnoException)?.code?.startsWith?.('ERR_PARSE_ARGS')) {
-      console.error(`rlsight: ${(err as Error).message}`);
+      console.error(`rlsight: ${terminalSafe((err as Error).message, true)}`);
       return EXIT_USAGE;
     }
     if ((err as { param?: string }).param !== undefined && ((err as Error).name === 'BadArgument' || (err as Error).name === 'RefusedOption')) {
-      console.error(`rlsight: ${(err as Error).message}`);
+      console.error(`rlsight: ${terminalSafe((err as Error).message, true)}`);
       return EXIT_USAGE;
     }
-    console.error(`rlsight: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`rlsight: ${terminalSafe(err instanceof Error ? err.message : String(err), true)}`);
     return EXIT_FAILED;
   }
 }
@@ -208,7 +217,7 @@ export function removeOnExit(dir: string): void {
 export function incompleteness(run: Pick<RunSources, 'warnings'> | null, more: readonly string[] = []): number {
   // a run warning one of the command's own already says (naming the file as the run read it) is said once
   const said = [...new Set([...more, ...(run?.warnings() ?? []).filter((w) => !more.some((m) => m.includes(w)))])];
-  for (const w of said) console.error(`warning: ${w}`);
+  for (const w of said) console.error(`warning: ${terminalSafe(w)}`);
   return said.length > 0 ? EXIT_INCOMPLETE : 0;
 }
 

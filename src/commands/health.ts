@@ -2,7 +2,7 @@
 // in the terminal, and a CI gate that exits 1 naming every listed signal that fired, 3 when it could not read everything.
 import { readRegularFileSync } from '../formats/fileAccess.ts';
 import { failures, unmeasured, HEALTH_SIGNALS, healthSignals, parseSignalList, runHealth, type HealthAnswer, type SignalSpec } from '../queries/health.ts';
-import { CommandUsageError, EXIT_FAILED, incompleteness, openRunDir, runCommand, runDirArgs } from './common.ts';
+import { CommandUsageError, EXIT_FAILED, incompleteness, openRunDir, runCommand, runDirArgs, terminalSafe } from './common.ts';
 
 export const HEALTH_USAGE = `  rlsight health DIR [--fail-on SIGNAL,...] [--health-config FILE] [--json]
                                    per-step failure signals; exit 1 when a --fail-on signal fired,
@@ -70,11 +70,11 @@ export async function healthCommand(argv: string[]): Promise<number> {
     const run = await openRunDir(dir, values['cache-dir']);
     try {
       const answer = await runHealth(run.answers, signals);
-      process.stdout.write(values.json ? `${JSON.stringify(answer)}\n` : boardText(answer));
+      process.stdout.write(values.json ? `${JSON.stringify(answer)}\n` : terminalSafe(boardText(answer), true));
       const blind = unmeasured(answer, failOn).map((signal) => `--fail-on ${signal}: no step of this run measures it, so the gate could not look`);
       const partial = incompleteness(run.answers, [...answer.warnings, ...blind]);
       const failed = failures(answer, failOn);
-      for (const f of failed) console.error(`rlsight health: fired: ${f}`);
+      for (const f of failed) console.error(`rlsight health: fired: ${terminalSafe(f)}`);
       // A fired gate outranks a partial read: what was read already fails the gate.
       return failed.length ? EXIT_FAILED : partial;
     } finally {

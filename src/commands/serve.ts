@@ -6,7 +6,7 @@ import type { RunSources } from '../queries/runAnswers.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
-import { cacheDirFlag, CommandUsageError as UsageError, numberFlag, parseFlags, portFlag } from './common.ts';
+import { cacheDirFlag, CommandUsageError as UsageError, numberFlag, parseFlags, portFlag, terminalSafe } from './common.ts';
 
 /** How long a stopped server waits for its runs' pending cache writes before it exits. */
 const SHUTDOWN_WRITES_MS = 3000;
@@ -222,7 +222,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   // What a view's first requests read (the first run's meta) is made ready while a browser loads the app.
   runs.runs()[0]?.run.catalog().catch(() => {});
   for (const r of runs.runs()) if (r.run.getReady?.()) break;
-  for (const r of runs.runs()) for (const w of r.run.warnings()) console.warn(`warning: ${runs.runs().length > 1 ? `${r.id}: ` : ''}${w}`);
+  for (const r of runs.runs()) for (const w of r.run.warnings()) console.warn(`warning: ${terminalSafe(`${runs.runs().length > 1 ? `${r.id}: ` : ''}${w}`)}`);
   const stop = (): void => {
     // what the runs still keep for the next process (a step's records, written after its answers) is written
     // before the process ends, for a few seconds at most

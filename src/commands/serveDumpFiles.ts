@@ -2,7 +2,7 @@
 // as one run. A run directory of any format (slime's `--dump-details DIR` layout included) is `serve DIR`.
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { cacheDirFlag, CommandUsageError, intFlag, numberFlag, parseFlags, portFlag } from './common.ts';
+import { cacheDirFlag, CommandUsageError, intFlag, numberFlag, parseFlags, portFlag, terminalSafe } from './common.ts';
 import { answersOver } from './openRun.ts';
 import { SERVE_OPTIONS } from './serve.ts';
 import { openDumpFiles } from '../run/open.ts';
@@ -79,7 +79,7 @@ export async function serveDumpFiles(argv: string[]): Promise<number> {
   const host = values.host ?? '127.0.0.1';
   const server = await startServer(served, { host, port, follow: values.follow ?? false, allowHosts: (values['allow-host'] as string[] | undefined) ?? [] });
   console.log(`rlsight serving ${server.url}  (slime run: ${ids.train.length} rollout and ${ids.eval.length} eval dumps)`);
-  for (const w of model.warnings()) console.warn(`warning: ${w}`);
+  for (const w of model.warnings()) console.warn(`warning: ${terminalSafe(w)}`);
   await new Promise<void>((done) => {
     const stop = (): void => void server.close().then(done);
     process.once('SIGINT', stop);
