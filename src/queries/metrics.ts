@@ -75,6 +75,15 @@ export function dumpMetricSeries(aggregates: readonly StepAggregate[], keys: rea
   return out;
 }
 
+/** A step series with a point at `y = null` at each of `steps` it has no point at (kept ascending): a chart breaks its line there. */
+export function withGapsAt(s: MetricSeries, steps: readonly number[]): MetricSeries {
+  const at = new Set(s.x);
+  const gaps = steps.filter((x) => !at.has(x));
+  if (gaps.length === 0) return s;
+  const order = [...s.x.map((x, i) => ({ x, y: s.y[i] })), ...gaps.map((x) => ({ x, y: null }))].sort((a, b) => a.x - b.x);
+  return { ...s, x: order.map((p) => p.x), y: order.map((p) => p.y) };
+}
+
 /** The requested keys of a comma-separated list (empty items dropped, repeats kept); at least one. */
 export function metricKeyList(text: string): string[] {
   const keys = text.split(',').filter((k) => k !== '');

@@ -39,7 +39,7 @@ import { encodeHeatmap, heatmap } from './heatmap.ts';
 import { resolveLanes, selectedLanes, selectiveLaneKeys } from './lanes.ts';
 import { checkLatestKeys, MAX_WINDOW_S } from './limits.ts';
 import { NoConversationRecorded, noConversation, sampleConversation } from './messages.ts';
-import { DUMP_METRIC_PREFIX, metricsAnswer, WALL_TIME_X } from './metrics.ts';
+import { DUMP_METRIC_PREFIX, metricsAnswer, WALL_TIME_X, withGapsAt } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
 import { STEP_AGGREGATE_METRICS, stepTables, type StepAggregate } from './rollouts.ts';
@@ -543,13 +543,20 @@ export class RunAnswers implements RunSources {
 
   async metrics(q: Window & { keys: string[]; x: string; progressive?: boolean }): Promise<MetricsAnswer> {
     if (!q.progressive) return metricsAnswer(this.store, q.keys, q, () => this.stepAggregates());
-    let coverage: StepFactsAnswer['coverage'];
+    let facts: StepFactsAnswer | undefined;
     const answer = await metricsAnswer(this.store, q.keys, q, async () => {
-      const facts = await this.stepFacts({ progressive: true });
-      coverage = facts.coverage;
+      facts = await this.stepFacts({ progressive: true });
       return aggregatesOf(facts);
     });
-    if (coverage) for (const k of q.keys) if (k.startsWith(DUMP_METRIC_PREFIX)) answer[k] = { ...answer[k], coverage };
+    if (facts === undefined) return answer;
+    // a step that could not be read breaks the line there (a point at y = null) instead of being bridged
+    const unread = facts.steps.filter((f) => f.aggregate === null).map((f) => f.step);
+    const coverage = facts.coverage;
+    for (const k of q.keys) {
+      if (!k.startsWith(DUMP_METRIC_PREFIX)) continue;
+      const series = unread.length > 0 ? withGapsAt(answer[k], unread) : answer[k];
+      answer[k] = coverage ? { ...series, coverage } : series;
+    }
     return answer;
   }
 
