@@ -2,7 +2,7 @@
 // reference path answers for the first run, `--runs ROOT` discovery, and `rlsight serve DIR DIR`.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -164,6 +164,21 @@ describe('--runs ROOT', () => {
       assert.deepEqual(await runs.discover(root), [], 'a known run is not added twice');
       placeRun(root, 'late', null);
       assert.deepEqual((await runs.discover(root)).map((r) => r.id), ['late']);
+      runs.stop();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('a run reached twice through links (a link to the root inside it, a second link to the run) is served once', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-root-links-'));
+    try {
+      placeRun(root, 'm16', null);
+      symlinkSync('.', join(root, 'self'));
+      symlinkSync(join(root, 'm16'), join(root, 'again'));
+      const runs = new ServedRuns({}, (dir) => openRun(dir));
+      assert.deepEqual((await runs.discover(root)).map((r) => r.id), ['again']);
+      assert.deepEqual(await runs.discover(root), []);
       runs.stop();
     } finally {
       rmSync(root, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // Opens a run directory with the adapter of its format, and finds run directories under a root (`rlsight
 // serve --runs ROOT`). A new format is one adapter folder and one line here.
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { collectedAdapter } from './collected/index.ts';
 import { milesAdapter } from './miles/index.ts';
@@ -80,7 +80,20 @@ export function openDerivedEntry(cacheDir: string | null, name: string): Derived
 const MAX_DEPTH = 2;
 
 /** Run directories under `root` (the root itself when it is one), sorted by path; a run's own subfolders are not searched. */
-export function discoverRunDirs(root: string, depth = MAX_DEPTH): string[] {
+/** Where a run directory's links lead (the path itself when it cannot be resolved): one run, one key. */
+export function runDirKey(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return resolve(dir);
+  }
+}
+
+export function discoverRunDirs(root: string, depth = MAX_DEPTH, seen = new Set<string>()): string[] {
+  // a folder reached twice (a link to a parent, two links to one run) is searched and served once
+  const real = runDirKey(root);
+  if (seen.has(real)) return [];
+  seen.add(real);
   if (runFormats(root).length > 0) return [root];
   if (depth === 0) return [];
   let names: string[];
@@ -99,7 +112,7 @@ export function discoverRunDirs(root: string, depth = MAX_DEPTH): string[] {
     } catch {
       continue;
     }
-    if (isDir) out.push(...discoverRunDirs(p, depth - 1));
+    if (isDir) out.push(...discoverRunDirs(p, depth - 1, seen));
   }
   return out;
 }

@@ -3,7 +3,7 @@
 import { basename, resolve } from 'node:path';
 import type { RunSources } from '../queries/runAnswers.ts';
 import type { Hono } from 'hono';
-import { discoverRunDirs, runFormats } from '../run/open.ts';
+import { discoverRunDirs, runDirKey, runFormats } from '../run/open.ts';
 import { type AppOptions, type RunSet, type ServedRun, runApi } from './app.ts';
 import { EventFeed, FOLLOW_INTERVAL_MS, type Follower, startFollow } from './events.ts';
 
@@ -86,10 +86,11 @@ export class ServedRuns implements RunSet {
 
   /** Opens and serves every run directory under `root` not served yet; returns the ones added. */
   async discover(root: string): Promise<ServedRun[]> {
-    const known = new Set(this.list.map((r) => r.dir));
+    // served runs compared by where their links lead: one run reached two ways is served once
+    const known = new Set(this.list.map((r) => runDirKey(r.dir)));
     const added: ServedRun[] = [];
     for (const dir of discoverRunDirs(resolve(root))) {
-      if (known.has(dir)) continue;
+      if (known.has(runDirKey(dir))) continue;
       added.push(this.add(dir, await this.open(dir)));
     }
     return added;
