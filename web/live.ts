@@ -58,15 +58,38 @@ const EVENT_NAMES: RunEvent['event'][] = ['steps', 'rollout', 'keys', 'lanes', '
 
 let sourceRun: string | null = null;
 
+/** Whether the app follows a live run (startLive was called): the stream is open while the tab is shown. */
+let following = false;
+
 /** Opens the event stream of the chosen run (its own feed under `/api/runs/{id}/events`), closing another run's. */
 export function startLive(): void {
   if (typeof EventSource === 'undefined') return;
+  following = true;
   const run = chosenRun.get();
   if (source && sourceRun === run) return;
   source?.close();
+  source = null;
   sourceRun = run;
+  // a hidden tab holds no stream: a browser allows six connections to one server, and every open tab's
+  // stream would take one of them from the tabs in view
+  if (typeof document !== 'undefined' && document.visibilityState === 'hidden') return;
   source = new EventSource(apiUrl('events'));
   source.onopen = () => liveConnected.set(true);
   source.onerror = () => liveConnected.set(false);
   for (const name of EVENT_NAMES) source.addEventListener(name, onServerChange);
+}
+
+if (typeof document !== 'undefined') {
+  document.addEventListener('visibilitychange', () => {
+    if (!following) return;
+    if (document.visibilityState === 'hidden') {
+      source?.close();
+      source = null;
+      liveConnected.set(false);
+    } else {
+      startLive();
+      // what arrived while the tab was hidden
+      onServerChange();
+    }
+  });
 }

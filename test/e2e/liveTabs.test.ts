@@ -1,0 +1,52 @@
+// Several tabs of a live (--follow) server in one browser: a tab out of view holds no event stream, so the
+// browser's six connections to the server stay free for the tabs in view.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { hasChromium, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
+
+declare const document: any;
+declare const location: { hash: string };
+
+describe('tabs of a live server (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let served: Served;
+  let browser: Browser;
+  before(async () => {
+    ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 4 })));
+  });
+  after(() => stopBrowserSuite({ served, browser }));
+
+  it('a sixth tab loads while five others are open out of view', async () => {
+    // one context: its pages share the browser's connections to the server, as a user's tabs do
+    const context: BrowserContext = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    try {
+      const hidden: Page[] = [];
+      for (let i = 0; i < 5; i++) {
+        const page = await context.newPage();
+        await page.goto(`${served.url}#/`);
+        await page.waitForSelector('header.topbar');
+        // what the browser does to a tab in the background
+        await page.evaluate(() => {
+          Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true });
+          document.dispatchEvent(new Event('visibilitychange'));
+        });
+        hidden.push(page);
+      }
+      const sixth = await context.newPage();
+      await sixth.goto(`${served.url}#/rollout/1`);
+      await sixth.waitForSelector('table tbody tr', { timeout: 15_000 });
+      // its own stream is open now; what it asks next needs a connection of its own
+      await sixth.waitForTimeout(1000);
+      await sixth.evaluate(() => (location.hash = '#/health'));
+      await sixth.waitForSelector('table.health-board tbody tr', { timeout: 10_000 });
+      // a tab shown again follows the run again
+      await hidden[0].evaluate(() => {
+        Object.defineProperty(document, 'visibilityState', { value: 'visible', configurable: true });
+        document.dispatchEvent(new Event('visibilitychange'));
+      });
+      await hidden[0].waitForFunction(() => document.querySelector('header.topbar') !== null);
+    } finally {
+      await context.close();
+    }
+  });
+});
