@@ -1,9 +1,9 @@
 // The shell: top navigation (ordinary links), run badge, live status, and the current view.
-import { useEffect, useLayoutEffect } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { stillWriting } from './api.ts';
 import { ErrorNote, Loading } from './components/status.tsx';
 import { Tooltip } from './components/tooltip.tsx';
-import { fmtWall } from './format.ts';
+import { fmtDuration, fmtWall } from './format.ts';
 import { WarmUpBar, warmUpProgress } from './components/warmUpBar.tsx';
 import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
@@ -28,6 +28,12 @@ export function App() {
   const writing = useStore(stillWriting);
   const connected = useStore(liveConnected);
   const runs = useStore(runList);
+  // the clock the live badge is judged by (a followed run that stops writing sends nothing to redraw on)
+  const [now, setNow] = useState(() => Date.now() / 1000);
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now() / 1000), 30_000);
+    return () => clearInterval(t);
+  }, []);
   const runId = r.params.get('run') || null;
   const unknownRun = runId !== null && runs !== null && runs.length > 0 && !runs.some((x) => x.id === runId);
   const runsNote = runs !== null && runs.length > 0 ? runsParamNote(r.params.get('runs'), runs.map((x) => x.id)) : null;
@@ -105,7 +111,11 @@ export function App() {
                   {m.run_name ?? 'unnamed run'}
                 </span>
               )}
-              {m.mode === 'follow' ? (
+              {m.mode === 'follow' && quietFor(m.time_range, now) !== null ? (
+                <span class="badge static" data-testid="quiet-badge" title={`followed, but nothing new has been written for ${fmtDuration(quietFor(m.time_range, now)!)}: the job may have finished (its updates show as they come)`}>
+                  ◼ no new data
+                </span>
+              ) : m.mode === 'follow' ? (
                 <span
                   class={`badge ${connected ? 'live' : 'stale'}`}
                   title={connected ? 'following a running job: updates arrive as they are written' : 'reconnecting to the live stream…'}
@@ -196,4 +206,14 @@ function DamageBanner({ warnings }: { warnings: string[] }) {
       </ul>
     </details>
   );
+}
+
+/** A followed run is live while its newest data is this recent (the runs table's rule). */
+const LIVE_EDGE_S = 600;
+
+/** Seconds since a followed run last wrote, when that is longer than a live run goes quiet; null otherwise. */
+function quietFor(range: [number, number] | null, now: number): number | null {
+  if (range === null) return null;
+  const quiet = now - range[1];
+  return quiet > LIVE_EDGE_S ? quiet : null;
 }

@@ -57,6 +57,8 @@ export interface DemoOptions {
   prepare?: (runDir: string) => void | Promise<void>;
   /** Also serve, second, a run of the same recipe that collapses (its zero-std share climbs). */
   compare?: boolean;
+  /** The wall clock the run ends by (epoch seconds; default now): an earlier one makes a run that stopped writing. */
+  now?: number;
 }
 
 /** A browser suite's server and browser. */
@@ -99,7 +101,7 @@ export async function serveDemo(opts: DemoOptions = {}): Promise<Served> {
 
 async function startOn(base: string, opts: DemoOptions): Promise<Served> {
   const runDir = join(base, 'run');
-  await generateDemoRun(runDir, { steps: opts.steps ?? 4, seed: 7, large: opts.large ?? false });
+  await generateDemoRun(runDir, { steps: opts.steps ?? 4, seed: 7, large: opts.large ?? false, now: opts.now });
   await opts.prepare?.(runDir);
   const others: string[] = [];
   if (opts.compare) {

@@ -50,3 +50,26 @@ describe('tabs of a live server (headless Chromium)', { skip: hasChromium ? fals
     }
   });
 });
+
+describe('a followed run that stopped writing (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let served: Served;
+  let browser: Browser;
+  before(async () => {
+    // its newest data two hours old: served with --follow, but nothing new comes
+    ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 4, now: Date.now() / 1000 - 7200 })));
+  });
+  after(() => stopBrowserSuite({ served, browser }));
+
+  it('is not called live: the header says no new data has come for how long', async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${served.url}#/`);
+      const badge = await page.waitForSelector('[data-testid=quiet-badge]');
+      assert.equal((await badge.textContent())?.trim(), '◼ no new data');
+      assert.match((await badge.getAttribute('title')) ?? '', /nothing new has been written for 2\.0 h/);
+      assert.equal(await page.$('.badge.live'), null);
+    } finally {
+      await page.close();
+    }
+  });
+});
