@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { HealthAnswer, RolloutTable, StepDiff } from '../../src/wire/index.ts';
+import { appendDemoStep } from '../../src/demo/index.ts';
 import { hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 declare const document: any;
@@ -351,6 +352,20 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     }
     assert.match((await page.textContent('[data-testid=compare-flip]'))!, /A's (worst|best) with B's (best|worst)/);
     assert.equal(hashPath(page), '#/diff');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  // last: it adds a step to the first run
+  it('the step anatomy of two runs takes in the steps a followed run writes, without a reload', async () => {
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/timeline?run=run&runs=run,collapse`);
+    await page.waitForSelector('[data-testid=runs-anatomy] .anatomy-side[data-run=run] .anatomy-step');
+    const newest = () => page.$$eval('[data-testid=runs-anatomy] .anatomy-side[data-run=run] .anatomy-step', (els) => Math.max(...els.map((e: any) => Number(e.getAttribute('data-step')))));
+    const before = await newest();
+    await appendDemoStep(served.runDir);
+    await page.waitForFunction((b) => [...document.querySelectorAll('[data-testid=runs-anatomy] .anatomy-side[data-run=run] .anatomy-step')].some((e: any) => Number(e.getAttribute('data-step')) > b), before, { timeout: 30_000 });
+    assert.ok((await newest()) > before);
     assert.deepEqual(w.problems(), []);
   });
 });

@@ -11,6 +11,7 @@ import { phaseColor } from '../../theme.ts';
 import type { MetricSeries, RunListing } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { comparedRun } from '../rollouts/compare.tsx';
+import { liveTick } from '../../live.ts';
 
 /** A step's parts, in the order a step runs them; their sum is at most the step time (the rest is other work). */
 const PARTS: { key: string; label: string; phase: string }[] = [
@@ -52,8 +53,12 @@ export function RunsAnatomy({ params }: { params: URLSearchParams }) {
   const shown = shownRunId(all);
   const runs: RunListing[] = other && all ? [all.find((r) => r.id === shown)!, other].filter(Boolean) : [];
   const keys = [STEP, WAIT, ...PARTS.map((p) => p.key)].join(',');
-  const res = useApi(runs.length === 2 ? runs.map((r) => r.id).join(',') : null, (signal) =>
-    Promise.all(runs.map((r) => getJson<Answer>(runPath(r, 'metrics'), { keys, x: 'rollout/step' }, signal))),
+  // asked again as a followed run writes (the last answer stays on screen meanwhile)
+  const tick = useStore(liveTick);
+  const res = useApi(
+    runs.length === 2 ? runs.map((r) => r.id).join(',') : null,
+    (signal) => Promise.all(runs.map((r) => getJson<Answer>(runPath(r, 'metrics'), { keys, x: 'rollout/step' }, signal))),
+    tick,
   );
   if (!all || all.length < 2 || !shown) return null;
   if (runs.length !== 2) {
