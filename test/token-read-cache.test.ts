@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { tokenView } from '../src/queries/tokens.ts';
 import { DumpReader } from '../src/run/miles/reader.ts';
 import { foreground } from '../src/run/foreground.ts';
-import { copyFixtureRun, diffJson, fixturePath, loadGoldens } from './support/fixtures.ts';
+import { ageTree, copyFixtureRun, diffJson, fixturePath, loadGoldens } from './support/fixtures.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'rlsight-token-cache-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -253,6 +253,31 @@ describe('what token reads keep in the cache directory', () => {
       assert.deepEqual(written().sort(), [`rollout_${g.id}.mirror.json`, 'tokenizer.texts.json', `train_${g.id}.catalog.json`].sort());
     } finally {
       await reader.close();
+    }
+  });
+});
+
+describe('a damaged token mirror', () => {
+  it('is read around: the tokens come from the rollout dump, equal to the golden, and the damage is said once', async () => {
+    const run = copyFixtureRun();
+    try {
+      const mirror = join(run.dir, 'dashboard_columns', 'rollout_0.parquet');
+      writeFileSync(mirror, readFileSync(mirror).subarray(0, Math.floor(statSync(mirror).size / 2)));
+      ageTree(run.dir);
+      const g = goldens.find((x) => x.id === 0)!;
+      assert.ok(g, 'a golden of step 0');
+      const reader = await DumpReader.open(run.dir, {});
+      try {
+        assert.equal(diffJson(JSON.parse(await answer(reader, g)), g.body), null);
+        await answer(reader, g);
+        const said = reader.warnings().filter((w) => w.includes('rollout_0.parquet'));
+        assert.equal(said.length, 1, JSON.stringify(reader.warnings()));
+        assert.match(said[0], /dashboard_columns\/rollout_0\.parquet: .*\(the tokens are read from the rollout dump instead\)$/);
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      run.dispose();
     }
   });
 });

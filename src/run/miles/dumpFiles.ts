@@ -61,6 +61,11 @@ export class DumpFiles {
     this.layoutWarnings.set(file, `${file}: ${problem}`);
   }
 
+  /** A damaged file read around (`file: problem`, said once). */
+  noteDamage(line: string): void {
+    this.layoutWarnings.set(line, line);
+  }
+
   /**
    * `stat` of a path, reused for STAT_REUSE_MS: warm answers re-validate their sources at most that often
    * instead of paying file-system round trips on every request.

@@ -335,7 +335,15 @@ export class DumpReader {
   /** The rollout side of one sample: from the parquet mirror, else (mirror missing or foreign) the `.pt`. */
   private async rolloutTokens(rolloutId: number, evaluation: boolean, sampleIndex: number): Promise<SampleTokens> {
     const unknown = () => new NotFound(`unknown sample_index ${sampleIndex} in rollout ${rolloutId}`);
-    const fromMirror = await this.mirror.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
+    let fromMirror: SampleTokens | null = null;
+    try {
+      fromMirror = await this.mirror.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
+    } catch (e) {
+      // a damaged mirror is a copy: the dump holds the same tokens (said among the run's warnings)
+      const damage = damageOf(e);
+      if (damage === null) throw e;
+      this.files.noteDamage(`${damage} (the tokens are read from the rollout dump instead)`);
+    }
     return fromMirror ?? this.rollouts.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
   }
 

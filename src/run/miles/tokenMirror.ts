@@ -4,7 +4,7 @@ import { readFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
-import { DumpStillWriting, isRefusedFile } from '../errors.ts';
+import { damageOf, DumpStillWriting, isRefusedFile } from '../errors.ts';
 import { LaterWrites } from '../derivedCache.ts';
 import { FRESH_SECONDS } from './discovery.ts';
 import { Lru } from './lru.ts';
@@ -141,7 +141,11 @@ export class TokenMirror {
       if (isMissing(e)) return null;
       // a new file may still be being written; a directory, FIFO or link out of the run will never be a mirror
       if (!isRefusedFile(e) && this.files.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
-      throw e;
+      // a damaged mirror is a copy: the rollout dump holds the same tokens (said among the run's warnings)
+      const damage = damageOf(e);
+      if (damage === null) throw e;
+      this.files.noteDamage(`${damage} (the tokens are read from the rollout dump instead)`);
+      return null;
     }
     const names = [...file.columnNames].sort().join(',');
     if (names !== [...ROLLOUT_COLUMNS].sort().join(',')) {
