@@ -4,7 +4,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { readCompleteLines, readFirstLine, readLastCompleteLine } from './jsonlTail.ts';
+import { readCompleteLines, readFirstLine, readLastCompleteLine, unterminatedBytes } from './jsonlTail.ts';
 
 let dir: string;
 before(() => {
@@ -55,4 +55,21 @@ test('edge lines: first complete line, last complete line within the final windo
   writeFileSync(f, 'no newline');
   assert.equal(readFirstLine(f), null);
   assert.equal(readLastCompleteLine(f), null);
+});
+
+test('unterminated bytes: what follows the last newline, however far back it is', () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 300 }), fc.integer({ min: 0, max: 200_000 }), (head, pad) => {
+      const b = Buffer.concat([Buffer.from(head), Buffer.alloc(pad % 3 === 0 ? pad : 0, 0x61)]);
+      const reads: number[] = [];
+      const got = unterminatedBytes(b.length, (start, length) => {
+        reads.push(length);
+        return b.subarray(start, start + length);
+      });
+      assert.equal(got, b.length - (b.lastIndexOf(10) + 1));
+      assert.ok(reads.reduce((x, y) => x + y, 0) <= b.length, 'no byte read twice');
+    }),
+    { numRuns: 100 },
+  );
+  assert.equal(unterminatedBytes(0, () => Buffer.alloc(0)), 0);
 });

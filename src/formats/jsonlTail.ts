@@ -76,6 +76,31 @@ export function readCompleteLines(path: string, offset: number, onChunk: (chunk:
   }
 }
 
+/**
+ * Bytes after the last `\n` of a file of `size` bytes: 0 when it ends with one (or is empty), `size` when it
+ * holds none. Read backwards through `readAt` (bytes `[start, start + length)`): the last byte, then windows
+ * from 64 KiB up.
+ */
+export function unterminatedBytes(size: number, readAt: (start: number, length: number) => Buffer): number {
+  if (size === 0) return 0;
+  // most files end with a newline: one byte tells
+  const last = readAt(size - 1, 1);
+  if (last.length < 1 || last[0] === 10) return 0;
+  let end = size - 1;
+  let window = 65536;
+  while (end > 0) {
+    const start = Math.max(0, end - window);
+    const buf = readAt(start, end - start);
+    // a file cut shorter meanwhile: nothing more to look at
+    if (buf.length < end - start) return 0;
+    const nl = buf.lastIndexOf(10);
+    if (nl >= 0) return size - (start + nl + 1);
+    end = start;
+    window = Math.min(window * 2, 8 << 20);
+  }
+  return size;
+}
+
 /** The first complete line of a file within its first `maxBytes` (without the `\n`), or null. */
 export function readFirstLine(path: string, maxBytes = 65536): Buffer | null {
   const buf = readRange(path, 0, maxBytes);

@@ -93,7 +93,8 @@ export function outliers(store: OutlierSource, q: OutlierQuery): OutliersAnswer 
     const name = q.criterion.slice(SLOWEST_PHASE.length);
     const acc = new Map<string, { node: string; gpu: number; sum: number; n: number }>();
     for (const p of phaseRowsOf(store, t0, t1, null)) {
-      if (p.name !== name) continue;
+      // a phase never closed (its trainer was killed) has no duration to rank
+      if (p.name !== name || p.unfinished) continue;
       const k = `${p.node}:${p.gpu}`;
       let a = acc.get(k);
       if (a === undefined) acc.set(k, (a = { node: p.node, gpu: p.gpu, sum: 0, n: 0 }));

@@ -7,6 +7,7 @@ import { diffJson, fixtureTelemetry, loadGoldens } from '../../test/support/fixt
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import { resolveLanes } from './lanes.ts';
 import { phasesByLane } from './phases.ts';
+import { outliers } from './outliers.ts';
 
 function query(request: string): URLSearchParams {
   return new URL(request, 'http://x').searchParams;
@@ -87,6 +88,65 @@ describe('phasesByLane semantics', () => {
       ['rollout', 6, 1000901],
       ['rollout', 7, 1000901],
       ['warmup', 7, 1000901],
+    ]);
+  });
+
+  test('an open marker a killed trainer left ends where its rank next starts a phase on its GPU, marked unfinished', () => {
+    const d = join(dir, 'killed');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    mkdirSync(join(d, 'gpu_util'), { recursive: true });
+    const T = 1000000;
+    writeFileSync(
+      join(d, 'phases', '19700112_13.jsonl'),
+      // rank 0 is killed in update_weights; its restarted process opens train_wait 12 s later
+      ev('actor_train', T, T + 20, 0) +
+        ev('update_weights', T + 28, -1, 0) +
+        // another rank's phase on the same GPU is not rank 0 moving on
+        line({ name: 'other', t0: T + 30, t1: T + 31, node: '10.0.0.1', gpus: [0], rank: 5, role: 'train' }) +
+        ev('train_wait', T + 40, -1, 0) +
+        ev('train_wait', T + 40, T + 41, 0) +
+        ev('actor_train', T + 41, T + 80, 0) +
+        // rank 1 is still in update_weights at the data's end: it may still be running
+        ev('update_weights', T + 28, -1, 1),
+    );
+    writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), line({ ts: T + 259, node: '10.0.0.1', gpu: 0, util: 1, mem_mb: 1, power_w: 1 }));
+    const store = TelemetryStore.open(d);
+    const rows = phasesByLane(store).map((r) => [r.gpu, r.name, r.t0 - T, r.t1 - T, r.unfinished ?? false]);
+    assert.deepEqual(rows, [
+      [0, 'actor_train', 0, 20, false],
+      [0, 'update_weights', 28, 40, true],
+      [0, 'other', 30, 31, false],
+      [0, 'train_wait', 40, 41, false],
+      [0, 'actor_train', 41, 80, false],
+      [1, 'update_weights', 28, 259, false],
+    ]);
+    // a window holding its start but not the phase that ended it answers it ended the same
+    const early = phasesByLane(store, { t0: T + 25, t1: T + 35, lanes: new Set(['10.0.0.1:0']) }).find((r) => r.name === 'update_weights');
+    assert.deepEqual([early?.t1, early?.unfinished], [T + 40, true]);
+    assert.deepEqual(phasesByLane(store, { t0: T + 45, t1: T + 50, lanes: new Set(['10.0.0.1:0']) }).map((r) => r.name), ['actor_train'], 'not drawn past its end');
+    // nor ranked among the slowest: it never closed, so it has no duration
+    assert.deepEqual(outliers(store, { criterion: 'slowest_phase:update_weights' }).outliers.map((o) => [o.gpu, o.score]), [[1, 231]]);
+  });
+
+  test("a rollout manager's open marker ends where the manager's next phase starts, on every engine lane", () => {
+    const d = join(dir, 'killed-manager');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    const T = 1000000;
+    writeFileSync(
+      join(d, 'topology.jsonl'),
+      line({ ts: T, engines: [{ addr: 'http://10.0.0.7:30000', worker_type: 'regular', engine_rank: 0, gpus: [['10.0.0.7', 0], ['10.0.0.7', 1]], gpu_uuids: [null, null] }] }),
+    );
+    const rm = (t0: number, t1: number): string => line({ name: 'rollout', t0, t1, node: '10.0.0.2', gpus: [], rank: -1, role: 'rollout_manager' });
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), rm(T + 10, -1) + rm(T + 100, -1) + rm(T + 100, T + 150) + rm(T + 200, -1));
+    writeFileSync(join(d, 'metrics.jsonl'), line({ ts: T + 300, step_key: null, step: null, metrics: {} }));
+    const rows = phasesByLane(TelemetryStore.open(d)).map((r) => [r.gpu, r.t0 - T, r.t1 - T, r.unfinished ?? false]);
+    assert.deepEqual(rows, [
+      [0, 10, 100, true],
+      [0, 100, 150, false],
+      [0, 200, 300, false],
+      [1, 10, 100, true],
+      [1, 100, 150, false],
+      [1, 200, 300, false],
     ]);
   });
 

@@ -3,8 +3,11 @@ import { compareLanes, INITIALIZE_PHASE, OPEN_T1, type LaneEntry, type PhaseBloc
 import type { LaneSelection } from './lanes.ts';
 import type { Phase } from '../wire/timeline.ts';
 
-/** One phase interval on one lane, as answered. */
-export type PhaseRow = Phase;
+/**
+ * One phase interval on one lane, as answered. `unfinished`: an open marker never closed, ended where the next
+ * phase of its rank on its lane starts (its length is not a duration: leave it out of duration rankings).
+ */
+export type PhaseRow = Phase & { unfinished?: true };
 
 /** What `phasesByLane` reads from the telemetry store. */
 export interface PhaseSource {
@@ -27,8 +30,10 @@ const ROLLOUT_MANAGER = 'rollout_manager';
 
 /**
  * Phase intervals per `(node, gpu)` lane overlapping `[t0, t1]`, sorted by `(node, gpu, t0)` (stable):
- * * an open marker (`t1 == -1`) disappears when its closed twin `(node, rank, name, t0)` exists, else
- *   it grows to the data edge: `t1 = max(timeRange()[1], t0)`;
+ * * an open marker (`t1 == -1`) disappears when its closed twin `(node, rank, name, t0)` exists; else it
+ *   ends where the next phase of its node and rank on one of its GPUs starts (a GPU-less one: of its node,
+ *   rank and role), marked `unfinished` (it cannot still be running then), and without a later phase it
+ *   grows to the data edge: `t1 = max(timeRange()[1], t0)` (it may still be running);
  * * `rollout_manager` intervals land on the GPUs of the engines of each topology window they overlap,
  *   clipped to the window (so an engine restart splits them); engines without GPUs fall back to every
  *   known lane on the engine's host; nothing is emitted without topology;
@@ -42,14 +47,19 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
   const sel = q.lanes ?? null;
   const strings = store.strings;
   const blocks = store.phaseBlocks(t0, t1);
-  const live = liveOpenMarkers(store, blocks);
+  const { live, ends } = liveOpenMarkers(store, blocks);
   const edge = (store.timeRange() ?? [0, 0])[1];
   const overlaps = (a0: number, a1: number): boolean => (t1 === null || a0 < t1) && (t0 === null || a1 > t0);
   const rows: PhaseRow[] = [];
   const rmId = strings.find(ROLLOUT_MANAGER);
   let windows: { t0: number; t1: number | null; lanes: { node: string; gpu: number }[] }[] | null = null;
 
-  const emit = (b: PhaseBlock, i: number, e0: number, e1: number): void => {
+  const push = (r: PhaseRow, unfinished: boolean): void => {
+    if (unfinished) r.unfinished = true;
+    rows.push(r);
+  };
+
+  const emit = (b: PhaseBlock, i: number, e0: number, e1: number, unfinished = false): void => {
     if (b.role[i] === rmId) {
       windows ??= expansionWindows(store.topologyWindows(), store.laneIndex());
       const name = strings.str(b.name[i]);
@@ -60,7 +70,7 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
         if (c0 >= c1) continue;
         for (const lane of w.lanes) {
           if (sel !== null && !sel.has(`${lane.node}:${lane.gpu}`)) continue;
-          rows.push({ name, t0: c0, t1: c1, node: lane.node, gpu: lane.gpu, rank, role: ROLLOUT_MANAGER });
+          push({ name, t0: c0, t1: c1, node: lane.node, gpu: lane.gpu, rank, role: ROLLOUT_MANAGER }, unfinished);
         }
       }
       return;
@@ -72,34 +82,36 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
     for (let k = g0; k < g1; k++) {
       const gpu = b.gpuList[k];
       if (sel !== null && !sel.has(`${node}:${gpu}`)) continue;
-      rows.push({ name: strings.str(b.name[i]), t0: e0, t1: e1, node, gpu, rank: b.rank[i], role: strings.str(b.role[i]) });
+      push({ name: strings.str(b.name[i]), t0: e0, t1: e1, node, gpu, rank: b.rank[i], role: strings.str(b.role[i]) }, unfinished);
     }
   };
 
   for (let bi = 0; bi < blocks.length; bi++) {
     const b = blocks[bi];
     const open = live[bi];
+    const end = ends[bi];
+    /** The `k`-th live open marker (row `i`) as emitted. */
+    const emitOpen = (k: number, i: number): void => {
+      const e0 = b.t0[i];
+      const next = end[k];
+      const e1 = Number.isNaN(next) ? Math.max(edge, e0) : next;
+      if (overlaps(e0, e1)) emit(b, i, e0, e1, !Number.isNaN(next));
+    };
     // a closed interval ends by its block's tsMax: a block ending before the window has only its open markers to offer
     const closedMayOverlap = t0 === null || b.tsMax > t0;
     if (closedMayOverlap) {
       let k = 0;
       for (let i = 0; i < b.length; i++) {
         const e0 = b.t0[i];
-        let e1 = b.t1[i];
+        const e1 = b.t1[i];
         if (e1 === OPEN_T1) {
           while (k < open.length && open[k] < i) k++;
           if (k >= open.length || open[k] !== i) continue; // its closed twin wins
-          e1 = Math.max(edge, e0);
-        }
-        if (overlaps(e0, e1)) emit(b, i, e0, e1);
+          emitOpen(k, i);
+        } else if (overlaps(e0, e1)) emit(b, i, e0, e1);
       }
     } else {
-      for (let k = 0; k < open.length; k++) {
-        const i = open[k];
-        const e0 = b.t0[i];
-        const e1 = Math.max(edge, e0);
-        if (overlaps(e0, e1)) emit(b, i, e0, e1);
-      }
+      for (let k = 0; k < open.length; k++) emitOpen(k, open[k]);
     }
   }
 
@@ -123,19 +135,28 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
 }
 
 const EMPTY = new Int32Array(0);
-const resolved = new WeakMap<object, { sig: string; live: Int32Array[] }[]>();
+const NO_ENDS = new Float64Array(0);
+
+/** Per block, its live open markers' rows (ascending) and where each one ends (`ends[k]` for `live[k]`; NaN: nowhere yet). */
+interface LiveMarkers {
+  live: Int32Array[];
+  ends: Float64Array[];
+}
+
+const resolved = new WeakMap<object, { sig: string; markers: LiveMarkers }[]>();
 
 /**
  * Per block, the rows of open markers without a closed twin (same node, rank, name and exact t0)
- * among `blocks`, ascending. Cached per store for the last few block sets (blocks only grow, so
- * keys + lengths identify the answer).
+ * among `blocks`, ascending, each with the start of the next phase among `blocks` that it cannot outlast
+ * (`openMarkerEnds`). Cached per store for the last few block sets (blocks only grow, so keys + lengths
+ * identify the answer).
  */
-function liveOpenMarkers(store: object, blocks: readonly PhaseBlock[]): Int32Array[] {
+function liveOpenMarkers(store: object, blocks: readonly PhaseBlock[]): LiveMarkers {
   const sig = blocks.map((b) => `${b.key}:${b.length}`).join(',');
   let memo = resolved.get(store);
   if (memo === undefined) resolved.set(store, (memo = []));
   const hit = memo.find((m) => m.sig === sig);
-  if (hit !== undefined) return hit.live;
+  if (hit !== undefined) return hit.markers;
   // open markers in a hash table on their t0's bits (typed arrays: no map keyed on floats, no sort)
   let opens = 0;
   for (const b of blocks) opens += b.openCount;
@@ -176,9 +197,67 @@ function liveOpenMarkers(store: object, blocks: readonly PhaseBlock[]): Int32Arr
     for (let i = 0; i < b.length; i++) if (b.t1[i] === OPEN_T1 && c[i] === 0) rows.push(i);
     return Int32Array.from(rows);
   });
-  memo.push({ sig, live });
+  const markers = { live, ends: openMarkerEnds(blocks, live) };
+  memo.push({ sig, markers });
   if (memo.length > 8) memo.shift();
-  return live;
+  return markers;
+}
+
+/**
+ * Where each live open marker ends: the earliest start, after its own, of a phase of the same node and rank
+ * on one of its GPUs (a GPU-less marker, e.g. the rollout manager's: of the same node, rank and role), or NaN.
+ * The process that opened it had moved on by then, so it was not running any more.
+ */
+function openMarkerEnds(blocks: readonly PhaseBlock[], live: readonly Int32Array[]): Float64Array[] {
+  interface Marker {
+    t0: number;
+    role: number;
+    /** Its GPUs (empty: GPU-less). */
+    gpus: number[];
+    end: number;
+  }
+  // markers by node id, then rank: the few a row is compared with
+  const byNode = new Map<number, Map<number, Marker[]>>();
+  const found: Marker[][] = blocks.map((b, bi) => {
+    const rows = live[bi];
+    const starts = rows.length > 0 ? b.gpuStart : null;
+    return Array.from(rows, (i) => {
+      const m: Marker = { t0: b.t0[i], role: b.role[i], gpus: Array.from(b.gpuList.subarray(starts![i], starts![i + 1])), end: Infinity };
+      let ranks = byNode.get(b.node[i]);
+      if (ranks === undefined) byNode.set(b.node[i], (ranks = new Map()));
+      const list = ranks.get(b.rank[i]);
+      if (list === undefined) ranks.set(b.rank[i], [m]);
+      else list.push(m);
+      return m;
+    });
+  });
+  if (byNode.size === 0) return blocks.map(() => NO_ENDS);
+  for (const b of blocks) {
+    const { node, rank, t0, role } = b;
+    let starts: Uint32Array | null = null;
+    let gpuList: Int32Array | null = null;
+    for (let j = 0; j < b.length; j++) {
+      const list = byNode.get(node[j])?.get(rank[j]);
+      if (list === undefined) continue;
+      const s = t0[j];
+      for (const m of list) {
+        if (!(s > m.t0 && s < m.end)) continue;
+        if (m.gpus.length === 0) {
+          if (role[j] === m.role) m.end = s;
+          continue;
+        }
+        starts ??= b.gpuStart;
+        gpuList ??= b.gpuList;
+        for (let g = starts[j]; g < starts[j + 1]; g++) {
+          if (m.gpus.includes(gpuList[g])) {
+            m.end = s;
+            break;
+          }
+        }
+      }
+    }
+  }
+  return found.map((ms) => (ms.length === 0 ? NO_ENDS : Float64Array.from(ms, (m) => (m.end === Infinity ? NaN : m.end))));
 }
 
 /** Per topology window, the lanes its engines cover (sorted), or for GPU-less engines every known lane on their hosts. */

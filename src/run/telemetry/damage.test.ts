@@ -1,9 +1,10 @@
 // Damaged and hostile telemetry: what is refused is skipped with a warning naming the file, never served.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { ageTree, copyFixtureRun } from '../../../test/support/fixtures.ts';
 import { MAX_LANES } from './laneCatalog.ts';
 import { TelemetryStore } from './store.ts';
 
@@ -104,5 +105,86 @@ describe('partition names and value domains', () => {
     const store = TelemetryStore.open(d);
     assert.equal(store.gpuUtilBlocks().reduce((n, b) => n + b.length, 0), 0);
     assert.ok(store.warnings().some((x) => x.file === 'gpu_util/19700112_13.jsonl'), 'named in a warning');
+  });
+});
+
+describe('an unterminated last line', () => {
+  /** `n` random bytes holding no newline. */
+  const noNewline = (n: number, seed: number): Uint8Array => {
+    let s = seed;
+    return Buffer.alloc(n).map(() => {
+      s = (s * 1103515245 + 12345) & 0x7fffffff;
+      const b = s >> 16 & 0xff;
+      return b === 10 ? 11 : b;
+    });
+  };
+  const tailWarnings = (store: TelemetryStore): string[] =>
+    store.warnings().filter((w) => /no newline/.test(w.message)).map((w) => `${w.file}:${w.line}: ${w.message}`);
+
+  test('in a file nobody writes is a warning naming the file, line and bytes left out', () => {
+    const run = copyFixtureRun();
+    try {
+      const d = join(run.dir, 'dashboard');
+      appendFileSync(join(d, 'topology.jsonl'), noNewline(5000, 1));
+      // longer than the first windows the end is searched in
+      appendFileSync(join(d, 'metrics.jsonl'), noNewline(3 << 20, 2));
+      const torn = '{"ts":997300.0,"node":"10.0.0.1","gpu":0,"ut';
+      appendFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), torn);
+      ageTree(run.dir);
+      const store = TelemetryStore.open(d);
+      assert.deepEqual(tailWarnings(store), [
+        `gpu_util/19700112_13.jsonl:0: last line has no newline (${torn.length} bytes left out)`,
+        'metrics.jsonl:4: last line has no newline (3145728 bytes left out)',
+        'topology.jsonl:3: last line has no newline (5000 bytes left out)',
+      ]);
+      // the complete lines are all read
+      assert.equal(store.metricsRecords().length, 3);
+      assert.equal(store.topologySnapshots().length, 2);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  test('in a file modified within the freshness window is pending, and a warning once the window has passed', () => {
+    const d = fresh();
+    const torn = '{"ts":2.0,"st';
+    writeFileSync(join(d, 'metrics.jsonl'), `{"ts":1.0,"step_key":null,"step":null,"metrics":{"a":1}}\n${torn}`);
+    const store = TelemetryStore.open(d);
+    assert.deepEqual(tailWarnings(store), []);
+    const opened = Date.now();
+    store.now = () => opened + 61_000;
+    assert.deepEqual(tailWarnings(store), [`metrics.jsonl:2: last line has no newline (${torn.length} bytes left out)`]);
+  });
+
+  test('while the run is followed it stays pending, and is read once it ends', () => {
+    const run = copyFixtureRun();
+    try {
+      const d = join(run.dir, 'dashboard');
+      const line = '{"ts":1000300.0,"engines":[]}';
+      appendFileSync(join(d, 'topology.jsonl'), line.slice(0, 10));
+      ageTree(run.dir);
+      const store = TelemetryStore.open(d);
+      assert.equal(tailWarnings(store).length, 1, 'read once: a finished run');
+      // a second read: the run is followed, the line may still be being written
+      store.follow();
+      assert.deepEqual(tailWarnings(store), []);
+      appendFileSync(join(d, 'topology.jsonl'), `${line.slice(10)}\n`);
+      assert.equal(store.follow().byStream.topology, 1);
+      assert.equal(store.topologySnapshots().length, 3);
+      assert.deepEqual(store.warnings(), []);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  test('a file ending with a newline, or empty, is no warning', () => {
+    const run = copyFixtureRun();
+    try {
+      writeFileSync(join(run.dir, 'dashboard', 'topology.jsonl'), '');
+      ageTree(run.dir);
+      assert.deepEqual(TelemetryStore.open(join(run.dir, 'dashboard')).warnings(), []);
+    } finally {
+      run.dispose();
+    }
   });
 });

@@ -71,6 +71,11 @@ export class FlatStreams {
     return this._meta;
   }
 
+  /** Complete lines of the stream's file read so far. */
+  linesRead(stream: FlatStream): number {
+    return this.tails.find((t) => t.stream === stream)?.lines ?? 0;
+  }
+
   /** `[min, max]` of every flat record's ts (`[Infinity, -Infinity]` without records). */
   stampRange(): [number, number] {
     return [this.tsMin, this.tsMax];

@@ -47,7 +47,7 @@ import { LaneIndex } from './laneIndex.ts';
 import { MemoryBudget } from './memoryBudget.ts';
 import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
-import { columnsFile, gpuRollupFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
+import { FLAT_STREAMS, columnsFile, flatFile, gpuRollupFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
 import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
 import type { FoldedView, WarmedStream } from './records.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
@@ -55,6 +55,7 @@ import { partitionReaders } from './partitionKinds.ts';
 import type { PartitionReader } from './partitionReader.ts';
 import type { PhaseBlock } from '../../formats/columns/phaseBlock.ts';
 import { ParsePool, defaultParseWorkers } from './parsePool.ts';
+import { UnterminatedTails } from './unterminated.ts';
 import { foreground } from '../foreground.ts';
 import type {
   DataBufferSample,
@@ -166,6 +167,9 @@ export class TelemetryStore {
   private readonly warningList: TelemetryWarning[] = [];
   private readonly warningSeen = new Set<string>();
   private pendingWarnings: TelemetryWarning[] = [];
+  private readonly tails: UnterminatedTails;
+  /** `follow()` calls so far: more than the one at open means the run is followed (live). */
+  private follows = 0;
   private versions = new Map<StreamName, number>();
   private pool: ParsePool | null = null;
   /** The partitions are big enough for parse threads to pay (they start on first use). */
@@ -205,6 +209,7 @@ export class TelemetryStore {
             (stream, f) => stream === 'gpu_util' && io.stat(join(dashboardDir, gpuRollupFile(f.key))) !== null,
           );
     this.flat = new FlatStreams(dashboardDir, io, warn);
+    this.tails = new UnterminatedTails(io, () => this.now());
     const p = this.partitions;
     this.laneIdx = new LaneIndex(dashboardDir, io, warn, {
       lanes: this.lanes,
@@ -231,6 +236,9 @@ export class TelemetryStore {
   }
 
   // ---------------------------------------------------------------- follow
+
+  /** The clock the freshness of an unterminated last line is judged by (tests set it). */
+  now: () => number = Date.now;
 
   /**
    * Picks up everything appended since the last call: complete lines of the flat streams, appended
@@ -290,9 +298,28 @@ export class TelemetryStore {
         report.lanesChanged = lanesBefore === null ? after.length > 0 : true;
       }
     }
+    // Only a store read once (not followed) reports unterminated last lines; a followed one reads them once they end.
+    if (++this.follows === 1) this.checkTails();
     report.warnings = this.pendingWarnings;
     this.pendingWarnings = [];
     return report;
+  }
+
+  /** Looks at the end of every stream file: a read of its last byte when it ends with a newline. */
+  private checkTails(): void {
+    const paths = new Set<string>();
+    for (const stream of FLAT_STREAMS) {
+      const path = join(this.dir, flatFile(stream));
+      paths.add(path);
+      this.tails.check(path, flatFile(stream), this.flat.linesRead(stream) + 1);
+    }
+    for (const reader of Object.values(this.partitions) as PartitionReader<any>[]) {
+      for (const f of reader.files()) {
+        paths.add(f.path);
+        this.tails.check(f.path, f.rel, 0, f.size);
+      }
+    }
+    this.tails.keep(paths);
   }
 
   /** Wants the parse workers (started on first use) once the partitions are big enough for parallel cold reads to pay. */
@@ -442,9 +469,15 @@ export class TelemetryStore {
     return this.flat.meta();
   }
 
-  /** Skipped lines so far (file relative to `dashboard/`, 1-based line, reason), in discovery order. */
+  /**
+   * Skipped lines so far (file relative to `dashboard/`, 1-based line, reason), in discovery order; then, on
+   * a store not followed, each stream file whose last line has no newline and that was not modified within
+   * the freshness window (line 0 where the file's lines were not counted).
+   */
   warnings(): readonly TelemetryWarning[] {
-    return this.warningList;
+    if (this.follows > 1) return this.warningList;
+    const tails = this.tails.warnings();
+    return tails.length === 0 ? this.warningList : [...this.warningList, ...tails];
   }
 
   /** `[min, max]` over every flat record and the partitions' edge lines; null without data. As of the last `follow()`. */
