@@ -516,6 +516,8 @@ describe('health, search and export take the run directory as serve does: DIR or
         const r = cli(...args);
         assert.equal(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
         for (const said of says) assert.match(r.stderr, said, args.join(' '));
+        // files named relative to the run, as the server names them
+        assert.ok(!r.stderr.includes(damaged.dir), `${args.join(' ')}: ${r.stderr}`);
         // each problem once
         assert.equal(r.stderr.match(/truncated archive/g)?.length ?? 0, says.includes(truncated) ? 1 : 0, r.stderr);
       }
@@ -523,6 +525,7 @@ describe('health, search and export take the run directory as serve does: DIR or
       // search goes on past the damaged step, says so, and exits 3 with what the other steps matched
       const found = cli('search', damaged.dir, '/answer for sample 64/');
       assert.equal(found.code, 3, found.stderr);
+      assert.ok(!found.stderr.includes(damaged.dir), found.stderr);
       assert.match(found.stderr, /warning: step 1: .*rollout_data\/1\.pt: truncated archive/);
       assert.equal(JSON.parse(found.stdout).sample_index, 64);
       // one step's table, of a step that reads whole, is complete whatever else is damaged

@@ -214,11 +214,19 @@ export function removeOnExit(dir: string): void {
  * damaged or unreadable files; and `more` of the command's own), each once; EXIT_INCOMPLETE when there was
  * any, else 0. What was written holds everything else.
  */
-export function incompleteness(run: Pick<RunSources, 'warnings'> | null, more: readonly string[] = []): number {
+export function incompleteness(run: (Pick<RunSources, 'warnings'> & { roots?: readonly string[] }) | null, more: readonly string[] = []): number {
+  // files named relative to the run, as the server names them
+  const rel = (w: string): string => runRelative(w, run?.roots ?? []);
+  const own = more.map(rel);
   // a run warning one of the command's own already says (naming the file as the run read it) is said once
-  const said = [...new Set([...more, ...(run?.warnings() ?? []).filter((w) => !more.some((m) => m.includes(w)))])];
+  const said = [...new Set([...own, ...(run?.warnings() ?? []).map(rel).filter((w) => !own.some((m) => m.includes(w)))])];
   for (const w of said) console.error(`warning: ${terminalSafe(w)}`);
   return said.length > 0 ? EXIT_INCOMPLETE : 0;
+}
+
+/** `text` with the run's own directories taken off the paths that name files in them. */
+export function runRelative(text: string, roots: readonly string[]): string {
+  return [...roots].filter(Boolean).sort((a, b) => b.length - a.length).reduce((t, root) => t.split(`${root}/`).join(''), text);
 }
 
 export interface ExportKind {
