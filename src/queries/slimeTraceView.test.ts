@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fixturePath } from '../../test/support/fixtures.ts';
 import { readSlimeDump } from '../run/slime/dump.ts';
+import { sampleTrace } from '../run/model.ts';
 import { attrText, pdSegments, traceDetails, traceView } from './slimeTraceView.ts';
 
 test('current layout: [P]/[D] lanes from the sglang_pd_* child spans, overlapping phases overlap', async () => {
@@ -70,4 +71,16 @@ test('pdSegments derives the missing outer durations and skips zeros', () => {
 test('an item’s scalar attrs become its search words; nested values and empties are left out, long values cut', () => {
   assert.equal(attrText({ error_type: 'TimeoutError', retries: 2, ok: false, nested: { a: 1 }, empty: '' }, { finish: 'x'.repeat(100) }), `error_type=TimeoutError retries=2 ok=false finish=${'x'.repeat(80)}`);
   assert.equal(attrText({ nested: { a: 1 } }, undefined), undefined);
+});
+
+test('a trace whose events have no time stamp is said to be unusable, not to be missing', async () => {
+  const d = await readSlimeDump(fixturePath('slime-trace', 'rollout_data', '0.pt'));
+  const [a, b, c] = d.samples;
+  for (const e of (sampleTrace(a)!.events as Record<string, unknown>[])) delete e.ts;
+  (sampleTrace(b) as Record<string, unknown>).events = 'not a list';
+  delete (c.fields as Record<string, unknown>).trace;
+  const v = traceView(d.samples, d);
+  assert.equal(v.rows.length, 9);
+  assert.ok(v.notes.includes('1 of 12 samples carry no trace'), v.notes.join(' | '));
+  assert.ok(v.notes.some((n) => n.startsWith('2 of 12 samples carry a trace with no event to place')), v.notes.join(' | '));
 });

@@ -300,11 +300,14 @@ export function traceView(samples: readonly SlimeSample[], source: { rolloutId: 
   const t0 = earliest(samples);
   const rows: TraceRow[] = [];
   let untraced = 0;
+  // a trace there but with no event to place (no `events` list, or events without a time stamp)
+  let unplaced = 0;
   const counts = new Map<string, number>();
   for (const s of samples) {
     const l = layoutRow(s, t0, false);
     if (!l) {
-      untraced++;
+      if (sampleTrace(s)) unplaced++;
+      else untraced++;
       continue;
     }
     rows.push(l.row);
@@ -315,6 +318,7 @@ export function traceView(samples: readonly SlimeSample[], source: { rolloutId: 
     notes.push('[P]/[D] segments are placed from SGLang durations relative to the request start: overlapping phases overlap (bootstrap queue = bootstrap + alloc wait; transfer queue inside forward).');
   }
   if (untraced) notes.push(`${untraced} of ${samples.length} samples carry no trace`);
+  if (unplaced) notes.push(`${unplaced} of ${samples.length} samples carry a trace with no event to place (its \`events\` missing or not a list, or their \`ts\` missing): the dump is damaged or not written by slime's tracing`);
   return {
     has_traces: true,
     rollout_id: source.rolloutId,
