@@ -1,11 +1,12 @@
 // The web app in headless Chromium against `rlsight serve` on demo data: every view shows real content, interactions work.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { appendDemoStep } from '../../src/demo/index.ts';
-import { type BrowserCanvas, canvasPixels, hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite, type Watched } from './harness.ts';
+import { ageTree, copyFixtureRun, type RunCopy } from '../support/fixtures.ts';
+import { type BrowserCanvas, canvasPixels, hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, spawnServer, startBrowserSuite, stopBrowserSuite, type Watched } from './harness.ts';
 
 // Code passed to page.evaluate runs in the browser; these names exist there, not in Node.
 declare const document: any;
@@ -389,6 +390,45 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     await page.close();
   });
 
+  it('rollouts: the step slider loads the step chosen with its keys or a click on its track, not only a drag', async () => {
+    const ids = ((await (await fetch(`${served.url}api/meta`)).json()) as typeof meta).rollout_ids.train;
+    assert.ok(ids.length >= 3, `steps ${ids}`);
+    const w = await open(`#/rollout/${ids[1]}`);
+    const { page } = w;
+    await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    /** The step the view shows: the URL's, the step box's and the bar's "n / N". */
+    const shows = async (id: number) => {
+      await waitHash(page, new RegExp(`^#/rollout/${id}(\\?|$)`));
+      await page.waitForFunction(
+        ({ id, n, of }) => (document.querySelector('[data-testid=step-input]') as any)?.value === String(id) && document.querySelector('.step-bar')?.textContent?.includes(`${n} / ${of}`),
+        { id, n: ids.indexOf(id) + 1, of: ids.length },
+      );
+      await page.waitForSelector('[data-testid=samples-table] tbody tr td');
+    };
+    const slider = page.locator('[data-testid=step-slider]');
+    await slider.focus();
+    await page.keyboard.press('End');
+    await shows(ids.at(-1)!);
+    await page.keyboard.press('ArrowLeft');
+    await shows(ids.at(-2)!);
+    await page.keyboard.press('Home');
+    await shows(ids[0]!);
+    // A click on the track, near its right end.
+    const box = (await slider.boundingBox())!;
+    await page.mouse.click(box.x + box.width - 3, box.y + box.height / 2);
+    await shows(ids.at(-1)!);
+    // A drag of the thumb still opens the step it is let go at.
+    await page.keyboard.press('Home');
+    await shows(ids[0]!);
+    await page.mouse.move(box.x + 3, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width - 3, box.y + box.height / 2, { steps: 8 });
+    await page.mouse.up();
+    await shows(ids.at(-1)!);
+    assertClean(w);
+    await page.close();
+  });
+
   it('sample: conversation with roles and tool calls; tokens coloured, hover values, chart linked; reload restores', async () => {
     const last = meta.rollout_ids.train.at(-1)!;
     const w = await open(`#/rollout/${last}/sample`);
@@ -680,5 +720,72 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     } finally {
       await trimmed.stop();
     }
+  });
+});
+
+describe('a run whose step dump and tokenizer are damaged (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let run: RunCopy;
+  let served: Served;
+  let browser: Browser;
+
+  before(async () => {
+    run = copyFixtureRun();
+    const dump = join(run.dir, 'rollout_data', '1.pt');
+    truncateSync(dump, Math.floor(statSync(dump).size / 2));
+    const tokenizer = join(run.dir, 'tokenizer', 'tokenizer.json');
+    const text = readFileSync(tokenizer, 'utf8');
+    writeFileSync(tokenizer, text.slice(0, text.length >> 1));
+    // Aged: a young file that fails to read is one still being written, not a damaged one.
+    ageTree(run.dir);
+    ({ served, browser } = await startBrowserSuite(() => spawnServer(dirname(run.dir), run.dir, ['serve', run.dir])));
+  });
+  after(async () => {
+    await stopBrowserSuite({ served, browser });
+    run?.dispose();
+  });
+
+  it('sample: a step whose dump cannot be read says so naming the file, and still shows the conversation, tokens and lifecycle', async () => {
+    const idx = (JSON.parse(readFileSync(join(run.dir, 'trajectory', '1.jsonl'), 'utf8').split('\n')[0]!) as { sample_index: number }).sample_index;
+    const w = await openPage(browser);
+    const { page } = w;
+    w.expect(/^http 422: \/api\/rollout\/1\/summary/);
+    await page.goto(`${served.url}#/rollout/1/sample/${idx}`);
+    const note = page.locator('.sample .error-note');
+    await note.waitFor();
+    assert.match((await note.textContent())!, /rollout_data\/1\.pt: truncated archive/);
+    await page.waitForSelector('[data-testid=conversation] .msg');
+    const roles = await page.$$eval('.msg .role', (els) => els.map((e) => e.textContent));
+    assert.ok(roles.includes('user') && roles.includes('assistant'), `roles ${roles}`);
+    assert.equal(await page.locator('text=No conversation recorded').count(), 0);
+    // The header holds what the sample's own record says: its status and group.
+    const head = (await page.textContent('.sample-head'))!;
+    assert.match(head, /completed/);
+    assert.match(head, /group 0/);
+    assert.doesNotMatch(head, /group —/);
+    await page.waitForSelector('[data-testid=lifecycle-legend]');
+    await screenshot(page, 'sample-damaged-step');
+    await page.click('.tabs a:has-text("Tokens")');
+    await page.waitForSelector('[data-testid=token-text] .tok');
+    assert.match((await note.textContent())!, /rollout_data\/1\.pt/);
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
+  it('sample tokens: a tokenizer that cannot be read is said so with the reason, not as a run without one', async () => {
+    const rows = ((await (await fetch(`${served.url}api/rollout/0/summary`)).json()) as { rows: { sample_index: number }[] }).rows;
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${served.url}#/rollout/0/sample/${rows[0]!.sample_index}?tab=tokens`);
+    await page.waitForSelector('[data-testid=token-text] .tok');
+    const note = page.locator('[data-testid=tokenizer-note]');
+    await page.waitForFunction(() => /could not be read/.test(document.querySelector('[data-testid=tokenizer-note]')?.textContent ?? ''));
+    const said = (await note.textContent())!;
+    const warning = ((await (await fetch(`${served.url}api/meta`)).json()) as { warnings: string[] }).warnings.find((x) => x.includes('tokenizer.json'))!;
+    assert.ok(warning, 'the server lists the damaged tokenizer');
+    assert.ok(said.includes(warning.replace(/: token texts skipped$/, '')), `the reason is given: ${said}`);
+    assert.doesNotMatch(said, /No tokenizer/);
+    await screenshot(page, 'sample-tokens-damaged-tokenizer');
+    assert.deepEqual(w.problems(), []);
+    await page.close();
   });
 });

@@ -41,8 +41,12 @@ interface Props {
   xKind: XKind;
   xLabel: string;
   smoothing: number;
+  /** The zoom window a user chose (shared by every chart on this axis), or null for the full range. */
   zoom: [number, number] | null;
+  /** Called on a user's drag (a window) or double-click (null); never for an automatic range. */
   onZoom: (z: [number, number] | null) => void;
+  /** The x span of every chart on this axis: the full range covers it, so all runs' steps show in every chart. */
+  xExtent?: [number, number] | null;
   hidden?: Set<string>;
   markers?: Marker[];
   /** Why this chart does not follow the x-axis choice (shown under its title). */
@@ -61,8 +65,8 @@ function drawUnreadSteps(u: uPlot, coverage: StepCoverage | undefined): void {
   drawUnread(u.ctx, { unread: coverage.unread.map(([a, b]) => [a - 0.5, b + 0.5]) }, min, max, left, top, width, height);
 }
 
-const group = new Set<uPlot>();
-let propagating = false;
+/** The chart a drag started in: synced charts see the drag too, only this one turns it into a zoom. */
+let dragFrom: uPlot | null = null;
 
 /** Dash patterns told apart without colour: solid, long, short, dotted. */
 const DASHES: (number[] | undefined)[] = [undefined, [8, 4], [3, 3], [1, 3]];
@@ -94,14 +98,29 @@ function axis(kind: 'x' | 'y', xKind: XKind, unit: { unit: string; scale: number
 /** Share of the x span kept clear at each end of the full view, so the first and last points are drawn whole. */
 const X_EDGE_PAD = 0.025;
 
-/** X extent: the whole data gets a margin at both ends; an explicit zoom window is kept exactly as asked. */
-export function xRange(u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
-  if (min == null || max == null) return [min, max];
+/**
+ * The full x range: the chart's data, the axis' extent over all charts (every compared run) and the steps not
+ * read yet, with a margin at both ends.
+ */
+export function fullXRange(u: uPlot, extent: [number, number] | null | undefined, coverage: StepCoverage | undefined): [number, number] | null {
   const xs = u.data?.[0];
-  const whole = xs != null && xs.length > 1 && min === xs[0] && max === xs[xs.length - 1];
-  if (!whole || !(max > min)) return [min, max];
-  const pad = (max - min) * X_EDGE_PAD;
-  return [min - pad, max + pad];
+  let lo = Infinity;
+  let hi = -Infinity;
+  if (xs?.length) {
+    lo = xs[0]!;
+    hi = xs[xs.length - 1]!;
+  }
+  if (extent) {
+    lo = Math.min(lo, extent[0]);
+    hi = Math.max(hi, extent[1]);
+  }
+  if (coverage?.unread.length) {
+    lo = Math.min(lo, coverage.unread[0]![0] - 0.5);
+    hi = Math.max(hi, coverage.unread.at(-1)![1] + 0.5);
+  }
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return null;
+  const pad = hi > lo ? (hi - lo) * X_EDGE_PAD : 1;
+  return [lo - pad, hi + pad];
 }
 
 
@@ -232,7 +251,7 @@ const DIMMED_ALPHA = 0.15;
 /** The run hovered in the run picker or in any overlaid chart: every overlaid chart brings its line forward. */
 export const hoveredRun = store<string | null>(null);
 
-export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, hidden, markers, axisNote, overlaid, coverage }: Props) {
+export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, xExtent, hidden, markers, axisNote, overlaid, coverage }: Props) {
   const hovered = useStore(hoveredRun);
   const highlight = overlaid ? hovered : null;
   const [logY, setLogY] = useState(false);
@@ -285,11 +304,16 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       scales: {
         x: {
           time: xKind === 'time',
-          // a partial series' axis spans the steps not read yet too, so they show (hatched) where they will be drawn
+          // uPlot's own range (on creation, new data, its double-click) is the zoom, else the full range; a window
+          // set here (a drag, a zoom from the URL) is kept exactly as asked.
           range: (u, min, max) => {
-            const c = coverageRef.c;
-            if (!c || !c.unread.length || min == null || max == null) return xRange(u, min, max);
-            return xRange(u, Math.min(min, c.unread[0]![0] - 0.5), Math.max(max, c.unread.at(-1)![1] + 0.5));
+            if (min == null || max == null) return [min, max];
+            const set = xRef.set;
+            if (set && set[0] === min && set[1] === max) return [min, max];
+            const xs = u.data?.[0];
+            const auto = !xs?.length || xs.length === 1 || (min === xs[0] && max === xs[xs.length - 1]);
+            if (!auto) return [min, max];
+            return zoomRef.z ?? fullXRange(u, extentRef.e, coverageRef.c) ?? [min, max];
           },
         },
         y: log ? { distr: 3 } : { range: yRange },
@@ -297,17 +321,36 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       axes: [axis('x', xKind), axis('y', xKind, unit)],
       // The series nearest the cursor comes forward (the hovered run, when runs are overlaid).
       focus: { alpha: DIMMED_ALPHA },
-      cursor: { sync: { key: 'metrics', setSeries: false }, drag: { x: true, y: false }, points: { size: 6 }, focus: { prox: 12 } },
+      // A drag zooms through onZoom (the URL), which sets every chart's window; uPlot does not set it itself.
+      cursor: { sync: { key: 'metrics', setSeries: false }, drag: { x: true, y: false, setScale: false }, points: { size: 6 }, focus: { prox: 12 } },
       legend: { live: true },
       padding: [markers?.length ? 10 + MARKER_ROWS * MARKER_ROW_PX : 10, 12, 0, 0],
       hooks: {
         init: [
           (u) => {
-            group.add(u);
+            u.over.addEventListener('mousedown', () => (dragFrom = u));
             u.over.addEventListener('dblclick', () => onZoomRef.fn(null));
           },
         ],
-        destroy: [(u) => group.delete(u)],
+        destroy: [
+          (u) => {
+            if (dragFrom === u) dragFrom = null;
+          },
+        ],
+        // The end of a drag: the chart it started in asks for that window; every chart clears its selection box.
+        setSelect: [
+          (u) => {
+            const { left, width } = u.select;
+            if (width <= 0) return;
+            const from = dragFrom === u;
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            if (!from) return;
+            dragFrom = null;
+            const min = u.posToVal(left, 'x');
+            const max = u.posToVal(left + width, 'x');
+            if (max > min) onZoomRef.fn([min, max]);
+          },
+        ],
         // Hovering near a run's line in one overlaid chart brings that run forward in all of them.
         setSeries: [
           (u, i, opts) => {
@@ -334,28 +377,6 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
             u.root.setAttribute('data-xticks', JSON.stringify(boxes.filter((b) => b[2] !== '')));
           },
         ],
-        setScale: [
-          (u, key) => {
-            if (key !== 'x' || propagating) return;
-            const { min, max } = u.scales.x;
-            if (min == null || max == null) return;
-            const xs = u.data[0];
-            const full = xs.length > 0 && min <= xs[0]! && max >= xs[xs.length - 1]!;
-            propagating = true;
-            try {
-              for (const other of group) if (other !== u && other.scales.x.time === u.scales.x.time) other.setScale('x', { min, max });
-            } finally {
-              propagating = false;
-            }
-            if (u.cursor.drag && !full) onZoomRef.fn([min, max]);
-          },
-        ],
-        ready: [
-          (u) => {
-            const z = zoomRef.z;
-            if (z) u.setScale('x', { min: z[0], max: z[1] });
-          },
-        ],
       },
     };
     // A new set of markers (the topology arrives after the series) rebuilds the chart to draw them.
@@ -371,6 +392,10 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   onZoomRef.fn = onZoom;
   const zoomRef = useMemo(() => ({ z: zoom }), []);
   zoomRef.z = zoom;
+  const extentRef = useMemo(() => ({ e: xExtent }), []);
+  extentRef.e = xExtent;
+  /** The last window set on the chart here, which its range keeps as it is. */
+  const xRef = useMemo(() => ({ set: null as [number, number] | null }), []);
 
   // A run hovered elsewhere (the run picker, another chart's legend) is brought forward here too.
   const plot = useRef<uPlot | null>(null);
@@ -384,6 +409,17 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   useEffect(() => {
     if (plot.current) focusRun(plot.current, highlight);
   }, [highlight]);
+
+  // The zoom window, or the full range once it is reset or the axis' extent grows (another chart's data).
+  const fitX = (u: uPlot) => {
+    const want = zoomRef.z ?? fullXRange(u, extentRef.e, coverageRef.c);
+    if (!want || (u.scales.x.min === want[0] && u.scales.x.max === want[1])) return;
+    xRef.set = [want[0], want[1]];
+    u.setScale('x', { min: want[0], max: want[1] });
+  };
+  useEffect(() => {
+    if (plot.current) fitX(plot.current);
+  }, [zoom?.[0], zoom?.[1], xExtent?.[0], xExtent?.[1]]);
 
   const points = visible.reduce((n, t) => n + (t.y as ArrayLike<number | null>).length - countGaps(t.y), 0);
 

@@ -227,6 +227,9 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
   );
 
   const onZoom = (z: [number, number] | null) => setParams({ zx: z ? `${+z[0].toPrecision(10)},${+z[1].toPrecision(10)}` : null });
+  // On the step axis the engine charts stay on wall time: their zoom is their own, not the URL's step window.
+  const [engineZoom, setEngineZoom] = useState<[number, number] | null>(null);
+  useEffect(() => setEngineZoom(null), [xKind]);
   const engineLabels = useMemo(() => {
     const s = new Set<string>();
     for (const list of Object.values(engineData.data ?? {})) for (const e of list) s.add(seriesLabel(e));
@@ -309,6 +312,25 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
     return out;
   }, [engineData.data, xKind, engineColors, origins]);
 
+  // Every chart on one x axis spans all of it, so a run shorter than another never narrows a chart.
+  const extents = useMemo(() => {
+    const out = new Map<string, [number, number]>();
+    const add = (label: string, tables: XYTable[]) => {
+      for (const t of tables) {
+        for (const v of t.x) {
+          if (!Number.isFinite(v)) continue;
+          const e = out.get(label);
+          if (!e) out.set(label, [v, v]);
+          else if (v < e[0]) e[0] = v;
+          else if (v > e[1]) e[1] = v;
+        }
+      }
+    };
+    for (const t of loggedTables.values()) add(t.xLabel, t.tables);
+    for (const tables of engineTables.values()) add(engineXLabel(xKind), tables);
+    return out;
+  }, [loggedTables, engineTables]);
+
   return (
     <>
       {engine.length > 0 && (
@@ -359,6 +381,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                 smoothing={smoothing}
                 zoom={zoom}
                 onZoom={onZoom}
+                xExtent={extents.get(t.xLabel)}
                 axisNote={t.note}
                 overlaid={overlay}
                 coverage={t.coverage}
@@ -384,10 +407,11 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                 description={describe(k)}
                 tables={tables}
                 xKind={xKind === 'rel' ? 'step' : 'time'}
-                xLabel={xKind === 'rel' ? 'time since start (s)' : 'time (UTC)'}
+                xLabel={engineXLabel(xKind)}
                 smoothing={smoothing}
-                zoom={xKind !== 'step' ? zoom : null}
-                onZoom={onZoom}
+                zoom={xKind !== 'step' ? zoom : engineZoom}
+                onZoom={xKind !== 'step' ? onZoom : setEngineZoom}
+                xExtent={extents.get(engineXLabel(xKind))}
                 hidden={hiddenEngines}
                 markers={xKind === 'rel' ? [] : restarts}
                 axisNote={xKind === 'step' ? 'on wall time: engine series are sampled by the clock, not per step' : undefined}
@@ -407,6 +431,10 @@ function categoryHref(p: URLSearchParams, cat: string): string {
   q.delete('zx');
   q.set('cat', cat);
   return href('/', q);
+}
+
+function engineXLabel(xKind: AxisKind): string {
+  return xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
 }
 
 function seriesLabel(e: EngineSeriesView & { run?: RunListing }): string {

@@ -1,5 +1,5 @@
 // Step selector: previous/next, a slider over the recorded steps, a validated number input, and the train/eval switch.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { href, navigate } from '../../route.ts';
 import type { Meta } from '../../../src/wire/index.ts';
 
@@ -16,12 +16,29 @@ export function StepBar({ meta, id, evaluation, params }: { meta: Meta; id: numb
   const pos = ids.indexOf(id);
   const [text, setText] = useState(String(id));
   const [err, setErr] = useState<string | null>(null);
+  // Where the slider was moved to (drag, click, keys) until that step is open; shown instead of the open step's.
+  const [slid, setSlid] = useState<number | null>(null);
+  const pending = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   useEffect(() => {
     setText(String(id));
     setErr(null);
+    setSlid(null);
     // Train and eval share step ids: switching between them is a new step too.
   }, [id, evaluation]);
-  const go = (n: number, ev = evaluation) => navigate(stepHref(n, ev, params));
+  useEffect(() => () => clearTimeout(pending.current), []);
+  const go = (n: number, ev = evaluation) => {
+    clearTimeout(pending.current);
+    navigate(stepHref(n, ev, params));
+  };
+  /** Opens the slider's step once it rests (a held arrow key loads the step it stops at, not each one passed). */
+  const slide = (at: number, wait: number) => {
+    setSlid(at);
+    const n = ids[at];
+    if (n === undefined) return;
+    setText(String(n));
+    clearTimeout(pending.current);
+    pending.current = setTimeout(() => n !== id && go(n), wait);
+  };
   const nearest = (list: number[]) => list.reduce((best, v) => (Math.abs(v - id) < Math.abs(best - id) ? v : best), list[0]!);
 
   return (
@@ -46,11 +63,12 @@ export function StepBar({ meta, id, evaluation, params }: { meta: Meta; id: numb
         type="range"
         min={0}
         max={Math.max(0, ids.length - 1)}
-        value={Math.max(0, pos)}
+        value={slid ?? Math.max(0, pos)}
         aria-label="step"
         data-testid="step-slider"
-        onInput={(e) => setText(String(ids[Number((e.target as HTMLInputElement).value)] ?? id))}
-        onChange={(e) => go(ids[Number((e.target as HTMLInputElement).value)] ?? id)}
+        // A drag fires `input` as it moves and `change` when let go; a click or a key fires both at once.
+        onInput={(e) => slide(Number((e.target as HTMLInputElement).value), 600)}
+        onChange={(e) => slide(Number((e.target as HTMLInputElement).value), 150)}
       />
       <button disabled={pos < 0 || pos >= ids.length - 1} onClick={() => go(ids[pos + 1]!)} title="next step (j)">
         ▶

@@ -38,8 +38,9 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
   const rows = summary.data?.rows ?? [];
   const order = rows.map((r) => Number(r.sample_index));
   const row = rows.find((r) => Number(r.sample_index) === idx);
-  // Ask for a sample's details only once the step's summary confirms it exists (no 404 noise).
-  const exists = idx !== null && !!row;
+  // Ask for a sample's details only once the step's summary confirms it exists (no 404 noise); a step whose dump
+  // cannot be read still has its conversation, tokens and lifecycle in their own files, so they are asked then too.
+  const exists = idx !== null && (!!row || !!summary.error);
 
   // rlsight's route answers 200 with `recorded: false` for a sample without a conversation (no 404 in the console).
   const conv = useApi(exists && idx !== null ? `${runId}|${id}|${idx}|${evaluation}` : null, (signal) =>
@@ -98,6 +99,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
     return href(`/rollout/${id}/sample/${idx}`, q);
   };
   const reward = row?.raw_reward ?? row?.reward ?? conv.data?.reward ?? null;
+  const status = row?.status ?? conv.data?.status;
   const lane = traj.data?.lanes.find((l) => l.sample_index === idx);
 
   return (
@@ -111,10 +113,10 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
           <a href={href(`/rollout/${id}`, { eval: evaluation })}>← {evaluation ? 'eval ' : ''}step {id}</a>
         )}
         <h2 data-testid="sample-title">sample {idx}</h2>
+        {status != null && <span class={`chip ${status === 'completed' ? 'good' : status === 'aborted' || status === 'failed' ? 'bad' : ''}`}>{String(status)}</span>}
+        {(row || reward != null) && <span class="chip">reward {fmtNum(reward)}</span>}
         {row && (
           <>
-            <span class={`chip ${row.status === 'completed' ? 'good' : row.status === 'aborted' || row.status === 'failed' ? 'bad' : ''}`}>{String(row.status)}</span>
-            <span class="chip">reward {fmtNum(reward)}</span>
             <span class="chip">{fmtNum(row.response_length)} response tokens</span>
             {row.mixed_version === true && <span class="chip bad">spans 2+ weight versions</span>}
             {/* the trainer's flag, unless the rollout's status already says it */}
@@ -122,8 +124,9 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
             {row.mean_abs_lp_diff != null && <span class="chip">mean |lp diff| {fmtNum(row.mean_abs_lp_diff)}</span>}
           </>
         )}
-        <Downloads what="sample" path={`rlsight/export/sample/${id}/${idx}`} formats={['json']} params={{ eval: evaluation || undefined }} />
-        {group !== undefined && group !== null && (
+        {/* the export and the group's diff read the step's dump */}
+        {!summary.error && <Downloads what="sample" path={`rlsight/export/sample/${id}/${idx}`} formats={['json']} params={{ eval: evaluation || undefined }} />}
+        {!summary.error && group !== undefined && group !== null && (
           <a class="downloads" href={href('/diff/sample', { step: id, group: String(group), eval: evaluation, run_a: runId })} title="this group's best and worst samples side by side">
             ⇄ best vs worst
           </a>
@@ -133,7 +136,8 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
             ◀ prev in group
           </button>
           <button disabled>
-            group {group ?? '—'} · {gpos >= 0 ? `${gpos + 1}/${siblings.length}` : '—'}
+            group {group ?? '—'}
+            {summary.error ? '' : ` · ${gpos >= 0 ? `${gpos + 1}/${siblings.length}` : '—'}`}
           </button>
           <button disabled={gpos < 0 || gpos >= siblings.length - 1} onClick={() => go(siblings[gpos + 1]!)}>
             next in group ▶
@@ -143,6 +147,12 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
           j / k: next / previous sample
         </span>
       </div>
+      {summary.error ? (
+        <ErrorNote error={summary.error}>
+          <br />
+          The step's dump could not be read, so its other samples and this sample's figures from the dump are missing; what the run's other files hold is shown.
+        </ErrorNote>
+      ) : null}
       {lane && (
         <section class="panel" style={{ marginTop: '10px' }}>
           <header>
@@ -169,7 +179,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
       {tab === 'conversation' ? (
         conv.error ? (
           <ErrorNote error={conv.error} />
-        ) : conv.loading || (!conv.data && conv.data !== null) ? (
+        ) : conv.loading || (!exists && summary.loading) || (!conv.data && conv.data !== null) ? (
           <Loading what="conversation" />
         ) : conv.data === null ? (
           <Empty>

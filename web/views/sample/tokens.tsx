@@ -7,7 +7,9 @@ import { ErrorNote, Loading } from '../../components/status.tsx';
 import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { UPlotChart } from '../../components/uplotChart.tsx';
 import { fmtNum } from '../../format.ts';
+import { meta, refreshMeta } from '../../live.ts';
 import { numParam, route, setParams } from '../../route.ts';
+import { useStore } from '../../store.ts';
 import { CSS } from '../../theme.ts';
 import { TOKEN_STATS } from './tokenStats.ts';
 import type { TokenStat, TokenView as Tokens } from '../../../src/wire/index.ts';
@@ -282,7 +284,7 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
         )}
         {loading && <span class="spinner" />}
       </div>
-      {!t.token_text && <p class="hint">No tokenizer in this run: token ids are shown instead of text.</p>}
+      {!t.token_text && <NoTokenTexts />}
       <div class="token-text" ref={textRef} onMouseMove={tokenTip} onMouseLeave={() => (hideTip(), highlight(null, false))} data-testid="token-text">
         {spans}
       </div>
@@ -308,5 +310,27 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
         <p class="hint">hover = find the token in the text · drag = zoom · double-click = reset · shaded: prompt and loss-masked positions</p>
       </section>
     </div>
+  );
+}
+
+/** Why the tokens have no text: the run has no tokenizer, or its tokenizer could not be read (the run's warnings say why). */
+function NoTokenTexts() {
+  const m = useStore(meta);
+  const problem = m?.warnings?.find((w) => /(^|\/)tokenizer\.json: /.test(w));
+  const has = m?.capabilities.has_tokenizer !== false;
+  // The server notes a damaged tokenizer as it reads the tokens, maybe after the run's meta was asked: ask it again.
+  useEffect(() => {
+    if (has && !problem) void refreshMeta();
+  }, []);
+  if (problem)
+    return (
+      <p class="url-note" role="alert" data-testid="tokenizer-note">
+        The run's tokenizer could not be read ({problem.replace(/: token texts skipped$/, '')}): token ids are shown instead of text.
+      </p>
+    );
+  return (
+    <p class="hint" data-testid="tokenizer-note">
+      {has ? "The run's tokenizer gave no token texts" : 'No tokenizer in this run'}: token ids are shown instead of text.
+    </p>
   );
 }
