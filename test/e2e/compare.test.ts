@@ -42,7 +42,10 @@ describe('comparing runs (headless Chromium)', { skip: hasChromium ? false : 'De
 
     const checkOverlay = async () => {
       await page.waitForFunction(
-        (n) => [...document.querySelectorAll('.chart-panel[data-metric]')].every((p) => p.querySelectorAll('.u-legend .u-series').length === n + 1),
+        (n) => {
+          const panels = [...document.querySelectorAll('.chart-panel[data-metric]')];
+          return panels.length > 0 && panels.every((p) => p.querySelectorAll('.u-legend .u-series').length === n + 1);
+        },
         2,
         { timeout: 20_000 },
       );
