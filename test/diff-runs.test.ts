@@ -93,6 +93,12 @@ describe('diffs across two runs', () => {
     const bad = await fetch(new URL('/api/rlsight/diff/samples?a=0:3&b=0:3&run_b=nope', server.url));
     assert.equal(bad.status, 400);
     assert.match(((await bad.json()) as { detail: string }).detail, /run_b: no run named "nope"/);
+    // a step one of two runs cannot answer is said to be that run's, each time alike
+    for (let i = 0; i < 2; i++) {
+      const unheld = await fetch(new URL('/api/rlsight/diff/steps?a=0&b=99&run_a=healthy&run_b=collapse', server.url));
+      assert.equal(unheld.status, 404);
+      assert.match(((await unheld.json()) as { detail: string }).detail, /^run collapse: [^:]*99/);
+    }
     const missing = await fetch(new URL('/api/rlsight/diff/samples?a=0:3&b=0:99999&run_a=healthy&run_b=collapse', server.url));
     assert.equal(missing.status, 404);
     assert.match(((await missing.json()) as { detail: string }).detail, /^sample B \(.*collapse.*\): .*99999/);

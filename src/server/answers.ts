@@ -181,8 +181,10 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], pre
     const ra = pick(q.run_a, 'run_a', homeRun(c));
     const rb = pick(q.run_b ?? q.run_a, 'run_b', homeRun(c));
     const { diffSide, stepDiff } = await loadStepDiff();
-    const a = await diffSide(ra.answers, q.a, q.eval_a, ra.id);
-    const b = await diffSide(rb.answers, q.b, q.eval_b, rb.id);
+    // two runs: a side that cannot be read says which run it is
+    const side = ra.id === rb.id ? <T>(_: string, p: Promise<T>) => p : namingRun;
+    const a = await side(ra.id, diffSide(ra.answers, q.a, q.eval_a, ra.id));
+    const b = await side(rb.id, diffSide(rb.answers, q.b, q.eval_b, rb.id));
     return jsonResponse(c, stepDiff(a, b));
   });
   app.get(`${prefix}/rlsight/diff/samples`, async (c) => {
@@ -191,6 +193,19 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], pre
     const rb = pick(q.run_b ?? q.run_a, 'run_b', homeRun(c));
     return jsonResponse(c, await sampleDiffAnswer(q, ra.answers, rb.answers, [ra.id, rb.id]));
   });
+}
+
+/** `p`, its failure's message prefixed with the run it is about (`run collapse: rollout_data/1.pt: …`), its kind kept. */
+async function namingRun<T>(id: string, p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    if (!(e instanceof Error)) throw e;
+    // a copy: a run keeps a damaged step's failure and throws it again, so the one it keeps is left as it is
+    const named = Object.assign(Object.create(Object.getPrototypeOf(e) as object) as Error, e);
+    named.message = `run ${id}: ${e.message}`;
+    throw named;
+  }
 }
 
 export function mountAnswers(app: Hono, run: RunSources, opts: AnswerOptions = {}): void {
