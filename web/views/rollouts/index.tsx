@@ -5,7 +5,7 @@ import { Downloads } from '../../components/downloads.tsx';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { VirtualTable } from '../../components/virtualTable.tsx';
 import { useKeys } from '../../keyboard.ts';
-import { liveTick } from '../../live.ts';
+import { liveTick, meta as liveMeta } from '../../live.ts';
 import { href, navigate, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
 import type { Meta, TableRow as Row, RolloutPreview, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
@@ -199,7 +199,15 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
   const open = (r: Row) => navigate(sampleHref(id, Number(r.sample_index), evaluation));
   // The batch anatomy: when each sample of a train step generated, against the consume line.
   // (asked once the step is read: while its train side is joined it would take the same cores)
-  const traj = useApi(evaluation || trainPending ? null : `${id}|anatomy`, (signal) => getJson<Trajectories>(`rollout/${id}/trajectories`, {}, signal).catch(() => null));
+  // the newest step of a followed run is asked again as its samples' lifecycles arrive
+  const tick = useStore(liveTick);
+  const catalog = useStore(liveMeta);
+  const growing = !evaluation && catalog?.mode === 'follow' && catalog.rollout_ids.train.at(-1) === id;
+  const traj = useApi(
+    evaluation || trainPending ? null : `${id}|anatomy`,
+    (signal) => getJson<Trajectories>(`rollout/${id}/trajectories`, {}, signal).catch(() => null),
+    growing ? tick : 0,
+  );
   const axisSelect = (k: 'sx' | 'sy', v: string) => (
     <select value={v} aria-label={k === 'sx' ? 'scatter x axis' : 'scatter y axis'} onChange={(e) => setParams({ [k]: (e.target as HTMLSelectElement).value }, false)}>
       {numeric.map((c) => (
