@@ -503,9 +503,16 @@ describe('DumpReader freshness, fallbacks and caches', () => {
         }
         ageTree(run.dir);
         const aged = await openReader(run.dir, offThread ? { decodeOffThreadAbove: 0 } : {});
-        for (const id of [1, 2]) {
-          await assert.rejects(aged.summary(id), (e: unknown) => e instanceof Error && !(e instanceof DumpStillWriting));
-        }
+        // a damaged rollout dump fails its step
+        await assert.rejects(aged.summary(1), (e: unknown) => e instanceof Error && !(e instanceof DumpStillWriting));
+        // a damaged rank file leaves its step without the train side, said once among the warnings
+        const withoutTrain = await aged.summary(2);
+        assert.equal(withoutTrain.rows.length, 32);
+        assert.ok(withoutTrain.rows.every((r) => r.mean_entropy === null && r.dumped_rank === null && typeof r.reward === 'number'));
+        await aged.summary(2);
+        const said = aged.warnings().filter((w) => w.includes('train_data/2_3.pt'));
+        assert.equal(said.length, 1, JSON.stringify(aged.warnings()));
+        assert.match(said[0], /step 2 is shown without its train side/);
         // The other steps are unaffected, and the metric series skips nothing that can be read.
         assert.equal((await aged.summary(0)).rows.length, 32);
       } finally {

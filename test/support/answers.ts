@@ -15,6 +15,7 @@ export async function openAnswers(dir: string, opts: DumpReaderOptions = {}) {
     tokens: (id: number, idx: number, q: { start?: number; end?: number | null; evaluation?: boolean } = {}) =>
       run.tokens(id, idx, { start: q.start ?? 0, end: q.end ?? undefined, evaluation: q.evaluation ?? false }),
     stepAggregates: () => run.stepAggregates(),
+    warnings: () => run.warnings(),
     close: () => run.model.close(),
   };
 }

@@ -15,7 +15,7 @@ import { approxBytes, approxListBytes, ByteBudgetLru } from '../byteBudget.ts';
 import type { RolloutDump, RolloutSample } from './rolloutDump.ts';
 import { batchRawRewards, buildTrainRow, checkTrainSamples, type TrainRow } from './trainDump.ts';
 import { digestTrainRow } from './trainDigest.ts';
-import type { TrainStepFiles } from './trainStep.ts';
+import type { StepRows, TrainStepFiles } from './trainStep.ts';
 import { checkId, DumpFiles, isMissing} from './dumpFiles.ts';
 import { RolloutDumpReader, type RolloutWorker } from './rolloutReader.ts';
 import { TrainDumpReader } from './trainReader.ts';
@@ -519,6 +519,7 @@ export class DumpReader {
     const sourcesP = this.files.cacheDir ? this.sourceStamps(rolloutName, trainFiles) : null;
     sourcesP?.catch(() => {});
     const digests = new Map<number, TrainDigest>();
+    let trainUnread = false;
     let train: TrainStepFiles | null = null;
     try {
       train = evaluation ? null : await this.train.step(rolloutId);
@@ -533,16 +534,37 @@ export class DumpReader {
         await dumpP.catch(() => {});
         await new Promise((r) => setImmediate(r));
       }
-      const { rows, joined } = await train.joinAll(digestTrainRow, worker?.helper);
-      for (const [s, d] of joined) digests.set(s, d);
+      // A damaged rank file leaves the step without its train side (said among the run's warnings); the
+      // rollout side is read whole all the same. A rollout dump's own failure is the step's.
+      const trainDamaged = (e: unknown): void => {
+        const damage = damageOf(e);
+        if (damage === null) throw e;
+        worker?.helper.cancel();
+        this.files.noteDamage(`${damage} (step ${rolloutId} is shown without its train side)`);
+        trainUnread = true;
+      };
+      let joinedTrain: { rows: StepRows; joined: Map<number, TrainDigest> } | null = null;
+      try {
+        joinedTrain = await train.joinAll(digestTrainRow, worker?.helper);
+      } catch (e) {
+        trainDamaged(e);
+      }
       const dump = await dumpP;
-      checkTrainSamples(rows, new Set(dump.samples.flatMap((s) => (s.index === null ? [] : [s.index]))));
-      raw = batchRawRewards(rows.rawRewards, dump.samples.length);
+      if (joinedTrain) {
+        try {
+          checkTrainSamples(joinedTrain.rows, new Set(dump.samples.flatMap((s) => (s.index === null ? [] : [s.index]))));
+          for (const [s, d] of joinedTrain.joined) digests.set(s, d);
+          raw = batchRawRewards(joinedTrain.rows.rawRewards, dump.samples.length);
+        } catch (e) {
+          trainDamaged(e);
+        }
+      }
     }
     const dump = await dumpP;
     const records: StepRecords = { rolloutId, evaluation, samples: dump.samples, digests, rawRewards: raw };
-    // kept for the next process after the answers that wait for it (a megabyte of JSON for a 4,096-sample step)
-    if (sourcesP) this.stepWrites.request(() => this.writeStepCache(stepStem(rolloutId, evaluation), sourcesP, records), false);
+    // kept for the next process after the answers that wait for it (a megabyte of JSON for a 4,096-sample step);
+    // a step read without its damaged train side is not: the next process reads it, and says so, again
+    if (sourcesP && !trainUnread) this.stepWrites.request(() => this.writeStepCache(stepStem(rolloutId, evaluation), sourcesP, records), false);
     return { stamp, records };
   }
 
