@@ -513,6 +513,9 @@ describe('DumpReader freshness, fallbacks and caches', () => {
         const said = aged.warnings().filter((w) => w.includes('train_data/2_3.pt'));
         assert.equal(said.length, 1, JSON.stringify(aged.warnings()));
         assert.match(said[0], /step 2 is shown without its train side/);
+        // and so are its samples' tokens: the rollout side, with no train values
+        const tokens = await aged.tokens(2, 64);
+        assert.equal(tokens.total_len, 32);
         // The other steps are unaffected, and the metric series skips nothing that can be read.
         assert.equal((await aged.summary(0)).rows.length, 32);
       } finally {

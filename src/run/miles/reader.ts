@@ -319,12 +319,19 @@ export class DumpReader {
     const rollout = await this.rolloutTokens(rolloutId, evaluation, sampleIndex);
     let trainRow: TrainRow | null = null;
     if (step) {
-      const index = await step.indexFor(sampleIndex, rollout.totalLength);
-      const rows = this.train.rowReader(4, false);
       try {
-        trainRow = await buildTrainRow(index, sampleIndex, rows.reader(index));
-      } finally {
-        await rows.close();
+        const index = await step.indexFor(sampleIndex, rollout.totalLength);
+        const rows = this.train.rowReader(4, false);
+        try {
+          trainRow = await buildTrainRow(index, sampleIndex, rows.reader(index));
+        } finally {
+          await rows.close();
+        }
+      } catch (e) {
+        // a damaged rank file: the sample's tokens without their train side, as its step's table has them
+        const damage = damageOf(e);
+        if (damage === null) throw e;
+        this.files.noteDamage(`${damage} (step ${rolloutId} is shown without its train side)`);
       }
     }
     const read = { stamp, rollout, trainRow };
