@@ -61,3 +61,16 @@ test('followed, its metrics gain the rows appended after it opened', async () =>
     await server.close();
   }
 });
+
+test('a garbled line of its telemetry is among the run’s warnings, as a miles run says it', async () => {
+  const dir = collectedRun('garbled');
+  appendFileSync(join(dir, 'dashboard', 'metrics.jsonl'), '{garbled\n');
+  const run = await openRun(dir);
+  try {
+    assert.equal(run.model.format, 'collected');
+    await run.meta({ follow: false, useUtilizationOverview: false });
+    assert.ok(run.warnings().some((w) => /^dashboard\/metrics\.jsonl:\d+: not JSON/.test(w)), JSON.stringify(run.warnings()));
+  } finally {
+    await run.close();
+  }
+});

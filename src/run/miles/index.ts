@@ -7,6 +7,7 @@ import { damageOf, NotFound } from '../errors.ts';
 import type { ConversationRecord, OpenRunOptions, RolloutIds, RunAdapter, RunModel, SampleTextRecord, SampleTokenRecord, StepPriority, StepRecords } from '../model.ts';
 import { confinedNodeIo } from '../telemetry/io.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
+import { telemetryWarningText } from '../telemetry/records.ts';
 import { DumpReader, type DumpReaderOptions } from './reader.ts';
 import { foreground } from '../foreground.ts';
 import { chatText } from './sampleText.ts';
@@ -154,7 +155,7 @@ class MilesRun implements RunModel {
     const scrub = (m: string): string => m.split(`${this.dir}/`).join('');
     return [
       ...this.layout,
-      ...this.telemetry.warnings().map((w) => `dashboard/${w.file}${w.line > 0 ? `:${w.line}` : ''}: ${w.message}`),
+      ...this.telemetry.warnings().map(telemetryWarningText),
       ...this.dumps.warnings().map(scrub),
       ...[...this.damaged].map(scrub),
     ];

@@ -10,6 +10,7 @@ import type { TrainRow } from '../miles/trainDump.ts';
 import type { ConversationRecord, TrainDigest, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
 import { BackgroundWarmUp, WARM_UP_DELAY_MS } from '../telemetry/backgroundWarmUp.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
+import { telemetryWarningText } from '../telemetry/records.ts';
 import type { SlimeDump } from './dump.ts';
 import { looksLikeSlimeDir, sampleByIndex, SlimeRun, type SampleDumpSource } from './run.ts';
 import { isRecord, pyNumber, responseLength, sampleIndex, sampleTrace, traceEvents, type SlimeSample, type SlimeValue } from './sample.ts';
@@ -271,7 +272,8 @@ export class SlimeRunModel implements RunModel, TraceSource {
   }
 
   warnings(): string[] {
-    return this.run.warnings();
+    // a run `rlsight collect` recorded has telemetry streams too: their skipped lines are the run's to say
+    return [...this.run.warnings(), ...(this.telemetry?.warnings() ?? []).map(telemetryWarningText)];
   }
 
   async close(): Promise<void> {

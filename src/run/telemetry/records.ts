@@ -32,6 +32,11 @@ export interface TelemetryWarning {
   message: string;
 }
 
+/** A warning as a run states it, naming the file relative to the run: `dashboard/metrics.jsonl:3: not JSON`. */
+export function telemetryWarningText(w: TelemetryWarning): string {
+  return `dashboard/${w.file}${w.line > 0 ? `:${w.line}` : ''}: ${w.message}`;
+}
+
 /** The streams the warm-up reads ahead (a partial answer names those it reads). */
 export type WarmedStream = 'gpu_util' | 'engine_series' | 'phases';
 
