@@ -57,6 +57,8 @@ export function engineSeriesOf(f: Frame<EngineSeriesHeader>): EngineSeriesView[]
 /** The phases frame's header: the string table that the name, node and role columns index. */
 export interface PhasesHeader {
   strings: string[];
+  /** Rows of phases never closed (a killed trainer's), when there are any. */
+  unfinished?: number[];
 }
 
 /**
@@ -72,6 +74,8 @@ export interface LanePhases {
   readonly role: Uint32Array;
   readonly rank: Int32Array;
   readonly strings: readonly string[];
+  /** Lane rows of phases never closed (ended where their rank's next phase began), or null. */
+  readonly unfinished: ReadonlySet<number> | null;
 }
 
 /**
@@ -81,6 +85,7 @@ export interface LanePhases {
  */
 export function phaseLanes(f: Frame<PhasesHeader>): { byLane: Map<string, LanePhases>; names: string[] } {
   const strings = f.header.strings;
+  const unfinished = f.header.unfinished ?? [];
   const { name, node, role, t0, t1, gpu, rank } = f.columns as { name: Uint32Array; node: Uint32Array; role: Uint32Array; t0: Float64Array; t1: Float64Array; gpu: Int32Array; rank: Int32Array };
   const byLane = new Map<string, LanePhases>();
   const seen = new Set<number>();
@@ -91,7 +96,8 @@ export function phaseLanes(f: Frame<PhasesHeader>): { byLane: Map<string, LanePh
     if (i < n && node[i] === node[start] && gpu[i] === gpu[start]) continue;
     const key = `${strings[node[start]!]}:${gpu[start]}`;
     if (byLane.has(key)) throw new Error(`phases frame: the rows of lane ${key} are not contiguous`);
-    byLane.set(key, { length: i - start, t0: t0.subarray(start, i), t1: t1.subarray(start, i), name: name.subarray(start, i), role: role.subarray(start, i), rank: rank.subarray(start, i), strings });
+    const open = unfinished.filter((r) => r >= start && r < i).map((r) => r - start);
+    byLane.set(key, { length: i - start, t0: t0.subarray(start, i), t1: t1.subarray(start, i), name: name.subarray(start, i), role: role.subarray(start, i), rank: rank.subarray(start, i), strings, unfinished: open.length ? new Set(open) : null });
     start = i;
   }
   for (let i = 0; i < n; i++) {

@@ -112,6 +112,11 @@ describe('columnar answers', () => {
     const b = byLane.get('n2:7')!;
     assert.ok(Number.isNaN(b.t0[0]) && Object.is(b.t1[0], -0) && b.strings[b.role[0]!] === '');
     assert.equal(phaseLanes(decodeColumns(joinPieces(phasesFrame({ phases: [] })).buffer as ArrayBuffer)).byLane.size, 0);
+    assert.equal(a.unfinished, null);
+    // a phase never closed keeps its mark, as the row of its own lane
+    const marked = phases.map((p: any, i) => (i === 2 ? { ...p, unfinished: true } : p)) as never[];
+    const lanes = phaseLanes(decodeColumns(joinPieces(phasesFrame({ phases: marked })).buffer as ArrayBuffer)).byLane;
+    assert.deepEqual([lanes.get('nöde-α:0')!.unfinished, [...lanes.get('n2:7')!.unfinished!]], [null, [0]]);
     // The server's own decoder reads the same frame.
     assert.deepEqual(Array.from(decodeFrame(joinPieces(phasesFrame({ phases }))).columns.gpu), [0, 0, 7]);
   });

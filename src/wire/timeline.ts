@@ -50,6 +50,8 @@ export interface Phase {
   rank: number;
   /** `train`, `rollout_manager`, or `derived` for the synthesized `initialize` band. */
   role: string;
+  /** Its open marker was never closed (its trainer was killed): it ends where its rank's next phase began. */
+  unfinished?: true;
 }
 
 export interface PhasesAnswer {

@@ -87,7 +87,8 @@ export function laneTip(d: LaneData, lane: LaneInfo, t: number, time: string, or
   for (let i = 0; i < (lanePhases?.length ?? 0); i++) {
     const q = lanePhases!;
     if (!(q.t0[i]! <= t && q.t1[i]! >= t)) continue;
-    lines.push(`phase: ${q.strings[q.name[i]!]}${q.rank[i]! >= 0 ? ` (rank ${q.rank[i]})` : ''}  ${fmtElapsed(q.t0[i]! - origin)} → ${fmtElapsed(q.t1[i]! - origin)}`);
+    const unclosed = q.unfinished?.has(i) ? '  (never closed: ended where its rank next began a phase)' : '';
+    lines.push(`phase: ${q.strings[q.name[i]!]}${q.rank[i]! >= 0 ? ` (rank ${q.rank[i]})` : ''}  ${fmtElapsed(q.t0[i]! - origin)} → ${fmtElapsed(q.t1[i]! - origin)}${unclosed}`);
     shown++;
   }
   if (!shown) lines.push('phase: —');

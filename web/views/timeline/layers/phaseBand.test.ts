@@ -12,6 +12,7 @@ const lane = (rows: [number, number][]): LanePhases => ({
   role: new Uint32Array(rows.length),
   rank: new Int32Array(rows.length),
   strings: ['x'],
+  unfinished: null,
 });
 
 test('back-to-back phases do not overlap; a phase inside another does', () => {
