@@ -109,3 +109,25 @@ test('every trajectories golden is reproduced (sample set from the step summary 
     run.dispose();
   }
 });
+
+test('a step no record says the trainer took has its lanes, and no consume line at the data edge', async () => {
+  const { join } = await import('node:path');
+  const { readFileSync, writeFileSync } = await import('node:fs');
+  const { copyFixtureRun } = await import('../../test/support/fixtures.ts');
+  const { TelemetryStore } = await import('../run/telemetry/store.ts');
+  const { rolloutTrajectories } = await import('./trajectoryLanes.ts');
+  const run = copyFixtureRun();
+  try {
+    // step 2's record (its step time and wait ratio) left out of metrics.jsonl
+    const metrics = join(run.dir, 'dashboard', 'metrics.jsonl');
+    writeFileSync(metrics, readFileSync(metrics, 'utf8').split('\n').filter((l) => !l.includes('"step":2,')).join('\n'));
+    const store = TelemetryStore.open(join(run.dir, 'dashboard'));
+    const answer = rolloutTrajectories(store, 2, [64, 65]);
+    assert.equal(answer.consume_ts, null);
+    assert.deepEqual(answer.lanes.map((l) => l.sample_index), [64, 65]);
+    // a step with its record keeps its consume line
+    assert.equal(typeof rolloutTrajectories(store, 1, [32]).consume_ts, 'number');
+  } finally {
+    run.dispose();
+  }
+});

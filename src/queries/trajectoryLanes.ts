@@ -131,5 +131,8 @@ export function rolloutTrajectories(store: TrajectorySource, rolloutId: number, 
   if (consume === null) return { lanes: [], consume_ts: null, t0: null };
   const t0 = consume - TRAJECTORY_SCAN_S;
   const indices = sampleIndices === null ? null : new Set(sampleIndices);
-  return { lanes: trajectoryLanes(store, { t0, t1: consume, sampleIndices: indices }), consume_ts: consume, t0 };
+  // A step no record says the trainer took (no perf/step_time on rollout/step) is scanned up to the data's edge,
+  // but that edge is no moment of its own: its consume line is left out (the reference draws it at the edge,
+  // which moves as a followed run writes).
+  return { lanes: trajectoryLanes(store, { t0, t1: consume, sampleIndices: indices }), consume_ts: bubble !== undefined ? consume : null, t0 };
 }
