@@ -21,6 +21,12 @@ export class NotFound extends Error {
   override readonly name = 'NotFound';
 }
 
+/**
+ * A run file modified less than this long ago that does not read whole (a dump that fails to decode, a
+ * telemetry file without its last newline) is taken to be still being written.
+ */
+export const FRESH_SECONDS = 60;
+
 /** A dump file younger than the freshness window failed to decode: training is still writing it (HTTP 503). */
 export class DumpStillWriting extends Error {
   override readonly name = 'DumpStillWriting';

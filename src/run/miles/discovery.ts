@@ -6,8 +6,6 @@ import { ROLLOUT_DIR, rolloutNameOf, trainFile } from '../../formats/miles/layou
 
 /** A rollout dump younger than this is hidden unless its train companion exists. */
 export const MIN_AGE_SECONDS = 10;
-/** A dump younger than this that fails to decode is assumed to be still being written. */
-export const FRESH_SECONDS = 60;
 
 export interface RolloutIds {
   train: number[];

@@ -4,9 +4,8 @@ import type { Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { confinedPath } from '../../formats/fileAccess.ts';
-import { RefusedOption, DumpStillWriting, isRefusedFile, NotFound } from '../errors.ts';
+import { RefusedOption, DumpStillWriting, FRESH_SECONDS, isRefusedFile, NotFound } from '../errors.ts';
 import { DerivedCache } from '../derivedCache.ts';
-import { FRESH_SECONDS } from './discovery.ts';
 import { openTorchDocument, type TorchDocument } from './torchDocument.ts';
 
 /** How long a file's stat answer is trusted before a warm read re-checks it. */

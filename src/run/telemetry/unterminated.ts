@@ -1,7 +1,7 @@
 // Stream files whose last line has no newline. On a live run that is a line still being written (read
 // once it ends); on a file nobody writes, its bytes are left out, and that is a warning naming the file.
 import { unterminatedBytes } from '../../formats/jsonlTail.ts';
-import { FRESH_SECONDS } from '../miles/discovery.ts';
+import { FRESH_SECONDS } from '../errors.ts';
 import type { TelemetryIo } from './io.ts';
 import type { TelemetryWarning } from './records.ts';
 
