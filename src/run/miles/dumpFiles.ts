@@ -4,7 +4,7 @@ import type { Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { confinedPath } from '../../formats/fileAccess.ts';
-import { RefusedOption, DumpStillWriting, FRESH_SECONDS, isRefusedFile, NotFound } from '../errors.ts';
+import { RefusedOption, DumpStillWriting, damageOf, FRESH_SECONDS, isRefusedFile, NotFound } from '../errors.ts';
 import { DerivedCache } from '../derivedCache.ts';
 import { openTorchDocument, type TorchDocument } from './torchDocument.ts';
 
@@ -60,8 +60,14 @@ export class DumpFiles {
     this.layoutWarnings.set(file, `${file}: ${problem}`);
   }
 
-  /** A damaged file read around (`file: problem`, said once). */
-  noteDamage(line: string): void {
+  /**
+   * A failure a reader goes on past when it is damage: said once among the warnings (`file: problem
+   * (consequence)`); anything else is thrown again.
+   */
+  readAround(err: unknown, consequence: string): void {
+    const damage = damageOf(err);
+    if (damage === null) throw err;
+    const line = `${damage} (${consequence})`;
     this.layoutWarnings.set(line, line);
   }
 

@@ -329,9 +329,7 @@ export class DumpReader {
         }
       } catch (e) {
         // a damaged rank file: the sample's tokens without their train side, as its step's table has them
-        const damage = damageOf(e);
-        if (damage === null) throw e;
-        this.files.noteDamage(`${damage} (step ${rolloutId} is shown without its train side)`);
+        this.files.readAround(e, trainSideLeftOut(rolloutId));
       }
     }
     const read = { stamp, rollout, trainRow };
@@ -342,15 +340,7 @@ export class DumpReader {
   /** The rollout side of one sample: from the parquet mirror, else (mirror missing or foreign) the `.pt`. */
   private async rolloutTokens(rolloutId: number, evaluation: boolean, sampleIndex: number): Promise<SampleTokens> {
     const unknown = () => new NotFound(`unknown sample_index ${sampleIndex} in rollout ${rolloutId}`);
-    let fromMirror: SampleTokens | null = null;
-    try {
-      fromMirror = await this.mirror.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
-    } catch (e) {
-      // a damaged mirror is a copy: the dump holds the same tokens (said among the run's warnings)
-      const damage = damageOf(e);
-      if (damage === null) throw e;
-      this.files.noteDamage(`${damage} (the tokens are read from the rollout dump instead)`);
-    }
+    const fromMirror = await this.mirror.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
     return fromMirror ?? this.rollouts.sampleTokens(rolloutId, evaluation, sampleIndex, unknown);
   }
 
@@ -544,10 +534,8 @@ export class DumpReader {
       // A damaged rank file leaves the step without its train side (said among the run's warnings); the
       // rollout side is read whole all the same. A rollout dump's own failure is the step's.
       const trainDamaged = (e: unknown): void => {
-        const damage = damageOf(e);
-        if (damage === null) throw e;
+        this.files.readAround(e, trainSideLeftOut(rolloutId));
         worker?.helper.cancel();
-        this.files.noteDamage(`${damage} (step ${rolloutId} is shown without its train side)`);
         trainUnread = true;
       };
       let joinedTrain: { rows: StepRows; joined: Map<number, TrainDigest> } | null = null;
@@ -612,3 +600,7 @@ export class DumpReader {
   }
 }
 
+/** What a damaged rank file leaves of its step. */
+function trainSideLeftOut(rolloutId: number): string {
+  return `step ${rolloutId} is shown without its train side`;
+}

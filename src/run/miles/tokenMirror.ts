@@ -4,7 +4,7 @@ import { readFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
-import { damageOf, DumpStillWriting, FRESH_SECONDS, isRefusedFile } from '../errors.ts';
+import { DumpStillWriting, FRESH_SECONDS, isRefusedFile, NotFound } from '../errors.ts';
 import { LaterWrites } from '../derivedCache.ts';
 import { Lru } from './lru.ts';
 import { isMissing, type DumpFiles } from './dumpFiles.ts';
@@ -40,6 +40,9 @@ function settleMirror(m: MirrorEntry): void {
   m.closed = true;
   void m.file.close().catch(() => {});
 }
+
+/** A damaged mirror is a copy: the rollout dump holds the same tokens. */
+const MIRROR_READ_AROUND = 'the tokens are read from the rollout dump instead';
 
 export class TokenMirror {
   private readonly mirrors = new Lru<string, MirrorEntry>(4, (m) => {
@@ -83,6 +86,10 @@ export class TokenMirror {
       }
       const row = await mirror.file.readRow(rowNo, MIRROR_ROW_COLUMNS);
       return mirrorRow(row);
+    } catch (e) {
+      if (e instanceof NotFound) throw e;
+      this.files.readAround(e, MIRROR_READ_AROUND);
+      return null;
     } finally {
       mirror.users--;
       settleMirror(mirror);
@@ -140,10 +147,7 @@ export class TokenMirror {
       if (isMissing(e)) return null;
       // a new file may still be being written; a directory, FIFO or link out of the run will never be a mirror
       if (!isRefusedFile(e) && this.files.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
-      // a damaged mirror is a copy: the rollout dump holds the same tokens (said among the run's warnings)
-      const damage = damageOf(e);
-      if (damage === null) throw e;
-      this.files.noteDamage(`${damage} (the tokens are read from the rollout dump instead)`);
+      this.files.readAround(e, MIRROR_READ_AROUND);
       return null;
     }
     const names = [...file.columnNames].sort().join(',');
