@@ -1,6 +1,6 @@
 // What the answer commands (health, search, export) share: flag errors, opening a run, exit codes.
 import { mkdirSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { isInside, realpathOfFuture } from '../formats/fileAccess.ts';
+import { isInside, realpathOfFuture, relativeToRoots } from '../formats/fileAccess.ts';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import type { RunSources } from '../queries/runAnswers.ts';
@@ -216,17 +216,12 @@ export function removeOnExit(dir: string): void {
  */
 export function incompleteness(run: (Pick<RunSources, 'warnings'> & { roots?: readonly string[] }) | null, more: readonly string[] = []): number {
   // files named relative to the run, as the server names them
-  const rel = (w: string): string => runRelative(w, run?.roots ?? []);
+  const rel = (w: string): string => relativeToRoots(w, run?.roots ?? []);
   const own = more.map(rel);
   // a run warning one of the command's own already says (naming the file as the run read it) is said once
   const said = [...new Set([...own, ...(run?.warnings() ?? []).map(rel).filter((w) => !own.some((m) => m.includes(w)))])];
   for (const w of said) console.error(`warning: ${terminalSafe(w)}`);
   return said.length > 0 ? EXIT_INCOMPLETE : 0;
-}
-
-/** `text` with the run's own directories taken off the paths that name files in them. */
-export function runRelative(text: string, roots: readonly string[]): string {
-  return [...roots].filter(Boolean).sort((a, b) => b.length - a.length).reduce((t, root) => t.split(`${root}/`).join(''), text);
 }
 
 export interface ExportKind {

@@ -2,7 +2,8 @@
 // (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
 import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
 import { parseQuery, searchRun } from '../queries/search.ts';
-import { cacheDirFlag, CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, intFlag, openRunDir, runCommand, runDirArgs, runRelative, terminalSafe } from './common.ts';
+import { cacheDirFlag, CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, intFlag, openRunDir, runCommand, runDirArgs, terminalSafe } from './common.ts';
+import { relativeToRoots } from '../formats/fileAccess.ts';
 
 export async function searchCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
@@ -34,7 +35,7 @@ export async function searchCommand(argv: string[]): Promise<number> {
           process.stdout.write(`${JSON.stringify({ step, evaluation, sample_index, field, snippet, group_index: e.group_index, reward: e.reward, status: e.status })}\n`);
         } else if (e.type === 'done') {
           if (e.note) console.error(`rlsight search: ${e.note}`);
-          for (const w of e.warnings) console.error(`warning: ${terminalSafe(runRelative(w, run.answers.roots))}`);
+          for (const w of e.warnings) console.error(`warning: ${terminalSafe(relativeToRoots(w, run.answers.roots))}`);
           unread = e.warnings.length;
           if (e.truncated) console.error(`rlsight search: stopped at --limit ${limit} matches`);
         }

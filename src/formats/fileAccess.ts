@@ -154,3 +154,10 @@ export function readRegularFileSync(path: string): Buffer {
     closeSync(fd);
   }
 }
+
+/** `text` with the absolute directories `roots` taken off the paths it names inside them (a root itself is `.`). */
+export function relativeToRoots(text: string, roots: readonly string[]): string {
+  let out = text;
+  for (const root of [...roots].filter(Boolean).sort((a, b) => b.length - a.length)) out = out.split(`${root}/`).join('').split(root).join('.');
+  return out;
+}

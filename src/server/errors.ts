@@ -3,6 +3,7 @@
 import type { Context } from 'hono';
 import { damageOf, DumpStillWriting, NotFound, RefusedOption, SlimeDumpError, SourceUnavailable } from '../run/errors.ts';
 import { BadArgument } from '../queries/limits.ts';
+import { relativeToRoots } from '../formats/fileAccess.ts';
 
 /** Seconds a client should wait before asking again for a dump that is still being written. */
 export const RETRY_AFTER_S = 5;
@@ -15,10 +16,7 @@ export interface HttpFailure {
 
 /** Removes every absolute location of this machine from a message, keeping paths relative to the run. */
 export function scrubPaths(message: string, roots: readonly string[]): string {
-  let out = message;
-  for (const root of [...roots].filter(Boolean).sort((a, b) => b.length - a.length)) {
-    out = out.split(`${root}/`).join('').split(root).join('.');
-  }
+  const out = relativeToRoots(message, roots);
   // Whatever absolute path is left (a cache dir, a temp file) is reduced to its last component.
   // (an address of this API, `/api/runs…` or `/api/rlsight…`, is not one)
   return out.replace(/(^|[\s'"(=:])\/(?!api\/(?:runs|rlsight)\b)(?:[^\s'"/)]+\/)+([^\s'"/)]+)/g, '$1$2');
