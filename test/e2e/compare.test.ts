@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { appendDemoStep, generateDemoRun } from '../../src/demo/index.ts';
-import { canvasPixels, hasChromium, hashParams, openPage, screenshot, type Served, serveDemo, spawnServer, startBrowserSuite, stopBrowserSuite } from './harness.ts';
+import { canvasPixels, chartsWithSeries, hasChromium, hashParams, openPage, screenshot, type Served, serveDemo, spawnServer, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 declare const location: { hash: string };
 declare const document: any;
@@ -41,14 +41,7 @@ describe('comparing runs (headless Chromium)', { skip: hasChromium ? false : 'De
     await page.waitForFunction(() => /runs=run(%2C|,)collapse/.test(location.hash), undefined, { timeout: 15_000 });
 
     const checkOverlay = async () => {
-      await page.waitForFunction(
-        (n) => {
-          const panels = [...document.querySelectorAll('.chart-panel[data-metric]')];
-          return panels.length > 0 && panels.every((p) => p.querySelectorAll('.u-legend .u-series').length === n + 1);
-        },
-        2,
-        { timeout: 20_000 },
-      );
+      await chartsWithSeries(page, 3);
       const panels = await page.$$('.chart-panel[data-metric]');
       assert.ok(panels.length >= 3, `${panels.length} charts`);
       for (const panel of panels) {

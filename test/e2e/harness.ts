@@ -245,3 +245,15 @@ export function hashParams(page: Page): URLSearchParams {
 export function hashPath(page: Page): string {
   return new URL(page.url()).hash.replace(/\?.*$/, '');
 }
+
+/** Waits until every Metrics chart on `page` is drawn with `series` series in its legend (the charts there first: every() of none is true). */
+export async function chartsWithSeries(page: Page, series: number, timeout = 20_000): Promise<void> {
+  await page.waitForFunction(
+    (n) => {
+      const panels = [...(globalThis as any).document.querySelectorAll('.chart-panel[data-metric]')];
+      return panels.length > 0 && panels.every((p: any) => p.querySelectorAll('.u-legend .u-series').length === n);
+    },
+    series,
+    { timeout },
+  );
+}

@@ -39,12 +39,13 @@ describe('tabs of a live server (headless Chromium)', { skip: hasChromium ? fals
       await sixth.waitForTimeout(1000);
       await sixth.evaluate(() => (location.hash = '#/health'));
       await sixth.waitForSelector('table.health-board tbody tr', { timeout: 10_000 });
-      // a tab shown again follows the run again
+      // a tab out of view holds no stream (its badge says it is not connected); shown again, it follows the run again
+      await hidden[0].waitForSelector('header .badge.stale');
       await hidden[0].evaluate(() => {
         Object.defineProperty(document, 'visibilityState', { value: 'visible', configurable: true });
         document.dispatchEvent(new Event('visibilitychange'));
       });
-      await hidden[0].waitForFunction(() => document.querySelector('header.topbar') !== null);
+      await hidden[0].waitForSelector('header .badge.live', { timeout: 10_000 });
     } finally {
       await context.close();
     }

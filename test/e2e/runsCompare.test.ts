@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { HealthAnswer, RolloutTable, StepDiff } from '../../src/wire/index.ts';
 import { appendDemoStep } from '../../src/demo/index.ts';
-import { hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
+import { chartsWithSeries, hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
 
 declare const document: any;
 const TOOLTIP = '.tooltip, [role=tooltip], [data-testid=tooltip]';
@@ -154,11 +154,7 @@ describe('comparing runs and the defects around it (headless Chromium)', { skip:
     const w = await openPage(browser);
     const { page } = w;
     await page.goto(`${served.url}#/?cat=rollout&runs=run,collapse`);
-    await page.waitForFunction(() => {
-      // (every() of no panel is true: the panels must be there first)
-      const panels = [...document.querySelectorAll('.chart-panel[data-metric]')];
-      return panels.length > 0 && panels.every((p: any) => p.querySelectorAll('.u-legend .u-series').length === 3);
-    });
+    await chartsWithSeries(page, 3);
     await page.waitForTimeout(300);
     const chart = '.chart-panel[data-metric="rollout/zero_std_group_ratio"] .uplot canvas';
     /** Mean and max alpha of the pixels drawn in `hex` (±24 per channel). */
