@@ -34,6 +34,7 @@ export function App() {
     const t = setInterval(() => setNow(Date.now() / 1000), 30_000);
     return () => clearInterval(t);
   }, []);
+  const quiet = m ? quietFor(m.time_range, now) : null;
   const runId = r.params.get('run') || null;
   const unknownRun = runId !== null && runs !== null && runs.length > 0 && !runs.some((x) => x.id === runId);
   const runsNote = runs !== null && runs.length > 0 ? runsParamNote(r.params.get('runs'), runs.map((x) => x.id)) : null;
@@ -111,8 +112,8 @@ export function App() {
                   {m.run_name ?? 'unnamed run'}
                 </span>
               )}
-              {m.mode === 'follow' && quietFor(m.time_range, now) !== null ? (
-                <span class="badge static" data-testid="quiet-badge" title={`followed, but nothing new has been written for ${fmtDuration(quietFor(m.time_range, now)!)}: the job may have finished (its updates show as they come)`}>
+              {m.mode === 'follow' && quiet !== null ? (
+                <span class="badge static" data-testid="quiet-badge" title={`followed, but nothing new has been written for ${fmtDuration(quiet)}: the job may have finished (its updates show as they come)`}>
                   ◼ no new data
                 </span>
               ) : m.mode === 'follow' ? (

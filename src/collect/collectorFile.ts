@@ -57,7 +57,9 @@ export function collectorAnswers(info: CollectorInfo, timeoutMs = 2000): Promise
     const req = request(url, { headers: { authorization: `Bearer ${info.token}` }, timeout: timeoutMs }, (res) => {
       let body = '';
       res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d.length + body.length > 4096 ? '' : d));
+      res.on('data', (d: string) => {
+        if (body.length < 4096) body += d; // a status is small: what answers at length is no collector
+      });
       res.on('end', () => {
         try {
           const doc = JSON.parse(body);
