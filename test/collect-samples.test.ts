@@ -43,6 +43,8 @@ def sample(step, i, evaluation=False):
 for step in (0, 1):
     c.samples(step, [sample(step, i) for i in range(6)])
 c.samples(0, [sample(9, i) for i in range(2)], evaluation=True)
+# an eval step of two datasets, each numbering its samples from 900
+c.samples(1, [sample(9, i) for i in range(2)] + [dict(sample(8, i), sample_index=900 + i) for i in range(2)], evaluation=True)
 ok = c.flush(60)
 print(json.dumps({"flushed": ok, "stats": c.stats()}))
 c.close()
@@ -66,7 +68,7 @@ describe('samples recorded by a custom trainer', () => {
       const py = await promisify(execFile)('python3', ['-c', TRAINER, runDir], { env: { ...process.env, PYTHONPATH: join(REPO, 'python'), PYTHONDONTWRITEBYTECODE: '1' }, encoding: 'utf8', timeout: 120_000 });
       const report = JSON.parse(py.stdout.trim().split('\n').at(-1)!);
       assert.equal(report.flushed, true);
-      assert.equal(report.stats.sent, 14);
+      assert.equal(report.stats.sent, 18);
     } finally {
       await svc.close();
     }
@@ -74,7 +76,7 @@ describe('samples recorded by a custom trainer', () => {
   });
 
   it('writes one complete file per step, read by DuckDB with zstd pages', async () => {
-    assert.deepEqual(readdirSync(join(runDir, 'samples')).sort(), ['eval_000000.parquet', 'rollout_000000.parquet', 'rollout_000001.parquet']);
+    assert.deepEqual(readdirSync(join(runDir, 'samples')).sort(), ['eval_000000.parquet', 'eval_000001.parquet', 'rollout_000000.parquet', 'rollout_000001.parquet']);
     const db = await DuckDBInstance.create(':memory:');
     const con = await db.connect();
     const q = async (sql: string) => (await con.runAndReadAll(sql)).getRowObjectsJS();
@@ -88,7 +90,7 @@ describe('samples recorded by a custom trainer', () => {
 
   it('answers Rollouts and the Sample view (conversation with tool calls, tokens with the train side)', async () => {
     const meta = await json('/api/meta');
-    assert.deepEqual(meta.rollout_ids, { train: [0, 1], eval: [0] });
+    assert.deepEqual(meta.rollout_ids, { train: [0, 1], eval: [0, 1] });
     const summary = await json('/api/rollout/1/summary');
     assert.equal(summary.rows.length, 6);
     const row = summary.rows.find((r: { sample_index: number }) => r.sample_index === 105);
@@ -102,6 +104,13 @@ describe('samples recorded by a custom trainer', () => {
     assert.equal(JSON.stringify(tokens).includes('-0.52'), true, 'train log-probs served');
     const evalSummary = await json('/api/rollout/0/summary?eval=true');
     assert.equal(evalSummary.rows.length, 2);
+    assert.deepEqual(evalSummary.rows.map((r: { sample_index: number }) => r.sample_index), [900, 901]);
+    // a step whose indices repeat is numbered by place, so each row opens its own sample
+    const twoSets = await json('/api/rollout/1/summary?eval=true');
+    assert.deepEqual(twoSets.rows.map((r: { sample_index: number }) => r.sample_index), [0, 1, 2, 3]);
+    const second = await json('/api/rollout/1/sample/2/messages?eval=true');
+    assert.match(JSON.stringify(second.messages), /question 0 of step 8/);
+    assert.match(JSON.stringify((await json('/api/rollout/1/sample/0/messages?eval=true')).messages), /question 0 of step 9/);
   });
 
   it('finds samples by text (Search), and has a Health board and a step Diff', async () => {

@@ -80,6 +80,27 @@ describe('serving a slime --dump-details folder', () => {
     assert.equal(e.status, 200);
   });
 
+  it('eval samples are addressed by their place in the dump: every dataset restarts its indices at 0', async () => {
+    // eval_0.pt holds aime24 (indices 0-3) then gsm8k_test (indices 0-2)
+    const s = await get(server, '/api/rollout/0/summary?eval=1');
+    assert.deepEqual(s.body.rows.map((r: any) => r.sample_index), [0, 1, 2, 3, 4, 5, 6]);
+    const tr = await get(server, '/api/rlsight/trace?rollout_id=0&eval=1');
+    assert.deepEqual(tr.body.rows.map((r: any) => r.sample_index), [0, 1, 2, 3, 4, 5, 6]);
+    // each row opens its own sample: the second dataset's first sample is 4, not the first dataset's 0
+    const rows = new Map<number, any>(s.body.rows.map((r: any) => [r.sample_index, r]));
+    for (const i of [0, 4]) {
+      const t = await get(server, `/api/rollout/0/sample/${i}/tokens?eval=1`);
+      assert.equal(t.status, 200);
+      assert.equal(t.body.total_len, rows.get(i).total_len ?? t.body.total_len);
+      assert.equal(t.body.total_len - t.body.prompt_len, rows.get(i).response_length);
+    }
+    const first = await get(server, '/api/rollout/0/sample/0/messages?eval=1');
+    const second = await get(server, '/api/rollout/0/sample/4/messages?eval=1');
+    assert.equal(second.body.reward, rows.get(4).reward);
+    assert.notDeepEqual(second.body.messages, first.body.messages);
+    assert.equal((await get(server, '/api/rollout/0/sample/7/tokens?eval=1')).status, 404);
+  });
+
   it('the trace answers; a damaged dump is a 422 naming the file', async () => {
     const tr = await get(server, '/api/rlsight/trace?rollout_id=0');
     assert.equal(tr.status, 200);

@@ -236,7 +236,7 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
   const reward = pyNumber(f.reward);
   const row: TraceRow = {
     row: sample.row,
-    sample_index: pyNumber(f.index) ?? null,
+    sample_index: sample.key,
     group_index: pyNumber(f.group_index) ?? null,
     status: typeof f.status === 'string' ? f.status : null,
     reward: reward !== undefined && Number.isFinite(reward) ? reward : null,

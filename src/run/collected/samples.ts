@@ -9,7 +9,7 @@ import { parseSampleStepFile, PENDING_SUFFIX, SAMPLE_READ_COLUMNS, SAMPLES_DIR, 
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../../formats/dashboard/layout.ts';
 import { DumpStillWriting, NotFound, SlimeDumpError } from '../errors.ts';
 import type { SlimeDump } from '../slime/dump.ts';
-import type { SlimeSample } from '../slime/sample.ts';
+import { pyNumber, type SlimeSample } from '../slime/sample.ts';
 import type { SampleDumpSource } from '../slime/run.ts';
 
 interface StepFile {
@@ -118,11 +118,15 @@ export class CollectedSamples implements SampleDumpSource {
       const rows = await file.readRows(0, file.numRows, SAMPLE_READ_COLUMNS.filter((c) => file.columnNames.includes(c)));
       const samples: SlimeSample[] = rows.map((row, i) => {
         try {
-          return { row: i, fields: sampleFieldsOfRow(row) as SlimeSample['fields'], topPOffsets: null };
+          const fields = sampleFieldsOfRow(row) as SlimeSample['fields'];
+          return { row: i, key: pyNumber(fields.index) ?? null, fields, topPOffsets: null };
         } catch (err) {
           throw new SlimeDumpError(f.name, `row ${i}: ${(err as Error).message}`);
         }
       });
+      // a step whose indices repeat (eval datasets numbered from 0 each) is addressed by position, as a slime eval dump is
+      const keys = new Set(samples.map((s) => s.key));
+      if (keys.size < samples.length) for (const s of samples) s.key = s.row;
       return { file: f.name, rolloutId: f.rolloutId, evaluation: f.evaluation, samples, warnings: [] };
     } finally {
       await file.close();

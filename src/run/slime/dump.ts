@@ -9,7 +9,7 @@ import { isPyTuple, NumpyScalar, PyEnum, PyFloat, PyObject, PyTuple, Storage, Te
 import { ZipError } from '../../formats/zip.ts';
 import { SlimeDumpError } from '../errors.ts';
 import { pendingSamples } from '../miles/sampleText.ts';
-import { numpyStr, Opaque, pyNumber, type SlimeSample, type SlimeValue } from './sample.ts';
+import { numpyStr, Opaque, pyNumber, sampleKeyOf, type SlimeSample, type SlimeValue } from './sample.ts';
 import { checkpointGlobal } from '../../formats/torch/globals.ts';
 
 export { SlimeDumpError };
@@ -64,6 +64,7 @@ const DUMP_SLICE_MS = { first: 8, longest: 64 };
  */
 export async function* streamSlimeDump(path: string, opts: ReadDumpOptions = {}): AsyncGenerator<SlimeDumpPart> {
   const name = opts.name ?? path;
+  const evaluation = rolloutIdFromName(path)?.evaluation ?? false;
   let decode: TorchDecode;
   try {
     decode = await startTorchDecode(path, { boxIntegralFloats: true, keepNumpyScalars: true });
@@ -77,7 +78,7 @@ export async function* streamSlimeDump(path: string, opts: ReadDumpOptions = {})
     const fresh: SlimeSample[] = [];
     for (let row = raw.length; row < list.length; row++) {
       raw.push(list[row]);
-      const sample = await slimeSample(list[row], row, name);
+      const sample = await slimeSample(list[row], row, name, evaluation);
       samples.push(sample);
       fresh.push(sample);
     }
@@ -104,7 +105,7 @@ export async function* streamSlimeDump(path: string, opts: ReadDumpOptions = {})
       if (raw.some((v, i) => list[i] !== v)) throw new SlimeDumpError(name, 'the samples list changed while it was decoded');
       const fresh = await convert(list);
       if (rolloutId === undefined) throw new SlimeDumpError(name, 'no rollout_id in the dump and none in the file name');
-      yield { samples: fresh, dump: { file: name, rolloutId, evaluation: rolloutIdFromName(path)?.evaluation ?? false, samples, warnings } };
+      yield { samples: fresh, dump: { file: name, rolloutId, evaluation, samples, warnings } };
       return;
     }
   } finally {
@@ -153,12 +154,12 @@ function dumpList(value: PyValue, name: string, path: string): { list: PyValue[]
 }
 
 /** One `Sample.to_dict()` of the list, at `row`. */
-async function slimeSample(v: PyValue, row: number, name: string): Promise<SlimeSample> {
+async function slimeSample(v: PyValue, row: number, name: string, evaluation: boolean): Promise<SlimeSample> {
   const raw = plainObject(v);
   if (!raw) throw new SlimeDumpError(name, `samples[${row}] is ${describe(v)}, not a Sample.to_dict() dict`);
   const fields: { [key: string]: SlimeValue } = {};
   for (const [k, x] of Object.entries(raw)) setField(fields, k, toSlimeValue(x));
-  return { row, fields, topPOffsets: await offsetsOf(fields.rollout_top_p_token_offsets, name, row) };
+  return { row, key: sampleKeyOf(fields, row, evaluation), fields, topPOffsets: await offsetsOf(fields.rollout_top_p_token_offsets, name, row) };
 }
 
 async function offsetsOf(v: SlimeValue | undefined, file: string, row: number): Promise<number[] | null> {

@@ -228,7 +228,6 @@ export class SlimeRunModel implements RunModel, TraceSource {
   async conversations(rolloutId: number, evaluation: boolean): Promise<ReadonlyMap<number, ConversationRecord>> {
     const d = await this.dump(rolloutId, evaluation);
     const out = new Map<number, ConversationRecord>();
-    // Eval indices restart per dataset: the first sample with an index keeps it.
     for (const s of d.samples) {
       const c = conversationRecord(s);
       if (!out.has(c.sample_index)) out.set(c.sample_index, c);

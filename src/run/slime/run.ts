@@ -262,7 +262,7 @@ export class SlimeRun implements SampleDumpSource {
   }
 }
 
-/** A sample by its `Sample.index` (eval indices restart per dataset: the first match wins). */
+/** A sample by its key (`Sample.index`; its position in an eval dump). */
 export function sampleByIndex(dump: SlimeDump, index: number): SlimeSample | undefined {
   return dump.samples.find((s) => sampleIndex(s) === index);
 }

@@ -35,6 +35,11 @@ export interface TraceCarrier {
 export interface SlimeSample {
   /** Position in the dump's `samples` list (slime's viewer calls it row_id). */
   row: number;
+  /**
+   * The number the sample is addressed by (summary rows, sample routes, trace rows): its `Sample.index` in a
+   * training dump; its position in an eval dump, whose indices restart at 0 in every dataset (null: no index).
+   */
+  key: number | null;
   /** The `to_dict()` fields in dump order. */
   fields: { [key: string]: SlimeValue };
   /** `rollout_top_p_token_offsets` read out of its tensor, when the dump has one. */
@@ -139,9 +144,14 @@ export function traceEvents(t: TraceCarrier | null): TraceEventRecord[] {
   return Array.isArray(ev) ? (ev.filter((e) => isRecord(e)) as TraceEventRecord[]) : [];
 }
 
-/** `sample.index` (null when absent or None). */
+/** The number the sample is addressed by (see `SlimeSample.key`). */
 export function sampleIndex(s: SlimeSample): number | null {
-  return pyNumber(s.fields.index) ?? null;
+  return s.key;
+}
+
+/** A sample's key: its position in an eval dump (indices restart per dataset there), else its `index` (null when absent or None). */
+export function sampleKeyOf(fields: SlimeSample['fields'], row: number, evaluation: boolean): number | null {
+  return evaluation ? row : (pyNumber(fields.index) ?? null);
 }
 
 export function responseLength(s: SlimeSample): number {
