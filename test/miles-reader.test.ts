@@ -630,3 +630,37 @@ describe('DumpReader freshness, fallbacks and caches', () => {
     }
   });
 });
+
+describe('damage reports of a miles run', () => {
+  it('are dropped once the damaged file is rewritten or removed, and kept while it stays as it was', async () => {
+    const { openMilesRun } = await import('../src/run/miles/index.ts');
+    const copy = copyFixtureRun();
+    const cache = mkdtempSync(join(tmpdir(), 'rlsight-damage-cache-'));
+    const run = await openMilesRun(copy.dir, { cacheDir: cache });
+    try {
+      const two = join(copy.dir, 'rollout_data', '2.pt');
+      const good = readFileSync(two);
+      // step 2's dump holds step 1's batch; step 4 is a cut copy of step 2
+      writeFileSync(two, readFileSync(join(copy.dir, 'rollout_data', '1.pt')));
+      writeFileSync(join(copy.dir, 'rollout_data', '4.pt'), good.subarray(0, 20_000));
+      ageTree(copy.dir);
+      await assert.rejects(run.step(2, false));
+      await assert.rejects(run.step(4, false));
+      const named = (file: string): string[] => run.warnings().filter((w) => w.startsWith(`rollout_data/${file}: `));
+      await new Promise((r) => setTimeout(r, 1100));
+      assert.equal(named('2.pt').length, 1, run.warnings().join('\n'));
+      assert.equal(named('4.pt').length, 1, run.warnings().join('\n'));
+      // mended: the good batch is back; removed: the cut copy is gone
+      writeFileSync(two, good);
+      ageTree(copy.dir);
+      rmSync(join(copy.dir, 'rollout_data', '4.pt'));
+      await new Promise((r) => setTimeout(r, 1100));
+      assert.deepEqual([...named('2.pt'), ...named('4.pt')], []);
+      assert.equal((await run.step(2, false)).samples.length > 0, true);
+    } finally {
+      await run.close();
+      rmSync(cache, { recursive: true, force: true });
+      copy.dispose();
+    }
+  });
+});

@@ -29,6 +29,17 @@ function isDir(p: string): boolean {
   }
 }
 
+/** A file's identity and version (`ino:size:mtime`), or null when there is no such file. */
+function fileStamp(path: string | null): string | null {
+  if (path === null) return null;
+  try {
+    const st = statSync(path);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return null;
+  }
+}
+
 /** Whether a run of this process has started its spare decode worker (one per process). */
 let spareTaken = false;
 
@@ -36,8 +47,14 @@ class MilesRun implements RunModel {
   readonly format = 'miles';
   readonly roots: readonly string[];
   private readonly tokenizerDir: boolean;
-  /** Damage reports of failed reads, deduplicated. */
-  private readonly damaged = new Set<string>();
+  /**
+   * Damage reports of failed reads, deduplicated, each with the stamp of the file it names (null: no file
+   * found by its name): a report whose file is gone or was rewritten since is dropped (a read of the new file
+   * reports it again if it is still damaged).
+   */
+  private readonly damaged = new Map<string, string | null>();
+  /** When the damaged files were last stat'ed (ms). */
+  private damageCheckedAt = 0;
   /** Problems of the run's top-level layout (a `dashboard` that is a file). */
   private readonly layout: string[] = [];
   private readonly warmUp: BackgroundWarmUp;
@@ -153,11 +170,12 @@ class MilesRun implements RunModel {
    */
   warnings(): string[] {
     const scrub = (m: string): string => m.split(`${this.dir}/`).join('');
+    this.forgetMendedDamage();
     return [
       ...this.layout,
       ...this.telemetry.warnings().map(telemetryWarningText),
       ...this.dumps.warnings().map(scrub),
-      ...[...this.damaged].map(scrub),
+      ...[...this.damaged.keys()].map(scrub),
     ];
   }
 
@@ -165,9 +183,25 @@ class MilesRun implements RunModel {
   private noted<T>(p: Promise<T>): Promise<T> {
     return p.catch((e: unknown) => {
       const d = damageOf(e);
-      if (d !== null && this.damaged.size < MAX_NOTED_DAMAGE) this.damaged.add(d);
+      if (d !== null && !this.damaged.has(d) && this.damaged.size < MAX_NOTED_DAMAGE) this.damaged.set(d, fileStamp(this.damagedFile(d)));
       throw e;
     });
+  }
+
+  /** The file a damage report names (`file: problem`, the file relative to the run or absolute), or null. */
+  private damagedFile(report: string): string | null {
+    const cut = report.indexOf(': ');
+    return cut > 0 ? resolve(this.dir, report.slice(0, cut)) : null;
+  }
+
+  /** Drops the reports whose file was removed or rewritten since (looked at once a second at most). */
+  private forgetMendedDamage(): void {
+    const now = Date.now();
+    if (this.damaged.size === 0 || now - this.damageCheckedAt < 1000) return;
+    this.damageCheckedAt = now;
+    for (const [report, stamp] of this.damaged) {
+      if (stamp !== null && fileStamp(this.damagedFile(report)) !== stamp) this.damaged.delete(report);
+    }
   }
 
   async close(): Promise<void> {
