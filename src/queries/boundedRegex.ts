@@ -5,8 +5,17 @@
 import { Script, createContext } from 'node:vm';
 import { BadArgument } from './limits.ts';
 
-/** How long one scan (one batch of a step's samples) may take before the query is refused. */
-export const REGEX_SCAN_LIMIT_MS = 2000;
+/**
+ * A step's texts are scanned a slice at a time, the event loop served between slices: at most this many
+ * samples, or this many characters, a slice.
+ */
+const SLICE_TEXTS = 64;
+const SLICE_CHARS = 1 << 20;
+/**
+ * How long one slice may take before the query is refused. An expression that scans a megabyte in a
+ * quarter of a second backtracks far beyond any useful pattern; the other requests wait at most this long.
+ */
+export const REGEX_SLICE_LIMIT_MS = 250;
 /** Hits of one field a match reports. */
 const RANGES_KEPT = 8;
 
@@ -20,9 +29,9 @@ export interface RegexHit {
 const context = createContext(Object.create(null));
 // Runs in the context: `input` is { texts, fields, re, kept }; returns flat [position, fieldNo, ranges] triples.
 const scanScript = new Script(`(() => {
-  const { texts, fields, re, kept } = input;
+  const { texts, fields, re, kept, from, to } = input;
   const out = [];
-  for (let i = 0; i < texts.length; i++) {
+  for (let i = from; i < to; i++) {
     const own = texts[i];
     for (let f = 0; f < fields.length; f++) {
       const text = own[fields[f]];
@@ -43,18 +52,44 @@ const scanScript = new Script(`(() => {
   return out;
 })()`);
 
+/** The slices `[from, to)` a step's texts are scanned in (see SLICE_TEXTS). */
+export function regexSlices(texts: readonly Record<string, string>[], fields: readonly string[]): [number, number][] {
+  const out: [number, number][] = [];
+  let from = 0;
+  let chars = 0;
+  for (let i = 0; i < texts.length; i++) {
+    for (const f of fields) chars += texts[i][f]?.length ?? 0;
+    if (i + 1 - from >= SLICE_TEXTS || chars >= SLICE_CHARS) {
+      out.push([from, i + 1]);
+      from = i + 1;
+      chars = 0;
+    }
+  }
+  if (from < texts.length) out.push([from, texts.length]);
+  return out;
+}
+
 /**
- * Each text's first field (in `fields` order) holding a (non-empty) match of `re`, with up to 8 ranges;
- * a scan that outlives `limitMs` is refused as a BadArgument on `q` (the thread is free again at once).
+ * Each text of `[from, to)`'s first field (in `fields` order) holding a (non-empty) match of `re`, with up to
+ * 8 ranges; a scan that outlives `limitMs` is refused as a BadArgument on `q` (the thread is free again at once).
  */
-export function regexHits(texts: readonly Record<string, string>[], fields: readonly string[], re: RegExp, limitMs = REGEX_SCAN_LIMIT_MS): RegexHit[] {
-  context.input = { texts, fields, re, kept: RANGES_KEPT };
+export function regexHits(
+  texts: readonly Record<string, string>[],
+  fields: readonly string[],
+  re: RegExp,
+  [from, to]: readonly [number, number] = [0, texts.length],
+  limitMs = REGEX_SLICE_LIMIT_MS,
+): RegexHit[] {
+  context.input = { texts, fields, re, kept: RANGES_KEPT, from, to };
   let flat: unknown[];
   try {
     flat = scanScript.runInContext(context, { timeout: limitMs }) as unknown[];
   } catch (e) {
     if ((e as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
-      throw new BadArgument('q', `q: the regular expression took over ${limitMs / 1000} s on one step and was stopped (it backtracks too much; simplify it, e.g. no nested repetition like (a+)+)`);
+      throw new BadArgument(
+        'q',
+        `q: the regular expression took over ${limitMs / 1000} s on ${to - from} sample${to - from === 1 ? '' : 's'} and was stopped (it backtracks too much; simplify it, e.g. no nested repetition like (a+)+)`,
+      );
     }
     throw e;
   } finally {

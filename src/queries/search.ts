@@ -8,7 +8,7 @@ import type { RunSources, SampleText } from './runAnswers.ts';
 type StepTexts = RunStepTexts<SampleText>;
 import { unreadStepProblem } from '../run/errors.ts';
 import { BadArgument } from './limits.ts';
-import { regexHits } from './boundedRegex.ts';
+import { regexHits, regexSlices } from './boundedRegex.ts';
 import { checkLimit, MAX_QUERY_TERMS, SEARCH_RESULTS } from './limits.ts';
 
 export type { SearchEvent, SearchMatch } from '../wire/index.ts';
@@ -207,17 +207,27 @@ function textHits(st: StepTexts, i: number, q: Extract<ParsedQuery, { kind: 'tex
   return hits;
 }
 
-/** The matches of one step, one per sample (its first field with a hit), in batch order. */
-export function searchStep(st: StepTexts, q: ParsedQuery, run?: string): SearchMatch[] {
-  const out: SearchMatch[] = [];
+/**
+ * The matches of one step, one per sample (its first field with a hit), in batch order. A regular expression
+ * scans a slice of the step at a time and lets the event loop serve other requests between slices.
+ */
+async function* searchStep(st: StepTexts, q: ParsedQuery, run?: string): AsyncGenerator<SearchMatch> {
   if (q.kind === 'regex') {
     const fields = st.texts.map((t) => t.fields);
-    for (const hit of regexHits(fields, SEARCH_FIELDS, q.regex)) {
-      const t = st.texts[hit.position];
-      out.push(matchOf(t, hit.field, t.fields[hit.field], hit.ranges, run));
+    for (const slice of regexSlices(fields, SEARCH_FIELDS)) {
+      for (const hit of regexHits(fields, SEARCH_FIELDS, q.regex, slice)) {
+        const t = st.texts[hit.position];
+        yield matchOf(t, hit.field, t.fields[hit.field], hit.ranges, run);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
     }
-    return out;
+    return;
   }
+  yield* stepMatches(st, q, run);
+}
+
+function stepMatches(st: StepTexts, q: Exclude<ParsedQuery, { kind: 'regex' }>, run?: string): SearchMatch[] {
+  const out: SearchMatch[] = [];
   if (q.kind === 'step_sample' || q.kind === 'sample') {
     for (const t of st.texts) if (t.sample_index === q.sample && (q.kind === 'sample' || t.step === q.step)) out.push(idMatch(t, 'sample_index', String(t.sample_index), run));
     return out;
@@ -331,7 +341,7 @@ export async function* searchRuns(targets: readonly SearchTarget[], raw: string,
           else if (held.ids.length === 0) held.texts.push(...textMatches(batch, q, run));
           continue;
         }
-        for (const m of searchStep(batch, q, run)) {
+        for await (const m of searchStep(batch, q, run)) {
           yield { type: 'match', ...m };
           if (++found >= limit) {
             yield finish(true, 1);
