@@ -85,6 +85,40 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.deepEqual(w.problems(), []);
   });
 
+  test('Enter in the header search opens a match of the text in the box, never one of the query typed before', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    const input = page.locator('input[data-global-search]');
+    const at = (where: string) => /^step (\d+) · sample (\d+)$/.exec(where);
+    await input.fill('"python tool"');
+    await page.waitForSelector(`.search-results[data-query='"python tool"'][data-done] .search-result`);
+    const wheres = await page.locator('.search-result .where').allTextContents();
+    const [, oldStep, oldSample] = at(wheres[0])!;
+    // A sample the text query's first match is not: the id query typed next opens it.
+    const [, step, sample] = wheres.map(at).find((m) => m && !(m[1] === oldStep && m[2] === oldSample))!;
+    // Text, then an id typed at a person's pace and Enter before its results came: the id's sample opens.
+    await input.selectText();
+    await input.pressSequentially(`${step}:${sample}`, { delay: 80 });
+    await input.press('Enter');
+    await page.waitForFunction('location.hash.startsWith("#/rollout/")');
+    await page.waitForTimeout(400);
+    assert.equal(hashPath(page), `#/rollout/${step}/sample/${sample}`);
+    assert.equal(hashParams(page).get('find'), null);
+    // An id, then text: the text's first match opens, not the id's sample.
+    await page.evaluate('location.hash = "#/health"');
+    await page.waitForFunction('location.hash === "#/health"');
+    await page.mouse.click(5, 890);
+    await input.focus();
+    await page.waitForSelector(`.search-results[data-query="${step}:${sample}"][data-done]`);
+    await input.selectText();
+    await input.pressSequentially('"python tool"', { delay: 80 });
+    await input.press('Enter');
+    await page.waitForFunction('location.hash.startsWith("#/rollout/")');
+    await page.waitForTimeout(400);
+    assert.equal(hashPath(page), `#/rollout/${oldStep}/sample/${oldSample}`);
+    assert.deepEqual(w.problems(), []);
+  });
+
   test('a conversation hit opens the conversation with the match highlighted and in view', async () => {
     const w = await open('#/health');
     const { page } = w;

@@ -60,6 +60,8 @@ export function HeaderSearch() {
   const [open, setOpen] = useState(false);
   const [state, setState] = useState<State>(EMPTY);
   const [sel, setSel] = useState(0);
+  // Enter pressed before the results of the text in the box arrived: that text, whose first match opens when they do.
+  const [waiting, setWaiting] = useState<string | null>(null);
   const box = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
@@ -107,7 +109,14 @@ export function HeaderSearch() {
   }, [text]);
 
   // Another address (Back, a link, a typed URL) is another screen: the results belong to the one left.
-  useEffect(() => route.subscribe(() => setOpen(false)), []);
+  useEffect(
+    () =>
+      route.subscribe(() => {
+        setOpen(false);
+        setWaiting(null);
+      }),
+    [],
+  );
 
   useEffect(() => {
     const away = (e: MouseEvent) => {
@@ -129,6 +138,15 @@ export function HeaderSearch() {
     );
   };
 
+  // The results Enter waits for have come: open their first match (none found, or an error: stop waiting).
+  useEffect(() => {
+    if (waiting === null || state.q !== waiting) return;
+    if (state.matches.length > 0) {
+      setWaiting(null);
+      go(state.matches[0]);
+    } else if (state.done || state.error) setWaiting(null);
+  }, [state, waiting]);
+
   const onKey = (e: KeyboardEvent) => {
     if (e.key === 'ArrowDown') {
       e.preventDefault();
@@ -136,8 +154,15 @@ export function HeaderSearch() {
     } else if (e.key === 'ArrowUp') {
       e.preventDefault();
       setSel((i) => Math.max(i - 1, 0));
-    } else if (e.key === 'Enter') go(state.matches[sel]);
-    else if (e.key === 'Escape') setOpen(false);
+    } else if (e.key === 'Enter') {
+      // The results shown may still be an older query's (the new one waits for its debounce): never open those.
+      const q = (e.currentTarget as HTMLInputElement).value.trim();
+      if (q && state.q === q && state.matches.length > 0) go(state.matches[sel]);
+      else if (q && !(state.q === q && (state.done || state.error))) setWaiting(q);
+    } else if (e.key === 'Escape') {
+      setOpen(false);
+      setWaiting(null);
+    }
   };
 
   const busy = state.q !== '' && !state.done && !state.error;
@@ -152,6 +177,7 @@ export function HeaderSearch() {
         onInput={(e) => {
           setText((e.target as HTMLInputElement).value);
           setOpen(true);
+          setWaiting(null);
         }}
         onFocus={() => setOpen(true)}
         onKeyDown={onKey}
