@@ -531,6 +531,12 @@ describe('answers across the runs a server holds', () => {
   const get = async (url: string) => app.fetch(new Request(`http://127.0.0.1${url}`));
   const events = async (url: string) => (await (await get(url)).text()).trim().split('\n').map((l) => JSON.parse(l) as SearchEvent);
 
+  test('a run named twice in runs= is a 400, not every match twice', async () => {
+    const r = await get('/api/rlsight/search?q=answer&runs=first,second,first');
+    assert.equal(r.status, 400);
+    assert.equal(((await r.json()) as { detail: string }).detail, 'runs: "first" is named twice');
+  });
+
   test('search names each match’s run with runs=all, and stays on the first run without it', async () => {
     const all = matches(await events('/api/rlsight/search?q=%22sample%2033%20is%22&runs=all'));
     assert.deepEqual(all.map((m) => `${m.run}:${m.step}:${m.sample_index}`), ['first:1:33', 'second:1:33']);

@@ -64,6 +64,7 @@ export function checkLimit(limit: IntLimit, value: number): number {
 export function windowProblem(t0: number | null | undefined, t1: number | null | undefined): string | null {
   if (t0 == null || t1 == null) return null;
   if (!(t1 > t0)) return `bad window: t1=${pyRepr(t1)} <= t0=${pyRepr(t0)}`;
+  if (!Number.isFinite(t1 - t0)) return `window t1 - t0 is not a finite number of seconds (t0=${pyRepr(t0)}, t1=${pyRepr(t1)}); max_window_s is ${MAX_WINDOW_S}`;
   if (t1 - t0 > MAX_WINDOW_S) return `window ${pyFixed(t1 - t0, 0)}s exceeds max_window_s ${MAX_WINDOW_S}`;
   return null;
 }

@@ -167,6 +167,8 @@ export function mountRunsAnswers(app: Hono, runs: () => readonly NamedRun[], pre
   app.get(`${prefix}/rlsight/search`, (c) => {
     const q = parseParams(crossSearchQuery, c.req.query());
     const chosen = q.runs === undefined ? [pick(undefined, 'runs', homeRun(c))] : q.runs === 'all' ? [...runs()] : q.runs.split(',').map((id) => pick(id, 'runs'));
+    const twice = chosen.find((r, i) => chosen.findIndex((x) => x.id === r.id) !== i);
+    if (twice) throw new BadArgument('runs', `runs: ${JSON.stringify(twice.id)} is named twice`);
     return searchResponse(
       c,
       () => chosen.map((r) => ({ search: r.answers.searchTexts(), run: r.answers, name: r.id })),

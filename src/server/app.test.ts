@@ -224,6 +224,7 @@ describe('answers', () => {
       ['/api/runs/run/timeline/phases?t0=1&t1=2&t1=3', /^t1: given 2 times; give it once$/],
       ['/api/timeline/phases?t0=5&t1=4', /^bad window: t1=4\.0 <= t0=5\.0$/],
       ['/api/timeline/phases?t0=1000000.0&t1=1014400.5', /^window 14400s exceeds max_window_s 14400$/],
+      ['/api/timeline/gpu?t0=-1e308&t1=1e308', /^window t1 - t0 is not a finite number of seconds \(t0=-1e\+308, t1=1e\+308\); max_window_s is 14400$/],
       ['/api/timeline/gpu?max_points=1', /^max_points=1 must be >= 2$/],
       ['/api/timeline/heatmap?x_buckets=many', /^x_buckets: /],
       ['/api/timeline/heatmap?x_buckets=4001', /^x_buckets=4001 out of range \[2, 4000\]$/],

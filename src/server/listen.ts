@@ -1,6 +1,8 @@
 // Starts the HTTP server over one or several open runs (and their follow loops when asked).
+import { createServer, maxHeaderSize, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { answerClientErrors, refusingMalformed } from './rawRequests.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { type AppOptions, createMultiApp } from './app.ts';
 import { EventFeed, type Follower } from './events.ts';
@@ -56,9 +58,18 @@ export async function startRunsServer(runs: ServedRuns, opts: ListenOptions = {}
   const host = opts.host ?? '127.0.0.1';
   const app = createMultiApp({ runs, options: { ...opts, host } });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 7788 }, () => resolve(s));
+    const s = serve(
+      {
+        fetch: app.fetch,
+        hostname: host,
+        port: opts.port ?? 7788,
+        createServer: ((options: object, listener: Parameters<typeof refusingMalformed>[0]) => createServer(options, refusingMalformed(listener))) as typeof createServer,
+      },
+      () => resolve(s),
+    );
     s.once('error', reject);
   });
+  answerClientErrors(server as Server, maxHeaderSize);
   // An idle kept-alive connection stays open long enough that a client asking again at once is never reset
   // because a busy event loop read its request only after Node's 5 s default had run out.
   const http = server as unknown as { keepAliveTimeout: number; headersTimeout: number };
