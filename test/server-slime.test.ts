@@ -80,6 +80,19 @@ describe('serving a slime --dump-details folder', () => {
     assert.equal(e.status, 200);
   });
 
+  it("the step diff sets slime's own metrics side by side, as the Metrics view computes them", async () => {
+    const d = await get(server, '/api/rlsight/diff/steps?a=0&b=1');
+    assert.equal(d.status, 200);
+    const pairs = new Map<string, any>(d.body.metrics.map((m: any) => [m.key, m]));
+    const series = (await get(server, '/api/metrics?keys=perf/request/e2e_latency/mean,rollout/response_len/mean,perf_fixed/request/count')).body;
+    for (const key of ['perf/request/e2e_latency/mean', 'rollout/response_len/mean', 'perf_fixed/request/count']) {
+      assert.ok(pairs.has(key), `${key} in ${[...pairs.keys()].join(', ')}`);
+      assert.equal(pairs.get(key).a, series[key].y[series[key].x.indexOf(0)]);
+      assert.equal(pairs.get(key).b, series[key].y[series[key].x.indexOf(1)]);
+    }
+    assert.ok(pairs.has('dump/reward_mean'));
+  });
+
   it('eval samples are addressed by their place in the dump: every dataset restarts its indices at 0', async () => {
     // eval_0.pt holds aime24 (indices 0-3) then gsm8k_test (indices 0-2)
     const s = await get(server, '/api/rollout/0/summary?eval=1');

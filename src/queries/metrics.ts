@@ -107,3 +107,14 @@ export async function metricsAnswer(
   if (dumpKeys.length > 0) Object.assign(out, dumpMetricSeries(await stepAggregates(), dumpKeys));
   return out;
 }
+
+/** A step's logged values (records logged against its number; the last wins) and its dump/* aggregates. */
+export function loggedStepMetrics(records: readonly MetricsRecord[], aggregate: StepAggregate | undefined, step: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of records) {
+    if (r.step !== step) continue;
+    for (const [k, v] of Object.entries(r.metrics)) if (typeof v === 'number' && Number.isFinite(v)) out.set(k, v);
+  }
+  if (aggregate) for (const m of STEP_AGGREGATE_METRICS) if (aggregate[m] !== null) out.set(DUMP_METRIC_PREFIX + m, aggregate[m]!);
+  return out;
+}

@@ -39,7 +39,7 @@ import { encodeHeatmap, heatmap } from './heatmap.ts';
 import { resolveLanes, selectedLanes, selectiveLaneKeys } from './lanes.ts';
 import { checkLatestKeys, MAX_WINDOW_S } from './limits.ts';
 import { NoConversationRecorded, noConversation, sampleConversation } from './messages.ts';
-import { DUMP_METRIC_PREFIX, metricsAnswer, WALL_TIME_X, withGapsAt } from './metrics.ts';
+import { DUMP_METRIC_PREFIX, loggedStepMetrics, metricsAnswer, WALL_TIME_X, withGapsAt } from './metrics.ts';
 import { outliers } from './outliers.ts';
 import { phasesByLane } from './phases.ts';
 import { STEP_AGGREGATE_METRICS, stepTables, type StepAggregate } from './rollouts.ts';
@@ -129,6 +129,8 @@ export interface RunSources {
   stepAggregates(): Promise<StepAggregate[]>;
   /** One train step's `dump/*` aggregate (its step read if it was not); undefined when it has none (not a train step, damaged, being written). */
   stepAggregate(step: number): Promise<StepAggregate | undefined>;
+  /** One train step's metric values (what the run logged at that step, the ones computed from its dump, its `dump/*` aggregate): the step diff's. */
+  stepMetrics(step: number): Promise<Map<string, number>>;
   /**
    * What the step-wide answers (health board, `dump/*` series) take of every visible train step, each step read
    * once. `progressive`: at once over the steps read so far, with their coverage, the others read in the
@@ -562,6 +564,10 @@ export class RunAnswers implements RunSources {
 
   async stepAggregate(step: number): Promise<StepAggregate | undefined> {
     return (await this.facts.one(step, 'asked'))?.aggregate ?? undefined;
+  }
+
+  async stepMetrics(step: number): Promise<Map<string, number>> {
+    return loggedStepMetrics(this.metricsRecords(), await this.stepAggregate(step), step);
   }
 
   /** The `dump/*` aggregates of every visible train step, ascending; a step still being written or damaged is left out. */

@@ -82,6 +82,16 @@ export class SlimeAnswers extends RunAnswers {
     return out;
   }
 
+  /** The step's computed perf/, rollout/ and perf_fixed/ values beside what the run logged (which wins) and its `dump/*` aggregate. */
+  override async stepMetrics(step: number): Promise<Map<string, number>> {
+    const logged = await super.stepMetrics(step);
+    const own = (await this.steps()).find((s) => s.rolloutId === step && !s.evaluation)?.metrics ?? {};
+    const out = new Map<string, number>();
+    for (const [k, v] of Object.entries(own)) if (Number.isFinite(v) && !logged.has(k)) out.set(k, v);
+    for (const [k, v] of logged) out.set(k, v);
+    return out;
+  }
+
   override get hasTraces(): boolean {
     return true;
   }

@@ -11,13 +11,13 @@ export interface StepMetricsInputs extends RolloutMetricsOptions {
 }
 
 /** Every step's slime metrics: train dumps keyed by rollout id, eval dumps too (their `eval/` keys). */
-export function slimeStepMetrics(train: readonly SlimeDump[], evals: readonly SlimeDump[], inputs: StepMetricsInputs = {}): Array<{ rolloutId: number; metrics: Record<string, number> }> {
-  const out: Array<{ rolloutId: number; metrics: Record<string, number> }> = [];
+export function slimeStepMetrics(train: readonly SlimeDump[], evals: readonly SlimeDump[], inputs: StepMetricsInputs = {}): Array<{ rolloutId: number; evaluation: boolean; metrics: Record<string, number> }> {
+  const out: Array<{ rolloutId: number; evaluation: boolean; metrics: Record<string, number> }> = [];
   for (const d of train) {
     const metrics = rolloutStepMetrics(d.samples, { ...inputs, rolloutTime: inputs.rolloutTimes?.get(d.rolloutId) ?? inputs.rolloutTime });
-    out.push({ rolloutId: d.rolloutId, metrics });
+    out.push({ rolloutId: d.rolloutId, evaluation: false, metrics });
   }
-  for (const d of evals) out.push({ rolloutId: d.rolloutId, metrics: evalMetrics(evalDatasets(d.samples, inputs.evalDatasetNames), inputs) });
+  for (const d of evals) out.push({ rolloutId: d.rolloutId, evaluation: true, metrics: evalMetrics(evalDatasets(d.samples, inputs.evalDatasetNames), inputs) });
   return out;
 }
 

@@ -1,11 +1,8 @@
 // What changed between two steps (of one run or of two): per-sample distributions with their deltas, GRPO
 // groups whose outcome flipped (matched by prompt), logged and dump/* metrics side by side, and the samples
-// that moved most. Pure over the step tables, prompts and metrics records handed to it.
-import type { MetricsRecord } from '../run/model.ts';
+// that moved most. Pure over the step tables, prompts and step metrics handed to it.
 import type { Cell, DistributionDiff, FlippedGroup, GroupOutcome, MetricPair, MovedSample, SampleDiff, StepDiff, StepRef, TableRow } from '../wire/index.ts';
 import type { RunSources } from './runAnswers.ts';
-import { DUMP_METRIC_PREFIX } from './metrics.ts';
-import { STEP_AGGREGATE_METRICS, type StepAggregate } from './rollouts.ts';
 import { NotFound } from '../run/errors.ts';
 import { alignSeries, alignTokens } from './tokenAlignment.ts';
 
@@ -248,17 +245,6 @@ export function stepDiff(a: DiffSide, b: DiffSide): StepDiff {
   return { a: a.ref, b: b.ref, distributions, groups_matched: matched, flipped, metrics: metricPairs(a.metrics, b.metrics), moved: movedSamples(a, b) };
 }
 
-/** A step's logged values (records logged against its number; the last wins) and its dump/* aggregates. */
-export function stepMetrics(records: readonly MetricsRecord[], aggregate: StepAggregate | undefined, step: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const r of records) {
-    if (r.step !== step) continue;
-    for (const [k, v] of Object.entries(r.metrics)) if (typeof v === 'number' && Number.isFinite(v)) out.set(k, v);
-  }
-  if (aggregate) for (const m of STEP_AGGREGATE_METRICS) if (aggregate[m] !== null) out.set(DUMP_METRIC_PREFIX + m, aggregate[m]!);
-  return out;
-}
-
 /** Reads one side of a diff from a run. */
 /**
  * The part of a prompt that names its group across steps: the turns before the first assistant turn. A
@@ -275,12 +261,11 @@ export async function diffSide(run: RunSources, step: number, evaluation: boolea
   const texts = await run.sampleTexts(step, evaluation);
   const prompts = new Map<number, string>();
   for (const t of texts) if (t.fields.prompt !== undefined) prompts.set(t.sample_index, initialPrompt(t.fields.prompt));
-  const aggregate = evaluation ? undefined : await run.stepAggregate(step);
   return {
     ref: { run: name, step, evaluation },
     rows: summary.rows,
     prompts,
-    metrics: evaluation ? new Map() : stepMetrics(run.metricsRecords(), aggregate, step),
+    metrics: evaluation ? new Map() : await run.stepMetrics(step),
   };
 }
 

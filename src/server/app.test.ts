@@ -78,6 +78,7 @@ function stubRun(over: Partial<RunSources> = {}): RunSources {
     rolloutIds: async () => ({ train: [0], eval: [] }),
     stepAggregates: record('stepAggregates', []),
     stepAggregate: record('stepAggregate', undefined),
+    stepMetrics: record('stepMetrics', new Map()) as RunSources['stepMetrics'],
     stepFacts: record('stepFacts', { steps: [], warnings: [] }),
     sampleTexts: record('sampleTexts', []),
     async *sampleTextBatches() {},
