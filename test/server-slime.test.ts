@@ -120,6 +120,9 @@ describe('serving a slime --dump-details folder', () => {
     assert.equal(tr.body.rows.length, 12);
     const d = await get(server, '/api/rlsight/trace/details?rollout_id=0&row=4');
     assert.ok(d.body.items.some((i: any) => i.kind === 'pd'));
+    const beyond = await get(server, '/api/rlsight/trace/details?rollout_id=0&row=99');
+    assert.equal(beyond.status, 404);
+    assert.equal(beyond.body.detail, 'row 99 is not in rollout_data/0.pt (rows 0-11)');
     const bad = await get(server, '/api/rlsight/trace?rollout_id=2');
     assert.equal(bad.status, 422);
     assert.match(bad.body.detail, /^rollout_data\/2\.pt: not a readable torch dump/);

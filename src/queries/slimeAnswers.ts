@@ -104,7 +104,8 @@ export class SlimeAnswers extends RunAnswers {
   override async traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails> {
     const d = await this.traces.dump(rolloutId, evaluation);
     const s = d.samples[row];
-    const details = s ? traceDetails(s) : null;
+    if (!s) throw new NotFound(`row ${row} is not in ${d.file} (${d.samples.length === 0 ? 'it holds no samples' : `rows 0-${d.samples.length - 1}`})`);
+    const details = traceDetails(s);
     if (!details) throw new NotFound(`row ${row} of ${d.file} has no trace`);
     return details;
   }
