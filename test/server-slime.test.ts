@@ -45,6 +45,19 @@ describe('serving a slime --dump-details folder', () => {
     // nor does the runs table state a GPU count it does not know
     const runs = await get(server, '/api/runs');
     assert.equal(runs.body.runs[0].gpus, null);
+    // but it has a start and an end: those of its request traces
+    let first = Infinity;
+    let last = -Infinity;
+    for (const [id, ev] of [[0, 0], [1, 0], [0, 1]]) {
+      const tr = (await get(server, `/api/rlsight/trace?rollout_id=${id}&eval=${ev}`)).body;
+      for (const r of tr.rows) {
+        first = Math.min(first, tr.t0 + r.start);
+        last = Math.max(last, tr.t0 + r.end);
+      }
+    }
+    assert.ok(first > 1.7e9 && last > first);
+    assert.equal(runs.body.runs[0].start_ts, first);
+    assert.equal(runs.body.runs[0].end_ts, last);
   });
 
   it('/api/metrics serves slime perf/ keys with x = rollout id, equal to slime, and the corrected keys', async () => {

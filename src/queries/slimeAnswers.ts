@@ -2,7 +2,7 @@
 // per-step metrics (perf/, rollout/, eval/ and the corrected perf_fixed/) and the request traces.
 import { NotFound } from '../run/errors.ts';
 import type { RunModel, TraceSource } from '../run/model.ts';
-import type { Meta, MetricsAnswer, RolloutTable } from '../wire/index.ts';
+import type { Meta, MetricsAnswer, RolloutTable, RunListing } from '../wire/index.ts';
 import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { RunAnswers, type HandedIn, type Presentation, type Window } from './runAnswers.ts';
@@ -11,6 +11,7 @@ import { traceDetails, traceView } from './slimeTraceView.ts';
 
 export class SlimeAnswers extends RunAnswers {
   private memo: { key: string; steps: ReturnType<typeof slimeStepMetrics> } | null = null;
+  private spanMemo: { key: string; span: [number, number] | null } | null = null;
 
   constructor(
     model: RunModel,
@@ -90,6 +91,32 @@ export class SlimeAnswers extends RunAnswers {
     for (const [k, v] of Object.entries(own)) if (Number.isFinite(v) && !logged.has(k)) out.set(k, v);
     for (const [k, v] of logged) out.set(k, v);
     return out;
+  }
+
+  /** The runs table's start and end: a slime run writes no telemetry, so the span its request traces cover. */
+  override async listing(id: string, primary: boolean, opts: { follow?: boolean; latest?: readonly string[] } = {}): Promise<RunListing> {
+    const l = await super.listing(id, primary, opts);
+    if (l.start_ts !== null && l.end_ts !== null) return l;
+    const span = await this.traceSpan();
+    return span === null ? l : { ...l, start_ts: l.start_ts ?? span[0], end_ts: l.end_ts ?? span[1] };
+  }
+
+  /** First start and last end over every dump's request traces (null without any), kept while the dumps are unchanged. */
+  private async traceSpan(): Promise<[number, number] | null> {
+    const dumps = [...(await this.traces.allDumps(false)), ...(await this.traces.allDumps(true))];
+    const key = dumps.map((d) => `${d.file}:${d.samples.length}`).join('|');
+    if (this.spanMemo?.key === key) return this.spanMemo.span;
+    let span: [number, number] | null = null;
+    for (const d of dumps) {
+      const tr = traceView(d.samples, d);
+      for (const row of tr.rows) {
+        const a = tr.t0 + row.start;
+        const b = tr.t0 + row.end;
+        if (Number.isFinite(a) && Number.isFinite(b)) span = span === null ? [a, b] : [Math.min(span[0], a), Math.max(span[1], b)];
+      }
+    }
+    this.spanMemo = { key, span };
+    return span;
   }
 
   override get hasTraces(): boolean {
