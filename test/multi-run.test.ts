@@ -157,6 +157,9 @@ describe('--runs ROOT', () => {
       placeRun(join(root, 'team-a'), 'run', null);
       placeRun(join(root, 'team-b'), 'run', 'b-run');
       mkdirSync(join(root, 'notes'));
+      // folders merely named like a run's dump folders (JSON decodes of one) are no run
+      for (const f of ['rollout_data', 'train_data', 'dashboard_columns']) mkdirSync(join(root, 'notes', 'decoded', f), { recursive: true });
+      writeFileSync(join(root, 'notes', 'decoded', 'rollout_data', '0.pt.json'), '{}');
       const runs = new ServedRuns({}, (dir) => openRun(dir));
       const first = await runs.discover(root);
       assert.deepEqual(first.map((r) => r.id), ['run', 'run-2']);

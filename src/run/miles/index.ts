@@ -1,6 +1,6 @@
 // The miles format: a `--dump-details` directory (rollout_data/, train_data/, dashboard_columns/, trajectory/,
 // tokenizer/) with the `dashboard/` telemetry streams, opened as a RunModel.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { damageOf, NotFound } from '../errors.ts';
@@ -18,8 +18,29 @@ import { DASHBOARD_DIR } from '../../formats/dashboard/layout.ts';
 /** Damage reports kept (one per damaged file and problem; a run with more has bigger problems). */
 const MAX_NOTED_DAMAGE = 1000;
 
-/** What a miles run directory holds: any of these marks one. */
-const MARKERS = [DASHBOARD_DIR, ROLLOUT_DIR, TRAIN_DIR, MIRROR_DIR];
+/** The dump folders of a miles run, each with the kind of file it holds. */
+const DUMP_MARKERS: readonly [string, string][] = [
+  [ROLLOUT_DIR, '.pt'],
+  [TRAIN_DIR, '.pt'],
+  [MIRROR_DIR, '.parquet'],
+];
+
+/**
+ * Whether `dir` is a miles run: it has the `dashboard/` its collector writes (or something in that place), or a
+ * dump folder holding a file of its kind. A folder merely named like one (`rollout_data/` of JSON decodes) is not.
+ */
+function looksLikeMilesRun(dir: string): boolean {
+  if (existsSync(join(dir, DASHBOARD_DIR))) return true;
+  return DUMP_MARKERS.some(([folder, ext]) => {
+    const p = join(dir, folder);
+    if (!isDir(p)) return existsSync(p);
+    try {
+      return readdirSync(p).some((name) => name.endsWith(ext));
+    } catch {
+      return true;
+    }
+  });
+}
 
 function isDir(p: string): boolean {
   try {
@@ -232,6 +253,6 @@ export async function openMilesRun(runDir: string, opts: OpenRunOptions & { read
 
 export const milesAdapter: RunAdapter = {
   format: 'miles',
-  detect: (dir) => MARKERS.some((m) => existsSync(join(dir, m))),
+  detect: looksLikeMilesRun,
   open: (dir, opts) => openMilesRun(dir, opts),
 };
