@@ -25,7 +25,7 @@ describe('serving a slime --dump-details folder', () => {
     mkdirSync(join(tmp, 'rollout_data'), { recursive: true });
     for (const f of ['0.pt', '1.pt', 'eval_0.pt']) copyFileSync(fixturePath('slime-trace', 'rollout_data', f), join(tmp, 'rollout_data', f));
     writeFileSync(join(tmp, 'rollout_data', '2.pt'), 'PK\u0003\u0004 truncated');
-    server = await startServer(answersFor(SlimeRunModel.fromDumpDetails(tmp), { slime: { rolloutNumGpus: 8, evalDatasetNames: ['aime24', 'gsm8k_test'] } }), { port: 0 });
+    server = await startServer(answersFor(SlimeRunModel.fromDumpDetails(tmp), { slime: { evalDatasetNames: ['aime24', 'gsm8k_test'] } }), { port: 0 });
   });
   after(async () => {
     await server.close();
@@ -69,6 +69,19 @@ describe('serving a slime --dump-details folder', () => {
     for (const k of keys.slice(0, 3)) assert.deepEqual(body[k], { x: [0, 1], y: [g0[k], g1[k]], ts: [] }, k);
     assert.deepEqual(body['perf_fixed/request/count'].y, [12, 23]);
     assert.deepEqual(body['eval/gsm8k_test'], { x: [0], y: [0.6666666666666666], ts: [] });
+  });
+
+  it("the perf/ keys that need no rollout_time are served, equal to slime's; the rates over it are not", async () => {
+    const { body: meta } = await get(server, '/api/meta');
+    assert.ok(!meta.metric_keys.some((k: string) => k === 'perf/rollout_time' || /tokens_per_(gpu_per_)?sec/.test(k)), meta.metric_keys.join(' '));
+    const keys = ['perf/longest_sample_non_generation_time', 'perf/longest_effective_sample_non_generation_time'];
+    for (const k of keys) assert.ok(meta.metric_keys.includes(k), k);
+    const { body } = await get(server, `/api/metrics?keys=${keys.join(',')}`);
+    // rollout 0 has no non-generation time (slime logs neither key there); rollout 1's agentic samples do
+    const g1 = readFixtureJson('slime-trace', 'golden', 'perf_1.json').log_rollout_data.logged;
+    assert.equal(readFixtureJson('slime-trace', 'golden', 'perf_0.json').log_rollout_data.logged[keys[0]], undefined);
+    for (const k of keys) assert.deepEqual(body[k], { x: [1], y: [g1[k]], ts: [] }, k);
+    assert.deepEqual(keys.map((k) => g1[k]), [0, 32.400675535202026]);
   });
 
   it('Rollouts and Sample answers come from the samples', async () => {

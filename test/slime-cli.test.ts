@@ -84,7 +84,9 @@ describe('slime runs on the command line', () => {
     const run = await openRun(slime);
     try {
       const listed = (await run.meta({ follow: false, useUtilizationOverview: false })).metric_keys;
-      assert.equal(listed.length, 170);
+      // with perf/longest_sample_non_generation_time and perf/longest_effective_sample_non_generation_time (no rollout_time needed)
+      assert.equal(listed.length, 172);
+      assert.ok(listed.includes('perf/longest_effective_sample_non_generation_time'));
       assert.deepEqual(columns.slice(1).sort(), [...listed].sort());
     } finally {
       await run.close();

@@ -103,6 +103,27 @@ test('a run dumped from a later step on: its first dumped step jumps from the st
   assert.equal(healthBoard(run()).rows[0].cells.reward_jump.detail, 'first step');
 });
 
+test('a damaged step: its jumps use what the run logged for it, and none is measured across a step with nothing', () => {
+  const damaged = (logged: boolean): HealthInputs => {
+    const inputs = run();
+    inputs.steps = inputs.steps.map((s) => ('step' in s && s.step === 2 ? { step: 2, summary: null, groups: null, damaged: 'rollout_data/2.pt: truncated archive' } : s));
+    inputs.steps = inputs.steps.map((s) => ('step' in s && s.step === 3 && s.summary ? { ...s, summary: s.summary.map((r) => ({ ...r, response_length: 130 })) } : s));
+    if (logged) inputs.metrics = inputs.metrics.map((m) => (m.step === 2 ? { ...m, metrics: { ...m.metrics, 'rollout/rewards_mean': 0.5, 'rollout/response_len/mean': 120 } } : m));
+    return inputs;
+  };
+  // step 2 logged its means: step 2 jumps from step 1's dump, step 3 from step 2's logged values
+  const rows = healthBoard(damaged(true)).rows;
+  assert.equal(rows[2].cells.length_jump.detail, 'mean response length 100 → 120');
+  assert.deepEqual(rows[2].cells.length_jump.evidence, { view: 'metrics', keys: ['rollout/response_len/mean'] });
+  assert.equal(rows[3].cells.length_jump.detail, 'mean response length 120 → 130');
+  assert.equal(rows[3].cells.reward_jump.detail, 'mean reward 0.500 → 0.500');
+  // nothing logged either: step 3 says it is not measured across step 2 (not a jump from step 1)
+  const bare = healthBoard(damaged(false)).rows;
+  assert.equal(bare[3].cells.length_jump.level, 'none');
+  assert.equal(bare[3].cells.length_jump.detail, 'step 2 has no mean response length: not measured across it');
+  assert.equal(bare[3].cells.reward_jump.detail, 'step 2 has no mean reward: not measured across it');
+});
+
 test('step_time fires on a step far slower than the median', () => {
   const slow = run();
   slow.metrics = slow.metrics.map((m) => (m.step === 1 ? { ...m, metrics: { 'perf/step_time': 260 } } : m));

@@ -49,7 +49,13 @@ export const DEFAULT_SIGNALS: readonly SignalSpec[] = [
   },
   { id: 'truncation', label: 'truncated', warn: 0.1, fire: 0.25, doc: 'fraction of samples cut at the response-length limit' },
   { id: 'mixed_version', label: 'mixed version', warn: 0.5, fire: 0.9, doc: 'fraction of samples generated across more than one weight version' },
-  { id: 'staleness', label: 'staleness', warn: 2, fire: 3, doc: 'largest step − oldest weight version over the step’s samples' },
+  {
+    id: 'staleness',
+    label: 'staleness',
+    warn: 2,
+    fire: 3,
+    doc: 'largest step − oldest weight version over the step’s samples (slime: newest − oldest weight version among them, in weight updates)',
+  },
   { id: 'reward_jump', label: 'reward jump', warn: 0.15, fire: 0.3, doc: '|change of the mean reward| from the previous step' },
   { id: 'length_jump', label: 'length jump', warn: 0.25, fire: 0.5, doc: '|relative change of the mean response length| from the previous step' },
   { id: 'step_time', label: 'step time ×median', warn: 1.5, fire: 2, doc: 'step wall time over the run’s median step time' },
@@ -64,6 +70,8 @@ export interface HealthStep {
   groups: readonly TableRow[] | null;
   /** Why the step's dump could not be read (`file: problem`): its row is marked damaged. */
   damaged?: string;
+  /** The summary's `staleness_from`: set when staleness counts weight updates behind the step's newest version, not steps. */
+  stalenessFrom?: 'newest_version';
 }
 
 export interface HealthPhase {
@@ -325,13 +333,20 @@ export function healthStepFacts(st: HealthStep): HealthStepFacts {
         : { value: mf, detail: `${mixed.filter((x) => x > 0).length}/${mixed.length} samples span several weight versions`, evidence: { view: 'rollout', step: st.step, sort: 'mixed_version' } };
 
     const stale = argmax(rows_, (r) => num(r.staleness));
-    cells.staleness = stale
-      ? {
-          value: num(stale.staleness),
-          detail: `oldest weights ${String(stale.staleness)} steps behind (sample ${String(stale.sample_index)})`,
-          evidence: { view: 'rollout', step: st.step, sort: 'staleness' },
-        }
-      : EMPTY;
+    const behind = num(stale?.staleness ?? null);
+    const oldest = num(stale?.weight_version_min ?? null);
+    cells.staleness =
+      stale && behind !== null
+        ? {
+            value: behind,
+            // slime's weight versions count weight updates, not steps: measured from the newest one in the step
+            detail:
+              st.stalenessFrom === 'newest_version' && oldest !== null
+                ? `oldest weights ${behind} weight update${behind === 1 ? '' : 's'} behind the step's newest (sample ${String(stale.sample_index)}: version ${oldest}, newest ${oldest + behind})`
+                : `oldest weights ${String(stale.staleness)} steps behind (sample ${String(stale.sample_index)})`,
+            evidence: { view: 'rollout', step: st.step, sort: 'staleness' },
+          }
+        : EMPTY;
   } else {
     for (const id of ['lp_drift', 'imp_ratio', 'truncation', 'mixed_version', 'staleness'] as const) cells[id] = { ...EMPTY, detail: st.damaged ? `dump damaged: ${st.damaged}` : 'dump not readable' };
   }
@@ -354,7 +369,19 @@ function loggedJump(step: number, logged: Map<number, number>, key: string, what
 }
 
 /** Previous-step means not known: the step before this one is not read yet (a partial board). */
-const UNREAD = undefined;
+const UNREAD = 'unread';
+/** No step before this one. */
+const FIRST = 'first';
+/** The previous step's mean, or why there is none to compare with. */
+type Previous = number | typeof UNREAD | typeof FIRST | { missing: number };
+
+/** Why a jump is not measured. */
+function noJump(prev: Previous, what: string): string {
+  if (prev === UNREAD) return 'previous step not read yet';
+  if (prev === FIRST) return 'first step';
+  if (typeof prev === 'number') return `previous ${what} is not positive`;
+  return `step ${prev.missing} has no ${what}: not measured across it`;
+}
 
 /**
  * The board over a run's train steps (their tables, or their facts once read). Steps come in ascending order;
@@ -376,8 +403,10 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const unread = inputs.coverage?.unread ?? [];
 
   const rows: HealthRow[] = [];
-  let prevReward: number | null | typeof UNREAD = null;
-  let prevLength: number | null | typeof UNREAD = null;
+  // What the previous step listed had of each mean: its value, none (it is the first, or `missing` a step
+  // that had none: its jumps are not measured across it), or not read yet (a partial board)
+  let prevReward: Previous = FIRST;
+  let prevLength: Previous = FIRST;
   let nextUnread = 0;
   for (const st of steps) {
     if (nextUnread < unread.length && unread[nextUnread]![0] < st.step) {
@@ -386,33 +415,35 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
     }
     const cells: Record<HealthSignal, Omit<HealthCell, 'level'>> = { ...st.cells } as Record<HealthSignal, Omit<HealthCell, 'level'>>;
     const { rewardMean, lengthMean } = st;
+    // a step whose dump gives no mean (damaged) takes the value the run logged for it, if any
     const reward = rewardMean ?? loggedReward.get(st.step) ?? null;
+    const length = lengthMean ?? loggedLength.get(st.step) ?? null;
 
     // The first dumped step of a run dumped late: its jumps from the step before, as both were logged.
-    const rewardLogged = prevReward === null ? loggedJump(st.step, loggedReward, 'rollout/rewards_mean', 'mean reward', 3, false) : null;
-    const lengthLogged = prevLength === null ? loggedJump(st.step, loggedLength, LOGGED_LENGTH, 'mean response length', 1, true) : null;
+    const rewardLogged = prevReward === FIRST ? loggedJump(st.step, loggedReward, 'rollout/rewards_mean', 'mean reward', 3, false) : null;
+    const lengthLogged = prevLength === FIRST ? loggedJump(st.step, loggedLength, LOGGED_LENGTH, 'mean response length', 1, true) : null;
     cells.reward_jump =
       rewardLogged !== null
         ? rewardLogged
-        : reward !== null && prevReward !== null && prevReward !== UNREAD
+        : reward !== null && typeof prevReward === 'number'
         ? {
             value: Math.abs(reward - prevReward),
             detail: `mean reward ${fmt(prevReward)} → ${fmt(reward)}`,
             evidence: { view: 'metrics', keys: [rewardMean !== null ? 'dump/reward_mean' : 'rollout/rewards_mean'] },
           }
-        : { ...EMPTY, detail: reward === null ? 'no reward' : prevReward === UNREAD ? 'previous step not read yet' : 'first step' };
+        : { ...EMPTY, detail: reward === null ? 'no reward' : noJump(prevReward, 'mean reward') };
     cells.length_jump =
       lengthLogged !== null
         ? lengthLogged
-        : lengthMean !== null && prevLength !== null && prevLength !== UNREAD && prevLength > 0
+        : length !== null && typeof prevLength === 'number' && prevLength > 0
         ? {
-            value: Math.abs(lengthMean - prevLength) / prevLength,
-            detail: `mean response length ${fmt(prevLength, 1)} → ${fmt(lengthMean, 1)}`,
-            evidence: { view: 'metrics', keys: ['dump/response_length_mean'] },
+            value: Math.abs(length - prevLength) / prevLength,
+            detail: `mean response length ${fmt(prevLength, 1)} → ${fmt(length, 1)}`,
+            evidence: { view: 'metrics', keys: [lengthMean !== null ? 'dump/response_length_mean' : LOGGED_LENGTH] },
           }
-        : { ...EMPTY, detail: lengthMean === null ? 'no lengths' : prevLength === UNREAD ? 'previous step not read yet' : 'first step' };
-    if (reward !== null) prevReward = reward;
-    if (lengthMean !== null) prevLength = lengthMean;
+        : { ...EMPTY, detail: length === null ? 'no lengths' : noJump(prevLength, 'mean response length') };
+    prevReward = reward ?? { missing: st.step };
+    prevLength = length ?? { missing: st.step };
 
     const w = windows.get(st.step);
     const t = stepTimes.get(st.step);

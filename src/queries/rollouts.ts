@@ -107,19 +107,35 @@ function sampleStd(xs: number[] | null): number | null {
   return Math.sqrt(s / (xs.length - 1));
 }
 
+/** The weight versions that are plain non-negative integers, as numbers. */
+function numericVersions(versions: readonly string[]): number[] {
+  return versions.filter((v) => /^[0-9]+$/.test(v)).map((v) => parseInt(v, 10));
+}
+
+/**
+ * What a step's staleness is measured from: its rollout id when weight versions are rollout ids; else (they
+ * count weight updates) the newest version any of its samples was generated with, null when none has one.
+ */
+function stalenessOrigin(step: StepRecords): number | null {
+  if (step.weightVersionScale !== 'update') return step.rolloutId;
+  let newest: number | null = null;
+  for (const s of step.samples) for (const v of numericVersions(s.weightVersions)) if (newest === null || v > newest) newest = v;
+  return newest;
+}
+
 /**
  * One summary row: the sample's columns, then the train columns (from its digest, or nulls), in the order
  * of SUMMARY_COLUMNS_WITH_TRAIN / SUMMARY_COLUMNS_WITHOUT_TRAIN. Written as two full literals: spreading a
  * shared base into 31 keys costs far more per row than the rest of the summary.
  */
-function summaryRow(s: SampleRecord, rolloutId: number, d: TrainDigest | undefined, rawReward: number | null): TableRow {
+function summaryRow(s: SampleRecord, stalenessFrom: number | null, d: TrainDigest | undefined, rawReward: number | null): TableRow {
   const versions = s.weightVersions;
-  const numeric = versions.filter((v) => /^[0-9]+$/.test(v)).map((v) => parseInt(v, 10));
+  const numeric = numericVersions(versions);
   const vmin = numeric.length ? Math.min(...numeric) : null;
   const weightVersion = versions.length ? versions[versions.length - 1] : null;
   const mixed = versions.length ? new Set(versions).size > 1 : null;
-  const staleness = vmin === null ? null : rolloutId - vmin;
-  const turns = versions.length ? versions.length : null;
+  const staleness = vmin === null || stalenessFrom === null ? null : stalenessFrom - vmin;
+  const turns = s.turns !== undefined ? s.turns : versions.length ? versions.length : null;
   const specAcceptRate = s.specDraftTokens ? finite((s.specAcceptTokens ?? 0) / s.specDraftTokens) : null;
   const prefixHitRate = s.totalPromptTokens ? finite((s.cachedTokens ?? 0) / s.totalPromptTokens) : null;
   // the rollout side's columns, first in both shapes
@@ -136,7 +152,7 @@ function summaryRow(s: SampleRecord, rolloutId: number, d: TrainDigest | undefin
     mixed_version: mixed,
     staleness,
     turns,
-    tool_calls: s.promptToolMessages,
+    tool_calls: s.toolCalls !== undefined ? s.toolCalls : s.promptToolMessages,
     non_generation_time: finite(s.nonGenerationTime),
     spec_accept_rate: specAcceptRate,
     prefix_cache_hit_rate: prefixHitRate,
@@ -189,9 +205,10 @@ export function rolloutSummary(step: StepRecords): RolloutTable {
   const position = new Map<number, number>();
   for (const s of samples) if (s.index !== null) position.set(s.index, s.position);
   const rawAt = (s: SampleRecord): number | null => (!rawRewards || s.index === null ? null : finite(rawRewards[position.get(s.index)!]));
+  const origin = stalenessOrigin(step);
   const rows = samples.map((s): TableRow => {
     const d = s.index === null ? undefined : digests.get(s.index);
-    return summaryRow(s, rolloutId, d, d ? rawAt(s) : null);
+    return summaryRow(s, origin, d, d ? rawAt(s) : null);
   });
   // A table has one column order; like the reference's frame, it is the first row's. Rows built alike
   // already have it; only the others (and any with a missing value) are rebuilt.
@@ -203,7 +220,9 @@ export function rolloutSummary(step: StepRecords): RolloutTable {
     if (hasTrain === firstHasTrain && columns.every((c) => r[c] !== undefined)) return r;
     return Object.fromEntries(columns.map((c) => [c, r[c] ?? null]));
   });
-  return { rollout_id: rolloutId, evaluation, columns, rows: ordered };
+  const table: RolloutTable = { rollout_id: rolloutId, evaluation, columns, rows: ordered };
+  if (step.weightVersionScale === 'update') table.staleness_from = 'newest_version';
+  return table;
 }
 
 function numbers(rows: readonly TableRow[], column: string): number[] {

@@ -65,6 +65,23 @@ test('without rollout_time the rate metrics are left out, not guessed', async ()
   assert.ok(noGpus.longest_sample_tokens_per_sec > 0);
 });
 
+for (const fixture of FIXTURES) {
+  for (const id of [0, 1]) {
+    test(`${fixture} rollout ${id}: without rollout_time, every perf/ key that does not divide by it equals slime's`, async () => {
+      const golden = readFixtureJson(fixture, 'golden', `perf_${id}.json`).compute_perf_metrics_from_samples as Record<string, number>;
+      const dump = await readSlimeDump(fixturePath(fixture, 'rollout_data', `${id}.pt`));
+      // rollout_time itself and the rates over it (tokens_per_gpu_per_sec, *tokens_per_sec*) need it; nothing else does
+      const needsTime = (k: string): boolean => k === 'rollout_time' || /tokens_per_(gpu_per_)?sec/.test(k);
+      const want = Object.fromEntries(Object.entries(golden).filter(([k]) => !needsTime(k)));
+      assertSameDict(perfMetricsCompat(dump.samples), want, 'perf without rollout_time');
+      // the longest samples' non-generation time needs only the samples
+      const longest = Object.keys(golden).filter((k) => /^longest_.*non_generation_time$/.test(k));
+      assert.deepEqual(longest.length, id === 0 && fixture === 'slime-trace' ? 0 : 2, 'slime logs them whenever a sample has non-generation time');
+      for (const k of longest) assert.equal(perfMetricsCompat(dump.samples, { rolloutNumGpus: 8 })[k], golden[k], k);
+    });
+  }
+}
+
 test('NumPy statistics: pairwise mean, even median, block sums', () => {
   assert.deepEqual(computeStatistics([3, 1, 2, 4]), { mean: 2.5, median: 2.5, max: 4, min: 1 });
   const many = Array.from({ length: 300 }, (_, i) => 0.1 * (i + 1));

@@ -21,9 +21,9 @@ export type MetricDict = Record<string, number>;
 
 /** Inputs slime's functions read that a dump does not hold; a metric needing an absent one is left out. */
 export interface PerfInputs {
-  /** Seconds slime measured around the rollout (`--rollout-time`); absent → the rate metrics are left out. */
+  /** Seconds slime measured around the rollout (a dump does not hold it); absent → the rate metrics are left out. */
   rolloutTime?: number;
-  /** `args.rollout_num_gpus`; absent or 0 → `*tokens_per_gpu_per_sec` left out, as slime does. */
+  /** `args.rollout_num_gpus`; absent or 0 → `*tokens_per_gpu_per_sec` left out, as slime does (they need `rolloutTime` too). */
   rolloutNumGpus?: number;
 }
 
@@ -237,16 +237,19 @@ export function perfMetricsCompat(samples: readonly SlimeSample[], inputs: PerfI
   if (t !== undefined) out.rollout_time = t;
   const maxNgt = Math.max(...ngt);
   if (maxNgt > 0) addStats(out, 'non_generation_time', ngt);
+  // `token_perf`: the rates divide by rollout_time (left out without it); the longest samples' non-generation
+  // time needs only the samples, and is kept either way
   const tokenPerf = (lengths: number[], key: string): void => {
-    if (t === undefined) return;
     const longest = Math.max(...lengths);
-    if (inputs.rolloutNumGpus) out[`${key}tokens_per_gpu_per_sec`] = lengths.reduce((a, b) => a + b, 0) / t / inputs.rolloutNumGpus;
-    out[`longest_${key}sample_tokens_per_sec`] = longest / t;
+    if (t !== undefined) {
+      if (inputs.rolloutNumGpus) out[`${key}tokens_per_gpu_per_sec`] = lengths.reduce((a, b) => a + b, 0) / t / inputs.rolloutNumGpus;
+      out[`longest_${key}sample_tokens_per_sec`] = longest / t;
+    }
     if (maxNgt === 0) return;
     const sel = ngt.filter((_, i) => lengths[i] === longest);
     const m = sel.reduce((a, b) => a + b, 0) / sel.length;
     out[`longest_${key}sample_non_generation_time`] = m;
-    out[`longest_${key}sample_tokens_per_sec_without_non_generation`] = longest / (t - m);
+    if (t !== undefined) out[`longest_${key}sample_tokens_per_sec_without_non_generation`] = longest / (t - m);
   };
   tokenPerf(samples.map(responseLength), '');
   tokenPerf(samples.map(effectiveResponseLength), 'effective_');

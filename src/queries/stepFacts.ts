@@ -12,7 +12,7 @@ import { stepAggregate, type StepAggregate } from './rollouts.ts';
 export const STEP_FACTS_ENTRY = 'step-facts.json';
 
 /** Bumped whenever what a step's facts hold, or how they are computed, changes: older entries are read again. */
-const FACTS_VERSION = 1;
+const FACTS_VERSION = 2;
 
 /** One train step as the step-wide answers see it; a damaged step has no aggregate (its health row says why). */
 export interface StepFacts {
@@ -214,7 +214,7 @@ export class StepFactsKeeper {
     let outcome: Outcome;
     try {
       const t = await this.source.tables(step, priority);
-      outcome = { kind: 'read', stamp, facts: { step, health: healthStepFacts({ step, summary: t.summary.rows, groups: t.groups.rows }), aggregate: stepAggregate(t.summary, t.groups) } };
+      outcome = { kind: 'read', stamp, facts: { step, health: healthStepFacts({ step, summary: t.summary.rows, groups: t.groups.rows, stalenessFrom: t.summary.staleness_from }), aggregate: stepAggregate(t.summary, t.groups) } };
     } catch (e) {
       if (e instanceof DumpStillWriting) outcome = { kind: 'writing', line: `step ${step}: ${e.message}`, at: performance.now() };
       // a file the step's listing named and that is gone now (replaced, or removed under a live server): the

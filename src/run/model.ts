@@ -61,10 +61,20 @@ export interface SampleRecord {
   totalLength: number;
   /** The scalar reward (a boolean reward as 1/0), or null when it is not one number (e.g. several rewards). */
   reward: number | null;
-  /** The policy weight version of each generation turn. */
+  /** The policy weight version of each generation turn (slime: of each SGLang request, a resumed one included). */
   weightVersions: string[];
   /** Tool messages in a chat prompt, null when the prompt is not a chat. */
   promptToolMessages: number | null;
+  /**
+   * Generation turns, from what the format records of them (slime: the `turn_index` values its trace's spans
+   * carry); null when it records nothing that marks a turn. Absent: one per weight version (miles).
+   */
+  turns?: number | null;
+  /**
+   * Tool calls, from what the format records of them (slime: its trace's `tool_call` spans; a tool's output is
+   * part of the response there, not of the prompt); null when it records none. Absent: `promptToolMessages` (miles).
+   */
+  toolCalls?: number | null;
   nonGenerationTime: number;
   specAcceptTokens: number | null;
   specDraftTokens: number | null;
@@ -99,6 +109,13 @@ export interface StepRecords {
   digests: ReadonlyMap<number, TrainDigest>;
   /** The batch-global raw rewards, by `SampleRecord.position`; null without train data. */
   rawRewards: readonly (number | null)[] | null;
+  /**
+   * What the samples' weight versions count. `rollout` (or absent): the rollout id whose weights generated a turn
+   * (miles), so a sample is `rolloutId − oldest version` steps stale. `update`: a count of weight updates that
+   * stands in no fixed relation to rollout ids (slime's SGLang `weight_version`), so staleness is measured
+   * from the newest version among the step's samples instead.
+   */
+  weightVersionScale?: 'rollout' | 'update';
 }
 
 /** A sample's per-token train values, response-relative. */

@@ -9,6 +9,12 @@ export interface RolloutTable {
   evaluation: boolean;
   columns: string[];
   rows: TableRow[];
+  /**
+   * Present when `staleness` is not counted in rollout steps: `newest_version` — the run's weight versions count
+   * weight updates (slime's SGLang versions), so a sample's staleness is the newest version among the step's
+   * samples minus its own oldest. Absent: the step's rollout id minus the sample's oldest version.
+   */
+  staleness_from?: 'newest_version';
 }
 
 /**

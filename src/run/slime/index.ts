@@ -30,6 +30,36 @@ function plain(v: SlimeValue | undefined): unknown {
   return String(v);
 }
 
+/**
+ * A sample's turns and tool calls as its trace records them. slime's `weight_versions` gets one entry per SGLang
+ * request (a partial rollout resumed in the next step adds one to the same turn) and a tool's output goes into
+ * the response, not the prompt: neither counts turns or tool calls. A generate function that traces its turns
+ * marks each span with `turn_index` (slime's docs: `generate_with_tool`, `tool_call`, `tool_execution`) and opens
+ * one `tool_call` span per call; failing those, its own `num_turns` / `num_tool_calls` end attrs (the last
+ * recorded). Null when the trace records neither (slime's default generate records no turns).
+ */
+function traceTurns(s: SlimeSample): { turns: number | null; toolCalls: number | null } {
+  const turnIndices = new Set<number>();
+  let toolCallSpans = 0;
+  let numTurns: number | null = null;
+  let numToolCalls: number | null = null;
+  const count = (v: SlimeValue | undefined): number | null => {
+    const n = pyNumber(v);
+    return n !== undefined && Number.isInteger(n) && n >= 0 ? n : null;
+  };
+  for (const e of traceEvents(sampleTrace(s))) {
+    if (e.type === 'span_start' && e.name === 'tool_call') toolCallSpans++;
+    if (!isRecord(e.attrs)) continue;
+    const turn = count(e.attrs.turn_index);
+    if (turn !== null) turnIndices.add(turn);
+    if (e.type === 'span_end') {
+      numTurns = count(e.attrs.num_turns) ?? numTurns;
+      numToolCalls = count(e.attrs.num_tool_calls) ?? numToolCalls;
+    }
+  }
+  return { turns: turnIndices.size > 0 ? turnIndices.size : numTurns, toolCalls: toolCallSpans > 0 ? toolCallSpans : numToolCalls };
+}
+
 /** A slime sample as the format-neutral sample record. */
 export function sampleRecord(s: SlimeSample): SampleRecord {
   const f = s.fields;
@@ -47,6 +77,7 @@ export function sampleRecord(s: SlimeSample): SampleRecord {
     reward: reward !== null && Number.isFinite(reward) ? reward : null,
     weightVersions: Array.isArray(f.weight_versions) ? f.weight_versions.map((v) => (typeof v === 'string' ? v : String(pyNumber(v) ?? v))) : [],
     promptToolMessages: Array.isArray(f.prompt) ? f.prompt.filter((m) => isRecord(m) && m.role === 'tool').length : null,
+    ...traceTurns(s),
     nonGenerationTime: pyNumber(f.non_generation_time) ?? 0,
     specAcceptTokens: pyNumber(spec.spec_accept_token_num) ?? null,
     specDraftTokens: pyNumber(spec.spec_draft_token_num) ?? null,
@@ -193,7 +224,8 @@ export class SlimeRunModel implements RunModel, TraceSource {
       if (row !== null && !digests.has(row.sampleIndex)) digests.set(row.sampleIndex, digestTrainRow(row));
     }
     // slime dumps the samples before reward normalisation: their rewards are the raw rewards.
-    return { rolloutId, evaluation, samples, digests, rawRewards: evaluation ? null : samples.map((s) => s.reward) };
+    // SGLang's weight versions count weight updates (from wherever the engine started), not rollout ids
+    return { rolloutId, evaluation, samples, digests, rawRewards: evaluation ? null : samples.map((s) => s.reward), weightVersionScale: 'update' };
   }
 
   private async sample(rolloutId: number, index: number, evaluation: boolean): Promise<SlimeSample> {
