@@ -107,7 +107,7 @@ test('a damaged step: its jumps use what the run logged for it, and none is meas
   const damaged = (logged: boolean): HealthInputs => {
     const inputs = run();
     inputs.steps = inputs.steps.map((s) => ('step' in s && s.step === 2 ? { step: 2, summary: null, groups: null, damaged: 'rollout_data/2.pt: truncated archive' } : s));
-    inputs.steps = inputs.steps.map((s) => ('step' in s && s.step === 3 && s.summary ? { ...s, summary: s.summary.map((r) => ({ ...r, response_length: 130 })) } : s));
+    inputs.steps = inputs.steps.map((s) => ('summary' in s && s.step === 3 && s.summary ? { ...s, summary: s.summary.map((r: TableRow) => ({ ...r, response_length: 130 })) } : s));
     if (logged) inputs.metrics = inputs.metrics.map((m) => (m.step === 2 ? { ...m, metrics: { ...m.metrics, 'rollout/rewards_mean': 0.5, 'rollout/response_len/mean': 120 } } : m));
     return inputs;
   };
