@@ -280,3 +280,26 @@ test('demo run: the span of what the export draws, and a window of any width', a
   assert.equal(all.status, 0, all.stderr);
   assert.equal(count(JSON.parse(readFileSync(join(tmp, 'demo-wide.json'), 'utf8')), 'X'), count(whole, 'X'));
 });
+
+test('demo run: an export shares its counter budget over its lanes and engine series, and holds only the lanes asked', async () => {
+  const counters = (t: ChromeTrace, pid?: (name: string) => boolean): number => {
+    const names = new Map(t.traceEvents.filter((e) => e.name === 'process_name').map((e) => [e.pid, String(e.args!.name)]));
+    return t.traceEvents.filter((e) => e.ph === 'C' && (pid === undefined || pid(names.get(e.pid) ?? ''))).length;
+  };
+  const whole = await perfettoForRun(demo);
+  const small = await perfettoForRun(demo, { counterBudget: 4000 });
+  const gpuSeries = Object.keys((await demo.gpu({ maxPoints: 2 })).lanes).length;
+  assert.ok(counters(whole) > 8000, `${counters(whole)} counters whole`);
+  // half the budget each to the GPUs and the engines, within a few points a series of downsampling
+  const engines = counters(small, (n) => n === 'SGLang engines');
+  const gpus = counters(small) - engines;
+  assert.ok(gpus <= 2000 + 4 * gpuSeries && gpus > 1000, `${gpus} GPU counters`);
+  assert.ok(engines <= 2000 * 1.1 && engines > 1000, `${engines} engine counters`);
+  // the lanes asked: their phases and samples, no other GPU's
+  const phases = (await demo.phases({ lanes: 'g:0-1' })).phases;
+  const two = await perfettoForRun(demo, { lanes: 'g:0-1' });
+  assert.equal(two.traceEvents.filter((e) => e.ph === 'X').length, phases.length);
+  const gpuNames = new Set(two.traceEvents.filter((e) => e.ph === 'C' && e.name.startsWith('gpu ')).map((e) => `${e.pid}:${e.name}`));
+  assert.equal(gpuNames.size, new Set(phases.map((p) => `${p.node}:${p.gpu}`)).size);
+  await assert.rejects(perfettoForRun(demo, { lanes: 'bogus' }), /lane/);
+});

@@ -10,6 +10,10 @@ import type { RunSources } from './runAnswers.ts';
 export interface PerfettoWindow {
   t0?: number;
   t1?: number;
+  /** The lanes whose phases and GPU samples it holds (the timeline's lane grammar); every lane when absent. */
+  lanes?: string;
+  /** Counter events it may hold at most (PERFETTO_COUNTER_BUDGET when absent). */
+  counterBudget?: number;
   /** One dump's traces only (the Trace view's download); all dumps when absent. */
   rolloutId?: number;
   evaluation?: boolean;
@@ -19,6 +23,16 @@ export interface PerfettoWindow {
 export const PERFETTO_ENGINE_POINTS = 2000;
 /** GPU samples per lane in an export. */
 export const PERFETTO_GPU_POINTS = 20000;
+/**
+ * Counter events (GPU and engine samples) one export holds at most, shared out over its lanes and engine series
+ * (about 100 bytes each: some 300 MB, below the ~500 MB Perfetto loads). A fleet of 1,024 GPUs and 128 engines
+ * gets fewer points per series rather than a file Perfetto cannot open.
+ */
+export const PERFETTO_COUNTER_BUDGET = 3_000_000;
+/** Points per series when `budget` points are shared by `series` series, within `[SERIES_MAX_POINTS.min, most]`. */
+function pointsEach(budget: number, series: number, most: number): number {
+  return Math.max(SERIES_MAX_POINTS.min, Math.min(most, Math.floor(budget / Math.max(1, series))));
+}
 
 export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): Promise<ChromeTrace> {
   // one step's export is of its request traces: a run without them has only time windows to export
@@ -32,17 +46,28 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
   // its points shared out so the whole window holds about as many as one piece would
   const pieces = windowPieces(w.t0, w.t1, meta.time_range);
   const share = (points: number): number => Math.max(SERIES_MAX_POINTS.min, Math.ceil(points / Math.max(1, pieces.length)));
-  if (meta.capabilities.has_timeline) {
-    inputs.phases = (await run.phases({ t0: w.t0, t1: w.t1 })).phases;
+  const timeline = meta.capabilities.has_timeline;
+  const engines = meta.capabilities.has_engine_series && meta.engine_metric_keys.length > 0;
+  // the counter budget, halved between the GPUs and the engines when the run has both
+  const all = w.counterBudget ?? PERFETTO_COUNTER_BUDGET;
+  const budget = timeline && engines ? all / 2 : all;
+  if (timeline) {
+    inputs.phases = (await run.phases({ t0: w.t0, t1: w.t1, lanes: w.lanes })).phases;
+    const lanes = (await run.selectLanes(w.lanes)).lanes.length;
+    const each = pointsEach(budget, lanes, PERFETTO_GPU_POINTS);
     const parts: GpuAnswer[] = [];
-    for (const [t0, t1] of pieces) parts.push(await run.gpu({ t0, t1, maxPoints: share(PERFETTO_GPU_POINTS) }));
+    for (const [t0, t1] of pieces) parts.push(await run.gpu({ t0, t1, lanes: w.lanes, maxPoints: share(each) }));
     inputs.gpu = joinGpu(parts);
-  }
-  if (meta.capabilities.has_engine_series) {
+  } else if (w.lanes !== undefined) throw new BadArgument('lanes', 'lanes: this run has no compute timeline to pick lanes of');
+  if (engines) {
     const engine: Record<string, EngineSeries[]> = {};
+    // how many series one metric has (the engines), asked over the first piece with the fewest points
+    const [f0, f1] = pieces[0] ?? [w.t0, w.t1];
+    const first = (await run.engineSeries({ metric: meta.engine_metric_keys[0], t0: f0, t1: f1, maxPoints: SERIES_MAX_POINTS.min, perDpRank: false })).series.length;
+    const each = pointsEach(budget, first * meta.engine_metric_keys.length, PERFETTO_ENGINE_POINTS);
     for (const metric of meta.engine_metric_keys) {
       const parts: EngineSeries[][] = [];
-      for (const [t0, t1] of pieces) parts.push((await run.engineSeries({ metric, t0, t1, maxPoints: share(PERFETTO_ENGINE_POINTS), perDpRank: false })).series);
+      for (const [t0, t1] of pieces) parts.push((await run.engineSeries({ metric, t0, t1, maxPoints: share(each), perDpRank: false })).series);
       engine[metric] = joinEngine(parts);
     }
     inputs.engine = engine;

@@ -12,7 +12,7 @@ import { perfettoForRun } from '../queries/perfettoExport.ts';
 
 const traceQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false) });
 const detailsQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false), row: intParam });
-const perfettoQuery = z.object({ t0: floatParam.optional(), t1: floatParam.optional(), rollout_id: intParam.optional(), eval: boolParam.default(false) });
+const perfettoQuery = z.object({ t0: floatParam.optional(), t1: floatParam.optional(), lanes: z.string().optional(), rollout_id: intParam.optional(), eval: boolParam.default(false) });
 
 export function mountTrace(app: Hono, run: RunSources): void {
   app.get('/api/rlsight/trace', async (c) => {
@@ -28,7 +28,7 @@ export function mountTrace(app: Hono, run: RunSources): void {
     const q = parseParams(perfettoQuery, c.req.query());
     const problem = windowProblem(q.t0, q.t1);
     if (problem !== null) throw new BadArgument('t1', problem);
-    const trace = await perfettoForRun(run, { t0: q.t0, t1: q.t1, rolloutId: q.rollout_id, evaluation: q.eval });
+    const trace = await perfettoForRun(run, { t0: q.t0, t1: q.t1, lanes: q.lanes, rolloutId: q.rollout_id, evaluation: q.eval });
     const name = q.rollout_id !== undefined ? `${q.eval ? 'eval_' : ''}${q.rollout_id}.perfetto.json` : 'run.perfetto.json';
     c.header('Content-Disposition', `attachment; filename="${name}"`);
     return jsonResponse(c, trace);
