@@ -112,11 +112,17 @@ describe('progressive whole-window answers', () => {
         assert.equal(decoded.steps, stepsBefore, 'a partial advisory leaves the newest step to the complete answer');
       }
       // the newest hours are read first: a partial fleet's util band over a read stretch is the complete one's
-      const fleet = JSON.parse((await body(app, URLS[0]!)).bytes.toString('utf8'));
+      const fleetBytes = (await body(app, URLS[0]!)).bytes;
+      const fleet = JSON.parse(fleetBytes.toString('utf8'));
       const want = JSON.parse(complete.get(URLS[0]!)!.toString('utf8'));
       const width = (fleet.t1 - fleet.t0) / fleet.x_buckets;
       let compared = 0;
-      for (let b = 0; b < fleet.x_buckets; b++) {
+      // its hours' GPU samples and phases are read ahead of their engine series: it may be complete already
+      if (fleet.coverage === undefined) {
+        assert.deepEqual(fleetBytes, complete.get(URLS[0]!));
+        compared = fleet.x_buckets;
+      }
+      for (let b = 0; fleet.coverage !== undefined && b < fleet.x_buckets; b++) {
         const lo = fleet.t0 + b * width;
         const hi = lo + width;
         const unread = (fleet.coverage as Coverage).unread.some(([u0, u1]) => u1 > lo - 1 && u0 < hi + 1);

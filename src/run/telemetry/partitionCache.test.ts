@@ -61,6 +61,33 @@ describe('the partition cache', () => {
     }
   });
 
+  test("a fleet answer's hours are read first on the streams it needs (GPU samples and phases), ahead of their engine series", () => {
+    const r = run();
+    try {
+      // a second hour of each stream
+      let g = '';
+      let e = '';
+      for (let t = 0; t < 50; t++) {
+        for (let k = 0; k < 4; k++) g += gpu(H + 3600 + t, k, 50);
+        e += engine(H + 3600 + 2 * t, 'http://a:1', 'sglang_num_running_reqs', t);
+      }
+      writeFileSync(join(r.dir, 'gpu_util', '19700112_14.jsonl'), g);
+      writeFileSync(join(r.dir, 'engine_series', '19700112_14.jsonl'), e);
+      writeFileSync(join(r.dir, 'phases', '19700112_14.jsonl'), phase(H + 3600, H + 3610, 0));
+      const store = TelemetryStore.open(r.dir, { cacheDir: r.cache, parseWorkers: 0, partialFromBytes: 0 });
+      const fleet = ['gpu_util', 'phases'] as const;
+      assert.deepEqual(store.foldedView(null, null, [...fleet])?.coverage.hours_done, 0);
+      // one file a step: the two hours' GPU samples and phases first, then the engine series
+      for (let i = 0; i < 4; i++) store.warmUpStep();
+      assert.equal(store.foldedView(null, null, [...fleet]), null, "the fleet's hours are all read");
+      assert.equal(store.warmUpProgress()?.running, true, 'the engine series are still to read');
+      while (store.warmUpStep());
+      assert.equal(store.warmUpProgress()?.running, false);
+    } finally {
+      r.dispose();
+    }
+  });
+
   test('the parse threads boot ahead of the first read while hours remain to parse, not over a filled cache', async () => {
     const r = run();
     const stores: TelemetryStore[] = [];

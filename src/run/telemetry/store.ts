@@ -391,7 +391,7 @@ export class TelemetryStore {
     const unreadKeys = new Set([...hours.keys()].filter((k) => open.has(k)));
     // what is left to read is a moment's parse: the answer reads it and is complete
     if (unreadKeys.size === 0 || unreadBytes < this.partialFromBytes) return null;
-    this.warm.prefer(unreadKeys);
+    this.warm.prefer(unreadKeys, streams);
     const range = this.range;
     const lo = t0 ?? range?.[0] ?? -Infinity;
     const hi = t1 ?? range?.[1] ?? Infinity;

@@ -37,8 +37,11 @@ function parsePeakBytes(fileBytes: number): number {
   return 0.3 * fileBytes + 16 * 2 ** 20;
 }
 
-/** Streams worth persisting ahead, in the order a task list takes them within an hour. */
-export const WARMED: readonly PartitionedStream[] = ['gpu_util', 'engine_series', 'phases'];
+/**
+ * Streams worth persisting ahead, in the order a task list takes them within an hour: the fleet overview and
+ * the advisory need an hour's GPU samples and its (small) phases file, which go before its engine series.
+ */
+export const WARMED: readonly PartitionedStream[] = ['gpu_util', 'phases', 'engine_series'];
 
 export class WarmUp {
   private queue: Task[] | null = null;
@@ -99,12 +102,16 @@ export class WarmUp {
     return new Set(tasks.filter((t) => streams.includes(t.stream) && !this.answerable(t.stream, t.file)).map((t) => t.file.key));
   }
 
-  /** Moves the work of these hours to the front of the queue (newest first among them): someone is waiting for them. */
-  prefer(keys: ReadonlySet<string>): void {
+  /**
+   * Moves the work of these hours on `streams` to the front of the queue (newest first among them): someone is
+   * waiting for them (their other streams keep their place).
+   */
+  prefer(keys: ReadonlySet<string>, streams: readonly PartitionedStream[] = WARMED): void {
     this.queue ??= this.plan();
-    const first = this.queue.filter((t) => keys.has(t.file.key));
+    const wanted = (t: Task): boolean => keys.has(t.file.key) && streams.includes(t.stream);
+    const first = this.queue.filter(wanted);
     if (first.length === 0) return;
-    this.queue = [...first, ...this.queue.filter((t) => !keys.has(t.file.key))];
+    this.queue = [...first, ...this.queue.filter((t) => !wanted(t))];
   }
 
   /**
