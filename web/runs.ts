@@ -23,6 +23,14 @@ export function runColor(runs: readonly RunListing[], id: string): string {
   return SERIES_COLORS[i % SERIES_COLORS.length]!;
 }
 
+/**
+ * A run's name as plain text: its id (the header, the runs table and every `run=` URL use it), then its
+ * meta.json name in parentheses when that differs — so a legend or a picker names the same run the header does.
+ */
+export function runLabel(run: Pick<RunListing, 'id' | 'name'>): string {
+  return run.name && run.name !== run.id ? `${run.id} (${run.name})` : run.id;
+}
+
 /** The id of the run the app shows: the `run=` choice, else the server's primary run (null without a listing). */
 export function shownRunId(runs: readonly RunListing[] | null): string | null {
   return chosenRun.get() ?? runs?.find((r) => r.primary)?.id ?? runs?.[0]?.id ?? null;

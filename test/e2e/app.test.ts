@@ -158,6 +158,11 @@ describe('web app (headless Chromium)', { skip: hasChromium ? false : 'Debian ch
     await page.waitForFunction((h) => (document.querySelector('[data-testid=lanes]') as BrowserCanvas)?.getBoundingClientRect().height < h, heightAll);
     assert.ok(await page.isVisible('.chip:has-text("g:0-1")'));
     await screenshot(page, 'timeline-lanes-g0-1');
+    // the Perfetto download holds the lanes on screen, not the whole fleet
+    const perfetto = new URL((await page.getAttribute('[data-testid=perfetto-download]', 'href'))!, page.url());
+    assert.equal(perfetto.searchParams.get('lanes'), 'g:0-1');
+    const exported = (await (await fetch(perfetto)).json()) as { traceEvents: { ph: string; name: string }[] };
+    assert.deepEqual([...new Set(exported.traceEvents.filter((e) => e.ph === 'C' && e.name.startsWith('gpu ')).map((e) => e.name))].sort(), ['gpu 0 util %', 'gpu 1 util %']);
 
     // An invalid term shows the server's message and never reaches the URL.
     w.expect(/^http 400: \/api\/rlsight\/lanes\?lanes=g%3A0-1%2C\+bogus%3A7/);

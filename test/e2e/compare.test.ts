@@ -24,7 +24,8 @@ describe('comparing runs (headless Chromium)', { skip: hasChromium ? false : 'De
   before(async () => {
     ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 5, compare: true })));
     const listed = (await (await fetch(`${served.url}api/runs`)).json()) as { runs: { id: string; name: string }[] };
-    names = listed.runs.map((r) => r.name);
+    // each run as the header names it: its id, its meta.json name beside it when that differs
+    names = listed.runs.map((r) => (r.name === r.id ? r.id : `${r.id} (${r.name})`));
   });
   after(() => stopBrowserSuite({ served, browser }));
 

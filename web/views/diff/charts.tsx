@@ -1,16 +1,34 @@
 // SVG layouts of the diff answers: overlaid histograms (both sides over the server's shared bins) and two
 // per-token series over the token alignment's columns. Layout only: every number comes from the server.
 import { fmtNum, fmtPct } from '../../format.ts';
-import type { AlignedStretch, DistributionDiff } from '../../../src/wire/index.ts';
+import type { AlignedStretch, DistributionDiff, RunListing } from '../../../src/wire/index.ts';
+import { runColor } from '../../runs.ts';
 
 export const SIDE_COLORS = { a: '#4ea1ff', b: '#ff8a3d' } as const;
+
+export interface SideColors {
+  a: string;
+  b: string;
+}
+
+/**
+ * The colours of a diff's sides: across two runs each side takes its run's colour (the one the header, the
+ * Metrics lines and the Health board give it); within one run, or when the two runs' colours coincide, the
+ * sides' own blue (A) and orange (B).
+ */
+export function sideColors(served: readonly RunListing[] | null, runA: string | null, runB: string | null): SideColors {
+  if (!served || runA === null || runB === null || runA === runB) return SIDE_COLORS;
+  const a = runColor(served, runA);
+  const b = runColor(served, runB);
+  return a === b ? SIDE_COLORS : { a, b };
+}
 
 const W = 320;
 const H = 120;
 const PAD = { l: 34, r: 6, t: 8, b: 18 };
 
 /** Both sides' shares over the server's bins, in the sides' colours (the diff's A/B, or each run's own). */
-export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; colors?: { a: string; b: string } }) {
+export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; colors?: SideColors }) {
   const n = d.counts_a.length;
   const total = (c: number[]) => Math.max(1, c.reduce((a, b) => a + b, 0));
   // Shares, so two sides of different sizes compare.
@@ -58,8 +76,8 @@ export function Histogram({ d, colors = SIDE_COLORS }: { d: DistributionDiff; co
  * Two per-token series over the alignment's columns: shaded where only one side has tokens (deleted: A's
  * colour, inserted: B's), a strip below naming each stretch, the first divergence marked.
  */
-export function TokenSeries(props: { a: (number | null)[]; b: (number | null)[]; divergence: number | null; stretches: readonly AlignedStretch[]; label: string }) {
-  const { a, b, divergence, stretches, label } = props;
+export function TokenSeries(props: { a: (number | null)[]; b: (number | null)[]; divergence: number | null; stretches: readonly AlignedStretch[]; label: string; colors?: SideColors }) {
+  const { a, b, divergence, stretches, label, colors = SIDE_COLORS } = props;
   const w = 960;
   const h = 196;
   const plotBottom = h - 34;
@@ -85,7 +103,7 @@ export function TokenSeries(props: { a: (number | null)[]; b: (number | null)[];
     return d;
   };
   const width = (s: AlignedStretch) => Math.max(s.a_end - s.a_start, s.b_end - s.b_start);
-  const fill = (s: AlignedStretch) => (s.kind === 'deleted' ? SIDE_COLORS.a : s.kind === 'inserted' ? SIDE_COLORS.b : '#55535a');
+  const fill = (s: AlignedStretch) => (s.kind === 'deleted' ? colors.a : s.kind === 'inserted' ? colors.b : '#55535a');
   return (
     <svg class="token-series" viewBox={`0 0 ${w} ${h}`} width={w} height={h} role="img" aria-label={`${label} per aligned response token, both samples`}>
       {stretches
@@ -100,8 +118,8 @@ export function TokenSeries(props: { a: (number | null)[]; b: (number | null)[];
         {fmtNum(lo)}
       </text>
       {divergence !== null && <line x1={x(divergence)} x2={x(divergence)} y1="4" y2={plotBottom + 10} stroke="#ff6b6b" stroke-width="1.5" data-divergence={divergence} />}
-      <path d={path(a)} fill="none" stroke={SIDE_COLORS.a} stroke-width="1.2" />
-      <path d={path(b)} fill="none" stroke={SIDE_COLORS.b} stroke-width="1.2" />
+      <path d={path(a)} fill="none" stroke={colors.a} stroke-width="1.2" data-side="a" />
+      <path d={path(b)} fill="none" stroke={colors.b} stroke-width="1.2" data-side="b" />
       <g class="stretch-strip">
         {stretches.map((s) => (
           <rect x={x(s.column)} width={Math.max(0.5, x(s.column + width(s)) - x(s.column))} y={plotBottom + 4} height="6" fill={fill(s)} fill-opacity={s.kind === 'same' ? 0.6 : 0.9} data-kind={s.kind}>
@@ -115,7 +133,7 @@ export function TokenSeries(props: { a: (number | null)[]; b: (number | null)[];
         0
       </text>
       <text x={w / 2} y={h - 4} class="axis" text-anchor="middle">
-        aligned response tokens (grey: both · blue: only A · orange: only B)
+        aligned response tokens (grey: both · {colors === SIDE_COLORS ? 'blue: only A · orange: only B' : 'A’s run colour: only A · B’s: only B'})
       </text>
       <text x={w - 10} y={h - 4} class="axis" text-anchor="end">
         {n} columns

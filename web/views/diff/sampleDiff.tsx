@@ -7,10 +7,10 @@ import { fmtNum } from '../../format.ts';
 import { setParams, type Route } from '../../route.ts';
 import type { AlignedStretch, Meta, RunListing, SampleDiff, SampleSide } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
-import { SIDE_COLORS, TokenSeries } from './charts.tsx';
+import { type SideColors, sideColors, TokenSeries } from './charts.tsx';
 import { sampleHref } from './links.ts';
 import { useServedRuns, useSteps } from './servedRuns.ts';
-import { shownRunId } from '../../runs.ts';
+import { runLabel, shownRunId } from '../../runs.ts';
 
 const PASSED = ['a', 'b', 'step', 'group', 'eval', 'eval_a', 'eval_b', 'run_a', 'run_b'] as const;
 
@@ -87,20 +87,20 @@ interface SideChoice {
 }
 
 /** One side's run (on a server holding several), step and sample index. */
-function SamplePicker(props: { which: Which; served: RunListing[] | null; meta: Meta; side: SideChoice; choose: (patch: Partial<SideChoice>) => void }) {
-  const { which, served, meta, side, choose } = props;
+function SamplePicker(props: { which: Which; served: RunListing[] | null; meta: Meta; side: SideChoice; colors: SideColors; choose: (patch: Partial<SideChoice>) => void }) {
+  const { which, served, meta, side, colors, choose } = props;
   const label = which.toUpperCase();
   const listed = useSteps(served, side.run, meta, side.evaluation).steps ?? [];
   const steps = listed.includes(side.step) ? listed : [...listed, side.step].sort((x, y) => x - y);
   return (
     <span class="diff-pick" data-side={which}>
-      <span class="swatch" style={{ background: SIDE_COLORS[which] }} /> {label}:{' '}
+      <span class="swatch" style={{ background: colors[which] }} data-testid={`swatch-${which}`} /> {label}:{' '}
       {served && (
         <>
           run{' '}
           <select value={side.run ?? ''} aria-label={`run ${label}`} data-testid={`run-${which}`} onChange={(e) => choose({ run: (e.target as HTMLSelectElement).value })}>
             {served.map((r) => (
-              <option value={r.id}>{r.name}</option>
+              <option value={r.id}>{runLabel(r)}</option>
             ))}
           </select>{' '}
         </>
@@ -139,6 +139,7 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
   const primary = shownRunId(served);
   const runOf = (which: Which) => (served ? (which === 'a' ? p.get('run_a') ?? primary : p.get('run_b') ?? p.get('run_a') ?? primary) : null);
   const across = served !== null && runOf('a') !== runOf('b');
+  const colors = sideColors(served, runOf('a'), runOf('b'));
 
   // The sides as chosen: the URL's STEP:SAMPLE, else (a group's best and worst) the answer's.
   const evalOf = (which: Which) => (p.get(`eval_${which}`) ?? p.get('eval')) === '1' || p.get(`eval_${which}`) === 'true';
@@ -153,6 +154,8 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
       {
         a: `${next.a!.step}:${next.a!.sample}`,
         b: `${next.b!.step}:${next.b!.sample}`,
+        // the header names side A's run
+        run: next.a!.run,
         run_a: next.a!.run,
         run_b: next.b!.run !== next.a!.run ? next.b!.run : null,
         eval: null,
@@ -166,8 +169,8 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
   };
   const pickers = sides.a && sides.b && (
     <div class="diff-pickers">
-      <SamplePicker which="a" served={served} meta={meta} side={sides.a} choose={choose('a')} />
-      <SamplePicker which="b" served={served} meta={meta} side={sides.b} choose={choose('b')} />
+      <SamplePicker which="a" served={served} meta={meta} side={sides.a} colors={colors} choose={choose('a')} />
+      <SamplePicker which="b" served={served} meta={meta} side={sides.b} colors={colors} choose={choose('b')} />
     </div>
   );
   if (!d)
@@ -185,13 +188,12 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
 
   const side = (s: SampleSide, which: Which) => {
     const run = runOf(which);
-    const name = served?.find((r) => r.id === run)?.name ?? run;
     return (
       <div class="panel diff-sample" data-side={which}>
         <h3>
-          <span class="swatch" style={{ background: SIDE_COLORS[which] }} />{' '}
+          <span class="swatch" style={{ background: colors[which] }} />{' '}
           <a href={sampleHref({ run }, s.step, s.sample_index, s.evaluation)} data-testid={`open-${which}`}>
-            {served ? `${name} · ` : ''}
+            {served ? `${run} · ` : ''}
             {s.evaluation ? 'eval ' : ''}step {s.step} · sample {s.sample_index}
           </a>{' '}
           <span class="muted">
@@ -209,7 +211,7 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
     );
   };
   return (
-    <section class="diff">
+    <section class="diff" style={{ '--side-a': colors.a, '--side-b': colors.b }}>
       <div class="diff-head panel">
         <h2 class="view-title">Sample diff{across ? ' across runs' : ''}</h2>
         {pickers}
@@ -248,7 +250,7 @@ export function SampleDiffView({ meta, route }: { meta: Meta; route: Route }) {
       </div>
       {series && (
         <div class="panel">
-          <TokenSeries a={series.a} b={series.b} divergence={d.first_divergence.token} stretches={al.stretches} label={series.name} />
+          <TokenSeries a={series.a} b={series.b} divergence={d.first_divergence.token} stretches={al.stretches} label={series.name} colors={colors} />
         </div>
       )}
       <div class="diff-two">

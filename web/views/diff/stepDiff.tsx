@@ -6,9 +6,9 @@ import { fmtNum } from '../../format.ts';
 import { numParam, setParams, type Route } from '../../route.ts';
 import type { Meta, RunListing, StepDiff } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
-import { Histogram, SIDE_COLORS } from './charts.tsx';
+import { Histogram, type SideColors, sideColors } from './charts.tsx';
 import { useServedRuns, useSteps } from './servedRuns.ts';
-import { shownRunId } from '../../runs.ts';
+import { runLabel, shownRunId } from '../../runs.ts';
 import { runParamNote, stepParamNote } from '../../urlNotes.ts';
 import { groupHref, sampleDiffHref, sampleHref, type SideRun } from './links.ts';
 import { diffRuns, diffSteps } from './sides.ts';
@@ -33,18 +33,18 @@ export const delta = (d: number | null) => (d === null ? '' : `${d > 0 ? '+' : '
 
 type Which = 'a' | 'b';
 
-function SidePicker(props: { which: Which; runs: RunListing[] | null; run: string | null; steps: number[]; step: number | undefined; choose: (patch: { run?: string; step?: number }) => void }) {
-  const { which, runs, run, steps, step, choose } = props;
+function SidePicker(props: { which: Which; runs: RunListing[] | null; run: string | null; steps: number[]; step: number | undefined; colors: SideColors; choose: (patch: { run?: string; step?: number }) => void }) {
+  const { which, runs, run, steps, step, colors, choose } = props;
   const label = which.toUpperCase();
   return (
     <span class="diff-pick" data-side={which}>
-      <span class="swatch" style={{ background: SIDE_COLORS[which] }} /> {label}:{' '}
+      <span class="swatch" style={{ background: colors[which] }} data-testid={`swatch-${which}`} /> {label}:{' '}
       {runs && (
         <>
           run{' '}
           <select value={run ?? ''} aria-label={`run ${label}`} data-testid={`run-${which}`} onChange={(e) => choose({ run: (e.target as HTMLSelectElement).value })}>
             {runs.map((r) => (
-              <option value={r.id}>{r.name}</option>
+              <option value={r.id}>{runLabel(r)}</option>
             ))}
           </select>{' '}
         </>
@@ -93,19 +93,21 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
       next[which] = next.run_a !== next.run_b ? (which === 'a' ? b : a) ?? null : null;
     }
     if (patch.step !== undefined) next[which] = patch.step;
-    setParams(next, false);
+    // the header names side A's run
+    setParams({ ...next, run: next.run_a }, false);
   };
 
   const side = (run: string | null): SideRun => ({ run });
   const [ra, rb] = [side(runs.a), side(runs.b)];
-  const name = (run: string | null) => served?.find((r) => r.id === run)?.name ?? run ?? '';
+  const name = (run: string | null) => run ?? '';
   const across = runs.a !== runs.b;
+  const colors = sideColors(served, runs.a, runs.b);
 
   const head = (
     <div class="diff-head panel">
       <h2 class="view-title">Step diff</h2>
-      <SidePicker which="a" runs={served} run={runs.a} steps={sa.steps ?? []} step={a} choose={choose('a')} />
-      <SidePicker which="b" runs={served} run={runs.b} steps={sb.steps ?? []} step={b} choose={choose('b')} />
+      <SidePicker which="a" runs={served} run={runs.a} steps={sa.steps ?? []} step={a} colors={colors} choose={choose('a')} />
+      <SidePicker which="b" runs={served} run={runs.b} steps={sb.steps ?? []} step={b} colors={colors} choose={choose('b')} />
       <span class="muted">histograms show each side’s share of samples per bin; dashed lines are the means</span>
       {ready &&
         [
@@ -151,7 +153,7 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
                     {fmtNum(x.a.mean)} → {fmtNum(x.b.mean)} <b class={deltaClass(x.metric, x.delta_mean)} data-testid="delta">{delta(x.delta_mean)}</b>
                   </span>
                 </h3>
-                {x.a.n + x.b.n === 0 ? <p class="muted">no values on either side</p> : <Histogram d={x} />}
+                {x.a.n + x.b.n === 0 ? <p class="muted">no values on either side</p> : <Histogram d={x} colors={colors} />}
               </div>
             ))}
           </div>

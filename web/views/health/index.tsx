@@ -2,6 +2,7 @@
 // linking to the view with the evidence. The server computes every value; this view only lays them out.
 import { getJson } from '../../api.ts';
 import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
+import { SideScroll } from '../../components/sideScroll.tsx';
 import { liveTick } from '../../live.ts';
 import { useStore } from '../../store.ts';
 import type { HealthAnswer, HealthCell, HealthRow, Meta, SignalSpec, StepCoverage } from '../../../src/wire/index.ts';
@@ -103,7 +104,7 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
       ) : !boards.data ? (
         <Loading what="health of each run" />
       ) : (
-        <div class="health-scroll">
+        <SideScroll class="health-scroll">
           <table class="health-board runs-board">
             <thead>
               <tr>
@@ -137,7 +138,7 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
               })}
             </tbody>
           </table>
-        </div>
+        </SideScroll>
       )}
     </div>
   );
@@ -209,7 +210,7 @@ export function HealthView({ meta }: { meta: Meta }) {
           {warnings.join(' · ')}
         </p>
       )}
-      <div class="health-scroll">
+      <SideScroll class="health-scroll">
         <table class="health-board">
           <thead>
             <tr>
@@ -241,7 +242,7 @@ export function HealthView({ meta }: { meta: Meta }) {
             )}
           </tbody>
         </table>
-      </div>
+      </SideScroll>
       <p class="health-legend">
         <span class="hc ok">ok</span> <span class="hc warn">warn</span> <span class="hc fire">fired</span> <span class="hc none">no data</span> — hover a
         column for its threshold, a cell for what was measured; click a cell for the evidence. Thresholds: <code>--health-config FILE</code>.

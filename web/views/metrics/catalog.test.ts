@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Meta } from '../../../src/wire/index.ts';
-import { axisOf, buildCatalog, categoryOf } from './catalog.ts';
+import { axisOf, buildCatalog, catalogKeys, categoryOf, mergeCatalogs } from './catalog.ts';
 
 const meta = (keys: string[], engine: string[] = [], steps = ['rollout/step'], train: number[] = []) =>
   ({ metric_keys: keys, engine_metric_keys: engine, step_keys: steps, rollout_ids: { train, eval: [] } }) as unknown as Meta;
@@ -36,4 +36,19 @@ test('axis: the prefix step key when logged, else rollout/step; dump/* always ro
   assert.equal(axisOf('perf/mfu', steps), 'rollout/step');
   assert.equal(axisOf('dump/reward_mean', steps), 'rollout/step');
   assert.equal(axisOf('train/loss', ['rollout/step']), 'rollout/step');
+});
+
+test('several runs compared: every key any of them lists, the first run\'s order first, sglang still last', () => {
+  const current = buildCatalog(meta(['perf/request/e2e_latency/mean', 'rollout/x'], ['sglang_gen_throughput'], [], [0, 1]));
+  const legacy = buildCatalog(meta(['perf/prefill/bootstrap_duration/mean', 'perf/request/e2e_latency/mean', 'zeta/a'], [], [], [0, 1]));
+  const both = mergeCatalogs([current, legacy]);
+  assert.deepEqual(
+    both.categories.map((c) => c.name),
+    ['rollout', 'perf', 'dump', 'zeta', 'sglang'],
+  );
+  assert.deepEqual(both.categories.find((c) => c.name === 'perf')!.keys, ['perf/request/e2e_latency/mean', 'perf/prefill/bootstrap_duration/mean']);
+  assert.equal(both.categories.find((c) => c.name === 'dump')!.keys.length, 8, 'a key both list, once');
+  assert.ok(!catalogKeys(current).has('perf/prefill/bootstrap_duration/mean'));
+  assert.ok(catalogKeys(both).has('perf/prefill/bootstrap_duration/mean'));
+  assert.deepEqual(mergeCatalogs([current]), current);
 });

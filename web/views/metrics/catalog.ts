@@ -44,15 +44,39 @@ export function buildCatalog(meta: Meta): Catalog {
     if (!byCat.has(c)) byCat.set(c, []);
     byCat.get(c)!.push(k);
   }
-  const names = [...byCat.keys()].sort((a, b) => {
-    const ia = FIRST.indexOf(a);
-    const ib = FIRST.indexOf(b);
-    if (ia >= 0 || ib >= 0) return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib);
-    return a.localeCompare(b);
-  });
-  const categories = names.map((name) => ({ name, keys: byCat.get(name)! }));
+  const categories = [...byCat.keys()].sort(categoryOrder).map((name) => ({ name, keys: byCat.get(name)! }));
   if (meta.engine_metric_keys.length) categories.push({ name: ENGINE_CATEGORY, keys: [...meta.engine_metric_keys] });
   return { categories };
+}
+
+/** Known categories first (rollout, perf, train, eval, dump), then the others alphabetically. */
+function categoryOrder(a: string, b: string): number {
+  const ia = FIRST.indexOf(a);
+  const ib = FIRST.indexOf(b);
+  if (ia >= 0 || ib >= 0) return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib);
+  return a.localeCompare(b);
+}
+
+/**
+ * The catalog of several runs compared at once: every key any of them lists, each category's keys in the
+ * first catalog's order and then the keys only later ones have (the engine category stays last).
+ */
+export function mergeCatalogs(catalogs: readonly Catalog[]): Catalog {
+  const byCat = new Map<string, string[]>();
+  for (const c of catalogs)
+    for (const { name, keys } of c.categories) {
+      const into = byCat.get(name) ?? [];
+      byCat.set(name, into);
+      for (const k of keys) if (!into.includes(k)) into.push(k);
+    }
+  const names = [...byCat.keys()].filter((n) => n !== ENGINE_CATEGORY).sort(categoryOrder);
+  if (byCat.has(ENGINE_CATEGORY)) names.push(ENGINE_CATEGORY);
+  return { categories: names.map((name) => ({ name, keys: byCat.get(name)! })) };
+}
+
+/** Every key a catalog lists. */
+export function catalogKeys(c: Catalog): Set<string> {
+  return new Set(c.categories.flatMap((x) => x.keys));
 }
 
 /** The step key a metric is recorded against: `<prefix>/step` when the run logs one, else rollout/step. */

@@ -55,6 +55,8 @@ interface Props {
   overlaid?: boolean;
   /** A `dump/*` series over the steps read so far: the steps not read yet are hatched, the axis spans them too. */
   coverage?: StepCoverage;
+  /** The compared runs that do not list this key (their ids): said above the chart. */
+  absent?: readonly string[];
 }
 
 /** A partial series' unread steps as x spans (a step is a unit wide), hatched over the plot area. */
@@ -251,7 +253,7 @@ const DIMMED_ALPHA = 0.15;
 /** The run hovered in the run picker or in any overlaid chart: every overlaid chart brings its line forward. */
 export const hoveredRun = store<string | null>(null);
 
-export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, xExtent, hidden, markers, axisNote, overlaid, coverage }: Props) {
+export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, xExtent, hidden, markers, axisNote, overlaid, coverage, absent }: Props) {
   const hovered = useStore(hoveredRun);
   const highlight = overlaid ? hovered : null;
   const [logY, setLogY] = useState(false);
@@ -452,6 +454,11 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       {axisNote && (
         <p class="axis-note" data-testid="axis-note">
           {axisNote}
+        </p>
+      )}
+      {absent && absent.length > 0 && (
+        <p class="axis-note key-absent" data-testid="key-absent" data-runs={absent.join(',')}>
+          not in {absent.join(', ')}: {absent.length === 1 ? 'that run does' : 'those runs do'} not list this key
         </p>
       )}
       {points === 0 ? (

@@ -1,6 +1,6 @@
 // Metrics view: category sidebar, global search, a grid of synced charts over step or wall time, EMA smoothing.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { getColumns, getJson } from '../../api.ts';
+import { errorText, getColumns, getJson } from '../../api.ts';
 import { type EngineSeriesHeader, type EngineSeriesView, engineSeriesOf } from '../../columns.ts';
 import { Downloads } from '../../components/downloads.tsx';
 import { ErrorNote, Loading, Empty } from '../../components/status.tsx';
@@ -11,10 +11,10 @@ import { useStore } from '../../store.ts';
 import type { Coverage, Meta, MetricSeries as Series, RunListing, StepCoverage, Topology } from '../../../src/wire/index.ts';
 import { CoverageNote, leastStepCoverage, useRefine, useStepwiseApi } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
-import { axisOf, buildCatalog, describe, ENGINE_CATEGORY } from './catalog.ts';
+import { axisOf, buildCatalog, catalogKeys, describe, ENGINE_CATEGORY, mergeCatalogs } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
 import { seriesColor } from '../../theme.ts';
-import { chosenRuns, loadRuns, runColor, runList, runPath } from '../../runs.ts';
+import { chosenRuns, loadRuns, runColor, runLabel, runList, runPath, shownRunId } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
 
 /** The x axis: a step key, wall time, or time since each run's start (to line runs up). */
@@ -22,13 +22,44 @@ type AxisKind = 'step' | 'time' | 'rel';
 
 export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const p = route.params;
-  const catalog = useMemo(() => buildCatalog(meta), [meta]);
   const q = p.get('q') ?? '';
-  const cat = p.get('cat') ?? catalog.categories[0]?.name ?? '';
   const xKind: AxisKind = p.get('x') === 'time' ? 'time' : p.get('x') === 'rel' ? 'rel' : 'step';
   const allRuns = useStore(runList);
   useEffect(() => void loadRuns(), []);
   const runs = useMemo(() => chosenRuns(allRuns ?? [], p.get('runs')), [allRuns, p.get('runs')]);
+  const tick = useStore(liveTick);
+  // Several runs ticked: the key list is every ticked run's keys, so a key only another run logs can be charted too.
+  const shownId = shownRunId(allRuns);
+  const others = runs.filter((r) => r.id !== shownId);
+  const otherIds = others.map((r) => r.id).join(',');
+  const otherMetas = useApi(
+    others.length ? `metas|${otherIds}` : null,
+    async (signal) => ({ ids: otherIds, metas: await Promise.all(others.map((r) => getJson<Meta>(runPath(r, 'meta'), {}, signal))) }),
+    tick,
+  );
+  const { catalog, keysOf, stepKeysOf } = useMemo(() => {
+    const own = buildCatalog(meta);
+    // (an answer for other runs than the ticked ones, until the new one is asked, counts for none)
+    const loaded = otherMetas.data?.ids === otherIds ? otherMetas.data.metas : [];
+    const theirs = loaded.map(buildCatalog);
+    const keysOf = new Map<string, Set<string>>();
+    const stepKeysOf = new Map<string, string[]>();
+    if (shownId !== null) {
+      keysOf.set(shownId, catalogKeys(own));
+      stepKeysOf.set(shownId, meta.step_keys);
+    }
+    loaded.forEach((m, i) => {
+      keysOf.set(others[i]!.id, catalogKeys(theirs[i]!));
+      stepKeysOf.set(others[i]!.id, m.step_keys);
+    });
+    return { catalog: mergeCatalogs([own, ...theirs]), keysOf, stepKeysOf };
+  }, [meta, otherMetas.data, otherIds]);
+  const cat = p.get('cat') ?? catalog.categories[0]?.name ?? '';
+  // The keys some ticked run lacks (each such chart names the runs).
+  const uneven = useMemo(() => {
+    if (runs.length < 2) return 0;
+    return [...catalogKeys(catalog)].filter((k) => runs.some((r) => keysOf.get(r.id) && !keysOf.get(r.id)!.has(k))).length;
+  }, [catalog, keysOf, runs]);
   const smoothing = Math.min(0.99, Math.max(0, numParam(p, 'smooth') ?? 0));
   const zx = p.get('zx')?.split(',').map(Number);
   const zoom: [number, number] | null = zx && zx.length === 2 && zx.every(Number.isFinite) ? [zx[0]!, zx[1]!] : null;
@@ -85,6 +116,15 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
           ))}
         </ul>
         {allRuns && allRuns.length > 1 && <RunPicker runs={allRuns} chosen={runs} />}
+        {runs.length > 1 && (
+          <p class="hint" data-testid="keys-of-runs">
+            {otherMetas.data?.ids !== otherIds && !otherMetas.error
+              ? 'listing the other ticked runs’ keys…'
+              : otherMetas.error
+                ? `only ${shownId}’s keys are listed: ${errorText(otherMetas.error)}`
+                : `the keys of all ${runs.length} ticked runs are listed${uneven ? `; ${uneven} of them are not in every run (their charts say which run lacks them)` : ''}`}
+          </p>
+        )}
         <div class="controls-col">
           <label>
             x axis
@@ -129,10 +169,12 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
       </aside>
       <div class="chart-area">
         <h2 class="view-title">{q ? `“${q}” — ${keys.length} match${keys.length === 1 ? '' : 'es'}` : cat}</h2>
-        {keys.length === 0 ? (
+        {others.length > 0 && otherMetas.data?.ids !== otherIds && !otherMetas.error ? (
+          <Loading what="the ticked runs' keys" />
+        ) : keys.length === 0 ? (
           <Empty>{q ? 'No metric key contains that text.' : 'No metrics in this category.'}</Empty>
         ) : (
-          <MetricGrid meta={meta} keys={keys} xKind={xKind} smoothing={smoothing} zoom={zoom} runs={runs} allRuns={allRuns ?? []} />
+          <MetricGrid meta={meta} keys={keys} xKind={xKind} smoothing={smoothing} zoom={zoom} runs={runs} allRuns={allRuns ?? []} keysOf={keysOf} stepKeysOf={stepKeysOf} />
         )}
       </div>
     </div>
@@ -148,6 +190,10 @@ interface GridProps {
   allRuns: readonly RunListing[];
   smoothing: number;
   zoom: [number, number] | null;
+  /** Each run's keys, where known (the shown run's, and the other ticked runs' once their meta is in). */
+  keysOf: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Each run's step keys, where known (else the shown run's). */
+  stepKeysOf: ReadonlyMap<string, string[]>;
 }
 
 /** Where one run's answers are asked: its own prefix when the server lists runs, else the reference paths. */
@@ -155,10 +201,15 @@ function pathFor(run: RunListing | null, path: string): string {
   return run ? runPath(run, path) : path;
 }
 
-function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridProps) {
+function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf, stepKeysOf }: GridProps) {
   const targets: (RunListing | null)[] = runs.length ? [...runs] : [null];
   const overlay = targets.length > 1;
   const runKey = targets.map((r) => r?.id ?? '').join(',');
+  /** Whether `run` lists `key` (a run whose keys are not known yet is asked anyway). */
+  const has = (run: RunListing | null, key: string) => run === null || !keysOf.get(run.id) || keysOf.get(run.id)!.has(key);
+  const stepKeys = (run: RunListing | null) => (run && stepKeysOf.get(run.id)) || meta.step_keys;
+  /** Which runs know their keys: the answers are asked again once another run's keys are in. */
+  const keysKnown = targets.map((r) => (r && keysOf.has(r.id) ? 1 : 0)).join('');
   const tick = useStore(liveTick);
   const logged = keys.filter((k) => k.cat !== ENGINE_CATEGORY).map((k) => k.key);
   const engine = keys.filter((k) => k.cat === ENGINE_CATEGORY).map((k) => k.key);
@@ -167,16 +218,18 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
 
   // dump/* series read while the server still reads the run's steps are partial: asked again until complete
   const loggedData = useStepwiseApi(
-    logged.length ? `${logged.join(',')}|${runKey}` : null,
+    logged.length ? `${logged.join(',')}|${runKey}|${keysKnown}` : null,
     async (signal) => {
-      const groups = new Map<string, string[]>();
-      for (const k of logged) {
-        const ax = axisOf(k, meta.step_keys);
-        if (!groups.has(ax)) groups.set(ax, []);
-        groups.get(ax)!.push(k);
-      }
       const ofRun = async (run: RunListing | null) => {
         const out: Record<string, Series & { axis: string }> = {};
+        // only the keys this run lists, each on this run's step key
+        const mine = logged.filter((k) => has(run, k));
+        const groups = new Map<string, string[]>();
+        for (const k of mine) {
+          const ax = axisOf(k, stepKeys(run));
+          if (!groups.has(ax)) groups.set(ax, []);
+          groups.get(ax)!.push(k);
+        }
         const fetchAxis = async (ax: string, ks: string[]) => {
           const dump = ks.some((k) => k.startsWith('dump/'));
           const r = await getJson<Record<string, Series>>(pathFor(run, 'metrics'), { keys: ks.join(','), x: ax, ...(dump ? { progressive: true } : {}) }, signal);
@@ -184,8 +237,8 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         };
         await Promise.all([...groups].map(([ax, ks]) => fetchAxis(ax, ks)));
         // A key logged against another step key than its prefix suggests: try the run's other step keys.
-        const missing = logged.filter((k) => !k.startsWith('dump/') && !out[k]?.x.length);
-        for (const ax of meta.step_keys) {
+        const missing = mine.filter((k) => !k.startsWith('dump/') && !out[k]?.x.length);
+        for (const ax of stepKeys(run)) {
           const ks = missing.filter((k) => out[k]?.axis !== ax && !out[k]?.x.length);
           if (ks.length) await fetchAxis(ax, ks);
         }
@@ -201,7 +254,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
   const engineShown = useRef<Coverage | undefined>(undefined);
   const engineRefine = useRefine(engineShown.current);
   const engineData = useApi(
-    engine.length ? `${engine.join(',')}|${perDp}|${runKey}` : null,
+    engine.length ? `${engine.join(',')}|${perDp}|${runKey}|${keysKnown}` : null,
     async (signal) => {
       const out: Record<string, (EngineSeriesView & { run?: RunListing })[]> = {};
       let partial: Coverage | undefined;
@@ -209,6 +262,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         engine.map(async (k) => {
           const perRun = await Promise.all(
             targets.map(async (run) => {
+              if (!has(run, k)) return [];
               // The columnar frame: each series' ts and value are views over the received bytes, drawn as they are.
               const frame = await getColumns<EngineSeriesHeader>(pathFor(run, 'timeline/engine_series'), { metric: k, max_points: 1000, per_dp_rank: perDp }, signal);
               if (frame.header.coverage && (!partial || frame.header.coverage.hours_done < partial.hours_done)) partial = frame.header.coverage;
@@ -254,7 +308,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
     [loggedData.data, runKey],
   );
   const loggedTables = useMemo(() => {
-    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string; coverage?: StepCoverage }>();
+    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string; coverage?: StepCoverage; absent: string[] }>();
     for (const k of logged) {
       const tables: XYTable[] = [];
       let kind: XKind = 'step';
@@ -275,12 +329,13 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
         xLabel = !timed ? s.axis : xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
         if (xKind !== 'step' && !timed) note = `on ${s.axis}: ${k.startsWith('dump/') ? 'dump/* aggregates are computed per step and carry no time' : 'this key has no time per point'}`;
         // One run alone keeps its colour (the run picker's swatch), not the first series colour.
-        tables.push({ label: overlay ? run!.name : k, x, y, color: run ? runColor(allRuns, run.id) : undefined });
+        tables.push({ label: overlay ? runLabel(run!) : k, x, y, color: run ? runColor(allRuns, run.id) : undefined });
       });
-      if (tables.length) out.set(k, { tables, kind, xLabel, note, coverage: kind === 'step' ? leastStepCoverage(coverages) : undefined });
+      const absent = overlay ? targets.filter((run) => !has(run, k)).map((run) => run!.id) : [];
+      if (tables.length) out.set(k, { tables, kind, xLabel, note, coverage: kind === 'step' ? leastStepCoverage(coverages) : undefined, absent });
     }
     return out;
-  }, [loggedData.data, xKind, runKey, allRuns, origins]);
+  }, [loggedData.data, xKind, runKey, allRuns, origins, keysOf]);
   // Engine restarts, from the topology: an address that leaves the fleet, and one that joins it later.
   const topology = useApi(engine.length ? 'topology' : null, (signal) => getJson<Topology>('timeline/topology', {}, signal).catch(() => null));
   const restarts = useMemo<Marker[]>(() => {
@@ -385,6 +440,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                 axisNote={t.note}
                 overlaid={overlay}
                 coverage={t.coverage}
+                absent={t.absent}
               />
             );
           })}
@@ -416,6 +472,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns }: GridP
                 markers={xKind === 'rel' ? [] : restarts}
                 axisNote={xKind === 'step' ? 'on wall time: engine series are sampled by the clock, not per step' : undefined}
                 overlaid={overlay}
+                absent={overlay ? targets.filter((run) => !has(run, k)).map((run) => run!.id) : []}
               />
             );
           })}
@@ -439,7 +496,7 @@ function engineXLabel(xKind: AxisKind): string {
 
 function seriesLabel(e: EngineSeriesView & { run?: RunListing }): string {
   const own = e.labels?.dp_rank !== undefined ? `${e.addr} dp${e.labels.dp_rank}` : e.addr;
-  return e.run ? `${e.run.name} ${own}` : own;
+  return e.run ? `${runLabel(e.run)} ${own}` : own;
 }
 
 /** Engine (sglang) charts are scraped over wall-clock time whatever the x axis chosen: say so beside the selector. */

@@ -2,7 +2,8 @@
 import type { RunListing } from '../../../src/wire/index.ts';
 import { fmtWall } from '../../format.ts';
 import { setParams } from '../../route.ts';
-import { runColor } from '../../runs.ts';
+import { runColor, runLabel } from '../../runs.ts';
+import { RunName } from '../../components/runName.tsx';
 import { hoveredRun } from './chartPanel.tsx';
 
 export function RunPicker({ runs, chosen }: { runs: readonly RunListing[]; chosen: readonly RunListing[] }) {
@@ -19,10 +20,12 @@ export function RunPicker({ runs, chosen }: { runs: readonly RunListing[]; chose
     <fieldset class="run-picker" data-testid="run-picker">
       <legend>runs</legend>
       {runs.map((r) => (
-        <label key={r.id} onMouseEnter={() => hoveredRun.set(r.name)} onMouseLeave={() => hoveredRun.set(null)} title={`${r.gpus === null ? '' : `${r.gpus} GPUs · `}${r.steps} steps${r.start_ts !== null ? ` · started ${fmtWall(r.start_ts)}` : ''}`}>
+        <label key={r.id} onMouseEnter={() => hoveredRun.set(runLabel(r))} onMouseLeave={() => hoveredRun.set(null)} title={`${r.gpus === null ? '' : `${r.gpus} GPUs · `}${r.steps} steps${r.start_ts !== null ? ` · started ${fmtWall(r.start_ts)}` : ''}`}>
           <input type="checkbox" checked={ids.has(r.id)} onChange={() => toggle(r.id)} data-run={r.id} />
           <span class="swatch" style={{ background: runColor(runs, r.id) }} />
-          {r.name}
+          <span class="run-picker-name">
+            <RunName run={r} />
+          </span>
         </label>
       ))}
     </fieldset>

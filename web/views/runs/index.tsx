@@ -5,10 +5,11 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import { ErrorNote, Loading } from '../../components/status.tsx';
+import { SideScroll } from '../../components/sideScroll.tsx';
 import { fmtDuration, fmtNum, fmtWall } from '../../format.ts';
 import { liveTick, meta } from '../../live.ts';
 import { href, setParams, type Route } from '../../route.ts';
-import { runColor, runList } from '../../runs.ts';
+import { runColor, runLabel, runList } from '../../runs.ts';
 import { useStore } from '../../store.ts';
 import type { RunConfigValue, RunListing, RunsAnswer } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
@@ -111,7 +112,7 @@ export function RunsView({ route }: { route: Route }) {
     const filterColumns: FilterColumn[] = columns.map((c) => ({ id: c.id, label: c.label, value: c.value, text: (r) => cellText(c.value(r)) }));
     const words = filterWords(needle, filterColumns);
     const rows = words.length ? runs.filter((r) => runMatches(r, words, filterColumns)) : [...runs];
-    const col = sort === 'name' ? { value: (r: RunListing) => r.name } : columns.find((c) => c.id === sort);
+    const col = sort === 'name' ? { value: (r: RunListing) => r.id } : columns.find((c) => c.id === sort);
     if (col) {
       rows.sort((a, b) => {
         const x = col.value(a);
@@ -173,7 +174,7 @@ export function RunsView({ route }: { route: Route }) {
           )}
         </span>
       </div>
-      <div class="runs-scroll" ref={markMoreRight}>
+      <SideScroll class="runs-scroll">
         <table class="runs-table" data-testid="runs-table">
           <thead>
             <tr>
@@ -204,7 +205,7 @@ export function RunsView({ route }: { route: Route }) {
                   <a href={href('/', { run: r.id })} title={`open ${r.id}`}>
                     {r.id}
                   </a>
-                  {r.name !== r.id && <span class="run-label"> {r.name}</span>}
+                  {runLabel(r) !== r.id && <span class="run-label">{runLabel(r).slice(r.id.length)}</span>}
                 </th>
                 {columns.map((c) => (
                   <td data-col={c.id}>{c.show ? c.show(r) : cellText(c.value(r))}</td>
@@ -213,7 +214,7 @@ export function RunsView({ route }: { route: Route }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </SideScroll>
       {shown.length === 0 && (
         <p class="hint">
           No run matches “{filter}”. Each word must occur in a run's name, status or format, as <code>arg=value</code> of its
@@ -222,23 +223,6 @@ export function RunsView({ route }: { route: Route }) {
       )}
     </section>
   );
-}
-
-/**
- * Marks the table's box while columns go on past its right edge (`data-more-right`): the cut column fades out
- * there, so a number cut in half (`0` of `0.656`) is not read as a value.
- */
-function markMoreRight(el: HTMLDivElement | null): void {
-  if (el === null || el.dataset.watched) return;
-  el.dataset.watched = 'true';
-  const mark = (): void => {
-    el.dataset.moreRight = String(el.scrollLeft + el.clientWidth < el.scrollWidth - 1);
-  };
-  el.addEventListener('scroll', mark, { passive: true });
-  const seen = new ResizeObserver(mark);
-  seen.observe(el);
-  if (el.firstElementChild) seen.observe(el.firstElementChild);
-  mark();
 }
 
 /** Adds or removes optional columns (kept in the URL). */

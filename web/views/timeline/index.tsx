@@ -8,6 +8,7 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
+import { runList, shownRunId } from '../../runs.ts';
 import type { Bubble, Coverage, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Topology } from '../../../src/wire/index.ts';
 import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
@@ -33,14 +34,28 @@ const LIFECYCLE_BUCKETS = 1200;
 const FLEET_BUCKETS = 600;
 
 export function TimelineView({ meta, route }: { meta: Meta; route: Route }) {
-  if (!meta.capabilities.has_timeline || !meta.time_range)
-    return (
+  const runs = useStore(runList);
+  if (!meta.capabilities.has_timeline || !meta.time_range) {
+    // The run's format is in the run list (`formats`); a server without one (a single run) is judged as miles.
+    const id = shownRunId(runs);
+    const slime = runs?.find((r) => r.id === id)?.formats.includes('slime') ?? false;
+    return slime ? (
+      <Empty>
+        <strong>No timeline for this run.</strong> It is a slime run, and slime writes no compute timeline: there is no phase or GPU
+        telemetry to draw.
+        <br />
+        <a href={href('/')}>Metrics</a> has slime's own <code>perf/</code>, <code>rollout/</code>, <code>eval/</code> and{' '}
+        <code>perf_fixed/</code> keys (and the <code>dump/*</code> aggregates); <a href={href('/trace')}>Trace</a> draws each step's
+        request traces, and <a href={href('/rollout')}>Rollouts</a> and samples work as usual.
+      </Empty>
+    ) : (
       <Empty>
         <strong>No timeline for this run.</strong> It was recorded without the collector, so there is no phase or GPU telemetry to draw.
         <br />
         Metrics fall back to the <code>dump/*</code> aggregates, and <a href={href('/rollout')}>Rollouts</a> and samples work as usual.
       </Empty>
     );
+  }
   return <Timeline meta={meta} route={route} range={meta.time_range} />;
 }
 
@@ -263,10 +278,10 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
           {(lanesData.loading || (overlayData.loading && !overlayData.data?.coverage)) && <span class="spinner" title="loading" />}
           {overlayMetric && <CoverageNote coverage={overlayData.data?.coverage} />}
           <a
-            href={apiUrl('rlsight/export/perfetto', { t0: vp.t0.toFixed(3), t1: vp.t1.toFixed(3) })}
+            href={apiUrl('rlsight/export/perfetto', { t0: vp.t0.toFixed(3), t1: vp.t1.toFixed(3), lanes: apiLanes })}
             download
             data-testid="perfetto-download"
-            title="this window as Chrome trace-event JSON (open at ui.perfetto.dev)"
+            title="this window's selected lanes and engine series as Chrome trace-event JSON (open at ui.perfetto.dev)"
             style={{ marginLeft: 'auto', fontSize: '12.5px' }}
           >
             Perfetto ↓
