@@ -1,6 +1,6 @@
 // The rlsight command line: usage and dispatch; each command lives in src/commands/.
 import { COLLECT_USAGE } from './collect/usage.ts';
-import { CommandUsageError } from './commands/common.ts';
+import { CommandUsageError, quietWhenStdoutCloses } from './commands/common.ts';
 
 const USAGE = `rlsight — observability for LLM RL post-training runs
 
@@ -25,7 +25,7 @@ Usage:
   rlsight prometheus-config --router HOST:PORT [--collector HOST:PORT]   print a prometheus.yml for both
   rlsight --help
 
-  health, search and export also take --dump-details DIR for DIR, as serve does.
+  health, search and export take the run as serve does: DIR, --dump-details DIR, or slime dump files as FILE.pt or a quoted 'GLOB'.
 
 serve options:
   --dump-details DIR            a run's --dump-details directory (as a DIR argument; repeatable)
@@ -43,7 +43,6 @@ serve options:
   --allow-host NAME             also answer requests for this Host name (repeatable)
   --prometheus URL              engine series from this Prometheus when the run scraped none
   --tensorboard LOGDIR          the trainer's TensorBoard scalars (events.out.tfevents.*) among the metrics
-  --rollout-num-gpus N          slime runs only: the rollout GPUs, for perf/*tokens_per_gpu_per_sec
   --eval-datasets A,B           slime runs only: the eval datasets' names, in dump order
   --health-config FILE          health-board thresholds (JSON: {"signal": {"warn": x, "fire": y}})
 
@@ -58,6 +57,8 @@ demo options:
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // `rlsight … | head` ends quietly, whichever command printed
+  quietWhenStdoutCloses();
   try {
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
       process.stdout.write(USAGE);
@@ -85,7 +86,13 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`rlsight: ${(err as Error).message}`);
       return 2;
     }
-    if ((err as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
+    const code = (err as NodeJS.ErrnoException)?.code;
+    if ((command === 'serve' || command === 'demo') && (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EADDRNOTAVAIL')) {
+      // (serve says so before reading any run; this is what is met later, or by another way in)
+      console.error(`rlsight: --host: cannot listen there (${(err as Error).message})`);
+      return 2;
+    }
+    if (code === 'EADDRINUSE') {
       console.error(`rlsight: port already in use (${(err as Error).message}); pick another with ${command === 'collect' ? '--listen HOST:PORT' : '--port'}`);
       return 2;
     }

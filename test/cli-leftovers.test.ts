@@ -143,11 +143,19 @@ describe('temp folders', () => {
   });
 });
 
-test('serve refuses the slime-only --rollout-num-gpus and --eval-datasets on a miles run, saying why', () => {
+test('serve refuses the slime-only --eval-datasets on a miles run, saying why', () => {
   const run = fixturePath('miles-demo', 'run');
-  for (const flag of ['--rollout-num-gpus', '--eval-datasets']) {
-    const r = cli(['serve', '--dump-details', run, flag, '8', '--port', '0']);
+  const r = cli(['serve', '--dump-details', run, '--eval-datasets', '8', '--port', '0']);
+  assert.equal(r.code, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, /--eval-datasets: only for slime runs/);
+});
+
+test('serve refuses --rollout-num-gpus on any run: what it feeds also divides by rollout_time, which no slime dump holds', () => {
+  const runs = [['--dump-details', fixturePath('miles-demo', 'run')], [fixturePath('slime-trace')], [fixturePath('slime-trace', 'rollout_data', '*.pt')]];
+  for (const run of runs) {
+    const r = cli(['serve', ...run, '--rollout-num-gpus', '8', '--port', '0']);
     assert.equal(r.code, 2, r.stdout + r.stderr);
-    assert.match(r.stderr, new RegExp(`${flag}: only for slime runs`));
+    assert.match(r.stderr, /--rollout-num-gpus: the metrics it feeds \(perf\/tokens_per_gpu_per_sec, perf\/effective_tokens_per_gpu_per_sec\) also divide by slime's rollout_time, which no dump holds/);
   }
+  assert.doesNotMatch(cli(['--help']).stdout, /rollout-num-gpus/);
 });

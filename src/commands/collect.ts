@@ -1,7 +1,7 @@
 // `rlsight collect --dump-details DIR …`: run the collector until SIGINT/SIGTERM, then flush and exit.
 import { resolve, join } from 'node:path';
 import { existsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { CommandUsageError, flagValues, numberFlag, portIsFree } from './common.ts';
+import { CommandUsageError, flagValues, isHostName, numberFlag, portIsFree } from './common.ts';
 import { COLLECTOR_FILE, DASHBOARD_DIR } from '../formats/dashboard/layout.ts';
 import { DEFAULT_BUFFER_CAP, DEFAULT_MAX_BATCH_BYTES } from '../collect/usage.ts';
 import { makeDirs } from '../formats/dashboard/writer.ts';
@@ -31,12 +31,6 @@ export function parseHostPort(flag: string, raw: string): { host: string; port: 
   const host = m[1] ?? (m[2] || '127.0.0.1');
   if (!isHostName(host, m[1] !== undefined)) throw new CommandUsageError(`--${flag}: '${host}' is not a host name or address`);
   return { host, port };
-}
-
-/** A host name or IPv4 address (letters, digits, dots, dashes), or an IPv6 address (hex digits and colons, in brackets). */
-export function isHostName(host: string, bracketed = false): boolean {
-  // (an underscore too: container service names such as `sglang_router` resolve)
-  return bracketed ? /^[0-9A-Fa-f:.]+(%[\w.-]+)?$/.test(host) : /^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$/.test(host);
 }
 
 function usage(message: string): never {

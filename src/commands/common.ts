@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, realpathSync, renameSync, rmSync, statSync, wri
 import { isInside, realpathOfFuture, relativeToRoots } from '../formats/fileAccess.ts';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
+import { isDirectory, isFile } from './runPaths.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
@@ -64,6 +65,11 @@ export function runDirArgs<O extends NonNullable<ParseArgsConfig['options']>>(ar
   if (flagged === undefined && positionals.length === 0) throw new CommandUsageError(`${command}: a run directory is required: ${forms}`);
   const run: RunDirArg = flagged === undefined ? { dir: positionals[0], label: command } : { dir: flagged, label: '--dump-details' };
   const rest = flagged === undefined ? positionals.slice(1) : positionals;
+  // slime dump files given as an unquoted GLOB reach the command as several files (search would take the
+  // others for its QUERY): as `serve`, one FILE.pt or one quoted GLOB
+  if (flagged === undefined && run.dir.endsWith('.pt') && rest[0]?.endsWith('.pt') && isFile(rest[0])) {
+    throw new CommandUsageError(`${command}: give slime dump files as one quoted GLOB ('dir/rollout_*.pt'), not several files (unquoted, the shell expands a glob into ${run.dir}, ${rest[0]}, …)`);
+  }
   if (!opts.rest && rest.length > 0) throw new CommandUsageError(`${command}: unexpected argument '${rest[0]}': one run directory is taken, as ${forms}`);
   return { run, values, rest };
 }
@@ -142,31 +148,54 @@ export function namesIn(dir: string): string[] {
   }
 }
 
-/** Opens a run directory for reading (never written to); errors name it by `label`, where it was given. */
+/**
+ * Opens the run a command was given for reading (never written to), in the forms `serve` takes: a run directory,
+ * or slime dump files (FILE.pt or a quoted GLOB; not after --dump-details); errors name it by `label`, where it was given.
+ */
 export async function openRunDir({ dir, label }: RunDirArg, cacheDir?: string): Promise<OpenedRun> {
   const cache = cacheDirFlag(cacheDir);
-  const abs = resolve(dir);
-  let isDir = false;
-  try {
-    isDir = statSync(abs).isDirectory();
-  } catch {
-    throw new CommandUsageError(`${label}: no such directory: ${dir}`);
-  }
-  if (!isDir) throw new CommandUsageError(`${label}: not a directory: ${dir}`);
-  const { runFormats } = await import('../run/open.ts');
-  if (runFormats(abs).length === 0) throw new CommandUsageError(`${label}: not a run: ${dir} holds no rollout dumps or telemetry`);
-  const { openRun } = await import('./openRun.ts');
-  const run = await openRun(abs, { cacheDir: cache }).catch((e: Error & { param?: string }) => {
+  const { openRunArgument } = await import('./openRun.ts');
+  const opened = await openRunArgument(dir, { cacheDir: cache, dumpFiles: label !== '--dump-details' }).catch((e: Error & { param?: string }) => {
     throw e.param ? new CommandUsageError(`--${e.param === 'cacheDir' ? 'cache-dir' : e.param}: ${e.message}`) : e;
   });
+  if ('problem' in opened) throw new CommandUsageError(`${label}: ${opened.problem}`);
   return {
-    answers: run,
-    close: () => run.close(),
+    answers: opened.run,
+    close: () => opened.run.close(),
   };
+}
+
+let stdoutGone = false;
+let stdoutGuarded = false;
+
+/**
+ * A reader that stops reading (`rlsight search … | head -1`) ends what a command prints, quietly: stdout's
+ * EPIPE is not the command's failure (no stack trace, no exit 1, which says "nothing matched" for search);
+ * whatever is still to print is dropped, the command ends with the exit code it has, and one that could go on
+ * scanning asks `stdoutClosed()` to stop early. Any other failure to write stdout (a full disk) is said in one
+ * line, exit 1. Every command gets this from `main`.
+ */
+export function quietWhenStdoutCloses(): void {
+  if (stdoutGuarded) return;
+  stdoutGuarded = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') {
+      stdoutGone = true;
+      return;
+    }
+    console.error(`rlsight: cannot write the output: ${err.message}`);
+    process.exit(EXIT_FAILED);
+  });
+}
+
+/** Whether stdout's reader has gone (see `quietWhenStdoutCloses`): nothing more printed there is read. */
+export function stdoutClosed(): boolean {
+  return stdoutGone;
 }
 
 /** Runs a command body, turning its failures into a message and an exit code. */
 export async function runCommand(body: () => Promise<number>): Promise<number> {
+  quietWhenStdoutCloses();
   try {
     return await body();
   } catch (err) {
@@ -180,6 +209,41 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
     }
     console.error(`rlsight: ${terminalSafe(err instanceof Error ? err.message : String(err), true)}`);
     return EXIT_FAILED;
+  }
+}
+
+/** A host name or IPv4 address (letters, digits, dots, dashes), or an IPv6 address (hex digits and colons, in brackets). */
+export function isHostName(host: string, bracketed = false): boolean {
+  // (an underscore too: container service names such as `sglang_router` resolve)
+  return bracketed ? /^[0-9A-Fa-f:.]+(%[\w.-]+)?$/.test(host) : /^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$/.test(host);
+}
+
+/** `--host HOST` (a server's bind address): a host name or address, an IPv6 one bare or in brackets; 127.0.0.1 when absent. */
+export function hostFlag(raw: string | undefined): string {
+  if (raw === undefined) return '127.0.0.1';
+  const bare = raw.startsWith('[') && raw.endsWith(']') ? raw.slice(1, -1) : raw;
+  if (!isHostName(bare, bare.includes(':'))) {
+    throw new CommandUsageError(`--host: expected a host name or address to listen on (127.0.0.1, 0.0.0.0, ::, a name of this machine), got '${raw}'`);
+  }
+  return bare;
+}
+
+/**
+ * Checks, before a server opens anything, that `--host`/`--port` can be listened on: a name that does not
+ * resolve, an address that is not this machine's, or a port that needs privileges are usage errors naming the
+ * flag; a busy port rejects with EADDRINUSE (which `main` reports naming `--port`).
+ */
+export async function checkListen(host: string, port: number): Promise<void> {
+  try {
+    await portIsFree(host, port);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'EAI_NONAME') {
+      throw new CommandUsageError(`--host: cannot listen on ${host}: the name does not resolve (${code})`);
+    }
+    if (code === 'EADDRNOTAVAIL') throw new CommandUsageError(`--host: cannot listen on ${host}: not an address of this machine (0.0.0.0 listens on all of them)`);
+    if (code === 'EACCES') throw new CommandUsageError(`--port: no permission to listen on port ${port} of ${host} (ports below 1024 need privileges)`);
+    throw err;
   }
 }
 
@@ -247,8 +311,12 @@ export function outPath(raw: string | undefined, run: RunDirArg, kind: 'file' | 
     }
   };
   const real = resolved(out, realpathOfFuture);
-  const runReal = resolved(resolve(run.dir), realpathSync);
-  if (isInside(runReal, real)) throw new CommandUsageError(`--out: ${raw} is inside the run directory ${run.dir}; a run is read, never written`);
+  // slime dump files (FILE.pt or a GLOB: openRun.ts's namesDumpFiles, which this module does not load) are a
+  // run of their folder's
+  const dumpFiles = !isDirectory(run.dir) && (isFile(run.dir) || /[*?[]/.test(run.dir) || run.dir.endsWith('.pt'));
+  const runDir = dumpFiles ? dirname(run.dir) : run.dir;
+  const runReal = resolved(resolve(runDir), realpathSync);
+  if (isInside(runReal, real)) throw new CommandUsageError(`--out: ${raw} is inside the run directory ${runDir}; a run is read, never written`);
   if (kind === 'dir') return dirFlag(raw!, 'out');
   const existing = nearestExisting(out);
   if (existing.path === out && existing.dir) throw new CommandUsageError(`--out: ${raw} is a directory; give the name of the file to write`);

@@ -4,7 +4,9 @@ import { hostname } from 'node:os';
 import { extname, join } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
-import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
+import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat, type ExportTable } from '../queries/exports.ts';
+import { SUMMARY_COLUMNS_WITH_TRAIN } from '../queries/rollouts.ts';
+import type { RunSources } from '../queries/runAnswers.ts';
 import { integerRunsText } from '../queries/integerRuns.ts';
 import { NotFound } from '../run/errors.ts';
 import { CommandUsageError, incompleteness, intFlag, namesIn, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
@@ -35,6 +37,27 @@ function tableFlag(raw: string | boolean | undefined, out: string) {
   }
 }
 
+/**
+ * A rollout table's columns in one order whatever the step holds: the Rollouts view puts `truncated` last
+ * for a step without train data (an eval step, a slime run, a step whose train dumps are missing) and after
+ * `normalized_reward` otherwise, but a script reading exports by position needs every file alike.
+ */
+export function inRolloutExportOrder(table: ExportTable): ExportTable {
+  const order: readonly string[] = SUMMARY_COLUMNS_WITH_TRAIN;
+  const rank = (c: string): number => (order.includes(c) ? order.indexOf(c) : order.length);
+  const picked = table.columns.map((_, i) => i).sort((a, b) => rank(table.columns[a]) - rank(table.columns[b]) || a - b);
+  if (picked.every((from, i) => from === i)) return table;
+  return { columns: picked.map((i) => table.columns[i]), rows: table.rows.map((r) => picked.map((i) => r[i])) };
+}
+
+/**
+ * The train steps whose `dump/*` values an export left out, one line each as `health` says them: a dump still
+ * being written (modified within the last minute: the export is worth running again) or damaged.
+ */
+async function unreadSteps(run: RunSources): Promise<string[]> {
+  return (await run.stepFacts({ progressive: false, priority: 'background' })).warnings;
+}
+
 const metrics: ExportKind = {
   usage: 'metrics DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step (_step)',
   async run(argv) {
@@ -46,7 +69,7 @@ const metrics: ExportKind = {
       const table = await runMetricsTable(run.answers);
       writeWhole(out, encodeTable(table, format));
       console.log(`wrote ${table.rows.length} steps × ${table.columns.length - 1} keys to ${out}`);
-      return incompleteness(run.answers);
+      return incompleteness(run.answers, await unreadSteps(run.answers));
     } finally {
       await run.close();
     }
@@ -69,7 +92,7 @@ const rollout: ExportKind = {
     try {
       let table: Awaited<ReturnType<typeof rolloutTable>>;
       try {
-        table = await rolloutTable(run.answers, step, v.eval === true);
+        table = inRolloutExportOrder(await rolloutTable(run.answers, step, v.eval === true));
       } catch (e) {
         if (!(e instanceof NotFound)) throw e;
         // say which steps there are, whatever the format's own words for the missing one
@@ -103,7 +126,7 @@ const tensorboard: ExportKind = {
       const path = join(logdir, eventFileName(createdAt, hostname()));
       writeWhole(path, bytes);
       console.log(`wrote ${path} (open with: tensorboard --logdir ${logdir})`);
-      return incompleteness(run.answers);
+      return incompleteness(run.answers, await unreadSteps(run.answers));
     } finally {
       await run.close();
     }

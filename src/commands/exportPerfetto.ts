@@ -3,8 +3,13 @@
 import { perfettoForRun, perfettoSpan } from '../queries/perfettoExport.ts';
 import { CommandUsageError, incompleteness, openRunDir, outPath, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 
-/** Perfetto's UI loads traces up to about this size; a bigger export must be cut into windows. */
-export const PERFETTO_MAX_BYTES = 500 * 2 ** 20;
+/** Perfetto's UI loads traces up to about this size (500 MB); a bigger export must be cut into windows. */
+export const PERFETTO_MAX_BYTES = 500e6;
+
+/** A file's size as the README writes file sizes: in decimal MB, 10^6 bytes (memory is in MiB). */
+export function fileSizeText(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(2)} MB`;
+}
 
 function floatFlag(raw: string | undefined, flag: string): number | undefined {
   if (raw === undefined) return undefined;
@@ -44,10 +49,10 @@ export const perfettoExport: ExportKind = {
       }
       const bytes = new TextEncoder().encode(JSON.stringify(trace));
       if (bytes.length > PERFETTO_MAX_BYTES) {
-        throw new CommandUsageError(`the export would be ${(bytes.length / 2 ** 20).toFixed(0)} MB, above the ~500 MB Perfetto loads; give a narrower --t0/--t1 window`);
+        throw new CommandUsageError(`the export would be ${fileSizeText(bytes.length)}, above the ~${PERFETTO_MAX_BYTES / 1e6} MB Perfetto loads; give a narrower --t0/--t1 window`);
       }
       writeWhole(out, bytes);
-      console.log(`wrote ${trace.traceEvents.length} trace events (${(bytes.length / 2 ** 20).toFixed(2)} MB) to ${out}; open it at https://ui.perfetto.dev`);
+      console.log(`wrote ${trace.traceEvents.length} trace events (${fileSizeText(bytes.length)}) to ${out}; open it at https://ui.perfetto.dev`);
       return incompleteness(run, leftOut);
     } finally {
       await opened.close();

@@ -9,9 +9,9 @@ import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
 import { realpathOfFuture } from '../formats/fileAccess.ts';
 import { CommandUsageError, incompleteness, namesIn, outPath, runDirArgs } from './common.ts';
+import { isDirectory } from './runPaths.ts';
 import type { ExportKind } from './common.ts';
 
-const isDirectory = (path: string): boolean => statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
 
 type ParquetType = 'DOUBLE' | 'INT32' | 'STRING';
 interface Column {
@@ -105,7 +105,7 @@ function* partitions(store: ReturnType<typeof openTelemetry>): Generator<{ strea
 
 /**
  * Writes the run's telemetry under `outDir`; returns the files and rows written per stream. `skipped` gets
- * the lines that could not be read (`dashboard/FILE:LINE: why`).
+ * the lines that could not be read (`dashboard/FILE:LINE: why`; `dashboard/FILE: why` for a whole hour partition).
  */
 export async function writeTelemetryParquet(dashboardDir: string, outDir: string, skipped: string[] = []): Promise<Record<string, { files: number; rows: number }>> {
   const compress = await zstdCompressor();
@@ -129,7 +129,8 @@ export async function writeTelemetryParquet(dashboardDir: string, outDir: string
       s.files++;
       s.rows += rows;
     }
-    for (const w of store.warnings()) skipped.push(`dashboard/${w.file}:${w.line}: ${w.message}`);
+    // named as the run names it everywhere else: an hour partition (line 0) without a line number
+    for (const w of store.warnings()) skipped.push(`dashboard/${w.file}${w.line > 0 ? `:${w.line}` : ''}: ${w.message}`);
   } finally {
     store.close();
   }
@@ -141,7 +142,11 @@ export const telemetryExport: ExportKind = {
   async run(argv) {
     const { run, values: v } = runDirArgs(argv, 'export telemetry', { format: { type: 'string' }, out: { type: 'string' } });
     const dir = resolve(run.dir);
-    if (!isDirectory(dir)) throw new CommandUsageError(`${run.label}: no such directory: ${run.dir}`);
+    if (!isDirectory(dir)) {
+      const { namesDumpFiles } = await import('./openRun.ts');
+      if (namesDumpFiles(run.dir)) throw new CommandUsageError(`${run.label}: slime dump files (FILE.pt|GLOB) hold no telemetry; export telemetry reads a run directory's dashboard/`);
+      throw new CommandUsageError(`${run.label}: no such directory: ${run.dir}`);
+    }
     if (!isDirectory(join(dir, 'dashboard'))) throw new CommandUsageError(`${run.label}: no telemetry: ${run.dir} holds no dashboard/ folder`);
     const out = outPath(v.out, run, 'dir');
     if ((v.format ?? 'parquet') !== 'parquet') throw new CommandUsageError(`--format: expected parquet, got '${v.format}'`);

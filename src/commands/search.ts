@@ -2,7 +2,7 @@
 // (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
 import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
 import { parseQuery, searchRun } from '../queries/search.ts';
-import { cacheDirFlag, CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, intFlag, openRunDir, runCommand, runDirArgs, terminalSafe } from './common.ts';
+import { cacheDirFlag, CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, intFlag, openRunDir, runCommand, runDirArgs, stdoutClosed, terminalSafe } from './common.ts';
 import { relativeToRoots } from '../formats/fileAccess.ts';
 
 export async function searchCommand(argv: string[]): Promise<number> {
@@ -30,6 +30,8 @@ export async function searchCommand(argv: string[]): Promise<number> {
       let unread = 0;
       for await (const e of searchRun(search, run.answers, query, { limit })) {
         if (e.type === 'match') {
+          // the reader has gone (`| head -1`): the matches it read are the answer; the rest of the run is not scanned
+          if (stdoutClosed()) return 0;
           matches++;
           const { step, evaluation, sample_index, field, snippet } = e;
           process.stdout.write(`${JSON.stringify({ step, evaluation, sample_index, field, snippet, group_index: e.group_index, reward: e.reward, status: e.status })}\n`);

@@ -1,12 +1,16 @@
 // `rlsight serve`: parse flags, open the runs, start the read-only server.
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
-import type { RunSources } from '../queries/runAnswers.ts';
+import { basename, isAbsolute, join, relative, resolve } from 'node:path';
+import type { RunAnswers } from '../queries/runAnswers.ts';
+import { evalDatasets } from '../queries/slimePerf.ts';
+import type { RunModel } from '../run/model.ts';
+import { relativeToRoots } from '../formats/fileAccess.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
-import { cacheDirFlag, CommandUsageError as UsageError, numberFlag, parseFlags, portFlag, terminalSafe } from './common.ts';
+import { notARun } from './runPaths.ts';
+import { cacheDirFlag, checkListen, CommandUsageError as UsageError, hostFlag, isHostName, numberFlag, parseFlags, portFlag, terminalSafe } from './common.ts';
 
 /** How long a stopped server waits for its runs' pending cache writes before it exits. */
 const SHUTDOWN_WRITES_MS = 3000;
@@ -35,9 +39,16 @@ export interface ServeFlags {
   prometheus?: string;
   /** `--tensorboard LOGDIR`: the trainer's TensorBoard scalars among the run's metrics. */
   tensorboard?: string;
-  /** slime's `--rollout-num-gpus` and `--eval-datasets` (its step metrics; a slime run's only). */
+  /** slime's `--eval-datasets` (its step metrics; a slime run's only). */
   slime: StepMetricsInputs;
 }
+
+/**
+ * Why `--rollout-num-gpus` is refused, whatever the run: every metric slime computes with the GPU count
+ * (`perf/*tokens_per_gpu_per_sec`) also divides by rollout_time, which a dump does not hold.
+ */
+export const ROLLOUT_NUM_GPUS_REFUSED =
+  "--rollout-num-gpus: the metrics it feeds (perf/tokens_per_gpu_per_sec, perf/effective_tokens_per_gpu_per_sec) also divide by slime's rollout_time, which no dump holds, so it would compute nothing; a run that logs slime's metrics itself (through slime's hooks, or --tensorboard) has them already";
 
 /** The port to serve on: `--port N` in [0, 65535], 7788 by default. */
 /** A directory rlsight can serve: it exists and holds dumps or telemetry. `flag` names where it was given. */
@@ -50,10 +61,7 @@ export function checkRunDir(dir: string, flag = '--dump-details'): string {
     throw new UsageError(`${flag}: no such directory: ${dir}`);
   }
   if (!isDir) throw new UsageError(`${flag}: not a directory: ${dir}`);
-  const markers = ['dashboard', 'rollout_data', 'train_data', 'dashboard_columns'];
-  if (!markers.some((m) => existsSync(join(abs, m)))) {
-    throw new UsageError(`${flag}: ${dir} is not a run directory (no ${markers.join('/, ')}/ inside)`);
-  }
+  if (runFormats(abs).length === 0) throw new UsageError(`${flag}: ${notARun(dir)}`);
   return abs;
 }
 
@@ -104,17 +112,16 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     seen.set(real, dir);
   }
   const runsRoot = values.runs === undefined ? undefined : checkRoot(values.runs);
-  // Inputs a slime dump lacks; a miles run logs the metrics they feed itself, so they would change nothing.
+  if (values['rollout-num-gpus'] !== undefined) throw new UsageError(ROLLOUT_NUM_GPUS_REFUSED);
+  // An input a slime dump lacks; a miles run logs the metrics it feeds itself, so it would change nothing.
   const onlySlime = runsRoot === undefined && runDirs.length > 0 && runDirs.every((d) => runFormats(d).includes('slime'));
-  for (const flag of ['rollout-num-gpus', 'eval-datasets'] as const) {
-    if (values[flag] !== undefined && !onlySlime) throw new UsageError(`--${flag}: only for slime runs (it fills in what a slime dump lacks); this run is not one and logs those metrics itself`);
-  }
+  if (values['eval-datasets'] !== undefined && !onlySlime) throw new UsageError('--eval-datasets: only for slime runs (it fills in what a slime dump lacks); this run is not one and logs those metrics itself');
   if (values['no-cache'] && values['cache-dir'] !== undefined) throw new UsageError('--no-cache: give either --cache-dir DIR or --no-cache, not both');
   if (runDirs.length === 0 && runsRoot === undefined) throw new UsageError('a run directory is required: serve DIR [DIR...], --runs ROOT or --dump-details DIR');
   return {
     runDirs,
     runsRoot,
-    host: values.host ?? '127.0.0.1',
+    host: hostFlag(values.host),
     port: portFlag(values.port),
     follow: values.follow ?? false,
     tensorLru: values['tensor-lru'] === undefined ? undefined : numberFlag('tensor-lru', values['tensor-lru'], 0, { int: true, min: 0 }),
@@ -123,15 +130,84 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     memoryBudgetMiB: numberFlag('memory-budget', values['memory-budget'], DEFAULT_MEMORY_BUDGET / 2 ** 20, { min: 16 }),
     useUtilizationOverview: values['use-utilization-overview'] ?? false,
     lowMfuThreshold: numberFlag('low-mfu-threshold', values['low-mfu-threshold'], 0.15, { min: 0 }),
-    allowHosts: values['allow-host'] ?? [],
+    allowHosts: allowHostFlag(values['allow-host']),
     healthConfig: values['health-config'],
-    prometheus: values.prometheus,
+    prometheus: prometheusFlag(values.prometheus),
     tensorboard: tensorboardFlag(values.tensorboard, runDirs.length, runsRoot !== undefined),
-    slime: {
-      rolloutNumGpus: values['rollout-num-gpus'] === undefined ? undefined : numberFlag('rollout-num-gpus', values['rollout-num-gpus'], 0, { int: true, min: 1 }),
-      evalDatasetNames: values['eval-datasets']?.split(',').map((s) => s.trim()).filter(Boolean),
-    },
+    slime: { evalDatasetNames: evalDatasetsFlag(values['eval-datasets']) },
   };
+}
+
+/** `--prometheus URL`: the Prometheus server's http(s) URL. */
+export function prometheusFlag(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // not a URL at all
+  }
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    throw new UsageError(`--prometheus: expected the Prometheus server's http(s) URL, such as http://127.0.0.1:9090, got '${raw}'`);
+  }
+  return raw;
+}
+
+/**
+ * `--allow-host NAME` (repeatable): host names as a Host header names them, compared without the port. A URL,
+ * a NAME:PORT or an empty value would never match a request: refused, naming the host name meant.
+ */
+export function allowHostFlag(raws: readonly string[] | undefined): string[] {
+  return (raws ?? []).map((raw) => {
+    if (raw.trim() === '') throw new UsageError('--allow-host: expected a host name, got an empty value');
+    if (isHostName(raw)) return raw;
+    // an IPv6 address, in brackets as a Host header carries it (bare: two colons or more; one is NAME:PORT)
+    const inBrackets = /^\[([^\]]+)\]$/.exec(raw)?.[1];
+    if (inBrackets !== undefined && isHostName(inBrackets, true)) return raw;
+    if ((raw.match(/:/g) ?? []).length >= 2 && isHostName(raw, true)) return `[${raw}]`;
+    let meant: string | null = null;
+    try {
+      meant = new URL(/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(raw) ? raw : `http://${raw}`).hostname;
+    } catch {
+      // nothing a host name can be read from
+    }
+    const hint = meant !== null && meant !== raw && (isHostName(meant) || /^\[[0-9a-f:.]+\]$/.test(meant)) ? `: give --allow-host ${meant}` : '';
+    throw new UsageError(`--allow-host: expected a host name (as a request's Host header names it, without scheme, port or path), got '${raw}'${hint}`);
+  });
+}
+
+/**
+ * `--eval-datasets A,B`: the eval datasets' names, in dump order. An empty name (`a,,b`) or one given twice
+ * would label a dataset's charts wrongly or merge two datasets' keys: refused.
+ */
+export function evalDatasetsFlag(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const names = raw.split(',').map((s) => s.trim());
+  if (names.some((n) => n === '')) throw new UsageError(`--eval-datasets: an empty name in '${raw}'; give the eval datasets' names separated by commas, in dump order (--eval-datasets aime24,gsm8k_test)`);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined) throw new UsageError(`--eval-datasets: '${twice}' is given twice; each eval dataset needs a name of its own`);
+  return names;
+}
+
+/**
+ * What `--eval-datasets` names, against the datasets a run's eval dumps hold (slime stores no names: a new
+ * dataset starts where the sample index stops increasing): one line per dataset count that differs from the
+ * names given, saying which datasets go without a name (shown as `dataset<i>`) or which names go unused.
+ */
+export async function evalDatasetsMismatch(model: Pick<RunModel, 'traces' | 'roots'>, names: readonly string[]): Promise<string[]> {
+  const byCount = new Map<number, string[]>();
+  for (const d of (await model.traces?.allDumps(true)) ?? []) {
+    const n = evalDatasets(d.samples).length;
+    if (n !== names.length) byCount.set(n, [...(byCount.get(n) ?? []), relativeToRoots(d.file, model.roots)]);
+  }
+  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+  return [...byCount].map(([n, files]) => {
+    const where = files.length === 1 ? `${files[0]} holds` : `${files[0]} and ${plural(files.length - 1, 'other eval dump')} hold`;
+    const unnamed = Array.from({ length: Math.max(0, n - names.length) }, (_, i) => `dataset${names.length + i}`);
+    const unused = names.slice(n);
+    const effect = unnamed.length > 0 ? `the unnamed ${unnamed.length === 1 ? 'one is' : 'ones are'} labelled ${unnamed.join(', ')}` : `${unused.join(', ')} ${unused.length === 1 ? 'is' : 'are'} not used`;
+    return `--eval-datasets: ${plural(names.length, 'name')} given (${names.join(', ')}), but ${where} ${plural(n, 'eval dataset')} (a new one starts where the sample index stops increasing); ${effect}`;
+  });
 }
 
 /** `--tensorboard LOGDIR`: an existing folder, for one run. */
@@ -150,13 +226,30 @@ function tensorboardFlag(raw: string | undefined, runs: number, root: boolean): 
   return dir;
 }
 
-function banner(url: string, host: string, port: number, runs: readonly { id: string }[]): string {
+/**
+ * The served runs' ids; a run whose id is not its folder's name, or whose folder name another run shares
+ * (`teamA/healthy` and `teamB/healthy` are `healthy` and `healthy-2`), with its folder: relative to `--runs ROOT`,
+ * else to the working directory (absolute when outside it).
+ */
+export function runsLine(runs: readonly { id: string; dir: string }[], root?: string): string {
+  const names = runs.map((r) => basename(r.dir));
+  const base = root ?? process.cwd();
+  const shown = (dir: string): string => {
+    const rel = relative(base, dir);
+    return rel === '' ? (root === undefined ? '.' : root) : rel.startsWith('..') || isAbsolute(rel) ? dir : rel;
+  };
+  const named = runs.map((r, i) => (r.id !== names[i] || names.indexOf(names[i]) !== names.lastIndexOf(names[i]) ? `${r.id} = ${shown(r.dir)}` : r.id));
+  return `runs: ${named.join(', ')}`;
+}
+
+function banner(url: string, host: string, port: number, runs: readonly { id: string; dir: string }[], root?: string): string {
   const local = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const lines = [
     `rlsight serving ${url}`,
     `from a laptop: ssh -N -L ${port}:${local}:${port} ${hostname()}   then open http://127.0.0.1:${port}/`,
   ];
-  if (runs.length > 1) lines.push(`runs: ${runs.map((r) => r.id).join(', ')}`);
+  // (folder names as printable text: a name cannot move the cursor or fake a line)
+  if (runs.length > 1) lines.push(terminalSafe(runsLine(runs, root)));
   if (local !== host) lines.push(`listening on all interfaces: requests must name localhost or an --allow-host NAME in their Host header`);
   return lines.join('\n');
 }
@@ -186,8 +279,12 @@ export async function serve(flags: ServeFlags): Promise<void> {
       throw new UsageError((e as Error).message);
     }
   })();
+  // a name that does not resolve, an address not this machine's, a busy port: said before any run is read
+  await checkListen(flags.host, flags.port);
   let opened = 0;
-  const open = (dir: string): Promise<RunSources> =>
+  // each run's folder, for the banner (the server's list names runs by id)
+  const dirOf = new WeakMap<object, string>();
+  const open = (dir: string): Promise<RunAnswers> =>
     openRun(dir, {
       tensorLru: flags.tensorLru,
       cacheDir: cacheFor(flags, dir, opened++, flags.runsRoot ? 2 : flags.runDirs.length),
@@ -200,7 +297,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
       // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
       const param = (err as { param?: string }).param;
       throw param ? new UsageError(`--${param === 'cacheDir' ? 'cache-dir' : param}: ${err.message}`) : err;
-    });
+    }).then((run) => (dirOf.set(run, resolve(dir)), run));
   const options = {
     healthSignals,
     host: flags.host,
@@ -211,18 +308,34 @@ export async function serve(flags: ServeFlags): Promise<void> {
     allowHosts: flags.allowHosts,
   };
   const runs = new ServedRuns(options, open);
-  for (const dir of flags.runDirs) runs.add(dir, await open(dir));
+  const given: RunAnswers[] = [];
+  for (const dir of flags.runDirs) {
+    const run = await open(dir);
+    given.push(run);
+    runs.add(dir, run);
+  }
   if (flags.runsRoot) {
     await runs.discover(flags.runsRoot);
     if (flags.follow) runs.watch(flags.runsRoot);
     else if (runs.runs().length === 0) throw new UsageError(`--runs: no run directory under ${flags.runsRoot}`);
   }
   const server = await startRunsServer(runs, options);
-  console.log(banner(server.url, flags.host, server.port, runs.runs()));
+  console.log(banner(server.url, flags.host, server.port, runs.runs().map((r) => ({ id: r.id, dir: dirOf.get(r.run) ?? r.id })), flags.runsRoot));
   // What a view's first requests read (the first run's meta) is made ready while a browser loads the app.
   runs.runs()[0]?.run.catalog().catch(() => {});
   for (const r of runs.runs()) if (r.run.getReady?.()) break;
   for (const r of runs.runs()) for (const w of r.run.warnings()) console.warn(`warning: ${terminalSafe(`${runs.runs().length > 1 ? `${r.id}: ` : ''}${w}`)}`);
+  // `--eval-datasets` against the datasets the eval dumps hold, once they are read (they are read for the metrics anyway)
+  const names = flags.slime.evalDatasetNames;
+  if (names !== undefined) {
+    for (const [i, run] of given.entries()) {
+      void evalDatasetsMismatch(run.model, names)
+        .then((lines) => {
+          for (const w of lines) console.warn(`warning: ${terminalSafe(`${given.length > 1 ? `${runs.runs()[i]?.id}: ` : ''}${w}`)}`);
+        })
+        .catch(() => {}); // an unreadable eval dump is the run's own warning
+    }
+  }
   const stop = (): void => {
     // what the runs still keep for the next process (a step's records, written after its answers) is written
     // before the process ends, for a few seconds at most

@@ -51,7 +51,9 @@ test('without --out the files go to a new temporary folder', () => {
 });
 
 test('a dump whose samples carry no trace, and a file that is no dump, get a message naming the file', async () => {
-  const untraced = join(tmp, 'rollout_3.pt');
+  // in a folder of its own: --out may not lie in the dump's folder (its run)
+  mkdirSync(join(tmp, 'untraced'));
+  const untraced = join(tmp, 'untraced', 'rollout_3.pt');
   await saveTorch({ rollout_id: 3, samples: [{ index: 0, response: 'x', reward: new PyFloat(0) }] }, untraced);
   const r = cli(untraced, '--no-serve', '--out', join(tmp, 'o2'));
   assert.equal(r.status, 1);

@@ -1,11 +1,11 @@
 // `rlsight trace FILE.pt [--out DIR] [--no-serve]`: slime's viewer cache (compatible) and a
 // self-contained page of ours for one slime rollout dump, optionally served on loopback.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { PACKAGE_ROOT } from '../ownFiles.ts';
-import { CommandUsageError, parseFlags, portFlag, removeOnExit } from './common.ts';
+import { CommandUsageError, outPath, parseFlags, portFlag, removeOnExit } from './common.ts';
 import { timelineCache, timelineCacheJson } from '../queries/slimeTimeline.ts';
 import { traceDetails, traceView } from '../queries/slimeTraceView.ts';
 import { SlimeDumpError } from '../run/errors.ts';
@@ -50,12 +50,12 @@ export async function writeTraceOutputs(ptPath: string, outDir: string, now = Da
   if (traced === 0) {
     throw new SlimeDumpError(ptPath, `none of its ${dump.samples.length} samples carries a trace (slime records one per sample while it generates; dumps made without tracing have none)`);
   }
-  if (!existsSync(STANDALONE_JS)) throw new Error(`the trace page script is not built (${basename(STANDALONE_JS)}); run: npm run build`);
+  if (!existsSync(STANDALONE_JS)) throw new Error(`the trace page script is not built (${basename(STANDALONE_JS)}); run: npm run build:web`);
   const stem = basename(abs).replace(/\.pt$/, '');
-  mkdirSync(outDir, { recursive: true });
+  writing(outDir, () => mkdirSync(outDir, { recursive: true }));
   const cachePath = join(outDir, `${stem}.trace_timeline_cache.json`);
   const cache = timelineCache(dump.samples, abs, now);
-  writeFileSync(cachePath, timelineCacheJson(cache));
+  writing(cachePath, () => writeFileSync(cachePath, timelineCacheJson(cache)));
   const answer = traceView(dump.samples, dump);
   const details: Record<string, TraceDetails> = {};
   for (const s of dump.samples) {
@@ -63,8 +63,50 @@ export async function writeTraceOutputs(ptPath: string, outDir: string, now = Da
     if (d) details[String(s.row)] = d;
   }
   const htmlPath = join(outDir, `${stem}.trace.html`);
-  writeFileSync(htmlPath, standalonePage(`${basename(abs)} trace`, { title: `${basename(abs)} trace`, answer, details }, readFileSync(STANDALONE_JS, 'utf8')));
+  const page = standalonePage(`${basename(abs)} trace`, { title: `${basename(abs)} trace`, answer, details }, readFileSync(STANDALONE_JS, 'utf8'));
+  writing(htmlPath, () => writeFileSync(htmlPath, page));
   return { cache: cachePath, html: htmlPath, samples: cache.sample_count };
+}
+
+/** Runs a write into `--out`, its failure said as one (`--out: cannot write …: permission denied`), not a raw errno. */
+function writing(path: string, write: () => void): void {
+  try {
+    write();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'EACCES' ? 'permission denied' : code === 'EROFS' ? 'read-only file system' : code === 'ENOSPC' ? 'no space left on the device' : (e as Error).message;
+    throw new Error(`--out: cannot write ${path}: ${why}`);
+  }
+}
+
+/**
+ * The run a dump belongs to, which `--out` may not lie in (a run is read, never written): `DIR` for slime's
+ * `DIR/rollout_data/N.pt` layout, else the dump's own folder (where a `--save-debug-rollout-data` template wrote it).
+ */
+export function dumpRunDir(pt: string): string {
+  const folder = dirname(pt);
+  return basename(resolve(folder)) === 'rollout_data' ? dirname(folder) : folder;
+}
+
+/** The dump files in a folder and its `rollout_data/`, named relative to it (for a message). */
+function dumpsIn(dir: string): string[] {
+  const found: string[] = [];
+  for (const sub of ['', 'rollout_data']) {
+    try {
+      for (const n of readdirSync(join(dir, sub)).sort()) if (n.endsWith('.pt')) found.push(join(sub, n));
+    } catch {
+      // no such folder
+    }
+  }
+  return found;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 export async function traceCommand(argv: string[]): Promise<number> {
@@ -77,8 +119,14 @@ export async function traceCommand(argv: string[]): Promise<number> {
   if (values.serve && values['no-serve']) throw new TraceCommandError('trace: --serve and --no-serve ask opposite things; give one');
   const pt = positionals[0];
   if (!existsSync(pt)) throw new TraceCommandError(`trace: no such file: ${pt}`);
+  if (isDirectory(pt)) {
+    const dumps = dumpsIn(pt);
+    const held = dumps.length === 0 ? 'it holds no .pt file' : `it holds ${dumps.slice(0, 3).join(', ')}${dumps.length > 3 ? ` and ${dumps.length - 3} more` : ''}`;
+    throw new TraceCommandError(`trace: ${pt} is a directory; give one rollout dump file (FILE.pt): ${held}`);
+  }
   const port = portFlag(values.port, 0);
-  const outDir = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'rlsight-trace-'));
+  // checked before the dump is read, as the exports check theirs: a directory, never inside the run
+  const outDir = values.out !== undefined ? outPath(values.out, { dir: dumpRunDir(pt), label: 'trace' }, 'dir') : mkdtempSync(join(tmpdir(), 'rlsight-trace-'));
   // A temp folder made for serving goes when the server does; with --no-serve it is the output, and stays.
   if (!values.out && !values['no-serve']) removeOnExit(outDir);
   const out = await writeTraceOutputs(pt, outDir).catch((e: unknown) => {
