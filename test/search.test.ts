@@ -56,8 +56,8 @@ test('queries parse into their kinds; bad ones are errors on q', () => {
   }
   assert.equal(parseQuery('/a+b/i').kind, 'regex');
   assert.throws(() => parseQuery('/(/'), /q: not a regular expression/);
-  // the query as typed and the reason, without the flags the search adds
-  assert.throws(() => parseQuery('/(unclosed/i'), (e: Error) => e.message === 'q: not a regular expression: /(unclosed/i: Unterminated group');
+  // the reason, without the pattern and the flags the search adds
+  assert.throws(() => parseQuery('/(unclosed/i'), (e: Error) => e.message === 'q: not a regular expression: Unterminated group');
   assert.throws(() => parseQuery('/a/g'), /unsupported regular-expression flag/);
   assert.throws(() => parseQuery('   '), /the query is empty/);
   // a word or phrase repeated is asked once; more different ones than a search takes are an error on q
@@ -530,6 +530,12 @@ describe('answers across the runs a server holds', () => {
   });
   const get = async (url: string) => app.fetch(new Request(`http://127.0.0.1${url}`));
   const events = async (url: string) => (await (await get(url)).text()).trim().split('\n').map((l) => JSON.parse(l) as SearchEvent);
+
+  test('a pattern that is no regular expression is a 400 giving the reason whole', async () => {
+    const r = await get(`/api/rlsight/search?q=${encodeURIComponent('/[/')}`);
+    assert.equal(r.status, 400);
+    assert.equal(((await r.json()) as { detail: string }).detail, 'q: not a regular expression: Unterminated character class');
+  });
 
   test('a run named twice in runs= is a 400, not every match twice', async () => {
     const r = await get('/api/rlsight/search?q=answer&runs=first,second,first');

@@ -38,8 +38,9 @@ export function parseQuery(raw: string): ParsedQuery {
       return { kind: 'regex', regex: new RegExp(re[1], `${flags}g`), source: re[1] };
     } catch (e) {
       // the engine's message repeats the pattern with the flags it was given (`/(a/g: …`): only its reason is kept
+      // (the pattern is in the asker's own box; echoed, a slash-laden one reads as a path the answer scrubs)
       const reason = (e as Error).message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
-      throw new BadArgument('q', `q: not a regular expression: /${re[1]}/${flags}: ${reason}`);
+      throw new BadArgument('q', `q: not a regular expression: ${reason}`);
     }
   }
   const ss = /^(\d+):(\d+)$/.exec(q);
