@@ -1,14 +1,14 @@
 // The server over slime runs: the --dump-details layout and a --save-debug-rollout-data glob.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { answersFor } from '../src/queries/slimeAnswers.ts';
 import { SlimeRunModel } from '../src/run/slime/index.ts';
 import { startServer, type RunningServer } from '../src/server/listen.ts';
-import { fixturePath, readFixtureJson } from './support/fixtures.ts';
+import { ageTree, fixturePath, readFixtureJson } from './support/fixtures.ts';
 
 const REPO = join(import.meta.dirname, '..');
 
@@ -25,6 +25,8 @@ describe('serving a slime --dump-details folder', () => {
     mkdirSync(join(tmp, 'rollout_data'), { recursive: true });
     for (const f of ['0.pt', '1.pt', 'eval_0.pt']) copyFileSync(fixturePath('slime-trace', 'rollout_data', f), join(tmp, 'rollout_data', f));
     writeFileSync(join(tmp, 'rollout_data', '2.pt'), 'PK\u0003\u0004 truncated');
+    // a finished run's files: a damaged one is damage, not a dump still being written
+    ageTree(tmp);
     server = await startServer(answersFor(SlimeRunModel.fromDumpDetails(tmp), { slime: { evalDatasetNames: ['aime24', 'gsm8k_test'] } }), { port: 0 });
   });
   after(async () => {
@@ -138,6 +140,24 @@ describe('serving a slime --dump-details folder', () => {
     assert.equal(second.body.reward, rows.get(4).reward);
     assert.notDeepEqual(second.body.messages, first.body.messages);
     assert.equal((await get(server, '/api/rollout/0/sample/7/tokens?eval=1')).status, 404);
+  });
+
+  it('a dump that does not decode while it is new is still being written: a 503, then a 422 once it is old', async () => {
+    // the damaged 2.pt, as if it had just been written
+    const file = join(tmp, 'rollout_data', '2.pt');
+    const now = Date.now() / 1000;
+    utimesSync(file, now, now);
+    try {
+      const writing = await get(server, '/api/rollout/2/summary');
+      assert.equal(writing.status, 503, JSON.stringify(writing.body));
+      assert.equal(writing.body.detail, 'dump still being written: rollout_data/2.pt');
+    } finally {
+      const old = now - 86_400;
+      utimesSync(file, old, old);
+    }
+    const damaged = await get(server, '/api/rollout/2/summary');
+    assert.equal(damaged.status, 422);
+    assert.match(damaged.body.detail, /^rollout_data\/2\.pt: not a readable torch dump/);
   });
 
   it('the trace answers; a damaged dump is a 422 naming the file', async () => {

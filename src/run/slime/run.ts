@@ -3,6 +3,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
+import { DumpStillWriting, FRESH_SECONDS, isRefusedFile } from '../errors.ts';
 import { readSlimeDump, rolloutIdFromName, SlimeDumpError, streamSlimeDump, type SlimeDump } from './dump.ts';
 import { sampleIndex, type SlimeSample } from './sample.ts';
 
@@ -140,7 +141,7 @@ export class SlimeRun implements SampleDumpSource {
         try {
           id = (await this.read(f)).rolloutId;
         } catch (err) {
-          this.note(err);
+          if (!(err instanceof DumpStillWriting)) this.note(err);
           continue;
         }
       }
@@ -158,7 +159,11 @@ export class SlimeRun implements SampleDumpSource {
   private async read(f: SlimeDumpFile): Promise<SlimeDump> {
     const { stamp, hit } = this.cached(f);
     if (hit) return hit;
-    return this.keep(f, stamp, await readSlimeDump(f.path, { name: f.name }));
+    try {
+      return this.keep(f, stamp, await readSlimeDump(f.path, { name: f.name }));
+    } catch (err) {
+      throw stillWriting(f, err);
+    }
   }
 
   /** A dump kept from before, if its file is unchanged, with the file's stamp. */
@@ -201,9 +206,13 @@ export class SlimeRun implements SampleDumpSource {
       yield hit.samples;
       return;
     }
-    for await (const part of streamSlimeDump(f.path, { name: f.name })) {
-      if (part.samples.length > 0) yield part.samples;
-      if (part.dump) this.keep(f, stamp, part.dump);
+    try {
+      for await (const part of streamSlimeDump(f.path, { name: f.name })) {
+        if (part.samples.length > 0) yield part.samples;
+        if (part.dump) this.keep(f, stamp, part.dump);
+      }
+    } catch (err) {
+      throw stillWriting(f, err);
     }
   }
 
@@ -255,11 +264,26 @@ export class SlimeRun implements SampleDumpSource {
         const d = await this.dump(id, evaluation);
         if (d) out.push(d);
       } catch (err) {
-        this.note(err);
+        // a dump still being written is no problem of the run's: it is read once it is whole
+        if (!(err instanceof DumpStillWriting)) this.note(err);
       }
     }
     return out;
   }
+}
+
+/**
+ * A dump that fails to decode while its file is younger than the freshness window is taken to be still being
+ * written (as a miles run's); a refused file (a directory, a FIFO, a link out of the run) never becomes one.
+ */
+function stillWriting(f: SlimeDumpFile, err: unknown): unknown {
+  if (!(err instanceof SlimeDumpError) || isRefusedFile(err)) return err;
+  try {
+    if (Date.now() - statSync(f.path).mtimeMs < FRESH_SECONDS * 1000) return new DumpStillWriting(f.name, err);
+  } catch {
+    // gone since: the failure as it was
+  }
+  return err;
 }
 
 /** A sample by its key (`Sample.index`; its position in an eval dump). */
