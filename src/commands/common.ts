@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, realpathSync, renameSync, rmSync, statSync, wri
 import { isInside, realpathOfFuture, relativeToRoots } from '../formats/fileAccess.ts';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
-import { isDirectory, isFile } from './runPaths.ts';
+import { isFile, namesDumpFiles } from './runPaths.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
@@ -311,10 +311,8 @@ export function outPath(raw: string | undefined, run: RunDirArg, kind: 'file' | 
     }
   };
   const real = resolved(out, realpathOfFuture);
-  // slime dump files (FILE.pt or a GLOB: openRun.ts's namesDumpFiles, which this module does not load) are a
-  // run of their folder's
-  const dumpFiles = !isDirectory(run.dir) && (isFile(run.dir) || /[*?[]/.test(run.dir) || run.dir.endsWith('.pt'));
-  const runDir = dumpFiles ? dirname(run.dir) : run.dir;
+  // slime dump files (FILE.pt or a GLOB) are a run of their folder's
+  const runDir = namesDumpFiles(run.dir) ? dirname(run.dir) : run.dir;
   const runReal = resolved(resolve(runDir), realpathSync);
   if (isInside(runReal, real)) throw new CommandUsageError(`--out: ${raw} is inside the run directory ${runDir}; a run is read, never written`);
   if (kind === 'dir') return dirFlag(raw!, 'out');

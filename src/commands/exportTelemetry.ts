@@ -9,7 +9,7 @@ import { parquetWriteFile } from 'hyparquet-writer';
 import { openTelemetry } from '../run/open.ts';
 import { realpathOfFuture } from '../formats/fileAccess.ts';
 import { CommandUsageError, incompleteness, namesIn, outPath, runDirArgs } from './common.ts';
-import { isDirectory } from './runPaths.ts';
+import { isDirectory, namesDumpFiles } from './runPaths.ts';
 import type { ExportKind } from './common.ts';
 
 
@@ -143,7 +143,6 @@ export const telemetryExport: ExportKind = {
     const { run, values: v } = runDirArgs(argv, 'export telemetry', { format: { type: 'string' }, out: { type: 'string' } });
     const dir = resolve(run.dir);
     if (!isDirectory(dir)) {
-      const { namesDumpFiles } = await import('./openRun.ts');
       if (namesDumpFiles(run.dir)) throw new CommandUsageError(`${run.label}: slime dump files (FILE.pt|GLOB) hold no telemetry; export telemetry reads a run directory's dashboard/`);
       throw new CommandUsageError(`${run.label}: no such directory: ${run.dir}`);
     }

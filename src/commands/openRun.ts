@@ -8,7 +8,7 @@ import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { RefusedOption, SlimeDumpError } from '../run/errors.ts';
-import { isDirectory, isFile, notARun } from './runPaths.ts';
+import { namesDumpFiles, notARun } from './runPaths.ts';
 import type { OpenRunOptions, RolloutIds, RunModel } from '../run/model.ts';
 import { openDerivedEntry, openDumpFiles, openPrometheusEngines, openRunModel, openSearchTexts, runFormats } from '../run/open.ts';
 
@@ -38,15 +38,6 @@ export async function openRun(runDir: string, opts: OpenAnswersOptions = {}): Pr
 /** What is wrong with the run a command was given, said without the flag or command that gave it (the caller adds that). */
 export interface RunArgumentProblem {
   problem: string;
-}
-
-/**
- * Whether a run argument names slime dump files (`serve FILE.pt|GLOB`: what a `--save-debug-rollout-data`
- * template wrote) rather than a run directory: a file, a name with a glob character, or a `.pt` name. A name
- * that is nothing yet is a missing run directory (a mistyped folder is not reported as a missing dump).
- */
-export function namesDumpFiles(arg: string): boolean {
-  return !isDirectory(arg) && (isFile(arg) || /[*?[]/.test(arg) || arg.endsWith('.pt'));
 }
 
 /**

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ageTree, fixturePath } from '../../test/support/fixtures.ts';
-import { looseDumpFiles } from './runPaths.ts';
-import { namesDumpFiles, openRunArgument } from './openRun.ts';
+import { looseDumpFiles, namesDumpFiles } from './runPaths.ts';
+import { openRunArgument } from './openRun.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'rlsight-run-arg-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));

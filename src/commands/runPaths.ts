@@ -20,6 +20,15 @@ export function isFile(path: string): boolean {
 }
 
 /**
+ * Whether a run argument names slime dump files (`serve FILE.pt|GLOB`: what a `--save-debug-rollout-data`
+ * template wrote) rather than a run directory: a file, a name with a glob character, or a `.pt` name. A name
+ * that is nothing yet is a missing run directory (a mistyped folder is not reported as a missing dump).
+ */
+export function namesDumpFiles(arg: string): boolean {
+  return !isDirectory(arg) && (isFile(arg) || /[*?[]/.test(arg) || arg.endsWith('.pt'));
+}
+
+/**
  * What a folder that is no run holds that could be slime dump files: its `.pt` files, and the quoted glob that
  * names them (`'dbg/rollout_*.pt'` for `rollout_0.pt`, `rollout_eval_0.pt`), or null when it holds none.
  */

@@ -2,7 +2,8 @@
 // as one run. A run directory of any format (slime's `--dump-details DIR` layout included) is `serve DIR`.
 import { parseArgs } from 'node:util';
 import { checkListen, CommandUsageError, hostFlag, numberFlag, parseFlags, portFlag, terminalSafe } from './common.ts';
-import { answersOver, namesDumpFiles, openDumpFilesRun } from './openRun.ts';
+import { answersOver, openDumpFilesRun } from './openRun.ts';
+import { namesDumpFiles } from './runPaths.ts';
 import { allowHostFlag, evalDatasetsFlag, evalDatasetsMismatch, prometheusFlag, ROLLOUT_NUM_GPUS_REFUSED, SERVE_OPTIONS } from './serve.ts';
 import { startServer } from '../server/listen.ts';
 
