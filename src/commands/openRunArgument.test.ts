@@ -1,6 +1,6 @@
 // The run a command names, in the forms `serve` takes: a run directory, or slime dump files (FILE.pt, GLOB).
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -41,6 +41,8 @@ test('what is wrong with the argument comes back in words; --cache-dir with dump
   assert.deepEqual(await openRunArgument(join(tmp, 'nope')), { problem: `no such directory: ${join(tmp, 'nope')}` });
   const notDump = join(tmp, 'notes.pt');
   writeFileSync(notDump, 'not a dump');
+  // an old file (a new one that does not decode may still be being written)
+  utimesSync(notDump, Date.now() / 1000 - 3600, Date.now() / 1000 - 3600);
   const bad = await openRunArgument(notDump);
   assert.ok('problem' in bad && /^no slime rollout dump in .*notes\.pt \(.*notes\.pt: /.test(bad.problem), JSON.stringify(bad));
   const folder = await openRunArgument(dbg);
