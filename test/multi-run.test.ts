@@ -173,6 +173,24 @@ describe('--runs ROOT', () => {
     }
   });
 
+  test('watching the root tells each run found later, once', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-root-watch-'));
+    const runs = new ServedRuns({}, (dir) => openRun(dir));
+    try {
+      placeRun(root, 'first', null);
+      await runs.discover(root);
+      const told: string[][] = [];
+      runs.watch(root, 20, (added) => told.push(added.map((r) => r.id)));
+      placeRun(root, 'later', null);
+      for (let i = 0; i < 250 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(told, [['later']]);
+    } finally {
+      runs.stop();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test('a run reached twice through links (a link to the root inside it, a second link to the run) is served once', async () => {
     const root = mkdtempSync(join(tmpdir(), 'rlsight-root-links-'));
     try {

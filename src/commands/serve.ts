@@ -316,7 +316,11 @@ export async function serve(flags: ServeFlags): Promise<void> {
   }
   if (flags.runsRoot) {
     await runs.discover(flags.runsRoot);
-    if (flags.follow) runs.watch(flags.runsRoot);
+    if (flags.follow) {
+      const root = flags.runsRoot;
+      // a run started later is said as the first ones were: by its id, and its folder where the id alone does not tell
+      runs.watch(root, undefined, (added) => console.log(terminalSafe(`joined ${runsLine(added.map((r) => ({ id: r.id, dir: dirOf.get(r.run) ?? r.id })), root)}`)));
+    }
     else if (runs.runs().length === 0) throw new UsageError(`--runs: no run directory under ${flags.runsRoot}`);
   }
   const server = await startRunsServer(runs, options);

@@ -96,14 +96,17 @@ export class ServedRuns implements RunSet {
     return added;
   }
 
-  /** Searches `root` again every follow interval, so runs started later are served too. */
-  watch(root: string, intervalMs = FOLLOW_INTERVAL_MS): void {
+  /** Searches `root` again every follow interval, so runs started later are served too (each batch found told to `onAdded`). */
+  watch(root: string, intervalMs = FOLLOW_INTERVAL_MS, onAdded: (added: ServedRun[]) => void = () => {}): void {
     if (this.watcher) return;
     let busy = false;
     this.watcher = setInterval(() => {
       if (busy) return;
       busy = true;
       this.discover(root)
+        .then((added) => {
+          if (added.length > 0) onAdded(added);
+        })
         .catch((err) => console.error('rlsight: --runs:', err instanceof Error ? err.message : err))
         .finally(() => (busy = false));
     }, intervalMs);
