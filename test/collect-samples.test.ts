@@ -75,6 +75,22 @@ describe('samples recorded by a custom trainer', () => {
     app = createApp({ run: await openRun(runDir) });
   });
 
+  it('says whether its collector records it: a run whose collector stopped is finished at once, even followed', async () => {
+    assert.equal((await json('/api/meta')).recorder, 'stopped');
+    const run = await openRun(runDir);
+    const marker = join(runDir, 'dashboard', 'collector.json');
+    try {
+      assert.equal((await run.listing('run', true, { follow: true })).status, 'finished');
+      // a collector at work leaves its address file there: the run is live while it writes
+      writeFileSync(marker, '{}');
+      assert.equal((await run.meta({ follow: true, useUtilizationOverview: false })).recorder, 'running');
+      assert.equal((await run.listing('run', true, { follow: true })).status, 'live');
+    } finally {
+      rmSync(marker, { force: true });
+      await run.close();
+    }
+  });
+
   it('writes one complete file per step, read by DuckDB with zstd pages', async () => {
     assert.deepEqual(readdirSync(join(runDir, 'samples')).sort(), ['eval_000000.parquet', 'eval_000001.parquet', 'rollout_000000.parquet', 'rollout_000001.parquet']);
     const db = await DuckDBInstance.create(':memory:');

@@ -426,6 +426,7 @@ export class RunAnswers implements RunSources {
       },
       ...openingWindow(defaultWindowS(store.bytesPerHour('gpu_util'))),
       ...warmUpOf(store.warmUpProgress()),
+      ...recorderOf(store.recorder?.() ?? null),
     };
   }
 
@@ -452,7 +453,7 @@ export class RunAnswers implements RunSources {
       formats: [this.model.format],
       primary,
       end_ts: edge,
-      status: runStatus(warnings, opts.follow ?? false, edge, Date.now() / 1000),
+      status: runStatus(warnings, opts.follow ?? false, edge, Date.now() / 1000, store.recorder?.() ?? null),
       warnings,
       config: runConfig(store.meta()?.args),
       latest,
@@ -741,6 +742,11 @@ function sampleText(t: SampleTextRecord, step: number, evaluation: boolean): Sam
 }
 
 /** `warmup` while the background warm-up runs (only with a cache directory), nothing once it is done. */
+/** `recorder` when rlsight's collector records (or recorded) the run. */
+function recorderOf(state: 'running' | 'stopped' | null): { recorder?: 'running' | 'stopped' } {
+  return state === null ? {} : { recorder: state };
+}
+
 function warmUpOf(p: { hoursDone: number; hoursTotal: number; running: boolean } | null): Pick<Meta, 'warmup'> {
   return p !== null && p.running ? { warmup: { hours_done: p.hoursDone, hours_total: p.hoursTotal } } : {};
 }

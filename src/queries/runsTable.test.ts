@@ -2,12 +2,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LIVE_EDGE_S, latestValues, runConfig, runStatus } from './runsTable.ts';
 
-test('a run is damaged when reading met problems, live only while followed and writing, else finished', () => {
+test('a run is damaged when reading met problems, live while followed and writing, quiet when it stops writing, else finished', () => {
   assert.equal(runStatus(['metrics.jsonl: line 3 skipped'], true, 100, 100), 'damaged');
   assert.equal(runStatus([], true, 100, 100 + LIVE_EDGE_S), 'live');
-  assert.equal(runStatus([], true, 100, 101 + LIVE_EDGE_S), 'finished');
+  // nothing new for 10 minutes, and nothing says it ended: its trainer may be hung
+  assert.equal(runStatus([], true, 100, 101 + LIVE_EDGE_S), 'quiet');
   assert.equal(runStatus([], false, 100, 100), 'finished');
   assert.equal(runStatus([], true, null, 100), 'finished');
+  // its collector stopped (removed collector.json): finished at once; still running: live before any data
+  assert.equal(runStatus([], true, 100, 100, 'stopped'), 'finished');
+  assert.equal(runStatus([], true, 100, 101 + LIVE_EDGE_S, 'running'), 'quiet');
+  assert.equal(runStatus([], true, null, 100, 'running'), 'live');
 });
 
 test('the configuration keeps scalar args only', () => {

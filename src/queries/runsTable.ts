@@ -2,13 +2,19 @@
 // chosen metrics, from what the run already answers.
 import type { MetricsAnswer, RunConfigValue, RunStatus } from '../wire/index.ts';
 
-/** A followed run whose newest data is older than this has stopped writing: finished, not live. */
+/** A followed run whose newest data is older than this has gone quiet: not live. */
 export const LIVE_EDGE_S = 600;
 
-/** Damaged when reading met problems (the warnings say which); live while a followed run keeps writing. */
-export function runStatus(warnings: readonly string[], follow: boolean, edge: number | null, now: number): RunStatus {
+/**
+ * Damaged when reading met problems (the warnings say which); live while a followed run keeps writing, quiet once
+ * it has written nothing for LIVE_EDGE_S; finished when not followed, or once its collector said it stopped
+ * (`recorder`), however recent its data.
+ */
+export function runStatus(warnings: readonly string[], follow: boolean, edge: number | null, now: number, recorder: 'running' | 'stopped' | null = null): RunStatus {
   if (warnings.length > 0) return 'damaged';
-  return follow && edge !== null && now - edge <= LIVE_EDGE_S ? 'live' : 'finished';
+  if (!follow || recorder === 'stopped') return 'finished';
+  if (edge === null) return recorder === 'running' ? 'live' : 'finished';
+  return now - edge <= LIVE_EDGE_S ? 'live' : 'quiet';
 }
 
 /** The scalar arguments of `meta.json` (nested values and nulls are left out: a table cell holds one value). */

@@ -157,6 +157,8 @@ export type ConversationRecord = Record<string, unknown> & { sample_index: numbe
  */
 export interface TelemetrySource {
   meta(): RunMeta | null;
+  /** Whether rlsight's collector is recording the run (`running`), stopped (`stopped`), or never did (null). */
+  recorder?(): 'running' | 'stopped' | null;
   /** `[min, max]` over every stream, or null when empty. */
   timeRange(): [number, number] | null;
   hasStream(stream: StreamName): boolean;

@@ -46,4 +46,6 @@ export interface Meta {
   warmup?: WarmUpProgress;
   /** What was found damaged and skipped (one line per file and problem, relative to the run); absent when nothing is. */
   warnings?: string[];
+  /** rlsight's own: whether `rlsight collect` is recording the run (`running`) or has stopped (`stopped`); absent when it never recorded it. */
+  recorder?: 'running' | 'stopped';
 }

@@ -1,7 +1,10 @@
 // `/api/runs`: the runs one server answers about, each also under `/api/runs/{id}/…`.
 
-/** live: followed and still writing; finished: no longer writing; damaged: reading met problems (see `warnings`). */
-export type RunStatus = 'live' | 'finished' | 'damaged';
+/**
+ * live: followed and still writing; quiet: followed, nothing new for 10 minutes, and not known to have ended (its
+ * trainer may be hung); finished: not followed, or its collector stopped; damaged: reading met problems (see `warnings`).
+ */
+export type RunStatus = 'live' | 'quiet' | 'finished' | 'damaged';
 
 export type RunConfigValue = string | number | boolean;
 

@@ -47,7 +47,7 @@ import { LaneIndex } from './laneIndex.ts';
 import { MemoryBudget } from './memoryBudget.ts';
 import { EngineMetricPresence } from './metricPresence.ts';
 import { PartitionCache, PersistedParses, openThrough } from './partitionCache.ts';
-import { FLAT_STREAMS, columnsFile, flatFile, gpuRollupFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
+import { COLLECTOR_FILE, FLAT_STREAMS, WAL_DIR, columnsFile, flatFile, gpuRollupFile, isColumnsStream } from '../../formats/dashboard/layout.ts';
 import { WARMED, WarmUp, type WarmUpProgress } from './warmUp.ts';
 import type { FoldedView, WarmedStream } from './records.ts';
 import type { PartitionReaders } from './partitionKinds.ts';
@@ -149,6 +149,7 @@ export interface FollowReport {
 export class TelemetryStore {
   /** The `dashboard/` directory this store reads. */
   readonly dir: string;
+  private readonly io: TelemetryIo;
   /** Interned phase names, nodes and roles (ids in `PhaseBlock` columns). */
   readonly strings = new StringTable();
   /** Lane ids of `GpuUtilBlock.lane`. */
@@ -181,6 +182,7 @@ export class TelemetryStore {
   private constructor(dashboardDir: string, opts: TelemetryStoreOptions = {}) {
     this.dir = dashboardDir;
     const io = opts.io ?? nodeIo;
+    this.io = io;
     this.parseWorkers = opts.parseWorkers ?? defaultParseWorkers();
     this.parallelFromBytes = opts.parallelFromBytes ?? 256 * 2 ** 20;
     this.partialFromBytes = opts.partialFromBytes ?? PARTIAL_FROM_BYTES;
@@ -467,6 +469,15 @@ export class TelemetryStore {
 
   meta(): RunMeta | null {
     return this.flat.meta();
+  }
+
+  /**
+   * Whether rlsight's collector is recording the run: `running` while its `collector.json` is there, `stopped`
+   * once it removed it on the way out (its write-ahead log stays); null when no rlsight collector wrote it.
+   */
+  recorder(): 'running' | 'stopped' | null {
+    if (this.io.stat(join(this.dir, COLLECTOR_FILE)) !== null) return 'running';
+    return this.io.list(join(this.dir, WAL_DIR)).length > 0 ? 'stopped' : null;
   }
 
   /**
