@@ -59,6 +59,8 @@ export interface PhasesHeader {
   strings: string[];
   /** Rows of phases never closed (a killed trainer's), when there are any. */
   unfinished?: number[];
+  /** Rows of phases not closed yet with nothing after them (drawn to the data edge), when there are any. */
+  open?: number[];
 }
 
 /**
@@ -76,6 +78,8 @@ export interface LanePhases {
   readonly strings: readonly string[];
   /** Lane rows of phases never closed (ended where their rank's next phase began), or null. */
   readonly unfinished: ReadonlySet<number> | null;
+  /** Lane rows of phases still open at the data edge (running, or their trainer stopped with nothing after them), or null. */
+  readonly open?: ReadonlySet<number> | null;
 }
 
 /**
@@ -86,6 +90,12 @@ export interface LanePhases {
 export function phaseLanes(f: Frame<PhasesHeader>): { byLane: Map<string, LanePhases>; names: string[] } {
   const strings = f.header.strings;
   const unfinished = f.header.unfinished ?? [];
+  const stillOpen = f.header.open ?? [];
+  /** The frame rows of `rows` within `[start, end)`, as lane rows; null for none. */
+  const laneRows = (rows: number[], start: number, end: number): Set<number> | null => {
+    const here = rows.filter((r) => r >= start && r < end).map((r) => r - start);
+    return here.length ? new Set(here) : null;
+  };
   const { name, node, role, t0, t1, gpu, rank } = f.columns as { name: Uint32Array; node: Uint32Array; role: Uint32Array; t0: Float64Array; t1: Float64Array; gpu: Int32Array; rank: Int32Array };
   const byLane = new Map<string, LanePhases>();
   const seen = new Set<number>();
@@ -96,8 +106,17 @@ export function phaseLanes(f: Frame<PhasesHeader>): { byLane: Map<string, LanePh
     if (i < n && node[i] === node[start] && gpu[i] === gpu[start]) continue;
     const key = `${strings[node[start]!]}:${gpu[start]}`;
     if (byLane.has(key)) throw new Error(`phases frame: the rows of lane ${key} are not contiguous`);
-    const open = unfinished.filter((r) => r >= start && r < i).map((r) => r - start);
-    byLane.set(key, { length: i - start, t0: t0.subarray(start, i), t1: t1.subarray(start, i), name: name.subarray(start, i), role: role.subarray(start, i), rank: rank.subarray(start, i), strings, unfinished: open.length ? new Set(open) : null });
+    byLane.set(key, {
+      length: i - start,
+      t0: t0.subarray(start, i),
+      t1: t1.subarray(start, i),
+      name: name.subarray(start, i),
+      role: role.subarray(start, i),
+      rank: rank.subarray(start, i),
+      strings,
+      unfinished: laneRows(unfinished, start, i),
+      open: laneRows(stillOpen, start, i),
+    });
     start = i;
   }
   for (let i = 0; i < n; i++) {

@@ -111,14 +111,14 @@ describe('phasesByLane semantics', () => {
     );
     writeFileSync(join(d, 'gpu_util', '19700112_13.jsonl'), line({ ts: T + 259, node: '10.0.0.1', gpu: 0, util: 1, mem_mb: 1, power_w: 1 }));
     const store = TelemetryStore.open(d);
-    const rows = phasesByLane(store).map((r) => [r.gpu, r.name, r.t0 - T, r.t1 - T, r.unfinished ?? false]);
+    const rows = phasesByLane(store).map((r) => [r.gpu, r.name, r.t0 - T, r.t1 - T, r.unfinished ? 'unfinished' : r.open ? 'open' : 'closed']);
     assert.deepEqual(rows, [
-      [0, 'actor_train', 0, 20, false],
-      [0, 'update_weights', 28, 40, true],
-      [0, 'other', 30, 31, false],
-      [0, 'train_wait', 40, 41, false],
-      [0, 'actor_train', 41, 80, false],
-      [1, 'update_weights', 28, 259, false],
+      [0, 'actor_train', 0, 20, 'closed'],
+      [0, 'update_weights', 28, 40, 'unfinished'],
+      [0, 'other', 30, 31, 'closed'],
+      [0, 'train_wait', 40, 41, 'closed'],
+      [0, 'actor_train', 41, 80, 'closed'],
+      [1, 'update_weights', 28, 259, 'open'],
     ]);
     // a window holding its start but not the phase that ended it answers it ended the same
     const early = phasesByLane(store, { t0: T + 25, t1: T + 35, lanes: new Set(['10.0.0.1:0']) }).find((r) => r.name === 'update_weights');
@@ -126,6 +126,21 @@ describe('phasesByLane semantics', () => {
     assert.deepEqual(phasesByLane(store, { t0: T + 45, t1: T + 50, lanes: new Set(['10.0.0.1:0']) }).map((r) => r.name), ['actor_train'], 'not drawn past its end');
     // nor ranked among the slowest: it never closed, so it has no duration
     assert.deepEqual(outliers(store, { criterion: 'slowest_phase:update_weights' }).outliers.map((o) => [o.gpu, o.score]), [[1, 231]]);
+  });
+
+  test('a lone trainer killed inside a phase, with nothing written after it: the phase is open at the data edge, not lost', () => {
+    const d = join(dir, 'killed-alone');
+    mkdirSync(join(d, 'phases'), { recursive: true });
+    const T = 1000000;
+    writeFileSync(join(d, 'phases', '19700112_13.jsonl'), ev('actor_train', T, T + 20, 0) + ev('update_weights', T + 28, -1, 0));
+    const store = TelemetryStore.open(d);
+    const rows = phasesByLane(store).map((r) => [r.name, r.t0 - T, r.t1 - T, r.open ?? false, r.unfinished ?? false]);
+    assert.deepEqual(rows, [
+      ['actor_train', 0, 20, false, false],
+      ['update_weights', 28, 28, true, false],
+    ]);
+    // a window holding its start holds it
+    assert.deepEqual(phasesByLane(store, { t0: T + 25, t1: T + 30 }).map((r) => [r.name, r.open]), [['update_weights', true]]);
   });
 
   test("a rollout manager's open marker ends where the manager's next phase starts, on every engine lane", () => {

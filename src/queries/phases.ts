@@ -7,7 +7,7 @@ import type { Phase } from '../wire/timeline.ts';
  * One phase interval on one lane, as answered. `unfinished`: an open marker never closed, ended where the next
  * phase of its rank on its lane starts (its length is not a duration: leave it out of duration rankings).
  */
-export type PhaseRow = Phase & { unfinished?: true };
+export type PhaseRow = Phase & { unfinished?: true; open?: true };
 
 /** What `phasesByLane` reads from the telemetry store. */
 export interface PhaseSource {
@@ -33,7 +33,8 @@ const ROLLOUT_MANAGER = 'rollout_manager';
  * * an open marker (`t1 == -1`) disappears when its closed twin `(node, rank, name, t0)` exists; else it
  *   ends where the next phase of its node and rank on one of its GPUs starts (a GPU-less one: of its node,
  *   rank and role), marked `unfinished` (it cannot still be running then), and without a later phase it
- *   grows to the data edge: `t1 = max(timeRange()[1], t0)` (it may still be running);
+ *   grows to the data edge: `t1 = max(timeRange()[1], t0)`, marked `open` (it may still be running, or its
+ *   trainer was killed with nothing written after it);
  * * `rollout_manager` intervals land on the GPUs of the engines of each topology window they overlap,
  *   clipped to the window (so an engine restart splits them); engines without GPUs fall back to every
  *   known lane on the engine's host; nothing is emitted without topology;
@@ -54,12 +55,15 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
   const rmId = strings.find(ROLLOUT_MANAGER);
   let windows: { t0: number; t1: number | null; lanes: { node: string; gpu: number }[] }[] | null = null;
 
-  const push = (r: PhaseRow, unfinished: boolean): void => {
-    if (unfinished) r.unfinished = true;
+  /** How an interval ends: closed by its marker, `unfinished` (ended by its rank's next phase), or still `open` at the data edge. */
+  type Ending = 'closed' | 'unfinished' | 'open';
+  const push = (r: PhaseRow, ending: Ending): void => {
+    if (ending === 'unfinished') r.unfinished = true;
+    else if (ending === 'open') r.open = true;
     rows.push(r);
   };
 
-  const emit = (b: PhaseBlock, i: number, e0: number, e1: number, unfinished = false): void => {
+  const emit = (b: PhaseBlock, i: number, e0: number, e1: number, ending: Ending = 'closed'): void => {
     if (b.role[i] === rmId) {
       windows ??= expansionWindows(store.topologyWindows(), store.laneIndex());
       const name = strings.str(b.name[i]);
@@ -67,10 +71,11 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
       for (const w of windows) {
         const c0 = Math.max(e0, w.t0);
         const c1 = w.t1 === null ? e1 : Math.min(e1, w.t1);
-        if (c0 >= c1) continue;
+        // (an open one at the data edge may have no length yet)
+        if (c0 > c1 || (c0 === c1 && ending !== 'open')) continue;
         for (const lane of w.lanes) {
           if (sel !== null && !sel.has(`${lane.node}:${lane.gpu}`)) continue;
-          push({ name, t0: c0, t1: c1, node: lane.node, gpu: lane.gpu, rank, role: ROLLOUT_MANAGER }, unfinished);
+          push({ name, t0: c0, t1: c1, node: lane.node, gpu: lane.gpu, rank, role: ROLLOUT_MANAGER }, ending);
         }
       }
       return;
@@ -82,7 +87,7 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
     for (let k = g0; k < g1; k++) {
       const gpu = b.gpuList[k];
       if (sel !== null && !sel.has(`${node}:${gpu}`)) continue;
-      push({ name: strings.str(b.name[i]), t0: e0, t1: e1, node, gpu, rank: b.rank[i], role: strings.str(b.role[i]) }, unfinished);
+      push({ name: strings.str(b.name[i]), t0: e0, t1: e1, node, gpu, rank: b.rank[i], role: strings.str(b.role[i]) }, ending);
     }
   };
 
@@ -95,7 +100,8 @@ export function phasesByLane(store: PhaseSource, q: PhaseQuery = {}): PhaseRow[]
       const e0 = b.t0[i];
       const next = end[k];
       const e1 = Number.isNaN(next) ? Math.max(edge, e0) : next;
-      if (overlaps(e0, e1)) emit(b, i, e0, e1, !Number.isNaN(next));
+      // (one at the data edge may not have lasted yet: it overlaps a window holding its start)
+      if (overlaps(e0, e1) || (e0 === e1 && overlaps(e0, e0 + 1e-9))) emit(b, i, e0, e1, Number.isNaN(next) ? 'open' : 'unfinished');
     };
     // a closed interval ends by its block's tsMax: a block ending before the window has only its open markers to offer
     const closedMayOverlap = t0 === null || b.tsMax > t0;

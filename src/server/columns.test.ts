@@ -117,6 +117,10 @@ describe('columnar answers', () => {
     const marked = phases.map((p: any, i) => (i === 2 ? { ...p, unfinished: true } : p)) as never[];
     const lanes = phaseLanes(decodeColumns(joinPieces(phasesFrame({ phases: marked })).buffer as ArrayBuffer)).byLane;
     assert.deepEqual([lanes.get('nöde-α:0')!.unfinished, [...lanes.get('n2:7')!.unfinished!]], [null, [0]]);
+    // and one still open at the data edge keeps its own
+    const open = phases.map((p: any, i) => (i === 1 ? { ...p, open: true } : p)) as never[];
+    const openLanes = phaseLanes(decodeColumns(joinPieces(phasesFrame({ phases: open })).buffer as ArrayBuffer)).byLane;
+    assert.deepEqual([[...openLanes.get('nöde-α:0')!.open!], openLanes.get('n2:7')!.open, openLanes.get('n2:7')!.unfinished], [[1], null, null]);
     // The server's own decoder reads the same frame.
     assert.deepEqual(Array.from(decodeFrame(joinPieces(phasesFrame({ phases }))).columns.gpu), [0, 0, 7]);
   });

@@ -8,7 +8,7 @@
 //                  (each the narrowest type that holds all its values exactly: u8, u16, i32 or u32 when they are
 //                  integers, f32 when every value is one, else f64; a column with a gap is a float column)
 //   engine_series  header {kind: "engine_series", series: [{addr, labels}, …], coverage?}; columns offsets, ts, value (f64)
-//   phases         header {kind: "phases", strings: […], unfinished?: [row…]}; columns name, node, role (u32 ids into strings),
+//   phases         header {kind: "phases", strings: […], unfinished?: [row…], open?: [row…]}; columns name, node, role (u32 ids into strings),
 //                  t0, t1 (f64), gpu, rank (i32): one row per phase
 import type { Context } from 'hono';
 import { COLUMNS_MEDIA_TYPE, framePieces, type FrameColumn } from '../formats/columnFrame.ts';
@@ -139,5 +139,6 @@ export function phasesFrame(a: PhasesAnswer): Uint8Array[] {
   });
   // the rows of phases never closed, listed in the header (few, if any)
   const unfinished = a.phases.flatMap((p, i) => (p.unfinished ? [i] : []));
-  return framePieces({ kind: 'phases', strings: [...ids.keys()], ...(unfinished.length ? { unfinished } : {}) }, { name, node, role, t0, t1, gpu, rank });
+  const open = a.phases.flatMap((p, i) => (p.open ? [i] : []));
+  return framePieces({ kind: 'phases', strings: [...ids.keys()], ...(unfinished.length ? { unfinished } : {}), ...(open.length ? { open } : {}) }, { name, node, role, t0, t1, gpu, rank });
 }

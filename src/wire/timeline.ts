@@ -52,6 +52,11 @@ export interface Phase {
   role: string;
   /** Its open marker was never closed (its trainer was killed): it ends where its rank's next phase began. */
   unfinished?: true;
+  /**
+   * Its open marker has no end yet and no phase of its rank follows: it is drawn to the data edge (`t1`, which
+   * may equal `t0`): still running, or its trainer stopped with nothing written after it.
+   */
+  open?: true;
 }
 
 export interface PhasesAnswer {

@@ -86,8 +86,14 @@ export function laneTip(d: LaneData, lane: LaneInfo, t: number, time: string, or
   let shown = 0;
   for (let i = 0; i < (lanePhases?.length ?? 0); i++) {
     const q = lanePhases!;
-    if (!(q.t0[i]! <= t && q.t1[i]! >= t)) continue;
-    const unclosed = q.unfinished?.has(i) ? '  (never closed: ended where its rank next began a phase)' : '';
+    const open = q.open?.has(i) ?? false;
+    // one still open lasts, as far as is known, from its start to the newest data and on
+    if (!(q.t0[i]! <= t && (q.t1[i]! >= t || open))) continue;
+    const unclosed = q.unfinished?.has(i)
+      ? '  (never closed: ended where its rank next began a phase)'
+      : open
+        ? '  (still open: no end written yet; running, or its trainer stopped with nothing written after it)'
+        : '';
     lines.push(`phase: ${q.strings[q.name[i]!]}${q.rank[i]! >= 0 ? ` (rank ${q.rank[i]})` : ''}  ${fmtElapsed(q.t0[i]! - origin)} → ${fmtElapsed(q.t1[i]! - origin)}${unclosed}`);
     shown++;
   }

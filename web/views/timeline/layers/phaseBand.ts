@@ -35,7 +35,8 @@ function drawInterval(ctx: CanvasRenderingContext2D, f: Frame, phases: LanePhase
   if (t1 < f.vp.t0 || t0 > f.vp.t1) return;
   const x0 = Math.max(f.left, xOf(f, t0));
   const x1 = Math.min(f.left + f.width, xOf(f, t1));
-  const w = Math.max(1, x1 - x0);
+  // one still open at the data edge may have no length yet: wide enough to be seen
+  const w = Math.max(phases.open?.has(i) ? 3 : 1, x1 - x0);
   const name = phases.strings[phases.name[i]!]!;
   ctx.fillStyle = phaseColor(name);
   ctx.fillRect(x0, y, w, h);
