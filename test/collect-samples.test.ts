@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -155,5 +155,25 @@ describe('samples recorded by a custom trainer', () => {
     assert.equal(r.status, 503, await r.clone().text());
     assert.ok(r.headers.get('retry-after'));
     assert.ok(existsSync(join(runDir, 'samples', 'rollout_000001.parquet')));
+  });
+
+  it("computes no slime metric its samples cannot give, nor one of a family the trainer logs itself", async () => {
+    const keys = async (): Promise<string[]> => {
+      const run = await openRun(runDir);
+      try {
+        return (await run.meta({ follow: false, useUtilizationOverview: false })).metric_keys;
+      } finally {
+        await run.close();
+      }
+    };
+    const before = await keys();
+    // computed from the samples: their lengths and rewards, not a prefix cache or request traces they do not have
+    assert.ok(before.includes('rollout/response_len/max'), before.join(', '));
+    assert.ok(!before.some((k) => k.includes('prefix_cache') || k.includes('cached_tokens') || k.startsWith('perf_fixed/')), before.join(', '));
+    // the trainer logs its own rollout/ keys: those are the run's, none computed beside them
+    appendFileSync(join(runDir, 'dashboard', 'metrics.jsonl'), JSON.stringify({ ts: 2e9, step_key: 'rollout/step', step: 0, metrics: { 'rollout/step': 0, 'rollout/response_len/mean': 48.75 } }) + '\n');
+    const after = await keys();
+    assert.ok(after.includes('rollout/response_len/mean'));
+    assert.ok(!after.includes('rollout/response_len/max'), after.join(', '));
   });
 });

@@ -257,7 +257,7 @@ export class RunAnswers implements RunSources {
   private readonly engines: OutsideEngineSeries | null;
   private readonly now: () => number;
   /** The run's telemetry, or for a run that records none a source holding nothing (every answer the empty one). */
-  private readonly store: TelemetrySource;
+  protected readonly store: TelemetrySource;
   private readonly facts: StepFactsKeeper;
 
   constructor(

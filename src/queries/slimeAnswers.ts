@@ -65,15 +65,26 @@ export class SlimeAnswers extends RunAnswers {
     return out;
   }
 
+  /**
+   * The computed keys served: those of a family (`rollout/`, `perf/`, `perf_fixed/`, `eval/`) the run did not log
+   * itself. A trainer that logs its own `rollout/…` keys gets none computed beside them: a family is either the
+   * trainer's or slime's computation, never a mix of the two (a logged mean above a computed max).
+   */
+  private computedKeys(steps: ReturnType<typeof slimeStepMetrics>): string[] {
+    const family = (k: string): string => k.slice(0, k.indexOf('/') + 1);
+    const logged = new Set(this.store.metricKeys().filter((k) => k.includes('/')).map(family));
+    return slimeMetricKeys(steps).filter((k) => !logged.has(family(k)));
+  }
+
   override async meta(p: Presentation): Promise<Meta> {
     const m = await super.meta(p);
-    const own = slimeMetricKeys(await this.steps());
+    const own = this.computedKeys(await this.steps());
     return { ...m, run_name: m.run_name ?? this.model.dir.split('/').pop() ?? null, metric_keys: [...own, ...m.metric_keys.filter((k) => !own.includes(k))], capabilities: { ...m.capabilities, has_metrics: true } };
   }
 
   override async metrics(q: Window & { keys: string[]; x: string; progressive?: boolean }): Promise<MetricsAnswer> {
     const steps = await this.steps();
-    const own = new Set(slimeMetricKeys(steps));
+    const own = new Set(this.computedKeys(steps));
     const mine = slimeMetricsAnswer(steps, q.keys.filter((k) => own.has(k)));
     // what the run logged itself (a run recorded live logs slime's metrics, rollout_time included) comes first
     // (its dumps are all decoded for its own metrics already: its `dump/*` series are complete at once)
@@ -86,9 +97,11 @@ export class SlimeAnswers extends RunAnswers {
   /** The step's computed perf/, rollout/ and perf_fixed/ values beside what the run logged (which wins) and its `dump/*` aggregate. */
   override async stepMetrics(step: number): Promise<Map<string, number>> {
     const logged = await super.stepMetrics(step);
-    const own = (await this.steps()).find((s) => s.rolloutId === step && !s.evaluation)?.metrics ?? {};
+    const steps = await this.steps();
+    const served = new Set(this.computedKeys(steps));
+    const own = steps.find((s) => s.rolloutId === step && !s.evaluation)?.metrics ?? {};
     const out = new Map<string, number>();
-    for (const [k, v] of Object.entries(own)) if (Number.isFinite(v) && !logged.has(k)) out.set(k, v);
+    for (const [k, v] of Object.entries(own)) if (Number.isFinite(v) && served.has(k) && !logged.has(k)) out.set(k, v);
     for (const [k, v] of logged) out.set(k, v);
     return out;
   }

@@ -303,14 +303,19 @@ export function sampleMetrics(samples: readonly SlimeSample[], args: SampleMetri
   }
   let cached = 0;
   let prompt = 0;
+  let withInfo = 0;
   for (const s of samples) {
     const info = s.fields.prefix_cache_info;
     if (!isRecord(info)) continue;
+    withInfo++;
     cached += pyNumber(info.cached_tokens) ?? 0;
     prompt += pyNumber(info.total_prompt_tokens) ?? 0;
   }
-  out.prefix_cache_hit_rate = prompt > 0 ? cached / prompt : 0;
-  out.avg_cached_tokens_per_sample = cached / samples.length;
+  // every slime sample has the record (zeros without a cache); samples another trainer recorded may have none
+  if (withInfo > 0) {
+    out.prefix_cache_hit_rate = prompt > 0 ? cached / prompt : 0;
+    out.avg_cached_tokens_per_sample = cached / samples.length;
+  }
   let kept = 0;
   let tokens = 0;
   for (const s of samples) {
@@ -352,7 +357,10 @@ export function rolloutStepMetrics(samples: readonly SlimeSample[], opts: Rollou
   const out: MetricDict = { ...(opts.extra ?? {}) };
   for (const [k, v] of Object.entries(sampleMetrics(samples, opts))) out[`rollout/${k}`] = v;
   for (const [k, v] of Object.entries(perfMetricsCompat(samples, opts))) out[`perf/${k}`] = v;
-  for (const [k, v] of Object.entries(requestPerfMetricsFixed(samples))) out[`${FIXED_PERF_PREFIX}${k}`] = v;
+  // the corrected request keys read the request traces: samples with none (another trainer's) have no such keys
+  if (samples.some((s) => traceEvents(sampleTrace(s)).length > 0)) {
+    for (const [k, v] of Object.entries(requestPerfMetricsFixed(samples))) out[`${FIXED_PERF_PREFIX}${k}`] = v;
+  }
   return out;
 }
 
