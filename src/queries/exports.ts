@@ -79,7 +79,7 @@ export function metricsTable(records: readonly MetricsRecord[], aggregates: read
   return { columns, rows };
 }
 
-/** TensorBoard scalars: one event per step with every numeric cell of its row (tags are the column names). */
+/** TensorBoard scalars: one event per step with every numeric cell of its row (tags are the column names; NaN and ±inf as they are, which TensorBoard shows). */
 export function scalarEvents(table: ExportTable, wallTimes: ReadonlyMap<number, number>, fallbackWallTime: number): ScalarEvent[] {
   return table.rows.map((r) => {
     const step = r[0] as number;
@@ -87,7 +87,7 @@ export function scalarEvents(table: ExportTable, wallTimes: ReadonlyMap<number, 
     table.columns.forEach((c, i) => {
       const v = r[i];
       if (i === 0) return;
-      if (typeof v === 'number' && Number.isFinite(v)) scalars.set(c, v);
+      if (typeof v === 'number') scalars.set(c, v);
       else if (typeof v === 'boolean') scalars.set(c, v ? 1 : 0);
     });
     return { step, wallTime: wallTimes.get(step) ?? fallbackWallTime, scalars };

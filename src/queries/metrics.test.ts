@@ -77,3 +77,16 @@ describe('metrics on the demo run', () => {
     assert.deepEqual(metricSeries(store, ['loss'], { x: WALL_TIME_X }).loss, { x: [10, 11], y: [2, 3], ts: [10, 11] });
   });
 });
+
+test('a value logged as NaN or ±inf is a point said as what it is (JSON holds it as null), and the TensorBoard export keeps it', async () => {
+  const { scalarEvents } = await import('./exports.ts');
+  const records = [0, 1, 2, 3].map((step) => ({ ts: 100 + step, step_key: 'rollout/step', step, metrics: { loss: [0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY][step]! } }));
+  const s = metricSeries({ metricsRecords: () => records } as never, ['loss'], { x: 'rollout/step' }).loss!;
+  assert.deepEqual(s.x, [0, 1, 2, 3]);
+  assert.deepEqual(s.nonfinite, [[1, 'NaN'], [2, 'Infinity'], [3, '-Infinity']]);
+  assert.equal(JSON.stringify(s.y), '[0.5,null,null,null]');
+  // a finite series says nothing more
+  assert.equal(metricSeries({ metricsRecords: () => records.slice(0, 1) } as never, ['loss'], { x: 'rollout/step' }).loss!.nonfinite, undefined);
+  const events = scalarEvents({ columns: ['_step', 'loss'], rows: records.map((r) => [r.step, r.metrics.loss]) }, new Map(), 0);
+  assert.deepEqual(events.map((e) => e.scalars.get('loss')), [0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]);
+});

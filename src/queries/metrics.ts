@@ -42,8 +42,11 @@ export function metricSeries(store: MetricsSource, keys: readonly string[], q: M
     for (const k of keys) {
       if (!(k in r.metrics)) continue;
       const s = out[k];
+      const v = r.metrics[k];
+      // a diverged value is a point too, said as what it is (JSON answers it as null)
+      if (typeof v === 'number' && !Number.isFinite(v)) (s.nonfinite ??= []).push([s.y.length, Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity']);
       s.x.push(wall ? r.ts : (r.step as number));
-      s.y.push(r.metrics[k]);
+      s.y.push(v);
       s.ts.push(r.ts);
     }
   }

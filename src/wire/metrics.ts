@@ -11,6 +11,11 @@ export interface MetricSeries {
   ts: number[];
   /** A `dump/*` series while the server still reads the run's steps: the points of the steps read so far. */
   coverage?: StepCoverage;
+  /**
+   * rlsight's own: the points logged as NaN or ±Infinity, which JSON (and `y`) holds as null, by their index in
+   * `y`, with the value as Python writes it. Absent when every point is finite.
+   */
+  nonfinite?: [number, 'NaN' | 'Infinity' | '-Infinity'][];
 }
 
 /** Keyed by the requested metric key. */
