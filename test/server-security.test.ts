@@ -23,7 +23,8 @@ async function rawStatus(port: number, request: string): Promise<number> {
   return (await rawAnswer(port, request)).status;
 }
 
-describe('Host header', () => {
+/** A server over a copy of the fixture run for one suite (started before its tests, stopped after them). */
+function servedFixture(): { readonly server: RunningServer } {
   let run: RunCopy;
   let server: RunningServer;
   before(async () => {
@@ -34,45 +35,45 @@ describe('Host header', () => {
     await server.close();
     run.dispose();
   });
+  return {
+    get server() {
+      return server;
+    },
+  };
+}
+
+describe('Host header', () => {
+  const served = servedFixture();
 
   test('one loopback Host is answered', async () => {
-    assert.equal(await rawStatus(server.port, `GET /api/meta HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nConnection: close\r\n\r\n`), 200);
+    assert.equal(await rawStatus(served.server.port, `GET /api/meta HTTP/1.1\r\nHost: 127.0.0.1:${served.server.port}\r\nConnection: close\r\n\r\n`), 200);
   });
 
   test('two Host headers are refused, whichever comes first', async () => {
     for (const [a, b] of [
-      [`127.0.0.1:${server.port}`, 'evil.example'],
-      ['evil.example', `127.0.0.1:${server.port}`],
-      [`127.0.0.1:${server.port}`, `127.0.0.1:${server.port}`],
+      [`127.0.0.1:${served.server.port}`, 'evil.example'],
+      ['evil.example', `127.0.0.1:${served.server.port}`],
+      [`127.0.0.1:${served.server.port}`, `127.0.0.1:${served.server.port}`],
     ]) {
-      const status = await rawStatus(server.port, `GET /api/meta HTTP/1.1\r\nHost: ${a}\r\nHost: ${b}\r\nConnection: close\r\n\r\n`);
+      const status = await rawStatus(served.server.port, `GET /api/meta HTTP/1.1\r\nHost: ${a}\r\nHost: ${b}\r\nConnection: close\r\n\r\n`);
       assert.ok(status === 400 || status === 403, `Host ${a} then ${b}: ${status}`);
     }
   });
 
   test('a Host list in one header, or a Host that is no host name, is refused with a message', async () => {
-    const list = await rawAnswer(server.port, `GET /api/meta HTTP/1.1\r\nHost: 127.0.0.1:${server.port}, evil.example\r\nConnection: close\r\n\r\n`);
+    const list = await rawAnswer(served.server.port, `GET /api/meta HTTP/1.1\r\nHost: 127.0.0.1:${served.server.port}, evil.example\r\nConnection: close\r\n\r\n`);
     assert.equal(list.status, 400);
     assert.equal(JSON.parse(list.body).detail, 'exactly one Host is accepted, got a list');
-    const bad = await rawAnswer(server.port, `GET /api/meta HTTP/1.1\r\nHost: local host\r\nConnection: close\r\n\r\n`);
+    const bad = await rawAnswer(served.server.port, `GET /api/meta HTTP/1.1\r\nHost: local host\r\nConnection: close\r\n\r\n`);
     assert.equal(bad.status, 400);
     assert.match(JSON.parse(bad.body).detail, /^the Host header "local host" is not a host name/);
   });
 });
 
 describe('requests refused before any route', () => {
-  let run: RunCopy;
-  let server: RunningServer;
-  before(async () => {
-    run = copyFixtureRun();
-    server = await startServer(await openRun(run.dir), { port: 0 });
-  });
-  after(async () => {
-    await server.close();
-    run.dispose();
-  });
+  const served = servedFixture();
   const get = (path: string, extra = ''): Promise<{ status: number; body: string }> =>
-    rawAnswer(server.port, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n${extra}Connection: close\r\n\r\n`);
+    rawAnswer(served.server.port, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${served.server.port}\r\n${extra}Connection: close\r\n\r\n`);
 
   test('a path with a dot segment is refused, not resolved into another route', async () => {
     for (const path of ['/api/runs/%2e%2e/meta', '/api/runs/../meta', '/api/rollout/0/%2E/summary']) {
@@ -87,7 +88,7 @@ describe('requests refused before any route', () => {
     const long = await get(`/api/rlsight/search?q=${'x'.repeat(100_000)}`);
     assert.equal(long.status, 431);
     assert.match(JSON.parse(long.body).detail, /^the request's URL and headers are over \d+ KiB: shorten the query$/);
-    const junk = await rawAnswer(server.port, 'NOT HTTP AT ALL\r\n\r\n');
+    const junk = await rawAnswer(served.server.port, 'NOT HTTP AT ALL\r\n\r\n');
     assert.equal(junk.status, 400);
     assert.match(JSON.parse(junk.body).detail, /^not a well-formed HTTP request/);
     assert.equal((await get('/api/meta')).status, 200);

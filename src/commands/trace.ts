@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { PACKAGE_ROOT } from '../ownFiles.ts';
 import { CommandUsageError, outPath, parseFlags, portFlag, removeOnExit } from './common.ts';
+import { isDirectory } from './runPaths.ts';
 import { timelineCache, timelineCacheJson } from '../queries/slimeTimeline.ts';
 import { traceDetails, traceView } from '../queries/slimeTraceView.ts';
 import { SlimeDumpError } from '../run/errors.ts';
@@ -101,13 +102,6 @@ function dumpsIn(dir: string): string[] {
   return found;
 }
 
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
 
 export async function traceCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseFlags({
