@@ -56,6 +56,15 @@ test('DP fold sums (or averages) ranks per exact ts; parts sorted by (addr, labe
   );
 });
 
+test('engines are in lane order: their addresses by their numbers (10.0.0.2 before 10.0.0.10)', () => {
+  const ids: EngineSeriesIdentity[] = ['http://10.0.0.10:30000', 'http://10.0.0.2:30000', 'http://10.0.0.100:30000', 'http://10.0.0.2:3000'].map((addr) => ({ addr, labelsJson: '{}' }));
+  const parts = buildEngineParts(rows(ids.map((_, i) => [0, i, i])), ids, 'sum');
+  assert.deepEqual(
+    parts.map((p) => p.addr),
+    ['http://10.0.0.2:3000', 'http://10.0.0.2:30000', 'http://10.0.0.10:30000', 'http://10.0.0.100:30000'],
+  );
+});
+
 test('rates: counter resets and non-advancing time leave gaps, never negative values', () => {
   const [p] = buildEngineParts(rows([[0, 2, 0], [2, 2, 10], [4, 2, 3], [6, 2, 7], [6, 2, 7], [8, 2, 11]]), IDS, 'none');
   const [rate] = rateParts([p]);

@@ -1,4 +1,5 @@
 // Engine series parts: rows of one metric split per (addr, labels), DP ranks folded, and derived rates/means.
+import { compareNodes } from '../run/model.ts';
 import { pyJsonDumps } from './heatmapFrame.ts';
 
 /** Rate metrics derived from a cumulative counter: Δvalue/Δt. */
@@ -83,8 +84,9 @@ export function foldedLabelsJson(labelsJson: string): string {
   return pyJsonDumps(kept);
 }
 
+/** Engines in lane order (addresses by their numbers: `10.0.0.2` before `10.0.0.10`), then their labels. */
 function compareKeys(a: EngineSeriesIdentity, b: EngineSeriesIdentity): number {
-  if (a.addr !== b.addr) return a.addr < b.addr ? -1 : 1;
+  if (a.addr !== b.addr) return compareNodes(a.addr, b.addr);
   if (a.labelsJson !== b.labelsJson) return a.labelsJson < b.labelsJson ? -1 : 1;
   return 0;
 }
