@@ -112,7 +112,11 @@ export function App() {
                   {m.run_name ?? 'unnamed run'}
                 </span>
               )}
-              {m.mode === 'follow' && quiet !== null ? (
+              {m.mode === 'follow' && m.recorder === 'stopped' ? (
+                <span class="badge static" data-testid="finished-badge" title="followed, and its collector has stopped: nothing more will be written (a new collector on the run brings it back live)">
+                  ◼ finished
+                </span>
+              ) : m.mode === 'follow' && quiet !== null ? (
                 <span class="badge static" data-testid="quiet-badge" title={`followed, but nothing new has been written for ${fmtDuration(quiet)}: the job may have finished (its updates show as they come)`}>
                   ◼ no new data
                 </span>

@@ -1,4 +1,14 @@
-// Number and time formats shared by every view (one format per kind of value).
+// Number and time formats shared by every view (one format per kind of value), and the app's one text order.
+
+/**
+ * Names in natural order, the one every list of the app uses: digit runs compare as numbers, so addresses
+ * order by octet (`10.0.0.2` before `10.0.0.10` before `10.0.0.100`) and host names by their numbers
+ * (`node-2` before `node-10`), as the server orders lanes.
+ */
+export function naturalCompare(a: string, b: string): number {
+  return a.localeCompare(b, undefined, { numeric: true });
+}
+
 export function fmtNum(v: unknown): string {
   if (v === null || v === undefined) return '—';
   if (typeof v === 'boolean') return v ? '✓' : '·';

@@ -152,6 +152,42 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     assert.deepEqual(w.problems(), []);
   });
 
+  test('a hit of several words opens the conversation with the query highlighted, not only its first matched word', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    // "of" comes first in "the sum of all positive multiples of N": the server's first hit, a stop word
+    await page.locator('input[data-global-search]').fill('positive multiples of');
+    await page.waitForSelector(`.search-results[data-query="positive multiples of"][data-done] .search-result`);
+    const hits = page.locator('.search-result');
+    let k = 0;
+    while (!/ · (prompt|conversation)$/.test((await hits.nth(k).locator('.facts').textContent())!)) k++;
+    const where = (await hits.nth(k).locator('.where').textContent())!;
+    await hits.nth(k).click();
+    const [, step, sample] = /step (\d+) · sample (\d+)/.exec(where)!;
+    await page.waitForFunction(`location.hash.startsWith("#/rollout/${step}/sample/${sample}") && location.hash.includes("find=")`);
+    assert.equal(hashParams(page).get('find'), 'positive multiples of');
+    await page.waitForSelector('[data-testid="conversation"][data-found]');
+    const seen = (await page.evaluate(`(() => {
+      const texts = (name) => [...(CSS.highlights.get(name) ?? [])].map((r) => r.toString().toLowerCase());
+      const first = [...(CSS.highlights.get('rlsight-find') ?? [])][0]?.getBoundingClientRect();
+      return {
+        found: Number(document.querySelector('[data-testid="conversation"]').dataset.found),
+        best: texts('rlsight-find'),
+        more: texts('rlsight-find-more'),
+        inView: !!first && first.top >= 0 && first.bottom <= innerHeight,
+      };
+    })()`)) as { found: number; best: string[]; more: string[]; inView: boolean };
+    assert.equal(seen.best.length + seen.more.length, seen.found);
+    // the words in sequence stand out (the most specific, scrolled to); each word elsewhere is marked lighter:
+    // whole words, the last one (still being typed) a prefix
+    assert.ok(seen.best.length > 0 && seen.best.every((t) => t === 'positive multiples of'), seen.best.join(' | '));
+    assert.ok(seen.inView, 'the words in sequence are scrolled into view');
+    assert.ok(seen.more.every((t) => t === 'positive' || t === 'multiples' || t.startsWith('of')), seen.more.join(' | '));
+    assert.ok(seen.more.includes('of'), 'each word is marked where it stands alone too');
+    await screenshot(page, 'search-opens-conversation-words');
+    assert.deepEqual(w.problems(), []);
+  });
+
   test('a number no sample has as its index is looked for in the texts, and the results say so', async () => {
     const w = await open('#/health');
     const { page } = w;

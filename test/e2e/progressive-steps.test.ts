@@ -57,6 +57,8 @@ describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' },
 
       await s.held.letOneGo();
       await waitText(page, '.health [data-testid=coverage]', '1/3 steps read');
+      // one step: "1 step read of 3", not "1 steps"
+      await page.waitForFunction(() => /^Health — 1 step read of 3,/.test(document.querySelector('.health .view-title')?.textContent?.trim() ?? ''), undefined, { timeout: 30_000 });
       await page.locator('.health-board tbody th a', { hasText: /^2$/ }).waitFor({ timeout: 30_000 });
       assert.equal(await page.locator('.health-board tbody tr:not(.unread)').count(), 1);
       // the steps not read yet stand where they will be, hatched

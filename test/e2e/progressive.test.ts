@@ -38,6 +38,27 @@ describe('progressive fleet overview', { skip: !hasChromium && 'no Chromium' }, 
     rmSync(root, { recursive: true, force: true });
   });
 
+  // (before the test below drives the warm-up to its end: nothing is read yet here)
+  test('while nothing is read yet: the header fits at 1366 px beside the history bar, and the advisory says nothing is read', async () => {
+    const page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+    await page.goto(`${server.url}#/timeline`);
+    await page.locator('.runinfo .warmup').waitFor({ timeout: 30_000 });
+    const advisory = page.locator('[data-testid=advisory]');
+    await advisory.locator('[data-testid=coverage]').waitFor({ timeout: 30_000 });
+    const header = await page.evaluate(() => {
+      const d = (globalThis as any).document;
+      return { right: d.querySelector('.runinfo').getBoundingClientRect().right, last: [...d.querySelectorAll('.runinfo > *')].map((e: any) => e.getBoundingClientRect().right), width: d.documentElement.clientWidth, scroll: d.documentElement.scrollWidth };
+    });
+    assert.ok(header.scroll <= header.width && header.last.every((r: number) => r <= header.width), `the header's right end stays on screen: ${JSON.stringify(header)}`);
+    assert.equal((await advisory.locator('[data-testid=coverage]').innerText()).trim(), `0/${store.warmUpProgress()!.hoursTotal} h read`);
+    const said = await advisory.locator('p').innerText();
+    assert.match(said, /no hour of the run's history has been read yet/);
+    assert.doesNotMatch(said, /in the hours read so far/);
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: join(SCREENSHOTS, 'warmup-header-1366.png') });
+    await page.close();
+  });
+
   test('draws the hours read so far with their coverage, and redraws complete as the warm-up finishes', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const fleetAsks: string[] = [];

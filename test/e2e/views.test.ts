@@ -105,19 +105,149 @@ describe('views on the large demo (128 GPUs on 16 nodes)', { skip }, () => {
     await page.click('button:has-text("late start")');
     await waitHash(page, /lanes=gpu/);
     const result = (await page.textContent('[data-testid=pick-result]'))!;
-    assert.match(result, /^late start, worst first: g77 \d+\.\d s · g\d+ -?\d\.\d s/);
+    assert.match(result, /^late start, worst first: g77 \d+\.\d+ s · g\d+ -?\d+\.\d+ s/);
     assert.equal(await page.$('[data-testid=no-outlier]'), null);
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=lane-labels] li[data-score]').length === 8);
     const labels = await laneLabels(w);
-    assert.match(labels[0]!, /^g77 .* · \d+\.\d s$/, 'the worst lane is drawn first');
-    const scores = labels.map((l) => Number(/ · (-?\d+\.\d) s$/.exec(l)![1]));
+    assert.match(labels[0]!, /^g77 .* · \d+\.\d+ s$/, 'the worst lane is drawn first');
+    const scores = labels.map((l) => Number(/ · (-?\d+\.\d+) s$/.exec(l)![1]));
     assert.deepEqual(scores, [...scores].sort((a, b) => b - a), `lanes in score order: ${scores}`);
     await screenshot(page, 'views-quickpick-late');
     // Lowest util over a window where every lane idles alike: said to be no outlier, ties named.
     await page.click('button:has-text("lowest util")');
     await page.waitForFunction(() => /lowest util, worst first/.test(document.querySelector('[data-testid=pick-result]')?.textContent ?? ''));
     const util = (await page.textContent('[data-testid=pick-result]'))!;
-    assert.match(util, /g\d+ \d+\.\d %/);
+    assert.match(util, /g\d+ \d+\.\d+ %/);
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
+  it('a quick pick calls only equal scores ties, and shows different scores differently', async () => {
+    const w = await open('#/timeline');
+    const { page } = w;
+    await page.waitForSelector('[data-testid=lane-labels] li');
+    for (const [button, criterion, unit] of [
+      ['late start', 'start_lag', 's'],
+      ['lowest util', 'lowest_util', '%'],
+    ] as const) {
+      const answered = page.waitForResponse((r) => r.url().includes('/api/timeline/outliers') && new URL(r.url()).searchParams.get('criterion') === criterion);
+      await page.click(`button:has-text("${button}")`);
+      const { outliers } = (await (await answered).json()) as { outliers: { score: number }[] };
+      await page.waitForFunction((b) => new RegExp(`^${b}, worst first`).test(document.querySelector('[data-testid=pick-result]')?.textContent ?? ''), button);
+      const items = (await page.textContent('[data-testid=pick-result]'))!.replace(/^[^:]*: /, '').replace(/ · no outlier.*$/, '').split(' · ');
+      assert.equal(items.length, outliers.length, items.join(' | '));
+      const parsed = items.map((t) => new RegExp(`^g\\d+ (-?\\d+\\.\\d+) ${unit === '%' ? '%' : 's'}( \\(tie\\))?$`).exec(t)!);
+      assert.ok(parsed.every(Boolean), `every item reads "gN score unit": ${items.join(' | ')}`);
+      outliers.forEach((o, i) => {
+        const equal = outliers[i - 1]?.score === o.score || outliers[i + 1]?.score === o.score;
+        assert.equal(parsed[i]![2] !== undefined, equal, `${items[i]}: a tie exactly when a neighbour's score is equal (${o.score})`);
+        outliers.forEach((p, j) => {
+          if (p.score !== o.score) assert.notEqual(parsed[i]![1], parsed[j]![1], `${o.score} and ${p.score} read differently`);
+        });
+      });
+    }
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
+  it('the Lanes row names no selection until the lane catalog is in, then the default sample (never "all" on a large cluster)', async () => {
+    const w = await openPage(ctx.browser);
+    const { page } = w;
+    // a slow lane catalog, as on a warm restart of a 1,024-GPU run
+    await page.route(
+      (u) => u.pathname === '/api/rlsight/lanes' && u.searchParams.get('lanes') === 'all',
+      async (route) => {
+        await new Promise((r) => setTimeout(r, 1500));
+        await route.continue();
+      },
+    );
+    await page.goto(`${ctx.served.url}#/timeline`);
+    await page.waitForSelector('.lane-selection .chip');
+    const seen = new Set<string>();
+    for (let i = 0; i < 200 && !(await page.$('[data-testid=default-lanes]')); i++) {
+      for (const c of await page.$$eval('.lane-selection .lane-row .chip', (els) => els.map((e: any) => e.textContent.trim()))) seen.add(c);
+      await page.waitForTimeout(25);
+    }
+    assert.ok(await page.$('[data-testid=default-lanes]'), 'the default sample arrives');
+    assert.ok(seen.has('choosing lanes…'), `while the catalog loads: ${[...seen]}`);
+    assert.ok(!seen.has('all'), `"all" is never shown on the way: ${[...seen]}`);
+    assert.deepEqual(w.problems(), []);
+    await page.close();
+  });
+
+  it('a fleet of engines: chips, chart series and legends in natural order; each legend keeps a few rows, with values at the cursor', async () => {
+    const w = await open('#/?cat=sglang');
+    const { page } = w;
+    const chart = '.chart-panel.many-series';
+    await page.waitForSelector(`${chart} .u-over`);
+    await page.waitForSelector('.engine-legend .swatch[data-engine]');
+    // natural order: digit runs compare as numbers (10.0.1.2 before 10.0.1.10), as the lanes are ordered
+    const byNumbers = (a: string, b: string) => {
+      const x = a.split(/(\d+)/);
+      const y = b.split(/(\d+)/);
+      for (let i = 0; i < Math.min(x.length, y.length); i++) {
+        if (x[i] === y[i]) continue;
+        return i % 2 ? Number(x[i]) - Number(y[i]) : x[i]! < y[i]! ? -1 : 1;
+      }
+      return x.length - y.length;
+    };
+    const chips = await page.$$eval('.engine-legend .swatch[data-engine]', (els) => els.map((e: any) => e.dataset.engine as string));
+    assert.ok(chips.length > 7, `${chips.length} engines`);
+    assert.deepEqual(chips, [...chips].sort(byNumbers), `engine chips in natural order: ${chips.join(' ')}`);
+    assert.ok(chips.some((c) => /\.1\.2:/.test(c)) && chips.findIndex((c) => /\.1\.2:/.test(c)) < chips.findIndex((c) => /\.1\.10:/.test(c)));
+    const legend = (sel: string) =>
+      page.$eval(sel, (p: any) => {
+        // (no named function in here: the page would not know the helper the test's compiler wraps it in)
+        const rows = [...p.querySelectorAll('.u-legend .u-series')].map((r: any) => ({
+          label: r.querySelector('.u-label')?.textContent ?? '',
+          value: r.querySelector('.u-value')?.textContent ?? '',
+          shown: r.style.display !== 'none',
+        }));
+        const box = p.querySelector('.u-legend').getBoundingClientRect();
+        return { rows, panel: p.getBoundingClientRect().height, box: box.height, scrolls: p.querySelector('.u-legend').scrollHeight > p.querySelector('.u-legend').clientHeight + 1 };
+      });
+    const first = await legend(chart);
+    const series = first.rows.filter((r) => !r.label.startsWith('time'));
+    assert.deepEqual(
+      [...series].map((r) => r.label).sort(byNumbers),
+      chips.filter((c) => series.some((r) => r.label === c)),
+      'the chart has the engines of the chips',
+    );
+    // away from the chart: the x value and the first five series, in natural order; the rest behind "+N more"
+    assert.deepEqual(
+      first.rows.filter((r) => r.shown).map((r) => r.label),
+      [first.rows[0]!.label, ...[...series].map((r) => r.label).sort(byNumbers).slice(0, 5)],
+    );
+    assert.equal((await page.textContent(`${chart} [data-testid=legend-toggle]`))!.trim(), `+${series.length - 5} more`);
+    assert.ok(first.panel < 480, `a chart of ${series.length} series stays ${first.panel} px tall`);
+    // hovering: the nearest series, then the highest values at the cursor
+    const over = (await page.$(`${chart} .u-over`))!;
+    const bb = (await over.boundingBox())!;
+    await page.mouse.move(bb.x + bb.width * 0.6, bb.y + bb.height * 0.4);
+    await page.waitForFunction((sel) => /\d/.test(document.querySelector(`${sel} .u-legend .u-series .u-value`)?.textContent ?? ''), chart);
+    const hovered = await legend(chart);
+    const num = (v: string) => (Number.isFinite(Number(v)) ? Number(v) : -Infinity);
+    const shown = hovered.rows.slice(1).filter((r) => r.shown);
+    const hidden = hovered.rows.slice(1).filter((r) => !r.shown);
+    assert.equal(shown.length, 5);
+    assert.ok(shown.every((r) => r.value !== '' && r.value !== '—'), `values at the cursor: ${JSON.stringify(shown)}`);
+    const rest = shown.slice(1).map((r) => num(r.value));
+    assert.deepEqual(rest, [...rest].sort((a, b) => b - a), 'highest first');
+    assert.ok(Math.min(...rest) >= Math.max(...hidden.map((r) => num(r.value))), 'no hidden series is higher than a shown one');
+    await screenshot(page, 'views-engines-compact-legend');
+    // every row on demand, in a box of bounded height that scrolls
+    await page.click(`${chart} [data-testid=legend-toggle]`);
+    await page.waitForSelector(`${chart}.legend-all`);
+    const all = await legend(chart);
+    assert.ok(all.rows.every((r) => r.shown));
+    assert.deepEqual(all.rows.slice(1).map((r) => r.label), [...series].map((r) => r.label).sort(byNumbers), 'every row in natural order');
+    assert.ok(all.box <= 170 && all.scrolls, `the whole legend scrolls in ${all.box} px`);
+    assert.equal((await page.textContent(`${chart} [data-testid=legend-toggle]`))!.trim(), 'fewer');
+    await screenshot(page, 'views-engines-all-legend');
+    // "none" hides every engine; each chart then says so
+    await page.click('[data-testid=engine-bulk] button:has-text("none")');
+    await page.waitForFunction(() => document.querySelectorAll('.chart-panel .chart-empty').length > 0);
+    assert.match((await page.textContent('.chart-panel .chart-empty'))!, /every series of this chart is hidden/);
     assert.deepEqual(w.problems(), []);
     await page.close();
   });

@@ -1,6 +1,6 @@
 // A sortable table that renders only the rows in view (fixed row height), with a sticky header and first column.
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { fmtNum } from '../format.ts';
+import { fmtNum, naturalCompare } from '../format.ts';
 import type { Cell, TableRow as Row } from '../../src/wire/index.ts';
 
 interface Props {
@@ -24,7 +24,7 @@ export function compareCells(a: Cell, b: Cell): number {
   if (b === null || b === undefined) return -1;
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
-  return String(a).localeCompare(String(b), undefined, { numeric: true });
+  return naturalCompare(String(a), String(b));
 }
 
 export function sortRows(rows: Row[], sort: { col: string; desc: boolean } | null): Row[] {

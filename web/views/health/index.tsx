@@ -202,7 +202,7 @@ export function HealthView({ meta }: { meta: Meta }) {
     <section class="health">
       <RunsBoard signals={signals} tick={tick} />
       <h2 class="view-title">
-        Health{(all?.length ?? 0) > 1 ? ` of ${shownRunId(all)}` : ''} — {rows.length} steps{partial ? ` read of ${partial.steps_total}` : ''},{' '}
+        Health{(all?.length ?? 0) > 1 ? ` of ${shownRunId(all)}` : ''} — {rows.length} step{rows.length === 1 ? '' : 's'}{partial ? ` read of ${partial.steps_total}` : ''},{' '}
         {fired.length === 0 ? `no signal fired${partial ? ' so far' : ''}` : `${fired.length} signal${fired.length === 1 ? '' : 's'} fired`} <CoverageNote coverage={partial} />
       </h2>
       {warnings.length > 0 && (

@@ -245,6 +245,62 @@ function gapsAsNull(ys: uPlot.AlignedData[number]): uPlot.AlignedData[number] {
   return Array.from(col, (v) => (v === undefined ? undefined : v !== null && Number.isFinite(v) ? v : null)) as (number | null)[];
 }
 
+/** Series rows a compact legend keeps (a chart with more than two more than this is compacted). */
+export const LEGEND_ROWS = 5;
+
+interface LegendState {
+  /** Whether the chart has too many series for a whole legend. */
+  many: boolean;
+  /** Every row asked for (a bounded box that scrolls). */
+  all: boolean;
+  /** The series nearest the cursor (uPlot's focus), or -1. */
+  focus: number;
+  /** Smoothing on: each series is a faint raw line and its smoothed one, after it. */
+  paired: boolean;
+}
+
+/** Each chart's legend rows in series order (index 0: the x value), as uPlot made them. */
+const legendRows = new WeakMap<uPlot, HTMLElement[]>();
+
+/**
+ * Keeps a many-series legend to LEGEND_ROWS rows: at the cursor, the series nearest it and then those with the
+ * highest values there; away from the chart, the first series. Every row is kept (in series order) when all are
+ * asked for, the box then scrolling; a smoothed series' raw twin is listed only then.
+ */
+function compactLegend(u: uPlot, st: LegendState): void {
+  const body = u.root.querySelector('.u-legend tbody') ?? u.root.querySelector('.u-legend');
+  if (!body) return;
+  let rows = legendRows.get(u);
+  if (!rows || rows.length !== u.series.length) {
+    rows = [...body.querySelectorAll<HTMLElement>(':scope > .u-series')];
+    if (rows.length !== u.series.length) return;
+    legendRows.set(u, rows);
+  }
+  const all = !st.many || st.all;
+  let shown: number[];
+  if (all) shown = rows.map((_, i) => i).slice(1);
+  else {
+    // a raw twin stands for its smoothed series
+    const own = (i: number) => (st.paired && i % 2 === 1 ? i + 1 : i);
+    const candidates = u.series.map((_, i) => i).filter((i) => i > 0 && own(i) === i && u.series[i]!.show !== false);
+    const idx = u.cursor.idx;
+    const at = (i: number): number => {
+      const v = idx == null ? null : (u.data[i] as ArrayLike<number | null | undefined>)[idx];
+      return v != null && Number.isFinite(v) ? v : -Infinity;
+    };
+    const ranked = idx == null ? candidates : [...candidates].sort((a, b) => at(b) - at(a) || a - b);
+    const focus = st.focus > 0 ? own(st.focus) : -1;
+    shown = (focus > 0 && candidates.includes(focus) ? [focus, ...ranked.filter((i) => i !== focus)] : ranked).slice(0, LEGEND_ROWS);
+  }
+  const order = [0, ...shown];
+  const on = new Set(order);
+  const want = all ? rows : [...order.map((i) => rows[i]!), ...rows.filter((_, i) => !on.has(i))];
+  // moved only when the order changed (uPlot keeps its own references to the rows)
+  if (want.some((r, k) => body.children[k] !== r)) for (const r of want) body.appendChild(r);
+  rows.forEach((r, i) => (r.style.display = on.has(i) ? '' : 'none'));
+  u.root.setAttribute('data-legend-shown', String(shown.length));
+}
+
 /** Line opacity of overlaid runs: two identical histories blend instead of one hiding the other. */
 const OVERLAY_ALPHA = 0.7;
 /** Opacity of the series not hovered. */
@@ -263,6 +319,8 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   const log = logY && logAble;
   const visible = useMemo(() => (hidden?.size ? tables.filter((t) => !hidden.has(t.label)) : tables), [tables, hidden]);
   const data = useMemo<uPlot.AlignedData>(() => {
+    // (every series hidden: an empty chart, said so below)
+    if (visible.length === 0) return [[]] as unknown as uPlot.AlignedData;
     const joined: uPlot.AlignedData =
       visible.length === 1 ? [visible[0]!.x, visible[0]!.y as number[]] : uPlot.join(visible.map((t) => [t.x, t.y as number[]]));
     const base = [joined[0], ...joined.slice(1).map(gapsAsNull)] as uPlot.AlignedData;
@@ -356,10 +414,17 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         // Hovering near a run's line in one overlaid chart brings that run forward in all of them.
         setSeries: [
           (u, i, opts) => {
-            if (!overlaidRef.on || (opts as { focus?: boolean }).focus === undefined) return;
+            if ((opts as { focus?: boolean }).focus === undefined) return;
+            // the nearest series heads a compact legend
+            legendRef.focus = i ?? -1;
+            compactLegend(u, legendRef);
+            if (!overlaidRef.on) return;
             hoveredRun.set(i === null ? null : (String(u.series[i]?.label ?? '') || null));
           },
         ],
+        // Many series: the legend keeps a few rows, the nearest series and the highest values at the cursor.
+        setLegend: [(u) => compactLegend(u, legendRef)],
+        ready: [(u) => compactLegend(u, legendRef)],
         // The x tick labels' boxes, for a test (and a reader) to check they never overlap.
         draw: [
           (u) => drawMarkers(u, markersRef.list),
@@ -383,6 +448,17 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
     };
     // A new set of markers (the topology arrives after the series) rebuilds the chart to draw them.
   }, [seriesKey, xKind, xLabel, log, markers?.length ?? 0]);
+
+  // A chart of many series (a fleet's engines) keeps its legend to a few rows unless every row is asked for.
+  const many = visible.length > LEGEND_ROWS + 2;
+  const [allRows, setAllRows] = useState(false);
+  const legendRef = useMemo<LegendState>(() => ({ many: false, all: false, focus: -1, paired: false }), []);
+  legendRef.many = many;
+  legendRef.all = allRows;
+  legendRef.paired = smoothing > 0;
+  useEffect(() => {
+    if (plot.current) compactLegend(plot.current, legendRef);
+  }, [many, allRows]);
 
   const markersRef = useMemo(() => ({ list: [] as Marker[] }), []);
   const coverageRef = useMemo(() => ({ c: undefined as StepCoverage | undefined }), []);
@@ -432,7 +508,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   }
 
   return (
-    <section class="panel chart-panel" data-metric={metric} data-markers={markers?.map((m) => m.label).join(' | ') || undefined}>
+    <section class={`panel chart-panel${many ? ` many-series${allRows ? ' legend-all' : ''}` : ''}`} data-metric={metric} data-markers={markers?.map((m) => m.label).join(' | ') || undefined}>
       <header>
         <h3 title={description || metric}>{metric}</h3>
         <CoverageNote coverage={coverage} />
@@ -462,9 +538,25 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         </p>
       )}
       {points === 0 ? (
-        <p class="muted chart-empty">{coverage ? 'no step read yet: points appear as the server reads the steps, newest first' : `no values recorded for this key${xKind === 'step' ? ` on ${xLabel}` : ''}`}</p>
+        <p class="muted chart-empty">
+          {tables.length > 0 && visible.length === 0
+            ? 'every series of this chart is hidden: tick some above'
+            : coverage
+              ? 'no step read yet: points appear as the server reads the steps, newest first'
+              : `no values recorded for this key${xKind === 'step' ? ` on ${xLabel}` : ''}`}
+        </p>
       ) : (
-        <UPlotChart options={options} data={data} height={200} label={`${metric} chart`} onCreate={(u) => ((plot.current = u), focusRun(u, highlight), markPainted('metrics'))} />
+        <>
+          <UPlotChart options={options} data={data} height={200} label={`${metric} chart`} onCreate={(u) => ((plot.current = u), focusRun(u, highlight), markPainted('metrics'))} />
+          {many && (
+            <p class="legend-more" data-testid="legend-more">
+              <button class="icon" aria-expanded={allRows ? 'true' : 'false'} data-testid="legend-toggle" onClick={() => setAllRows(!allRows)}>
+                {allRows ? 'fewer' : `+${visible.length - LEGEND_ROWS} more`}
+              </button>
+              <span class="muted">{allRows ? `all ${visible.length} series, values at the cursor` : `${LEGEND_ROWS} of ${visible.length} series: the nearest to the cursor, then the highest there`}</span>
+            </p>
+          )}
+        </>
       )}
     </section>
   );

@@ -8,6 +8,7 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
+import { naturalCompare } from '../../format.ts';
 import type { Coverage, Meta, MetricSeries as Series, RunListing, StepCoverage, Topology } from '../../../src/wire/index.ts';
 import { CoverageNote, leastStepCoverage, useRefine, useStepwiseApi } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
@@ -16,6 +17,9 @@ import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.
 import { seriesColor } from '../../theme.ts';
 import { chosenRuns, loadRuns, runColor, runLabel, runList, runPath, shownRunId } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
+
+/** More engines than this: their chips scroll in a box of bounded height, with all/none buttons. */
+const MANY_ENGINES = 12;
 
 /** The x axis: a step key, wall time, or time since each run's start (to line runs up). */
 type AxisKind = 'step' | 'time' | 'rel';
@@ -287,7 +291,8 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
   const engineLabels = useMemo(() => {
     const s = new Set<string>();
     for (const list of Object.values(engineData.data ?? {})) for (const e of list) s.add(seriesLabel(e));
-    return [...s].sort();
+    // Natural order (`10.0.0.2` before `10.0.0.10`), as the lanes are: the chips, every chart's series and its legend.
+    return [...s].sort(naturalCompare);
   }, [engineData.data]);
   // One colour per engine series, for its lines and its swatch alike: its run's when runs are compared.
   const engineColors = useMemo(() => {
@@ -308,9 +313,11 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
     [loggedData.data, runKey],
   );
   const loggedTables = useMemo(() => {
-    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string; coverage?: StepCoverage; absent: string[] }>();
+    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string; coverage?: StepCoverage; absent: string[]; markers: Marker[] }>();
     for (const k of logged) {
       const tables: XYTable[] = [];
+      // a value logged as NaN or ±inf is no point on the line: it is marked where it was logged
+      const markers: Marker[] = [];
       let kind: XKind = 'step';
       let xLabel = '';
       let note: string | undefined;
@@ -330,9 +337,10 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
         if (xKind !== 'step' && !timed) note = `on ${s.axis}: ${k.startsWith('dump/') ? 'dump/* aggregates are computed per step and carry no time' : 'this key has no time per point'}`;
         // One run alone keeps its colour (the run picker's swatch), not the first series colour.
         tables.push({ label: overlay ? runLabel(run!) : k, x, y, color: run ? runColor(allRuns, run.id) : undefined });
+        for (const [at, value] of s.nonfinite ?? []) markers.push({ x: x[at]!, label: overlay ? `${run!.id}: ${value}` : value });
       });
       const absent = overlay ? targets.filter((run) => !has(run, k)).map((run) => run!.id) : [];
-      if (tables.length) out.set(k, { tables, kind, xLabel, note, coverage: kind === 'step' ? leastStepCoverage(coverages) : undefined, absent });
+      if (tables.length) out.set(k, { tables, kind, xLabel, note, coverage: kind === 'step' ? leastStepCoverage(coverages) : undefined, absent, markers });
     }
     return out;
   }, [loggedData.data, xKind, runKey, allRuns, origins, keysOf]);
@@ -353,10 +361,11 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
   }, [topology.data]);
   const engineTables = useMemo(() => {
     const out = new Map<string, XYTable[]>();
+    const rank = new Map(engineLabels.map((l, i) => [l, i]));
     for (const [k, list] of Object.entries(engineData.data ?? {}))
       out.set(
         k,
-        list.map((e) => {
+        [...list].sort((a, b) => (rank.get(seriesLabel(a)) ?? 0) - (rank.get(seriesLabel(b)) ?? 0)).map((e) => {
           // Time since start: each run's clock from its own start (else its first sample), like the logged keys.
           const start = origins[e.run ? targets.indexOf(e.run) : 0] ?? e.ts[0] ?? 0;
           const x = xKind === 'rel' ? Float64Array.from(e.ts, (t) => t - start) : e.ts;
@@ -365,7 +374,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
         }),
       );
     return out;
-  }, [engineData.data, xKind, engineColors, origins]);
+  }, [engineData.data, xKind, engineColors, engineLabels, origins]);
 
   // Every chart on one x axis spans all of it, so a run shorter than another never narrows a chart.
   const extents = useMemo(() => {
@@ -386,6 +395,9 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
     return out;
   }, [loggedTables, engineTables]);
 
+  // A fleet's worth of engines: their chips scroll in a box of a few rows, with all/none to pick a few.
+  const manyEngines = engineLabels.length > MANY_ENGINES;
+
   return (
     <>
       {engine.length > 0 && (
@@ -394,22 +406,37 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
           <label>
             <input type="checkbox" checked={perDp} onChange={(e) => setPerDp((e.target as HTMLInputElement).checked)} /> split by dp rank
           </label>
-          {engineLabels.map((l) => (
-            <label key={l}>
-              <input
-                type="checkbox"
-                checked={!hiddenEngines.has(l)}
-                onChange={() => {
-                  const n = new Set(hiddenEngines);
-                  if (n.has(l)) n.delete(l);
-                  else n.add(l);
-                  setHidden(n);
-                }}
-              />
-              <span class="swatch" style={{ background: engineColors.get(l) }} data-engine={l} />
-              {l.replace(/^https?:\/\//, '')}
-            </label>
-          ))}
+          {manyEngines && (
+            <span class="engine-bulk" data-testid="engine-bulk">
+              <span class="muted">
+                {engineLabels.length - engineLabels.filter((l) => hiddenEngines.has(l)).length} of {engineLabels.length} drawn
+              </span>
+              <button class="icon" disabled={hiddenEngines.size === 0} onClick={() => setHidden(new Set())}>
+                all
+              </button>
+              <button class="icon" disabled={engineLabels.every((l) => hiddenEngines.has(l))} onClick={() => setHidden(new Set(engineLabels))}>
+                none
+              </button>
+            </span>
+          )}
+          <div class={`engine-chips${manyEngines ? ' many' : ''}`}>
+            {engineLabels.map((l) => (
+              <label key={l}>
+                <input
+                  type="checkbox"
+                  checked={!hiddenEngines.has(l)}
+                  onChange={() => {
+                    const n = new Set(hiddenEngines);
+                    if (n.has(l)) n.delete(l);
+                    else n.add(l);
+                    setHidden(n);
+                  }}
+                />
+                <span class="swatch" style={{ background: engineColors.get(l) }} data-engine={l} />
+                {l.replace(/^https?:\/\//, '')}
+              </label>
+            ))}
+          </div>
         </div>
       )}
       {loggedData.error ? <ErrorNote error={loggedData.error} /> : null}
@@ -441,6 +468,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
                 overlaid={overlay}
                 coverage={t.coverage}
                 absent={t.absent}
+                markers={t.markers}
               />
             );
           })}

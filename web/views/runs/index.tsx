@@ -6,7 +6,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import { ErrorNote, Loading } from '../../components/status.tsx';
 import { SideScroll } from '../../components/sideScroll.tsx';
-import { fmtDuration, fmtNum, fmtWall } from '../../format.ts';
+import { fmtDuration, fmtNum, fmtWall, naturalCompare } from '../../format.ts';
 import { liveTick, meta } from '../../live.ts';
 import { href, setParams, type Route } from '../../route.ts';
 import { runColor, runLabel, runList } from '../../runs.ts';
@@ -92,7 +92,7 @@ export function RunsView({ route }: { route: Route }) {
       value: (r) => r.status,
       show: (r) => (
         <span class={`run-status ${r.status}`} title={r.warnings.join('\n') || undefined} data-status={r.status}>
-          {r.status === 'damaged' ? `⚠ damaged: ${r.warnings[0]}${r.warnings.length > 1 ? ` (+${r.warnings.length - 1})` : ''}` : r.status}
+          {r.status === 'damaged' ? `⚠ damaged: ${r.warnings[0]}${r.warnings.length > 1 ? ` (+${r.warnings.length - 1})` : ''}` : r.status === 'quiet' ? 'no new data' : r.status}
         </span>
       ),
     },
@@ -120,7 +120,7 @@ export function RunsView({ route }: { route: Route }) {
         if (x === y) return 0;
         if (x === null) return 1;
         if (y === null) return -1;
-        const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true });
+        const c = typeof x === 'number' && typeof y === 'number' ? x - y : naturalCompare(String(x), String(y));
         return desc ? -c : c;
       });
     }

@@ -1,18 +1,18 @@
 // Conversation: role-tagged turns, collapsible thinking, structured tool calls and results, long texts folded.
 import { createContext } from 'preact';
-import { useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { markPainted } from '../../paintMarks.ts';
 import type { Message, ToolCall } from '../../../src/wire/index.ts';
+import { type Finder, foundRanges, holds, mostSpecific, parseFind } from './findTerms.ts';
 
 const FOLD_CHARS = 1600;
 const FOLD_LINES = 36;
 
-/** The text a search opened this conversation at (lower-cased; '' for none): its occurrences are highlighted. */
-const Find = createContext('');
-/** The name of the highlight (`::highlight(rlsight-find)` in the style sheet). */
+/** The most specific term of what a search opened this conversation at (null for none): the texts holding it open. */
+const Find = createContext<Finder | null>(null);
+/** The names of the highlights (`::highlight(rlsight-find)` in the style sheet): the most specific term, the others. */
 const FIND_HIGHLIGHT = 'rlsight-find';
-
-const holds = (text: string, find: string): boolean => find !== '' && text.toLowerCase().includes(find);
+const FIND_MORE_HIGHLIGHT = 'rlsight-find-more';
 
 /** Splits a raw assistant string into text, <think> and <tool_call> parts (models that inline them). */
 export function splitInline(text: string): { kind: 'text' | 'think' | 'tool_call'; body: string }[] {
@@ -53,7 +53,7 @@ function Folded({ text, cls = 'msg-text' }: { text: string; cls?: string }) {
   const long = text.length > FOLD_CHARS || lines > FOLD_LINES;
   const head = long ? text.split('\n').slice(0, FOLD_LINES).join('\n').slice(0, FOLD_CHARS) : text;
   // unfolded from the start when the text a search opened it at lies past the fold
-  const [open, setOpen] = useState(() => long && holds(text, find) && !holds(head, find));
+  const [open, setOpen] = useState(() => long && holds(find, text) && !holds(find, head));
   if (!long || open)
     return (
       <>
@@ -78,7 +78,7 @@ function Folded({ text, cls = 'msg-text' }: { text: string; cls?: string }) {
 function Thinking({ text }: { text: string }) {
   const find = useContext(Find);
   return (
-    <details class="thinking" open={text.length < 600 || holds(text, find)}>
+    <details class="thinking" open={text.length < 600 || holds(find, text)}>
       <summary>thinking · {text.length.toLocaleString()} chars</summary>
       <Folded text={text} />
     </details>
@@ -153,56 +153,62 @@ function CopyButton({ text }: { text: string }) {
   );
 }
 
-/** Every occurrence of `find` (lower-cased) in the text under `root`, within one text node each. */
-function occurrences(root: HTMLElement, find: string): Range[] {
-  const out: Range[] = [];
+/**
+ * Every stretch `finder` highlights in the text under `root` (within one text node each), in text order: those
+ * of its most specific term found anywhere (`best`), and the others.
+ */
+function occurrences(root: HTMLElement, finder: Finder): { best: Range[]; more: Range[] } {
+  const found: { range: Range; rank: number }[] = [];
   const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   for (let node = walk.nextNode(); node; node = walk.nextNode()) {
     // a message's summary line (role, size, copy) is not its text
     if (node.parentElement?.closest('summary')) continue;
-    const raw = node.nodeValue ?? '';
-    const text = raw.toLowerCase();
-    // a text whose lower case is longer (İ) has no offsets in common with it: left unmarked
-    if (text.length !== raw.length) continue;
-    for (let at = text.indexOf(find); at >= 0; at = text.indexOf(find, at + find.length)) {
+    for (const [a, b, rank] of foundRanges(finder, node.nodeValue ?? '')) {
       const r = document.createRange();
-      r.setStart(node, at);
-      r.setEnd(node, at + find.length);
-      out.push(r);
+      r.setStart(node, a);
+      r.setEnd(node, b);
+      found.push({ range: r, rank });
     }
   }
-  return out;
+  const best = Math.min(...found.map((f) => f.rank));
+  return { best: found.filter((f) => f.rank === best).map((f) => f.range), more: found.filter((f) => f.rank !== best).map((f) => f.range) };
 }
 
 /**
- * The recorded conversation; `find` (a search's match) is highlighted wherever it occurs, the messages and
- * thinking that hold it opened, and the first occurrence scrolled into view.
+ * The recorded conversation; `find` (what a search matched: its query) is highlighted wherever it occurs, the
+ * messages and thinking that hold it opened, and the first occurrence of its most specific term (the query's
+ * words in sequence, else its longest phrase or word) scrolled into view.
  */
 export function Conversation({ messages, find = '' }: { messages: Message[]; find?: string }) {
   useEffect(() => markPainted('sample'), []);
   const root = useRef<HTMLDivElement>(null);
-  const wanted = find.toLowerCase();
+  const finder = useMemo(() => parseFind(find), [find]);
+  // every term is highlighted; the messages, thinking and folded texts holding the most specific one are opened
+  const opener = useMemo(() => mostSpecific(finder, messages.map((m) => JSON.stringify(m)).join('\n')), [finder, messages]);
   useEffect(() => {
     const el = root.current;
-    if (!el || wanted === '') return;
-    const found = occurrences(el, wanted);
-    el.dataset.found = String(found.length);
+    if (!el || !finder) return;
+    const { best, more } = occurrences(el, finder);
+    el.dataset.found = String(best.length + more.length);
     const registry = (globalThis as { CSS?: { highlights?: Map<string, unknown> } }).CSS?.highlights;
     const Highlight = (globalThis as { Highlight?: new (...ranges: Range[]) => unknown }).Highlight;
-    if (registry && Highlight && found.length) registry.set(FIND_HIGHLIGHT, new Highlight(...found));
-    found[0]?.startContainer.parentElement?.scrollIntoView({ block: 'center' });
+    // the most specific term stands out; the query's other words (often short, common ones) are marked lighter
+    if (registry && Highlight && best.length) registry.set(FIND_HIGHLIGHT, new Highlight(...best));
+    if (registry && Highlight && more.length) registry.set(FIND_MORE_HIGHLIGHT, new Highlight(...more));
+    best[0]?.startContainer.parentElement?.scrollIntoView({ block: 'center' });
     return () => {
       registry?.delete(FIND_HIGHLIGHT);
+      registry?.delete(FIND_MORE_HIGHLIGHT);
       delete el.dataset.found;
     };
-  }, [messages, wanted]);
+  }, [messages, finder]);
   return (
-    <Find.Provider value={wanted}>
+    <Find.Provider value={opener}>
       <div class="conversation" data-testid="conversation" ref={root}>
         {messages.map((m, i) => {
           const text = asText(m.content) ?? '';
           return (
-            <details class="msg" key={i} open={m.role !== 'system' || holds(JSON.stringify(m), wanted)}>
+            <details class="msg" key={i} open={m.role !== 'system' || holds(opener, JSON.stringify(m))}>
               <summary>
                 <span class={`role role-${m.role}`}>{m.role}</span>
                 {m.name && <span class="muted">· {m.name}</span>}

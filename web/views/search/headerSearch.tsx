@@ -6,6 +6,7 @@ import { fmtNum } from '../../format.ts';
 import { href, navigate, route } from '../../route.ts';
 import type { SearchMatch, TokenView } from '../../../src/wire/index.ts';
 import { streamSearch } from './stream.ts';
+import { findOfMatch } from '../sample/findTerms.ts';
 
 const LIMIT = 50;
 const DEBOUNCE_MS = 160;
@@ -21,10 +22,13 @@ interface State {
 
 const EMPTY: State = { q: '', matches: [], scanned: 0, total: 0, done: null, error: null };
 
-/** Where a match opens: the tokens tab for response text, the conversation for recorded messages. */
-export function matchHref(m: SearchMatch): string {
+/**
+ * Where a match of `query` opens: the tokens tab for response text, the conversation for recorded messages,
+ * with what the query matched (its words and phrases, or its regular expression) to highlight there.
+ */
+export function matchHref(m: SearchMatch, query?: string): string {
   const tab = m.field === 'response' ? 'tokens' : m.field === 'prompt' || m.field === 'conversation' ? 'conversation' : undefined;
-  return href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab, find: m.field === 'id' || m.field === 'sample_index' ? undefined : m.match });
+  return href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab, find: findOfMatch(m, query) });
 }
 
 /** The token position where a response hit starts: the first occurrence of its text in the decoded tokens. */
@@ -128,13 +132,14 @@ export function HeaderSearch() {
 
   const go = (m: SearchMatch | undefined) => {
     if (!m) return;
+    const q = state.q;
     setOpen(false);
     (document.activeElement as HTMLElement | null)?.blur();
-    if (m.field !== 'response') return navigate(matchHref(m));
+    if (m.field !== 'response') return navigate(matchHref(m, q));
     // A response hit opens the tokens tab at the token where the hit starts.
     void tokenOf(m).then(
-      (pos) => navigate(pos === null ? matchHref(m) : href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab: 'tokens', start: Math.max(0, pos - 16), at: pos })),
-      () => navigate(matchHref(m)),
+      (pos) => navigate(pos === null ? matchHref(m, q) : href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab: 'tokens', start: Math.max(0, pos - 16), at: pos })),
+      () => navigate(matchHref(m, q)),
     );
   };
 
@@ -208,7 +213,7 @@ export function HeaderSearch() {
               class={`search-result${i === sel ? ' selected' : ''}`}
               role="option"
               aria-selected={i === sel}
-              href={matchHref(m)}
+              href={matchHref(m, state.q)}
               onClick={(e) => {
                 e.preventDefault();
                 go(m);

@@ -88,7 +88,10 @@ export function AdvisoryPanel({ window: w, origin, params, tick }: Props) {
           <Loading what="advisory" />
         ) : res.data.advisories.length === 0 ? (
           <p class="muted" style={{ margin: 0, fontSize: '12.5px' }}>
-            Nothing to suggest{res.data.coverage ? ' yet' : ''}: no rule fired{w ? ' in this window' : ''}{res.data.coverage ? ' in the hours read so far' : ''}. Rules compare engine series and step timings against the run's configuration.
+            {res.data.coverage?.hours_done === 0
+              ? `Nothing to suggest yet: no hour of ${w ? 'this window' : "the run's history"} has been read yet.`
+              : `Nothing to suggest${res.data.coverage ? ' yet' : ''}: no rule fired${w ? ' in this window' : ''}${res.data.coverage ? ' in the hours read so far' : ''}.`}{' '}
+            Rules compare engine series and step timings against the run's configuration.
           </p>
         ) : (
           <ul class="advisory">

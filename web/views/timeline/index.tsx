@@ -19,7 +19,8 @@ import { FleetPanel } from './fleetPanel.tsx';
 import { LaneCanvas } from './laneCanvas.tsx';
 import type { LaneInfo, Overlay } from './layers/laneRow.ts';
 import { REQUEST_STRIP_ROWS } from './layers/lifecycleStrip.ts';
-import { fmtScore, LaneSelection, type QuickPick } from './laneSelection.tsx';
+import { LaneSelection, type QuickPick } from './laneSelection.tsx';
+import { fmtScore, scoreTexts } from './scores.ts';
 import { Legend } from './legend.tsx';
 import { StickyAxis } from './stickyAxis.tsx';
 import { clampViewport, pan, zoomAround, type Viewport } from './viewport.ts';
@@ -201,7 +202,9 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     }
     if (activePick) {
       const rank = new Map(activePick.outliers.map((o, i) => [laneKey(o.node, o.gpu), i]));
-      const score = new Map(activePick.outliers.map((o) => [laneKey(o.node, o.gpu), fmtScore(o.score, activePick.unit)]));
+      // the lane labels read as the pick's summary does (as many decimals as tell its scores apart)
+      const texts = scoreTexts(activePick.outliers.map((o) => o.score), activePick.unit);
+      const score = new Map(activePick.outliers.map((o, i) => [laneKey(o.node, o.gpu), texts[i]!]));
       lanes = lanes
         .map((l) => ({ ...l, score: score.get(l.key) }))
         .sort((a, b) => (rank.get(a.key) ?? 1e9) - (rank.get(b.key) ?? 1e9) || a.index - b.index);
@@ -290,6 +293,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
         <LaneSelection
           grammar={grammarParam}
           defaultGrammar={defaultGrammar}
+          pending={grammarParam === null && !base.data && !base.error}
           urlError={urlError}
           vp={vp}
           lanes={allLanes}

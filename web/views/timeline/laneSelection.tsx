@@ -6,6 +6,7 @@ import { ApiError, errorText, getJson } from '../../api.ts';
 import type { Coverage, Lane, Outlier, OutliersAnswer } from '../../../src/wire/index.ts';
 import { CoverageNote } from '../../components/coverage.tsx';
 import type { Viewport } from './viewport.ts';
+import { fmtScore, MAX_SCORE_DIGITS, pickTexts } from './scores.ts';
 
 /** A quick pick on screen: its lanes worst first, each with its score; the lane view keeps that order. */
 export interface QuickPick {
@@ -20,24 +21,22 @@ export interface QuickPick {
   coverage?: Coverage;
 }
 
-/** A score as shown beside a picked lane: with its unit, one decimal. */
-export function fmtScore(score: number, unit: string): string {
-  return `${score.toFixed(1)} ${unit}`;
-}
-
-
 /** Why none of the picked lanes is an outlier, or null when the worst stands out. */
 function noOutlierReason(criterion: string, outliers: Outlier[], unit: string): string | null {
   const scores = outliers.map((o) => o.score);
   if (criterion === 'start_lag') return outliers.some((o) => o.straggler) ? null : `no lane is an outlier against its peers' spread (the score is its median lag behind the median rank)`;
   const spread = Math.max(...scores) - Math.min(...scores);
   const flat = criterion === 'lowest_util' ? spread < 2 : spread < 0.05 * Math.max(...scores.map(Math.abs));
-  return flat && outliers.length > 1 ? `the ${outliers.length} picked lanes are within ${fmtScore(spread, unit)} of each other` : null;
+  // a spread under one unit keeps two significant digits (never "within 0.0 s")
+  const digits = spread > 0 && spread < 1 ? Math.min(MAX_SCORE_DIGITS, 1 - Math.floor(Math.log10(spread))) : 1;
+  return flat && outliers.length > 1 ? `the ${outliers.length} picked lanes are within ${fmtScore(spread, unit, digits)} of each other` : null;
 }
 
 interface Props {
   grammar: string | null;
   defaultGrammar: string | null;
+  /** The lane catalog (which the default selection is chosen from) is not in yet: no selection is named. */
+  pending?: boolean;
   /** The server's answer to the grammar in the URL, when it rejected it. */
   urlError: unknown;
   vp: Viewport;
@@ -150,7 +149,12 @@ export function LaneSelection(p: Props) {
     <div class="lane-selection">
       <div class="lane-row">
         <strong style={{ marginRight: '4px' }}>Lanes</strong>
-        {terms.length === 0 && <span class="chip">all</span>}
+        {terms.length === 0 && p.pending && (
+          <span class="chip muted" data-testid="lanes-pending" title="the lane catalog is being read; a large cluster opens on a sample of its lanes">
+            choosing lanes…
+          </span>
+        )}
+        {terms.length === 0 && !p.pending && <span class="chip">all</span>}
         {defaultLead > 0 && (
           <span class="chip" title={defaultTerms.join(', ')} data-testid="default-lanes">
             {defaultTerms.length - p.lateCount} evenly spaced lanes{p.lateCount ? ` + ${p.lateCount} late starter${p.lateCount > 1 ? 's' : ''}` : ''} ({defaultTerms[0]} … {defaultTerms.at(-1)})
@@ -240,13 +244,8 @@ export function LaneSelection(p: Props) {
   );
 }
 
-/** `g3 12.5 % · g7 12.5 % (tie) · …`: each picked lane with its score, ties named. */
+/** `g3 12.5 % · g7 12.5 % (tie) · …`: each picked lane with its score, ties (equal scores, not equal texts) named. */
 function pickSummary(pick: QuickPick, indexOf: Map<string, number>): string {
-  const shown = pick.outliers.map((o) => fmtScore(o.score, pick.unit));
-  return pick.outliers
-    .map((o, i) => {
-      const tie = shown[i] === shown[i - 1] || shown[i] === shown[i + 1];
-      return `g${indexOf.get(`${o.node}:${o.gpu}`) ?? '?'} ${shown[i]}${tie ? ' (tie)' : ''}`;
-    })
-    .join(' · ');
+  const shown = pickTexts(pick.outliers.map((o) => o.score), pick.unit);
+  return pick.outliers.map((o, i) => `g${indexOf.get(`${o.node}:${o.gpu}`) ?? '?'} ${shown[i]}`).join(' · ');
 }
