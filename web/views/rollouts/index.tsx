@@ -8,7 +8,9 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick, meta as liveMeta } from '../../live.ts';
 import { href, navigate, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import type { Meta, TableRow as Row, RolloutPreview, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
+import type { Cell, Meta, TableRow as Row, RolloutPreview, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
+import { fmtNum } from '../../format.ts';
+import { versionSpan } from './stepFigures.ts';
 import { useApi } from '../../useApi.ts';
 import { BatchAnatomy } from './anatomy.tsx';
 import { RunsCompare } from './compare.tsx';
@@ -105,7 +107,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
         </Empty>
       ) : (
         <>
-          <DumpSummary id={id} evaluation={evaluation} tick={tick} />
+          <DumpSummary id={id} evaluation={evaluation} tick={tick} rows={table && !firstSamples ? table.rows : null} groups={groups.data?.rows ?? null} />
           {!evaluation && <RunsCompare id={id} params={p} />}
           <Downloads what={`step ${id} table`} path={`rlsight/export/rollout/${id}`} formats={['csv', 'parquet']} params={{ eval: evaluation || undefined }} />
           <nav class="tabs" aria-label="rollout tabs">
@@ -196,6 +198,8 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
   const [wholeLegend, setWholeLegend] = useState(false);
   const shownLegend = wholeLegend ? legend : legend.slice(0, LEGEND_SHOWN);
   const zeroStd = useMemo(() => new Set<number>(groups.filter((g) => g.zero_std === true).map((g) => Number(g.group_index))), [groups]);
+  // the zero-std groups among the samples shown (a group filter shows one group)
+  const zeroShown = useMemo(() => new Set(rows.map((r) => Number(r.group_index)).filter((g) => zeroStd.has(g))).size, [rows, zeroStd]);
   const open = (r: Row) => navigate(sampleHref(id, Number(r.sample_index), evaluation));
   // The batch anatomy: when each sample of a train step generated, against the consume line.
   // (asked once the step is read: while its train side is joined it would take the same cores)
@@ -248,9 +252,9 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
         </header>
         <Scatter rows={rows} x={sx} y={sy} colorBy={colorBy} palette={palette} zeroStd={zeroStd} onOpen={open} />
         <div class="scatter-legend" data-testid="scatter-legend">
-          {zeroStd.size > 0 && (
+          {zeroShown > 0 && (
             <span>
-              <i class="swatch ring" /> zero-std group ({zeroStd.size})
+              <i class="swatch ring" /> zero-std group ({zeroShown})
             </span>
           )}
           {shownLegend.map(([k, c]) => (
@@ -293,11 +297,18 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
           onSort={(c) => toggleSort(params, c, 'sample_index')}
           onRowClick={open}
           rowClass={(r) => (r.remove_sample === true ? 'removed' : r.status === 'aborted' || r.status === 'failed' ? 'flag' : '')}
+          cell={sampleCell}
           testId="samples-table"
         />
       </section>
     </div>
   );
+}
+
+/** A samples-table cell: a sample generated across several weight versions shows them all as a range (`196–197`). */
+function sampleCell(c: string, v: Cell, r: Row): string {
+  if (c === 'weight_version' && v !== null) return versionSpan(r)?.text ?? fmtNum(v);
+  return fmtNum(v);
 }
 
 /** Groups of two or more samples: a lone sample has no reward spread, so it is not counted as a group. */

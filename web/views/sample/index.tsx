@@ -6,7 +6,7 @@ import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtNum } from '../../format.ts';
 import { useKeys } from '../../keyboard.ts';
 import { href, navigate, type Route } from '../../route.ts';
-import type { Conversation as Conv, Meta, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
+import type { Conversation as Conv, Meta, RolloutTable as Table, TableRow as Row, Trajectories } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { LIFECYCLE_COLORS } from '../../theme.ts';
 import { Conversation } from './conversation.tsx';
@@ -35,6 +35,9 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
   const [tokensAnsweredFor, setTokensAnsweredFor] = useState<string | null>(null);
   const summaryWanted = idx === null || tab !== 'tokens' || tokensAnsweredFor === step;
   const summary = useApi(known && summaryWanted ? step : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
+  // the step's groups: the sample's group reward mean and std, from which its advantage follows (asked once the
+  // summary they are made from has answered: a step whose dump cannot be read has none)
+  const groups = useApi(known && summary.data ? step : null, (signal) => getJson<Table>(`rollout/${id}/groups`, { eval: evaluation }, signal).catch(() => null));
   const rows = summary.data?.rows ?? [];
   const order = rows.map((r) => Number(r.sample_index));
   const row = rows.find((r) => Number(r.sample_index) === idx);
@@ -99,6 +102,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
     return href(`/rollout/${id}/sample/${idx}`, q);
   };
   const reward = row?.raw_reward ?? row?.reward ?? conv.data?.reward ?? null;
+  const groupRow = group === undefined || group === null ? undefined : groups.data?.rows.find((g) => g.group_index === group);
   const status = row?.status ?? conv.data?.status;
   const lane = traj.data?.lanes.find((l) => l.sample_index === idx);
 
@@ -115,6 +119,7 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
         <h2 data-testid="sample-title">sample {idx}</h2>
         {status != null && <span class={`chip ${status === 'completed' ? 'good' : status === 'aborted' || status === 'failed' ? 'bad' : ''}`}>{String(status)}</span>}
         {(row || reward != null) && <span class="chip">reward {fmtNum(reward)}</span>}
+        {row && <Advantage row={row} reward={typeof reward === 'number' ? reward : null} group={groupRow} />}
         {row && (
           <>
             <span class="chip">{fmtNum(row.response_length)} response tokens</span>
@@ -126,11 +131,19 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
         )}
         {/* the export and the group's diff read the step's dump */}
         {!summary.error && <Downloads what="sample" path={`rlsight/export/sample/${id}/${idx}`} formats={['json']} params={{ eval: evaluation || undefined }} />}
-        {!summary.error && group !== undefined && group !== null && (
-          <a class="downloads" href={href('/diff/sample', { step: id, group: String(group), eval: evaluation, run_a: runId })} title="this group's best and worst samples side by side">
-            ⇄ best vs worst
-          </a>
-        )}
+        {!summary.error &&
+          summary.data &&
+          group !== undefined &&
+          group !== null &&
+          (siblings.length >= 2 ? (
+            <a class="downloads" data-testid="best-vs-worst" href={href('/diff/sample', { step: id, group: String(group), eval: evaluation, run_a: runId })} title="this group's best and worst samples side by side">
+              ⇄ best vs worst
+            </a>
+          ) : (
+            <span class="downloads disabled" data-testid="best-vs-worst" aria-disabled="true" title={`group ${group} holds this sample alone (its prompt was sampled once): there is no other sample to compare it with`}>
+              ⇄ best vs worst
+            </span>
+          ))}
         <span style={{ marginLeft: 'auto' }} class="seg">
           <button disabled={gpos <= 0} onClick={() => go(siblings[gpos - 1]!)}>
             ◀ prev in group
@@ -193,5 +206,47 @@ function Sample({ meta, route, id, evaluation, runId }: { meta: Meta; route: Rou
         <TokensPanel id={id} idx={idx} evaluation={evaluation} params={p} onAnswered={() => setTokensAnsweredFor(step)} />
       )}
     </div>
+  );
+}
+
+/**
+ * Why the sample got its advantage: its group's reward mean and std (n samples) beside its advantage (`adv_mean`,
+ * and `normalized_reward` when it differs), so `reward 0, group mean 0.25, std 0.463 → advantage −0.540` reads.
+ */
+function Advantage({ row, reward, group }: { row: Row; reward: number | null; group: Row | undefined }) {
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const adv = num(row.adv_mean);
+  const norm = num(row.normalized_reward);
+  const advantage = adv ?? norm;
+  const n = num(group?.n);
+  const mean = num(group?.reward_mean);
+  const std = num(group?.reward_std);
+  const grouped = n !== null && n >= 2 && mean !== null;
+  if (advantage === null && !grouped) return null;
+  // what GRPO's normalisation gives, for the title: (reward − mean) / std
+  const grpo = grouped && reward !== null && std !== null && std > 0 ? (reward - mean!) / std : null;
+  const title = [
+    advantage !== null && (adv !== null ? `adv_mean ${fmtNum(adv)}: the mean of the sample's per-token advantages` : `normalized_reward ${fmtNum(norm)}`),
+    adv !== null && norm !== null && `normalized_reward ${fmtNum(norm)}: its reward normalised within its group`,
+    grpo !== null && `(reward ${fmtNum(reward)} − group mean ${fmtNum(mean)}) ÷ group std ${fmtNum(std)} = ${fmtNum(grpo)}`,
+  ]
+    .filter(Boolean)
+    .join('\n');
+  return (
+    <>
+      {grouped && (
+        <span class="chip" data-testid="group-rewards" title={`the rewards of group ${row.group_index}'s ${n} samples: mean and sample std (ddof 1)`}>
+          group mean {fmtNum(mean)} · std {std === null ? '—' : fmtNum(std)} · n {n}
+        </span>
+      )}
+      {advantage !== null && (
+        <span class="chip" data-testid="advantage" title={title}>
+          {adv !== null && norm !== null && Math.abs(adv - norm) > 1e-6
+            ? // the group's normalisation gives normalized_reward; the tokens' advantages average to another value
+              `→ normalized reward ${fmtNum(norm)} · advantage (token mean) ${fmtNum(adv)}`
+            : `→ advantage ${fmtNum(advantage)}`}
+        </span>
+      )}
+    </>
   );
 }

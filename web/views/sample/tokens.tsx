@@ -15,18 +15,42 @@ import { TOKEN_STATS } from './tokenStats.ts';
 import type { TokenStat, TokenView as Tokens } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
 import { extentOf, SCALES, type ScaleMode, scaleGradient, tokenColor } from './tokenColors.ts';
+import { TokenOverview } from './overview.tsx';
+import { maskedRuns, peakOf, sliceTokens, windowAround } from './tokenSlice.ts';
+import { useWholeSample, type WholeSample } from './wholeSample.ts';
 
 const WINDOWS = [256, 1024, 4096];
+/** Without `win=`: the whole sample when it has at most this many tokens (one request), else DEFAULT_WINDOW. */
+const WHOLE_UP_TO = 4096;
 const DEFAULT_WINDOW = 1024;
 const COLOR_PREFERENCE: TokenStat[] = ['lp_diff', 'imp_ratio', 'entropy', 'advantages', 'rollout_log_probs'];
 
+/** `win=`: a window size, `all`, or absent (the default); anything else is said on screen, not ignored. */
+type Win = number | 'all' | null;
+function winParam(params: URLSearchParams): { win: Win; bad: string | null } {
+  const raw = params.get('win');
+  if (raw === null || raw === '') return { win: null, bad: null };
+  if (raw === 'all') return { win: 'all', bad: null };
+  const n = Number(raw);
+  return WINDOWS.includes(n) ? { win: n, bad: null } : { win: null, bad: raw };
+}
+
+/** How many tokens the window shows once the sample's length is known. */
+function windowSize(win: Win, total: number): number {
+  if (win === 'all') return Math.max(1, total);
+  if (win !== null) return win;
+  return total <= WHOLE_UP_TO ? Math.max(1, total) : DEFAULT_WINDOW;
+}
+
 /** The request of a window of a sample's tokens: its path and parameters (`start`, `win` from the address). */
 function windowRequest(id: number, idx: number, evaluation: boolean, params: URLSearchParams) {
-  const start = Math.max(0, numParam(params, 'start') ?? 0);
-  const win = WINDOWS.includes(numParam(params, 'win') ?? 0) ? numParam(params, 'win')! : DEFAULT_WINDOW;
+  const start = Math.max(0, Math.floor(numParam(params, 'start') ?? 0));
+  const { win, bad } = winParam(params);
   const path = `rollout/${id}/sample/${idx}/tokens`;
-  const query = { start, end: start + win, eval: evaluation };
-  return { start, win, path, query, url: apiUrl(path, query) };
+  // the default asks WHOLE_UP_TO tokens: a sample that short is then whole in one answer
+  const end = win === 'all' ? undefined : start + (win ?? WHOLE_UP_TO);
+  const query = { start, end, eval: evaluation };
+  return { start, win, bad, path, query, url: apiUrl(path, query), sample: apiUrl(path, { eval: evaluation }) };
 }
 
 /**
@@ -49,21 +73,68 @@ function askWindow(w: ReturnType<typeof windowRequest>, signal: AbortSignal): Pr
   return early && early.url === w.url ? early.answer : getJson<Tokens>(w.path, w.query, signal);
 }
 
+/** A token to show: the window is moved to it, then it is marked and scrolled to (`n` tells two asks apart). */
+export interface Focus {
+  pos: number;
+  n: number;
+}
+
 export function TokensPanel(props: { id: number; idx: number; evaluation: boolean; params: URLSearchParams; onAnswered?: () => void }) {
   const { id, idx, evaluation, params, onAnswered } = props;
   const w = windowRequest(id, idx, evaluation, params);
-  const { start, win } = w;
-  const res = useApi(`${id}|${idx}|${evaluation}|${start}|${win}|${w.url}`, (signal) => askWindow(w, signal));
-  const answered = res.data !== null || res.error !== null;
+  const { start } = w;
+  // the whole sample once read: every window is then cut from it, with no request
+  const [seed, setSeed] = useState<{ key: string; t: Tokens } | null>(null);
+  const whole = useWholeSample(w.sample, w.path, evaluation, seed && seed.key === w.sample ? seed.t : null);
+  const held = whole.view;
+  const heldSize = held ? windowSize(w.win, held.total_len) : 0;
+  const covered = !!held && start < held.total_len && held.end >= Math.min(held.total_len, start + heldSize);
+  const res = useApi(covered ? null : `${id}|${idx}|${evaluation}|${w.url}`, (signal) => askWindow(w, signal));
+  useEffect(() => {
+    if (res.data && (!seed || seed.key !== w.sample)) setSeed({ key: w.sample, t: res.data });
+  }, [res.data]);
+  const answered = covered || res.data !== null || res.error !== null;
   useEffect(() => {
     if (answered) onAnswered?.();
   }, [answered]);
-  if (res.error) return <ErrorNote error={res.error}>{start > 0 && <button onClick={() => setParams({ start: null })}>back to the first window</button>}</ErrorNote>;
-  if (!res.data) return <Loading what="tokens (the first open of a step decodes its tokens on the server)" />;
-  return <TokenWindow t={res.data} params={params} win={win} loading={res.loading} />;
+  const [focus, setFocus] = useState<Focus | null>(null);
+  const source = covered ? held! : res.data;
+  const size = source ? windowSize(w.win, source.total_len) : 0;
+  const t = useMemo(() => (source ? sliceTokens(source, start, start + size) : null), [source, start, size]);
+  if (!covered && res.error)
+    return <ErrorNote error={res.error}>{start > 0 && <button onClick={() => setParams({ start: null })}>back to the first window</button>}</ErrorNote>;
+  if (!t) return <Loading what="tokens (the first open of a step decodes its tokens on the server)" />;
+  const moveTo = (s: number, pos?: number) => {
+    setParams({ start: s > 0 ? s : null });
+    if (pos !== undefined) setFocus({ pos, n: (focus?.n ?? 0) + 1 });
+  };
+  return (
+    <>
+      {w.bad !== null && (
+        <p class="url-note" role="alert" data-testid="win-note">
+          win={w.bad} is not a window size (256, 1024, 4096 or all): showing {size === t.total_len ? 'all' : size} tokens.
+        </p>
+      )}
+      <TokenWindow t={t} params={params} size={size} loading={!covered && res.loading} whole={whole} focus={focus} onMove={moveTo} />
+    </>
+  );
 }
 
-function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearchParams; win: number; loading: boolean }) {
+/** Integer steps for the position axis (a token position has no halves). */
+const POSITION_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000, 20_000, 25_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
+
+interface WindowProps {
+  t: Tokens;
+  params: URLSearchParams;
+  /** Tokens a window holds (◀ ▶ move by this). */
+  size: number;
+  loading: boolean;
+  whole: WholeSample;
+  focus: Focus | null;
+  onMove: (start: number, focus?: number) => void;
+}
+
+function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowProps) {
   const available = TOKEN_STATS.filter((s) => Array.isArray(t[s]));
   const fallback = COLOR_PREFERENCE.find((s) => available.includes(s)) ?? available[0] ?? null;
   const colorParam = params.get('color') as TokenStat | null;
@@ -78,6 +149,13 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
   const plot = useRef<uPlot | null>(null);
   const hot = useRef<HTMLElement | null>(null);
   const [startText, setStartText] = useState(String(t.start));
+  useEffect(() => setStartText(String(t.start)), [t.start]);
+  const total = t.total_len;
+  // The chart spans the whole response once the sample is read whole (the window below is marked on it).
+  const full = whole.done ? whole.view : null;
+  const chartView = useMemo(() => (full && full.prompt_len < full.total_len ? sliceTokens(full, full.prompt_len, full.total_len) : null), [full]) ?? t;
+  const shown = useRef({ start: t.start, end: t.end, size, total });
+  shown.current = { start: t.start, end: t.end, size, total };
 
   const n = t.token_ids.length;
   const statAt = (s: TokenStat, pos: number): number | null => {
@@ -91,9 +169,13 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
   };
 
   const chartData = useMemo<uPlot.AlignedData>(() => {
-    const xs = Array.from({ length: n }, (_, i) => t.start + i);
-    return [xs, xs.map((pos) => (chartStat ? statAt(chartStat, pos) : null)) as number[]];
-  }, [t, chartStat]);
+    const v = chartView;
+    const base = Math.max(v.start, v.prompt_len);
+    const arr = chartStat ? v[chartStat] : null;
+    const xs = Array.from({ length: v.end - v.start }, (_, i) => v.start + i);
+    return [xs, xs.map((pos) => (arr && pos >= base ? (arr[pos - base] ?? null) : null)) as number[]];
+  }, [chartView, chartStat]);
+  const masked = useMemo(() => maskedRuns(chartView), [chartView]);
 
   function highlight(pos: number | null, scroll: boolean) {
     hot.current?.classList.remove('hot');
@@ -106,15 +188,24 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
     if (scroll) el.scrollIntoView({ block: 'nearest' });
   }
 
+  const wholeChart = chartView !== t;
+  // the text shows every token: no overview, and no window to mark
+  const all = t.start === 0 && t.end >= total;
+  // the window marked on a chart of the whole response, unless it is all of it
+  const marked = wholeChart && !all;
+  const markRef = useRef(marked);
+  markRef.current = marked;
+  const points = chartView.end - chartView.start;
   const chartOptions = useMemo<Omit<uPlot.Options, 'width' | 'height'>>(
     () => ({
       series: [
         { label: 'position', value: (_u, v) => (v == null ? '—' : String(v)) },
-        { label: chartStat ?? '—', stroke: '#ff8a3d', width: 1.5, spanGaps: false, points: { show: n <= 200, size: 4, fill: '#ff8a3d' }, value: (_u, v) => fmtNum(v) },
+        { label: chartStat ?? '—', stroke: '#ff8a3d', width: points > 2000 ? 1 : 1.5, spanGaps: false, points: { show: points <= 200, size: 4, fill: '#ff8a3d' }, value: (_u, v) => fmtNum(v) },
       ],
-      scales: { x: { time: false } },
+      // a flat series (a healthy sample's lp_diff of 0) around its value, not on a 0–100 scale
+      scales: { x: { time: false }, y: { range: (_u, min, max) => (min == null || max == null ? [-1, 1] : min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) } },
       axes: [
-        { stroke: CSS.axis, grid: { stroke: CSS.grid }, ticks: { stroke: CSS.grid }, font: '11px system-ui, sans-serif' },
+        { stroke: CSS.axis, grid: { stroke: CSS.grid }, ticks: { stroke: CSS.grid }, font: '11px system-ui, sans-serif', incrs: POSITION_INCRS },
         { stroke: CSS.axis, grid: { stroke: CSS.grid }, ticks: { stroke: CSS.grid }, font: '11px system-ui, sans-serif', size: 56 },
       ],
       cursor: { drag: { x: true, y: false }, points: { size: 7 } },
@@ -122,22 +213,31 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
       hooks: {
         drawClear: [
           (u) => {
-            // Shade the prompt (no statistics there) and loss-masked runs behind the line.
+            // Shade the prompt (no statistics there) and loss-masked runs behind the line; mark the shown window.
             const ctx = u.ctx;
             const { top, height } = u.bbox;
             const px = (pos: number) => u.valToPos(pos, 'x', true);
+            const v = chartView;
             ctx.save();
-            if (t.prompt_len > t.start) {
+            if (v.prompt_len > v.start) {
               ctx.fillStyle = 'rgba(255,255,255,0.06)';
-              const x0 = px(t.start - 0.5);
-              ctx.fillRect(x0, top, px(Math.min(t.prompt_len, t.end) - 0.5) - x0, height);
+              const x0 = px(v.start - 0.5);
+              ctx.fillRect(x0, top, px(Math.min(v.prompt_len, v.end) - 0.5) - x0, height);
             }
-            ctx.fillStyle = 'rgba(155,149,141,0.10)';
-            for (let pos = statBase; pos < t.end; pos++) {
-              if (maskAt(pos) === 0) {
-                const x0 = px(pos - 0.5);
-                ctx.fillRect(x0, top, px(pos + 0.5) - x0, height);
-              }
+            ctx.fillStyle = 'rgba(155,149,141,0.16)';
+            for (const [a, b] of masked) {
+              const x0 = px(a - 0.5);
+              ctx.fillRect(x0, top, Math.max(1, px(b - 0.5) - x0), height);
+            }
+            if (markRef.current) {
+              const w = shown.current;
+              const x0 = px(w.start - 0.5);
+              const x1 = px(w.end - 0.5);
+              ctx.fillStyle = 'rgba(78,161,255,0.10)';
+              ctx.fillRect(x0, top, x1 - x0, height);
+              ctx.fillStyle = 'rgba(78,161,255,0.7)';
+              ctx.fillRect(Math.round(x0), top, 1, height);
+              ctx.fillRect(Math.round(x1), top, 1, height);
             }
             ctx.restore();
           },
@@ -150,29 +250,51 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
         ],
       },
     }),
-    [t, chartStat],
+    [chartView, chartStat, masked],
   );
+  // the window moved under a chart of the whole response: draw its mark again
+  useEffect(() => {
+    if (wholeChart) plot.current?.redraw(false);
+  }, [t.start, t.end, marked]);
+
+  /** A click on the chart (not a drag-zoom) at a position outside the window moves the window there. */
+  function onChart(u: uPlot) {
+    plot.current = u;
+    let downX = -1;
+    u.over.addEventListener('mousedown', (e) => (downX = e.clientX));
+    u.over.addEventListener('click', (e) => {
+      if (Math.abs(e.clientX - downX) > 3) return;
+      const pos = Math.round(u.posToVal(e.offsetX, 'x'));
+      const w = shown.current;
+      if (!Number.isFinite(pos) || pos < 0 || pos >= w.total) return;
+      if (pos < w.start || pos >= w.end) move.current(windowAround(pos, w.size, w.total), pos);
+    });
+  }
+  const move = useRef(onMove);
+  move.current = onMove;
 
   function jumpToPeak() {
-    const arr = color ? t[color] : null;
-    if (!color || !arr) return;
-    const f = SCALES[color].f;
-    let best = -1;
-    let bestV = -Infinity;
-    arr.forEach((v, i) => {
-      if (v === null || !Number.isFinite(v)) return;
-      const s = Math.abs(f(v));
-      if (s > bestV) {
-        bestV = s;
-        best = i;
-      }
-    });
-    if (best < 0) return;
-    const pos = statBase + best;
+    if (!color) return;
+    const mag = (v: number) => Math.abs(SCALES[color].f(v));
+    // the whole sample once it is read; until then the tokens shown
+    const pos = peakOf(full ?? t, color, mag);
+    if (pos === null) return;
+    if (pos < t.start || pos >= t.end) return onMove(windowAround(pos, size, total), pos);
+    showToken(pos);
+  }
+
+  function showToken(pos: number) {
     highlight(pos, true);
     const u = plot.current;
     if (u) u.setCursor({ left: u.valToPos(pos, 'x'), top: 10 });
   }
+  // a token asked for (the peak, a chart click) once the window holding it is shown
+  const shownFocus = useRef(0);
+  useEffect(() => {
+    if (!focus || focus.n === shownFocus.current || focus.pos < t.start || focus.pos >= t.end) return;
+    shownFocus.current = focus.n;
+    showToken(focus.pos);
+  }, [focus, t]);
 
   function tokenTip(e: MouseEvent) {
     const el = (e.target as HTMLElement).closest<HTMLElement>('[data-pos]');
@@ -220,38 +342,44 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
     return () => el.classList.remove('found');
   }, [t, at]);
   const end = t.end;
+  const peakTitle = color
+    ? full
+      ? `move the window to the token with the largest |${color}| in the whole sample`
+      : `scroll to the token with the largest |${color}| in the tokens shown (the whole sample is still being read)`
+    : '';
   return (
     <div class="tokens" data-testid="tokens">
       <div class="token-controls">
-        <button disabled={t.start <= 0} onClick={() => setParams({ start: Math.max(0, t.start - win) || null })} title="previous window">
+        <button disabled={t.start <= 0} onClick={() => onMove(Math.max(0, t.start - size))} title="previous window">
           ◀
         </button>
         <span data-testid="token-range">
-          tokens {t.start}–{end} of {t.total_len} (prompt {t.prompt_len})
+          tokens {t.start}–{end} of {total} (prompt {t.prompt_len})
         </span>
-        <button disabled={end >= t.total_len} onClick={() => setParams({ start: t.start + win })} title="next window">
+        <button disabled={end >= total} onClick={() => onMove(t.start + size)} title="next window">
           ▶
         </button>
         <label>
           window
-          <select value={win} onChange={(e) => setParams({ win: Number((e.target as HTMLSelectElement).value) })}>
-            {WINDOWS.map((w) => (
-              <option key={w} value={w}>
+          <select data-testid="window-size" value={all || !WINDOWS.includes(size) ? 'all' : String(size)} onChange={(e) => setParams({ win: (e.target as HTMLSelectElement).value })}>
+            {WINDOWS.filter((w) => w < total || w === size).map((w) => (
+              <option key={w} value={String(w)}>
                 {w}
               </option>
             ))}
+            <option value="all">all {total}</option>
           </select>
         </label>
         <form
           onSubmit={(e) => {
             e.preventDefault();
             const s = Math.floor(Number(startText));
-            if (Number.isFinite(s) && s >= 0 && s < t.total_len) setParams({ start: s || null });
+            if (Number.isFinite(s) && s >= 0 && s < total) onMove(s);
             else setStartText(String(t.start));
           }}
         >
           <label>
-            start <input type="number" min={0} max={t.total_len - 1} value={startText} onInput={(e) => setStartText((e.target as HTMLInputElement).value)} />
+            start <input type="number" min={0} max={total - 1} value={startText} onInput={(e) => setStartText((e.target as HTMLInputElement).value)} />
           </label>
         </form>
         <label>
@@ -278,22 +406,36 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
           </span>
         )}
         {color && (
-          <button title={`scroll to the token with the largest |${color}| in this window`} onClick={jumpToPeak}>
+          <button data-testid="peak" title={peakTitle} onClick={jumpToPeak}>
             peak {color}
           </button>
         )}
-        {loading && <span class="spinner" />}
+        {(loading || (!whole.done && !whole.error)) && <span class="spinner" title={loading ? 'reading these tokens' : 'reading the whole sample'} />}
       </div>
       {!t.token_text && <NoTokenTexts />}
+      {whole.error ? (
+        <p class="hint" role="alert" data-testid="overview-error">
+          The whole sample could not be read for its overview ({whole.error instanceof Error ? whole.error.message : String(whole.error)}): the chart and the peak cover the tokens shown.
+        </p>
+      ) : (
+        !all &&
+        whole.view && <TokenOverview whole={whole.view} done={whole.done} chartStat={chartStat} color={color} extent={extent} start={t.start} end={t.end} win={size} onMove={(s) => onMove(s)} />
+      )}
       <div class="token-text" ref={textRef} onMouseMove={tokenTip} onMouseLeave={() => (hideTip(), highlight(null, false))} data-testid="token-text">
         {spans}
       </div>
-      <p class="hint">
-        <span class="tok prompt">prompt</span> plain · <span class="tok masked">loss-masked</span> dimmed · hover a token for its id and every value
+      <p class="hint token-legend">
+        <span class="tok prompt">prompt</span> grey text, no colour · <span class="tok masked">loss-masked</span> hatched and dimmed (not trained on) · hover a token for its id and every value
       </p>
       <section class="panel" style={{ marginTop: '10px' }}>
         <header>
-          <h3>Per-token {chartStat ?? ''} by position</h3>
+          <h3>
+            Per-token {chartStat ?? ''} by position
+            <span class="muted" style={{ fontWeight: 400 }} data-testid="chart-span">
+              {' '}
+              · {marked ? `the whole response (${chartView.start}–${chartView.end}), the tokens shown in blue` : wholeChart ? `the whole response (${chartView.start}–${chartView.end})` : all ? 'the whole sample' : `tokens ${t.start}–${t.end}`}
+            </span>
+          </h3>
           <span class="seg">
             {available.map((s) => (
               <button key={s} class={s === chartStat ? 'active' : ''} onClick={() => setParams({ chart: s })}>
@@ -303,11 +445,14 @@ function TokenWindow({ t, params, win, loading }: { t: Tokens; params: URLSearch
           </span>
         </header>
         {chartStat ? (
-          <UPlotChart options={chartOptions} data={chartData} height={200} label={`${chartStat} by token position`} onCreate={(u) => (plot.current = u)} />
+          <UPlotChart options={chartOptions} data={chartData} height={200} label={`${chartStat} by token position`} onCreate={onChart} />
         ) : (
           <p class="muted">No per-token series in this sample.</p>
         )}
-        <p class="hint">hover = find the token in the text · drag = zoom · double-click = reset · shaded: prompt and loss-masked positions</p>
+        <p class="hint">
+          hover = find the token in the text · drag = zoom · double-click = reset
+          {marked && ' · click outside the blue band = show those tokens'} · shaded: prompt and loss-masked positions
+        </p>
       </section>
     </div>
   );
