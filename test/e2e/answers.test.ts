@@ -4,6 +4,22 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { hasChromium, hashParams, hashPath, openPage, screenshot, type Served, serveDemo, startBrowserSuite, stopBrowserSuite, type Watched } from './harness.ts';
 
+/**
+ * Types `query` in the header search and opens its first hit in a recorded conversation (its prompt or its
+ * messages), waiting for the Sample view to open there with `find=`.
+ */
+async function openConversationHit(page: Watched['page'], query: string): Promise<void> {
+  await page.locator('input[data-global-search]').fill(query);
+  await page.waitForSelector(`.search-results[data-query=${JSON.stringify(query)}][data-done] .search-result`);
+  const hits = page.locator('.search-result');
+  let k = 0;
+  while (!/ · (prompt|conversation)$/.test((await hits.nth(k).locator('.facts').textContent())!)) k++;
+  const where = (await hits.nth(k).locator('.where').textContent())!;
+  await hits.nth(k).click();
+  const [, step, sample] = /step (\d+) · sample (\d+)/.exec(where)!;
+  await page.waitForFunction(`location.hash.startsWith("#/rollout/${step}/sample/${sample}") && location.hash.includes("find=")`);
+}
+
 describe('answers in the web app (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
   let served: Served;
   let browser: Browser;
@@ -122,16 +138,7 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
   test('a conversation hit opens the conversation with the match highlighted and in view', async () => {
     const w = await open('#/health');
     const { page } = w;
-    await page.locator('input[data-global-search]').fill('"python tool"');
-    await page.waitForSelector(`.search-results[data-query='"python tool"'][data-done] .search-result`);
-    // the first hit in the recorded conversation (its prompt or its messages)
-    const hits = page.locator('.search-result');
-    let k = 0;
-    while (!/ · (prompt|conversation)$/.test((await hits.nth(k).locator('.facts').textContent())!)) k++;
-    const where = (await hits.nth(k).locator('.where').textContent())!;
-    await hits.nth(k).click();
-    const [, step, sample] = /step (\d+) · sample (\d+)/.exec(where)!;
-    await page.waitForFunction(`location.hash.startsWith("#/rollout/${step}/sample/${sample}") && location.hash.includes("find=")`);
+    await openConversationHit(page, '"python tool"');
     await page.waitForSelector('[data-testid="conversation"][data-found]');
     const seen = (await page.evaluate(`(() => {
       const h = CSS.highlights.get('rlsight-find');
@@ -156,15 +163,7 @@ describe('answers in the web app (headless Chromium)', { skip: hasChromium ? fal
     const w = await open('#/health');
     const { page } = w;
     // "of" comes first in "the sum of all positive multiples of N": the server's first hit, a stop word
-    await page.locator('input[data-global-search]').fill('positive multiples of');
-    await page.waitForSelector(`.search-results[data-query="positive multiples of"][data-done] .search-result`);
-    const hits = page.locator('.search-result');
-    let k = 0;
-    while (!/ · (prompt|conversation)$/.test((await hits.nth(k).locator('.facts').textContent())!)) k++;
-    const where = (await hits.nth(k).locator('.where').textContent())!;
-    await hits.nth(k).click();
-    const [, step, sample] = /step (\d+) · sample (\d+)/.exec(where)!;
-    await page.waitForFunction(`location.hash.startsWith("#/rollout/${step}/sample/${sample}") && location.hash.includes("find=")`);
+    await openConversationHit(page, 'positive multiples of');
     assert.equal(hashParams(page).get('find'), 'positive multiples of');
     await page.waitForSelector('[data-testid="conversation"][data-found]');
     const seen = (await page.evaluate(`(() => {
