@@ -69,6 +69,12 @@ describe('a followed run that stopped writing (headless Chromium)', { skip: hasC
       assert.equal((await badge.textContent())?.trim(), '◼ no new data');
       assert.match((await badge.getAttribute('title')) ?? '', /nothing new has been written for 2\.0 h/);
       assert.equal(await page.$('.badge.live'), null);
+      // the runs table says the same of it, not "finished": nothing says it ended
+      const listed = (await (await fetch(`${served.url}api/runs`)).json()) as { runs: { status: string }[] };
+      assert.deepEqual(listed.runs.map((r) => r.status), ['quiet']);
+      await page.goto(`${served.url}#/runs`);
+      const cell = await page.waitForSelector('.run-status[data-status=quiet]');
+      assert.equal((await cell.textContent())?.trim(), 'no new data');
     } finally {
       await page.close();
     }
