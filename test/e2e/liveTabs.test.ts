@@ -1,6 +1,8 @@
 // Several tabs of a live (--follow) server in one browser: a tab out of view holds no event stream, so the
 // browser's six connections to the server stay free for the tabs in view.
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { hasChromium, type Served, serveDemo, startBrowserSuite, stopBrowserSuite } from './harness.ts';
@@ -75,6 +77,32 @@ describe('a followed run that stopped writing (headless Chromium)', { skip: hasC
       await page.goto(`${served.url}#/runs`);
       const cell = await page.waitForSelector('.run-status[data-status=quiet]');
       assert.equal((await cell.textContent())?.trim(), 'no new data');
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('a followed run whose collector stopped (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
+  let served: Served;
+  let browser: Browser;
+  before(async () => {
+    // recorded by rlsight's collector (its write-ahead log is there), which has stopped (no collector.json)
+    const prepare = (runDir: string): void => {
+      mkdirSync(join(runDir, 'dashboard', 'wal'), { recursive: true });
+      writeFileSync(join(runDir, 'dashboard', 'wal', '000000000001.log'), '');
+    };
+    ({ served, browser } = await startBrowserSuite(() => serveDemo({ steps: 2, prepare })));
+  });
+  after(() => stopBrowserSuite({ served, browser }));
+
+  it('is finished at once, though its data is fresh', async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${served.url}#/`);
+      const badge = await page.waitForSelector('[data-testid=finished-badge]');
+      assert.equal((await badge.textContent())?.trim(), '◼ finished');
+      assert.equal(await page.$('.badge.live'), null);
     } finally {
       await page.close();
     }
