@@ -14,6 +14,7 @@ import { CoverageNote, leastStepCoverage, useRefine, useStepwiseApi } from '../.
 import { useApi } from '../../useApi.ts';
 import { axisOf, buildCatalog, catalogKeys, describe, ENGINE_CATEGORY, mergeCatalogs } from './catalog.ts';
 import { ChartPanel, type Marker, type XKind, type XYTable } from './chartPanel.tsx';
+import { inXOrder } from './xOrder.ts';
 import { seriesColor } from '../../theme.ts';
 import { chosenRuns, loadRuns, runColor, runLabel, runList, runPath, shownRunId } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
@@ -336,7 +337,8 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
         xLabel = !timed ? s.axis : xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
         if (xKind !== 'step' && !timed) note = `on ${s.axis}: ${k.startsWith('dump/') ? 'dump/* aggregates are computed per step and carry no time' : 'this key has no time per point'}`;
         // One run alone keeps its colour (the run picker's swatch), not the first series colour.
-        tables.push({ label: overlay ? runLabel(run!) : k, x, y, color: run ? runColor(allRuns, run.id) : undefined });
+        const ordered = inXOrder(x, y);
+        tables.push({ label: overlay ? runLabel(run!) : k, x: ordered.x, y: ordered.y, color: run ? runColor(allRuns, run.id) : undefined });
         for (const [at, value] of s.nonfinite ?? []) markers.push({ x: x[at]!, label: overlay ? `${run!.id}: ${value}` : value });
       });
       const absent = overlay ? targets.filter((run) => !has(run, k)).map((run) => run!.id) : [];
