@@ -226,6 +226,15 @@ function tensorboardFlag(raw: string | undefined, runs: number, root: boolean): 
   return dir;
 }
 
+/** Says, as warnings once the eval dumps are read, where `--eval-datasets` names more or fewer datasets than they hold. */
+export function warnEvalDatasetsMismatch(model: Pick<RunModel, 'traces' | 'roots'>, names: readonly string[], prefix = ''): void {
+  void evalDatasetsMismatch(model, names)
+    .then((lines) => {
+      for (const w of lines) console.warn(`warning: ${terminalSafe(`${prefix}${w}`)}`);
+    })
+    .catch(() => {}); // an unreadable eval dump is the run's own warning
+}
+
 /**
  * The served runs' ids; a run whose id is not its folder's name, or whose folder name another run shares
  * (`teamA/healthy` and `teamB/healthy` are `healthy` and `healthy-2`), with its folder: relative to `--runs ROOT`,
@@ -282,8 +291,6 @@ export async function serve(flags: ServeFlags): Promise<void> {
   // a name that does not resolve, an address not this machine's, a busy port: said before any run is read
   await checkListen(flags.host, flags.port);
   let opened = 0;
-  // each run's folder, for the banner (the server's list names runs by id)
-  const dirOf = new WeakMap<object, string>();
   const open = (dir: string): Promise<RunAnswers> =>
     openRun(dir, {
       tensorLru: flags.tensorLru,
@@ -297,7 +304,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
       // The reader refuses what it cannot serve (e.g. a cache dir inside the run): a usage problem.
       const param = (err as { param?: string }).param;
       throw param ? new UsageError(`--${param === 'cacheDir' ? 'cache-dir' : param}: ${err.message}`) : err;
-    }).then((run) => (dirOf.set(run, resolve(dir)), run));
+    });
   const options = {
     healthSignals,
     host: flags.host,
@@ -308,38 +315,30 @@ export async function serve(flags: ServeFlags): Promise<void> {
     allowHosts: flags.allowHosts,
   };
   const runs = new ServedRuns(options, open);
-  const given: RunAnswers[] = [];
+  // the runs given on the command line (the ones --eval-datasets names the datasets of)
+  const given: { id: string; run: RunAnswers }[] = [];
   for (const dir of flags.runDirs) {
     const run = await open(dir);
-    given.push(run);
-    runs.add(dir, run);
+    given.push({ id: runs.add(dir, run).id, run });
   }
   if (flags.runsRoot) {
     await runs.discover(flags.runsRoot);
     if (flags.follow) {
       const root = flags.runsRoot;
       // a run started later is said as the first ones were: by its id, and its folder where the id alone does not tell
-      runs.watch(root, undefined, (added) => console.log(terminalSafe(`joined ${runsLine(added.map((r) => ({ id: r.id, dir: dirOf.get(r.run) ?? r.id })), root)}`)));
+      runs.watch(root, undefined, (added) => console.log(terminalSafe(`joined ${runsLine(added, root)}`)));
     }
     else if (runs.runs().length === 0) throw new UsageError(`--runs: no run directory under ${flags.runsRoot}`);
   }
   const server = await startRunsServer(runs, options);
-  console.log(banner(server.url, flags.host, server.port, runs.runs().map((r) => ({ id: r.id, dir: dirOf.get(r.run) ?? r.id })), flags.runsRoot));
+  console.log(banner(server.url, flags.host, server.port, runs.runs(), flags.runsRoot));
   // What a view's first requests read (the first run's meta) is made ready while a browser loads the app.
   runs.runs()[0]?.run.catalog().catch(() => {});
   for (const r of runs.runs()) if (r.run.getReady?.()) break;
   for (const r of runs.runs()) for (const w of r.run.warnings()) console.warn(`warning: ${terminalSafe(`${runs.runs().length > 1 ? `${r.id}: ` : ''}${w}`)}`);
   // `--eval-datasets` against the datasets the eval dumps hold, once they are read (they are read for the metrics anyway)
   const names = flags.slime.evalDatasetNames;
-  if (names !== undefined) {
-    for (const [i, run] of given.entries()) {
-      void evalDatasetsMismatch(run.model, names)
-        .then((lines) => {
-          for (const w of lines) console.warn(`warning: ${terminalSafe(`${given.length > 1 ? `${runs.runs()[i]?.id}: ` : ''}${w}`)}`);
-        })
-        .catch(() => {}); // an unreadable eval dump is the run's own warning
-    }
-  }
+  if (names !== undefined) for (const g of given) warnEvalDatasetsMismatch(g.run.model, names, given.length > 1 ? `${g.id}: ` : '');
   const stop = (): void => {
     // what the runs still keep for the next process (a step's records, written after its answers) is written
     // before the process ends, for a few seconds at most

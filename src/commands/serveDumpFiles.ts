@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { checkListen, CommandUsageError, hostFlag, numberFlag, parseFlags, portFlag, terminalSafe } from './common.ts';
 import { answersOver, openDumpFilesRun } from './openRun.ts';
 import { namesDumpFiles } from './runPaths.ts';
-import { allowHostFlag, evalDatasetsFlag, evalDatasetsMismatch, prometheusFlag, ROLLOUT_NUM_GPUS_REFUSED, SERVE_OPTIONS } from './serve.ts';
+import { allowHostFlag, evalDatasetsFlag, prometheusFlag, warnEvalDatasetsMismatch, ROLLOUT_NUM_GPUS_REFUSED, SERVE_OPTIONS } from './serve.ts';
 import { startServer } from '../server/listen.ts';
 
 /**
@@ -78,13 +78,7 @@ export async function serveDumpFiles(argv: string[]): Promise<number> {
   });
   console.log(`rlsight serving ${server.url}  (slime run: ${ids.train.length} rollout and ${ids.eval.length} eval dumps)`);
   for (const w of model.warnings()) console.warn(`warning: ${terminalSafe(w)}`);
-  if (evalDatasetNames !== undefined) {
-    void evalDatasetsMismatch(model, evalDatasetNames)
-      .then((lines) => {
-        for (const w of lines) console.warn(`warning: ${terminalSafe(w)}`);
-      })
-      .catch(() => {}); // an unreadable eval dump is the run's own warning
-  }
+  if (evalDatasetNames !== undefined) warnEvalDatasetsMismatch(model, evalDatasetNames);
   await new Promise<void>((done) => {
     const stop = (): void => void server.close().then(done);
     process.once('SIGINT', stop);

@@ -5,6 +5,7 @@ import type { EngineSeries, GpuAnswer } from '../wire/timeline.ts';
 import type { TraceAnswer } from '../wire/trace.ts';
 import { BadArgument, MAX_WINDOW_S, SERIES_MAX_POINTS } from './limits.ts';
 import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from './perfetto.ts';
+import { widenedByTrace } from './slimeTraceView.ts';
 import type { RunSources } from './runAnswers.ts';
 
 export interface PerfettoWindow {
@@ -222,11 +223,7 @@ export async function perfettoSpan(run: RunSources): Promise<PerfettoSpan | null
           if (unreadStepProblem(e) === null) throw e;
           continue;
         }
-        for (const row of tr.rows) {
-          const a = tr.t0 + row.start;
-          const b = tr.t0 + row.end;
-          traces = traces === null ? [a, b] : [Math.min(traces[0], a), Math.max(traces[1], b)];
-        }
+        traces = widenedByTrace(traces, tr);
       }
     }
     add('request traces', traces);

@@ -741,12 +741,12 @@ function sampleText(t: SampleTextRecord, step: number, evaluation: boolean): Sam
   return { step, evaluation, sample_index: t.sampleIndex, group_index: t.groupIndex, status: t.status, reward: t.reward, fields: t.fields, ids: t.ids };
 }
 
-/** `warmup` while the background warm-up runs (only with a cache directory), nothing once it is done. */
 /** `recorder` when rlsight's collector records (or recorded) the run. */
-function recorderOf(state: 'running' | 'stopped' | null): { recorder?: 'running' | 'stopped' } {
+function recorderOf(state: 'running' | 'stopped' | null): Pick<Meta, 'recorder'> {
   return state === null ? {} : { recorder: state };
 }
 
+/** `warmup` while the background warm-up runs (only with a cache directory), nothing once it is done. */
 function warmUpOf(p: { hoursDone: number; hoursTotal: number; running: boolean } | null): Pick<Meta, 'warmup'> {
   return p !== null && p.running ? { warmup: { hours_done: p.hoursDone, hours_total: p.hoursTotal } } : {};
 }

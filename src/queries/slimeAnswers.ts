@@ -7,7 +7,7 @@ import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { RunAnswers, type HandedIn, type Presentation, type Window } from './runAnswers.ts';
 import { loggedEvalDatasets, slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
-import { traceDetails, traceView } from './slimeTraceView.ts';
+import { traceDetails, traceView, widenedByTrace } from './slimeTraceView.ts';
 
 export class SlimeAnswers extends RunAnswers {
   private memo: { key: string; steps: ReturnType<typeof slimeStepMetrics> } | null = null;
@@ -120,14 +120,7 @@ export class SlimeAnswers extends RunAnswers {
     const key = dumps.map((d) => `${d.file}:${d.samples.length}`).join('|');
     if (this.spanMemo?.key === key) return this.spanMemo.span;
     let span: [number, number] | null = null;
-    for (const d of dumps) {
-      const tr = traceView(d.samples, d);
-      for (const row of tr.rows) {
-        const a = tr.t0 + row.start;
-        const b = tr.t0 + row.end;
-        if (Number.isFinite(a) && Number.isFinite(b)) span = span === null ? [a, b] : [Math.min(span[0], a), Math.max(span[1], b)];
-      }
-    }
+    for (const d of dumps) span = widenedByTrace(span, traceView(d.samples, d));
     this.spanMemo = { key, span };
     return span;
   }

@@ -295,6 +295,16 @@ function earliest(samples: readonly SlimeSample[]): number {
   return Number.isFinite(t0) ? t0 : 0;
 }
 
+/** `span` widened to the first start and last end of a trace answer's rows (absolute seconds); null while none. */
+export function widenedByTrace(span: [number, number] | null, tr: TraceAnswer): [number, number] | null {
+  for (const row of tr.rows) {
+    const a = tr.t0 + row.start;
+    const b = tr.t0 + row.end;
+    if (Number.isFinite(a) && Number.isFinite(b)) span = span === null ? [a, b] : [Math.min(span[0], a), Math.max(span[1], b)];
+  }
+  return span;
+}
+
 /** The Trace view of one dump. */
 export function traceView(samples: readonly SlimeSample[], source: { rolloutId: number; evaluation: boolean }): TraceAnswer {
   const t0 = earliest(samples);

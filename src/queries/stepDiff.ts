@@ -245,7 +245,6 @@ export function stepDiff(a: DiffSide, b: DiffSide): StepDiff {
   return { a: a.ref, b: b.ref, distributions, groups_matched: matched, flipped, metrics: metricPairs(a.metrics, b.metrics), moved: movedSamples(a, b) };
 }
 
-/** Reads one side of a diff from a run. */
 /**
  * The part of a prompt that names its group across steps: the turns before the first assistant turn. A
  * multi-turn sample's dumped prompt also holds the turns it has already taken, and a group carried over to
@@ -256,6 +255,7 @@ export function initialPrompt(prompt: string): string {
   return cut < 0 ? prompt : prompt.slice(0, cut);
 }
 
+/** Reads one side of a diff from a run. */
 export async function diffSide(run: RunSources, step: number, evaluation: boolean, name = run.name): Promise<DiffSide> {
   const summary = await run.summary(step, evaluation);
   const texts = await run.sampleTexts(step, evaluation);

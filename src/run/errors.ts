@@ -27,6 +27,15 @@ export class NotFound extends Error {
  */
 export const FRESH_SECONDS = 60;
 
+/**
+ * Whether a file that failed to read (`err`), modified at `mtimeMs`, is taken to be still being written: it is
+ * younger than the freshness window at `nowMs`, and not a refused file (a directory, a FIFO, a link out of the
+ * run, no permission), which no amount of waiting makes readable.
+ */
+export function stillBeingWritten(err: unknown, mtimeMs: number, nowMs: number): boolean {
+  return !isRefusedFile(err) && nowMs - mtimeMs < FRESH_SECONDS * 1000;
+}
+
 /** A dump file younger than the freshness window failed to decode: training is still writing it (HTTP 503). */
 export class DumpStillWriting extends Error {
   override readonly name = 'DumpStillWriting';

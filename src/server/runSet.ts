@@ -20,6 +20,9 @@ export interface ServedRunsOptions extends AppOptions {
   followTimer?: boolean;
 }
 
+/** A run served, and the folder it was found in. */
+export type ServedRunDir = ServedRun & { readonly dir: string };
+
 /** A run served, with what following it needs: it is opened again once samples turn it into a collected run. */
 interface Served {
   readonly id: string;
@@ -44,7 +47,7 @@ export class ServedRuns implements RunSet {
     private readonly open: (dir: string) => Promise<RunSources>,
   ) {}
 
-  runs(): readonly ServedRun[] {
+  runs(): readonly ServedRunDir[] {
     return this.list;
   }
 
@@ -58,7 +61,7 @@ export class ServedRuns implements RunSet {
   }
 
   /** Serves an open run (the first added answers the reference paths). */
-  add(dir: string, run: RunSources, feed?: EventFeed): ServedRun {
+  add(dir: string, run: RunSources, feed?: EventFeed): ServedRunDir {
     const abs = resolve(dir);
     const id = runId(abs, new Set(this.byId.keys()));
     const f = feed ?? (this.list.length === 0 ? this.options.feed : undefined) ?? new EventFeed();
@@ -85,10 +88,10 @@ export class ServedRuns implements RunSet {
   }
 
   /** Opens and serves every run directory under `root` not served yet; returns the ones added. */
-  async discover(root: string): Promise<ServedRun[]> {
+  async discover(root: string): Promise<ServedRunDir[]> {
     // served runs compared by where their links lead: one run reached two ways is served once
     const known = new Set(this.list.map((r) => runDirKey(r.dir)));
-    const added: ServedRun[] = [];
+    const added: ServedRunDir[] = [];
     for (const dir of discoverRunDirs(resolve(root))) {
       if (known.has(runDirKey(dir))) continue;
       added.push(this.add(dir, await this.open(dir)));
@@ -97,7 +100,7 @@ export class ServedRuns implements RunSet {
   }
 
   /** Searches `root` again every follow interval, so runs started later are served too (each batch found told to `onAdded`). */
-  watch(root: string, intervalMs = FOLLOW_INTERVAL_MS, onAdded: (added: ServedRun[]) => void = () => {}): void {
+  watch(root: string, intervalMs = FOLLOW_INTERVAL_MS, onAdded: (added: ServedRunDir[]) => void = () => {}): void {
     if (this.watcher) return;
     let busy = false;
     this.watcher = setInterval(() => {

@@ -4,7 +4,7 @@ import type { Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { confinedPath } from '../../formats/fileAccess.ts';
-import { RefusedOption, DumpStillWriting, damageOf, FRESH_SECONDS, isRefusedFile, NotFound } from '../errors.ts';
+import { RefusedOption, DumpStillWriting, damageOf, isRefusedFile, NotFound, stillBeingWritten } from '../errors.ts';
 import { DerivedCache } from '../derivedCache.ts';
 import { openTorchDocument, type TorchDocument } from './torchDocument.ts';
 
@@ -104,7 +104,7 @@ export class DumpFiles {
     if (isRefusedFile(e)) return e as Error;
     try {
       const st = await stat(join(this.runDir, name));
-      if (this.now() - st.mtimeMs < FRESH_SECONDS * 1000) return new DumpStillWriting(name, e);
+      if (stillBeingWritten(e, st.mtimeMs, this.now())) return new DumpStillWriting(name, e);
     } catch (se) {
       if (isMissing(se)) return new NotFound(`${name} not found`);
     }

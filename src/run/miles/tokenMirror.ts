@@ -4,7 +4,7 @@ import { readFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { fileIdentity } from '../../formats/fileAccess.ts';
 import type { ParquetFile, ParquetRow } from '../../formats/parquet.ts';
-import { DumpStillWriting, FRESH_SECONDS, isRefusedFile, NotFound } from '../errors.ts';
+import { DumpStillWriting, NotFound, stillBeingWritten } from '../errors.ts';
 import { LaterWrites } from '../derivedCache.ts';
 import { Lru } from './lru.ts';
 import { isMissing, type DumpFiles } from './dumpFiles.ts';
@@ -146,7 +146,7 @@ export class TokenMirror {
     } catch (e) {
       if (isMissing(e)) return null;
       // a new file may still be being written; a directory, FIFO or link out of the run will never be a mirror
-      if (!isRefusedFile(e) && this.files.now() - st.mtimeMs < FRESH_SECONDS * 1000) throw new DumpStillWriting(name, e);
+      if (stillBeingWritten(e, st.mtimeMs, this.files.now())) throw new DumpStillWriting(name, e);
       this.files.readAround(e, MIRROR_READ_AROUND);
       return null;
     }

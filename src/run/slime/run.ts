@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
-import { DumpStillWriting, FRESH_SECONDS, isRefusedFile } from '../errors.ts';
+import { DumpStillWriting, stillBeingWritten } from '../errors.ts';
 import { readSlimeDump, rolloutIdFromName, SlimeDumpError, streamSlimeDump, type SlimeDump } from './dump.ts';
 import { sampleIndex, type SlimeSample } from './sample.ts';
 
@@ -277,9 +277,9 @@ export class SlimeRun implements SampleDumpSource {
  * written (as a miles run's); a refused file (a directory, a FIFO, a link out of the run) never becomes one.
  */
 function stillWriting(f: SlimeDumpFile, err: unknown): unknown {
-  if (!(err instanceof SlimeDumpError) || isRefusedFile(err)) return err;
+  if (!(err instanceof SlimeDumpError)) return err;
   try {
-    if (Date.now() - statSync(f.path).mtimeMs < FRESH_SECONDS * 1000) return new DumpStillWriting(f.name, err);
+    if (stillBeingWritten(err, statSync(f.path).mtimeMs, Date.now())) return new DumpStillWriting(f.name, err);
   } catch {
     // gone since: the failure as it was
   }
