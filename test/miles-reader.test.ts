@@ -516,6 +516,7 @@ describe('DumpReader freshness, fallbacks and caches', () => {
         // and so are its samples' tokens: the rollout side, with no train values
         const tokens = await aged.tokens(2, 64);
         assert.equal(tokens.total_len, 32);
+        assert.deepEqual([tokens.train_log_probs, tokens.lp_diff, tokens.entropy, tokens.advantages], [null, null, null, null]);
         // The other steps are unaffected, and the metric series skips nothing that can be read.
         assert.equal((await aged.summary(0)).rows.length, 32);
       } finally {

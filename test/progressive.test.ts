@@ -76,6 +76,7 @@ describe('progressive whole-window answers', () => {
     const seen = new Map<string, number>();
     let rounds = 0;
     let partialAdvisories = 0;
+    let partialFleets = 0;
     for (;;) {
       const progress = store.warmUpProgress()!;
       if (!progress.running) break;
@@ -122,6 +123,7 @@ describe('progressive whole-window answers', () => {
         assert.deepEqual(fleetBytes, complete.get(URLS[0]!));
         compared = fleet.x_buckets;
       }
+      if (fleet.coverage !== undefined) partialFleets++;
       for (let b = 0; fleet.coverage !== undefined && b < fleet.x_buckets; b++) {
         const lo = fleet.t0 + b * width;
         const hi = lo + width;
@@ -141,6 +143,7 @@ describe('progressive whole-window answers', () => {
     }
     assert.ok(rounds >= 2, 'answers were asked at several stages of the warm-up');
     assert.ok(partialAdvisories >= 1, 'the advisory was asked while it was partial');
+    assert.ok(partialFleets >= 1, 'the fleet was compared with the complete one while it was partial');
     for (const url of URLS) {
       const a = await body(app, url);
       assert.equal(a.partial, null, url);

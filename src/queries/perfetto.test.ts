@@ -299,7 +299,9 @@ test('demo run: an export shares its counter budget over its lanes and engine se
   const phases = (await demo.phases({ lanes: 'g:0-1' })).phases;
   const two = await perfettoForRun(demo, { lanes: 'g:0-1' });
   assert.equal(two.traceEvents.filter((e) => e.ph === 'X').length, phases.length);
-  const gpuNames = new Set(two.traceEvents.filter((e) => e.ph === 'C' && e.name.startsWith('gpu ')).map((e) => `${e.pid}:${e.name}`));
-  assert.equal(gpuNames.size, new Set(phases.map((p) => `${p.node}:${p.gpu}`)).size);
+  // the GPU counters are those of the lanes asked: named by their process (node) and GPU
+  const nodes = new Map(two.traceEvents.filter((e) => e.name === 'process_name').map((e) => [e.pid, String(e.args!.name).replace(/^node /, '')]));
+  const gpuNames = new Set(two.traceEvents.filter((e) => e.ph === 'C' && e.name.startsWith('gpu ')).map((e) => `${nodes.get(e.pid)}:${/^gpu (\d+) /.exec(e.name)![1]}`));
+  assert.deepEqual([...gpuNames].sort(), [...new Set(phases.map((p) => `${p.node}:${p.gpu}`))].sort());
   await assert.rejects(perfettoForRun(demo, { lanes: 'bogus' }), /lane/);
 });

@@ -147,7 +147,8 @@ describe('comparing runs of different lengths (headless Chromium)', { skip: hasC
       const until = Date.now() + 15_000;
       for (;;) {
         const r = (await (await fetch(`${served.url}api/runs/live/metrics?keys=rollout/rewards_mean&x=rollout/step`)).json()) as Record<string, { x: number[] }>;
-        if (r['rollout/rewards_mean']!.x.includes(step) || Date.now() > until) break;
+        if (r['rollout/rewards_mean']!.x.includes(step)) break;
+        assert.ok(Date.now() < until, `step ${step} of the live run was not served within 15 s`);
         await page.waitForTimeout(250);
       }
       await page.waitForTimeout(3000);

@@ -4,6 +4,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { UPlotChart } from '../../components/uplotChart.tsx';
 import { store, useStore } from '../../store.ts';
 import { markPainted } from '../../paintMarks.ts';
+import { GAP_FACTOR } from '../timeline/layers/utilLine.ts';
 import { fmtNum } from '../../format.ts';
 import { alpha, CSS, SERIES_COLORS } from '../../theme.ts';
 import { downloadText, toCsv } from './csv.ts';
@@ -176,8 +177,6 @@ function isolatedPoints(u: uPlot, seriesIdx: number, show: boolean): number[] | 
   const idxs = isolated.get(u)?.get(seriesIdx);
   return idxs && idxs.length ? idxs : null;
 }
-/** A spacing this many times the median one is a gap in the record, not a slow stretch. */
-const GAP_FACTOR = 4;
 
 /** Dashed vertical lines at each marker; their labels sit above the plot (never over a curve), in rows that do not overlap. */
 function drawMarkers(u: uPlot, markers: readonly Marker[]): void {

@@ -40,7 +40,8 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const otherMetas = useApi(
     others.length ? `metas|${otherIds}` : null,
     async (signal) => ({ ids: otherIds, metas: await Promise.all(others.map((r) => getJson<Meta>(runPath(r, 'meta'), {}, signal))) }),
-    tick,
+    // asked again as the shown run writes only while one of the others is live too (a finished run's keys stay)
+    others.some((r) => r.status === 'live') ? tick : 0,
   );
   const { catalog, keysOf, stepKeysOf } = useMemo(() => {
     const own = buildCatalog(meta);

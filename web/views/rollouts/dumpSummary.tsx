@@ -1,11 +1,12 @@
 // The step's dump/* aggregates (served by /api/metrics), so the header states what the server measured for this step;
 // with the sample count and staleness from its rows. An eval step (dump/* covers training steps) has its figures
 // computed from its rows.
+import { useMemo } from 'preact/hooks';
 import { getJson } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
 import type { DumpMetricKey, MetricSeries as Series, StepAggregateMetric, StepCoverage, TableRow as Row } from '../../../src/wire/index.ts';
 import { leastStepCoverage, useStepwiseApi } from '../../components/coverage.tsx';
-import { stepFigures } from './stepFigures.ts';
+import { stepFigures, type StepFigures } from './stepFigures.ts';
 
 /** Each step aggregate the server computes, with its label; the type makes the list complete. */
 const LABELS: Record<StepAggregateMetric, string> = {
@@ -48,7 +49,8 @@ export function DumpSummary({ id, evaluation, tick, rows, groups }: Props) {
   };
   const res = useStepwiseApi(evaluation ? null : 'dump', (signal) => getJson<Record<string, Series>>('metrics', { keys: DUMP_KEYS.join(','), x: 'rollout/step', progressive: true }, signal), tick, unreadIn);
   const unread = res.data !== null && unreadIn(res.data) !== undefined;
-  const fromRows = rows ? stepFigures(rows, groups ?? [], evaluation) : null;
+  // (the live tick re-renders this: the figures are read off the rows only when they change)
+  const fromRows = useMemo(() => (rows ? stepFigures(rows, groups ?? [], evaluation) : null), [rows, groups, evaluation]);
   if (evaluation) return <EvalSummary figures={fromRows} groupsRead={groups !== null} />;
   if (res.error) return <p class="hint">dump/* aggregates unavailable for this run.</p>;
   if (!res.data || unread) return <div class="stats" aria-busy="true" />;
@@ -71,7 +73,7 @@ export function DumpSummary({ id, evaluation, tick, rows, groups }: Props) {
 }
 
 /** An eval step's figures, from its rows: the reward mean is its score. */
-function EvalSummary({ figures: f, groupsRead }: { figures: ReturnType<typeof stepFigures> | null; groupsRead: boolean }) {
+function EvalSummary({ figures: f, groupsRead }: { figures: StepFigures | null; groupsRead: boolean }) {
   if (!f) return <div class="stats" aria-busy="true" data-testid="eval-summary" />;
   const note = 'computed from the eval step\'s samples (the dump/* aggregates cover training steps)';
   return (

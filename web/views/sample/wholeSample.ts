@@ -22,11 +22,6 @@ function keep(key: string, v: TokenView): void {
   while (kept.size > KEEP) kept.delete(kept.keys().next().value!);
 }
 
-/** Forgets every kept sample (a test, or a run that changed under the page). */
-export function forgetWholeSamples(): void {
-  kept.clear();
-}
-
 /**
  * `key` names the sample (its tokens URL without a range), `seed` is a window already answered: it gives the
  * length, and when it starts at 0 it is the first part of the whole (a sample it covers needs no more request).
