@@ -112,7 +112,7 @@ describe('serve --runs ROOT: runs sharing a folder name', () => {
   after(() => rmSync(root, { recursive: true, force: true }));
 
   test('the banner says which folder each id made unique is', { timeout: 90_000 }, async () => {
-    const s = serving(['--runs', root, '--no-cache', '--port', '8888'], /runs: .*\n/);
+    const s = serving(['--runs', root, '--no-cache', '--port', '0'], /runs: .*\n/);
     try {
       const out = await s.done;
       const line = /runs: (.*)\n/.exec(out)![1];
@@ -126,7 +126,7 @@ describe('serve --runs ROOT: runs sharing a folder name', () => {
 describe('serve --eval-datasets against the datasets an eval dump holds', () => {
   // slime-trace's eval_0.pt holds two datasets (aime24, then gsm8k_test: the sample index starts again)
   test('fewer names than datasets: the unnamed ones are said', { timeout: 90_000 }, async () => {
-    const s = serving([SLIME, '--no-cache', '--port', '8889', '--eval-datasets', 'aime24'], /warning: --eval-datasets.*\n/);
+    const s = serving([SLIME, '--no-cache', '--port', '0', '--eval-datasets', 'aime24'], /warning: --eval-datasets.*\n/);
     try {
       const out = await s.done;
       assert.match(out, /warning: --eval-datasets: 1 name given \(aime24\), but rollout_data\/eval_0\.pt holds 2 eval datasets \(.*\); the unnamed one is labelled dataset1\n/);
@@ -136,17 +136,17 @@ describe('serve --eval-datasets against the datasets an eval dump holds', () => 
   });
 
   test('more names than datasets: the unused ones are said; as many as found: nothing', { timeout: 90_000 }, async () => {
-    const s = serving([SLIME, '--no-cache', '--port', '8889', '--eval-datasets', 'aime24,gsm8k_test,math500'], /warning: --eval-datasets.*\n/);
+    const s = serving([SLIME, '--no-cache', '--port', '0', '--eval-datasets', 'aime24,gsm8k_test,math500'], /warning: --eval-datasets.*\n/);
     try {
       assert.match(await s.done, /warning: --eval-datasets: 3 names given \(aime24, gsm8k_test, math500\), but rollout_data\/eval_0\.pt holds 2 eval datasets .*; math500 is not used\n/);
     } finally {
       await stop(s.child);
     }
-    const right = serving([SLIME, '--no-cache', '--port', '8889', '--eval-datasets', 'aime24,gsm8k_test'], /serving http/);
+    const right = serving([SLIME, '--no-cache', '--port', '0', '--eval-datasets', 'aime24,gsm8k_test'], /serving http:\/\/\S+\//);
     try {
-      await right.done;
+      const url = /serving (http:\/\/\S+\/)/.exec(await right.done)![1]!;
       // the eval dump is read for the metrics a moment later; a warning would follow by then
-      const meta = (await (await fetch('http://127.0.0.1:8889/api/meta')).json()) as { metric_keys: string[] };
+      const meta = (await (await fetch(`${url}api/meta`)).json()) as { metric_keys: string[] };
       assert.ok(meta.metric_keys.some((k) => k.startsWith('eval/gsm8k_test')), JSON.stringify(meta.metric_keys));
       await new Promise((r) => setTimeout(r, 500));
     } finally {
