@@ -387,7 +387,8 @@ class Client:
         group_index, prompt (text or chat messages), response, tokens, response_length, reward (or a dict with
         reward_key), status, loss_mask, rollout_log_probs, weight_versions, timing, metadata, label and, from the
         train side, log_probs, ref_log_probs, entropy, advantages; anything else is kept too) or an object with
-        ``to_dict()`` such as slime's Sample. Recording a step again replaces it. The samples are encoded in the
+        ``to_dict()`` such as slime's Sample. Recording a step again replaces it; record a step's samples from one
+        process (two calls recording one step at once: the one completed last is the step). The samples are encoded in the
         calling thread (they may change afterwards), once per step."""
         try:
             encoded = []

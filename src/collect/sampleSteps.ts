@@ -57,8 +57,14 @@ export function parseSampleLine(text: string): { ok: true; line: SampleLine } | 
   return { ok: true, line: { rolloutId, evaluation: v.evaluation, call: v.call, count: n, position, sample: v.sample } };
 }
 
+const stepKey = (rolloutId: number, evaluation: boolean): string => `${evaluation ? 'eval' : 'rollout'}:${rolloutId}`;
+
 interface Arriving {
+  /** The step (`rollout:3`, `eval:0`). */
+  step: string;
   call: string;
+  /** When the call's first line came, in arrival order. */
+  began: number;
   count: number;
   samples: (SampleFields | undefined)[];
   /** The raw lines, kept for the write-ahead log until the step is written. */
@@ -68,6 +74,9 @@ interface Arriving {
 
 export class SampleSteps {
   private readonly arriving = new Map<string, Arriving>();
+  private began = 0;
+  /** Calls left out because a later one recorded their step first: their late lines are dropped (bounded). */
+  private readonly superseded = new Set<string>();
   stepsWritten = 0;
   samplesReceived = 0;
   samplesRejected = 0;
@@ -108,10 +117,17 @@ export class SampleSteps {
 
   private add(s: SampleLine, text: string): void {
     this.samplesReceived++;
-    const key = `${s.evaluation ? 'eval' : 'rollout'}:${s.rolloutId}`;
+    const step = stepKey(s.rolloutId, s.evaluation);
+    // keyed by call: two calls recording one step at once (two processes) each complete; neither resets the other
+    const key = `${step}:${s.call}`;
+    if (this.superseded.has(key)) return;
     let a = this.arriving.get(key);
-    if (a === undefined || a.call !== s.call || a.count !== s.count) {
-      a = { call: s.call, count: s.count, samples: new Array(s.count), lines: [], have: 0 };
+    if (a === undefined || a.count !== s.count) {
+      const others = [...this.arriving.values()].filter((o) => o.step === step && o.call !== s.call);
+      if (others.length > 0) {
+        this.log('warn', `${sampleStepFile(s.rolloutId, s.evaluation)} is being recorded by ${others.length + 1} calls at once (${[...others.map((o) => o.call), s.call].join(', ')}): the step holds one call's samples, each call completed replaces it, and a call that began before is left out; record a step's samples from one process`);
+      }
+      a = { step, call: s.call, began: this.began++, count: s.count, samples: new Array(s.count), lines: [], have: 0 };
       this.arriving.set(key, a);
       this.mark(s.rolloutId, s.evaluation);
     }
@@ -135,14 +151,28 @@ export class SampleSteps {
     try {
       const data = encodeSampleStep(a.samples as SampleFields[], this.zstd);
       this.fs.replace(path, `${path}.tmp`, data, 0o644);
-      this.fs.remove(path + PENDING_SUFFIX);
       this.arriving.delete(key);
+      // a call of this step that began before this one is over: what it sent is replaced, and what it would still
+      // send is dropped (a producer that stopped mid-step, or another process recording the step)
+      for (const [k, o] of this.arriving) {
+        if (o.step !== a.step || o.began > a.began) continue;
+        this.arriving.delete(k);
+        this.supersede(k);
+        this.log('warn', `${sampleStepFile(rolloutId, evaluation)}: left out the ${o.have} of ${o.count} samples call ${o.call} had sent, replaced by call ${a.call}, which began after it`);
+      }
+      // a call that began after this one keeps the step marked as arriving
+      if (![...this.arriving.values()].some((o) => o.step === a.step)) this.fs.remove(path + PENDING_SUFFIX);
       this.stepsWritten++;
     } catch (err) {
       // kept (and in the write-ahead log): written again when the next line of the step arrives or at the next start
       this.writeErrors++;
       this.log('error', `writing ${SAMPLES_DIR}/${sampleStepFile(rolloutId, evaluation)} failed (${(err as Error).message}); its ${a.count} samples are kept`);
     }
+  }
+
+  private supersede(key: string): void {
+    this.superseded.add(key);
+    if (this.superseded.size > 4096) this.superseded.delete(this.superseded.values().next().value as string);
   }
 
   /** The lines of steps not written yet (what the write-ahead log must keep), one batch per step. */
@@ -152,6 +182,6 @@ export class SampleSteps {
 
   /** Steps whose samples are still arriving. */
   arrivingSteps(): number {
-    return this.arriving.size;
+    return new Set([...this.arriving.values()].map((a) => a.step)).size;
   }
 }

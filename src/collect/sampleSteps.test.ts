@@ -1,0 +1,86 @@
+// Rollout samples held per step and call: two calls recording one step at once each complete (the one completed
+// last is the step), a call abandoned mid-step is replaced by a later one, and nothing stays "arriving" for ever.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { encodeSampleStep } from '../formats/collectedSamplesWrite.ts';
+import type { SampleFields } from '../formats/collectedSamples.ts';
+import { SampleSteps, type SampleStepFs } from './sampleSteps.ts';
+
+function memoryFs() {
+  const files = new Map<string, Uint8Array>();
+  const writes: string[] = [];
+  const fs: SampleStepFs = {
+    mkdirp: () => {},
+    replace: (path, _tmp, data) => {
+      files.set(path, data);
+      writes.push(path);
+    },
+    remove: (path) => void files.delete(path),
+    touch: (path) => void files.set(path, new Uint8Array()),
+  };
+  return { fs, files, writes };
+}
+
+const sample = (call: string, i: number): SampleFields => ({ index: i, response: `${call} says ${i}` });
+const line = (call: string, i: number, count = 3, rolloutId = 4) =>
+  JSON.stringify({ rollout_id: rolloutId, evaluation: false, call, count, position: i, sample: sample(call, i) });
+const stepOf = (call: string, count = 3) => encodeSampleStep(Array.from({ length: count }, (_, i) => sample(call, i)));
+
+const FILE = 'run/samples/rollout_000004.parquet';
+
+function setup() {
+  const m = memoryFs();
+  const logs: string[] = [];
+  const steps = new SampleSteps('run', m.fs, undefined, (level, message) => logs.push(`${level}: ${message}`));
+  return { ...m, logs, steps };
+}
+
+describe('rollout samples of one step sent by several calls', () => {
+  it('two calls sending one step line by line both complete; the one completed last is the step, and it is not left arriving', () => {
+    const { steps, files, writes, logs } = setup();
+    for (let i = 0; i < 3; i++) steps.take(`${line('a-1', i)}\n${line('b-1', i)}`);
+    assert.deepEqual(writes, [FILE, FILE]);
+    assert.deepEqual(files.get(FILE), stepOf('b-1'));
+    assert.ok(!files.has(`${FILE}.pending`));
+    assert.equal(steps.arrivingSteps(), 0);
+    assert.deepEqual(steps.held(), []);
+    const warned = logs.filter((l) => l.startsWith('warn: rollout_000004.parquet is being recorded by 2 calls at once (a-1, b-1)'));
+    assert.equal(warned.length, 1, logs.join('\n'));
+  });
+
+  it('a call that stopped mid-step is replaced by a later complete one, says what it left out, and its late lines change nothing', () => {
+    const { steps, files, logs } = setup();
+    steps.take([line('a-1', 0), line('a-1', 1)].join('\n'));
+    assert.equal(steps.arrivingSteps(), 1);
+    assert.ok(files.has(`${FILE}.pending`));
+    steps.take([0, 1, 2].map((i) => line('b-1', i)).join('\n'));
+    assert.deepEqual(files.get(FILE), stepOf('b-1'));
+    assert.ok(!files.has(`${FILE}.pending`));
+    assert.equal(steps.arrivingSteps(), 0);
+    assert.deepEqual(steps.held(), []);
+    assert.ok(logs.some((l) => l === 'warn: rollout_000004.parquet: left out the 2 of 3 samples call a-1 had sent, replaced by call b-1, which began after it'), logs.join('\n'));
+    steps.take(line('a-1', 2));
+    assert.deepEqual(files.get(FILE), stepOf('b-1'));
+    assert.equal(steps.arrivingSteps(), 0);
+    assert.equal(steps.stepsWritten, 1);
+  });
+
+  it('a call that began later stays arriving when an earlier one completes, and replaces it once complete', () => {
+    const { steps, files } = setup();
+    steps.take([line('a-1', 0), line('b-1', 0), line('a-1', 1), line('a-1', 2)].join('\n'));
+    assert.deepEqual(files.get(FILE), stepOf('a-1'));
+    assert.ok(files.has(`${FILE}.pending`), 'b-1 is still arriving');
+    assert.equal(steps.held().length, 1);
+    steps.take([line('b-1', 1), line('b-1', 2)].join('\n'));
+    assert.deepEqual(files.get(FILE), stepOf('b-1'));
+    assert.ok(!files.has(`${FILE}.pending`));
+  });
+
+  it('one call re-sending a line (a retry) counts it once', () => {
+    const { steps, files } = setup();
+    steps.take([line('a-1', 0), line('a-1', 0), line('a-1', 1)].join('\n'));
+    assert.ok(!files.has(FILE));
+    steps.take(line('a-1', 2));
+    assert.deepEqual(files.get(FILE), stepOf('a-1'));
+  });
+});
