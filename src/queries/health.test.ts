@@ -103,23 +103,35 @@ test('a run dumped from a later step on: its first dumped step jumps from the st
   assert.equal(healthBoard(run()).rows[0].cells.reward_jump.detail, 'first step');
 });
 
-test('a damaged step: its jumps use what the run logged for it, and none is measured across a step with nothing', () => {
-  const damaged = (logged: boolean): HealthInputs => {
+test('a damaged step: its jumps compare what the run logged at both steps, never a dumped mean with a logged one', () => {
+  const damaged = (logged: number[]): HealthInputs => {
     const inputs = run();
     inputs.steps = inputs.steps.map((s) => ('step' in s && s.step === 2 ? { step: 2, summary: null, groups: null, damaged: 'rollout_data/2.pt: truncated archive' } : s));
     inputs.steps = inputs.steps.map((s) => ('summary' in s && s.step === 3 && s.summary ? { ...s, summary: s.summary.map((r: TableRow) => ({ ...r, response_length: 130 })) } : s));
-    if (logged) inputs.metrics = inputs.metrics.map((m) => (m.step === 2 ? { ...m, metrics: { ...m.metrics, 'rollout/rewards_mean': 0.5, 'rollout/response_len/mean': 120 } } : m));
+    // the logged means differ from the dumped ones (100 at every dumped step): a mix of the two would be a jump
+    const means: Record<number, [number, number]> = { 1: [0.3, 80], 2: [0.35, 90], 3: [0.5, 100] };
+    inputs.metrics = inputs.metrics.map((m) => (logged.includes(m.step) ? { ...m, metrics: { ...m.metrics, 'rollout/rewards_mean': means[m.step]![0], 'rollout/response_len/mean': means[m.step]![1] } } : m));
     return inputs;
   };
-  // step 2 logged its means: step 2 jumps from step 1's dump, step 3 from step 2's logged values
-  const rows = healthBoard(damaged(true)).rows;
-  assert.equal(rows[2].cells.length_jump.detail, 'mean response length 100 → 120');
+  // every step around the damaged one logged its means: both jumps are between logged values
+  const rows = healthBoard(damaged([1, 2, 3])).rows;
+  assert.equal(rows[2].cells.length_jump.detail, "logged mean response length 80 → 90 (step 2's dump gives none)");
+  assert.equal(rows[2].cells.length_jump.value, 10 / 80);
   assert.deepEqual(rows[2].cells.length_jump.evidence, { view: 'metrics', keys: ['rollout/response_len/mean'] });
-  assert.equal(rows[3].cells.length_jump.detail, 'mean response length 120 → 130');
-  assert.equal(rows[3].cells.reward_jump.detail, 'mean reward 0.500 → 0.500');
-  // nothing logged either: step 3 says it is not measured across step 2 (not a jump from step 1)
-  const bare = healthBoard(damaged(false)).rows;
-  assert.equal(bare[3].cells.length_jump.level, 'none');
+  assert.equal(rows[2].cells.reward_jump.detail, "logged mean reward 0.300 → 0.350 (step 2's dump gives none)");
+  assert.equal(rows[3].cells.length_jump.detail, "logged mean response length 90 → 100 (step 2's dump gives none)");
+  assert.equal(rows[3].cells.reward_jump.detail, "logged mean reward 0.350 → 0.500 (step 2's dump gives none)");
+  assert.deepEqual(rows[3].cells.reward_jump.evidence, { view: 'metrics', keys: ['rollout/rewards_mean'] });
+  // the dumped steps still compare their dumps
+  assert.equal(rows[1].cells.length_jump.detail, 'mean response length 100 → 100');
+  // only the damaged step logged its means: nothing on the other side to compare them with
+  const alone = healthBoard(damaged([2])).rows;
+  assert.equal(alone[2].cells.reward_jump.detail, 'step 2 has no mean reward: not measured across it');
+  assert.equal(alone[3].cells.length_jump.detail, 'step 2 has no mean response length: not measured across it');
+  assert.equal(alone[3].cells.length_jump.level, 'none');
+  // nothing logged at all: the damaged step has no means, and step 3 is not measured across it (not a jump from step 1)
+  const bare = healthBoard(damaged([])).rows;
+  assert.equal(bare[2].cells.reward_jump.detail, 'no mean reward');
   assert.equal(bare[3].cells.length_jump.detail, 'step 2 has no mean response length: not measured across it');
   assert.equal(bare[3].cells.reward_jump.detail, 'step 2 has no mean reward: not measured across it');
 });

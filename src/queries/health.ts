@@ -356,31 +356,60 @@ export function healthStepFacts(st: HealthStep): HealthStepFacts {
 /** The logged mean response length (miles' `rollout/response_len/mean`). */
 const LOGGED_LENGTH = 'rollout/response_len/mean';
 
-/** The (relative) change of a logged metric from `step - 1` to `step`, as a jump cell; null unless both were logged. */
-function loggedJump(step: number, logged: Map<number, number>, key: string, what: string, digits: number, relative: boolean): Omit<HealthCell, 'level'> | null {
-  const before = logged.get(step - 1);
-  const now = logged.get(step);
-  if (before === undefined || now === undefined || (relative && before <= 0)) return null;
-  return {
-    value: Math.abs(now - before) / (relative ? before : 1),
-    detail: `logged ${what} ${fmt(before, digits)} → ${fmt(now, digits)} (step ${step - 1} was not dumped)`,
-    evidence: { view: 'metrics', keys: [key] },
-  };
-}
 
 /** Previous-step means not known: the step before this one is not read yet (a partial board). */
 const UNREAD = 'unread';
 /** No step before this one. */
 const FIRST = 'first';
-/** The previous step's mean, or why there is none to compare with. */
-type Previous = number | typeof UNREAD | typeof FIRST | { missing: number };
+/** The previous step listed and its dumped mean (null: its dump gives none), or why there is none to compare with. */
+type Previous = { step: number; dumped: number | null } | typeof UNREAD | typeof FIRST;
 
-/** Why a jump is not measured. */
-function noJump(prev: Previous, what: string): string {
-  if (prev === UNREAD) return 'previous step not read yet';
-  if (prev === FIRST) return 'first step';
-  if (typeof prev === 'number') return `previous ${what} is not positive`;
-  return `step ${prev.missing} has no ${what}: not measured across it`;
+interface JumpSpec {
+  what: string;
+  dumpKey: string;
+  loggedKey: string;
+  logged: Map<number, number>;
+  digits: number;
+  /** Relative to the previous mean (which must be positive), or absolute. */
+  relative: boolean;
+}
+
+/**
+ * A mean's jump from the previous step listed: between the two dumps' means when both give one, else between
+ * what the run logged at both steps (never a dumped mean against a logged one: the two can differ by more than a
+ * threshold at one step), else not measured across the step that has neither.
+ */
+function jumpCell(prev: Previous, step: number, dumped: number | null, j: JumpSpec): Omit<HealthCell, 'level'> {
+  if (prev === UNREAD) return { ...EMPTY, detail: 'previous step not read yet' };
+  if (prev === FIRST) {
+    // the first dumped step of a run dumped late: its jump from the step before, as both were logged
+    return loggedJump(step, step - 1, j, `step ${step - 1} was not dumped`) ?? { ...EMPTY, detail: dumped === null && !j.logged.has(step) ? `no ${j.what}` : 'first step' };
+  }
+  if (dumped !== null && prev.dumped !== null) {
+    if (j.relative && prev.dumped <= 0) return { ...EMPTY, detail: `previous ${j.what} is not positive` };
+    return {
+      value: Math.abs(dumped - prev.dumped) / (j.relative ? prev.dumped : 1),
+      detail: `${j.what} ${fmt(prev.dumped, j.digits)} → ${fmt(dumped, j.digits)}`,
+      evidence: { view: 'metrics', keys: [j.dumpKey] },
+    };
+  }
+  const undumped = prev.dumped === null ? prev.step : step;
+  const logged = loggedJump(step, prev.step, j, `step ${undumped}'s dump gives none`);
+  if (logged !== null) return logged;
+  if (dumped === null && !j.logged.has(step)) return { ...EMPTY, detail: `no ${j.what}` };
+  return { ...EMPTY, detail: `step ${undumped} has no ${j.what}: not measured across it` };
+}
+
+/** The jump between what the run logged at `before` and at `step`, or null when either was not logged. */
+function loggedJump(step: number, before: number, j: JumpSpec, why: string): Omit<HealthCell, 'level'> | null {
+  const was = j.logged.get(before);
+  const now = j.logged.get(step);
+  if (was === undefined || now === undefined || (j.relative && was <= 0)) return null;
+  return {
+    value: Math.abs(now - was) / (j.relative ? was : 1),
+    detail: `logged ${j.what} ${fmt(was, j.digits)} → ${fmt(now, j.digits)} (${why})`,
+    evidence: { view: 'metrics', keys: [j.loggedKey] },
+  };
 }
 
 /**
@@ -393,8 +422,8 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const spec = (id: HealthSignal): SignalSpec => signals.find((s) => s.id === id)!;
   const windows = stepWindows(inputs.metrics, inputs.startTs);
   const stepTimes = loggedByStep(inputs.metrics, 'perf/step_time');
-  const loggedReward = loggedByStep(inputs.metrics, 'rollout/rewards_mean');
-  const loggedLength = loggedByStep(inputs.metrics, LOGGED_LENGTH);
+  const rewardJump: JumpSpec = { what: 'mean reward', dumpKey: 'dump/reward_mean', loggedKey: 'rollout/rewards_mean', logged: loggedByStep(inputs.metrics, 'rollout/rewards_mean'), digits: 3, relative: false };
+  const lengthJump: JumpSpec = { what: 'mean response length', dumpKey: 'dump/response_length_mean', loggedKey: LOGGED_LENGTH, logged: loggedByStep(inputs.metrics, LOGGED_LENGTH), digits: 1, relative: true };
   const medianStepTime = median([...stepTimes.values()]);
   const restarts = restartTimes(inputs.topology);
   const hasTrainPhases = inputs.phases.some((p) => p.role === 'train' && p.rank >= 0);
@@ -403,47 +432,24 @@ export function healthBoard(inputs: HealthInputs): HealthAnswer {
   const unread = inputs.coverage?.unread ?? [];
 
   const rows: HealthRow[] = [];
-  // What the previous step listed had of each mean: its value, none (it is the first, or `missing` a step
-  // that had none: its jumps are not measured across it), or not read yet (a partial board)
-  let prevReward: Previous = FIRST;
-  let prevLength: Previous = FIRST;
+  // The previous step listed and its dumped means (none for the first, or not read yet on a partial board)
+  let prev: Previous = FIRST;
+  let prevReward: number | null = null;
+  let prevLength: number | null = null;
   let nextUnread = 0;
   for (const st of steps) {
     if (nextUnread < unread.length && unread[nextUnread]![0] < st.step) {
       while (nextUnread < unread.length && unread[nextUnread]![0] < st.step) nextUnread++;
-      prevReward = prevLength = UNREAD;
+      prev = UNREAD;
     }
     const cells: Record<HealthSignal, Omit<HealthCell, 'level'>> = { ...st.cells } as Record<HealthSignal, Omit<HealthCell, 'level'>>;
     const { rewardMean, lengthMean } = st;
-    // a step whose dump gives no mean (damaged) takes the value the run logged for it, if any
-    const reward = rewardMean ?? loggedReward.get(st.step) ?? null;
-    const length = lengthMean ?? loggedLength.get(st.step) ?? null;
-
-    // The first dumped step of a run dumped late: its jumps from the step before, as both were logged.
-    const rewardLogged = prevReward === FIRST ? loggedJump(st.step, loggedReward, 'rollout/rewards_mean', 'mean reward', 3, false) : null;
-    const lengthLogged = prevLength === FIRST ? loggedJump(st.step, loggedLength, LOGGED_LENGTH, 'mean response length', 1, true) : null;
-    cells.reward_jump =
-      rewardLogged !== null
-        ? rewardLogged
-        : reward !== null && typeof prevReward === 'number'
-        ? {
-            value: Math.abs(reward - prevReward),
-            detail: `mean reward ${fmt(prevReward)} → ${fmt(reward)}`,
-            evidence: { view: 'metrics', keys: [rewardMean !== null ? 'dump/reward_mean' : 'rollout/rewards_mean'] },
-          }
-        : { ...EMPTY, detail: reward === null ? 'no reward' : noJump(prevReward, 'mean reward') };
-    cells.length_jump =
-      lengthLogged !== null
-        ? lengthLogged
-        : length !== null && typeof prevLength === 'number' && prevLength > 0
-        ? {
-            value: Math.abs(length - prevLength) / prevLength,
-            detail: `mean response length ${fmt(prevLength, 1)} → ${fmt(length, 1)}`,
-            evidence: { view: 'metrics', keys: [lengthMean !== null ? 'dump/response_length_mean' : LOGGED_LENGTH] },
-          }
-        : { ...EMPTY, detail: length === null ? 'no lengths' : noJump(prevLength, 'mean response length') };
-    prevReward = reward ?? { missing: st.step };
-    prevLength = length ?? { missing: st.step };
+    const before = (dumped: number | null): Previous => (typeof prev === 'string' ? prev : { step: prev.step, dumped });
+    cells.reward_jump = jumpCell(before(prevReward), st.step, rewardMean, rewardJump);
+    cells.length_jump = jumpCell(before(prevLength), st.step, lengthMean, lengthJump);
+    prev = { step: st.step, dumped: null };
+    prevReward = rewardMean;
+    prevLength = lengthMean;
 
     const w = windows.get(st.step);
     const t = stepTimes.get(st.step);
