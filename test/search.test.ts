@@ -60,6 +60,9 @@ test('queries parse into their kinds; bad ones are errors on q', () => {
   assert.throws(() => parseQuery('/(unclosed/i'), (e: Error) => e.message === 'q: not a regular expression: Unterminated group');
   assert.throws(() => parseQuery('/a/g'), /unsupported regular-expression flag/);
   assert.throws(() => parseQuery('   '), /the query is empty/);
+  // only empty phrases: nothing to look for either
+  assert.throws(() => parseQuery('""'), /q: the query is empty/);
+  assert.throws(() => parseQuery('"  " "'), /q: the query is empty/);
   // a word or phrase repeated is asked once; more different ones than a search takes are an error on q
   const many = parseQuery(`${'the '.repeat(500)}"a b" "a b" the`);
   assert.ok(many.kind === 'text' && many.words.length === 1 && many.phrases.length === 1 && many.openWord === 'the', JSON.stringify(many));
@@ -425,6 +428,10 @@ describe('rlsight search', () => {
     const bad = cli('/(/');
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /QUERY: not a regular expression/);
+    // a regular expression stopped during the scan is the command's QUERY too, not the API's q
+    const runaway = cli('/(.+)+#/');
+    assert.equal(runaway.code, 2, runaway.stderr);
+    assert.match(runaway.stderr, /^rlsight: QUERY: the regular expression took over/m);
   });
 });
 

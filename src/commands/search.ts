@@ -1,7 +1,7 @@
 // `rlsight search DIR QUERY [--limit N] [--cache-dir DIR]`: one JSON line per matching sample
 // (step, evaluation, sample_index, field, snippet), printed as the steps are scanned.
-import { limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
 import { parseQuery, searchRun } from '../queries/search.ts';
+import { BadArgument, limitProblem, SEARCH_RESULTS } from '../queries/limits.ts';
 import { cacheDirFlag, CommandUsageError, EXIT_FAILED, EXIT_INCOMPLETE, intFlag, openRunDir, runCommand, runDirArgs, stdoutClosed, terminalSafe } from './common.ts';
 import { relativeToRoots } from '../formats/fileAccess.ts';
 
@@ -11,11 +11,13 @@ export async function searchCommand(argv: string[]): Promise<number> {
     if (positionals.length === 0) throw new CommandUsageError('search: a QUERY is required');
     // a query given whole: its last word is complete too, not a prefix being typed (a trailing space says so)
     const query = `${positionals.join(' ')} `;
+    // the query is the command's QUERY here, not the API's `q` (a bad one is refused before the scan, a runaway
+    // regular expression during it)
+    const queryProblem = (e: unknown): unknown => (e instanceof BadArgument && e.param === 'q' ? new CommandUsageError(e.message.replace(/^q: /, 'QUERY: ')) : e);
     try {
       parseQuery(query);
     } catch (e) {
-      // the query is the command's QUERY here, not the API's `q`
-      throw new CommandUsageError((e as Error).message.replace(/^q: /, 'QUERY: '));
+      throw queryProblem(e);
     }
     const limit = intFlag(values.limit, 'limit', 1) ?? SEARCH_RESULTS.fallback;
     const problem = limitProblem(SEARCH_RESULTS, limit);
@@ -26,6 +28,16 @@ export async function searchCommand(argv: string[]): Promise<number> {
     const cacheDir = cacheDirFlag(values['cache-dir']) ?? null;
     const search = openSearchTexts(run.answers, { indexing: cacheDir !== null, cacheDir });
     try {
+      return await scan();
+    } catch (e) {
+      throw queryProblem(e);
+    } finally {
+      // A step still being read when --limit stopped the scan need not finish before the process exits.
+      search.stop();
+      await run.close();
+    }
+
+    async function scan(): Promise<number> {
       let matches = 0;
       let unread = 0;
       for await (const e of searchRun(search, run.answers, query, { limit })) {
@@ -46,10 +58,6 @@ export async function searchCommand(argv: string[]): Promise<number> {
       if (values['cache-dir']) await search.idle();
       // some steps not searched outranks what the others gave
       return unread > 0 ? EXIT_INCOMPLETE : matches > 0 ? 0 : EXIT_FAILED;
-    } finally {
-      // A step still being read when --limit stopped the scan need not finish before the process exits.
-      search.stop();
-      await run.close();
     }
   });
 }

@@ -58,6 +58,8 @@ export function parseQuery(raw: string): ParsedQuery {
   const whole = [...new Set(open ? words.slice(0, -1) : words)];
   const distinctPhrases = [...new Set(phrases)];
   const terms = whole.length + distinctPhrases.length + (open !== null && !whole.includes(open) ? 1 : 0);
+  // only empty phrases (`""`): nothing to look for, as an empty query
+  if (terms === 0) throw new BadArgument('q', 'q: the query is empty');
   if (terms > MAX_QUERY_TERMS) throw new BadArgument('q', `q: ${terms} different words and phrases; a search takes at most ${MAX_QUERY_TERMS}`);
   return { kind: 'text', words: whole, phrases: distinctPhrases, openWord: open, raw: q };
 }

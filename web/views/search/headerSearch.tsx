@@ -5,7 +5,7 @@ import { errorText, getJson, isAbort } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
 import { href, navigate, route } from '../../route.ts';
 import type { SearchMatch, TokenView } from '../../../src/wire/index.ts';
-import { streamSearch } from './stream.ts';
+import { stepsSearched, streamSearch } from './stream.ts';
 import { findOfMatch } from '../sample/findTerms.ts';
 
 const LIMIT = 50;
@@ -195,7 +195,7 @@ export function HeaderSearch() {
               : busy
                 ? `scanning step ${state.scanned}/${state.total || '…'} — ${state.matches.length} match${state.matches.length === 1 ? '' : 'es'} so far`
                 : state.done
-                  ? `${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${state.total} step${state.total === 1 ? '' : 's'} (${state.done.ms} ms)`
+                  ? `${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${stepsSearched(state.done.truncated, state.scanned, state.total)} (${state.done.ms} ms)`
                   : ''}
             {!state.error && !busy && state.done?.note && (
               <div class="search-note" data-testid="search-note">

@@ -28,3 +28,9 @@ export async function streamSearch(q: string, limit: number, onEvent: (e: Search
     }
   }
 }
+
+/** The steps a finished search covered: all of them, or, stopped at its limit, the first ones it scanned. */
+export function stepsSearched(truncated: boolean, scanned: number, total: number): string {
+  const steps = (n: number) => `${n} step${n === 1 ? '' : 's'}`;
+  return truncated && scanned < total ? `the first ${scanned} of ${steps(total)}` : steps(total);
+}
