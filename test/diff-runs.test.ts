@@ -101,7 +101,7 @@ describe('diffs across two runs', () => {
     }
     const missing = await fetch(new URL('/api/rlsight/diff/samples?a=0:3&b=0:99999&run_a=healthy&run_b=collapse', server.url));
     assert.equal(missing.status, 404);
-    assert.match(((await missing.json()) as { detail: string }).detail, /^sample B \(.*collapse.*\): .*99999/);
+    assert.match(((await missing.json()) as { detail: string }).detail, /^sample B \(run collapse\): .*99999/);
     const summary = await json<{ rows: { group_index: number }[] }>('/api/runs/collapse/rollout/1/summary');
     const g = summary.rows[0]!.group_index;
     const d = await json<SampleDiff>(`/api/rlsight/diff/samples?step=1&group=${g}&run_a=collapse&run_b=healthy`);

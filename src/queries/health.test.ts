@@ -110,7 +110,7 @@ test('a damaged step: its jumps compare what the run logged at both steps, never
     inputs.steps = inputs.steps.map((s) => ('summary' in s && s.step === 3 && s.summary ? { ...s, summary: s.summary.map((r: TableRow) => ({ ...r, response_length: 130 })) } : s));
     // the logged means differ from the dumped ones (100 at every dumped step): a mix of the two would be a jump
     const means: Record<number, [number, number]> = { 1: [0.3, 80], 2: [0.35, 90], 3: [0.5, 100] };
-    inputs.metrics = inputs.metrics.map((m) => (logged.includes(m.step) ? { ...m, metrics: { ...m.metrics, 'rollout/rewards_mean': means[m.step]![0], 'rollout/response_len/mean': means[m.step]![1] } } : m));
+    inputs.metrics = inputs.metrics.map((m) => (m.step !== null && logged.includes(m.step) ? { ...m, metrics: { ...m.metrics, 'rollout/rewards_mean': means[m.step]![0], 'rollout/response_len/mean': means[m.step]![1] } } : m));
     return inputs;
   };
   // every step around the damaged one logged its means: both jumps are between logged values

@@ -293,6 +293,8 @@ export function bestAndWorst(rows: readonly TableRow[], group: number): [number,
 
 export interface SampleRef {
   run: RunSources;
+  /** The run's id, when the two sides may be different runs. */
+  id?: string;
   step: number;
   sampleIndex: number;
   evaluation: boolean;
@@ -301,7 +303,7 @@ export interface SampleRef {
 async function sampleSide(ref: SampleRef, label: string) {
   // A missing step or sample says which side named it.
   const named = (e: unknown) => {
-    throw e instanceof NotFound ? new NotFound(`sample ${label} (${ref.run.name}): ${e.message}`) : e;
+    throw e instanceof NotFound ? new NotFound(`sample ${label}${ref.id === undefined ? '' : ` (run ${ref.id})`}: ${e.message}`) : e;
   };
   const tokens = await ref.run.tokens(ref.step, ref.sampleIndex, { start: 0, evaluation: ref.evaluation }).catch(named);
   const summary = await ref.run.summary(ref.step, ref.evaluation);

@@ -113,7 +113,7 @@ async function sampleDiffAnswer(q: z.infer<typeof sampleDiffQuery>, runA: RunSou
     [runB, evalB] = [runA, evalA];
     names = names && [names[0], names[0]];
   } else throw new BadArgument(q.a || q.b ? 'b' : 'a', 'give a and b (STEP:SAMPLE each), or step and group');
-  const d = await sampleDiff({ run: runA, step: a[0], sampleIndex: a[1], evaluation: evalA }, { run: runB, step: b[0], sampleIndex: b[1], evaluation: evalB });
+  const d = await sampleDiff({ run: runA, id: names?.[0], step: a[0], sampleIndex: a[1], evaluation: evalA }, { run: runB, id: names?.[1], step: b[0], sampleIndex: b[1], evaluation: evalB });
   if (names) [d.a.run, d.b.run] = names;
   return d;
 }
