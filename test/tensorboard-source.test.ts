@@ -2,7 +2,8 @@
 // (torch.utils.tensorboard, tensorboardX) read as TensorBoard's own EventAccumulator reads them (golden.json),
 // a file still being written read to its last whole record, a damaged record refused by its checksum,
 // several runs in one logdir, the tensor form of a scalar, the scalars beside a slime dump (a run with no
-// telemetry of its own), and `collect --tensorboard` recording them once.
+// telemetry of its own), a scalar named like one of the run's own keys kept apart, names fixed when first
+// given, and `collect --tensorboard` recording them once.
 import assert from 'node:assert/strict';
 import { appendFileSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,10 +14,10 @@ import { startCollectorService } from '../src/collect/service.ts';
 import { TensorBoardTail } from '../src/collect/tensorboardTail.ts';
 import { parseCollectFlags } from '../src/commands/collect.ts';
 import { openRun } from '../src/commands/openRun.ts';
-import { decodeScalarEvent, readTfRecord, tfRecord } from '../src/formats/tfevents.ts';
+import { decodeScalarEvent, encodeEventFile, readTfRecord, tfRecord } from '../src/formats/tfevents.ts';
 import { createApp } from '../src/server/app.ts';
 import { ensureCliBuilt, RLSIGHT_BIN } from './support/cli.ts';
-import { fixturePath, readFixtureJson } from './support/fixtures.ts';
+import { copyFixtureRun, fixturePath, readFixtureJson } from './support/fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-tb-'));
 const started: ChildProcess[] = [];
@@ -41,7 +42,7 @@ type Golden = Record<string, Record<string, [number, number | null, number][]>>;
 const WRITERS = ['tb-torch', 'tb-tensorboardx'] as const;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function served(runDir: string, logdir: string): Promise<{ metrics: (keys: string[]) => Promise<any>; meta: () => Promise<any>; advance: () => Promise<void> }> {
+async function served(runDir: string, logdir: string): Promise<{ metrics: (keys: string[], x?: string) => Promise<any>; meta: () => Promise<any>; advance: () => Promise<void> }> {
   const run = await openRun(runDir, { tensorboard: logdir });
   const app = createApp({ run });
   const get = async (p: string) => {
@@ -50,7 +51,7 @@ async function served(runDir: string, logdir: string): Promise<{ metrics: (keys:
     return r.json();
   };
   return {
-    metrics: (keys) => get(`/api/metrics?keys=${encodeURIComponent(keys.join(','))}&x=tensorboard/step`),
+    metrics: (keys, x = 'tensorboard/step') => get(`/api/metrics?keys=${encodeURIComponent(keys.join(','))}&x=${x}`),
     meta: () => get('/api/meta'),
     advance: () => run.model.advance(),
   };
@@ -59,6 +60,35 @@ async function served(runDir: string, logdir: string): Promise<{ metrics: (keys:
 function eventFile(writer: string): string {
   const dir = fixturePath(writer, 'logdir', 'slime_run');
   return join(dir, readdirSync(dir)[0]);
+}
+
+// Event protobufs written by hand, for what the fixtures' writers do not write.
+const varint = (x: number | bigint): number[] => {
+  const v = BigInt(x);
+  return v < 0x80n ? [Number(v)] : [Number(v & 0x7fn) | 0x80, ...varint(v >> 7n)];
+};
+const field = (no: number, bytes: number[]): number[] => [...varint((no << 3) | 2), ...varint(bytes.length), ...bytes];
+const str = (s: string): number[] => [...Buffer.from(s)];
+const f64 = (x: number): number[] => [...Buffer.from(new Float64Array([x]).buffer)];
+const simpleEvent = (step: number | bigint, wallTime: number, tag: string, value: number): number[] => {
+  const v = [...field(1, str(tag)), 0x15, ...Buffer.from(new Float32Array([value]).buffer)];
+  return [0x09, ...f64(wallTime), 0x10, ...varint(step), ...field(5, field(1, v))];
+};
+/** An event holding `tag` as a DT_FLOAT scalar tensor (float_val), with the scalars plugin's metadata or without any. */
+const tensorEvent = (step: number, wallTime: number, tag: string, value: number, metadata: boolean): number[] => {
+  const tensor = [0x08, 0x01, ...field(5, [...Buffer.from(new Float32Array([value]).buffer)])];
+  const v = [...field(1, str(tag)), ...field(8, tensor), ...(metadata ? field(9, field(1, field(1, str('scalars')))) : [])];
+  return [0x09, ...f64(wallTime), 0x10, ...varint(step), ...field(5, field(1, v))];
+};
+/** The end of the record holding the `n`-th scalar event of `bytes`. */
+function afterScalarEvent(bytes: Uint8Array, n: number): number {
+  let seen = 0;
+  for (let at = 0; ; ) {
+    const r = readTfRecord(bytes, at);
+    assert.ok('data' in r, `${n} scalar events`);
+    if (decodeScalarEvent(r.data) !== null && ++seen === n) return r.next;
+    at = r.next;
+  }
 }
 
 describe('TensorBoard logdir as a metric source', () => {
@@ -133,17 +163,8 @@ describe('TensorBoard logdir as a metric source', () => {
       copyFileSync(eventFile(writer), join(logdir, run, 'events.out.tfevents.1.vm'));
     }
     // a scalar as a tensor of the scalars plugin (what tf.summary and torch's new_style write): DT_FLOAT, float_val 0.75
-    const varint = (x: number): number[] => (x < 0x80 ? [x] : [(x & 0x7f) | 0x80, ...varint(x >>> 7)]);
-    const field = (no: number, bytes: number[]): number[] => [...varint((no << 3) | 2), ...varint(bytes.length), ...bytes];
-    const str = (s: string): number[] => [...Buffer.from(s)];
-    const f32 = [...Buffer.from(new Float32Array([0.75]).buffer)];
-    const f64 = [...Buffer.from(new Float64Array([1796592999.5]).buffer)];
-    const tensor = [0x08, 0x01, ...field(5, f32)];
-    const metadata = field(1, field(1, str('scalars')));
-    const value = [...field(1, str('custom/score')), ...field(8, tensor), ...field(9, metadata)];
-    const event = [0x09, ...f64, 0x10, 7, ...field(5, field(1, value))];
     mkdirSync(join(logdir, 'tf'));
-    writeFileSync(join(logdir, 'tf', 'events.out.tfevents.2.vm'), tfRecord(Uint8Array.from(event)));
+    writeFileSync(join(logdir, 'tf', 'events.out.tfevents.2.vm'), tfRecord(Uint8Array.from(tensorEvent(7, 1796592999.5, 'custom/score', 0.75, true))));
     const s = await served(fresh(), logdir);
     const m = await s.metrics(['torch/train/loss', 'tbx/train/loss', 'tf/custom/score', 'train/loss']);
     assert.equal(m['torch/train/loss'].x.length, 40);
@@ -224,7 +245,7 @@ describe('TensorBoard logdir as a metric source', () => {
     const keys = new Set(lines.flatMap((l) => Object.keys(JSON.parse(l).metrics as object)));
     assert.ok(keys.has('train/loss') && keys.has('other_run/train/loss'), [...keys].join(' '));
     assert.ok(![...keys].some((k) => k.startsWith('slime_run/')), 'slime_run keeps the bare tags it was first recorded under');
-    assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')), { runs: { other_run: true, slime_run: false } });
+    assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')).runs, { other_run: true, slime_run: false });
   });
 
   it('collect --tensorboard holds a folder\'s scalars while its naming cannot be written, and records them once it can', () => {
@@ -267,6 +288,111 @@ describe('TensorBoard logdir as a metric source', () => {
     const lines = readFileSync(join(dash, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"tensorboard/step"'));
     assert.equal(lines.length, 3 * 284);
     assert.equal(new Set(lines).size, 3 * 284);
-    assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')), { runs: { a_copy: true, other_run: true, slime_run: false } });
+    assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')).runs, { a_copy: true, other_run: true, slime_run: false });
+  });
+  it('keeps a scalar named like one of the run\'s own keys apart, as tensorboard/KEY, and the run\'s own series whole', async () => {
+    const run = copyFixtureRun();
+    try {
+      const golden = readFixtureJson<{ scalars_by_run: Golden }>('tb-torch', 'golden.json').scalars_by_run.slime_run;
+      // the miles run logs perf/step_time on rollout/step, as slime's TensorBoard writer does on its step
+      const own = (await (await served(run.dir, fresh())).metrics(['perf/step_time'], 'rollout/step'))['perf/step_time'];
+      assert.ok(own.x.length > 0);
+      const s = await served(run.dir, fixturePath('tb-torch', 'logdir'));
+      const meta = await s.meta();
+      assert.ok(meta.metric_keys.includes('tensorboard/perf/step_time'), meta.metric_keys.join(' '));
+      assert.ok(meta.metric_keys.includes('train/loss') && !meta.metric_keys.includes('tensorboard/train/loss'), 'a tag the run does not log keeps its name');
+      assert.deepEqual((await s.metrics(['perf/step_time'], 'rollout/step'))['perf/step_time'], own);
+      assert.equal((await s.metrics(['perf/step_time'], '_time'))['perf/step_time'].x.length, own.x.length, 'on wall time the run\'s key is its own series alone');
+      const m = await s.metrics(['perf/step_time', 'tensorboard/perf/step_time']);
+      assert.equal(m['perf/step_time'].x.length, 0);
+      assert.deepEqual([m['tensorboard/perf/step_time'].x, m['tensorboard/perf/step_time'].y], [golden['perf/step_time'].map((p) => p[0]), golden['perf/step_time'].map((p) => p[1])]);
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('serve --follow keeps a folder\'s keys when another run folder appears', async () => {
+    const bytes = readFileSync(eventFile('tb-torch'));
+    const cut = afterScalarEvent(bytes, 100);
+    const logdir = fresh();
+    mkdirSync(join(logdir, 'a'));
+    const file = join(logdir, 'a', 'events.out.tfevents.1.vm');
+    writeFileSync(file, bytes.subarray(0, cut));
+    const s = await served(fresh(), logdir);
+    const first = (await s.metrics(['train/loss']))['train/loss'].x.length;
+    assert.ok(first > 0 && first < 40, `${first} points first`);
+    mkdirSync(join(logdir, 'b'));
+    copyFileSync(eventFile('tb-tensorboardx'), join(logdir, 'b', 'events.out.tfevents.1.vm'));
+    appendFileSync(file, bytes.subarray(cut));
+    await s.advance();
+    const m = await s.metrics(['train/loss', 'a/train/loss', 'b/train/loss']);
+    assert.deepEqual([m['train/loss'].x.length, m['a/train/loss'].x.length, m['b/train/loss'].x.length], [40, 0, 40]);
+  });
+
+  it('reads a tensor scalar whose metadata its tag\'s first value carried (TF1 FileWriter strips it from the rest)', async () => {
+    const logdir = fresh();
+    const events = [tensorEvent(6, 1700000008, 't/stripped', 1, true), tensorEvent(7, 1700000009, 't/stripped', 2, false), tensorEvent(8, 1700000010, 't/other', 3, false)];
+    writeFileSync(join(logdir, 'events.out.tfevents.1.vm'), Buffer.concat(events.map((e) => tfRecord(Uint8Array.from(e)))));
+    const m = await (await served(fresh(), logdir)).metrics(['t/stripped', 't/other']);
+    assert.deepEqual([m['t/stripped'].x, m['t/stripped'].y], [[6, 7], [1, 2]]);
+    assert.equal(m['t/other'].x.length, 0, 'a tensor of a tag no value named the plugin of is not a scalar');
+  });
+
+  it('names an unreadable event by the byte it starts at, and reads on after it', async () => {
+    const version = encodeEventFile([], 1700000000);
+    const good = encodeEventFile([{ step: 2, wallTime: 1700000002, scalars: { x: 1 } }], 1700000000).subarray(version.length);
+    const logdir = fresh();
+    // a record whose checksums hold but whose event is cut inside a varint
+    writeFileSync(join(logdir, 'events.out.tfevents.1.vm'), Buffer.concat([version, tfRecord(Uint8Array.from([0x10, 0xff])), good]));
+    const s = await served(fresh(), logdir);
+    assert.deepEqual((await s.metrics(['x'])).x.x, [2]);
+    assert.match(JSON.stringify((await s.meta()).warnings), new RegExp(`events\\.out\\.tfevents\\.1\\.vm: the event at byte ${version.length} is not readable \\(truncated varint\\)`));
+  });
+
+  it('collect --tensorboard keeps scalars named like the run\'s own keys apart, each key\'s name fixed when first recorded', async () => {
+    const bytes = readFileSync(eventFile('tb-torch'));
+    const cut = afterScalarEvent(bytes, 100);
+    const logdir = fresh();
+    writeFileSync(join(logdir, 'events.out.tfevents.1.vm'), bytes.subarray(0, cut));
+    const dash = join(fresh(), 'dashboard');
+    mkdirSync(dash);
+    copyFileSync(fixturePath('miles-demo', 'run', 'dashboard', 'metrics.jsonl'), join(dash, 'metrics.jsonl'));
+    const round = async (): Promise<void> => {
+      const svc = await startCollectorService({ dashboardDir: dash, port: 0, flushIntervalS: 0.1, tensorboard: logdir, log: () => {} });
+      await svc.close();
+    };
+    await round();
+    // the trainer now logs train/loss itself: the scalar recorded as train/loss stays train/loss, across a restart
+    appendFileSync(join(dash, 'metrics.jsonl'), '{"ts":1000999.0,"step_key":"rollout/step","step":9,"metrics":{"train/loss":0.5}}\n');
+    appendFileSync(join(logdir, 'events.out.tfevents.1.vm'), bytes.subarray(cut));
+    await round();
+    await round();
+    const lines = readFileSync(join(dash, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"tensorboard/step"'));
+    assert.equal(lines.length, 284);
+    const keys = new Set(lines.flatMap((l) => Object.keys(JSON.parse(l).metrics as object)));
+    assert.ok(keys.has('tensorboard/perf/step_time') && !keys.has('perf/step_time'), [...keys].join(' '));
+    assert.ok(keys.has('train/loss') && !keys.has('tensorboard/train/loss'), [...keys].join(' '));
+    assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')).keys['perf/step_time'], true);
+    const m = await (await served(join(dash, '..'), fresh())).metrics(['train/loss', 'tensorboard/perf/step_time']);
+    const golden = readFixtureJson<{ scalars_by_run: Golden }>('tb-torch', 'golden.json').scalars_by_run.slime_run;
+    assert.deepEqual(m['train/loss'].y, golden['train/loss'].map((p) => p[1]));
+    assert.deepEqual(m['tensorboard/perf/step_time'].y, golden['perf/step_time'].map((p) => p[1]));
+  });
+
+  it('collect --tensorboard records a step beyond 2^53 once across a restart, and says once that it was rounded', async () => {
+    const logdir = fresh();
+    const huge = 2n ** 53n + 1n;
+    const events = [simpleEvent(huge, 1700000002, 'huge', 7), simpleEvent(huge + 2n, 1700000003, 'huge', 8), simpleEvent(3, 1700000004, 'huge', 9)];
+    writeFileSync(join(logdir, 'events.out.tfevents.1.vm'), Buffer.concat(events.map((e) => tfRecord(Uint8Array.from(e)))));
+    const dash = join(fresh(), 'dashboard');
+    const warnings: string[] = [];
+    for (let round = 0; round < 2; round++) {
+      const svc = await startCollectorService({ dashboardDir: dash, port: 0, flushIntervalS: 0.1, tensorboard: logdir, log: (level, m) => level === 'warn' && warnings.push(m) });
+      await svc.close();
+    }
+    const lines = readFileSync(join(dash, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"tensorboard/step"'));
+    assert.equal(lines.length, 3, lines.join('\n'));
+    assert.equal(warnings.length, 2, 'once per reading of the file');
+    assert.match(warnings[0], /events\.out\.tfevents\.1\.vm: the event at byte 0 has step 9007199254740993, beyond 2\^53, read as 9007199254740992/);
   });
 });

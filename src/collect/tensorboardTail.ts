@@ -2,33 +2,86 @@
 // records of `metrics.jsonl` on the `tensorboard/step` axis. A restarted collector reads the logdir from the
 // start again and skips the events `metrics.jsonl` already holds, so each is recorded once.
 // A run folder's keys are fixed when it is first recorded (bare tags when it is the logdir's only run, else
-// `RUN/TAG`) and kept in `tensorboard_runs.json`, so a folder added later renames nothing already recorded.
-import { readFileSync } from 'node:fs';
+// `RUN/TAG`), and so is each key's place beside the run's own metrics (`tensorboard/KEY` when the run's own
+// records in `metrics.jsonl` hold that key then); both are kept in `tensorboard_runs.json`, so a folder or a key
+// added later renames nothing already recorded.
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeLine, encodeMetrics, flatFile, type MetricsRecord } from '../formats/dashboard/index.ts';
+import { encodeMetrics, flatFile, type MetricsRecord } from '../formats/dashboard/index.ts';
 import { DashboardWriter } from '../formats/dashboard/writer.ts';
-import { TENSORBOARD_STEP_KEY, TensorBoardLogdir, tensorBoardKey, type TensorBoardEvent } from '../formats/tfeventsLogdir.ts';
+import { parsePyJson } from '../formats/pythonJson.ts';
+import { apartKey, TENSORBOARD_STEP_KEY, TensorBoardLogdir, TensorBoardNaming, tensorBoardKey, type TensorBoardEvent } from '../formats/tfeventsLogdir.ts';
 
-/** Beside `metrics.jsonl`: run folder → whether its keys carry the folder (`RUN/TAG`). */
+/** Beside `metrics.jsonl`: run folder → whether its keys carry the folder (`RUN/TAG`), key → whether it is `tensorboard/KEY`. */
 export const TENSORBOARD_RUNS_FILE = 'tensorboard_runs.json';
 
 /** What identifies one event's record: wall time, step and keys. */
-const signature = (r: MetricsRecord): string => `${r.ts}|${r.step}|${Object.keys(r.metrics).join(',')}`;
+const signature = (ts: number, step: number, keys: readonly string[]): string => `${ts}|${step}|${keys.join(',')}`;
 
-function recordOf(e: TensorBoardEvent, prefixed: boolean): MetricsRecord {
-  const metrics: Record<string, number> = {};
-  for (const s of e.scalars) metrics[tensorBoardKey(e.run, s.tag, prefixed)] = s.value;
-  return { ts: e.wallTime, step_key: TENSORBOARD_STEP_KEY, step: e.step, metrics };
+/**
+ * A line of `metrics.jsonl` as far as the tail needs it. Read leniently: a step beyond 2^53 is refused by the
+ * strict reader but is the tail's own line all the same, its step written as the event was read (rounded).
+ */
+function metricsLine(line: string): { ts: number; stepKey: string | null; step: number; keys: string[] } | null {
+  let v: unknown;
+  try {
+    v = parsePyJson(line);
+  } catch {
+    return null;
+  }
+  const r = v as { ts?: unknown; step_key?: unknown; step?: unknown; metrics?: unknown } | null;
+  if (r === null || typeof r !== 'object' || typeof r.metrics !== 'object' || r.metrics === null) return null;
+  return { ts: Number(r.ts), stepKey: typeof r.step_key === 'string' ? r.step_key : null, step: Number(r.step), keys: Object.keys(r.metrics) };
+}
+
+/** Naming that recognizes what `metrics.jsonl` shows was recorded before, when the runs file does not say. */
+class RecordedNaming extends TensorBoardNaming {
+  constructor(
+    logdir: TensorBoardLogdir,
+    ownKeys: () => ReadonlySet<string>,
+    /** No runs file to trust: a folder recorded before is recognized by its events in `metrics.jsonl`. */
+    private readonly recognizeRuns: boolean,
+    /** Signatures of the scalar records `metrics.jsonl` holds. */
+    private readonly recorded: ReadonlySet<string>,
+    /** The keys of the scalar records `metrics.jsonl` held at the start. */
+    private readonly recordedKeys: ReadonlySet<string>,
+  ) {
+    super(logdir, ownKeys);
+  }
+
+  /** The keys `e` was recorded under before, had its folder been named `prefixed`. */
+  private recordedAs(e: TensorBoardEvent, prefixed: boolean): string {
+    const keys = e.scalars.map((s) => {
+      const key = tensorBoardKey(e.run, s.tag, prefixed);
+      return this.recordedKeys.has(apartKey(key)) ? apartKey(key) : key;
+    });
+    return signature(e.wallTime, e.step, keys);
+  }
+
+  protected override newRunPrefixed(e: TensorBoardEvent): boolean {
+    const bareTaken = [...this.prefixed.values()].includes(false);
+    if (this.recognizeRuns && this.recorded.has(this.recordedAs(e, true))) return true;
+    if (this.recognizeRuns && !bareTaken && this.recorded.has(this.recordedAs(e, false))) return false;
+    return super.newRunPrefixed(e);
+  }
+
+  protected override newKeyApart(key: string): boolean {
+    if (this.recordedKeys.has(apartKey(key))) return true;
+    if (this.recordedKeys.has(key)) return false;
+    return super.newKeyApart(key);
+  }
 }
 
 export class TensorBoardTail {
   private readonly logdir: TensorBoardLogdir;
   private readonly writer: DashboardWriter;
+  private readonly naming: RecordedNaming;
   private readonly recorded = new Set<string>();
-  /** Run folder → whether its keys are `RUN/TAG`, fixed when it is first recorded. */
-  private readonly prefixed = new Map<string, boolean>();
-  /** No runs file to trust: a folder recorded before is recognized by its events in `metrics.jsonl`. */
-  private readonly recognize: boolean;
+  /** The run's own metric and step keys, from its records in `metrics.jsonl` (read again at every poll). */
+  private readonly own = new Set<string>();
+  private readonly metricsPath: string;
+  /** How far `metrics.jsonl` has been read for the run's own keys. */
+  private metricsOffset = 0;
   /** Events read but not recorded yet (the runs file could not be written). */
   private held: TensorBoardEvent[] = [];
   private saveFailed = false;
@@ -43,81 +96,112 @@ export class TensorBoardTail {
   ) {
     this.logdir = new TensorBoardLogdir(dir);
     this.writer = new DashboardWriter(dashboardDir);
-    let text = '';
-    try {
-      text = readFileSync(join(dashboardDir, flatFile('metrics')), 'utf8');
-    } catch {
-      // no metrics yet
+    this.metricsPath = join(dashboardDir, flatFile('metrics'));
+    const recordedKeys = new Set<string>();
+    this.readMetrics((l) => {
+      this.recorded.add(signature(l.ts, l.step, l.keys));
+      for (const k of l.keys) recordedKeys.add(k);
+    });
+    const runs = this.loadRuns(join(dashboardDir, TENSORBOARD_RUNS_FILE));
+    this.naming = new RecordedNaming(this.logdir, () => this.own, runs === null, this.recorded, recordedKeys);
+    if (runs !== null) {
+      for (const [run, p] of Object.entries(runs.runs)) this.naming.prefixed.set(run, p);
+      for (const [key, a] of Object.entries(runs.keys)) this.naming.apart.set(key, a);
     }
-    for (const line of text.split('\n')) {
-      if (!line.includes(TENSORBOARD_STEP_KEY)) continue;
-      const d = decodeLine('metrics', line);
-      if (d.ok && d.record.step_key === TENSORBOARD_STEP_KEY) this.recorded.add(signature(d.record));
-    }
-    this.recognize = !this.loadRuns(join(dashboardDir, TENSORBOARD_RUNS_FILE));
   }
 
-  /** Reads the runs file; false when there is none to trust. */
-  private loadRuns(path: string): boolean {
+  /** Reads the lines `metrics.jsonl` gained: the run's own records' keys, and the scalar records to `scalar`. */
+  private readMetrics(scalar: (l: NonNullable<ReturnType<typeof metricsLine>>) => void = () => {}): void {
+    let fd: number;
+    try {
+      fd = openSync(this.metricsPath, 'r');
+    } catch {
+      return; // no metrics yet
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (size <= this.metricsOffset) return;
+      const buf = Buffer.alloc(size - this.metricsOffset);
+      let got = 0;
+      while (got < buf.length) {
+        const n = readSync(fd, buf, got, buf.length - got, this.metricsOffset + got);
+        if (n === 0) break;
+        got += n;
+      }
+      // whole lines only: the last one may still be being appended
+      const end = buf.subarray(0, got).lastIndexOf(10) + 1;
+      this.metricsOffset += end;
+      for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
+        const l = metricsLine(line);
+        if (l === null) continue;
+        if (l.stepKey === TENSORBOARD_STEP_KEY) scalar(l);
+        else {
+          for (const k of l.keys) this.own.add(k);
+          if (l.stepKey !== null) this.own.add(l.stepKey);
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Reads the runs file; null when there is none to trust. */
+  private loadRuns(path: string): { runs: Record<string, boolean>; keys: Record<string, boolean> } | null {
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log('warn', `tensorboard: cannot read ${path} (${(err as Error).message}); run folders are recognized by what metrics.jsonl holds`);
-      return false;
-    }
-    let runs: unknown;
-    try {
-      runs = (JSON.parse(text) as { runs?: unknown }).runs;
-    } catch {
-      runs = undefined;
-    }
-    if (typeof runs !== 'object' || runs === null || Array.isArray(runs) || Object.values(runs).some((v) => typeof v !== 'boolean')) {
-      this.log('warn', `tensorboard: ${path} is not a runs file; run folders are recognized by what metrics.jsonl holds`);
-      return false;
-    }
-    for (const [run, p] of Object.entries(runs as Record<string, boolean>)) this.prefixed.set(run, p);
-    return true;
-  }
-
-  /** Whether the keys of `e`'s folder are `RUN/TAG`; null when its naming could not be kept. */
-  private prefixedFor(e: TensorBoardEvent): boolean | null {
-    if (e.run === '') return false;
-    const known = this.prefixed.get(e.run);
-    if (known !== undefined) return known;
-    let p: boolean;
-    const bareTaken = [...this.prefixed.values()].includes(false);
-    if (this.recognize && this.recorded.has(signature(recordOf(e, true)))) p = true;
-    else if (this.recognize && !bareTaken && this.recorded.has(signature(recordOf(e, false)))) p = false;
-    // bare tags only for a folder alone in the logdir, with no other folder recorded
-    else p = this.prefixed.size > 0 || this.logdir.runs().some((r) => r !== e.run);
-    this.prefixed.set(e.run, p);
-    try {
-      this.writer.replace(TENSORBOARD_RUNS_FILE, `${JSON.stringify({ runs: Object.fromEntries([...this.prefixed].sort(([a], [b]) => (a < b ? -1 : 1))) })}\n`);
-    } catch (err) {
-      this.prefixed.delete(e.run);
-      if (!this.saveFailed) this.log('warn', `tensorboard: cannot write ${TENSORBOARD_RUNS_FILE} (${(err as Error).message}); the scalars of ${e.run} wait until it can be written`);
-      this.saveFailed = true;
       return null;
     }
+    let file: { runs?: unknown; keys?: unknown } | null;
+    try {
+      file = JSON.parse(text) as { runs?: unknown; keys?: unknown } | null;
+    } catch {
+      file = null;
+    }
+    // a file written before keys were kept has runs only: its keys are recognized by what metrics.jsonl holds
+    const flags = (x: unknown): x is Record<string, boolean> => typeof x === 'object' && x !== null && !Array.isArray(x) && Object.values(x).every((v) => typeof v === 'boolean');
+    if (file === null || !flags(file.runs) || (file.keys !== undefined && !flags(file.keys))) {
+      this.log('warn', `tensorboard: ${path} is not a runs file; run folders are recognized by what metrics.jsonl holds`);
+      return null;
+    }
+    return { runs: file.runs, keys: file.keys ?? {} };
+  }
+
+  /** Keeps the naming chosen since the last save; false (and the choices taken back) when it cannot be written. */
+  private saveNaming(e: TensorBoardEvent): boolean {
+    if (!this.naming.unsettled) return true;
+    const sorted = (m: Map<string, boolean>) => Object.fromEntries([...m].sort(([a], [b]) => (a < b ? -1 : 1)));
+    try {
+      this.writer.replace(TENSORBOARD_RUNS_FILE, `${JSON.stringify({ runs: sorted(this.naming.prefixed), keys: sorted(this.naming.apart) })}\n`);
+    } catch (err) {
+      this.naming.undo();
+      if (!this.saveFailed) this.log('warn', `tensorboard: cannot write ${TENSORBOARD_RUNS_FILE} (${(err as Error).message}); the scalars of ${e.run || 'the logdir'} wait until it can be written`);
+      this.saveFailed = true;
+      return false;
+    }
+    this.naming.settle();
     this.saveFailed = false;
-    return p;
+    return true;
   }
 
   /** Reads what the event files gained; returns how many records it took. */
   poll(): number {
+    // the run's own keys as `metrics.jsonl` holds them now, for the scalars' keys first seen in this poll
+    this.readMetrics();
     let n = 0;
     const events = [...this.held, ...this.logdir.read()];
     this.held = [];
     for (let i = 0; i < events.length; i++) {
       const e = events[i];
-      const prefixed = this.prefixedFor(e);
-      if (prefixed === null) {
+      const metrics = this.naming.metrics(e);
+      if (!this.saveNaming(e)) {
         this.held = events.slice(i);
         break;
       }
-      const record = recordOf(e, prefixed);
-      const sig = signature(record);
+      const record: MetricsRecord = { ts: e.wallTime, step_key: TENSORBOARD_STEP_KEY, step: e.step, metrics };
+      const sig = signature(record.ts, e.step, Object.keys(metrics));
       if (this.recorded.has(sig)) continue;
       this.recorded.add(sig);
       // TensorBoard scalars are floats: written as floats even when whole

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { crc32c, encodeEventFile, maskedCrc32c } from './tfevents.ts';
+import { crc32c, decodeScalarEvent, encodeEventFile, maskedCrc32c, readTfRecord } from './tfevents.ts';
 
 test('CRC-32C matches the standard check value', () => {
   assert.equal(crc32c(new TextEncoder().encode('123456789')), 0xe3069283);
@@ -18,4 +18,23 @@ test('the event file starts with the version record', () => {
   const len = Number(new DataView(bytes.buffer).getBigUint64(0, true));
   assert.equal(bytes.length, 12 + len + 4);
   assert.ok(new TextDecoder().decode(bytes.subarray(12, 12 + len)).includes('brain.Event:2'));
+});
+
+test('the event file holds each scalar at full precision, as a DT_DOUBLE tensor of the scalars plugin', () => {
+  const bytes = encodeEventFile([{ step: 50, wallTime: 1700000100.5, scalars: { 'tokens/total': 123456789, 'time/epoch': 1700000100.5, tiny: 0.1 } }], 1700000000);
+  const version = readTfRecord(bytes, 0);
+  assert.ok('data' in version);
+  const r = readTfRecord(bytes, version.next);
+  assert.ok('data' in r);
+  assert.equal(r.next, bytes.length);
+  // read as a file whose tags no earlier value named the plugin of: each value carries its metadata
+  assert.deepEqual(decodeScalarEvent(r.data, new Map()), {
+    wallTime: 1700000100.5,
+    step: 50,
+    scalars: [
+      { tag: 'tokens/total', value: 123456789 },
+      { tag: 'time/epoch', value: 1700000100.5 },
+      { tag: 'tiny', value: 0.1 },
+    ],
+  });
 });

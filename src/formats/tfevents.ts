@@ -3,7 +3,8 @@
 //
 // TFRecord: u64 LE length, u32 LE masked CRC32C of those 8 bytes, the data, u32 LE masked CRC32C of the data.
 // Event: wall_time (1, double), step (2, int64), file_version (3, string) | summary (5, Summary).
-// Summary: value (1, repeated Value). Value: tag (1, string), simple_value (2, float).
+// Summary: value (1, repeated Value). Value: tag (1, string), simple_value (2, float), tensor (8, TensorProto),
+// metadata (9, SummaryMetadata: plugin_data (1: plugin_name (1)), data_class (4: DATA_CLASS_SCALAR 1)).
 
 const CRC32C_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -63,14 +64,6 @@ class ProtoWriter {
     return this;
   }
 
-  float(field: number, v: number): this {
-    this.tag(field, 5);
-    this.reserve(4);
-    new DataView(this.buf.buffer).setFloat32(this.len, v, true);
-    this.len += 4;
-    return this;
-  }
-
   int64(field: number, v: number): this {
     return this.tag(field, 0).varint(BigInt(Math.trunc(v)));
   }
@@ -99,6 +92,21 @@ export interface ScalarEvent {
   scalars: ReadonlyMap<string, number> | Readonly<Record<string, number>>;
 }
 
+/** The `scalars` plugin's metadata (data class DATA_CLASS_SCALAR), as TensorBoard's own scalar summaries carry it. */
+const SCALARS_METADATA = new ProtoWriter().bytes(1, new ProtoWriter().string(1, 'scalars').finish()).int64(4, 1).finish();
+
+/**
+ * One scalar's Summary.Value: a DT_DOUBLE scalar tensor of the `scalars` plugin, the form TensorBoard reads at
+ * full precision (`simple_value` is a float32: 123456789 would come back as 123456792).
+ */
+function scalarValue(tag: string, v: number): Uint8Array {
+  const doubleVal = new Uint8Array(8);
+  new DataView(doubleVal.buffer).setFloat64(0, v, true);
+  // dtype DT_DOUBLE, an empty shape (a scalar), the value packed in double_val
+  const tensor = new ProtoWriter().int64(1, 2).bytes(2, new Uint8Array(0)).bytes(6, doubleVal).finish();
+  return new ProtoWriter().string(1, tag).bytes(8, tensor).bytes(9, SCALARS_METADATA).finish();
+}
+
 /** One Event message. */
 export function encodeEvent(e: { wallTime: number; step: number; fileVersion?: string; scalars?: ScalarEvent['scalars'] }): Uint8Array {
   const w = new ProtoWriter().double(1, e.wallTime).int64(2, e.step);
@@ -106,7 +114,7 @@ export function encodeEvent(e: { wallTime: number; step: number; fileVersion?: s
   if (e.scalars) {
     const summary = new ProtoWriter();
     const entries = e.scalars instanceof Map ? [...e.scalars.entries()] : Object.entries(e.scalars);
-    for (const [tag, v] of entries) summary.bytes(1, new ProtoWriter().string(1, tag).float(2, v).finish());
+    for (const [tag, v] of entries) summary.bytes(1, scalarValue(tag, v));
     w.bytes(5, summary.finish());
   }
   return w.finish();
@@ -275,16 +283,31 @@ function pluginName(metadata: Uint8Array): string | null {
   return null;
 }
 
-/** The scalars of one Event (simple_value, or a scalar tensor of the `scalars` plugin); null when it has none. */
-export function decodeScalarEvent(data: Uint8Array): { wallTime: number; step: number; scalars: { tag: string; value: number }[] } | null {
+/** One Event's scalars. */
+export interface DecodedScalarEvent {
+  wallTime: number;
+  /** The step, rounded to the nearest double when it is beyond ±2^53 (see `exactStep`). */
+  step: number;
+  /** The step as written, only when `step` had to be rounded. */
+  exactStep?: bigint;
+  scalars: { tag: string; value: number }[];
+}
+
+/**
+ * The scalars of one Event (simple_value, or a scalar tensor of the `scalars` plugin); null when it has none.
+ * `plugins` (tag → plugin name) remembers each tag's plugin from its first value carrying metadata and names it
+ * for the tag's values without any, as TensorBoard's EventAccumulator does: TF1's `FileWriter` (and MXBoard)
+ * write a tag's metadata with its first value only.
+ */
+export function decodeScalarEvent(data: Uint8Array, plugins: Map<string, string> = new Map()): DecodedScalarEvent | null {
   const r = new ProtoReader(data);
   let wallTime = 0;
-  let step = 0;
+  let step = 0n;
   const scalars: { tag: string; value: number }[] = [];
   while (!r.done) {
     const f = r.field();
     if (f.no === 1 && f.type === 1) wallTime = r.fixed(8).getFloat64(0, true);
-    else if (f.no === 2 && f.type === 0) step = Number(BigInt.asIntN(64, r.varint()));
+    else if (f.no === 2 && f.type === 0) step = BigInt.asIntN(64, r.varint());
     else if (f.no === 5 && f.type === 2) {
       const summary = new ProtoReader(r.bytes());
       while (!summary.done) {
@@ -306,13 +329,16 @@ export function decodeScalarEvent(data: Uint8Array): { wallTime: number; step: n
           else if (g.no === 9 && g.type === 2) plugin = pluginName(v.bytes());
           else v.skip(g.type);
         }
+        if (plugin !== null && !plugins.has(tag)) plugins.set(tag, plugin);
         if (simple !== null) scalars.push({ tag, value: simple });
-        else if (tensor !== null && plugin === 'scalars') {
+        else if (tensor !== null && plugins.get(tag) === 'scalars') {
           const x = tensorScalar(tensor);
           if (x !== null) scalars.push({ tag, value: x });
         }
       }
     } else r.skip(f.type);
   }
-  return scalars.length > 0 ? { wallTime, step, scalars } : null;
+  if (scalars.length === 0) return null;
+  const rounded = Number(step);
+  return BigInt(rounded) === step ? { wallTime, step: rounded, scalars } : { wallTime, step: rounded, exactStep: step, scalars };
 }

@@ -1,34 +1,34 @@
 // A trainer's TensorBoard logdir as a metric source beside a run (`serve DIR --tensorboard LOGDIR`): its
 // scalars join the run's metrics on the `tensorboard/step` axis (the writer's global step) and on wall time,
-// read again whenever the run is (`--follow` tails files still being written).
+// read again whenever the run is (`--follow` tails files still being written). Their keys are named once, when
+// first seen (`TensorBoardNaming`): a folder appearing later renames nothing served, and a scalar named like
+// one of the run's own keys is `tensorboard/KEY` rather than a second history under that key.
 import { join } from 'node:path';
 import type { MetricsRecord, RunModel, StreamName, TelemetrySource } from '../model.ts';
 import { TelemetryStore } from '../telemetry/store.ts';
-import { TENSORBOARD_STEP_KEY, TensorBoardLogdir, tensorBoardKey } from '../../formats/tfeventsLogdir.ts';
+import { TENSORBOARD_STEP_KEY, TensorBoardLogdir, TensorBoardNaming } from '../../formats/tfeventsLogdir.ts';
 
 /** The logdir's scalars as metrics records, one per event, in file order. */
 export class TensorBoardMetrics {
   private readonly logdir: TensorBoardLogdir;
+  private readonly naming: TensorBoardNaming;
   readonly records: MetricsRecord[] = [];
   readonly keys = new Set<string>();
   /** Grows with every read that found records. */
   version = 0;
 
-  constructor(dir: string) {
+  /** `ownKeys`: the run's own metric and step keys, which no scalar's key may share. */
+  constructor(dir: string, ownKeys: () => ReadonlySet<string>) {
     this.logdir = new TensorBoardLogdir(dir);
+    this.naming = new TensorBoardNaming(this.logdir, ownKeys);
     this.read();
   }
 
   read(): void {
     const events = this.logdir.read();
-    const several = this.logdir.runs().length > 1;
     for (const e of events) {
-      const metrics: Record<string, number> = {};
-      for (const s of e.scalars) {
-        const key = tensorBoardKey(e.run, s.tag, several);
-        metrics[key] = s.value;
-        this.keys.add(key);
-      }
+      const metrics = this.naming.metrics(e);
+      for (const key in metrics) this.keys.add(key);
       this.records.push({ ts: e.wallTime, step_key: TENSORBOARD_STEP_KEY, step: e.step, metrics });
     }
     if (events.length > 0) this.version++;
@@ -59,10 +59,11 @@ function telemetryWith(t: TelemetrySource, tb: TensorBoardMetrics): TelemetrySou
 
 /** `model` with the scalars of the TensorBoard logdir `dir` among its metrics. */
 export function withTensorBoard(model: RunModel, dir: string): RunModel {
-  const tb = new TensorBoardMetrics(dir);
   // A run that records no telemetry (a slime dump) gets the scalars as its only stream, over an empty store.
   const empty = model.telemetry === null ? TelemetryStore.open(join(model.dir, 'dashboard')) : null;
-  const telemetry = telemetryWith(model.telemetry ?? empty!, tb);
+  const own = model.telemetry ?? empty!;
+  const tb = new TensorBoardMetrics(dir, () => new Set([...own.metricKeys(), ...own.stepKeys()]));
+  const telemetry = telemetryWith(own, tb);
   const extra: Partial<RunModel> = {
     telemetry,
     advance: async () => {
