@@ -124,12 +124,15 @@ const DURABLE: Promise<void> = Promise.resolve();
 /** Problems named in an answer; the rest are counted. */
 const PROBLEMS_SHOWN = 5;
 
-/** The latest values a live exposition shows. */
+/** The latest values a live exposition shows, each with when it was taken so a stale one can be left out. */
 export interface LatestValues {
-  /** node → gpu → sample. */
-  gpus: Map<string, Map<number, GpuSample>>;
-  /** engine addr → running requests summed over dp ranks of its latest scrape tick. */
-  runningRequests: Map<string, { ts: number; value: number }>;
+  /** node → gpu → sample, and when the collector received it (its clock: a producer's skew does not age it). */
+  gpus: Map<string, Map<number, GpuSample & { received: number }>>;
+  /**
+   * engine addr → running requests summed over dp ranks of its latest scrape tick (`ts`, the tick's start);
+   * `failed` once a later scrape of it failed (its value is then no longer the engine's).
+   */
+  runningRequests: Map<string, { ts: number; value: number; failed?: boolean }>;
   /** phase name → seconds of its latest closed interval. */
   phaseSeconds: Map<string, number>;
 }
@@ -317,7 +320,7 @@ export class Collector {
         let node = this.latest.gpus.get(s.node);
         if (node === undefined) this.latest.gpus.set(s.node, (node = new Map()));
         if (!node.has(s.gpu)) this.catalog.addGpu(s);
-        node.set(s.gpu, s);
+        node.set(s.gpu, { ...s, received: this.now() });
         break;
       }
       case 'engine_series': {
@@ -338,6 +341,14 @@ export class Collector {
       }
       default:
     }
+  }
+
+  /**
+   * A scrape of `addr` failed (null: of the router, so of every engine read through it): its running
+   * requests are no longer the engine's, and stay unexported until it is read again.
+   */
+  engineScrapeFailed(addr: string | null): void {
+    for (const [engine, v] of this.latest.runningRequests) if (addr === null || engine === addr) v.failed = true;
   }
 
   /**

@@ -77,3 +77,59 @@ describe('GPU gauges of GET /metrics', () => {
     }
   });
 });
+
+describe('stale latest values of GET /metrics', () => {
+  it('leaves out an engine whose scrape fails or is older than 3 scrape intervals, and a GPU silent for 30 s; their last times stay', async () => {
+    let clock = 1_755_800_000;
+    let engineUp = true;
+    const engine = 'http://10.0.0.9:30000';
+    const text = [
+      '# TYPE sglang:num_running_reqs gauge',
+      'sglang:num_running_reqs{dp_rank="0",engine_type="unified"} 5',
+      'sglang:num_running_reqs{dp_rank="1",engine_type="unified"} 6',
+      '',
+    ].join('\n');
+    const get = async (url: string): Promise<string> => {
+      if (url !== `${engine}/metrics`) throw new Error(`unexpected ${url}`);
+      if (!engineUp) throw new Error('HTTP 503');
+      return text;
+    };
+    const svc = await startCollectorService({ dashboardDir: join(root, 'stale', 'dashboard'), port: 0, flushIntervalS: 3600, log: () => {}, now: () => clock, sglang: { mode: 'direct', intervalS: 3600, get } });
+    const exposed = async (): Promise<string> => (await fetch(`${svc.address}/metrics`)).text();
+    try {
+      const topo = `{"ts":${clock}.0,"engines":[{"addr":"${engine}","worker_type":"regular","engine_rank":0,"gpus":[["10.0.0.9",0]],"gpu_uuids":[null]}]}`;
+      assert.equal((await fetch(`${svc.address}/v1/streams/topology`, { method: 'POST', headers: { Authorization: `Bearer ${svc.token}` }, body: topo })).status, 200);
+      const gpu = `{"ts":${clock}.0,"node":"10.0.0.9","gpu":0,"util":80,"mem_mb":1000,"power_w":300}`;
+      assert.equal((await fetch(`${svc.address}/v1/streams/gpu_util`, { method: 'POST', headers: { Authorization: `Bearer ${svc.token}` }, body: gpu })).status, 200);
+      await svc.scraper!.scrapeOnce(clock);
+      let t = await exposed();
+      assert.deepEqual(samples(t, 'rlsight_engine_running_requests'), [`rlsight_engine_running_requests{engine="${engine}"} 11`]);
+      assert.deepEqual(samples(t, 'rlsight_engine_last_scrape_timestamp_seconds'), [`rlsight_engine_last_scrape_timestamp_seconds{engine="${engine}"} ${clock}`]);
+      assert.deepEqual(samples(t, 'rlsight_gpu_utilization_percent'), ['rlsight_gpu_utilization_percent{node="10.0.0.9",gpu="0"} 80']);
+      assert.deepEqual(samples(t, 'rlsight_gpu_last_sample_timestamp_seconds'), [`rlsight_gpu_last_sample_timestamp_seconds{node="10.0.0.9",gpu="0"} ${clock}`]);
+
+      // the engine answers 503: gone from the gauge at once, its last good scrape still said
+      const scraped = clock;
+      clock += 1;
+      engineUp = false;
+      await svc.scraper!.scrapeOnce(clock);
+      t = await exposed();
+      assert.deepEqual(samples(t, 'rlsight_engine_running_requests'), []);
+      assert.deepEqual(samples(t, 'rlsight_engine_last_scrape_timestamp_seconds'), [`rlsight_engine_last_scrape_timestamp_seconds{engine="${engine}"} ${scraped}`]);
+      // read again: back
+      engineUp = true;
+      await svc.scraper!.scrapeOnce(clock);
+      assert.deepEqual(samples(await exposed(), 'rlsight_engine_running_requests'), [`rlsight_engine_running_requests{engine="${engine}"} 11`]);
+
+      // no scrape for more than 3 × the 3600 s interval, and no GPU sample for more than 30 s
+      clock += 3 * 3600 + 1;
+      t = await exposed();
+      assert.deepEqual(samples(t, 'rlsight_engine_running_requests'), []);
+      assert.deepEqual(samples(t, 'rlsight_engine_last_scrape_timestamp_seconds'), [`rlsight_engine_last_scrape_timestamp_seconds{engine="${engine}"} ${clock - 3 * 3600 - 1}`]);
+      for (const name of ['rlsight_gpu_utilization_percent', 'rlsight_gpu_memory_used_mib', 'rlsight_gpu_power_watts']) assert.deepEqual(samples(t, name), [], name);
+      assert.deepEqual(samples(t, 'rlsight_gpu_last_sample_timestamp_seconds'), [`rlsight_gpu_last_sample_timestamp_seconds{node="10.0.0.9",gpu="0"} ${scraped}`]);
+    } finally {
+      await svc.close();
+    }
+  });
+});

@@ -1,16 +1,30 @@
 // `GET /metrics` of the collector (prom-client): the latest values of the run as labelled gauges —
 // GPU utilization/memory/power per node and GPU, running requests per engine, the last duration of
 // each phase — and the collector's own health per stream. Values are read from the collector at
-// scrape time, so the exposition costs nothing between scrapes.
+// scrape time, so the exposition costs nothing between scrapes. A latest value is exported only while
+// it is recent (a dead engine or a stopped GPU sampler must not look busy forever); when each was last
+// taken is exported beside it, so staleness can be queried and alerted on.
 import { Counter, Gauge, Registry } from 'prom-client';
 import { STREAMS } from '../formats/dashboard/layout.ts';
 import type { Collector, SamplesHealth } from './collector.ts';
 
-export function collectorRegistry(collector: Collector): Registry {
+/** A GPU whose last sample arrived longer ago than this (s) is left out of the GPU gauges. */
+export const GPU_MAX_AGE_S = 30;
+
+export interface ExpositionOptions {
+  /** An engine whose latest scrape tick is older than this (s) is left out; default 3 × the default 2 s scrape interval. */
+  engineMaxAgeS?: number;
+  /** Epoch seconds, on the clock of the collector and its scraper (tests pin it). */
+  now?: () => number;
+}
+
+export function collectorRegistry(collector: Collector, opts: ExpositionOptions = {}): Registry {
   const registry = new Registry();
   const latest = collector.latest;
+  const now = opts.now ?? (() => Date.now() / 1000);
+  const engineMaxAgeS = opts.engineMaxAgeS ?? 6;
   /** `pick` gives null for a value the GPU did not report: its sample is left out. */
-  const perGpu = (name: string, help: string, pick: (s: { util: number; mem_mb: number; power_w: number }) => number | null): void => {
+  const perGpu = (name: string, help: string, pick: (s: { util: number; mem_mb: number; power_w: number; received: number }) => number | null, fresh = true): void => {
     new Gauge({
       name,
       help,
@@ -18,8 +32,10 @@ export function collectorRegistry(collector: Collector): Registry {
       registers: [registry],
       collect() {
         this.reset();
+        const t = now();
         for (const [node, gpus] of latest.gpus) {
           for (const [gpu, s] of gpus) {
+            if (fresh && t - s.received > GPU_MAX_AGE_S) continue;
             const v = pick(s);
             if (v !== null) this.set({ node, gpu: String(gpu) }, v);
           }
@@ -27,18 +43,30 @@ export function collectorRegistry(collector: Collector): Registry {
       },
     });
   };
-  perGpu('rlsight_gpu_utilization_percent', 'Latest GPU utilization reported for each GPU (%).', (s) => s.util);
-  perGpu('rlsight_gpu_memory_used_mib', 'Latest used GPU memory reported for each GPU (MiB).', (s) => s.mem_mb);
+  perGpu('rlsight_gpu_utilization_percent', `Latest GPU utilization reported for each GPU (%); absent when its last sample is older than ${GPU_MAX_AGE_S}s.`, (s) => s.util);
+  perGpu('rlsight_gpu_memory_used_mib', `Latest used GPU memory reported for each GPU (MiB); absent when its last sample is older than ${GPU_MAX_AGE_S}s.`, (s) => s.mem_mb);
   // a negative power_w is the GPU sampler's mark for a board that reports no power draw
-  perGpu('rlsight_gpu_power_watts', 'Latest GPU power reported for each GPU (W); absent when the GPU reports none.', (s) => (s.power_w >= 0 ? s.power_w : null));
+  perGpu('rlsight_gpu_power_watts', `Latest GPU power reported for each GPU (W); absent when the GPU reports none or its last sample is older than ${GPU_MAX_AGE_S}s.`, (s) => (s.power_w >= 0 ? s.power_w : null));
+  perGpu('rlsight_gpu_last_sample_timestamp_seconds', 'When the collector last received a sample of each GPU (Unix time).', (s) => s.received, false);
   new Gauge({
     name: 'rlsight_engine_running_requests',
-    help: 'Running requests of each SGLang engine at its latest scrape (summed over dp ranks).',
+    help: `Running requests of each SGLang engine at its latest scrape (summed over dp ranks); absent once a scrape of it fails or its latest is older than ${engineMaxAgeS}s.`,
     labelNames: ['engine'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const [engine, v] of latest.runningRequests) this.set({ engine }, v.value);
+      const t = now();
+      for (const [engine, v] of latest.runningRequests) if (!v.failed && t - v.ts <= engineMaxAgeS) this.set({ engine }, v.value);
+    },
+  });
+  new Gauge({
+    name: 'rlsight_engine_last_scrape_timestamp_seconds',
+    help: 'When each SGLang engine was last read successfully by the scraper (Unix time of the scrape tick).',
+    labelNames: ['engine'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [engine, v] of latest.runningRequests) this.set({ engine }, v.ts);
     },
   });
   new Gauge({

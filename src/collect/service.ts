@@ -119,6 +119,7 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
           intervalS: opts.sglang.intervalS,
           whitelist: opts.sglang.whitelist,
           sink: (record, line) => collector.takeOwn('engine_series', { record, line }),
+          failed: (addr) => collector.engineScrapeFailed(addr),
           log,
           now: opts.now,
           get: opts.sglang.get,
@@ -128,7 +129,8 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
     scraper.routerAddr = addr;
     log('info', `sglang router is ${addr}; scraping in ${scraper.mode} mode`);
   };
-  const registry = collectorRegistry(collector);
+  // an engine missing three scrape ticks in a row is no longer shown as running anything
+  const registry = collectorRegistry(collector, { engineMaxAgeS: 3 * (opts.sglang?.intervalS ?? 2), now: opts.now });
   const metrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
   const status = { pid: process.pid, started_ts: Date.now() / 1000 };
   app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics, status });

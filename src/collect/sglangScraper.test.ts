@@ -152,6 +152,55 @@ describe('SGLang scraper', () => {
   });
 });
 
+describe('a slow engine', () => {
+  const text = '# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{engine_type="unified"} 3\n';
+
+  it('holds back no other engine: a tick skips an engine still answering the previous one', async () => {
+    const hits = new Map<string, number>();
+    let releaseSlow: (body: string) => void = () => {};
+    const get = (url: string): Promise<string> => {
+      hits.set(url, (hits.get(url) ?? 0) + 1);
+      if (url.startsWith('http://slow')) return new Promise((r) => (releaseSlow = r));
+      return Promise.resolve(text);
+    };
+    const out = collect();
+    const scraper = new SglangScraper({ mode: 'direct', engineAddrs: () => ['http://fast:1', 'http://slow:1'], sink: out.sink, log: () => {}, get });
+    const first = scraper.scrapeOnce(1);
+    // the fast engine's answer is in (pending callbacks run before setImmediate's)
+    await new Promise((r) => setImmediate(r));
+    // the next tick reads the fast engine and leaves the slow one, still busy, alone
+    assert.equal(await scraper.scrapeOnce(2), 1);
+    assert.deepEqual([hits.get('http://fast:1/metrics'), hits.get('http://slow:1/metrics')], [2, 1]);
+    releaseSlow(text);
+    assert.equal(await first, 2);
+    assert.deepEqual(
+      out.samples.map((s) => [s.ts, s.addr]),
+      [[2, 'http://fast:1'], [1, 'http://fast:1'], [1, 'http://slow:1']],
+    );
+
+    // ticking on its own, the fast engine keeps its interval while the slow one has not answered
+    const looping = new SglangScraper({ mode: 'direct', engineAddrs: () => ['http://fast:2', 'http://slow:2'], intervalS: 0.5, sink: () => {}, log: () => {}, get });
+    looping.start();
+    for (let i = 0; i < 400 && (hits.get('http://fast:2/metrics') ?? 0) < 3; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok((hits.get('http://fast:2/metrics') ?? 0) >= 3, 'the fast engine was read on three ticks');
+    assert.equal(hits.get('http://slow:2/metrics'), 1);
+    const stopped = looping.stop();
+    releaseSlow(text);
+    await stopped;
+  });
+
+  it('warns again when an engine fails in a new way', async () => {
+    const failures = [new Error('HTTP 503'), new Error('HTTP 503'), new DOMException('The operation was aborted due to timeout', 'TimeoutError')];
+    const { lines, log } = logs();
+    const scraper = new SglangScraper({ mode: 'direct', engineAddrs: () => ['http://e:1'], sink: () => {}, log, get: () => Promise.reject(failures.shift()) });
+    for (const t of [1, 2, 3]) await scraper.scrapeOnce(t);
+    assert.deepEqual(lines, [
+      'warn: scrape of engine http://e:1 failed (HTTP 503); skipping this tick (further warnings like this suppressed for 300s)',
+      'warn: scrape of engine http://e:1 failed (no answer within 5s); skipping this tick (further warnings like this suppressed for 300s)',
+    ]);
+  });
+});
+
 describe('auto scrape mode inside the collector', () => {
   it('records engine metrics through --sglang-router while no producer reports a topology, and the engines once one does', async () => {
     const engine = await fakeEngine();

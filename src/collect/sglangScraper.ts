@@ -34,6 +34,8 @@ export interface ScraperOptions {
   whitelist?: readonly string[];
   /** Receives each kept sample with its on-disk line. */
   sink: (sample: EngineSample, line: string) => void;
+  /** A scrape of this engine (null: of the router) failed or was unreadable. */
+  failed?: (addr: string | null) => void;
   log: Logger;
   now?: () => number;
   get?: FetchText;
@@ -57,6 +59,14 @@ class RateLimitedWarnings {
 
 const MAX_PARALLEL = 8;
 
+/** What kind of failure an error is (`HTTP 503`, `timeout`, `ECONNREFUSED`, …): a new kind is warned about at once. */
+function failureKind(err: Error): string {
+  if (err.name === 'TimeoutError' || err.name === 'AbortError') return 'timeout';
+  if (/^HTTP \d+$/.test(err.message)) return err.message;
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : err.name;
+}
+
 export class SglangScraper {
   mode: ScrapeMode;
   routerAddr: string | undefined;
@@ -65,7 +75,10 @@ export class SglangScraper {
   private readonly now: () => number;
   private readonly get: FetchText;
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  /** Ticks not finished yet (a slow engine keeps its tick open past the next one). */
+  private readonly running = new Set<Promise<void>>();
+  /** URLs whose fetch has not returned: the next ticks skip them, so one slow engine holds back no other. */
+  private readonly inFlight = new Set<string>();
   private stopped = false;
   /** What auto mode read on its last tick, to log a change once. */
   private autoChoice: string | null = null;
@@ -125,26 +138,18 @@ export class SglangScraper {
         return 0;
       }
       const url = `${this.routerAddr}/engine_metrics`;
-      let text: string;
-      try {
-        text = await this.get(url, this.timeoutMs);
-      } catch (err) {
-        this.warnings.warn(`router ${url}`, `sglang metrics scrape of ${url} failed (${(err as Error).message}); leaving a gap`, tickTs);
-        return 0;
-      }
+      if (this.inFlight.has(url)) return 0;
+      const text = await this.fetchOnce(url, tickTs, null, `sglang metrics scrape of ${url}`, 'leaving a gap');
+      if (text === null) return 0;
       kept += this.keep(text, null, tickTs, url);
     } else {
-      const addrs = [...source.addrs];
+      const addrs = source.addrs.filter((a) => !this.inFlight.has(`${a}/metrics`));
       const texts: (string | null)[] = new Array(addrs.length).fill(null);
       let next = 0;
       const worker = async (): Promise<void> => {
         while (next < addrs.length) {
           const i = next++;
-          try {
-            texts[i] = await this.get(`${addrs[i]}/metrics`, this.timeoutMs);
-          } catch (err) {
-            this.warnings.warn(`engine ${addrs[i]}`, `scrape of engine ${addrs[i]} failed (${(err as Error).message}); skipping this tick`, tickTs);
-          }
+          texts[i] = await this.fetchOnce(`${addrs[i]}/metrics`, tickTs, addrs[i], `scrape of engine ${addrs[i]}`, 'skipping this tick');
         }
       };
       await Promise.all(Array.from({ length: Math.min(MAX_PARALLEL, Math.max(1, addrs.length)) }, worker));
@@ -157,12 +162,28 @@ export class SglangScraper {
     return kept;
   }
 
+  /** The body of `url`, or null (warned once per kind of failure, and reported to `failed`). */
+  private async fetchOnce(url: string, ts: number, addr: string | null, what: string, consequence: string): Promise<string | null> {
+    this.inFlight.add(url);
+    try {
+      return await this.get(url, this.timeoutMs);
+    } catch (err) {
+      const e = err as Error;
+      this.warnings.warn(`${url} ${failureKind(e)}`, `${what} failed (${e.name === 'TimeoutError' ? `no answer within ${this.timeoutMs / 1000}s` : e.message}); ${consequence}`, ts);
+      this.opts.failed?.(addr);
+      return null;
+    } finally {
+      this.inFlight.delete(url);
+    }
+  }
+
   private keep(text: string, addr: string | null, ts: number, url: string): number {
     let samples;
     try {
       samples = parsePromText(text).samples;
     } catch (err) {
       this.warnings.warn(`parse ${url}`, `metrics from ${url} are not Prometheus text (${(err as Error).message}); skipping this tick`, ts);
+      this.opts.failed?.(addr);
       return 0;
     }
     // all-or-nothing per source: a half-parsed engine would look like a partial tick
@@ -183,20 +204,23 @@ export class SglangScraper {
     return out.length;
   }
 
-  /** Ticks every interval (at least 0.5 s apart) until `stop()`. */
+  /**
+   * Ticks every interval (at least 0.5 s apart) until `stop()`. A tick does not wait for the previous one:
+   * an engine still answering it is skipped, so the others keep their interval.
+   */
   start(): void {
-    if (this.timer !== null || this.running !== null) return;
+    if (this.timer !== null || this.running.size > 0) return;
     this.stopped = false;
     const tick = (): void => {
       const started = this.now();
-      this.running = this.scrapeOnce(started)
-        .catch((err: Error) => this.warnings.warn('tick', `sglang metrics scrape failed (${err.message}); leaving a gap`, started))
-        .then(() => {
-          this.running = null;
-          if (this.stopped) return;
-          const wait = Math.max(0.5, (this.opts.intervalS ?? 2) - (this.now() - started));
-          this.timer = setTimeout(tick, wait * 1000);
-        });
+      const run: Promise<void> = this.scrapeOnce(started)
+        .then(
+          () => undefined,
+          (err: Error) => this.warnings.warn('tick', `sglang metrics scrape failed (${err.message}); leaving a gap`, started),
+        )
+        .finally(() => this.running.delete(run));
+      this.running.add(run);
+      if (!this.stopped) this.timer = setTimeout(tick, Math.max(0.5, this.opts.intervalS ?? 2) * 1000);
     };
     tick();
   }
@@ -205,6 +229,6 @@ export class SglangScraper {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    await this.running;
+    await Promise.all([...this.running]);
   }
 }

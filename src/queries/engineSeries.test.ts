@@ -78,3 +78,22 @@ test('follow(): appended rows reach the whole-run answer (cache invalidated), dp
     copy.dispose();
   }
 });
+
+test('a value scraped as NaN or ±Infinity is null in JSON and listed in nonfinite, as /api/metrics lists it', async () => {
+  const { appendFileSync } = await import('node:fs');
+  const copy = copyFixtureRun();
+  try {
+    const dash = join(copy.dir, 'dashboard');
+    const live = TelemetryStore.open(dash);
+    // bare NaN/Infinity, as miles' collector (Python's json.dumps) writes them
+    const line = (ts: number, value: string) => `{"ts":${ts},"addr":"http://10.0.0.1:15000","metric":"sglang_kv_transfer_speed_gb_s","labels":{},"value":${value}}\n`;
+    appendFileSync(join(dash, 'engine_series', '19700112_13.jsonl'), line(1000330, 'NaN') + line(1000332, '2.5') + line(1000334, 'Infinity') + line(1000336, '-Infinity'));
+    live.follow();
+    const [s] = engineSeries(live, { metric: 'sglang_kv_transfer_speed_gb_s' }).series;
+    assert.deepEqual(s.nonfinite, [[0, 'NaN'], [2, 'Infinity'], [3, '-Infinity']]);
+    assert.deepEqual(JSON.parse(JSON.stringify(s.value)), [null, 2.5, null, null]);
+    assert.equal(engineSeries(live, { metric: 'sglang_num_running_reqs' }).series.every((x) => x.nonfinite === undefined), true);
+  } finally {
+    copy.dispose();
+  }
+});

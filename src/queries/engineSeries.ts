@@ -14,7 +14,9 @@ import {
   type EngineSeriesIdentity,
 } from './engineParts.ts';
 import { SERIES_MAX_POINTS, checkLimit, checkTimelineWindow } from './limits.ts';
-import type { EngineSeriesAnswer } from '../wire/timeline.ts';
+import { DEFAULT_ENGINE_METRICS } from '../formats/dashboard/index.ts';
+import type { OutsideEngineQuery } from '../run/model.ts';
+import type { EngineSeries, EngineSeriesAnswer } from '../wire/timeline.ts';
 
 export { ENGINE_MEAN_METRICS, ENGINE_RATE_METRICS, ENGINE_MEAN_AGGREGATED_METRICS } from './engineParts.ts';
 
@@ -203,9 +205,32 @@ export function engineSeries(store: EngineSeriesSource, q: EngineSeriesQuery): E
   return {
     series: parts.map((p) => {
       const idx = strideIndices(p.ts.length, maxPoints);
-      return { addr: p.addr, labels: { ...p.labels }, ts: pick(p.ts, idx), value: pick(p.value, idx) };
+      return withNonfinite({ addr: p.addr, labels: { ...p.labels }, ts: pick(p.ts, idx), value: pick(p.value, idx) });
     }),
   };
+}
+
+/** `s` with its NaN and ±Infinity points listed in `nonfinite` (JSON answers them as null). */
+export function withNonfinite(s: EngineSeries): EngineSeries {
+  const v = s.value;
+  for (let i = 0; i < v.length; i++) {
+    if (!Number.isFinite(v[i])) (s.nonfinite ??= []).push([i, Number.isNaN(v[i]) ? 'NaN' : v[i] > 0 ? 'Infinity' : '-Infinity']);
+  }
+  return s;
+}
+
+/**
+ * How an outside source (Prometheus) computes `metric` the way `engineSeries` does from a collected run:
+ * a stored name the collector scrapes as it is, a `*_per_s` rate, a `*_mean_s` mean; null when the
+ * collector would hold no such series.
+ */
+export function outsideEngineQuery(metric: string, perDpRank: boolean): OutsideEngineQuery | null {
+  const rateBase = ENGINE_RATE_METRICS[metric];
+  if (rateBase !== undefined) return { kind: 'rate', base: rateBase, fold: dpFoldFor(rateBase, perDpRank) };
+  const meanBase = ENGINE_MEAN_METRICS[metric];
+  if (meanBase !== undefined) return { kind: 'mean', base: meanBase, fold: dpFoldFor(`${meanBase}_sum`, perDpRank) };
+  if (DEFAULT_ENGINE_METRICS.includes(metric)) return { kind: 'gauge', base: metric, fold: dpFoldFor(metric, perDpRank) };
+  return null;
 }
 
 /** What the engine metric catalog reads: the store's cheap presence check (no block is parsed). */

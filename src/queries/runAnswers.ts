@@ -31,7 +31,7 @@ import type {
 import { MFU_STEP_KEY } from './advisory.ts';
 import { advisoryAnswer } from './advisoryInputs.ts';
 import { bubbles } from './bubbles.ts';
-import { engineMetricNames, engineSeries } from './engineSeries.ts';
+import { engineMetricNames, engineSeries, outsideEngineQuery, withNonfinite } from './engineSeries.ts';
 import { fleet } from './fleet.ts';
 import { gpuProcesses } from './gpuProcesses.ts';
 import { gpuLaneSeries } from './gpuSeries.ts';
@@ -392,7 +392,9 @@ export class RunAnswers implements RunSources {
     if (outside === null) return m;
     let names: string[] = [];
     try {
-      names = await outside.metricNames();
+      // served as a collected run serves the same stored names: counters as rates, histograms as means
+      const present = await outside.metricNames();
+      names = engineMetricNames({ engineMetricsPresent: () => present });
     } catch {
       // The outside source is down: the run is still served, without engine series.
     }
@@ -535,7 +537,8 @@ export class RunAnswers implements RunSources {
       const range = this.store.timeRange();
       const t1 = w.t1 ?? range?.[1] ?? this.now();
       const t0 = w.t0 ?? Math.max(range?.[0] ?? -Infinity, t1 - OUTSIDE_ENGINE_WINDOW_S);
-      return { series: await outside.series(w.metric, t0, t1, w.maxPoints) };
+      const q = outsideEngineQuery(w.metric, w.perDpRank);
+      return { series: q === null ? [] : (await outside.series(q, t0, t1, w.maxPoints)).map(withNonfinite) };
     }
     return this.progressive(w, ['engine_series'], (store) => engineSeries(store, { t0: w.t0, t1: w.t1, metric: w.metric, maxPoints: w.maxPoints, perDpRank: w.perDpRank }));
   }

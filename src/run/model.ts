@@ -296,9 +296,22 @@ export interface RunModel {
  * shows instead. Failures are SourceUnavailable (errors.ts).
  */
 export interface OutsideEngineSeries {
-  /** The rlsight names of the series it holds. */
+  /** The names the collector would store of the series it holds (`sglang_num_running_reqs`; only those it scrapes). */
   metricNames(): Promise<string[]>;
-  series(metric: string, t0: number, t1: number, maxPoints: number): Promise<EngineSeries[]>;
+  /** One served engine metric, computed as the collector's run computes it (the query layer says how). */
+  series(q: OutsideEngineQuery, t0: number, t1: number, maxPoints: number): Promise<EngineSeries[]>;
+}
+
+/**
+ * How one served engine metric derives from stored series: a stored series as it is, a counter's rate per
+ * second, or a histogram's mean (Δsum/Δcount, idle intervals left out); dp ranks of one engine summed,
+ * averaged or kept apart.
+ */
+export interface OutsideEngineQuery {
+  kind: 'gauge' | 'rate' | 'mean';
+  /** The stored name: the gauge, the counter (`…_total`), or the histogram without `_sum`/`_count`. */
+  base: string;
+  fold: 'none' | 'sum' | 'mean';
 }
 
 /** What a run's searchable texts need of one sample's text: its named fields and the ids recorded with it. */

@@ -161,7 +161,13 @@ export interface EngineSeries {
   addr: string;
   labels: Record<string, string>;
   ts: number[];
+  /** NaN and ±Infinity are held as null in JSON: see `nonfinite`. */
   value: number[];
+  /**
+   * rlsight's own: the points scraped as NaN or ±Infinity, by their index in `value`, with the value as
+   * Python writes it (as `MetricSeries.nonfinite`). Absent when every point is finite.
+   */
+  nonfinite?: [number, 'NaN' | 'Infinity' | '-Infinity'][];
 }
 
 export interface EngineSeriesAnswer {

@@ -1,36 +1,53 @@
 // SGLang engine series held by a Prometheus server (slime keeps serving metrics there rather than in the
-// run): range queries over `/api/v1/query_range`, SGLang's metric names (`sglang:num_running_reqs`)
-// mapped onto rlsight's (`sglang_num_running_reqs`), the step chosen so a series stays within maxPoints.
+// run): range queries over `/api/v1/query_range` that answer what a collected run answers for the same
+// engines — SGLang's names in either spelling (`sglang:num_running_reqs` from an engine,
+// `sglang_num_running_reqs` from the router) under the collector's (`sglang_num_running_reqs`), only the
+// metrics it scrapes, dp ranks folded as it folds them, counters as rates and histograms as means; the
+// step chosen so a series stays within maxPoints.
+import { DEFAULT_ENGINE_METRICS } from '../../formats/dashboard/index.ts';
 import type { EngineSeries } from '../../wire/timeline.ts';
 import { SourceUnavailable } from '../errors.ts';
+import { compareNodes, type OutsideEngineQuery } from '../model.ts';
 
 /** Prometheus answered with an error, or could not be reached (HTTP 503 to a client: try again later). */
 export class PrometheusUnavailable extends SourceUnavailable {
   override readonly name: string = 'PrometheusUnavailable';
 }
 
-/**
- * SGLang histograms (`…_bucket/_sum/_count`) are served as their mean over the step, under
- * `<name>_mean`; every other `sglang:*` series is a gauge or counter named with `_` for `:`.
- */
+const SCRAPED = new Set(DEFAULT_ENGINE_METRICS);
+
+/** The name the collector stores for a Prometheus series name, or null when it does not scrape it. */
 export function rlsightName(promName: string): string | null {
-  if (!promName.startsWith('sglang:')) return null;
-  const base = promName.replace(/^sglang:/, 'sglang_');
-  if (/_bucket$/.test(base)) return null;
-  const hist = /^(.*)_(sum|count)$/.exec(base);
-  if (hist) return `${hist[1]}_mean`;
-  return base;
+  if (!/^sglang[:_]/.test(promName)) return null;
+  const name = `sglang_${promName.slice('sglang:'.length)}`;
+  return SCRAPED.has(name) ? name : null;
 }
 
-/** The PromQL for one of our names: a plain selector, or the histogram mean as rate(sum) / rate(count). */
-export function promQuery(name: string, step: number): string {
-  const prom = name.replace(/^sglang_/, 'sglang:');
-  const m = /^(.*)_mean$/.exec(prom);
-  if (m) {
-    const range = `${Math.max(2 * step, 15)}s`;
-    return `rate(${m[1]}_sum[${range}]) / rate(${m[1]}_count[${range}])`;
-  }
-  return prom;
+/** A selector of a stored name in both SGLang spellings. */
+function selector(name: string): string {
+  return `{__name__=~"sglang[:_]${name.replace(/^sglang_/, '')}"}`;
+}
+
+/**
+ * The PromQL of one served metric. Grouped by the engine (`instance`, or the router's `worker_addr`) and the
+ * labels the collector keeps, so a Prometheus scraping an engine both directly and through the router
+ * answers it twice (told apart by `series`), never summed twice.
+ */
+export function promQuery(q: OutsideEngineQuery, step: number): string {
+  const by = `by (instance, worker_addr, engine_type${q.fold === 'none' ? ', dp_rank' : ''})`;
+  const agg = q.fold === 'mean' ? 'avg' : 'sum';
+  const range = `${Math.max(2 * step, 15)}s`;
+  if (q.kind === 'gauge') return `${agg} ${by} (${selector(q.base)})`;
+  if (q.kind === 'rate') return `${agg} ${by} (rate(${selector(q.base)}[${range}]))`;
+  // an interval with no request has no mean (the collector leaves it out too)
+  return `${agg} ${by} (rate(${selector(`${q.base}_sum`)}[${range}])) / (${agg} ${by} (rate(${selector(`${q.base}_count`)}[${range}])) > 0)`;
+}
+
+/** A sample value as Prometheus writes it (`NaN`, `+Inf`, `-Inf` included). */
+function sampleValue(v: string): number {
+  if (v === '+Inf') return Infinity;
+  if (v === '-Inf') return -Infinity;
+  return Number(v);
 }
 
 /** The query step (whole seconds, at least 1) that keeps a window within maxPoints samples. */
@@ -80,7 +97,7 @@ export class PrometheusEngineSource {
     return body.data;
   }
 
-  /** Our names of the SGLang series Prometheus holds (cached for 30 s). */
+  /** The collector's names of the SGLang series Prometheus holds (cached for 30 s). */
   async metricNames(): Promise<string[]> {
     const now = Date.now();
     if (this.names && now - this.names.at < 30_000) return this.names.list;
@@ -90,21 +107,33 @@ export class PrometheusEngineSource {
     return list;
   }
 
-  /** One series per scraped instance (and label set) over [t0, t1]. */
-  async series(metric: string, t0: number, t1: number, maxPoints: number): Promise<EngineSeries[]> {
+  /** One series per engine (and kept labels) over [t0, t1], in the order a collected run answers them. */
+  async series(q: OutsideEngineQuery, t0: number, t1: number, maxPoints: number): Promise<EngineSeries[]> {
     const step = stepFor(t0, t1, maxPoints);
-    const data = await this.get<RangeResult>('api/v1/query_range', { query: promQuery(metric, step), start: String(t0), end: String(t1), step: String(step) });
-    return data.result.map((r) => {
+    const data = await this.get<RangeResult>('api/v1/query_range', { query: promQuery(q, step), start: String(t0), end: String(t1), step: String(step) });
+    const byKey = new Map<string, EngineSeries & { direct: boolean }>();
+    for (const r of data.result) {
       // scraped through the router, a sample names its engine in worker_addr (the instance is the router)
-      const { __name__: _n, instance, job: _j, worker_addr: worker, ...labels } = r.metric;
+      const { instance, worker_addr: worker, engine_type: engineType, dp_rank: dpRank } = r.metric;
+      const engine = worker || instance;
+      const labels: Record<string, string> = {};
+      if (engineType) labels.engine_type = engineType;
+      if (dpRank) labels.dp_rank = dpRank;
       const values = r.values.slice(0, maxPoints);
-      const engine = worker ?? instance;
-      return {
+      const s = {
         addr: engine ? (/^https?:\/\//.test(engine) ? engine : `http://${engine}`) : 'prometheus',
         labels,
         ts: values.map((v) => Number(v[0])),
-        value: values.map((v) => Number(v[1])),
+        value: values.map((v) => sampleValue(v[1])),
+        direct: !worker,
       };
-    });
+      // an engine Prometheus scrapes both itself and through the router: its own scrape is kept
+      const key = `${s.addr}\u0000${JSON.stringify(Object.entries(labels).sort())}`;
+      const had = byKey.get(key);
+      if (had === undefined || (s.direct && !had.direct)) byKey.set(key, s);
+    }
+    return [...byKey.values()]
+      .sort((a, b) => compareNodes(a.addr, b.addr) || (JSON.stringify(a.labels) < JSON.stringify(b.labels) ? -1 : 1))
+      .map(({ direct: _direct, ...s }) => s);
   }
 }
