@@ -103,9 +103,16 @@ function decodeEventFile(bytes: Uint8Array): DecodedEvent[] {
           assert.equal(v.no, 1, 'Summary holds only values');
           const parts = protoFields(v.value as Uint8Array);
           const tag = new TextDecoder().decode(parts.find((p) => p.no === 1)!.value as Uint8Array);
-          const simple = parts.find((p) => p.no === 2 && p.wire === 5);
-          assert.ok(simple, `${tag} is a simple_value`);
-          e.scalars.set(tag, simple.value as number);
+          // a DT_DOUBLE scalar tensor (field 8) of the `scalars` plugin (metadata, field 9), as TensorBoard reads it
+          assert.ok(!parts.some((p) => p.no === 2), `${tag} is not a float32 simple_value`);
+          const meta = protoFields(parts.find((p) => p.no === 9)!.value as Uint8Array);
+          const plugin = protoFields(meta.find((p) => p.no === 1)!.value as Uint8Array);
+          assert.equal(new TextDecoder().decode(plugin.find((p) => p.no === 1)!.value as Uint8Array), 'scalars', `${tag}'s plugin`);
+          const tensor = protoFields(parts.find((p) => p.no === 8)!.value as Uint8Array);
+          assert.equal(tensor.find((p) => p.no === 1)?.value, 2n, `${tag} is DT_DOUBLE`);
+          const packed = tensor.find((p) => p.no === 6)!.value as Uint8Array;
+          assert.equal(packed.length, 8, `${tag} holds one double`);
+          e.scalars.set(tag, new DataView(packed.buffer, packed.byteOffset, 8).getFloat64(0, true));
         }
       } else assert.fail(`unexpected Event field ${f.no}`);
     }
@@ -196,10 +203,11 @@ describe('rlsight health and export over the miles fixture', () => {
     const fromParquet = await parquetRows(pq);
     assert.equal(fromCsv.length, 3);
     assert.deepEqual(Object.keys(fromParquet[0]), Object.keys(fromCsv[0]));
-    assert.equal(Object.keys(fromCsv[0])[0], '_step');
+    assert.deepEqual(Object.keys(fromCsv[0]).slice(0, 2), ['_step_key', '_step']);
+    assert.deepEqual(fromCsv.map((r) => r._step_key), ['rollout/step', 'rollout/step', 'rollout/step']);
     for (const key of ['perf/step_time', 'rollout/rewards_mean', 'dump/reward_mean', 'dump/zero_std_group_frac']) assert.ok(key in fromCsv[0], key);
     fromParquet.forEach((row, i) => {
-      for (const [k, v] of Object.entries(row)) assert.equal(v, Number(fromCsv[i][k]), `${k} at row ${i}`);
+      for (const [k, v] of Object.entries(row)) assert.equal(v, k === '_step_key' ? fromCsv[i][k] : Number(fromCsv[i][k]), `${k} at row ${i}`);
     });
     // The logged values, exactly as metrics.jsonl has them.
     assert.deepEqual(fromParquet.map((r) => r['perf/step_time']), [95, 94, 93]);
@@ -243,10 +251,10 @@ describe('rlsight health and export over the miles fixture', () => {
     assert.equal(events[0].fileVersion, 'brain.Event:2');
     const steps = events.slice(1);
     assert.deepEqual(steps.map((e) => e.step), [0, 1, 2]);
-    // Wall time is when the step was logged; values are float32 as TensorBoard stores them.
+    // Wall time is when the step was logged; values are doubles, exactly as logged.
     assert.deepEqual(steps.map((e) => e.wallTime), [1000125, 1000225, 1000325]);
     assert.deepEqual(steps.map((e) => e.scalars.get('perf/step_time')), [95, 94, 93]);
-    assert.equal(steps[1].scalars.get('perf/wait_time_ratio'), Math.fround(0.30000000000000004));
+    assert.equal(steps[1].scalars.get('perf/wait_time_ratio'), 0.30000000000000004);
     assert.ok(steps.every((e) => e.scalars.has('dump/reward_mean')));
   });
 });

@@ -70,9 +70,10 @@ test('a step still arriving is a 503 while its collector runs and a 422 naming i
   assert.equal(stopped.status, 422);
   assert.match(((await stopped.json()) as { detail: string }).detail, /samples\/rollout_000001\.parquet: its samples did not all arrive before the collector stopped/);
   assert.equal((await get('/api/rollout/0/summary')).status, 200);
-  // the whole run's Perfetto export leaves that step out and says so; that step's own export is refused
+  // the whole run's Perfetto export leaves that step out and says so (the other holds nothing to draw, so the
+  // export is refused as the CLI refuses it); that step's own export is refused
   const perfetto = await get('/api/rlsight/export/perfetto');
-  assert.equal(perfetto.status, 200, await perfetto.clone().text());
-  assert.match(((await perfetto.json()) as { otherData: { skipped_steps: string } }).otherData.skipped_steps, /^samples\/rollout_000001\.parquet: its samples did not all arrive/);
+  assert.equal(perfetto.status, 404, await perfetto.clone().text());
+  assert.match(((await perfetto.json()) as { detail: string }).detail, /^nothing to export; .*; left out: samples\/rollout_000001\.parquet: its samples did not all arrive/);
   assert.equal((await get('/api/rlsight/export/perfetto?rollout_id=1')).status, 422);
 });

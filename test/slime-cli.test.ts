@@ -87,14 +87,15 @@ describe('slime runs on the command line', () => {
       // with perf/longest_sample_non_generation_time and perf/longest_effective_sample_non_generation_time (no rollout_time needed)
       assert.equal(listed.length, 172);
       assert.ok(listed.includes('perf/longest_effective_sample_non_generation_time'));
-      assert.deepEqual(columns.slice(1).sort(), [...listed].sort());
+      assert.deepEqual(columns.slice(2).sort(), [...listed].sort());
     } finally {
       await run.close();
     }
-    assert.equal(columns[0], '_step');
+    assert.deepEqual(columns.slice(0, 2), ['_step_key', '_step']);
+    // the keys computed from the dumps are on the rollout step, as the charts draw them
     assert.deepEqual(
-      rows.map((line) => line.split(',')[0]),
-      ['0', '1'],
+      rows.map((line) => line.split(',').slice(0, 2).join(',')),
+      ['rollout/step,0', 'rollout/step,1'],
     );
     // A key computed from the dumps has its value at each train step, as the chart draws it.
     const latency = columns.indexOf('rollout/response_len/mean');

@@ -4,8 +4,7 @@ import { hostname } from 'node:os';
 import { extname, join } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { eventFileName } from '../formats/tfevents.ts';
-import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat, type ExportTable } from '../queries/exports.ts';
-import { SUMMARY_COLUMNS_WITH_TRAIN } from '../queries/rollouts.ts';
+import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat } from '../queries/exports.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { integerRunsText } from '../queries/integerRuns.ts';
 import { NotFound } from '../run/errors.ts';
@@ -38,19 +37,6 @@ function tableFlag(raw: string | boolean | undefined, out: string) {
 }
 
 /**
- * A rollout table's columns in one order whatever the step holds: the Rollouts view puts `truncated` last
- * for a step without train data (an eval step, a slime run, a step whose train dumps are missing) and after
- * `normalized_reward` otherwise, but a script reading exports by position needs every file alike.
- */
-export function inRolloutExportOrder(table: ExportTable): ExportTable {
-  const order: readonly string[] = SUMMARY_COLUMNS_WITH_TRAIN;
-  const rank = (c: string): number => (order.includes(c) ? order.indexOf(c) : order.length);
-  const picked = table.columns.map((_, i) => i).sort((a, b) => rank(table.columns[a]) - rank(table.columns[b]) || a - b);
-  if (picked.every((from, i) => from === i)) return table;
-  return { columns: picked.map((i) => table.columns[i]), rows: table.rows.map((r) => picked.map((i) => r[i])) };
-}
-
-/**
  * The train steps whose `dump/*` values an export left out, one line each as `health` says them: a dump still
  * being written (modified within the last minute: the export is worth running again) or damaged.
  */
@@ -59,17 +45,18 @@ async function unreadSteps(run: RunSources): Promise<string[]> {
 }
 
 const metrics: ExportKind = {
-  usage: 'metrics DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step (_step)',
+  usage: 'metrics DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step key and step (_step_key, _step)',
   async run(argv) {
     const { run: dir, v } = parse(argv, 'metrics', { format: { type: 'string' }, out: { type: 'string' } });
     const out = outPath(v.out as string, dir, 'file');
     const format = tableFlag(v.format, out);
     const run = await openRunDir(dir);
     try {
-      const table = await runMetricsTable(run.answers);
+      const { table, warnings } = await runMetricsTable(run.answers);
       writeWhole(out, encodeTable(table, format));
-      console.log(`wrote ${table.rows.length} steps × ${table.columns.length - 1} keys to ${out}`);
-      return incompleteness(run.answers, await unreadSteps(run.answers));
+      console.log(`wrote ${table.rows.length} steps × ${table.columns.length - 2} keys to ${out}`);
+      // a key written under another name is said as a problem is: the file is not what a script naming it expects
+      return incompleteness(run.answers, [...(await unreadSteps(run.answers)), ...warnings]);
     } finally {
       await run.close();
     }
@@ -92,7 +79,7 @@ const rollout: ExportKind = {
     try {
       let table: Awaited<ReturnType<typeof rolloutTable>>;
       try {
-        table = inRolloutExportOrder(await rolloutTable(run.answers, step, v.eval === true));
+        table = await rolloutTable(run.answers, step, v.eval === true);
       } catch (e) {
         if (!(e instanceof NotFound)) throw e;
         // say which steps there are, whatever the format's own words for the missing one

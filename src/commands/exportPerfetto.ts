@@ -1,5 +1,6 @@
 // `rlsight export perfetto DIR [--t0 T --t1 T] --out FILE`: one window of the run (Unix seconds, any width;
 // the whole run without them) as Chrome trace-event JSON for ui.perfetto.dev.
+import { holdsNothing, nothingToExportText } from '../queries/perfetto.ts';
 import { perfettoForRun, perfettoSpan } from '../queries/perfettoExport.ts';
 import { CommandUsageError, incompleteness, openRunDir, outPath, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 
@@ -18,11 +19,6 @@ function floatFlag(raw: string | undefined, flag: string): number | undefined {
   return v;
 }
 
-/** `a`, `a and b`, `a, b and c`. */
-function listed(items: readonly string[]): string {
-  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
-}
-
 export const perfettoExport: ExportKind = {
   usage: 'perfetto DIR [--t0 T --t1 T] --out FILE     Chrome trace-event JSON for ui.perfetto.dev',
   async run(argv) {
@@ -37,15 +33,9 @@ export const perfettoExport: ExportKind = {
     try {
       const trace = await perfettoForRun(run, { t0, t1 });
       const leftOut = trace.otherData.skipped_steps ? [`left out: ${trace.otherData.skipped_steps}`] : [];
-      // only the track names (metadata events): nothing of the run lies in the window asked (or could be read)
-      if (trace.traceEvents.every((e) => e.ph === 'M')) {
+      if (holdsNothing(trace)) {
         incompleteness(run, leftOut);
-        // where what the export draws lies (not the run's whole time range: its metrics may begin long before)
-        const span = await perfettoSpan(run);
-        const where = span
-          ? `; the run's ${listed(span.kinds)} span ${span.t0.toFixed(3)} to ${span.t1.toFixed(3)} (Unix seconds)`
-          : '; the run has no phases, GPU utilisation, engine series or request traces to draw';
-        throw new Error(`nothing to export${t0 !== undefined || t1 !== undefined ? ` between --t0 ${t0 ?? '(start)'} and --t1 ${t1 ?? '(end)'}` : ''}${where}; nothing written`);
+        throw new Error(`${nothingToExportText({ t0, t1 }, await perfettoSpan(run), { t0: '--t0', t1: '--t1' })}; nothing written`);
       }
       const bytes = new TextEncoder().encode(JSON.stringify(trace));
       if (bytes.length > PERFETTO_MAX_BYTES) {

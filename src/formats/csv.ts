@@ -1,9 +1,11 @@
 // CSV (RFC 4180): a header row, then one line per row; null is an empty cell, text is quoted when it must be.
+// NaN and ±infinity are `NaN`, `Infinity` and `-Infinity`, the spellings DuckDB, pandas and Spark (whose
+// defaults take `Inf` and `Infinity`, not `inf`) all read as numbers.
 export type CsvCell = string | number | boolean | null | undefined;
 
 function cell(v: CsvCell): string {
   if (v === null || v === undefined) return '';
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : Number.isNaN(v) ? 'NaN' : v > 0 ? 'inf' : '-inf';
+  if (typeof v === 'number') return String(v);
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   return /[",\r\n]/.test(v) || v !== v.trim() ? `"${v.replaceAll('"', '""')}"` : v;
 }

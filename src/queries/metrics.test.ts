@@ -87,6 +87,6 @@ test('a value logged as NaN or ±inf is a point said as what it is (JSON holds i
   assert.equal(JSON.stringify(s.y), '[0.5,null,null,null]');
   // a finite series says nothing more
   assert.equal(metricSeries({ metricsRecords: () => records.slice(0, 1) } as never, ['loss'], { x: 'rollout/step' }).loss!.nonfinite, undefined);
-  const events = scalarEvents({ columns: ['_step', 'loss'], rows: records.map((r) => [r.step, r.metrics.loss]) }, new Map(), 0);
+  const events = scalarEvents({ columns: ['_step_key', '_step', 'loss'], rows: records.map((r) => [r.step_key, r.step, r.metrics.loss]) }, new Map(), 0);
   assert.deepEqual(events.map((e) => (e.scalars as ReadonlyMap<string, number>).get('loss')), [0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]);
 });

@@ -75,7 +75,7 @@ function rankLabel(phases: readonly Phase[]): string {
   return ` (rank${runs.length > 1 || runs[0][0] !== runs[0][1] ? 's' : ''} ${integerRunsText(phases.map((p) => p.rank))})`;
 }
 
-/** The trace for one window. Process ids: 1.. GPU nodes, then the engines, then one per rollout dump. */
+/** The trace for one window. Process ids: 1.. GPU nodes, then the engines (when a point of theirs is in it), then one per rollout dump. */
 export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
   const events: TraceEvent[] = [];
   const t0 = inputs.t0 ?? -Infinity;
@@ -134,17 +134,15 @@ export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
       events.push({ name: `gpu ${gpu} util %`, ph: 'C', ts: us(t), pid, tid: 0, args: { util: series.util[i] } });
     }
   }
-  const engineEntries = Object.entries(inputs.engine ?? {});
-  if (engineEntries.length) {
-    const pid = nextPid++;
-    meta(pid, null, 'SGLang engines', pid);
-    for (const [metric, list] of engineEntries) {
-      for (const s of list) {
-        for (let i = 0; i < s.ts.length; i++) {
-          const v = s.value[i];
-          if (s.ts[i] < t0 || s.ts[i] > t1 || v === null || !Number.isFinite(v)) continue;
-          events.push({ name: `${metric} ${s.addr}`, ph: 'C', ts: us(s.ts[i]), pid, tid: 0, args: { value: v } });
-        }
+  // the engines' process is named at its first point: a window without one has no empty process
+  let enginePid: number | undefined;
+  for (const [metric, list] of Object.entries(inputs.engine ?? {})) {
+    for (const s of list) {
+      for (let i = 0; i < s.ts.length; i++) {
+        const v = s.value[i];
+        if (s.ts[i] < t0 || s.ts[i] > t1 || v === null || !Number.isFinite(v)) continue;
+        if (enginePid === undefined) meta((enginePid = nextPid++), null, 'SGLang engines', enginePid);
+        events.push({ name: `${metric} ${s.addr}`, ph: 'C', ts: us(s.ts[i]), pid: enginePid, tid: 0, args: { value: v } });
       }
     }
   }
@@ -177,4 +175,32 @@ export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
     }
   }
   return { traceEvents: events, displayTimeUnit: 'ms', otherData: { producer: 'rlsight', ...(inputs.title ? { title: inputs.title } : {}) } };
+}
+
+/** Whether a trace holds only track names: nothing of the run lies in the window asked (or could be read). */
+export function holdsNothing(trace: ChromeTrace): boolean {
+  return trace.traceEvents.every((e) => e.ph === 'M');
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+/**
+ * Why an export of a window holds nothing, and where what an export draws lies (`span`, as `perfettoSpan`
+ * finds it; not the run's whole time range: its metrics may begin long before): the CLI's words and the app's.
+ * `names` are what the asker calls the bounds (`--t0` or `t0`).
+ */
+export function nothingToExportText(
+  window: { t0?: number; t1?: number },
+  span: { t0: number; t1: number; kinds: readonly string[] } | null,
+  names: { t0: string; t1: string },
+): string {
+  const { t0, t1 } = window;
+  const between = t0 !== undefined || t1 !== undefined ? ` between ${names.t0} ${t0 ?? '(start)'} and ${names.t1} ${t1 ?? '(end)'}` : '';
+  const where = span
+    ? `; the run's ${listed(span.kinds)} span ${span.t0.toFixed(3)} to ${span.t1.toFixed(3)} (Unix seconds)`
+    : '; the run has no phases, GPU utilisation, engine series or request traces to draw';
+  return `nothing to export${between}${where}`;
 }

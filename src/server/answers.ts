@@ -240,7 +240,8 @@ export function mountAnswers(app: Hono, run: RunSources, opts: AnswerOptions = {
   app.get('/api/rlsight/export/metrics', async (c) => {
     const { encodeTable, runMetricsTable, tableFormat } = await loadExports();
     const format = tableFormat(parseParams(formatQuery, c.req.query()).format);
-    const bytes = encodeTable(await runMetricsTable(run), format);
+    // a key written under another name is said by the CLI; the download holds the same columns
+    const bytes = encodeTable((await runMetricsTable(run)).table, format);
     return download(c, bytes, CONTENT_TYPES[format], `${safeName(run.name)}.metrics.${format}`);
   });
 

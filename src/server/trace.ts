@@ -8,7 +8,9 @@ import type { RunSources } from '../queries/runAnswers.ts';
 import { BadArgument } from '../queries/limits.ts';
 import { jsonResponse } from './json.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';
-import { perfettoForRun } from '../queries/perfettoExport.ts';
+import { holdsNothing, nothingToExportText } from '../queries/perfetto.ts';
+import { perfettoForRun, perfettoSpan } from '../queries/perfettoExport.ts';
+import { NotFound } from '../run/errors.ts';
 
 const traceQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false) });
 const detailsQuery = z.object({ rollout_id: intParam, eval: boolParam.default(false), row: intParam });
@@ -29,6 +31,11 @@ export function mountTrace(app: Hono, run: RunSources): void {
     const problem = windowProblem(q.t0, q.t1);
     if (problem !== null) throw new BadArgument('t1', problem);
     const trace = await perfettoForRun(run, { t0: q.t0, t1: q.t1, lanes: q.lanes, rolloutId: q.rollout_id, evaluation: q.eval });
+    // a window holding nothing is refused as the CLI refuses it, saying where to look (and which steps could not be read), not an empty file
+    if (holdsNothing(trace)) {
+      const leftOut = trace.otherData.skipped_steps ? `; left out: ${trace.otherData.skipped_steps}` : '';
+      throw new NotFound(`${nothingToExportText({ t0: q.t0, t1: q.t1 }, await perfettoSpan(run), { t0: 't0', t1: 't1' })}${leftOut}`);
+    }
     const name = q.rollout_id !== undefined ? `${q.eval ? 'eval_' : ''}${q.rollout_id}.perfetto.json` : 'run.perfetto.json';
     c.header('Content-Disposition', `attachment; filename="${name}"`);
     return jsonResponse(c, trace);
