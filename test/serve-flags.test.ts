@@ -1,5 +1,6 @@
 // `rlsight serve` flags that could not work are refused before any run is read (exit 2, naming the flag);
-// the banner says which folder each run id is; `--eval-datasets` is checked against the datasets found.
+// the banner says which folder each run id is, and a run joining a followed root is said; `--eval-datasets` is
+// checked against the datasets found.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -83,6 +84,20 @@ describe('serve flags that name no usable value are usage errors naming the flag
     assert.deepEqual(allowHostFlag(['bar', 'Bar.example', '10.0.0.2', '[fe80::1]', '::1']), ['bar', 'Bar.example', '10.0.0.2', '[fe80::1]', '[::1]']);
   });
 
+  test('the same checks for dump files given as FILE.pt or a GLOB', () => {
+    const glob = join(SLIME, 'rollout_data', '*.pt');
+    for (const [flag, value, said] of [
+      ['--prometheus', 'localhost:9090', /^rlsight: --prometheus: expected the Prometheus server's http\(s\) URL/],
+      ['--host', 'http://x', /^rlsight: --host: expected a host name or address to listen on/],
+      ['--allow-host', 'http://bar', /^rlsight: --allow-host: expected a host name .*give --allow-host bar/],
+      ['--eval-datasets', 'a,,b', /^rlsight: --eval-datasets: .*an empty name in 'a,,b'/],
+    ] as const) {
+      const r = cli('serve', glob, '--no-cache', '--port', '8887', flag, value);
+      assert.equal(r.code, 2, `${flag}: ${r.stderr}`);
+      assert.match(r.stderr, said);
+    }
+  });
+
   test('--eval-datasets: an empty name or one given twice', () => {
     for (const [bad, why] of [
       ['a,,b', /an empty name in 'a,,b'/],
@@ -117,6 +132,32 @@ describe('serve --runs ROOT: runs sharing a folder name', () => {
       const out = await s.done;
       const line = /runs: (.*)\n/.exec(out)![1];
       assert.deepEqual(line.split(', ').sort(), ['healthy = teamA/healthy', 'healthy-2 = teamB/healthy', 'solo'].sort());
+    } finally {
+      await stop(s.child);
+    }
+  });
+});
+
+describe('serve --runs ROOT --follow: a run that starts later', () => {
+  let root: string;
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), 'rlsight-runs-follow-'));
+    cpSync(MILES, join(root, 'first'), { recursive: true });
+    ageTree(root);
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  test('is said on its own line once it is served', { timeout: 90_000 }, async () => {
+    const s = serving(['--runs', root, '--follow', '--no-cache', '--port', '0'], /rlsight serving .*\n/);
+    try {
+      await s.done;
+      assert.doesNotMatch(s.output(), /joined/);
+      mkdirSync(join(root, 'team'));
+      cpSync(MILES, join(root, 'team', 'later'), { recursive: true });
+      ageTree(join(root, 'team'));
+      const deadline = Date.now() + 60_000;
+      while (!/joined .*\n/.test(s.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      assert.match(s.output(), /\njoined runs: later\n/);
     } finally {
       await stop(s.child);
     }
