@@ -5,7 +5,8 @@
 // `RUN/TAG`), and so is each key's place beside the run's own metrics (`tensorboard/KEY` when the run's own
 // records in `metrics.jsonl` hold that key then); both are kept in `tensorboard_runs.json`, so a folder or a key
 // added later renames nothing already recorded.
-import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { readGainedSync } from '../formats/fileAccess.ts';
 import { join } from 'node:path';
 import { encodeMetrics, flatFile, type MetricsRecord } from '../formats/dashboard/index.ts';
 import { DashboardWriter } from '../formats/dashboard/writer.ts';
@@ -112,36 +113,19 @@ export class TensorBoardTail {
 
   /** Reads the lines `metrics.jsonl` gained: the run's own records' keys, and the scalar records to `scalar`. */
   private readMetrics(scalar: (l: NonNullable<ReturnType<typeof metricsLine>>) => void = () => {}): void {
-    let fd: number;
-    try {
-      fd = openSync(this.metricsPath, 'r');
-    } catch {
-      return; // no metrics yet
-    }
-    try {
-      const size = fstatSync(fd).size;
-      if (size <= this.metricsOffset) return;
-      const buf = Buffer.alloc(size - this.metricsOffset);
-      let got = 0;
-      while (got < buf.length) {
-        const n = readSync(fd, buf, got, buf.length - got, this.metricsOffset + got);
-        if (n === 0) break;
-        got += n;
+    const buf = readGainedSync(this.metricsPath, this.metricsOffset);
+    if (buf === null || buf.length === 0) return; // no metrics yet, or nothing new
+    // whole lines only: the last one may still be being appended
+    const end = buf.lastIndexOf(10) + 1;
+    this.metricsOffset += end;
+    for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
+      const l = metricsLine(line);
+      if (l === null) continue;
+      if (l.stepKey === TENSORBOARD_STEP_KEY) scalar(l);
+      else {
+        for (const k of l.keys) this.own.add(k);
+        if (l.stepKey !== null) this.own.add(l.stepKey);
       }
-      // whole lines only: the last one may still be being appended
-      const end = buf.subarray(0, got).lastIndexOf(10) + 1;
-      this.metricsOffset += end;
-      for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
-        const l = metricsLine(line);
-        if (l === null) continue;
-        if (l.stepKey === TENSORBOARD_STEP_KEY) scalar(l);
-        else {
-          for (const k of l.keys) this.own.add(k);
-          if (l.stepKey !== null) this.own.add(l.stepKey);
-        }
-      }
-    } finally {
-      closeSync(fd);
     }
   }
 

@@ -1,6 +1,6 @@
 // How every reader opens a file of a run: only regular files (a FIFO, device or socket is refused before it
 // is opened, so nothing ever blocks on one), and only inside the folder it belongs to once symlinks resolve.
-import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
 import { threadId } from 'node:worker_threads';
@@ -150,6 +150,33 @@ export function readRegularFileSync(path: string): Buffer {
   const fd = openRegularSync(path);
   try {
     return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * What a growing file holds past `offset` (empty when nothing), read up to its size when asked; null when it cannot
+ * be opened (not there yet, or gone).
+ */
+export function readGainedSync(path: string, offset: number): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.allocUnsafe(size - offset);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, offset + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.subarray(0, got);
   } finally {
     closeSync(fd);
   }

@@ -2,8 +2,9 @@
 // holding its files), each read from where the last read stopped. A record cut short is left for the next
 // read (the writer is still at it); a record whose checksum fails ends that file's reading, with a problem.
 // `TensorBoardNaming` names the scalars as metric keys, each name fixed when first given (serve and collect alike).
-import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
+import { readGainedSync } from './fileAccess.ts';
 import { decodeScalarEvent, readTfRecord } from './tfevents.ts';
 
 const EVENT_FILE = /^events\.out\.tfevents\./;
@@ -74,52 +75,34 @@ export class TensorBoardLogdir {
     const out: TensorBoardEvent[] = [];
     for (const f of [...this.files.values()].sort((a, b) => (a.path < b.path ? -1 : 1))) {
       if (f.damaged !== null) continue;
-      let fd: number;
-      try {
-        fd = openSync(f.path, 'r');
-      } catch {
-        continue;
-      }
-      try {
-        const size = fstatSync(fd).size;
-        if (size <= f.offset) continue;
-        const buf = Buffer.allocUnsafe(size - f.offset);
-        let got = 0;
-        while (got < buf.length) {
-          const n = readSync(fd, buf, got, buf.length - got, f.offset + got);
-          if (n === 0) break;
-          got += n;
+      const bytes = readGainedSync(f.path, f.offset);
+      if (bytes === null || bytes.length === 0) continue;
+      let plugins = this.plugins.get(f.run);
+      if (plugins === undefined) this.plugins.set(f.run, (plugins = new Map()));
+      let at = 0;
+      for (;;) {
+        const r = readTfRecord(bytes, at);
+        if ('partial' in r) break;
+        if ('damaged' in r) {
+          f.damaged = `${relative(this.dir, f.path)}: ${r.damaged.replace(/byte (\d+)/, (_, b) => `byte ${f.offset + Number(b)}`)}; the rest of the file is skipped`;
+          this.problems.push(f.damaged);
+          break;
         }
-        const bytes = buf.subarray(0, got);
-        let plugins = this.plugins.get(f.run);
-        if (plugins === undefined) this.plugins.set(f.run, (plugins = new Map()));
-        let at = 0;
-        for (;;) {
-          const r = readTfRecord(bytes, at);
-          if ('partial' in r) break;
-          if ('damaged' in r) {
-            f.damaged = `${relative(this.dir, f.path)}: ${r.damaged.replace(/byte (\d+)/, (_, b) => `byte ${f.offset + Number(b)}`)}; the rest of the file is skipped`;
-            this.problems.push(f.damaged);
-            break;
+        const start = f.offset + at;
+        at = r.next;
+        try {
+          const e = decodeScalarEvent(r.data, plugins);
+          if (e === null) continue;
+          if (e.exactStep !== undefined && !f.roundedStep) {
+            f.roundedStep = true;
+            this.problems.push(`${relative(this.dir, f.path)}: the event at byte ${start} has step ${e.exactStep}, beyond 2^53, read as ${e.step} (steps this large are rounded; later ones are not reported)`);
           }
-          const start = f.offset + at;
-          at = r.next;
-          try {
-            const e = decodeScalarEvent(r.data, plugins);
-            if (e === null) continue;
-            if (e.exactStep !== undefined && !f.roundedStep) {
-              f.roundedStep = true;
-              this.problems.push(`${relative(this.dir, f.path)}: the event at byte ${start} has step ${e.exactStep}, beyond 2^53, read as ${e.step} (steps this large are rounded; later ones are not reported)`);
-            }
-            out.push({ run: f.run, wallTime: e.wallTime, step: e.step, scalars: e.scalars });
-          } catch (err) {
-            this.problems.push(`${relative(this.dir, f.path)}: the event at byte ${start} is not readable (${(err as Error).message}); skipped`);
-          }
+          out.push({ run: f.run, wallTime: e.wallTime, step: e.step, scalars: e.scalars });
+        } catch (err) {
+          this.problems.push(`${relative(this.dir, f.path)}: the event at byte ${start} is not readable (${(err as Error).message}); skipped`);
         }
-        f.offset += at;
-      } finally {
-        closeSync(fd);
       }
+      f.offset += at;
     }
     return out;
   }
