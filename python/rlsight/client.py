@@ -10,8 +10,10 @@ import collections
 import functools
 import json
 import logging
+import math
 import operator
 import os
+import re
 import threading
 import time
 import urllib.error
@@ -44,7 +46,20 @@ OPEN_T1 = -1.0
 TRAJECTORY_KINDS = ("attempt_start", "gen_start", "gen_end", "tool_start", "tool_end", "attempt_end")
 COLLECTOR_FILE = "collector.json"
 
-_dumps = functools.partial(json.dumps, separators=(",", ":"))
+# a lone surrogate (text decoded with surrogateescape/surrogatepass) has no UTF-8 form: it is sent as its JSON escape
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _dumps(value, **kwargs):
+    """Compact JSON with non-ASCII text as itself (sent as UTF-8: an escaped é took six bytes of the batch bound, an
+    emoji twelve) and lone surrogates escaped."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, **kwargs)
+    return text if text.isascii() else _LONE_SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
+def _utf8_len(text):
+    """The bytes ``text`` takes in a batch (what the collector's size bounds count)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _scalars_only(metrics, left_out=None):
@@ -73,6 +88,22 @@ def _index(value):
         return None if type(value).__name__ in ("bool_", "bool") else operator.index(value)
     except Exception:
         return None
+
+
+def _step(value):
+    """The integer a step given to ``log()`` holds (``4``, ``4.0``, a numpy/torch integer or integral float, ``"4"``), or
+    None for one that holds none (NaN, inf, 1.5, a bool, text that is no number)."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):
+        return None
+    try:
+        return operator.index(value)
+    except Exception:
+        pass
+    try:
+        f = float(value)
+    except Exception:
+        return None
+    return int(f) if math.isfinite(f) and f.is_integer() else None
 
 
 def _plain(value):
@@ -192,6 +223,7 @@ class Client:
         self._idle.set()
         self._closed = False
         self._pending = []  # [stream, [line, ...], seq, first_try] batches not yet acknowledged, retried first
+        self._failing = False  # the last send failed: the sender waits its back-off
         self._warn = _RateLimited()
         self._close_hooks = []
         # counters (read them for diagnostics; they only grow)
@@ -216,6 +248,7 @@ class Client:
         self._calls = 0
         self._queue = collections.deque()
         self._pending = []
+        self._failing = False
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -318,9 +351,15 @@ class Client:
             # the step carried in the metrics themselves: an integer, or a float holding one (4.0)
             if step is None and not isinstance(kept, bool) and (isinstance(kept, int) or (isinstance(kept, float) and kept.is_integer())):
                 step = int(kept)
+            elif step is not None:
+                given, step = step, _step(step)
+                if step is None:
+                    # a step computed from a tensor may be NaN: the metrics are worth keeping on wall time
+                    self._warn.warn("log bad step %r" % (step_key,), "rlsight log(step=%r) for step_key %r is not a finite integer: "
+                                    "the metrics are kept without a step (on wall time only)", given, step_key)
             if step is not None and step_key is not None and step_key not in values:
-                values[step_key] = int(step)
-            self._put("metrics", (time.time(), step_key, None if step is None else int(step), values))
+                values[step_key] = step
+            self._put("metrics", (time.time(), step_key, step, values))
             if step is not None and step_key is None and not self._closed:
                 self._warn.warn("log step without key", "rlsight log(step=...) without step_key: the step has no axis to be "
                                 "drawn on (wall time only); give step_key=\"train/step\" or the key your trainer counts steps by")
@@ -404,10 +443,11 @@ class Client:
                     self._warn.warn("sample %r" % (rollout_id,), "rlsight left sample %d of rollout %r out of its step: %s",
                                     i, rollout_id, err)
                     continue
-                if len(text) > SAMPLE_MAX_BYTES:
+                size = _utf8_len(text)
+                if size > SAMPLE_MAX_BYTES:
                     self.rejected += 1
                     self._warn.warn("sample too large", "rlsight left sample %d of rollout %r out of its step: %d bytes encoded, "
-                                    "more than a batch to the collector may hold (%d)", i, rollout_id, len(text), SAMPLE_MAX_BYTES)
+                                    "more than a batch to the collector may hold (%d)", i, rollout_id, size, SAMPLE_MAX_BYTES)
                     continue
                 encoded.append(text)
             if not encoded:
@@ -532,11 +572,12 @@ class Client:
                 self.rejected += 1
                 self._warn.warn("encode", "rlsight could not encode a %s record; dropping it", stream)
                 continue
-            if len(line) > RECORD_MAX_BYTES:
+            size = _utf8_len(line)
+            if size > RECORD_MAX_BYTES:
                 # the collector would refuse its whole batch unread: this record alone is left out
                 self.rejected += 1
                 self._warn.warn("too large " + stream, "rlsight left out a %s record of %d bytes, more than a batch to the collector may hold (%d)",
-                                stream, len(line), RECORD_MAX_BYTES)
+                                stream, size, RECORD_MAX_BYTES)
                 continue
             batches.setdefault(stream, []).append(line)
         for stream, lines in batches.items():
@@ -583,6 +624,7 @@ class Client:
                 ok = False
             if not self._queue and not self._pending:
                 self._idle.set()
+            self._failing = not ok
             backoff = self._batch_seconds if ok else min(10.0, max(0.5, backoff * 2))
             if self._closed:  # close() already gave the final flush its time
                 self._idle.set()
@@ -598,21 +640,26 @@ class Client:
         while time.monotonic() < deadline:
             if self._idle.wait(min(0.05, max(0.0, deadline - time.monotonic()))) and not self._queue and not self._pending:
                 return self.dropped + self.rejected == lost
-            self._wake.set()
+            # records queued meanwhile are sent at once; but a collector that refuses or is down is retried at the
+            # sender's back-off (many ranks closing at once would each send 20 requests a second)
+            if not self._failing:
+                self._wake.set()
         return not self._queue and not self._pending and self.dropped + self.rejected == lost
 
     def add_close_hook(self, fn):
+        """``fn(seconds)`` is called by ``close()`` first, given what is left of its timeout (it should return by then)."""
         self._close_hooks.append(fn)
 
     def close(self, timeout=5.0):
-        """Flushes (at most ``timeout`` seconds) and stops the sender. Returns whether everything went."""
+        """Runs the close hooks, flushes and stops the sender, all within ``timeout`` seconds. Returns whether everything went."""
+        deadline = time.monotonic() + timeout
         for fn in self._close_hooks:
             try:
-                fn()
+                fn(max(0.0, deadline - time.monotonic()))
             except Exception:
                 logger.exception("rlsight close hook failed")
         self._close_hooks = []
-        ok = self.flush(timeout)
+        ok = self.flush(max(0.0, deadline - time.monotonic()))
         self._closed = True
         self._wake.set()
         try:
@@ -641,11 +688,12 @@ def _chunks(lines, max_bytes):
     """Batches of at most 1,000 lines and, with ``max_bytes``, about that many bytes (a longer line goes alone)."""
     out, size = [], 0
     for line in lines:
-        if out and (len(out) >= 1000 or (max_bytes is not None and size + len(line) > max_bytes)):
+        n = _utf8_len(line)
+        if out and (len(out) >= 1000 or (max_bytes is not None and size + n > max_bytes)):
             yield out
             out, size = [], 0
         out.append(line)
-        size += len(line) + 1
+        size += n + 1
     if out:
         yield out
 

@@ -10,6 +10,7 @@ No GPU (or no telemetry library) logs one line and samples nothing; it never cra
 import argparse
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,12 @@ logger = logging.getLogger("rlsight.gpu_sampler")
 PROCESS_SAMPLE_INTERVAL_SECONDS = 5.0
 FLUSH_INTERVAL_SECONDS = 5.0
 SMI_QUERY = "index,uuid,utilization.gpu,memory.used,power.draw"
+# a reading older than this many sampling intervals is not reported (the GPU is skipped, as for a failed read)
+STALE_INTERVALS = 3
+# the line nvidia-smi prints in place of a GPU's row when it cannot reach that GPU (fallen off the bus)
+# (the index form, "GPU1: 0000:3B:00.0: Unknown Error"; the form naming only the PCI bus id, "GPU0000:3B:00.0: ...", maps
+# to no index here, and that GPU is skipped once its last row is stale)
+_SMI_LOST_GPU = re.compile(r"Unable to determine the device handle for GPU ?(\d{1,3}):\s")
 # power_w of a GPU that reports no power draw: the record needs a number, and no reading is negative
 NO_POWER_W = -1
 
@@ -97,6 +104,7 @@ class NvidiaSmiBackend:
         if self.smi is None:
             raise Unavailable("nvidia-smi not found on PATH")
         self.interval_ms = max(100, int(interval * 1000))
+        began = time.monotonic()
         try:
             first = subprocess.run([self.smi, "--query-gpu=" + SMI_QUERY, "--format=csv,noheader,nounits"],
                                    capture_output=True, text=True, timeout=10)
@@ -104,26 +112,43 @@ class NvidiaSmiBackend:
             raise Unavailable("nvidia-smi failed: %s" % err)
         if first.returncode != 0:
             raise Unavailable("nvidia-smi exited %d: %s" % (first.returncode, first.stderr.strip()[:200]))
+        # a row older than this is not a reading of now (the child hangs in a wedged driver call, or stopped listing
+        # the GPU); a child silent for this long, or for three times as long as its first answer took, is replaced
+        self.stale_seconds = STALE_INTERVALS * self.interval_ms / 1000.0
+        self.silent_seconds = max(self.stale_seconds, STALE_INTERVALS * (time.monotonic() - began))
+        #: gpu index → (arrival time, [uuid, util, mem, power] or None, the line nvidia-smi printed for a GPU it cannot read)
         self.latest = {}
+        self._uuids = {}
+        self.last_line = time.monotonic()
         self.lock = threading.Lock()
         for line in first.stdout.splitlines():
             self._take(line)
-        if not self.latest:
+        if not self._uuids:
             raise Unavailable("nvidia-smi lists no GPUs")
         self.proc = None
         self.respawns = -1
+        self.silent_kills = 0
         self.closed = False
         self._spawn()
 
     def _take(self, line):
+        now = time.monotonic()
+        lost = _SMI_LOST_GPU.match(line.strip())
+        if lost is not None:
+            with self.lock:
+                self.latest[int(lost.group(1))] = (now, None, line.strip())
+            return
         parts = [p.strip() for p in line.split(",")]
         if len(parts) != 5 or not parts[0].isdigit():
             return
         with self.lock:
-            self.latest[int(parts[0])] = parts[1:]
+            self.latest[int(parts[0])] = (now, parts[1:], None)
+            self._uuids[int(parts[0])] = parts[1]
+            self.last_line = now
 
     def _spawn(self):
         self.respawns += 1
+        self.spawned = time.monotonic()
         self.proc = subprocess.Popen([self.smi, "--query-gpu=" + SMI_QUERY, "--format=csv,noheader,nounits",
                                       "-lms", str(self.interval_ms)],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
@@ -134,19 +159,39 @@ class NvidiaSmiBackend:
         try:
             for line in proc.stdout:
                 self._take(line)
-        except (ValueError, OSError):  # closed by close() or a respawn
+        except (ValueError, OSError):  # closed by close()
             pass
+        finally:
+            proc.stdout.close()
 
     def _alive(self):
-        if not self.closed and self.proc.poll() is not None:
+        if self.closed:
+            return
+        if self.proc.poll() is not None:
             logger.warning("nvidia-smi exited (%s); starting it again", self.proc.returncode)
-            self.proc.stdout.close()
-            self._spawn()
+        else:
+            with self.lock:
+                if self.last_line >= self.spawned:
+                    self.silent_kills = 0
+                silent = time.monotonic() - max(self.last_line, self.spawned)
+            # a wedged driver wedges each new child too: the wait doubles with every child killed in a row
+            if silent <= self.silent_seconds * 2 ** min(self.silent_kills, 7):
+                return
+            # a child that prints nothing is stuck (in the driver, as for a GPU that fell off the bus): its rows
+            # are stale already, and a new one may read again
+            logger.warning("nvidia-smi printed no reading for %.1fs; killing it and starting it again", silent)
+            self.silent_kills += 1
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=1)
+            except Exception:
+                pass
+        self._spawn()
 
     @property
     def uuids(self):
         with self.lock:
-            return [self.latest[i][0] for i in sorted(self.latest)]
+            return [self._uuids.get(i, "") for i in range(max(self.latest) + 1)]
 
     def count(self):
         self._alive()
@@ -155,9 +200,15 @@ class NvidiaSmiBackend:
 
     def read(self, i):
         with self.lock:
-            row = self.latest.get(i)
-        if row is None:
+            entry = self.latest.get(i)
+        if entry is None:
             raise ValueError("no reading for gpu %d yet" % i)
+        arrived, row, lost = entry
+        if lost is not None:
+            raise ValueError("nvidia-smi: %s" % lost)
+        age = time.monotonic() - arrived
+        if age > self.stale_seconds:
+            raise ValueError("its newest nvidia-smi reading is %.1fs old" % age)
         _, util, mem, power = row
         try:
             power_w = _int(power)
@@ -170,7 +221,8 @@ class NvidiaSmiBackend:
                             "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5)
         if r.returncode != 0:
             raise RuntimeError("nvidia-smi exited %d" % r.returncode)
-        index_of = {u: i for i, u in enumerate(self.uuids)}
+        with self.lock:
+            index_of = {u: i for i, u in self._uuids.items()}
         out = {}
         for line in r.stdout.splitlines():
             parts = [p.strip() for p in line.split(",")]

@@ -116,6 +116,30 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.client.stats()["rejected"], 1)
         self.assertEqual(self.client.stats()["sent"], 3)
 
+    def test_non_ascii_text_is_sent_as_utf8_and_sized_in_bytes(self):
+        odd = "emoji \U0001F600, CJK \u4e2d\u6587, RTL \u05e9\u05dc\u05d5\u05dd, NUL \x00, lone \ud83d"
+        samples = [{"index": 0, "response": "\u00e9" * (1 << 21)},  # 2 MiB characters, 4 MiB of UTF-8 (12 MiB escaped)
+                   {"index": 1, "response": "\u4e2d" * (3 << 20)},  # 3 Mi characters, 9 MiB of UTF-8: more than a batch
+                   {"index": 2, "response": odd, "prompt": "\u4e2d" * 600_000}]
+        with self.assertLogs("rlsight", "WARNING") as logs:
+            self.client.samples(3, samples)
+        self.assertEqual(len(logs.output), 1)
+        self.assertIn("left sample 1 of rollout 3 out of its step: %d bytes encoded" % (9 * (1 << 20) + len('{"index":1,"response":""}')), logs.output[0])
+        # a step of samples of 1.8 MB of UTF-8 each (600,000 characters) goes in batches the collector may take
+        self.client.samples(4, [{"index": i, "prompt": "\u4e2d" * 600_000} for i in range(5)])
+        self.client.log({"\u5956\u52b1": 1.0, "note": odd}, step=1, step_key="train/step")
+        self.assertTrue(self.client.flush(20))
+        got = [json.loads(l) for l in self.stub.lines("samples")]
+        self.assertEqual([(l["rollout_id"], l["sample"]["index"]) for l in got], [(3, 0), (3, 2)] + [(4, i) for i in range(5)])
+        self.assertEqual(got[0]["sample"]["response"], samples[0]["response"])
+        self.assertEqual(got[1]["sample"], samples[2], "lone surrogate, NUL and all")
+        (metrics,) = [json.loads(l) for l in self.stub.lines("metrics")]
+        self.assertEqual(metrics["metrics"], {"\u5956\u52b1": 1.0, "note": odd, "train/step": 1})
+        sizes = [sum(len(l.encode("utf-8")) + 1 for l in lines) for path, lines in self.stub.batches if path.endswith("/samples")]
+        self.assertTrue(all(size <= 8 << 20 for size in sizes), sizes)
+        s = self.client.stats()
+        self.assertEqual((s["sent"], s["rejected"]), (8, 1))
+
     def test_a_record_too_large_for_a_batch_is_left_out_alone_and_flush_says_so(self):
         with self.assertLogs("rlsight", "WARNING") as logs:
             self.client.log({"note": "x" * (9 << 20)}, step=100, step_key="train/step")
@@ -155,6 +179,44 @@ class ClientTest(unittest.TestCase):
         self.client.log({"train/step": 4.0, "loss": 1.0}, step_key="train/step")
         self.assertTrue(self.client.flush(5))
         self.assertEqual([(json.loads(l)["step"], json.loads(l)["metrics"]["train/step"]) for l in self.stub.lines("metrics")], [(3, 3), (4, 4.0)])
+
+    def test_a_step_that_is_no_finite_integer_keeps_the_metrics_without_a_step(self):
+        with self.assertLogs("rlsight", "WARNING") as logs:
+            for step in (float("nan"), float("inf"), 1.5, "twelve"):
+                self.client.log({"loss": 1.0}, step=step, step_key="train/step")
+            self.client.log({"loss": 2.0}, step=float("nan"), step_key="eval/step")
+        # a step that holds an integer is one, whatever its type
+        self.client.log({"loss": 3.0}, step=5.0, step_key="train/step")
+        self.client.log({"loss": 4.0}, step="6", step_key="train/step")
+        self.assertEqual(len(logs.output), 2, "once per step_key")
+        self.assertIn("rlsight log(step=nan) for step_key 'train/step' is not a finite integer: the metrics are kept "
+                      "without a step (on wall time only)", logs.output[0])
+        self.assertIn("step_key 'eval/step'", logs.output[1])
+        self.assertTrue(self.client.flush(5))
+        self.assertEqual([(r["step_key"], r["step"], r["metrics"]) for r in map(json.loads, self.stub.lines("metrics"))],
+                         [("train/step", None, {"loss": 1.0})] * 4 + [("eval/step", None, {"loss": 2.0}),
+                          ("train/step", 5, {"loss": 3.0, "train/step": 5}), ("train/step", 6, {"loss": 4.0, "train/step": 6})])
+        s = self.client.stats()
+        self.assertEqual((s["queued"], s["sent"], s["rejected"], s["dropped"]), (7, 7, 0, 0))
+
+    def test_flush_and_close_keep_the_back_off_against_a_refusing_collector(self):
+        c = Client(self.stub.address, "wrong", node="n", gpus=[], rank=0, register_atexit=False)
+        c.log({"loss": 1.0}, step=1, step_key="train/step")
+        with self.assertLogs("rlsight", "WARNING"):
+            self.assertFalse(c.flush(3))
+            self.assertFalse(c.close(timeout=2))
+        # back-off 0.5, 1, 2, 4 s: a try at flush and then at 0.5 and 1.5 s; one more at close (polling gave 100)
+        self.assertLessEqual(c.stats()["send_failures"], 5, c.stats())
+        self.assertEqual(c.stats()["held"], 1)
+
+    def test_flush_sends_once_a_failing_collector_takes_the_batch(self):
+        self.stub.answers = [(503, {})]
+        self.client.log({"loss": 1.0}, step=1, step_key="train/step")
+        self.assertTrue(self.client.flush(10))
+        self.assertEqual(self.client.stats()["send_failures"], 1)
+        # the batch refused, then the same batch again (the stub keeps both)
+        self.assertEqual([json.loads(l)["step"] for l in self.stub.lines("metrics")], [1, 1])
+        self.assertEqual(len(set(self.stub.batch_ids)), 1)
 
     def test_records_given_after_close_are_counted_as_dropped(self):
         c = Client(self.stub.address, self.stub.token, node="n", gpus=[], rank=0, register_atexit=False)

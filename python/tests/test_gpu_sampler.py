@@ -167,6 +167,57 @@ class NvidiaSmiTest(unittest.TestCase):
                 finally:
                     b.close()
 
+    def sample_until(self, s, done, seconds=20):
+        """Samples every 0.05 s until ``done(rows)`` holds; the rows that made it hold (None if none did in time)."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            out = s.sample_once(time.time())
+            if done(out):
+                return out
+            time.sleep(0.05)
+        return None
+
+    def test_a_silent_child_is_stale_skipped_and_replaced(self):
+        with tempfile.TemporaryDirectory() as d:
+            with mock.patch.dict(os.environ, fake_smi.install(d, gpus=2, hang_after=2)):
+                b = NvidiaSmiBackend(interval=0.1)
+                try:
+                    s = GpuSampler(lambda batch: None, node="n", backend=b)
+                    with self.assertLogs("rlsight.gpu_sampler", "WARNING") as logs:
+                        self.assertIsNotNone(self.sample_until(s, lambda out: len(out) == 2))
+                        # the child stops printing: its last rows are not served as new readings
+                        self.assertEqual(self.sample_until(s, lambda out: out == []), [])
+                        deadline = time.time() + 20
+                        while b.respawns < 1 and time.time() < deadline:
+                            b.count()
+                            time.sleep(0.05)
+                    self.assertGreaterEqual(b.respawns, 1, "the silent child is replaced")
+                    said = "\n".join(logs.output)
+                    self.assertIn("nvidia-smi read failed for gpu 0 on n (its newest nvidia-smi reading is", said)
+                    self.assertIn("nvidia-smi printed no reading for", said)
+                    # the new child reads again (it too prints two ticks)
+                    self.assertIsNotNone(self.sample_until(s, lambda out: len(out) == 2))
+                finally:
+                    b.close()
+
+    def test_a_gpu_off_the_bus_is_skipped(self):
+        for form, said in [("index", "(nvidia-smi: Unable to determine the device handle for GPU1: 0000:3B:00.0: Unknown Error)"),
+                           # the line naming only a bus id names no index: the GPU's row goes stale
+                           ("bus", "(its newest nvidia-smi reading is")]:
+            with tempfile.TemporaryDirectory() as d:
+                with mock.patch.dict(os.environ, fake_smi.install(d, gpus=3, lost="1:" + form)):
+                    b = NvidiaSmiBackend(interval=0.1)
+                    try:
+                        s = GpuSampler(lambda batch: None, node="n", backend=b)
+                        with self.assertLogs("rlsight.gpu_sampler", "WARNING") as logs:
+                            out = self.sample_until(s, lambda out: [r[2] for r in out] == [0, 2])
+                        self.assertIsNotNone(out, form)
+                        self.assertEqual([r[3:5] for r in out], [(10, 40000), (50, 40002)], form)
+                        self.assertIn("nvidia-smi read failed for gpu 1 on n " + said, "\n".join(logs.output), form)
+                        self.assertEqual(b.respawns, 0, "a child that prints is kept")
+                    finally:
+                        b.close()
+
     def test_smi_that_cannot_reach_the_driver_is_no_gpu(self):
         with tempfile.TemporaryDirectory() as d:
             with mock.patch.dict(os.environ, fake_smi.install(d, gpus=0)):

@@ -1,9 +1,48 @@
 """rlsight.ray against a small stand-in `ray` module that records what is asked of it."""
 
 import sys
+import threading
+import time
 import types
 import unittest
 from unittest import mock
+
+import rlsight
+
+from .test_client import closed_port
+from .test_gpu_sampler import fake_nvml
+
+
+class Ref:
+    """An object ref: done at once with ``value``, or when ``run`` (started in its own thread, as an actor method runs
+    in its own process) returns; never with ``pending``."""
+
+    def __init__(self, value=None, run=None, pending=False):
+        self.done = threading.Event()
+        self.value = value
+        if run is not None:
+            def call():
+                self.value = run()
+                self.done.set()
+            threading.Thread(target=call, daemon=True).start()
+        elif not pending:
+            self.done.set()
+
+
+def fake_wait(refs, num_returns=1, timeout=None):
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        ready = [r for r in refs if r.done.is_set()]
+        if len(ready) >= num_returns or (deadline is not None and time.monotonic() >= deadline):
+            return ready, [r for r in refs if r not in ready]
+        time.sleep(0.01)
+
+
+def fake_get(ref, timeout=None):
+    # a ray.get without a timeout on an actor that never starts waits forever in Ray; here it fails the test instead
+    if not ref.done.wait(30 if timeout is None else timeout):
+        raise TimeoutError("ray.get: not ready" + (" (waited without a timeout)" if timeout is None else ""))
+    return ref.value
 
 
 class FakeRay:
@@ -14,12 +53,20 @@ class FakeRay:
         self.remote_options = []
         self.start_result = {}
 
+    def actor_handle(self, cls, args):
+        """The handle of an actor placed on node ``args[2]``: its start answers ``start_result`` (True by default)."""
+        handle = types.SimpleNamespace(node=args[2])
+        handle.start = types.SimpleNamespace(remote=lambda: Ref(self.start_result.get(args[2], True)))
+        handle.stop = types.SimpleNamespace(remote=lambda: Ref(True))
+        return handle
+
     def module(self):
         ray = types.ModuleType("ray")
         fake = self
         ray.nodes = lambda: [dict(n) for n in fake.node_list]
         ray.kill = lambda handle: fake.killed.append(handle)
-        ray.get = lambda ref, timeout=None: ref
+        ray.get = fake_get
+        ray.wait = fake_wait
         ray.is_initialized = lambda: True
 
         def remote(**opts):
@@ -30,9 +77,7 @@ class FakeRay:
                     def options(self, **o):
                         class Bound:
                             def remote(self, *args):
-                                handle = types.SimpleNamespace(node=args[2])
-                                handle.start = types.SimpleNamespace(remote=lambda: fake.start_result.get(args[2], True))
-                                handle.stop = types.SimpleNamespace(remote=lambda: True)
+                                handle = fake.actor_handle(cls, args)
                                 fake.created.append((o, args, handle))
                                 return handle
 
@@ -92,6 +137,56 @@ class RayTest(unittest.TestCase):
                     hook()
             self.assertEqual(fleet.samplers, {})
             self.assertEqual(len([h for h in fake.killed if getattr(h, "node", None) in ("10.0.0.2", "10.0.0.4")]), 3)
+
+
+class RunningActors(FakeRay):
+    """Runs each actor for real, as Ray would on its node (here in threads); a node in ``pending`` never gets its actor
+    scheduled (draining, or its runtime_env never set up)."""
+
+    def __init__(self, pending=()):
+        super().__init__()
+        self.pending = set(pending)
+
+    def actor_handle(self, cls, args):
+        handle = types.SimpleNamespace(node=args[2])
+        if args[2] in self.pending:
+            handle.start = types.SimpleNamespace(remote=lambda: Ref(pending=True))
+            handle.stop = types.SimpleNamespace(remote=lambda: Ref(pending=True))
+        else:
+            made = Ref(run=lambda: cls(*args))
+            handle.start = types.SimpleNamespace(remote=lambda: Ref(run=lambda: made.done.wait() and made.value.start()))
+            handle.stop = types.SimpleNamespace(remote=lambda: Ref(run=lambda: made.done.wait() and made.value.stop()))
+        return handle
+
+
+class RayTimingTest(unittest.TestCase):
+    def test_start_and_close_are_bounded_for_the_whole_fleet(self):
+        fake = RunningActors(pending={"10.0.0.9"})
+        fake.node_list = [node("n%d" % i, "10.0.0.%d" % i) for i in range(1, 6)] + [node("stuck", "10.0.0.9")]
+        modules = dict(fake.module(), pynvml=fake_nvml(count=2))
+        with mock.patch.dict(sys.modules, modules):
+            import rlsight.ray as rray
+
+            client = rlsight.connect(collector=closed_port(), token="t", gpus=[0], node="10.0.0.1", register_atexit=False)
+            with self.assertLogs("rlsight.ray", "WARNING") as logs:
+                fleet = rray.start_gpu_samplers(client, interval=0.2, reconcile_interval=3600, start_timeout=1.0)
+            # the five nodes that started are sampled; the stuck one is waited for again, not placed again
+            self.assertEqual(sorted(n for n, h in fleet.samplers.items() if h is not None), ["n1", "n2", "n3", "n4", "n5"])
+            self.assertEqual(list(fleet.starting), ["stuck"])
+            self.assertEqual(logs.output, ["WARNING:rlsight.ray:GPU sampler on 10.0.0.9 has not started within 1s (its node may "
+                                           "be draining or setting up); waiting for it again at each reconcile"])
+            fleet.reconcile()
+            self.assertEqual(len(fake.created), 6)
+            client.log({"a": 1}, step=1, step_key="s")
+            # each actor's own client flushes to the dead collector at stop: one after another that is a second or more per
+            # node (five before); together, with the trainer's own flush, it is the close timeout
+            began = time.monotonic()
+            self.assertFalse(client.close(timeout=2))
+            took = time.monotonic() - began
+        self.assertLess(took, 2 + 3, "close(timeout=2) of six nodes took %.1fs" % took)
+        self.assertEqual(fleet.samplers, {})
+        self.assertEqual(fleet.starting, {})
+        self.assertEqual(len(fake.killed), 6, "every actor, the stuck one too, is killed")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -8,6 +9,8 @@ import unittest
 from unittest import mock
 
 from rlsight.integrations import slime as hooks
+
+from .stub_collector import StubCollector
 
 
 class SlimeHooksTest(unittest.TestCase):
@@ -56,6 +59,35 @@ class SlimeHooksTest(unittest.TestCase):
             r = subprocess.run([sys.executable, "-c", code], env=dict(env, RLSIGHT_CLOSE_TIMEOUT="120"), capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.strip(), "False")
+
+    def test_a_replay_of_dumped_rollouts_records_no_perf_metrics(self):
+        stub = StubCollector()
+        sample = {"group_index": 0, "index": 0, "reward": 1.0, "response_length": 4, "loss_mask": [1, 1, 1, 1], "status": "completed",
+                  "response": "a", "non_generation_time": 0.0}
+        try:
+            with tempfile.TemporaryDirectory() as run, mock.patch.dict(os.environ, {"RLSIGHT_DUMP_DETAILS": run}):
+                os.makedirs(os.path.join(run, "dashboard"))
+                with open(os.path.join(run, "dashboard", "collector.json"), "w") as f:
+                    json.dump({"address": stub.address, "token": stub.token}, f)
+                live = types.SimpleNamespace(rollout_num_gpus=2, load_debug_rollout_data=None)
+                replay = types.SimpleNamespace(rollout_num_gpus=2, load_debug_rollout_data="/dumps/rollout_{rollout_id}.pt")
+                self.assertIs(hooks.log_rollout_data(0, live, [sample], {}, 2.0), False)
+                with self.assertLogs("rlsight.slime", "WARNING") as logs:
+                    for rollout_id in (1, 2):
+                        self.assertIs(hooks.log_rollout_data(rollout_id, replay, [dict(sample, index=rollout_id)], {}, 0.01), False)
+                self.assertEqual(logs.output, ["WARNING:rlsight.slime:rlsight: slime replays --load-debug-rollout-data: perf/ "
+                                               "metrics are not recorded (its rollout_time is the time taken to load the dump); "
+                                               "rollout/ metrics and samples are"])
+                self.assertTrue(hooks.client().flush(5))
+            records = [json.loads(l) for l in stub.lines("metrics")]
+            self.assertEqual([r["step"] for r in records], [0, 1, 2])
+            self.assertIn("perf/rollout_time", records[0]["metrics"])
+            for r in records[1:]:
+                self.assertEqual([k for k in r["metrics"] if k.startswith("perf/")], [])
+                self.assertEqual(r["metrics"]["rollout/response_len/mean"], 4)
+            self.assertEqual([json.loads(l)["rollout_id"] for l in stub.lines("samples")], [0, 1, 2])
+        finally:
+            stub.close()
 
     def test_metrics_follow_slimes_formulas(self):
         args = types.SimpleNamespace(advantage_estimator="grpo", reward_key=None, rollout_num_gpus=2)

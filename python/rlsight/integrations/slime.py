@@ -6,7 +6,8 @@
       --custom-eval-rollout-log-function-path rlsight.integrations.slime.log_eval_rollout_data
 
 Each hook sends the step's metrics exactly as slime's default logging computes them (``rollout/*``,
-``perf/*`` with the real ``rollout_time``, the extra metrics; ``eval/*`` for evaluations) and every sample
+``perf/*`` with the real ``rollout_time`` (none while slime replays ``--load-debug-rollout-data``), the extra
+metrics; ``eval/*`` for evaluations) and every sample
 (``Sample.to_dict()``, its trace included), then returns False so slime's own logging still runs. Neither
 ever raises into training: without a collector they warn once and do nothing. What they sent is flushed
 at interpreter exit (at most ``RLSIGHT_CLOSE_TIMEOUT`` seconds, default 30).
@@ -26,6 +27,7 @@ logger = logging.getLogger("rlsight.slime")
 _lock = threading.Lock()
 _client = None
 _gave_up = False
+_said = set()  # the kinds of warning given already
 
 
 def client():
@@ -76,7 +78,13 @@ def log_rollout_data(rollout_id=None, args=None, samples=None, rollout_extra_met
         metrics, perf = _slime_metric_functions()
         log_dict = dict(rollout_extra_metrics or {})
         log_dict.update(_prefix(metrics(args, samples), "rollout/"))
-        log_dict.update(_prefix(perf(args, samples, rollout_time), "perf/"))
+        if getattr(args, "load_debug_rollout_data", None):
+            # a replay of dumped rollouts: slime logs no metrics then, and rollout_time is the time taken to load the
+            # dump (throughputs far above any real run's); the samples and their rollout/ metrics are those of the dump
+            _say_once("replay", "rlsight: slime replays --load-debug-rollout-data: perf/ metrics are not recorded (its "
+                      "rollout_time is the time taken to load the dump); rollout/ metrics and samples are")
+        else:
+            log_dict.update(_prefix(perf(args, samples, rollout_time), "perf/"))
         step = _rollout_step(args, rollout_id)
         log_dict["rollout/step"] = step
         c.samples(rollout_id, samples)
@@ -113,6 +121,12 @@ def log_eval_rollout_data(rollout_id=None, args=None, data=None, extra_metrics=N
     except Exception:
         logger.warning("rlsight: recording eval %r failed; training goes on", rollout_id, exc_info=True)
     return False
+
+
+def _say_once(key, message):
+    if key not in _said:
+        _said.add(key)
+        logger.warning(message)
 
 
 def _expect_call_shape(name, rollout_id, more, named):
