@@ -7,6 +7,7 @@ import type { RunSources, SampleText } from './runAnswers.ts';
 
 type StepTexts = RunStepTexts<SampleText>;
 import { unreadStepProblem } from '../run/errors.ts';
+import { queryTerms } from '../formats/searchQuery.ts';
 import { BadArgument } from './limits.ts';
 import { regexHits, regexSlices } from './boundedRegex.ts';
 import { checkLimit, MAX_QUERY_TERMS, SEARCH_RESULTS } from './limits.ts';
@@ -28,14 +29,12 @@ export type ParsedQuery =
 
 /** Parses a query; an empty one or a bad regular expression is a 400 on `q`. */
 export function parseQuery(raw: string): ParsedQuery {
-  const q = raw.trim();
-  if (q === '') throw new BadArgument('q', 'q: the query is empty');
-  const re = /^\/(.+)\/([a-z]*)$/s.exec(q);
-  if (re) {
-    const flags = re[2];
-    if (/[^imsu]/.test(flags)) throw new BadArgument('q', `q: unsupported regular-expression flag in '${flags}' (use i, m, s, u)`);
+  const t = queryTerms(raw);
+  if (t.kind === 'empty') throw new BadArgument('q', 'q: the query is empty');
+  if (t.kind === 'regex') {
+    if (/[^imsu]/.test(t.flags)) throw new BadArgument('q', `q: unsupported regular-expression flag in '${t.flags}' (use i, m, s, u)`);
     try {
-      return { kind: 'regex', regex: new RegExp(re[1], `${flags}g`), source: re[1] };
+      return { kind: 'regex', regex: new RegExp(t.source, `${t.flags}g`), source: t.source };
     } catch (e) {
       // the engine's message repeats the pattern with the flags it was given (`/(a/g: …`): only its reason is kept
       // (the pattern is in the asker's own box; echoed, a slash-laden one reads as a path the answer scrubs)
@@ -43,17 +42,10 @@ export function parseQuery(raw: string): ParsedQuery {
       throw new BadArgument('q', `q: not a regular expression: ${reason}`);
     }
   }
-  const ss = /^(\d+):(\d+)$/.exec(q);
-  if (ss) return { kind: 'step_sample', step: Number(ss[1]), sample: Number(ss[2]) };
-  if (/^\d+$/.test(q)) return { kind: 'sample', sample: Number(q) };
-  const phrases: string[] = [];
-  const rest = q.replace(/"([^"]*)"?/g, (_, p: string) => {
-    if (p.trim()) phrases.push(p.toLowerCase());
-    return ' ';
-  });
-  const words = rest.toLowerCase().split(/\s+/).filter(Boolean);
+  if (t.kind !== 'text') return t;
+  const { words, phrases } = t;
   // While typing, the last word is incomplete unless the query ends with a space or a closed quote.
-  const open = words.length > 0 && !/[\s"]$/.test(raw) ? words[words.length - 1] : null;
+  const open = t.open ? words[words.length - 1]! : null;
   // a word or phrase given twice asks nothing more of a sample (and every one is a pass over every text)
   const whole = [...new Set(open ? words.slice(0, -1) : words)];
   const distinctPhrases = [...new Set(phrases)];
@@ -61,7 +53,7 @@ export function parseQuery(raw: string): ParsedQuery {
   // only empty phrases (`""`): nothing to look for, as an empty query
   if (terms === 0) throw new BadArgument('q', 'q: the query is empty');
   if (terms > MAX_QUERY_TERMS) throw new BadArgument('q', `q: ${terms} different words and phrases; a search takes at most ${MAX_QUERY_TERMS}`);
-  return { kind: 'text', words: whole, phrases: distinctPhrases, openWord: open, raw: q };
+  return { kind: 'text', words: whole, phrases: distinctPhrases, openWord: open, raw: raw.trim() };
 }
 
 const WORD_CHAR = /[\p{L}\p{N}_]/u;

@@ -52,8 +52,8 @@ const WRITERS = new Set(['src/collect', 'src/demo']);
 /** Layers that see a run only through its face (their tests may build one from the adapters). */
 const ABOVE_THE_FACE = new Set(['src/queries', 'src/server', 'src/commands']);
 
-/** What the app imports of src beside the wire types: the column frame codec it shares with the server. */
-const APP_SHARED = new Set(['src/formats/columnFrame.ts'].map((p) => p.split('/').join(sep)));
+/** What the app imports of src beside the wire types: the column frame codec and the search query grammar it shares with the server. */
+const APP_SHARED = new Set(['src/formats/columnFrame.ts', 'src/formats/searchQuery.ts'].map((p) => p.split('/').join(sep)));
 
 /** Why `from` may not import `to` (layers; `target` the file) or the bare module `bare`; null when allowed. */
 function ruleBroken(from: string, to: string | null, target: string | null, bare: string | null, typeOnly: boolean, isTest: boolean, file: string): string | null {

@@ -1,7 +1,9 @@
 // What a search opened a sample at (`find=` in its address), read as the header search reads a query, so the
 // Sample view highlights what the query matched: its words in sequence, its "phrases" and each of its words
-// (whole words, the last one typed as a prefix), or the matches of its /regular expression/.
+// (whole words, the last one typed as a prefix), or the matches of its /regular expression/. The grammar is the
+// server's (src/formats/searchQuery.ts).
 import type { SearchMatch } from '../../../src/wire/index.ts';
+import { queryTerms, textTerms } from '../../../src/formats/searchQuery.ts';
 
 /** One thing to highlight: its pattern, and its rank (0: the most specific, which is scrolled to). */
 export interface FindTerm {
@@ -32,24 +34,17 @@ function whole(body: string, first: string, last: string, prefix: boolean): stri
 
 /** Reads a `find` value; null when it asks for nothing (or is a regular expression this browser cannot run). */
 export function parseFind(find: string): Finder | null {
-  const q = find.trim();
-  if (q === '') return null;
-  const re = /^\/(.+)\/([a-z]*)$/s.exec(q);
-  if (re) {
+  const read = queryTerms(find);
+  if (read.kind === 'empty') return null;
+  if (read.kind === 'regex') {
     try {
-      return { terms: [{ re: new RegExp(re[1]!, `${[...new Set(re[2]!.replace(/[^imsu]/g, ''))].join('')}g`), rank: 0 }] };
+      return { terms: [{ re: new RegExp(read.source, `${[...new Set(read.flags.replace(/[^imsu]/g, ''))].join('')}g`), rank: 0 }] };
     } catch {
       return null;
     }
   }
-  const phrases: string[] = [];
-  const rest = q.replace(/"([^"]*)"?/g, (_, p: string) => {
-    if (p.trim()) phrases.push(p.toLowerCase());
-    return ' ';
-  });
-  const words = rest.toLowerCase().split(/\s+/).filter(Boolean);
-  // as in the search box: the last word is still being typed (a prefix) unless the text ends with a space or a quote
-  const open = words.length > 0 && !/[\s"]$/.test(find);
+  // a number (a sample index, `step:sample`) found in a text is highlighted as the word it is
+  const { words, phrases, open } = read.kind === 'text' ? read : textTerms(find);
   const terms: { source: string; length: number; rank: number }[] = [];
   if (words.length > 1) {
     const first = words[0]!;
