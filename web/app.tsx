@@ -28,13 +28,17 @@ export function App() {
   const writing = useStore(stillWriting);
   const connected = useStore(liveConnected);
   const runs = useStore(runList);
-  // the clock the live badge is judged by (a followed run that stops writing sends nothing to redraw on)
+  // the clock the live badge is judged by (a followed run that stops writing sends nothing to redraw on); a run
+  // not followed has no badge to judge, and the app is not redrawn for it
   const [now, setNow] = useState(() => Date.now() / 1000);
+  const followed = m?.mode === 'follow';
   useEffect(() => {
+    if (!followed) return;
+    setNow(Date.now() / 1000);
     const t = setInterval(() => setNow(Date.now() / 1000), 30_000);
     return () => clearInterval(t);
-  }, []);
-  const quiet = m ? quietFor(m.time_range, now) : null;
+  }, [followed]);
+  const quiet = m ? quietFor(m.time_range, m.live_edge_s, now) : null;
   const runId = r.params.get('run') || null;
   const unknownRun = runId !== null && runs !== null && runs.length > 0 && !runs.some((x) => x.id === runId);
   const runsNote = runs !== null && runs.length > 0 ? runsParamNote(r.params.get('runs'), runs.map((x) => x.id)) : null;
@@ -213,12 +217,9 @@ function DamageBanner({ warnings }: { warnings: string[] }) {
   );
 }
 
-/** A followed run is live while its newest data is this recent (the runs table's rule). */
-const LIVE_EDGE_S = 600;
-
-/** Seconds since a followed run last wrote, when that is longer than a live run goes quiet; null otherwise. */
-function quietFor(range: [number, number] | null, now: number): number | null {
-  if (range === null) return null;
+/** Seconds since a followed run last wrote, when that is longer than the server says a live run goes quiet; null otherwise. */
+function quietFor(range: [number, number] | null, liveEdgeS: number | undefined, now: number): number | null {
+  if (range === null || liveEdgeS === undefined) return null;
   const quiet = now - range[1];
-  return quiet > LIVE_EDGE_S ? quiet : null;
+  return quiet > liveEdgeS ? quiet : null;
 }

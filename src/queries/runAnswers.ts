@@ -50,7 +50,7 @@ import { tokenView } from './tokens.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { topology } from './topology.ts';
 import { rolloutTrajectories } from './trajectoryLanes.ts';
-import { latestValues, runConfig, runStatus } from './runsTable.ts';
+import { latestValues, LIVE_EDGE_S, runConfig, runStatus } from './runsTable.ts';
 
 export interface Window {
   t0?: number;
@@ -429,6 +429,7 @@ export class RunAnswers implements RunSources {
       ...openingWindow(defaultWindowS(store.bytesPerHour('gpu_util'))),
       ...warmUpOf(store.warmUpProgress()),
       ...recorderOf(store.recorder?.() ?? null),
+      ...(p.follow ? { live_edge_s: LIVE_EDGE_S } : {}),
     };
   }
 

@@ -48,4 +48,9 @@ export interface Meta {
   warnings?: string[];
   /** rlsight's own: whether `rlsight collect` is recording the run (`running`) or has stopped (`stopped`); absent when it never recorded it. */
   recorder?: 'running' | 'stopped';
+  /**
+   * rlsight's own, on a followed run: once its newest data is this many seconds old it is quiet, not live (the
+   * runs table's rule, so the header and the table say the same).
+   */
+  live_edge_s?: number;
 }
