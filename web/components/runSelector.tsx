@@ -6,7 +6,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { RunListing } from '../../src/wire/index.ts';
 import { href, routePath, route } from '../route.ts';
-import { runColor } from '../runs.ts';
+import { runColor, runLabel } from '../runs.ts';
 import { RunName } from './runName.tsx';
 
 /**
@@ -108,8 +108,8 @@ export function RunSelector({ runs, chosen }: { runs: readonly RunListing[]; cho
         aria-haspopup="listbox"
         aria-expanded={open}
         aria-controls={open ? uid : undefined}
-        aria-label={`run: ${chosen}${shown && shown.name !== chosen ? ` (${shown.name})` : ''}, choose another`}
-        title={`run ${chosen}${shown && shown.name !== chosen ? ` (${shown.name})` : ''}: the run every view shows, kept in the URL as run=`}
+        aria-label={`run: ${runLabel(shown ?? { id: chosen, name: chosen })}, choose another`}
+        title={`run ${runLabel(shown ?? { id: chosen, name: chosen })}: the run every view shows, kept in the URL as run=`}
         onClick={() => (open ? close(false) : show(chosenAt))}
         onKeyDown={onButtonKey}
       >

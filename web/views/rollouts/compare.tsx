@@ -6,6 +6,7 @@ import { ErrorNote, Loading } from '../../components/status.tsx';
 import { fmtNum } from '../../format.ts';
 import { href } from '../../route.ts';
 import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts';
+import { realGroups } from './stepFigures.ts';
 import { useStore } from '../../store.ts';
 import type { RolloutTable, RunListing, StepDiff } from '../../../src/wire/index.ts';
 import { useApi } from '../../useApi.ts';
@@ -22,7 +23,7 @@ export function comparedRun(runs: readonly RunListing[] | null, param: string | 
 }
 
 function zeroStdShare(t: RolloutTable): { zero: number; groups: number } {
-  const real = t.rows.filter((r) => typeof r.n === 'number' && r.n >= 2);
+  const real = realGroups(t.rows);
   return { zero: real.filter((r) => r.zero_std === true).length, groups: real.length };
 }
 

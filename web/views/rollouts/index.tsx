@@ -10,7 +10,7 @@ import { href, navigate, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
 import type { Cell, Meta, TableRow as Row, RolloutPreview, RolloutTable as Table, Trajectories } from '../../../src/wire/index.ts';
 import { fmtNum } from '../../format.ts';
-import { versionSpan } from './stepFigures.ts';
+import { realGroups, versionSpan } from './stepFigures.ts';
 import { useApi } from '../../useApi.ts';
 import { BatchAnatomy } from './anatomy.tsx';
 import { RunsCompare } from './compare.tsx';
@@ -115,7 +115,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
               Samples{table ? ` (${firstSamples ? 'first ' : ''}${table.rows.length})` : ''}
             </a>
             <a href={tabHref('groups')} class={tab === 'groups' ? 'active' : ''}>
-              Groups{groups.data ? ` (${realGroups(groups.data).length}, ${realGroups(groups.data).filter((r) => r.zero_std === true).length} zero-std)` : ''}
+              Groups{groups.data ? ` (${realGroups(groups.data.rows).length}, ${realGroups(groups.data.rows).filter((r) => r.zero_std === true).length} zero-std)` : ''}
             </a>
           </nav>
           {tab === 'samples' ? (
@@ -311,13 +311,8 @@ function sampleCell(c: string, v: Cell, r: Row): string {
   return fmtNum(v);
 }
 
-/** Groups of two or more samples: a lone sample has no reward spread, so it is not counted as a group. */
-function realGroups(table: Table): Row[] {
-  return table.rows.filter((r) => typeof r.n === 'number' && r.n >= 2);
-}
-
 function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number; evaluation: boolean; params: URLSearchParams }) {
-  const real = realGroups(table);
+  const real = realGroups(table.rows);
   const zero = real.filter((r) => r.zero_std === true).length;
   const lone = table.rows.length - real.length;
   return (

@@ -37,11 +37,16 @@ function stdOf(xs: (number | null)[]): number | null {
   return Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1));
 }
 
+/** Groups of two or more samples: a lone sample has no reward spread, so it is not counted as a group. */
+export function realGroups<R extends Row>(groups: readonly R[]): R[] {
+  return groups.filter((g) => typeof g.n === 'number' && g.n >= 2);
+}
+
 /** Means over the rows with a value (nulls dropped); the reward is `reward` on an eval step, else `raw_reward`. */
 export function stepFigures(rows: readonly Row[], groups: readonly Row[], evaluation: boolean): StepFigures {
   const col = (c: string) => rows.map((r) => value(r[c]));
   const rewards = col(evaluation ? 'reward' : 'raw_reward');
-  const real = groups.filter((g) => typeof g.n === 'number' && g.n >= 2);
+  const real = realGroups(groups);
   return {
     samples: rows.length,
     reward_mean: meanOf(rewards),
