@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { startCollectorService } from '../src/collect/service.ts';
 import { TensorBoardTail } from '../src/collect/tensorboardTail.ts';
@@ -290,6 +290,53 @@ describe('TensorBoard logdir as a metric source', () => {
     assert.equal(new Set(lines).size, 3 * 284);
     assert.deepEqual(JSON.parse(readFileSync(join(dash, 'tensorboard_runs.json'), 'utf8')).runs, { a_copy: true, other_run: true, slime_run: false });
   });
+  it('export metrics and export tensorboard take --tensorboard LOGDIR, as serve does, and refuse a bad one naming it', () => {
+    ensureCliBuilt();
+    const run = copyFixtureRun();
+    try {
+      const golden = readFixtureJson<{ scalars_by_run: Golden }>('tb-torch', 'golden.json').scalars_by_run.slime_run;
+      const loss = golden['train/loss'];
+      const out = fresh();
+      const logdir = join(out, 'logdir');
+      cpSync(fixturePath('tb-torch', 'logdir'), logdir, { recursive: true });
+      const cli = (...args: string[]) => spawnSync(process.execPath, [RLSIGHT_BIN, 'export', ...args], { encoding: 'utf8', timeout: 60_000 });
+      let r = cli('metrics', run.dir, '--tensorboard', logdir, '--out', join(out, 'm.csv'));
+      assert.equal(r.status, 0, r.stderr);
+      const [header, ...rows] = readFileSync(join(out, 'm.csv'), 'utf8').trimEnd().split('\n').map((l) => l.split(','));
+      const col = header.indexOf('train/loss');
+      assert.ok(col > 0 && header.includes('tensorboard/perf/step_time'), header.join(' '));
+      const tb = rows.filter((row) => row[0] === 'tensorboard/step');
+      assert.deepEqual(
+        tb.map((row) => [Number(row[1]), Number(row[col])]),
+        loss.map((p) => [p[0], p[1]]),
+      );
+      r = cli('tensorboard', run.dir, '--tensorboard', logdir, '--out', join(out, 'tb'));
+      assert.equal(r.status, 0, r.stderr);
+      const bytes = readFileSync(join(out, 'tb', readdirSync(join(out, 'tb'))[0]));
+      const steps: number[] = [];
+      for (let at = 0; at < bytes.length; ) {
+        const rec = readTfRecord(bytes, at);
+        assert.ok('data' in rec);
+        const e = decodeScalarEvent(rec.data);
+        if (e?.scalars.some((x) => x.tag === 'train/loss')) steps.push(Number(e.step));
+        at = rec.next;
+      }
+      assert.deepEqual(steps, loss.map((p) => p[0]));
+      // a missing logdir, an export into the logdir it reads
+      for (const [args, said] of [
+        [['metrics', run.dir, '--tensorboard', join(out, 'nope'), '--out', join(out, 'n.csv')], /--tensorboard: no such directory: .*nope/],
+        [['tensorboard', run.dir, '--tensorboard', logdir, '--out', join(logdir, 'exported')], /--out: .* is inside the --tensorboard logdir .*; it is read, never written/],
+      ] as [string[], RegExp][]) {
+        r = cli(...args);
+        assert.equal(r.status, 2, r.stderr);
+        assert.match(r.stderr, said);
+      }
+      assert.deepEqual(readdirSync(logdir), ['slime_run'], 'nothing written into the logdir');
+    } finally {
+      run.dispose();
+    }
+  });
+
   it('keeps a scalar named like one of the run\'s own keys apart, as tensorboard/KEY, and the run\'s own series whole', async () => {
     const run = copyFixtureRun();
     try {

@@ -260,6 +260,35 @@ describe('collector', () => {
     assert.deepEqual(catalog.lanes, { '10.0.0.1:0': { ranks: [0], engine_addrs: [], roles: ['train'] }, '10.0.0.1:1': { ranks: [], engine_addrs: [], roles: [] } });
   });
 
+  it('takes a metrics step beyond 2^53 rounded to the nearest double, says so once, and serve reads it back saying so once', () => {
+    const dir = freshDir();
+    const logged: string[] = [];
+    const c = new Collector({ dashboardDir: dir, now: () => 10, log: (level, m) => logged.push(`${level}: ${m}`) });
+    // a TensorBoard global step as a trainer logs it (Python writes the int's digits)
+    const line = (ts: number, step: string) => `{"ts":${ts}.0,"step_key":"tensorboard/step","step":${step},"metrics":{"c/huge":1.0}}`;
+    const r = c.ingest('metrics', [line(1, '9007199254740993'), line(2, '9007199254740995'), line(3, '7')].join('\n'));
+    assert.ok(r.ok);
+    assert.deepEqual([r.accepted, r.rejected], [3, 0]);
+    assert.ok(c.ingest('metrics', line(4, '18014398509481985')).ok);
+    assert.equal(c.close(), true);
+    const big = logged.filter((l) => /beyond 2\^53/.test(l));
+    assert.deepEqual(big, [`warn: ${join(dir, 'metrics.jsonl')}: a metrics record has step 9007199254740992, beyond 2^53, recorded as the nearest double (steps this large are rounded; later ones are not reported)`]);
+    assert.deepEqual(
+      readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trimEnd().split('\n'),
+      [line(1, '9007199254740992'), line(2, '9007199254740996'), line(3, '7'), line(4, '18014398509481984')],
+    );
+    const store = TelemetryStore.open(dir, { parseWorkers: 0 });
+    try {
+      assert.deepEqual(store.metricsRecords().map((m) => m.step), [9007199254740992, 9007199254740996, 7, 18014398509481984]);
+      assert.deepEqual(
+        store.warnings().map((w) => w.message),
+        ['step 9007199254740992 is beyond 2^53, read as the nearest double (steps this large are rounded; later ones are not reported)'],
+      );
+    } finally {
+      store.close();
+    }
+  });
+
   it('records a topology only when its engines change, and keeps scraped-only engines as external', () => {
     const dir = freshDir();
     const c = new Collector({ dashboardDir: dir, now: () => 10 });

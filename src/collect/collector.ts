@@ -64,7 +64,15 @@ export interface CollectorOptions {
   writeAheadLog?: boolean;
   /** Compresses the pages of collected sample files (zstd; uncompressed without it). */
   zstd?: (input: Uint8Array) => Uint8Array;
+  /**
+   * Seconds after which an engine only the scraper knows (an `external` one), not seen since, leaves the next
+   * topology snapshot, so an engine back on a new address reads as one leaving and one joining. Default 30.
+   */
+  externalEngineMaxAgeS?: number;
 }
+
+/** The default of `externalEngineMaxAgeS` (the collector service passes the longer of this and 3 scrape intervals). */
+export const EXTERNAL_ENGINE_MAX_AGE_S = 30;
 
 /** What producers send: a dashboard stream, or rollout samples. */
 export type IngestStream = StreamName | typeof SAMPLES_STREAM;
@@ -158,16 +166,20 @@ export class Collector {
   private lastFlushOk: number | null = null;
   private timer: NodeJS.Timeout | null = null;
   private lastTopology: EngineInfo[] | null = null;
+  /** Whether a metrics step beyond 2^53 was said (once per collector: metrics.jsonl is one file). */
+  private roundedStepSaid = false;
   /** Engines some producer registered (never synthesized as external). */
   private readonly actorEngines = new Set<string>();
-  /** Engines the scraper has seen samples of. */
-  readonly scrapedEngines = new Set<string>();
+  /** Engines the scraper has seen samples of → when it last saw one (the collector's clock). */
+  private readonly scrapedEngines = new Map<string, number>();
+  private readonly externalEngineMaxAgeS: number;
   readonly latest: LatestValues = { gpus: new Map(), runningRequests: new Map(), phaseSeconds: new Map() };
 
   constructor(opts: CollectorOptions) {
     this.dir = opts.dashboardDir;
     this.log = opts.log ?? stderrLogger;
     this.now = opts.now ?? (() => Date.now() / 1000);
+    this.externalEngineMaxAgeS = opts.externalEngineMaxAgeS ?? EXTERNAL_ENGINE_MAX_AGE_S;
     const fs = opts.fs ?? nodeCollectorFs;
     this.writer = new DashboardWriter(this.dir, fs);
     this.sidecars = new CollectorSidecars(
@@ -287,6 +299,14 @@ export class Collector {
   }
 
   private apply(stream: StreamName, records: IngestRecord[]): number {
+    if (stream === 'metrics' && !this.roundedStepSaid) {
+      const huge = records.find((x) => !isSafeStep((x.record as StreamRecord['metrics']).step));
+      if (huge !== undefined) {
+        this.roundedStepSaid = true;
+        const step = (huge.record as StreamRecord['metrics']).step;
+        this.log('warn', `${join(this.dir, flatFile('metrics'))}: a metrics record has step ${step}, beyond 2^53, recorded as the nearest double (steps this large are rounded; later ones are not reported)`);
+      }
+    }
     if (stream === 'topology') {
       this.counters.topology.received += records.length;
       for (const x of records) this.updateTopology(x.record as TopologySnapshot);
@@ -325,7 +345,7 @@ export class Collector {
       }
       case 'engine_series': {
         const s = record as EngineSample;
-        this.scrapedEngines.add(s.addr);
+        this.scrapedEngines.set(s.addr, this.now());
         if (s.metric === 'sglang_num_running_reqs') {
           const prev = this.latest.runningRequests.get(s.addr);
           // dp ranks of one tick share its timestamp: sum them
@@ -352,15 +372,30 @@ export class Collector {
   }
 
   /**
-   * A topology snapshot: registered engines are remembered, engines only the scraper knows are kept
-   * as `external`, and a snapshot with the same engines as the last one is not written again.
+   * Engines the scraper saw within the last `externalEngineMaxAgeS` and no producer registered: the
+   * `external` entries of the next snapshot. One not seen for longer has left (the router stopped naming it,
+   * or it stopped answering), as a registered engine leaves when its producer's snapshot drops it.
+   */
+  private liveExternalEngines(): string[] {
+    const since = this.now() - this.externalEngineMaxAgeS;
+    const out: string[] = [];
+    for (const [addr, seen] of this.scrapedEngines) {
+      if (seen < since) this.scrapedEngines.delete(addr);
+      else if (!this.actorEngines.has(addr)) out.push(addr);
+    }
+    return out.sort();
+  }
+
+  /**
+   * A topology snapshot: registered engines are remembered, engines only the scraper knows (and saw
+   * recently) are kept as `external`, and a snapshot with the same engines as the last one is not written again.
    */
   updateTopology(snap: TopologySnapshot): void {
     for (const e of snap.engines) if (e.worker_type !== 'external') this.actorEngines.add(e.addr);
     const engines = [...snap.engines];
     const present = new Set(engines.map((e) => e.addr));
-    for (const addr of [...this.scrapedEngines].sort()) {
-      if (!present.has(addr) && !this.actorEngines.has(addr)) engines.push({ addr, worker_type: 'external', engine_rank: -1, gpus: [], gpu_uuids: [] });
+    for (const addr of this.liveExternalEngines()) {
+      if (!present.has(addr)) engines.push({ addr, worker_type: 'external', engine_rank: -1, gpus: [], gpu_uuids: [] });
     }
     if (this.lastTopology !== null && sameEngines(this.lastTopology, engines)) return;
     this.lastTopology = engines;
@@ -369,11 +404,17 @@ export class Collector {
     this.catalog.addTopology(record);
   }
 
-  /** Engines scraped but in no snapshot become `external` entries of a new one (each flush tick). */
+  /**
+   * Engines scraped but in no snapshot become `external` entries of a new one, and `external` entries not
+   * seen for `externalEngineMaxAgeS` leave it (each flush tick).
+   */
   syncExternalEngines(): void {
-    const known = new Set((this.lastTopology ?? []).map((e) => e.addr));
-    const missing = [...this.scrapedEngines].some((a) => !known.has(a) && !this.actorEngines.has(a));
-    if (missing) {
+    const last = this.lastTopology ?? [];
+    const live = this.liveExternalEngines();
+    const known = new Set(last.map((e) => e.addr));
+    const liveSet = new Set(live);
+    const changed = live.some((a) => !known.has(a)) || last.some((e) => e.worker_type === 'external' && !liveSet.has(e.addr));
+    if (changed) {
       const before = this.buffers.topology.length;
       this.updateTopology({ ts: this.now(), engines: (this.lastTopology ?? []).filter((e) => e.worker_type !== 'external') });
       if (this.buffers.topology.length > before) this.wal?.appendOwn('topology', this.buffers.topology.lines.at(-1)!);
@@ -481,6 +522,10 @@ export class Collector {
     const samples = { received: s.samplesReceived, rejected: s.samplesRejected, stepsWritten: s.stepsWritten, writeErrors: s.writeErrors, stepsArriving: s.arrivingSteps() };
     return { streams, samples, flushErrors: this.flushErrors, lastFlushOk: this.lastFlushOk, tornTailsCut: this.tornTailsCut };
   }
+}
+
+function isSafeStep(step: number | null): boolean {
+  return step === null || Number.isSafeInteger(step);
 }
 
 function sameEngines(a: readonly EngineInfo[], b: readonly EngineInfo[]): boolean {

@@ -5,7 +5,7 @@ import { networkInterfaces } from 'node:os';
 import { serve } from '@hono/node-server';
 import { COLLECTOR_FILE } from '../formats/dashboard/layout.ts';
 import { zstdCompressor } from '../formats/zstd.ts';
-import { Collector, stderrLogger, type CollectorOptions } from './collector.ts';
+import { Collector, EXTERNAL_ENGINE_MAX_AGE_S, stderrLogger, type CollectorOptions } from './collector.ts';
 import { collectorAnswers, collectorFileText, newToken, readCollectorFile, type CollectorInfo } from './collectorFile.ts';
 import { DashboardWriter } from '../formats/dashboard/writer.ts';
 import { collectorRegistry } from './exposition.ts';
@@ -105,7 +105,10 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
     );
     s.once('error', reject);
   });
-  const collector = new Collector({ writeAheadLog: true, zstd: await zstdCompressor(), ...opts });
+  // an engine only the scraper knows leaves the topology once unseen for 3 scrape ticks or 30 s, whichever is
+  // longer: long enough that a timeout or two does not read as a restart
+  const externalEngineMaxAgeS = Math.max(EXTERNAL_ENGINE_MAX_AGE_S, 3 * (opts.sglang?.intervalS ?? 2));
+  const collector = new Collector({ writeAheadLog: true, zstd: await zstdCompressor(), externalEngineMaxAgeS, ...opts });
   const log = opts.log ?? stderrLogger;
   const scraper =
     opts.sglang === undefined

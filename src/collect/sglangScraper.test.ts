@@ -267,6 +267,59 @@ describe('auto scrape mode inside the collector', () => {
   });
 });
 
+describe('router scrape mode inside the collector', () => {
+  it('drops an engine the router no longer names from the topology after 3 ticks or 30 s, whichever is longer', async () => {
+    // an engine restarted on a new port: the router names the old address, then only the new one
+    const before = 'http://10.0.0.1:15000';
+    const after = 'http://10.0.0.1:15010';
+    let named = [before];
+    const router = await serveText({ '/engine_metrics': () => routerMetricsText(named.map((addr) => ({ addr, state: defaultEngineState() }))) });
+    const dir = join(root, 'router-expiry', 'dashboard');
+    let clock = 1_755_800_000;
+    // 3 ticks of 20 s: an engine leaves after 60 s unseen
+    const svc = await startCollectorService({ dashboardDir: dir, port: 0, flushIntervalS: 3600, log: () => {}, now: () => clock, sglang: { mode: 'router', router: router.addr, intervalS: 20 } });
+    try {
+      // the tick the collector starts with
+      for (let i = 0; i < 100 && svc.scraper!.ticks === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      svc.collector.syncExternalEngines();
+      assert.deepEqual(svc.collector.engineAddrs(), [before]);
+      named = [after];
+      const tick = async (dt: number): Promise<string[]> => {
+        clock += dt;
+        assert.ok((await svc.scraper!.scrapeOnce(clock)) > 0);
+        svc.collector.syncExternalEngines();
+        return svc.collector.engineAddrs();
+      };
+      assert.deepEqual(await tick(2), [before, after]);
+      // 52 s unseen: longer than 30 s but within 3 ticks
+      assert.deepEqual(await tick(50), [before, after]);
+      assert.deepEqual(await tick(10), [after]);
+      // a producer's snapshot does not bring it back either
+      const topo = `{"ts":${clock}.0,"engines":[{"addr":"http://10.0.0.2:15000","worker_type":"regular","engine_rank":0,"gpus":[["10.0.0.2",0]],"gpu_uuids":[null]}]}`;
+      const res = await fetch(`${svc.address}/v1/streams/topology`, { method: 'POST', headers: { Authorization: `Bearer ${svc.token}` }, body: topo });
+      assert.equal(res.status, 200);
+      assert.deepEqual(svc.collector.engineAddrs(), ['http://10.0.0.2:15000', after]);
+      svc.collector.flush();
+      const snapshots = readFileSync(join(dir, 'topology.jsonl'), 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { ts: number; engines: { addr: string; worker_type: string }[] });
+      assert.deepEqual(
+        snapshots.map((s) => [s.ts - 1_755_800_000, s.engines.map((e) => `${e.addr} ${e.worker_type}`)]),
+        [
+          [0, [`${before} external`]],
+          [2, [`${before} external`, `${after} external`]],
+          [62, [`${after} external`]],
+          [62, ['http://10.0.0.2:15000 regular', `${after} external`]],
+        ],
+      );
+    } finally {
+      await svc.close();
+      await router.close();
+    }
+  });
+});
+
 describe('prometheus-config and the router registration', () => {
   it('prints a config scraping the router and the collector', async () => {
     const { prometheusConfig } = await import('../commands/prometheusConfig.ts');

@@ -20,8 +20,8 @@ export const TENSORBOARD_RUNS_FILE = 'tensorboard_runs.json';
 const signature = (ts: number, step: number, keys: readonly string[]): string => `${ts}|${step}|${keys.join(',')}`;
 
 /**
- * A line of `metrics.jsonl` as far as the tail needs it. Read leniently: a step beyond 2^53 is refused by the
- * strict reader but is the tail's own line all the same, its step written as the event was read (rounded).
+ * A line of `metrics.jsonl` as far as the tail needs it, read leniently (only the fields it compares); a step
+ * beyond 2^53 is read as the nearest double, as the event's step was when the tail wrote it.
  */
 function metricsLine(line: string): { ts: number; stepKey: string | null; step: number; keys: string[] } | null {
   let v: unknown;

@@ -130,6 +130,21 @@ function nearestExisting(abs: string): { path: string; dir: boolean } {
   }
 }
 
+/** `--tensorboard LOGDIR` (serve, export): an existing directory, resolved; a usage error naming the flag otherwise. */
+export function tensorboardFlag(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const dir = resolve(raw);
+  let isDir: boolean;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    // (`rlsight collect --tensorboard` waits for a logdir to appear; a reader reads what is there)
+    throw new CommandUsageError(`--tensorboard: no such directory: ${raw}`);
+  }
+  if (!isDir) throw new CommandUsageError(`--tensorboard: ${raw} is not a directory`);
+  return dir;
+}
+
 /** A directory flag's value resolved: a directory, or where one can be made (not a file, nor under one). */
 export function dirFlag(raw: string, flag: string): string {
   if (raw === '') throw new CommandUsageError(`--${flag}: expected a directory, got an empty value`);
@@ -150,12 +165,13 @@ export function namesIn(dir: string): string[] {
 
 /**
  * Opens the run a command was given for reading (never written to), in the forms `serve` takes: a run directory,
- * or slime dump files (FILE.pt or a quoted GLOB; not after --dump-details); errors name it by `label`, where it was given.
+ * or slime dump files (FILE.pt or a quoted GLOB; not after --dump-details), with a `--tensorboard` logdir's scalars
+ * (checked by `tensorboardFlag`) among its metrics; errors name it by `label`, where it was given.
  */
-export async function openRunDir({ dir, label }: RunDirArg, cacheDir?: string): Promise<OpenedRun> {
+export async function openRunDir({ dir, label }: RunDirArg, cacheDir?: string, tensorboard?: string): Promise<OpenedRun> {
   const cache = cacheDirFlag(cacheDir);
   const { openRunArgument } = await import('./openRun.ts');
-  const opened = await openRunArgument(dir, { cacheDir: cache, dumpFiles: label !== '--dump-details' }).catch((e: Error & { param?: string }) => {
+  const opened = await openRunArgument(dir, { cacheDir: cache, dumpFiles: label !== '--dump-details', tensorboard }).catch((e: Error & { param?: string }) => {
     throw e.param ? new CommandUsageError(`--${e.param === 'cacheDir' ? 'cache-dir' : e.param}: ${e.message}`) : e;
   });
   if ('problem' in opened) throw new CommandUsageError(`${label}: ${opened.problem}`);
@@ -299,7 +315,7 @@ export interface ExportKind {
  * never written, however a link leads into it), a file where a file is asked (`kind: 'file'`) or a directory
  * where a directory is, and under a path whose existing part is a directory. Usage errors naming `--out`.
  */
-export function outPath(raw: string | undefined, run: RunDirArg, kind: 'file' | 'dir'): string {
+export function outPath(raw: string | undefined, run: RunDirArg, kind: 'file' | 'dir', logdir?: string): string {
   const out = resolve(requireFlag(raw, 'out'));
   // with links resolved where they exist (a missing run is the run's own error, reported when it is opened;
   // a file on the way to `--out` is reported below)
@@ -315,6 +331,8 @@ export function outPath(raw: string | undefined, run: RunDirArg, kind: 'file' | 
   const runDir = namesDumpFiles(run.dir) ? dirname(run.dir) : run.dir;
   const runReal = resolved(resolve(runDir), realpathSync);
   if (isInside(runReal, real)) throw new CommandUsageError(`--out: ${raw} is inside the run directory ${runDir}; a run is read, never written`);
+  // the `--tensorboard` logdir is read with the run (an event file written into it would be read back the next time)
+  if (logdir !== undefined && isInside(resolved(logdir, realpathSync), real)) throw new CommandUsageError(`--out: ${raw} is inside the --tensorboard logdir ${logdir}; it is read, never written`);
   if (kind === 'dir') return dirFlag(raw!, 'out');
   const existing = nearestExisting(out);
   if (existing.path === out && existing.dir) throw new CommandUsageError(`--out: ${raw} is a directory; give the name of the file to write`);

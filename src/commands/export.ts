@@ -8,7 +8,7 @@ import { encodeTable, rolloutTable, runEventFile, runMetricsTable, tableFormat }
 import type { RunSources } from '../queries/runAnswers.ts';
 import { integerRunsText } from '../queries/integerRuns.ts';
 import { NotFound } from '../run/errors.ts';
-import { CommandUsageError, incompleteness, intFlag, namesIn, openRunDir, outPath, requireFlag, runCommand, runDirArgs, writeWhole, type ExportKind } from './common.ts';
+import { CommandUsageError, incompleteness, intFlag, namesIn, openRunDir, outPath, requireFlag, runCommand, runDirArgs, tensorboardFlag, writeWhole, type ExportKind } from './common.ts';
 import { perfettoExport } from './exportPerfetto.ts';
 import { telemetryExport } from './exportTelemetry.ts';
 
@@ -45,12 +45,13 @@ async function unreadSteps(run: RunSources): Promise<string[]> {
 }
 
 const metrics: ExportKind = {
-  usage: 'metrics DIR --format csv|parquet --out FILE     every logged and dump/* key, one row per step key and step (_step_key, _step)',
+  usage: 'metrics DIR [--tensorboard LOGDIR] --format csv|parquet --out FILE   every logged and dump/* key, one row per step key and step (_step_key, _step)',
   async run(argv) {
-    const { run: dir, v } = parse(argv, 'metrics', { format: { type: 'string' }, out: { type: 'string' } });
-    const out = outPath(v.out as string, dir, 'file');
+    const { run: dir, v } = parse(argv, 'metrics', { format: { type: 'string' }, out: { type: 'string' }, tensorboard: { type: 'string' } });
+    const logdir = tensorboardFlag(v.tensorboard as string | undefined);
+    const out = outPath(v.out as string, dir, 'file', logdir);
     const format = tableFlag(v.format, out);
-    const run = await openRunDir(dir);
+    const run = await openRunDir(dir, undefined, logdir);
     try {
       const { table, warnings } = await runMetricsTable(run.answers);
       writeWhole(out, encodeTable(table, format));
@@ -99,14 +100,16 @@ const rollout: ExportKind = {
 };
 
 const tensorboard: ExportKind = {
-  usage: 'tensorboard DIR --out LOGDIR                     an events.out.tfevents.* file with a scalar per key and step',
+  usage: 'tensorboard DIR [--tensorboard LOGDIR] --out LOGDIR   an events.out.tfevents.* file with a scalar per key and step',
   async run(argv) {
-    const { run: dir, v } = parse(argv, 'tensorboard', { out: { type: 'string' } });
-    const logdir = outPath(v.out as string, dir, 'dir');
+    const { run: dir, v } = parse(argv, 'tensorboard', { out: { type: 'string' }, tensorboard: { type: 'string' } });
+    // the run's metrics as `serve DIR --tensorboard LOGDIR` shows them: the trainer's own scalars among them
+    const source = tensorboardFlag(v.tensorboard as string | undefined);
+    const logdir = outPath(v.out as string, dir, 'dir', source);
     // TensorBoard reads every event file of a logdir: a second export beside a first would show each point twice
     const earlier = namesIn(logdir).find((n) => n.startsWith('events.out.tfevents.'));
     if (earlier) throw new CommandUsageError(`--out: ${v.out} already holds ${earlier}; TensorBoard would show every point twice: give a new or empty logdir`);
-    const run = await openRunDir(dir);
+    const run = await openRunDir(dir, undefined, source);
     try {
       const createdAt = Date.now() / 1000;
       const bytes = await runEventFile(run.answers, createdAt);

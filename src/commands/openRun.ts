@@ -66,15 +66,17 @@ export async function openDumpFilesRun(spec: string): Promise<{ model: RunModel;
  * Opens the run a command (health, search, export) names, in every form `serve` takes: a run directory of any
  * format, or slime dump files as one FILE.pt or one quoted GLOB (`dumpFiles: false`, for `--dump-details`,
  * takes a directory only). What is wrong with the argument comes back as a problem; `--cache-dir` with dump
- * files is refused (param `cacheDir`): they are read into memory and keep no cache, as `serve` keeps none.
+ * files is refused (param `cacheDir`): they are read into memory and keep no cache, as `serve` keeps none; so is
+ * a TensorBoard logdir (param `tensorboard`), which `serve` reads beside a run directory only.
  */
-export async function openRunArgument(arg: string, opts: { cacheDir?: string; dumpFiles?: boolean } = {}): Promise<{ run: RunAnswers } | RunArgumentProblem> {
+export async function openRunArgument(arg: string, opts: { cacheDir?: string; dumpFiles?: boolean; tensorboard?: string } = {}): Promise<{ run: RunAnswers } | RunArgumentProblem> {
   if (namesDumpFiles(arg)) {
     if (opts.dumpFiles === false) {
       const named = arg.endsWith('.pt') || /[*?[]/.test(arg);
       return { problem: named ? `${arg} is not a directory; slime dump files (FILE.pt or a quoted GLOB) are given on their own, without --dump-details` : `not a directory: ${arg}` };
     }
     if (opts.cacheDir !== undefined) throw new RefusedOption('cacheDir', 'not used with slime dump files (FILE.pt|GLOB): they are read into memory and keep no cache');
+    if (opts.tensorboard !== undefined) throw new RefusedOption('tensorboard', 'a TensorBoard logdir is read beside a run directory, not slime dump files (FILE.pt|GLOB), as serve reads it');
     const opened = await openDumpFilesRun(arg);
     return 'problem' in opened ? opened : { run: answersOver(opened.model) };
   }
@@ -87,6 +89,6 @@ export async function openRunArgument(arg: string, opts: { cacheDir?: string; du
   }
   if (!dir) return { problem: `not a directory: ${arg}` };
   if (runFormats(abs).length === 0) return { problem: notARun(arg) };
-  return { run: await openRun(abs, { cacheDir: opts.cacheDir }) };
+  return { run: await openRun(abs, { cacheDir: opts.cacheDir, tensorboard: opts.tensorboard }) };
 }
 

@@ -10,7 +10,7 @@ import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
 import { DEFAULT_MEMORY_BUDGET, runFormats } from '../run/open.ts';
 import { defaultRunCache } from './cacheHome.ts';
 import { notARun } from './runPaths.ts';
-import { cacheDirFlag, checkListen, CommandUsageError as UsageError, hostFlag, isHostName, numberFlag, parseFlags, portFlag, terminalSafe } from './common.ts';
+import { cacheDirFlag, checkListen, CommandUsageError as UsageError, hostFlag, isHostName, numberFlag, parseFlags, portFlag, tensorboardFlag, terminalSafe } from './common.ts';
 
 /** How long a stopped server waits for its runs' pending cache writes before it exits. */
 const SHUTDOWN_WRITES_MS = 3000;
@@ -133,7 +133,7 @@ export function parseServeFlags(argv: string[]): ServeFlags {
     allowHosts: allowHostFlag(values['allow-host']),
     healthConfig: values['health-config'],
     prometheus: prometheusFlag(values.prometheus),
-    tensorboard: tensorboardFlag(values.tensorboard, runDirs.length, runsRoot !== undefined),
+    tensorboard: serveTensorboardFlag(values.tensorboard, runDirs.length, runsRoot !== undefined),
     slime: { evalDatasetNames: evalDatasetsFlag(values['eval-datasets']) },
   };
 }
@@ -211,19 +211,10 @@ export async function evalDatasetsMismatch(model: Pick<RunModel, 'traces' | 'roo
 }
 
 /** `--tensorboard LOGDIR`: an existing folder, for one run. */
-function tensorboardFlag(raw: string | undefined, runs: number, root: boolean): string | undefined {
+function serveTensorboardFlag(raw: string | undefined, runs: number, root: boolean): string | undefined {
   if (raw === undefined) return undefined;
   if (runs !== 1 || root) throw new UsageError('--tensorboard: give it with exactly one run directory (the logdir belongs to that run)');
-  const dir = resolve(raw);
-  let isDir: boolean;
-  try {
-    isDir = statSync(dir).isDirectory();
-  } catch {
-    // (`rlsight collect --tensorboard` waits for a logdir to appear; a server reads what is there)
-    throw new UsageError(`--tensorboard: no such directory: ${raw}`);
-  }
-  if (!isDir) throw new UsageError(`--tensorboard: ${raw} is not a directory`);
-  return dir;
+  return tensorboardFlag(raw);
 }
 
 /** Says, as warnings once the eval dumps are read, where `--eval-datasets` names more or fewer datasets than they hold. */

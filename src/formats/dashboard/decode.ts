@@ -9,6 +9,11 @@ const finite = z.number({ error: 'expected a finite number' });
 /** A float field that may be NaN or ±Infinity (Python writes them as `NaN`/`Infinity`). */
 const anyFloat = z.custom<number>((v) => typeof v === 'number', { message: 'expected a number' });
 const int = z.int({ error: 'expected an integer' });
+/**
+ * A step: an integer, also beyond ±2^53 (a TensorBoard global step can be), where JSON's digits are read as
+ * the nearest double, as the TensorBoard reader reads such a step (whoever reads a file says so once).
+ */
+const step = z.custom<number>((v) => typeof v === 'number' && Number.isInteger(v), { message: 'expected an integer' });
 const str = z.string({ error: 'expected a string' });
 
 const engineInfo = z.strictObject({
@@ -23,7 +28,7 @@ const metricValue = z.union([anyFloat, str, z.boolean()], { message: 'expected a
 
 /** One zod schema per stream; key order is the order of `FIELDS`. */
 export const RECORD_SCHEMAS = {
-  metrics: z.strictObject({ ts: finite, step_key: z.union([str, z.null()]), step: z.union([int, z.null()]), metrics: z.record(str, metricValue) }),
+  metrics: z.strictObject({ ts: finite, step_key: z.union([str, z.null()]), step: z.union([step, z.null()]), metrics: z.record(str, metricValue) }),
   topology: z.strictObject({ ts: finite, engines: z.array(engineInfo) }),
   data_buffer: z.strictObject({ ts: finite, length: int }),
   // power_w may be fractional: nvidia-smi reports watts with two decimals

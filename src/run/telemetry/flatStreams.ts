@@ -21,6 +21,8 @@ interface FlatTail {
   rel: string;
   offset: number;
   lines: number;
+  /** Whether a metrics step beyond 2^53 was said (once per file, as the TensorBoard reader says it). */
+  roundedStep?: true;
 }
 
 /** What one `follow()` of the flat streams brought in. */
@@ -178,6 +180,12 @@ export class FlatStreams {
         const problem = this.add(t.stream, o, newKeys, newSteps);
         if (problem !== null) this.warn(t.rel, t.lines, problem);
         else added++;
+        const step = problem === null && t.stream === 'metrics' ? (o as { step: number | null }).step : null;
+        if (step !== null && !t.roundedStep && Number.isInteger(step) && !Number.isSafeInteger(step)) {
+          // JSON's digits were read as the nearest double: a TensorBoard global step this large can be
+          t.roundedStep = true;
+          this.warn(t.rel, t.lines, `step ${step} is beyond 2^53, read as the nearest double (steps this large are rounded; later ones are not reported)`);
+        }
       }
     });
     count(added);

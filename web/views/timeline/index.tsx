@@ -22,6 +22,7 @@ import { REQUEST_STRIP_ROWS } from './layers/lifecycleStrip.ts';
 import { LaneSelection, type QuickPick } from './laneSelection.tsx';
 import { fmtScore, scoreTexts } from './scores.ts';
 import { Legend } from './legend.tsx';
+import { unplacedEngines } from './layers/engineOverlay.ts';
 import { StickyAxis } from './stickyAxis.tsx';
 import { clampViewport, pan, zoomAround, type Viewport } from './viewport.ts';
 
@@ -230,6 +231,13 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     return { metric: overlayMetric, byAddr, max: max || 1 };
   }, [overlayData.data, overlayMetric]);
 
+  // Overlay series of engines that no lane of the run shows (no topology, or their GPUs or host on no lane).
+  const unplaced = useMemo(() => {
+    if (!overlay) return [];
+    const lanes = new Map([...allLanes, ...view.lanes].map((l) => [laneKey(l.node, l.gpu), l]));
+    return unplacedEngines(topology, [...lanes.values()], overlay.byAddr.keys(), vp.t0, vp.t1);
+  }, [overlay, topology, allLanes, view.lanes, vp.t0, vp.t1]);
+
   const shown = view.lanes.slice(0, LANE_VIEW_MAX);
   const multiNode = new Set(allLanes.map((l) => l.node)).size > 1;
   const lc = lifecycle.data && lifecycle.data.header.rows.length ? lifecycle.data : null;
@@ -340,7 +348,7 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
                 onReset={() => setVp(null)}
                 header={false}
               />
-              <Legend phases={view.names} overlay={overlay?.metric ?? null} overlayMax={overlay?.max ?? 0} memMaxMb={view.memMax} showMem={showMem} lifecycle={!!lc} />
+              <Legend phases={view.names} overlay={overlay?.metric ?? null} overlayMax={overlay?.max ?? 0} unplaced={unplaced} memMaxMb={view.memMax} showMem={showMem} lifecycle={!!lc} />
               <p class="hint">drag = zoom to a range · ctrl+wheel = zoom · W/S zoom · A/D pan · Esc or double-click = {resetLabel} · click a step = zoom to it · click a lane’s phase band = that step’s Rollouts</p>
             </>
           )}

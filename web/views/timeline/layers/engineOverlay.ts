@@ -20,6 +20,61 @@ export function enginesForLane(topo: Topology | null, node: string, gpu: number,
   return out;
 }
 
+/** Why an engine's series is drawn on no lane (see `unplacedEngines`). */
+export type UnplacedReason = 'no topology' | 'not in topology' | 'no lane' | 'lane taken';
+
+/** The words the legend gives each reason. */
+export const UNPLACED_WHY: Record<UnplacedReason, string> = {
+  'no topology': 'no topology snapshot in this window says which GPUs an engine serves',
+  'not in topology': 'in no topology snapshot of this window',
+  'no lane': 'their GPUs (or, for an external engine, its host) are on no lane of this run',
+  'lane taken': 'their lanes show another engine on the same GPU or host',
+};
+
+/**
+ * The engines among `addrs` whose series `enginesForLane` places on none of `lanes` in [t0, t1], each with
+ * why: the overlay legend names them, since their scale is shown but nothing of them is drawn.
+ */
+export function unplacedEngines(topo: Topology | null, lanes: readonly { node: string; gpu: number }[], addrs: Iterable<string>, t0: number, t1: number): { addr: string; why: UnplacedReason }[] {
+  const windows = (topo?.windows ?? []).filter((w) => !((w.t1 ?? Infinity) < t0 || w.t0 > t1));
+  const placed = new Set<string>();
+  const listed = new Set<string>();
+  const onLaneNode = new Set<string>();
+  const laneNodes = new Set(lanes.map((l) => l.node));
+  const laneKeys = new Set(lanes.map((l) => `${l.node}:${l.gpu}`));
+  for (const w of windows) {
+    // the engine each lane shows in this window, as enginesForLane picks it: the first holding the GPU,
+    // else the first external engine on the lane's host
+    const byGpu = new Map<string, string>();
+    const byHost = new Map<string, string>();
+    for (const e of w.engines) {
+      listed.add(e.addr);
+      if (e.gpus && e.gpus.length > 0) {
+        for (const g of e.gpus) {
+          const key = `${g[0]}:${g[1]}`;
+          if (!byGpu.has(key)) byGpu.set(key, e.addr);
+          if (laneKeys.has(key)) onLaneNode.add(e.addr);
+        }
+      } else {
+        const host = hostOf(e.addr);
+        if (!byHost.has(host)) byHost.set(host, e.addr);
+        if (laneNodes.has(host)) onLaneNode.add(e.addr);
+      }
+    }
+    for (const l of lanes) {
+      const addr = byGpu.get(`${l.node}:${l.gpu}`) ?? byHost.get(l.node);
+      if (addr !== undefined) placed.add(addr);
+    }
+  }
+  const out: { addr: string; why: UnplacedReason }[] = [];
+  for (const addr of addrs) {
+    if (placed.has(addr)) continue;
+    const why: UnplacedReason = windows.length === 0 ? 'no topology' : !listed.has(addr) ? 'not in topology' : onLaneNode.has(addr) ? 'lane taken' : 'no lane';
+    out.push({ addr, why });
+  }
+  return out;
+}
+
 export function hostOf(addr: string): string {
   try {
     return new URL(addr).hostname;
