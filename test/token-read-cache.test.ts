@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parquetMetadata } from 'hyparquet';
 import { tokenView } from '../src/queries/tokens.ts';
 import { DumpReader } from '../src/run/miles/reader.ts';
 import { foreground } from '../src/run/foreground.ts';
@@ -276,6 +277,40 @@ describe('a damaged token mirror', () => {
         const said = reader.warnings().filter((w) => w.includes('rollout_0.parquet'));
         assert.equal(said.length, 1, JSON.stringify(reader.warnings()));
         assert.match(said[0], /dashboard_columns\/rollout_0\.parquet: .*\(the tokens are read from the rollout dump instead\)$/);
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      run.dispose();
+    }
+  });
+
+  it('with a whole footer but a damaged row: that row is read around, from the rollout dump', async () => {
+    const run = copyFixtureRun();
+    try {
+      const mirror = join(run.dir, 'dashboard_columns', 'rollout_0.parquet');
+      const bytes = readFileSync(mirror);
+      // the page headers of every row group's `tokens` chunk made unreadable; the footer (and so the file's opening) is whole
+      const meta = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+      let damaged = 0;
+      for (const rg of meta.row_groups) {
+        for (const col of rg.columns) {
+          if (col.meta_data?.path_in_schema[0] !== 'tokens') continue;
+          const at = Number(col.meta_data.dictionary_page_offset ?? col.meta_data.data_page_offset);
+          bytes.fill(0xff, at, at + 16);
+          damaged++;
+        }
+      }
+      assert.ok(damaged > 0, 'the mirror has a tokens column');
+      writeFileSync(mirror, bytes);
+      ageTree(run.dir);
+      const g = goldens.find((x) => x.id === 0)!;
+      const reader = await DumpReader.open(run.dir, {});
+      try {
+        assert.equal(diffJson(JSON.parse(await answer(reader, g)), g.body), null);
+        const said = reader.warnings().filter((w) => w.includes('rollout_0.parquet'));
+        assert.equal(said.length, 1, JSON.stringify(reader.warnings()));
+        assert.match(said[0], /\(the tokens are read from the rollout dump instead\)$/);
       } finally {
         await reader.close();
       }
