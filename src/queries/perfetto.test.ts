@@ -12,11 +12,12 @@ import { readSlimeDump } from '../run/slime/dump.ts';
 import { TelemetryStore } from '../run/telemetry/store.ts';
 import type { Phase } from '../wire/timeline.ts';
 import { MAX_WINDOW_S } from './limits.ts';
-import { perfettoTrace, phaseTracks, type ChromeTrace, type TraceEvent } from './perfetto.ts';
+import { MAX_ARG_CHARS, perfettoTrace, phaseTracks, type ChromeTrace, type TraceEvent, type TraceInput } from './perfetto.ts';
 import { perfettoForRun, perfettoSpan, sampleEdges } from './perfettoExport.ts';
 import type { RunAnswers } from './runAnswers.ts';
 import { answersFor } from './slimeAnswers.ts';
-import { traceView } from './slimeTraceView.ts';
+import { traceDetails, traceView } from './slimeTraceView.ts';
+import { pyNumber, sampleTrace, type SlimeSample, type SlimeValue } from '../run/model.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'rlsight-perfetto-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -37,10 +38,11 @@ function checkSchema(trace: ChromeTrace): Record<string, number> {
     assert.ok(Number.isInteger(e.tid) && e.tid >= 0, `tid ${e.tid}`);
     assert.ok(Number.isFinite(e.ts), `ts ${e.ts}`);
     if (e.ph === 'M') {
-      assert.ok(['process_name', 'thread_name', 'process_sort_index'].includes(e.name));
+      assert.ok(['process_name', 'thread_name', 'process_sort_index', 'thread_sort_index'].includes(e.name));
       if (e.name === 'process_name') processNames.add(e.pid);
       if (e.name === 'thread_name') threadNames.add(`${e.pid}:${e.tid}`);
-      if (e.name !== 'process_sort_index') assert.equal(typeof e.args?.name, 'string');
+      if (e.name.endsWith('_sort_index')) assert.ok(Number.isInteger(e.args?.sort_index));
+      else assert.equal(typeof e.args?.name, 'string');
       continue;
     }
     used.add(`${e.pid}:${e.tid}`);
@@ -69,31 +71,107 @@ function checkSchema(trace: ChromeTrace): Record<string, number> {
   return counts;
 }
 
-test('slime traces: every span an async slice, every event an instant, names for every track', async () => {
+/** A dump's trace answer with every traced row's details, as the export reads them. */
+async function traceInput(file: string): Promise<TraceInput & { samples: SlimeSample[] }> {
+  const d = await readSlimeDump(file);
+  const answer = traceView(d.samples, d);
+  return { answer, details: new Map(answer.rows.map((r) => [r.row, traceDetails(d.samples[r.row])!])), samples: d.samples };
+}
+
+/** Thread names by `pid:tid`. */
+const threadNames = (trace: ChromeTrace): Map<string, string> => new Map(trace.traceEvents.filter((e) => e.name === 'thread_name').map((e) => [`${e.pid}:${e.tid}`, String(e.args!.name)]));
+
+test('slime traces: each sample’s spans are complete slices on its own threads, nested, with every attr as args', async () => {
   const traces = [];
-  let spans = 0;
-  let points = 0;
-  for (const f of ['0.pt', '1.pt', 'eval_0.pt']) {
-    const d = await readSlimeDump(fixturePath('slime-trace', 'rollout_data', f));
-    const t = traceView(d.samples, d);
-    traces.push(t);
-    for (const r of t.rows) for (const i of r.items) i.kind === 'point' || i.kind === 'orphan' ? points++ : spans++;
-  }
+  for (const f of ['0.pt', '1.pt', 'eval_0.pt']) traces.push(await traceInput(fixturePath('slime-trace', 'rollout_data', f)));
   const trace = perfettoTrace({ traces });
   const counts = checkSchema(trace);
-  assert.equal(counts.b, spans);
-  assert.equal(counts.e, spans);
-  assert.equal(counts.i, points);
-  // One process per dump, a thread per traced sample.
-  assert.equal(trace.traceEvents.filter((e) => e.name === 'process_name').length, 3);
-  assert.equal(trace.traceEvents.filter((e) => e.name === 'thread_name').length, 12 + 12 + 7);
-  // PD segments are slices of their own category.
-  assert.ok(trace.traceEvents.some((e) => e.cat === 'pd' && e.name === '[P] forward'));
+  // No async slices: Perfetto puts those on global tracks keyed by cat/id/name, away from their sample.
+  assert.equal(counts.b, undefined);
+  assert.equal(counts.e, undefined);
+  const names = threadNames(trace);
+  let details = 0;
+  for (const { answer, details: byRow } of traces) {
+    for (const row of answer.rows) {
+      const label = `sample #${row.sample_index}${row.group_index !== null ? ` g${row.group_index}` : ''} ${row.status}`;
+      for (const [i, d] of byRow.get(row.row)!.items.entries()) {
+        details++;
+        // every item of the dump is written, under its own sample, with its attrs
+        const point = d.kind === 'point' || d.kind === 'orphan';
+        const found = trace.traceEvents.filter((e) => e.ph === (point ? 'i' : 'X') && e.args?.sample_index === row.sample_index && e.args?.trace_id === row.trace_id && Math.abs(e.ts - Math.round(d.start * 1e6)) <= (d.kind === 'pd' ? 2 : 1));
+        const mine = found.filter((e) => (d.kind === 'pd' ? e.cat === 'pd' && e.args![Object.keys(d.attrs)[0]] !== undefined : (e.args!.span_id ?? null) === d.span_id && e.name.startsWith(d.name)));
+        assert.ok(mine.length >= 1, `${answer.rollout_id} row ${row.row} item ${i} ${d.kind} ${d.name} not written`);
+        const e = mine[0];
+        assert.ok(names.get(`${e.pid}:${e.tid}`)!.startsWith(label), `${d.name} on ${names.get(`${e.pid}:${e.tid}`)}, not under ${label}`);
+        if (point) assert.deepEqual(e.args!.attrs, d.attrs);
+        else for (const [k, v] of Object.entries(d.attrs)) assert.deepEqual(e.args![k], v, `${d.name} ${k}`);
+      }
+    }
+  }
+  assert.equal((counts.X ?? 0) + (counts.i ?? 0), details);
+  // Every sample's track nests properly, and a track's slices come parents first.
+  assert.deepEqual(badlyNested(trace), []);
+  const byTrack = new Map<string, TraceEvent[]>();
+  for (const e of trace.traceEvents) if (e.ph === 'X') byTrack.set(`${e.pid}:${e.tid}`, [...(byTrack.get(`${e.pid}:${e.tid}`) ?? []), e]);
+  for (const list of byTrack.values()) for (let i = 1; i < list.length; i++) assert.ok(list[i - 1].ts < list[i].ts || (list[i - 1].ts === list[i].ts && list[i - 1].dur! >= list[i].dur!));
+  // Sample 16 (rollout 1): its spans, its [P]/[D] segments and its PD spans as slime recorded them, on its threads.
+  const s16 = [...names.entries()].filter(([, n]) => n.startsWith('sample #16 g4 completed')).map(([, n]) => n);
+  assert.deepEqual(s16, ['sample #16 g4 completed', 'sample #16 g4 completed [P]', 'sample #16 g4 completed [D]', 'sample #16 g4 completed PD as recorded']);
+  const gen = trace.traceEvents.find((e) => e.ph === 'X' && e.name === 'sglang_generate' && e.args?.sample_index === 16)!;
+  assert.equal((gen.args!.end_attrs as Record<string, unknown>).prompt_tokens, 148);
+  assert.equal(typeof gen.args!.span_id, 'string');
+  const fwd = trace.traceEvents.find((e) => e.name === '[P] forward' && e.args?.sample_index === 16)!;
+  assert.equal((fwd.args!.recorded_as as Record<string, unknown>).name, 'sglang_pd_prefill_forward');
+  const rec = trace.traceEvents.find((e) => e.name === 'sglang_pd_prefill' && e.args?.sample_index === 16)!;
+  assert.equal(rec.cat, 'pd_recorded');
+  assert.deepEqual(rec.args!.end_attrs, { phase: 'prefill', duration_s: 0.09103250503540039 });
+  // Instants stay on the sample's first thread.
+  const summary = trace.traceEvents.find((e) => e.ph === 'i' && e.name === 'sglang_pd_summary' && e.args?.sample_index === 16)!;
+  assert.equal(names.get(`${summary.pid}:${summary.tid}`), 'sample #16 g4 completed');
+  assert.equal((summary.args!.attrs as Record<string, unknown>).pd_transfer_total_mb, 13.875);
   // A window keeps what overlaps it.
-  const t0 = traces[0].t0;
+  const t0 = traces[0].answer.t0;
   const windowed = perfettoTrace({ traces, t0, t1: t0 + 1 });
   checkSchema(windowed);
+  assert.deepEqual(badlyNested(windowed), []);
   assert.ok(windowed.traceEvents.length < trace.traceEvents.length);
+});
+
+test('slime traces: spans that overlap without nesting go to further threads of their sample', async () => {
+  const d = await readSlimeDump(fixturePath('slime-trace', 'rollout_data', '0.pt'));
+  // a reward_model span that outruns its generate_and_rm parent (a task that ended after its caller gave up)
+  const sample = d.samples[0];
+  const events = sampleTrace(sample)!.events as Record<string, unknown>[];
+  const end = events.find((e) => e.type === 'span_end' && e.name === 'reward_model')!;
+  end.ts = (pyNumber(end.ts as SlimeValue) ?? 0) + 1;
+  const answer = traceView(d.samples, d);
+  const trace = perfettoTrace({ traces: [{ answer, details: new Map(answer.rows.map((r) => [r.row, traceDetails(d.samples[r.row])!])) }] });
+  checkSchema(trace);
+  assert.deepEqual(badlyNested(trace), []);
+  const names = threadNames(trace);
+  const label = `sample #${sample.key} g${pyNumber(sample.fields.group_index)} ${sample.fields.status}`;
+  const rm = trace.traceEvents.find((e) => e.ph === 'X' && e.name === 'reward_model' && e.args?.sample_index === sample.key)!;
+  assert.equal(names.get(`${rm.pid}:${rm.tid}`), `${label} #2`);
+  const parent = trace.traceEvents.find((e) => e.ph === 'X' && e.args?.span_id === rm.args!.parent_span_id)!;
+  assert.equal(names.get(`${parent.pid}:${parent.tid}`), label);
+  // a sample's threads are consecutive, sorted by their tid
+  const tids = [...names.entries()].filter(([, n]) => n.startsWith(`${label}`)).map(([k]) => Number(k.split(':')[1]));
+  assert.deepEqual(tids, tids.map((_, i) => tids[0] + i));
+  assert.ok(trace.traceEvents.some((e) => e.name === 'thread_sort_index' && e.tid === rm.tid && e.args!.sort_index === rm.tid));
+});
+
+test('slime traces: an attr longer than MAX_ARG_CHARS is cut and says so; the others are whole', async () => {
+  const input = await traceInput(fixturePath('slime-trace', 'rollout_data', '0.pt'));
+  const row = input.answer.rows[0];
+  const det = input.details.get(row.row)!;
+  const span = det.items.find((d) => d.kind === 'span' && d.name === 'sglang_generate')!;
+  const long = 'x'.repeat(MAX_ARG_CHARS + 100);
+  (span.attrs.end_attrs as Record<string, unknown>).traceback = long;
+  const trace = perfettoTrace({ traces: [input] });
+  const e = trace.traceEvents.find((x) => x.ph === 'X' && x.args?.span_id === span.span_id)!;
+  const end = e.args!.end_attrs as Record<string, unknown>;
+  assert.equal(end.traceback, `${'x'.repeat(MAX_ARG_CHARS)}… (cut: ${MAX_ARG_CHARS + 100} characters in all)`);
+  assert.ok(Object.keys(end).length > 1);
 });
 
 test('compute timeline: phases as slices, GPU util and engine series as counters', () => {
@@ -121,7 +199,7 @@ test('rlsight export perfetto over the miles fixture and a slime run', () => {
     assert.match(r.stdout, /wrote \d+ trace events \([\d.]+ MB\)/);
     const counts = checkSchema(JSON.parse(readFileSync(out, 'utf8')));
     if (expectX) assert.ok(counts.X > 0 && counts.C > 0);
-    else assert.ok(counts.b > 0 && counts.i > 0);
+    else assert.ok(counts.X > 0 && counts.i > 0 && counts.b === undefined);
   }
   const bad = spawnSync(process.execPath, ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli.ts'), 'export', 'perfetto', '--dump-details', join(tmp, 'nope'), '--out', join(tmp, 'x.json')], { encoding: 'utf8' });
   assert.equal(bad.status, 2);

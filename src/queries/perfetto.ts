@@ -1,9 +1,10 @@
 // Chrome trace-event JSON (what ui.perfetto.dev and chrome://tracing open) from a run's answers: request
-// traces as async slices, point events as instants, prefill/decode segments as async slices of their own,
-// compute phases per GPU as complete slices, GPU utilisation and engine series as counter tracks, and
+// traces as complete slices on their sample's threads (every attr in the slice's args), point events as
+// instants there, prefill/decode segments on the sample's [P]/[D] threads, compute phases per GPU as
+// complete slices, GPU utilisation and engine series as counter tracks, and
 // process/thread names as metadata. Times are epoch microseconds.
 import type { EngineSeries, Phase, GpuAnswer } from '../wire/timeline.ts';
-import type { TraceAnswer } from '../wire/trace.ts';
+import type { TraceAnswer, TraceDetails, TraceItemDetails } from '../wire/trace.ts';
 import { integerRuns, integerRunsText } from './integerRuns.ts';
 
 export type TraceEventPhase = 'b' | 'e' | 'n' | 'i' | 'X' | 'C' | 'M';
@@ -30,9 +31,15 @@ export interface ChromeTrace {
   otherData: Record<string, string | number>;
 }
 
+/** One rollout dump's request traces (slime) and each traced row's details, whose attrs become the events' args. */
+export interface TraceInput {
+  answer: TraceAnswer;
+  /** By row; a row without them is written with its times and names only. */
+  details: ReadonlyMap<number, TraceDetails>;
+}
+
 export interface PerfettoInputs {
-  /** Request traces of rollout dumps (slime). */
-  traces?: TraceAnswer[];
+  traces?: TraceInput[];
   phases?: Phase[];
   gpu?: GpuAnswer;
   /** Engine series by metric name. */
@@ -50,9 +57,9 @@ const us = (s: number): number => Math.round(s * 1e6);
  * event that starts inside another on its track and ends after it, so such a phase goes to the next track
  * where it nests (or a new one). Each track is in start order, the longer of two equal starts first (the parent).
  */
-export function phaseTracks(phases: readonly Phase[]): Phase[][] {
+export function phaseTracks<T extends { t0: number; t1: number }>(phases: readonly T[]): T[][] {
   const sorted = [...phases].sort((a, b) => us(a.t0) - us(b.t0) || us(b.t1) - us(a.t1));
-  const tracks: { phases: Phase[]; open: number[] }[] = [];
+  const tracks: { phases: T[]; open: number[] }[] = [];
   for (const p of sorted) {
     const a = us(p.t0);
     const b = Math.max(a, us(p.t1));
@@ -86,7 +93,10 @@ export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
     if (tid === null) {
       events.push({ name: 'process_name', ph: 'M', ts: 0, pid, tid: 0, args: { name } });
       if (sortIndex !== undefined) events.push({ name: 'process_sort_index', ph: 'M', ts: 0, pid, tid: 0, args: { sort_index: sortIndex } });
-    } else events.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid, args: { name } });
+    } else {
+      events.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid, args: { name } });
+      if (sortIndex !== undefined) events.push({ name: 'thread_sort_index', ph: 'M', ts: 0, pid, tid, args: { sort_index: sortIndex } });
+    }
   };
 
   // Compute timeline: one process per node, a thread per GPU (and more where its phases overlap).
@@ -147,34 +157,118 @@ export function perfettoTrace(inputs: PerfettoInputs): ChromeTrace {
     }
   }
 
-  // Request traces: one process per dump, one thread per sample; every span an async slice.
-  let sliceId = 0;
-  for (const tr of inputs.traces ?? []) {
+  // Request traces: one process per dump, a sample's spans as complete events on its own threads. Not async
+  // b/e slices: Perfetto's JSON importer keys those by cat/id/name and ignores their tid
+  // (json_trace_parser.cc, `case 'b'`: InternLegacyAsyncTrack(name, upid, cookie = hash(cat, id))), so every
+  // span would land on a global track named after it, mixed with every other sample's. An `X` event goes on
+  // its thread's track (`case 'X'`: InternThreadTrack(utid)). A track must nest properly, so a span that
+  // overlaps another without nesting goes to a further thread of the same sample, as phaseTracks packs a
+  // GPU's phases; each track is written parents first (the longer of two equal starts).
+  for (const { answer: tr, details } of inputs.traces ?? []) {
     const pid = nextPid++;
     meta(pid, null, `${tr.evaluation ? 'eval ' : ''}rollout ${tr.rollout_id} requests`, pid);
+    // a sample's threads take consecutive tids, sorted by them, so they stay together
+    let nextTraceTid = 1;
     for (const row of tr.rows) {
       if (!inWindow(tr.t0 + row.start, tr.t0 + row.end)) continue;
-      const tid = row.row + 1;
-      meta(pid, tid, `sample #${row.sample_index ?? row.row}${row.group_index !== null ? ` g${row.group_index}` : ''} ${row.status ?? ''}`.trim());
+      const label = `sample #${row.sample_index ?? row.row}${row.group_index !== null ? ` g${row.group_index}` : ''} ${row.status ?? ''}`.trim();
+      const det = details.get(row.row);
+      const common = { trace_id: row.trace_id, sample_index: row.sample_index };
+      const spans: Slice[] = [];
+      const pd: Record<'P' | 'D', Slice[]> = { P: [], D: [] };
+      const recorded: Slice[] = [];
+      const points: TraceEvent[] = [];
+      const drawn = new Set<number>();
       for (const it of row.items) {
+        drawn.add(it.id);
         const a = tr.t0 + it.start;
         const b = tr.t0 + it.end;
         if (!inWindow(a, b)) continue;
+        const d = det?.items[it.id];
         if (it.kind === 'point' || it.kind === 'orphan') {
-          events.push({ name: it.kind === 'orphan' ? `${it.name} (end without start)` : it.name, ph: 'i', s: 't', ts: us(a), pid, tid, cat: it.kind, args: { attempt: it.attempt } });
-          continue;
+          const name = it.kind === 'orphan' ? `${it.name} (end without start)` : it.name;
+          points.push({ name, ph: 'i', s: 't', ts: us(a), pid, tid: 0, cat: it.kind, args: { attempt: it.attempt, ...common, ...itemArgs(d) } });
+        } else if (it.kind === 'pd') {
+          pd[it.role ?? 'P'].push({ name: `[${it.role}] ${it.name}`, t0: a, t1: b, cat: 'pd', args: { attempt: it.attempt, ...common, ...itemArgs(d, det) } });
+        } else {
+          const args: Record<string, unknown> = { attempt: it.attempt, ...common, ...itemArgs(d) };
+          if (it.clipped_by && args.clipped_by === undefined) args.clipped_by = it.clipped_by;
+          spans.push({ name: it.name, t0: a, t1: b, cat: it.kind === 'open' ? 'open_span' : 'span', args });
         }
-        const id = `0x${(++sliceId).toString(16)}`;
-        const name = it.kind === 'pd' ? `[${it.role}] ${it.name}` : it.name;
-        const cat = it.kind === 'pd' ? 'pd' : it.kind === 'open' ? 'open_span' : 'span';
-        const args: Record<string, unknown> = { attempt: it.attempt, sample_index: row.sample_index };
-        if (it.clipped_by) args.clipped_by = it.clipped_by;
-        events.push({ name, ph: 'b', ts: us(a), pid, tid, cat, id, args });
-        events.push({ name, ph: 'e', ts: Math.max(us(a), us(b)), pid, tid, cat, id });
       }
+      // Recorded sglang_pd_* spans the view draws as [P]/[D] segments are written too, at the times slime
+      // recorded, so the export holds every span of the dump.
+      det?.items.forEach((d, i) => {
+        if (drawn.has(i) || d.end === null || !inWindow(d.start, d.end)) return;
+        recorded.push({ name: d.name, t0: d.start, t1: d.end, cat: 'pd_recorded', args: { attempt: d.attempt, ...common, ...itemArgs(d) } });
+      });
+      const groups: [string, Slice[]][] = [['', spans], [' [P]', pd.P], [' [D]', pd.D], [' PD as recorded', recorded]];
+      let firstTid = 0;
+      for (const [suffix, list] of groups) {
+        const tracks = phaseTracks(list);
+        // the sample's first thread is there even without spans: its instants go on it
+        if (suffix === '' && tracks.length === 0) tracks.push([]);
+        tracks.forEach((track, i) => {
+          const tid = nextTraceTid++;
+          if (firstTid === 0) firstTid = tid;
+          meta(pid, tid, `${label}${suffix}${i > 0 ? ` #${i + 1}` : ''}`, tid);
+          for (const sl of track) events.push({ name: sl.name, ph: 'X', ts: us(sl.t0), dur: Math.max(0, us(sl.t1) - us(sl.t0)), pid, tid, cat: sl.cat, args: sl.args });
+        });
+      }
+      for (const e of points) events.push({ ...e, tid: firstTid });
     }
   }
   return { traceEvents: events, displayTimeUnit: 'ms', otherData: { producer: 'rlsight', ...(inputs.title ? { title: inputs.title } : {}) } };
+}
+
+/** A request-trace slice before it is given a thread. */
+interface Slice {
+  name: string;
+  /** Epoch seconds. */
+  t0: number;
+  t1: number;
+  cat: string;
+  args: Record<string, unknown>;
+}
+
+/**
+ * Characters of one attr value's JSON an export keeps: slime's attrs are small (token counts, latencies, ids,
+ * an error message), but a span may carry a whole traceback or prompt; a longer value is cut, and says so,
+ * so one attr cannot blow up a file Perfetto has to load whole.
+ */
+export const MAX_ARG_CHARS = 8192;
+
+function boundedValue(v: unknown): unknown {
+  if (typeof v === 'string') return v.length <= MAX_ARG_CHARS ? v : `${v.slice(0, MAX_ARG_CHARS)}… (cut: ${v.length} characters in all)`;
+  if (v === null || typeof v !== 'object') return v;
+  const json = JSON.stringify(v);
+  return json.length <= MAX_ARG_CHARS ? v : `${json.slice(0, MAX_ARG_CHARS)}… (cut: ${json.length} characters of JSON in all)`;
+}
+
+/** Each attr of a record, bounded. */
+function boundedAttrs(rec: unknown): unknown {
+  if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) return boundedValue(rec);
+  return Object.fromEntries(Object.entries(rec).map(([k, v]) => [k, boundedValue(v)]));
+}
+
+/**
+ * An item's details as a slice's args (what Perfetto's details panel shows for it): its span ids, parent, note,
+ * and every attr (`start_attrs`/`end_attrs` of a span, `attrs` of an event, the duration of a PD segment and
+ * the span it was recorded as), each bounded by MAX_ARG_CHARS.
+ */
+function itemArgs(d: TraceItemDetails | undefined, all?: TraceDetails): Record<string, unknown> {
+  if (!d) return {};
+  const args: Record<string, unknown> = {};
+  if (d.span_id !== null) args.span_id = d.span_id;
+  if (d.parent_span_id !== null) args.parent_span_id = d.parent_span_id;
+  if (d.parent_name !== null) args.parent_name = d.parent_name;
+  if (d.clipped_by !== undefined) args.clipped_by = d.clipped_by;
+  if (d.note !== undefined) args.note = d.note;
+  if (d.kind === 'point' || d.kind === 'orphan') args.attrs = boundedAttrs(d.attrs);
+  else for (const [k, v] of Object.entries(d.attrs)) args[k] = boundedAttrs(v);
+  const rec = d.recorded !== undefined ? all?.items[d.recorded] : undefined;
+  if (rec) args.recorded_as = { name: rec.name, span_id: rec.span_id, start_us: us(rec.start), end_us: rec.end === null ? null : us(rec.end) };
+  return args;
 }
 
 /** Whether a trace holds only track names: nothing of the run lies in the window asked (or could be read). */

@@ -2,9 +2,9 @@
 // a miles run; the request traces of a slime run), then lays it out as Chrome trace-event JSON.
 import { unreadStepProblem } from '../run/errors.ts';
 import type { EngineSeries, GpuAnswer } from '../wire/timeline.ts';
-import type { TraceAnswer } from '../wire/trace.ts';
+import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { BadArgument, MAX_WINDOW_S, SERIES_MAX_POINTS } from './limits.ts';
-import { perfettoTrace, type ChromeTrace, type PerfettoInputs } from './perfetto.ts';
+import { perfettoTrace, type ChromeTrace, type PerfettoInputs, type TraceInput } from './perfetto.ts';
 import { widenedByTrace } from './slimeTraceView.ts';
 import type { RunSources } from './runAnswers.ts';
 
@@ -74,7 +74,7 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
     inputs.engine = engine;
   }
   if (run.hasTraces) {
-    const list: TraceAnswer[] = [];
+    const list: TraceInput[] = [];
     const wanted =
       w.rolloutId !== undefined
         ? [{ id: w.rolloutId, evaluation: w.evaluation ?? false }]
@@ -82,7 +82,15 @@ export async function perfettoForRun(run: RunSources, w: PerfettoWindow = {}): P
     const skipped: string[] = [];
     for (const { id, evaluation } of wanted) {
       try {
-        list.push(await run.trace(id, evaluation));
+        const answer = await run.trace(id, evaluation);
+        // each row's details carry the attrs the export writes as args (the row answer has only names and times)
+        const details = new Map<number, TraceDetails>();
+        for (const row of answer.rows) {
+          if (w.t0 !== undefined && answer.t0 + row.end < w.t0) continue;
+          if (w.t1 !== undefined && answer.t0 + row.start > w.t1) continue;
+          details.set(row.row, await run.traceDetails(id, evaluation, row.row));
+        }
+        list.push({ answer, details });
       } catch (e) {
         // the whole run's export leaves out a step still being written or damaged (and says so); one step's fails
         const problem = unreadStepProblem(e);

@@ -145,6 +145,8 @@ export interface TraceRequest {
   name: string;
   spanId: string | null;
   values: Map<string, number>;
+  /** The `sglang_pd_*` span whose end attrs gave a value (by key): absent for the request's own attrs and for events. */
+  from: Map<string, string>;
 }
 
 /**
@@ -163,11 +165,11 @@ export function traceRequests(events: readonly TraceEventRecord[]): TraceRequest
   }
   const requests: TraceRequest[] = [];
   const bySpan = new Map<string, TraceRequest>();
-  const pending: Array<[string, { [key: string]: SlimeValue }]> = [];
+  const pending: Array<[string, { [key: string]: SlimeValue }, string | null]> = [];
   for (const ev of events) {
     const name = typeof ev.name === 'string' ? ev.name : '';
     if (ev.type === 'span_end' && REQUEST_SPANS.has(name)) {
-      const r: TraceRequest = { name, spanId: typeof ev.span_id === 'string' ? ev.span_id : null, values: new Map() };
+      const r: TraceRequest = { name, spanId: typeof ev.span_id === 'string' ? ev.span_id : null, values: new Map(), from: new Map() };
       if (isRecord(ev.attrs)) for (const [, field] of ALL_PERF_FIELDS) {
         const v = slimePerfValue(ev.attrs[field]);
         if (v !== undefined) r.values.set(field, v);
@@ -178,10 +180,10 @@ export function traceRequests(events: readonly TraceEventRecord[]): TraceRequest
       // span_end never carries its parent: find it through the span's start; an event names it itself.
       const self = typeof ev.span_id === 'string' ? ev.span_id : null;
       const parent = ev.type === 'event' ? (typeof ev.parent_span_id === 'string' ? ev.parent_span_id : null) : self ? (parentOf.get(self) ?? null) : null;
-      if (parent) pending.push([parent, ev.attrs]);
+      if (parent) pending.push([parent, ev.attrs, ev.type === 'span_end' ? self : null]);
     }
   }
-  for (const [parent, attrs] of pending) {
+  for (const [parent, attrs, span] of pending) {
     let at: string | undefined = parent;
     for (let hops = 0; at && hops < 4 && !bySpan.has(at); hops++) at = parentOf.get(at);
     const r = at ? bySpan.get(at) : undefined;
@@ -189,7 +191,9 @@ export function traceRequests(events: readonly TraceEventRecord[]): TraceRequest
     for (const [k, raw] of Object.entries(attrs)) {
       if (!k.startsWith('pd_')) continue;
       const v = slimePerfValue(raw);
-      if (v !== undefined && !r.values.has(k)) r.values.set(k, v);
+      if (v === undefined || r.values.has(k)) continue;
+      r.values.set(k, v);
+      if (span) r.from.set(k, span);
     }
   }
   return requests;

@@ -105,12 +105,40 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
     if (!list) children.set(p, (list = []));
     list.push(s);
   }
-  // Synthetic sglang_pd_* spans are shown in the [P]/[D] lanes instead of as spans.
-  const isPdSynthetic = (s: CacheSpanItem): boolean => typeof s.name === 'string' && s.name.startsWith('sglang_pd_');
+  // The requests and their PD segments come first: a recorded sglang_pd_* span is left out of the span lanes
+  // only when a segment was built from its values (or it holds only such spans), so nothing vanishes when no
+  // segment could be (an open or differently named request span, a pd_* value of a type slime does not count).
+  const requests = traceRequests(traceEvents(trace)).map((r) => {
+    const span = r.spanId ? byId.get(r.spanId) : undefined;
+    return { r, span, segs: span ? pdSegments(r.values) : [] };
+  });
+  const used = new Set<string>();
+  for (const { r, segs } of requests) for (const sg of segs) {
+    const from = r.from.get(sg.key);
+    if (from !== undefined) used.add(from);
+  }
+  const hiddenMemo = new Map<CacheSpanItem, boolean>();
+  const isHidden = (sp: CacheSpanItem): boolean => {
+    let h = hiddenMemo.get(sp);
+    if (h === undefined) {
+      // a damaged dump's parent ids may run in a circle: a span met again on the way down is drawn
+      hiddenMemo.set(sp, false);
+      const kids = children.get(sp) ?? [];
+      h = typeof sp.name === 'string' && sp.name.startsWith('sglang_pd_') && sp.state !== 'open_span' && (used.has(String(sp.span_id)) || kids.length > 0) && kids.every(isHidden);
+      hiddenMemo.set(sp, h);
+    }
+    return h;
+  };
+  // A point whose parent span is drawn as segments sits on the lane of the nearest drawn ancestor.
+  const drawnAncestor = (id: CacheValue): CacheSpanItem | undefined => {
+    let at = typeof id === 'string' ? byId.get(id) : undefined;
+    for (let hops = 0; at && isHidden(at) && hops < 64; hops++) at = typeof at.parent_span_id === 'string' ? byId.get(at.parent_span_id) : undefined;
+    return at && !isHidden(at) ? at : undefined;
+  };
   const book = new LaneBook();
   const laneOf = new Map<CacheItem, number>();
   const visit = (parent: CacheSpanItem | null, min: number): void => {
-    const kids = (children.get(parent) ?? []).filter((k) => !isPdSynthetic(k)).sort((a, b) => a.start_ts - b.start_ts);
+    const kids = (children.get(parent) ?? []).filter((k) => !isHidden(k)).sort((a, b) => a.start_ts - b.start_ts);
     for (const k of kids) {
       const lane = book.take(min, k.start_ts, k.display_end_ts);
       laneOf.set(k, lane);
@@ -131,9 +159,26 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
     if (withDetails) details.push(d());
     return nextId++;
   };
+  // the details index of each recorded span that segments stand for (by span id)
+  const recordedId = new Map<string, number>();
   for (const it of items) {
+    if (it.type === 'span' && isHidden(it)) {
+      const id = addDetails(() => ({
+        kind: 'span',
+        name: str(it.name) ?? '',
+        start: it.start_ts,
+        end: it.end_ts,
+        attempt: it.attempt,
+        span_id: str(it.span_id),
+        parent_span_id: str(it.parent_span_id),
+        parent_name: str(it.parent_span_name),
+        note: STACKED_PD_NOTE,
+        attrs: { start_attrs: plainJson(it.attrs.start_attrs), end_attrs: plainJson(it.attrs.end_attrs) },
+      }));
+      if (typeof it.span_id === 'string') recordedId.set(it.span_id, id);
+      continue;
+    }
     if (it.type === 'span') {
-      if (isPdSynthetic(it)) continue;
       const id = addDetails(() => ({
         kind: it.state === 'open_span' ? 'open' : 'span',
         name: str(it.name) ?? '',
@@ -159,6 +204,7 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
       });
     } else {
       const parent = typeof it.parent_span_id === 'string' ? byId.get(it.parent_span_id) : undefined;
+      const lane = parent ? (laneOf.get(drawnAncestor(it.parent_span_id) ?? parent) ?? 0) : 0;
       const id = addDetails(() => ({
         kind: it.type === 'event' ? 'point' : 'orphan',
         name: str(it.name) ?? '',
@@ -175,7 +221,7 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
         name: str(it.name) ?? '',
         start: rel(it.ts),
         end: rel(it.ts),
-        lane: parent ? (laneOf.get(parent) ?? 0) : 0,
+        lane,
         attempt: it.attempt,
         id,
         ...(parent ? {} : { orphan_parent: true }),
@@ -189,16 +235,12 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
   const pdBook = new LaneBook();
   const pdLaneLabel = new Map<number, string>();
   const requestIds: string[] = [];
-  const requests = traceRequests(traceEvents(trace));
-  for (const r of requests) {
-    const span = r.spanId ? byId.get(r.spanId) : undefined;
+  for (const { r, span, segs } of requests) {
     if (span) {
       const rid = span.attrs.end_attrs.sglang_request_id;
       if (typeof rid === 'string') requestIds.push(rid);
     }
-    if (!span) continue;
-    const segs = pdSegments(r.values);
-    if (segs.length === 0) continue;
+    if (!span || segs.length === 0) continue;
     const base = span.start_ts;
     for (const role of ['P', 'D'] as const) {
       const mine = segs.filter((s) => s.role === role);
@@ -212,6 +254,11 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
       const lane = spanLanes + pair * 2 + (role === 'P' ? 0 : 1);
       pdLaneLabel.set(lane, `[${role}]`);
       for (const s of mine) {
+        const from = r.from.get(s.key);
+        const recorded = from !== undefined ? recordedId.get(from) : undefined;
+        // the recorded span (and its sglang_pd_* ancestors) a segment stands for stay searchable by name
+        const names: string[] = [];
+        for (let at = from !== undefined ? byId.get(from) : undefined; at && isHidden(at) && names.length < 64; at = typeof at.parent_span_id === 'string' ? byId.get(at.parent_span_id) : undefined) names.push(`span=${str(at.name)}`);
         const id = addDetails(() => ({
           kind: 'pd',
           name: s.key.replace(/^pd_/, '').replace(/_duration$/, ''),
@@ -221,9 +268,10 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
           span_id: null,
           parent_span_id: str(span.span_id),
           parent_name: str(span.name),
+          ...(recorded !== undefined ? { recorded } : {}),
           attrs: { [s.key]: r.values.get(s.key), placed: 'relative to the request start; the dump holds durations, not SGLang time stamps' },
         }));
-        out.push({ kind: 'pd', name: s.key.replace(/^pd_(prefill|decode)_/, '').replace(/_duration$/, ''), start: rel(base + s.start), end: rel(base + s.end), lane, attempt: span.attempt, id, role, ...(s.inner ? { inner: true } : {}) });
+        out.push({ kind: 'pd', name: s.key.replace(/^pd_(prefill|decode)_/, '').replace(/_duration$/, ''), start: rel(base + s.start), end: rel(base + s.end), lane, attempt: span.attempt, id, role, ...(s.inner ? { inner: true } : {}), ...withAttrText(names.length ? names.join(' ') : undefined) });
       }
     }
   }
@@ -254,6 +302,10 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
   };
   return { row, details };
 }
+
+/** What a recorded sglang_pd_* span drawn as [P]/[D] segments says in its details. */
+export const STACKED_PD_NOTE =
+  "recorded in slime's stacked PD layout (its times lay SGLang's phases end to end from the request start); drawn as the [P]/[D] segments built from its duration, placed where SGLang's time stamps put them";
 
 const withAttrText = (text: string | undefined): { attr_text?: string } => (text === undefined ? {} : { attr_text: text });
 

@@ -76,6 +76,10 @@ export interface TraceItemDetails {
   parent_span_id: string | null;
   parent_name: string | null;
   clipped_by?: string;
+  /** A recorded `sglang_pd_*` span drawn as [P]/[D] segments instead of as a span: says so (slime's stacked PD layout). */
+  note?: string;
+  /** PD segments built from a recorded `sglang_pd_*` span: that span's index in `TraceDetails.items`. */
+  recorded?: number;
   /** Spans: start and end attrs; points: the event attrs; PD segments: the duration and where it came from. */
   attrs: Record<string, unknown>;
 }

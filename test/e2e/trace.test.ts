@@ -18,6 +18,7 @@ ensureCliBuilt();
 
 declare const document: any;
 declare const location: any;
+declare const window: any;
 
 async function serveSlime(dir: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [RLSIGHT_BIN, 'serve', '--dump-details', dir, '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -135,6 +136,79 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
     await page.waitForSelector('[data-testid=trace-attrs]');
     assert.equal(await page.textContent('[data-testid=trace-attrs]'), attrs, 'the same span is selected');
     assert.equal((await canvasState(page)).view, zoomed, 'the same zoom');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('once zoomed, Shift+wheel, a sideways swipe and the arrow keys pan; the hint says how; a legend; root-level events not in the orphan colour', async () => {
+    const s = await serveSlime(fixturePath('slime-trace'));
+    servers.push(s.child);
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${s.url}#/trace/1`);
+    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    const hint = (await page.textContent('[data-testid=trace-hint]')) ?? '';
+    assert.match(hint, /Ctrl\+wheel to zoom/);
+    assert.match(hint, /Shift\+wheel or a sideways swipe pans/);
+    assert.match(hint, /←\/→ pan/);
+    const legend = (await page.textContent('[data-testid=trace-legend]')) ?? '';
+    for (const words of ['open span', 'orphan end', '[P]', '[D]', 'forward']) assert.ok(legend.includes(words), `legend: ${legend}`);
+    const view = async (): Promise<number[]> => (await canvasState(page)).view.split(',').map(Number);
+    const fitted = await view();
+    const box = (await page.locator('[data-testid=trace-canvas]').boundingBox())!;
+    // not zoomed: there is nothing to pan to
+    await page.mouse.move(box.x + LABEL_W + 100, box.y + 80);
+    await page.mouse.wheel(200, 0);
+    await page.waitForTimeout(100);
+    assert.deepEqual(await view(), fitted);
+    // zoom into the middle fifth, then pan later with a sideways swipe, Shift+wheel and the → key
+    await page.mouse.move(box.x + LABEL_W + (box.width - LABEL_W) * 0.4, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + LABEL_W + (box.width - LABEL_W) * 0.6, box.y + 60, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => location.hash.includes('tz='));
+    const z = await view();
+    const width = z[1] - z[0];
+    assert.ok(width < (fitted[1] - fitted[0]) / 4);
+    await page.mouse.move(box.x + LABEL_W + 100, box.y + 80);
+    await page.mouse.wheel(100, 0);
+    await page.waitForFunction((v0) => Number(document.querySelector('[data-testid=trace-canvas]').dataset.view.split(',')[0]) > v0 + 1e-6, z[0]);
+    const swiped = await view();
+    assert.ok(Math.abs(swiped[1] - swiped[0] - width) < 1e-5, 'a pan keeps the zoom');
+    await page.keyboard.down('Shift');
+    await page.mouse.wheel(0, 100);
+    await page.keyboard.up('Shift');
+    await page.waitForFunction((v0) => Number(document.querySelector('[data-testid=trace-canvas]').dataset.view.split(',')[0]) > v0 + 1e-6, swiped[0]);
+    const shifted = await view();
+    await page.focus('[data-testid=trace-canvas]');
+    await page.keyboard.press('ArrowLeft');
+    await page.waitForFunction((v0) => Number(document.querySelector('[data-testid=trace-canvas]').dataset.view.split(',')[0]) < v0 - 1e-6, shifted[0]);
+    const keyed = await view();
+    assert.ok(Math.abs(shifted[0] - keyed[0] - width * 0.1) < 1e-5, `← pans a tenth of the view: ${shifted} → ${keyed}`);
+    // a plain vertical wheel still scrolls the rows, never the time
+    await page.mouse.wheel(0, 100);
+    await page.waitForTimeout(100);
+    assert.deepEqual(await view(), keyed);
+    await screenshot(page, 'trace-panned');
+
+    // Sample 16's partial_rollout_buffer_enqueue has no parent span (slime records it at the root): it is drawn
+    // in its name's colour, not the orphan red.
+    await page.click('[data-testid=trace-fit]');
+    await page.fill('[data-testid=trace-search]', 'partial_rollout_buffer_enqueue');
+    await page.waitForFunction(() => document.querySelector('[data-testid=trace-canvas]').dataset.drawnRows === '4');
+    const answer: any = await (await fetch(new URL('/api/rlsight/trace?rollout_id=1', s.url))).json();
+    const first = answer.rows.filter((r: any) => r.items.some((i: any) => i.name === 'partial_rollout_buffer_enqueue')).sort((a: any, b: any) => a.start - b.start || a.row - b.row)[0];
+    const point = first.items.find((i: any) => i.name === 'partial_rollout_buffer_enqueue');
+    assert.equal(point.orphan_parent, true);
+    const [v0, v1] = await view();
+    const px = LABEL_W + ((point.start - v0) / (v1 - v0)) * (box.width - LABEL_W);
+    const py = AXIS_H + point.lane * LANE_H + 2 + 6;
+    const rgb: number[] = await page.evaluate(([x, y]: number[]) => {
+      const c = document.querySelector('[data-testid=trace-canvas]');
+      const dpr = window.devicePixelRatio || 1;
+      return [...c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data].slice(0, 3);
+    }, [px, py]);
+    assert.notDeepEqual(rgb, [0xa1, 0x26, 0x26], 'a root-level event is not drawn in the orphan colour');
+    assert.ok(rgb.some((c) => c < 200), `the diamond is drawn there: ${rgb}`);
     assert.deepEqual(w.problems(), []);
   });
 

@@ -27,6 +27,20 @@ const PD_COLORS: Record<string, string> = {
   prealloc: '#c9bfae',
 };
 
+/** The colour of an orphan end's × (an end without a start): only those are drawn in it. */
+export const ORPHAN_COLOR = '#a12626';
+/** The colour of an open span's dashed outline. */
+const OPEN_COLOR = '#a64f37';
+const LANE_COLORS = { '[P]': '#4f8fe0', '[D]': '#3fae6f' };
+
+/**
+ * The fill of a point event's diamond: by its name, as spans are. A root-level event (no parent span, as
+ * slime's attempt_start) is normal, so it is not drawn in the orphan colour.
+ */
+export function pointColor(it: TraceItem): string {
+  return it.kind === 'orphan' ? ORPHAN_COLOR : `hsl(${hue(it.name)} 70% 28%)`;
+}
+
 function hue(name: string): number {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
@@ -72,6 +86,32 @@ function niceStep(range: number, target: number): number {
   return 10 * p;
 }
 
+const HINT = 'click a span or event for its attrs · drag to zoom to a range, Ctrl+wheel to zoom in or out · once zoomed, Shift+wheel or a sideways swipe pans (or click the chart, then ←/→ pan and +/− zoom) · double-click to fit';
+
+/** A swatch and its words. */
+function legendEntry(swatch: HTMLElement, text: string): HTMLElement {
+  const e = el('span', { class: 'trace-legend-entry' });
+  e.append(swatch, document.createTextNode(text));
+  return e;
+}
+
+/** What the chart's colours and marks mean: spans and events by name, open spans, orphan ends, the [P]/[D] lanes. */
+function traceLegend(answer: TraceAnswer): HTMLElement {
+  const legend = el('div', { class: 'trace-legend', 'data-testid': 'trace-legend' });
+  const box = (style: string, text = ''): HTMLElement => el('span', { class: 'trace-swatch', style }, text);
+  legend.append(
+    legendEntry(box('background:hsl(210 55% 50%)'), 'span'),
+    legendEntry(box('background:hsl(30 70% 28%);transform:rotate(45deg) scale(0.7)'), 'event (both coloured by name)'),
+    legendEntry(box(`background:hsla(210,55%,50%,0.35);border:1px dashed ${OPEN_COLOR}`), 'open span (never ended)'),
+    legendEntry(box(`color:${ORPHAN_COLOR};font-weight:bold;text-align:center;line-height:10px`, '×'), 'orphan end (no start)'),
+  );
+  if (answer.rows.some((r) => r.lanes.includes('[P]') || r.lanes.includes('[D]'))) {
+    legend.append(legendEntry(box(`color:${LANE_COLORS['[P]']};width:auto`, '[P]'), 'prefill,'), legendEntry(box(`color:${LANE_COLORS['[D]']};width:auto`, '[D]'), 'decode:'));
+    for (const [name, color] of Object.entries(PD_COLORS)) legend.append(legendEntry(box(`background:${color}`), name.replace(/_/g, ' ')));
+  }
+  return legend;
+}
+
 export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host: ExplorerHost): { destroy(): void } {
   root.classList.add('trace-explorer');
   root.replaceChildren();
@@ -100,11 +140,15 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
   const main = el('div', { class: 'trace-main' });
   const scroller = el('div', { class: 'trace-scroll', 'data-testid': 'trace-scroll' });
   const spacer = el('div', { class: 'trace-spacer' });
-  const canvas = el('canvas', { 'data-testid': 'trace-canvas' });
+  // focusable, so the arrow keys pan and +/- zoom once the chart is clicked
+  const canvas = el('canvas', { 'data-testid': 'trace-canvas', tabindex: '0', 'aria-label': 'request traces: ←/→ pan, +/− zoom' });
   scroller.append(canvas, spacer);
-  const details = el('aside', { class: 'trace-details', 'data-testid': 'trace-details' });
-  details.append(el('p', { class: 'hint' }, 'click a span or event for its attrs; drag to zoom to a range, double-click to fit'));
-  main.append(scroller, details);
+  // the details panel: what was clicked (replaced on each click) above the legend of the chart's colours
+  const aside = el('aside', { class: 'trace-details', 'data-testid': 'trace-details' });
+  const details = el('div');
+  details.append(el('p', { class: 'hint', 'data-testid': 'trace-hint' }, HINT));
+  aside.append(details, traceLegend(answer));
+  main.append(scroller, aside);
   root.append(bar, notes, summary, main);
 
   const all = answer.rows;
@@ -196,7 +240,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
       r.lanes.forEach((l, li) => {
         if (!l) return;
         pdLanes.add(l);
-        ctx.fillStyle = l === '[P]' ? '#4f8fe0' : '#3fae6f';
+        ctx.fillStyle = l === '[P]' ? LANE_COLORS['[P]'] : LANE_COLORS['[D]'];
         ctx.fillText(l, LABEL_W - 28, y0 + li * LANE_H + 12);
       });
       ctx.save();
@@ -215,7 +259,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
           const cx = x0;
           const cy = ly + 6;
           if (it.kind === 'orphan') {
-            ctx.strokeStyle = '#a12626';
+            ctx.strokeStyle = ORPHAN_COLOR;
             ctx.lineWidth = 2;
             ctx.beginPath();
             ctx.moveTo(cx - 4, cy - 4);
@@ -224,7 +268,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
             ctx.lineTo(cx - 4, cy + 4);
             ctx.stroke();
           } else {
-            ctx.fillStyle = it.orphan_parent ? '#a12626' : `hsl(${hue(it.name)} 70% 28%)`;
+            ctx.fillStyle = pointColor(it);
             ctx.beginPath();
             ctx.moveTo(cx, cy - 5);
             ctx.lineTo(cx + 4, cy);
@@ -247,7 +291,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
           ctx.fillRect(x0, ly, xw, 12);
           if (it.kind === 'open') {
             ctx.setLineDash([5, 3]);
-            ctx.strokeStyle = '#a64f37';
+            ctx.strokeStyle = OPEN_COLOR;
             ctx.strokeRect(x0 + 0.5, ly + 0.5, xw - 1, 11);
             ctx.setLineDash([]);
           }
@@ -349,7 +393,19 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     add('attempt', it.attempt);
     add('parent', it.parent_name ?? (it.parent_span_id ? `${it.parent_span_id} (not in the trace)` : 'none'));
     if (it.span_id) add('span id', it.span_id);
+    if (it.note) add('note', it.note);
     details.append(f2, el('pre', { class: 'trace-attrs', 'data-testid': 'trace-attrs' }, JSON.stringify(it.attrs, null, 2)));
+    // a [P]/[D] segment built from a recorded sglang_pd_* span: that span as slime recorded it
+    const rec = it.recorded !== undefined ? d.items[it.recorded] : undefined;
+    if (rec) {
+      details.append(el('h4', {}, `recorded as ${rec.name}`));
+      const f3 = el('dl', { 'data-testid': 'trace-recorded-facts' });
+      const add3 = (k: string, v: string): void => void f3.append(el('dt', {}, k), el('dd', {}, v));
+      if (rec.span_id) add3('span id', rec.span_id);
+      add3('recorded', `${fmtRel(rec.start - answer.t0)} to ${rec.end === null ? '—' : fmtRel(rec.end - answer.t0)}`);
+      if (rec.note) add3('note', rec.note);
+      details.append(f3, el('pre', { class: 'trace-attrs' }, JSON.stringify(rec.attrs, null, 2)));
+    }
   }
 
   scroller.addEventListener('scroll', schedule);
@@ -397,20 +453,52 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     schedule();
     report();
   });
+  /** Zooms by `k` (below 1: in) about time `t`. */
+  function zoomAt(t: number, k: number): void {
+    v0 = t - (t - v0) * k;
+    v1 = t + (v1 - t) * k;
+    schedule();
+  }
+  /** Moves the view by `frac` of its width (negative: earlier), no further than the traces reach once zoomed in. */
+  function pan(frac: number): void {
+    const width = v1 - v0;
+    let d = frac * width;
+    const lo = Math.min(globalStart, v0);
+    const hi = Math.max(globalEnd, v1);
+    d = Math.max(lo - v0, Math.min(hi - v1, d));
+    v0 += d;
+    v1 += d;
+    schedule();
+  }
   canvas.addEventListener(
     'wheel',
     (e) => {
-      if (!(e.ctrlKey || e.metaKey || e.altKey)) return;
+      if (e.ctrlKey || e.metaKey || e.altKey) {
+        e.preventDefault();
+        zoomAt(timeAt(e.clientX - canvas.getBoundingClientRect().left), e.deltaY < 0 ? 0.8 : 1.25);
+        wheelReport();
+        return;
+      }
+      // Shift+wheel (which some systems turn into deltaX) or a sideways swipe pans; a plain wheel scrolls the rows.
+      const dx = e.shiftKey ? e.deltaX || e.deltaY : Math.abs(e.deltaX) > Math.abs(e.deltaY) ? e.deltaX : 0;
+      if (dx === 0) return;
       e.preventDefault();
-      const t = timeAt(e.clientX - canvas.getBoundingClientRect().left);
-      const k = e.deltaY < 0 ? 0.8 : 1.25;
-      v0 = t - (t - v0) * k;
-      v1 = t + (v1 - t) * k;
-      schedule();
+      const px = e.deltaMode === 1 ? dx * 16 : e.deltaMode === 2 ? dx * canvas.clientWidth : dx;
+      pan(px / Math.max(1, canvas.clientWidth - LABEL_W));
       wheelReport();
     },
     { passive: false },
   );
+  canvas.addEventListener('keydown', (e) => {
+    const step = e.shiftKey ? 0.5 : 0.1;
+    if (e.key === 'ArrowLeft') pan(-step);
+    else if (e.key === 'ArrowRight') pan(step);
+    else if (e.key === '+' || e.key === '=') zoomAt((v0 + v1) / 2, 0.8);
+    else if (e.key === '-' || e.key === '_') zoomAt((v0 + v1) / 2, 1.25);
+    else return;
+    e.preventDefault();
+    wheelReport();
+  });
   fit.onclick = () => {
     v0 = globalStart;
     v1 = globalEnd;
@@ -454,11 +542,15 @@ export const EXPLORER_CSS = `
 .trace-toolbar{display:flex;flex-wrap:wrap;gap:6px;align-items:center}
 .trace-notes{color:#7a5b12;font-size:12px}
 .trace-summary{color:#555;font-size:12px}
+.trace-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:#777;align-items:center;margin-top:auto;padding-top:8px}
+.trace-legend-entry{display:inline-flex;gap:4px;align-items:center}
+.trace-swatch{display:inline-block;width:12px;height:10px;box-sizing:border-box;font-size:11px}
 .trace-main{display:flex;gap:8px;flex:1;min-height:0}
 .trace-scroll{position:relative;flex:1;overflow:auto;border:1px solid rgba(127,127,127,0.35);min-height:300px}
 .trace-scroll canvas{position:sticky;top:0;left:0;display:block}
+.trace-scroll canvas:focus{outline:1px solid rgba(127,127,127,0.7);outline-offset:-1px}
 .trace-spacer{width:1px}
-.trace-details{width:340px;overflow:auto;border:1px solid rgba(127,127,127,0.35);padding:6px 10px;font-size:12px}
+.trace-details{display:flex;flex-direction:column;width:340px;overflow:auto;border:1px solid rgba(127,127,127,0.35);padding:6px 10px;font-size:12px}
 .trace-details dl{display:grid;grid-template-columns:auto 1fr;gap:2px 8px;margin:4px 0}
 .trace-details dt{color:#777}.trace-details dd{margin:0;word-break:break-all}
 .trace-attrs{white-space:pre-wrap;word-break:break-all;background:rgba(127,127,127,0.12);color:inherit;padding:6px;max-height:50vh;overflow:auto}
