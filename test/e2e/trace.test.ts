@@ -1,7 +1,8 @@
 // The Trace view in headless Chromium over both slime fixtures: rows, [P]/[D] lanes, filter, sort,
-// search, zoom, details, the open-span reason and the click-through to the sample.
+// search, zoom, details, the open-span reason and the click-through to the sample; the same by keyboard, and
+// the contrast of its text in the app (dark) and on the page `rlsight trace` writes (light).
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,8 @@ ensureCliBuilt();
 declare const document: any;
 declare const location: any;
 declare const window: any;
+declare const getComputedStyle: any;
+declare const requestAnimationFrame: any;
 
 async function serveSlime(dir: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [RLSIGHT_BIN, 'serve', '--dump-details', dir, '--port', '0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -46,6 +49,64 @@ const LANE_H = 16;
 async function canvasState(page: import('playwright-core').Page): Promise<Record<string, string>> {
   return page.evaluate(() => ({ ...document.querySelector('[data-testid=trace-canvas]').dataset }));
 }
+
+/**
+ * The lowest WCAG contrast ratio of the visible text under `selector` (each element and its descendants): the
+ * computed colour, faded by opacity, against the background composited up its ancestors (`base` below them all),
+ * as the accessibility review's contrast.mjs measures it.
+ */
+async function lowestContrast(page: import('playwright-core').Page, selector: string, base: number[]): Promise<{ ratio: number; color: string; text: string }> {
+  // Sent as source: the test runner's transform would name these functions with a helper the page lacks.
+  return page.evaluate(`(${CONTRAST_JS})(${JSON.stringify(selector)}, ${JSON.stringify(base)})`);
+}
+
+const CONTRAST_JS = `function (selector, base) {
+  const parse = (s) => {
+    const m = /rgba?\\(([^)]+)\\)/.exec(s);
+    if (!m) return null;
+    const v = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+    return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+  };
+  const lum = ([r, g, b]) => {
+    const f = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const blend = (top, bot) => [0, 1, 2].map((i) => top[i] * top[3] + bot[i] * (1 - top[3])).concat(1);
+  const bgOf = (el) => {
+    const stack = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) {
+        stack.push(c);
+        if (c[3] >= 1) break;
+      }
+    }
+    let bg = [...base, 1];
+    for (let i = stack.length - 1; i >= 0; i--) bg = blend(stack[i], bg);
+    return bg;
+  };
+  let worst = { ratio: Infinity, color: '', text: '' };
+  for (const top of document.querySelectorAll(selector)) {
+    for (const el of [top, ...top.querySelectorAll('*')]) {
+      const own = [...el.childNodes].filter((n) => n.nodeType === 3 && n.textContent.trim()).map((n) => n.textContent.trim()).join(' ');
+      const r = el.getBoundingClientRect();
+      if (!own || r.width === 0 || r.height === 0) continue;
+      const cs = getComputedStyle(el);
+      let o = 1;
+      for (let e = el; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity);
+      const bg = bgOf(el);
+      const c = parse(cs.color);
+      const fg = blend([c[0], c[1], c[2], c[3] * o], bg);
+      const [a, b] = [lum(fg), lum(bg)];
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < worst.ratio) worst = { ratio, color: cs.color, text: own.slice(0, 40) };
+    }
+  }
+  return worst;
+}`;
+
+/** The explorer's text that must read at 4.5:1: the summary, the notes, what is selected, the details' labels, the legend. */
+const TRACE_TEXT = ['[data-testid=trace-summary]', '.trace-notes', '[data-testid=trace-said]', '.trace-details dt', '[data-testid=trace-legend]'];
 
 describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian chromium is not installed at /usr/bin/chromium' }, () => {
   let browser: Browser;
@@ -207,7 +268,10 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
       const dpr = window.devicePixelRatio || 1;
       return [...c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data].slice(0, 3);
     }, [px, py]);
-    assert.notDeepEqual(rgb, [0xa1, 0x26, 0x26], 'a root-level event is not drawn in the orphan colour');
+    // the orphan colour as the chart draws it on the app's dark theme
+    const orphan: string = await page.evaluate(() => getComputedStyle(document.querySelector('.trace-explorer')).getPropertyValue('--trace-orphan').trim());
+    assert.match(orphan, /^#[0-9a-f]{6}$/);
+    assert.notDeepEqual(rgb, [1, 3, 5].map((i) => parseInt(orphan.slice(i, i + 2), 16)), 'a root-level event is not drawn in the orphan colour');
     assert.ok(rgb.some((c) => c < 200), `the diamond is drawn there: ${rgb}`);
     assert.deepEqual(w.problems(), []);
   });
@@ -235,6 +299,104 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
       assert.deepEqual(w.problems(), []);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('by keyboard: Tab into the sample list, arrows to a span, Enter shows its details, Esc back, Tab to "open sample"; its text reads at 4.5:1', async () => {
+    const s = await serveSlime(fixturePath('slime-trace'));
+    servers.push(s.child);
+    const w = await openPage(browser);
+    const { page } = w;
+    await page.goto(`${s.url}#/trace/0`);
+    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    const canvas = await page.evaluate(() => ({ role: document.querySelector('[data-testid=trace-canvas]').getAttribute('role'), label: document.querySelector('[data-testid=trace-canvas]').getAttribute('aria-label') }));
+    assert.equal(canvas.role, 'img');
+    assert.match(canvas.label ?? '', /request traces of 12 samples, rollout 0/);
+    // From the search field, Tab until the sample list has focus (the toolbar and the chart come first).
+    await page.focus('[data-testid=trace-search]');
+    const focusRole = (): Promise<string | null> => page.evaluate(() => document.activeElement?.getAttribute('role') ?? null);
+    for (let i = 0; i < 12 && (await focusRole()) !== 'grid'; i++) await page.keyboard.press('Tab');
+    assert.equal(await focusRole(), 'grid', 'Tab reaches the list of traced samples');
+    // Samples are sorted by start as drawn; the fifth (row 4) holds sglang_generate, its third item in time order.
+    const answer: any = await (await fetch(new URL('/api/rlsight/trace?rollout_id=0', s.url))).json();
+    const order = [...answer.rows].sort((a: any, b: any) => a.start - b.start || a.row - b.row);
+    const row = order[4];
+    const items = [...row.items].sort((a: any, b: any) => a.start - b.start || a.lane - b.lane || a.id - b.id);
+    const item = items[2];
+    assert.equal(item.name, 'sglang_generate');
+    // Where the chart draws that span, to see the selection drawn there.
+    const plotW = (await page.locator('[data-testid=trace-canvas]').boundingBox())!.width - LABEL_W;
+    const [v0, v1] = (await canvasState(page)).view.split(',').map(Number);
+    const y = AXIS_H + order.slice(0, 4).reduce((a: number, r: any) => a + r.lanes.length * LANE_H + 6, 0) + item.lane * LANE_H + 2;
+    const x0 = LABEL_W + ((item.start - v0) / (v1 - v0)) * plotW;
+    const x1 = LABEL_W + ((item.end - v0) / (v1 - v0)) * plotW;
+    const marked = (): Promise<number> =>
+      page.evaluate(([x0, x1, y]: number[]) => {
+        const c = document.querySelector('[data-testid=trace-canvas]');
+        const dpr = window.devicePixelRatio || 1;
+        const { data } = c.getContext('2d').getImageData(Math.round((x0 - 2) * dpr), Math.round((y - 2) * dpr), Math.round((x1 - x0 + 4) * dpr), Math.round(16 * dpr));
+        let n = 0;
+        for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - 0xb5) <= 24 && Math.abs(data[i + 1] - 0x50) <= 24 && Math.abs(data[i + 2] - 0x2a) <= 24) n++;
+        return n;
+      }, [x0, x1, y]);
+    assert.equal(await marked(), 0, 'nothing is outlined before a selection');
+    for (const key of ['ArrowDown', 'ArrowDown', 'ArrowDown', 'ArrowDown', 'ArrowRight', 'ArrowRight', 'ArrowRight']) await page.keyboard.press(key);
+    await page.waitForFunction((want) => location.hash.includes(want), `span=${row.row}%3A${item.id}`);
+    // announced politely: its name, start, duration and row
+    const said = (await page.textContent('[data-testid=trace-said]')) ?? '';
+    assert.match(said, new RegExp(`^sglang_generate, span, start .+, duration .+ · sample #${row.sample_index}, row 5 of 12$`));
+    assert.equal(await page.getAttribute('[data-testid=trace-said]', 'aria-live'), 'polite');
+    await page.waitForFunction(() => new Promise((ok) => requestAnimationFrame(() => ok(true))));
+    assert.ok((await marked()) > 20, 'the selected span is outlined on the chart as a click outlines it');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.activeElement?.dataset?.testid === 'trace-details-title');
+    await page.waitForSelector('[data-testid=trace-attrs]');
+    const details: any = await (await fetch(new URL(`/api/rlsight/trace/details?rollout_id=0&row=${row.row}`, s.url))).json();
+    assert.ok(((await page.textContent('[data-testid=trace-details]')) ?? '').includes('sglang_generate (span)'));
+    assert.equal(await page.textContent('[data-testid=trace-attrs]'), JSON.stringify(details.items[item.id].attrs, null, 2));
+    assert.match((await page.textContent('[data-testid=trace-attrs]')) ?? '', /max_new_tokens/);
+    await screenshot(page, 'trace-keyboard-details');
+    // Esc goes back to the list, on the same span; Enter comes back into the details.
+    await page.keyboard.press('Escape');
+    assert.equal(await focusRole(), 'grid');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.activeElement?.dataset?.testid === 'trace-details-title');
+    // The text of the view on the dark theme, with details open.
+    for (const sel of TRACE_TEXT) {
+      const c = await lowestContrast(page, sel, [0x12, 0x12, 0x12]);
+      assert.ok(c.ratio >= 4.5, `${sel}: "${c.text}" in ${c.color} is ${c.ratio.toFixed(2)}:1`);
+    }
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset?.testid), 'trace-open-sample');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((want) => location.hash.startsWith(want), `#/rollout/0/sample/${row.sample_index}`);
+    await page.waitForSelector('[data-testid=sample-title]');
+    assert.deepEqual(w.problems(), []);
+  });
+
+  it('the page `rlsight trace` writes: light text at 4.5:1, and the sample list selects by keyboard there too', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rlsight-trace-page-'));
+    try {
+      const r = spawnSync(process.execPath, [RLSIGHT_BIN, 'trace', join(fixturePath('slime-trace'), 'rollout_data', '0.pt'), '--no-serve', '--out', out], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
+      assert.equal(r.status, 0, r.stderr);
+      const html = /html: (\S+)/.exec(r.stdout)![1]!;
+      const w = await openPage(browser);
+      const { page } = w;
+      await page.goto(`file://${html}`);
+      await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+      await page.focus('[data-testid=trace-grid]');
+      await page.keyboard.press('ArrowRight');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('[data-testid=trace-attrs]');
+      assert.match((await page.textContent('[data-testid=trace-said]')) ?? '', /^generate_and_rm_group, span, .* · sample #0, row 1 of 12$/);
+      for (const sel of TRACE_TEXT) {
+        const c = await lowestContrast(page, sel, [0xff, 0xff, 0xff]);
+        assert.ok(c.ratio >= 4.5, `${sel}: "${c.text}" in ${c.color} is ${c.ratio.toFixed(2)}:1`);
+      }
+      await screenshot(page, 'trace-standalone-keyboard');
+      assert.deepEqual(w.problems(), []);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
     }
   });
 

@@ -27,11 +27,13 @@ const PD_COLORS: Record<string, string> = {
   prealloc: '#c9bfae',
 };
 
-/** The colour of an orphan end's × (an end without a start): only those are drawn in it. */
+/**
+ * The colour of an orphan end's × (an end without a start): only those are drawn in it. This is the light page's;
+ * the chart and its legend take `--trace-orphan` (EXPLORER_CSS), the app's own red on its dark theme.
+ */
 export const ORPHAN_COLOR = '#a12626';
 /** The colour of an open span's dashed outline. */
 const OPEN_COLOR = '#a64f37';
-const LANE_COLORS = { '[P]': '#4f8fe0', '[D]': '#3fae6f' };
 
 /**
  * The fill of a point event's diamond: by its name, as spans are. A root-level event (no parent span, as
@@ -86,7 +88,24 @@ function niceStep(range: number, target: number): number {
   return 10 * p;
 }
 
-const HINT = 'click a span or event for its attrs · drag to zoom to a range, Ctrl+wheel to zoom in or out · once zoomed, Shift+wheel or a sideways swipe pans (or click the chart, then ←/→ pan and +/− zoom) · double-click to fit';
+const HINT = 'click a span or event for its attrs (or Tab to the list of samples: ↑/↓ sample, ←/→ its spans and events, Enter its details, Esc back) · drag to zoom to a range, Ctrl+wheel to zoom in or out · once zoomed, Shift+wheel or a sideways swipe pans (or click the chart, then ←/→ pan and +/− zoom) · double-click to fit';
+
+/** What an item is, in words: its kind, for the sample list and what is announced. */
+function kindWords(it: TraceItem): string {
+  if (it.kind === 'point') return 'event';
+  if (it.kind === 'open') return 'open span, never ended';
+  if (it.kind === 'orphan') return 'orphan end, no start';
+  if (it.kind === 'pd') return `${it.role === 'P' ? 'prefill' : 'decode'} segment`;
+  return 'span';
+}
+
+/** The items of a row in time order (then lane), as ←/→ walk them. */
+function timeOrder(items: TraceItem[]): TraceItem[] {
+  return [...items].sort((a, b) => a.start - b.start || a.lane - b.lane || a.id - b.id);
+}
+
+/** Each mounted explorer's element ids are its own (the app mounts a new one per step). */
+let mounts = 0;
 
 /** A swatch and its words. */
 function legendEntry(swatch: HTMLElement, text: string): HTMLElement {
@@ -103,10 +122,10 @@ function traceLegend(answer: TraceAnswer): HTMLElement {
     legendEntry(box('background:hsl(210 55% 50%)'), 'span'),
     legendEntry(box('background:hsl(30 70% 28%);transform:rotate(45deg) scale(0.7)'), 'event (both coloured by name)'),
     legendEntry(box(`background:hsla(210,55%,50%,0.35);border:1px dashed ${OPEN_COLOR}`), 'open span (never ended)'),
-    legendEntry(box(`color:${ORPHAN_COLOR};font-weight:bold;text-align:center;line-height:10px`, '×'), 'orphan end (no start)'),
+    legendEntry(box('color:var(--trace-orphan);font-weight:bold;text-align:center;line-height:10px', '×'), 'orphan end (no start)'),
   );
   if (answer.rows.some((r) => r.lanes.includes('[P]') || r.lanes.includes('[D]'))) {
-    legend.append(legendEntry(box(`color:${LANE_COLORS['[P]']};width:auto`, '[P]'), 'prefill,'), legendEntry(box(`color:${LANE_COLORS['[D]']};width:auto`, '[D]'), 'decode:'));
+    legend.append(legendEntry(box('color:var(--trace-p);width:auto', '[P]'), 'prefill,'), legendEntry(box('color:var(--trace-d);width:auto', '[D]'), 'decode:'));
     for (const [name, color] of Object.entries(PD_COLORS)) legend.append(legendEntry(box(`background:${color}`), name.replace(/_/g, ' ')));
   }
   return legend;
@@ -137,19 +156,30 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
   const summary = el('div', { class: 'trace-summary', 'data-testid': 'trace-summary' });
   const notes = el('div', { class: 'trace-notes' });
   for (const n of answer.notes) notes.append(el('div', {}, n));
+  // What is selected, in words, for a screen reader (polite) and for a sighted keyboard user (the list is not shown).
+  const said = el('div', { class: 'trace-said', role: 'status', 'aria-live': 'polite', 'data-testid': 'trace-said' });
   const main = el('div', { class: 'trace-main' });
   const scroller = el('div', { class: 'trace-scroll', 'data-testid': 'trace-scroll' });
   const spacer = el('div', { class: 'trace-spacer' });
   // focusable, so the arrow keys pan and +/- zoom once the chart is clicked
-  const canvas = el('canvas', { 'data-testid': 'trace-canvas', tabindex: '0', 'aria-label': 'request traces: ←/→ pan, +/− zoom' });
+  const canvas = el('canvas', { 'data-testid': 'trace-canvas', tabindex: '0', role: 'img' });
   scroller.append(canvas, spacer);
+  // The chart's rows as a grid for the keyboard and screen readers: one row per sample shown, its header the
+  // sample and its cells the sample's spans and events in time order. Focus stays on the grid and
+  // aria-activedescendant names the current cell; only the current row's cells are built (a dump may hold
+  // thousands of samples). It is not shown: the chart draws where it is.
+  const uid = `trace${++mounts}`;
+  const grid = el('div', { class: 'trace-grid', role: 'grid', tabindex: '0', 'data-testid': 'trace-grid' });
   // the details panel: what was clicked (replaced on each click) above the legend of the chart's colours
-  const aside = el('aside', { class: 'trace-details', 'data-testid': 'trace-details' });
+  const aside = el('aside', { class: 'trace-details', 'data-testid': 'trace-details', 'aria-label': 'span details' });
   const details = el('div');
   details.append(el('p', { class: 'hint', 'data-testid': 'trace-hint' }, HINT));
   aside.append(details, traceLegend(answer));
-  main.append(scroller, aside);
-  root.append(bar, notes, summary, main);
+  main.append(scroller, grid, aside);
+  // on the summary's line, so the chart keeps its height
+  const line = el('div', { class: 'trace-line' });
+  line.append(summary, said);
+  root.append(bar, notes, line, main);
 
   const all = answer.rows;
   const globalStart = Math.min(0, ...all.map((r) => r.start));
@@ -162,6 +192,9 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
   let hits: Array<{ x: number; y: number; w: number; h: number; row: TraceRow; item: TraceItem | null }> = [];
   let drag: { x0: number; x1: number } | null = null;
   let frame = 0;
+  let gridFocused = false;
+  // the details being shown (an item's are fetched): Enter moves focus into them once they are there
+  let showing: Promise<void> = Promise.resolve();
 
   const rowHeight = (r: TraceRow): number => r.lanes.length * LANE_H + ROW_PAD;
   const matches = (r: TraceRow, q: string): boolean => {
@@ -181,7 +214,57 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     offsets = [0];
     for (const r of rows) offsets.push(offsets[offsets.length - 1] + rowHeight(r));
     summary.textContent = `${rows.length} shown / ${all.length} traced samples${answer.untraced ? ` · ${answer.untraced} without trace` : ''} · rollout ${answer.rollout_id}${answer.evaluation ? ' (eval)' : ''}`;
+    canvas.setAttribute('aria-label', `request traces of ${rows.length} samples, rollout ${answer.rollout_id}${answer.evaluation ? ' (eval)' : ''}: ←/→ pan, +/− zoom; the list of samples after the chart selects spans and events`);
+    grid.setAttribute('aria-label', `traced samples, ${rows.length} shown: ↑/↓ sample, ←/→ its spans and events in time order, Enter opens the details`);
+    grid.replaceChildren(
+      ...rows.map((r) => {
+        const tr = el('div', { role: 'row', id: `${uid}-r${r.row}` });
+        tr.append(el('div', { role: 'rowheader', id: `${uid}-r${r.row}-h` }, rowWords(r)));
+        return tr;
+      }),
+    );
+    syncGrid();
     schedule();
+  }
+
+  /** A sample in words, as its label on the chart says it. */
+  function rowWords(r: TraceRow): string {
+    const n = r.items.filter(itemVisible).length;
+    return `sample #${r.sample_index ?? r.row}, ${r.status ?? 'no status'}, reward ${r.reward ?? 'none'}, ${n} ${n === 1 ? 'span or event' : 'spans and events'}${r.open_spans ? `, ${r.open_spans} open` : ''}${r.orphans ? `, ${r.orphans} orphan ends` : ''}`;
+  }
+
+  /** A time on the axis as the time-axis control shows it (relative or UTC). */
+  function when(t: number): string {
+    return timeMode.value === 'absolute' ? `${fmtAbs(answer.t0 + t)} UTC` : fmtRel(t);
+  }
+
+  /** A span or event in words: name, kind, start and duration. */
+  function itemWords(it: TraceItem): string {
+    const lane = it.kind === 'pd' ? `[${it.role}] ` : '';
+    return `${lane}${it.name}, ${kindWords(it)}, start ${when(it.start)}${it.kind === 'point' || it.kind === 'orphan' ? '' : `, duration ${fmtRel(it.end - it.start)}`}`;
+  }
+
+  /** The grid's current cell: the selection when it is in the rows shown, else the first sample. */
+  function current(): { row: TraceRow; item: TraceItem | null } | null {
+    if (selected && rows.includes(selected.row)) return selected;
+    return rows[0] ? { row: rows[0], item: null } : null;
+  }
+
+  /** Points the grid at its current cell, building that row's cells (and dropping the previous row's). */
+  function syncGrid(): void {
+    for (const c of grid.querySelectorAll('[role=gridcell]')) c.remove();
+    for (const c of grid.querySelectorAll('[aria-selected]')) c.removeAttribute('aria-selected');
+    const cur = current();
+    if (!cur) {
+      grid.removeAttribute('aria-activedescendant');
+      return;
+    }
+    const tr = grid.querySelector(`#${uid}-r${cur.row.row}`);
+    if (!tr) return;
+    for (const it of timeOrder(cur.row.items.filter(itemVisible))) tr.append(el('div', { role: 'gridcell', id: `${uid}-r${cur.row.row}-i${it.id}` }, itemWords(it)));
+    const cell = grid.querySelector(cur.item ? `#${uid}-r${cur.row.row}-i${cur.item.id}` : `#${uid}-r${cur.row.row}-h`) ?? tr.firstElementChild;
+    cell?.setAttribute('aria-selected', 'true');
+    grid.setAttribute('aria-activedescendant', cell?.id ?? '');
   }
 
   function schedule(): void {
@@ -208,6 +291,9 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     ctx.font = '11px system-ui, sans-serif';
     // Colours follow the host page (the app is dark, the standalone page light).
     const ink = getComputedStyle(canvas).color || '#333';
+    const theme = getComputedStyle(root);
+    const laneColor = { '[P]': theme.getPropertyValue('--trace-p').trim(), '[D]': theme.getPropertyValue('--trace-d').trim() };
+    const orphanColor = theme.getPropertyValue('--trace-orphan').trim() || ORPHAN_COLOR;
     const bodyBg = getComputedStyle(document.body).backgroundColor;
     const paper = !bodyBg || bodyBg === 'rgba(0, 0, 0, 0)' || bodyBg === 'transparent' ? '#fafaf8' : bodyBg;
     const plotW = w - LABEL_W;
@@ -226,6 +312,9 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     let drawnItems = 0;
     let cutLabels = 0;
     const pdLanes = new Set<string>();
+    let markBox: { x: number; y: number; w: number; h: number } | null = null;
+    // While the sample list has focus, its current cell is ringed even before anything is selected.
+    const marked = selected ?? (gridFocused ? current() : null);
     for (let i = lo; i < rows.length && offsets[i] - top < h; i++) {
       const r = rows[i];
       const y0 = AXIS_H + offsets[i] - top;
@@ -234,13 +323,15 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
       if (selected?.row === r) ctx.fillStyle = 'rgba(181,80,42,0.12)';
       ctx.fillRect(0, y0, w, rowHeight(r));
       hits.push({ x: 0, y: y0, w: LABEL_W, h: rowHeight(r), row: r, item: null });
+      // inside the row's label, so the rows around it (and the axis over the first) leave it whole
+      if (marked?.row === r && !marked.item) markBox = { x: 4, y: y0 + 4, w: LABEL_W - 8, h: rowHeight(r) - 8 };
       ctx.fillStyle = ink;
       const label = `#${r.sample_index ?? r.row} ${r.status ?? ''} r=${r.reward ?? '–'}${r.open_spans ? ` ⚠${r.open_spans} open` : ''}${r.orphans ? ` ✗${r.orphans}` : ''}`;
       ctx.fillText(label, 6, y0 + 12, LABEL_W - 40);
       r.lanes.forEach((l, li) => {
         if (!l) return;
         pdLanes.add(l);
-        ctx.fillStyle = l === '[P]' ? LANE_COLORS['[P]'] : LANE_COLORS['[D]'];
+        ctx.fillStyle = l === '[P]' ? laneColor['[P]'] : laneColor['[D]'];
         ctx.fillText(l, LABEL_W - 28, y0 + li * LANE_H + 12);
       });
       ctx.save();
@@ -259,7 +350,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
           const cx = x0;
           const cy = ly + 6;
           if (it.kind === 'orphan') {
-            ctx.strokeStyle = ORPHAN_COLOR;
+            ctx.strokeStyle = orphanColor;
             ctx.lineWidth = 2;
             ctx.beginPath();
             ctx.moveTo(cx - 4, cy - 4);
@@ -295,12 +386,6 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
             ctx.strokeRect(x0 + 0.5, ly + 0.5, xw - 1, 11);
             ctx.setLineDash([]);
           }
-          if (selected?.item === it) {
-            ctx.strokeStyle = '#b5502a';
-            ctx.lineWidth = 2;
-            ctx.strokeRect(x0, ly, xw, 12);
-            ctx.lineWidth = 1;
-          }
           if (xw > 30) {
             ctx.globalAlpha = 1;
             ctx.fillStyle = '#111';
@@ -314,9 +399,18 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
           hits.push({ x: x0, y: ly, w: xw, h: 12, row: r, item: it });
         }
         ctx.globalAlpha = 1;
+        // The selected item is outlined whatever its kind (a click or the keyboard selects it).
+        if (marked?.item === it) {
+          const hb = hits[hits.length - 1]!;
+          const pad = it.kind === 'point' || it.kind === 'orphan' ? 2 : 0;
+          const left = Math.max(LABEL_W, hb.x - pad);
+          markBox = { x: left, y: hb.y - pad, w: Math.min(w, hb.x + hb.w + pad) - left, h: hb.h + 2 * pad };
+        }
       }
       ctx.restore();
     }
+    // Drawn over every row, so the next row's background does not cover it; the axis is drawn over it in turn.
+    if (markBox) mark(ctx, markBox, selected !== null);
     // Axis.
     ctx.fillStyle = paper;
     ctx.fillRect(0, 0, w, AXIS_H);
@@ -347,6 +441,20 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     canvas.dataset.view = `${v0.toFixed(6)},${v1.toFixed(6)}`;
   }
 
+  /** Outlines the selection; while the sample list has focus, a dashed ring around it is its focus indicator. */
+  function mark(ctx: CanvasRenderingContext2D, b: { x: number; y: number; w: number; h: number }, isSelected: boolean): void {
+    ctx.save();
+    ctx.strokeStyle = '#b5502a';
+    ctx.lineWidth = 2;
+    if (isSelected) ctx.strokeRect(b.x, b.y, b.w, b.h);
+    if (gridFocused) {
+      ctx.strokeStyle = getComputedStyle(root).getPropertyValue('--accent').trim() || '#b5502a';
+      ctx.setLineDash([4, 2]);
+      ctx.strokeRect(b.x - 3, b.y - 3, b.w + 6, b.h + 6);
+    }
+    ctx.restore();
+  }
+
   function timeAt(px: number): number {
     const plotW = Math.max(1, canvas.clientWidth - LABEL_W);
     return v0 + ((px - LABEL_W) / plotW) * (v1 - v0);
@@ -357,11 +465,17 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     host.onState?.({ view: fitted ? null : [v0, v1], select: selected ? { row: selected.row.row, item: selected.item?.id ?? null } : null });
   }
 
-  async function showDetails(row: TraceRow, item: TraceItem | null): Promise<void> {
+  async function showDetails(row: TraceRow, item: TraceItem | null, announce = true): Promise<void> {
     selected = { row, item };
     report();
     schedule();
-    details.replaceChildren(el('h3', {}, `sample #${row.sample_index ?? row.row}`));
+    syncGrid();
+    if (announce) {
+      const at = rows.indexOf(row);
+      said.textContent = `${item ? `${itemWords(item)} · ` : ''}sample #${row.sample_index ?? row.row}${at >= 0 ? `, row ${at + 1} of ${rows.length}` : ''}`;
+    }
+    // focusable by script only: Enter in the sample list moves focus here, Esc goes back
+    details.replaceChildren(el('h3', { tabindex: '-1', 'data-testid': 'trace-details-title' }, `sample #${row.sample_index ?? row.row}`));
     const facts = el('dl');
     const put = (k: string, v: unknown): void => {
       facts.append(el('dt', {}, k), el('dd', {}, typeof v === 'string' ? v : JSON.stringify(v)));
@@ -442,7 +556,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     for (let i = hits.length - 1; i >= 0; i--) {
       const hb = hits[i];
       if (px >= hb.x - 1 && px <= hb.x + hb.w + 1 && py >= hb.y && py <= hb.y + hb.h) {
-        void showDetails(hb.row, hb.item);
+        showing = showDetails(hb.row, hb.item);
         return;
       }
     }
@@ -499,6 +613,84 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     e.preventDefault();
     wheelReport();
   });
+  /** Scrolls the chart so the row is in view, and pans (keeping the zoom) when the item lies outside it. */
+  function reveal(row: TraceRow, item: TraceItem | null): void {
+    const i = rows.indexOf(row);
+    if (i < 0) return;
+    const h = Math.max(160, scroller.clientHeight);
+    const top = scroller.scrollTop;
+    if (offsets[i] < top) scroller.scrollTop = offsets[i];
+    else if (offsets[i + 1] + AXIS_H - h > top) scroller.scrollTop = offsets[i + 1] + AXIS_H - h;
+    if (item && (item.end < v0 || item.start > v1)) {
+      const width = v1 - v0;
+      v0 = (item.start + item.end) / 2 - width / 2;
+      v1 = v0 + width;
+    }
+  }
+
+  /** Selects by keyboard: what a click on it does, with the chart brought to it. */
+  function choose(row: TraceRow, item: TraceItem | null): Promise<void> {
+    reveal(row, item);
+    return (showing = showDetails(row, item));
+  }
+
+  grid.addEventListener('keydown', (e) => {
+    const cur = current();
+    if (!cur || e.altKey || e.metaKey) return;
+    const at = rows.indexOf(cur.row);
+    const items = timeOrder(cur.row.items.filter(itemVisible));
+    // -1: the sample itself (its header cell)
+    const col = cur.item ? items.indexOf(cur.item) : -1;
+    /** The item of `row` nearest in time to the current one (the sample itself when on the sample). */
+    const near = (row: TraceRow): TraceItem | null => {
+      if (!cur.item) return null;
+      const t = cur.item.start;
+      let best: TraceItem | null = null;
+      for (const it of timeOrder(row.items.filter(itemVisible))) if (!best || Math.abs(it.start - t) < Math.abs(best.start - t)) best = it;
+      return best;
+    };
+    const toRow = (i: number): void => {
+      const row = rows[Math.max(0, Math.min(rows.length - 1, i))]!;
+      void choose(row, near(row));
+    };
+    if (e.key === 'ArrowDown') toRow(at + 1);
+    else if (e.key === 'ArrowUp') toRow(at - 1);
+    else if (e.key === 'PageDown') toRow(at + 10);
+    else if (e.key === 'PageUp') toRow(at - 10);
+    else if (e.key === 'Home' && e.ctrlKey) toRow(0);
+    else if (e.key === 'End' && e.ctrlKey) toRow(rows.length - 1);
+    else if (e.key === 'ArrowRight') void choose(cur.row, items[Math.min(items.length - 1, col + 1)] ?? null);
+    else if (e.key === 'ArrowLeft') void choose(cur.row, col > 0 ? items[col - 1]! : null);
+    else if (e.key === 'Home') void choose(cur.row, null);
+    else if (e.key === 'End') void choose(cur.row, items.at(-1) ?? null);
+    else if (e.key === '+' || e.key === '=' || e.key === '-' || e.key === '_') {
+      // zoom about the current item, as Ctrl+wheel does about the pointer
+      zoomAt(cur.item ? (cur.item.start + cur.item.end) / 2 : (v0 + v1) / 2, e.key === '+' || e.key === '=' ? 0.8 : 1.25);
+      wheelReport();
+    } else if (e.key === 'Enter' || e.key === ' ') {
+      // the details the click shows, then focus in them (Tab reaches "open sample"; Esc comes back)
+      void (selected === cur ? showing : choose(cur.row, cur.item)).then(() => details.querySelector<HTMLElement>('h3')?.focus());
+    } else return;
+    e.preventDefault();
+  });
+  grid.addEventListener('focus', () => {
+    gridFocused = true;
+    scroller.classList.add('keyed');
+    syncGrid();
+    schedule();
+  });
+  grid.addEventListener('blur', () => {
+    gridFocused = false;
+    scroller.classList.remove('keyed');
+    schedule();
+  });
+  aside.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape') return;
+    // Back to the sample list, where the selection is; the app's own Esc (reset a zoom) is not meant here.
+    e.preventDefault();
+    e.stopPropagation();
+    grid.focus();
+  });
   fit.onclick = () => {
     v0 = globalStart;
     v1 = globalEnd;
@@ -512,7 +704,10 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
     wheelTimer = setTimeout(report, 250);
   };
   for (const c of [search, status, attempt, nameSel, sort, desc]) c.addEventListener('input', refilter);
-  timeMode.addEventListener('input', schedule);
+  timeMode.addEventListener('input', () => {
+    syncGrid();
+    schedule();
+  });
   refilter();
   // Open where the host asks (a permalink): its zoom, and its selected span with the details.
   const start = host.initial;
@@ -523,7 +718,7 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
   }
   if (start?.select) {
     const row = all.find((r) => r.row === start.select!.row);
-    if (row) void showDetails(row, start.select.item === null ? null : (row.items.find((i) => i.id === start.select!.item) ?? null));
+    if (row) showing = showDetails(row, start.select.item === null ? null : (row.items.find((i) => i.id === start.select!.item) ?? null), false);
   }
   return {
     destroy() {
@@ -536,22 +731,29 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
   };
 }
 
-/** Styles the explorer needs (the standalone page has no app stylesheet). */
+/**
+ * Styles the explorer needs. Text takes the app's theme variables (dark) where they exist; the fallbacks are the
+ * standalone page's own light colours (it has no app stylesheet). Each is at least 4.5:1 on its background.
+ */
 export const EXPLORER_CSS = `
-.trace-explorer{display:flex;flex-direction:column;gap:6px;height:100%;min-height:0;font:13px system-ui,sans-serif}
+.trace-explorer{display:flex;flex-direction:column;gap:6px;height:100%;min-height:0;font:13px system-ui,sans-serif;--trace-p:var(--info,#2f6bbd);--trace-d:var(--good,#1b7a45);--trace-orphan:var(--bad,${ORPHAN_COLOR})}
 .trace-toolbar{display:flex;flex-wrap:wrap;gap:6px;align-items:center}
-.trace-notes{color:#7a5b12;font-size:12px}
-.trace-summary{color:#555;font-size:12px}
-.trace-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:#777;align-items:center;margin-top:auto;padding-top:8px}
+.trace-notes{color:var(--warn,#7a5b12);font-size:12px}
+.trace-line{display:flex;flex-wrap:wrap;gap:0 16px}
+.trace-summary,.trace-said{color:var(--muted,#555);font-size:12px}
+.trace-legend{display:flex;flex-wrap:wrap;gap:2px 10px;font-size:11px;color:var(--muted,#555);align-items:center;margin-top:auto;padding-top:8px}
 .trace-legend-entry{display:inline-flex;gap:4px;align-items:center}
 .trace-swatch{display:inline-block;width:12px;height:10px;box-sizing:border-box;font-size:11px}
-.trace-main{display:flex;gap:8px;flex:1;min-height:0}
+.trace-main{position:relative;display:flex;gap:8px;flex:1;min-height:0}
+.trace-grid{position:absolute;top:0;left:0;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+.trace-scroll.keyed{outline:2px solid var(--accent,#b5502a);outline-offset:-2px}
+.trace-details h3:focus-visible{outline:2px solid var(--accent,#b5502a);outline-offset:2px}
 .trace-scroll{position:relative;flex:1;overflow:auto;border:1px solid rgba(127,127,127,0.35);min-height:300px}
 .trace-scroll canvas{position:sticky;top:0;left:0;display:block}
-.trace-scroll canvas:focus{outline:1px solid rgba(127,127,127,0.7);outline-offset:-1px}
+.trace-scroll canvas:focus{outline:2px solid var(--accent,#b5502a);outline-offset:-2px}
 .trace-spacer{width:1px}
 .trace-details{display:flex;flex-direction:column;width:340px;overflow:auto;border:1px solid rgba(127,127,127,0.35);padding:6px 10px;font-size:12px}
 .trace-details dl{display:grid;grid-template-columns:auto 1fr;gap:2px 8px;margin:4px 0}
-.trace-details dt{color:#777}.trace-details dd{margin:0;word-break:break-all}
+.trace-details dt{color:var(--muted,#555)}.trace-details dd{margin:0;word-break:break-all}
 .trace-attrs{white-space:pre-wrap;word-break:break-all;background:rgba(127,127,127,0.12);color:inherit;padding:6px;max-height:50vh;overflow:auto}
 `;
