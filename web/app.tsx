@@ -1,5 +1,5 @@
-// The shell: top navigation (ordinary links), run badge, live status, and the current view.
-import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
+// The shell: top navigation (ordinary links), run badge, live status, and the current view under its one h1.
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { stillWriting } from './api.ts';
 import { ErrorNote, Loading } from './components/status.tsx';
 import { Tooltip } from './components/tooltip.tsx';
@@ -20,6 +20,8 @@ import { SampleView } from './views/sample/index.tsx';
 import { TimelineView } from './views/timeline/index.tsx';
 import { TraceView } from './views/trace/index.tsx';
 import { runsParamNote } from './urlNotes.ts';
+import { focusViewHeading, VIEW_NAMES, viewHeading } from './viewHeading.ts';
+import { letterKeys, setLetterKeys } from './keyboard.ts';
 
 export function App() {
   const m = useStore(meta);
@@ -54,9 +56,19 @@ export function App() {
     if (m?.mode === 'follow') startLive();
   }, [m?.mode, runId]);
   useEffect(() => {
-    const names = { metrics: 'Metrics', timeline: 'Compute Utilization', rollout: 'Rollouts', sample: 'Sample', trace: 'Trace', health: 'Health', diff: 'Step diff', 'sample-diff': 'Sample diff', runs: 'Runs' };
-    document.title = `${names[r.view]} · ${runId ?? m?.run_name ?? 'rlsight'}`;
+    document.title = `${VIEW_NAMES[r.view]} · ${runId ?? m?.run_name ?? 'rlsight'}`;
   }, [r.view, m?.run_name, runId]);
+  // Another view (not another step or parameter of this one) is said aloud and focus moves to its heading, so
+  // keyboard and screen-reader users start there rather than in the header they left.
+  const heading = viewHeading(r);
+  const [announced, setAnnounced] = useState('');
+  const shownView = useRef(r.view);
+  useEffect(() => {
+    if (shownView.current === r.view) return;
+    shownView.current = r.view;
+    setAnnounced(heading);
+    focusViewHeading();
+  }, [r.view]);
   const shownRun = shownRunId(runs);
 
   const latest = m?.rollout_ids.train.at(-1) ?? m?.rollout_ids.eval.at(-1);
@@ -69,35 +81,47 @@ export function App() {
   return (
     <>
       <header class="topbar">
+        <a
+          class="skip-link"
+          href="#view"
+          // `#view` would be read as a route: the link moves focus to the view's heading itself.
+          onClick={(e) => {
+            e.preventDefault();
+            focusViewHeading();
+          }}
+        >
+          Skip to content
+        </a>
         <a class="brand" href={href('/')}>
           rl<span>sight</span>
         </a>
         <nav aria-label="views">
-          <a href={href('/')} class={r.view === 'metrics' ? 'active' : ''}>
+          <a href={href('/')} class={r.view === 'metrics' ? 'active' : ''} aria-current={r.view === 'metrics' ? 'page' : undefined}>
             Metrics
           </a>
-          <a href={href('/timeline')} class={r.view === 'timeline' ? 'active' : ''} title="Compute Utilization">
+          <a href={href('/timeline')} class={r.view === 'timeline' ? 'active' : ''} aria-current={r.view === 'timeline' ? 'page' : undefined} title="Compute Utilization">
             Compute<span class="narrow-hide"> Utilization</span>
           </a>
-          <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : href('/trace')} class={r.view === 'trace' ? 'active' : ''}>
+          <a href={stepId !== undefined ? href(`/trace/${stepId}`, { eval: evalQ }) : href('/trace')} class={r.view === 'trace' ? 'active' : ''} aria-current={r.view === 'trace' ? 'page' : undefined}>
             Trace
           </a>
           <a
             href={stepId !== undefined ? href(`/rollout/${stepId}`, { eval: evalQ }) : href('/rollout')}
             class={r.view === 'rollout' ? 'active' : ''}
+            aria-current={r.view === 'rollout' ? 'page' : undefined}
           >
             Rollouts
           </a>
-          <a href={sampleHref ?? href('/rollout')} class={r.view === 'sample' ? 'active' : ''}>
+          <a href={sampleHref ?? href('/rollout')} class={r.view === 'sample' ? 'active' : ''} aria-current={r.view === 'sample' ? 'page' : undefined}>
             Sample
           </a>
-          <a href={href('/health')} class={r.view === 'health' ? 'active' : ''}>
+          <a href={href('/health')} class={r.view === 'health' ? 'active' : ''} aria-current={r.view === 'health' ? 'page' : undefined}>
             Health
           </a>
-          <a href={href('/diff')} class={r.view === 'diff' || r.view === 'sample-diff' ? 'active' : ''}>
+          <a href={href('/diff')} class={r.view === 'diff' || r.view === 'sample-diff' ? 'active' : ''} aria-current={r.view === 'diff' || r.view === 'sample-diff' ? 'page' : undefined}>
             Diff
           </a>
-          <a href={href('/runs')} class={r.view === 'runs' ? 'active' : ''}>
+          <a href={href('/runs')} class={r.view === 'runs' ? 'active' : ''} aria-current={r.view === 'runs' ? 'page' : undefined}>
             Runs
           </a>
         </nav>
@@ -153,7 +177,13 @@ export function App() {
         </div>
       </header>
       {m?.warnings && m.warnings.length > 0 && <DamageBanner warnings={m.warnings} />}
+      <p class="sr-only" role="status" data-testid="view-announce">
+        {announced}
+      </p>
       <main id="view" key={runId ?? ''}>
+        <h1 id="view-heading" class="sr-only" tabIndex={-1}>
+          {heading}
+        </h1>
         {runsNote && (
           <p class="url-note" role="status" data-testid="url-note">
             {runsNote}
@@ -194,8 +224,22 @@ export function App() {
           </>
         )}
       </main>
+      <KeysNote />
       <Tooltip />
     </>
+  );
+}
+
+/** The keys help, and the switch that turns the single-letter keys off (kept in this browser). */
+function KeysNote() {
+  const on = useStore(letterKeys);
+  return (
+    <footer class="keys-note">
+      Keys: <kbd>/</kbd> search · <kbd>j</kbd>/<kbd>k</kbd> next/previous · <kbd>w</kbd>/<kbd>s</kbd> zoom, <kbd>a</kbd>/<kbd>d</kbd> pan · <kbd>Esc</kbd> reset.{' '}
+      <label>
+        <input type="checkbox" checked={on} data-testid="letter-keys" onChange={(e) => setLetterKeys((e.currentTarget as HTMLInputElement).checked)} /> single-letter keys (j k w a s d)
+      </label>
+    </footer>
   );
 }
 

@@ -1,4 +1,6 @@
 // A sortable table that renders only the rows in view (fixed row height), with a sticky header and first column.
+// Each header is a button (sorting works from the keyboard too) and, given `rowHref`, each row's first cell is a
+// link to what a click on the row opens, so a keyboard or screen-reader user reaches any row directly.
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { fmtNum, naturalCompare } from '../format.ts';
 import type { Cell, TableRow as Row } from '../../src/wire/index.ts';
@@ -9,6 +11,8 @@ interface Props {
   sort: { col: string; desc: boolean } | null;
   onSort: (col: string) => void;
   onRowClick?: (row: Row) => void;
+  /** Where the row's first cell links to: the place `onRowClick` opens. */
+  rowHref?: (row: Row) => string;
   rowClass?: (row: Row) => string;
   height?: number;
   testId?: string;
@@ -40,7 +44,7 @@ export function sortRows(rows: Row[], sort: { col: string; desc: boolean } | nul
   return out;
 }
 
-export function VirtualTable({ rows, columns, sort, onSort, onRowClick, rowClass, height = 440, testId, cell }: Props) {
+export function VirtualTable({ rows, columns, sort, onSort, onRowClick, rowHref, rowClass, height = 440, testId, cell }: Props) {
   const ref = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const sorted = useMemo(() => sortRows(rows, sort), [rows, sort?.col, sort?.desc]);
@@ -57,15 +61,12 @@ export function VirtualTable({ rows, columns, sort, onSort, onRowClick, rowClass
         <thead>
           <tr>
             {columns.map((c) => (
-              <th
-                key={c}
-                class={sort?.col === c ? 'sorted' : ''}
-                onClick={() => onSort(c)}
-                aria-sort={sort?.col === c ? (sort.desc ? 'descending' : 'ascending') : 'none'}
-                title={`sort by ${c}`}
-              >
-                {c.split('_').map((part, i) => (i ? [<wbr key={i} />, `_${part}`] : part))}
-                {sort?.col === c ? (sort.desc ? ' ▾' : ' ▴') : ''}
+              // A click anywhere in the header cell sorts; its button (whose clicks bubble here) is what Tab and a screen reader reach.
+              <th key={c} scope="col" class={sort?.col === c ? 'sorted' : ''} aria-sort={sort?.col === c ? (sort.desc ? 'descending' : 'ascending') : 'none'} onClick={() => onSort(c)}>
+                <button type="button" title={`sort by ${c}`}>
+                  {c.split('_').map((part, i) => (i ? [<wbr key={i} />, `_${part}`] : part))}
+                  {sort?.col === c ? (sort.desc ? ' ▾' : ' ▴') : ''}
+                </button>
               </th>
             ))}
           </tr>
@@ -80,13 +81,15 @@ export function VirtualTable({ rows, columns, sort, onSort, onRowClick, rowClass
             <tr
               key={first + i}
               class={`${onRowClick ? 'clickable' : ''} ${rowClass?.(r) ?? ''}`}
-              onClick={onRowClick ? () => onRowClick(r) : undefined}
+              // A click on the row's link is the link's own (a new tab, a copied address): the row does not act too.
+              onClick={onRowClick ? (e) => !(e.target as Element).closest('a') && onRowClick(r) : undefined}
             >
-              {columns.map((c) => {
+              {columns.map((c, k) => {
                 const v = r[c] ?? null;
+                const text = cell ? cell(c, v, r) : fmtNum(v);
                 return (
                   <td key={c} class={typeof v === 'string' ? 'str' : ''}>
-                    {cell ? cell(c, v, r) : fmtNum(v)}
+                    {k === 0 && rowHref ? <a href={rowHref(r)}>{text}</a> : text}
                   </td>
                 );
               })}

@@ -5,7 +5,7 @@ import { Empty, ErrorNote, Loading } from '../../components/status.tsx';
 import { SideScroll } from '../../components/sideScroll.tsx';
 import { liveTick } from '../../live.ts';
 import { useStore } from '../../store.ts';
-import type { HealthAnswer, HealthCell, HealthRow, Meta, SignalSpec, StepCoverage } from '../../../src/wire/index.ts';
+import type { HealthAnswer, HealthCell, HealthLevel, HealthRow, Meta, SignalSpec, StepCoverage } from '../../../src/wire/index.ts';
 import { useEffect } from 'preact/hooks';
 import { href, numParam, route, setParams } from '../../route.ts';
 import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts';
@@ -37,12 +37,38 @@ function signalTitle(s: SignalSpec): string {
   return `${s.doc}\nwarn above ${s.warn}, fires above ${s.fire}`;
 }
 
+/** How a cell's level is said to a screen reader. */
+const LEVEL_WORDS: Record<HealthLevel, string> = { ok: 'ok', warn: 'warn', fire: 'fired', none: 'no data' };
+/** The glyph a warned or fired cell shows besides its colour, for who cannot tell the colours apart. */
+const LEVEL_MARKS: Partial<Record<HealthLevel, string>> = { warn: '!', fire: '▲' };
+
+/**
+ * A cell's value with its level and what was measured: the colour and glyph for the eye, the same in words
+ * (visually hidden) for a screen reader, so the link focus lands on says which signal fired and why.
+ */
+function CellBody({ signal, cell, link }: { signal: SignalSpec; cell: HealthCell; link: string | null }) {
+  const mark = LEVEL_MARKS[cell.level];
+  const body = (
+    <>
+      {mark && (
+        <span class="hc-mark" aria-hidden="true">
+          {mark}
+        </span>
+      )}
+      {cellText(cell)}
+      <span class="sr-only">
+        , {signal.label} {LEVEL_WORDS[cell.level]}: {cell.detail}
+      </span>
+    </>
+  );
+  return link ? <a href={link}>{body}</a> : <span>{body}</span>;
+}
+
 /** A cell whose evidence opens from anywhere inside it (the link fills the cell). */
 function HealthTd({ signal, cell }: { signal: SignalSpec; cell: HealthCell }) {
-  const text = cellText(cell);
   return (
     <td class={`hc ${cell.level}`} data-signal={signal.id} title={`${signal.label}: ${cell.detail}`}>
-      {cell.evidence ? <a href={evidenceHref(cell.evidence)}>{text}</a> : <span>{text}</span>}
+      <CellBody signal={signal} cell={cell} link={cell.evidence ? evidenceHref(cell.evidence) : null} />
     </td>
   );
 }
@@ -154,11 +180,9 @@ function atNote(raw: string | null, at: number | null, boards: readonly HealthAn
 
 /** A runs-board cell: its evidence opens in the run it belongs to. */
 function RunHealthTd({ run, signal, cell }: { run: string; signal: SignalSpec; cell: HealthCell }) {
-  const text = cellText(cell);
-  const link = cell.evidence ? withRun(evidenceHref(cell.evidence), run) : null;
   return (
     <td class={`hc ${cell.level}`} data-signal={signal.id} title={`${run} · ${signal.label}: ${cell.detail}`}>
-      {link ? <a href={link}>{text}</a> : <span>{text}</span>}
+      <CellBody signal={signal} cell={cell} link={cell.evidence ? withRun(evidenceHref(cell.evidence), run) : null} />
     </td>
   );
 }
@@ -244,7 +268,20 @@ export function HealthView({ meta }: { meta: Meta }) {
         </table>
       </SideScroll>
       <p class="health-legend">
-        <span class="hc ok">ok</span> <span class="hc warn">warn</span> <span class="hc fire">fired</span> <span class="hc none">no data</span> — hover a
+        <span class="hc ok">ok</span>{' '}
+        <span class="hc warn">
+          <span class="hc-mark" aria-hidden="true">
+            !
+          </span>
+          warn
+        </span>{' '}
+        <span class="hc fire">
+          <span class="hc-mark" aria-hidden="true">
+            ▲
+          </span>
+          fired
+        </span>{' '}
+        <span class="hc none">no data</span> — hover a
         column for its threshold, a cell for what was measured; click a cell for the evidence. Thresholds: <code>--health-config FILE</code>.
       </p>
     </section>

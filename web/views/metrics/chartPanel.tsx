@@ -14,6 +14,9 @@ import { CoverageNote } from '../../components/coverage.tsx';
 import { drawUnread } from '../../components/unread.ts';
 import type { StepCoverage } from '../../../src/wire/index.ts';
 import { yRange } from './yRange.ts';
+import { seriesSummary } from '../../components/chartText.ts';
+import { zoomByKey } from './keyZoom.ts';
+import { keyAction, letterKeys } from '../../keyboard.ts';
 
 export interface XYTable {
   label: string;
@@ -500,6 +503,28 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
 
   const points = visible.reduce((n, t) => n + (t.y as ArrayLike<number | null>).length - countGaps(t.y), 0);
 
+  // Told in words: the chart's name says the metric and its series (the runs, the engines), its description the values.
+  const names = visible.map((t) => t.label);
+  const label =
+    names.length === 1 && names[0] === metric
+      ? `${metric} chart`
+      : `${metric} chart of ${names.length} series: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
+  const summary = useMemo(() => seriesSummary(xLabel, visible, xKind === 'time' ? (v) => new Date(v * 1000).toISOString().slice(11, 19) : String), [visible, xLabel, xKind]);
+
+  /** W/S/A/D/Esc on a focused chart zoom and pan its own axis (this chart's window, around its cursor). */
+  function zoomKey(e: KeyboardEvent, u: uPlot): boolean {
+    // the page's keys (and its choice to turn the letter keys off), taken here before the page sees them
+    const action = keyAction(e.key, letterKeys.get());
+    if (action === 'next' || action === 'prev') return false;
+    const { min, max } = u.scales.x;
+    const full = fullXRange(u, extentRef.e, coverageRef.c);
+    if (!action || !full || min == null || max == null) return false;
+    const idx = u.cursor.idx;
+    const anchor = idx != null && (u.cursor.left ?? -1) >= 0 ? u.data[0][idx] : null;
+    onZoomRef.fn(zoomByKey(action, [min, max], full, anchor));
+    return true;
+  }
+
   function download() {
     const header = [xLabel, ...visible.map((t) => t.label)];
     const raw = visible.length === 1 ? [visible[0]!.x, visible[0]!.y] : [data[0], ...data.slice(1).filter((_, i) => smoothing <= 0 || i % 2 === 0)];
@@ -546,7 +571,15 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
         </p>
       ) : (
         <>
-          <UPlotChart options={options} data={data} height={200} label={`${metric} chart`} onCreate={(u) => ((plot.current = u), focusRun(u, highlight), markPainted('metrics'))} />
+          <UPlotChart
+            options={options}
+            data={data}
+            height={200}
+            label={label}
+            summary={summary}
+            onKey={zoomKey}
+            keyHint="W and S zoom, A and D pan, Escape resets the zoom."
+            onCreate={(u) => ((plot.current = u), focusRun(u, highlight), markPainted('metrics'))} />
           {many && (
             <p class="legend-more" data-testid="legend-more">
               <button class="icon" aria-expanded={allRows ? 'true' : 'false'} data-testid="legend-toggle" onClick={() => setAllRows(!allRows)}>

@@ -4,7 +4,7 @@ import { errorText, getColumns, getJson } from '../../api.ts';
 import { type EngineSeriesHeader, type EngineSeriesView, engineSeriesOf } from '../../columns.ts';
 import { Downloads } from '../../components/downloads.tsx';
 import { ErrorNote, Loading, Empty } from '../../components/status.tsx';
-import { useKeys } from '../../keyboard.ts';
+import { type KeyAction, useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
@@ -18,6 +18,7 @@ import { inXOrder } from './xOrder.ts';
 import { seriesColor } from '../../theme.ts';
 import { chosenRuns, loadRuns, runColor, runLabel, runList, runPath, shownRunId } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
+import { zoomByKey } from './keyZoom.ts';
 
 /** More engines than this: their chips scroll in a box of bounded height, with all/none buttons. */
 const MANY_ENGINES = 12;
@@ -70,8 +71,6 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const zx = p.get('zx')?.split(',').map(Number);
   const zoom: [number, number] | null = zx && zx.length === 2 && zx.every(Number.isFinite) ? [zx[0]!, zx[1]!] : null;
   const [query, setQuery] = useState(q);
-  // Esc resets the zoom of every chart, as the key map says.
-  useKeys({ reset: () => setParams({ zx: null }) });
   // Back/Forward change the URL under the box; follow it unless the user is typing there.
   useEffect(() => {
     if (!document.activeElement?.hasAttribute('data-search')) setQuery(q);
@@ -169,7 +168,7 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
               reset zoom
             </button>
           )}
-          <p class="hint">drag = zoom (all charts) · double-click or Esc = reset · hover = values · log = log y scale</p>
+          <p class="hint">drag or W/S = zoom (all charts) · A/D = pan · double-click or Esc = reset · hover, or focus a chart and press ←/→ = values · log = log y scale</p>
           <Downloads what="all metrics" path="rlsight/export/metrics" formats={['csv', 'parquet']} />
         </div>
       </aside>
@@ -398,6 +397,22 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
     return out;
   }, [loggedTables, engineTables]);
 
+  // W/S zoom and A/D pan every chart on the URL's window, Esc resets (Compute Utilization's keys); a focused chart takes them itself.
+  const zoomKeys = (action: KeyAction) => () => {
+    const own = [...loggedTables.values()].map((t) => t.xLabel);
+    if (xKind !== 'step' && engine.length) own.push(engineXLabel(xKind));
+    // only engine charts on the step axis: their own wall-time window
+    const url = own.length > 0;
+    const full = spanOf((url ? own : [engineXLabel(xKind)]).map((l) => extents.get(l)));
+    if (!full) return;
+    const shown = url ? zoom : engineZoom;
+    const next = zoomByKey(action, shown ?? full, full);
+    if (url) onZoom(next);
+    else setEngineZoom(next);
+  };
+  // (Esc resets the zoom of every chart, as the key map says.)
+  useKeys({ zoomIn: zoomKeys('zoomIn'), zoomOut: zoomKeys('zoomOut'), panLeft: zoomKeys('panLeft'), panRight: zoomKeys('panRight'), reset: () => (setEngineZoom(null), onZoom(null)) });
+
   // A fleet's worth of engines: their chips scroll in a box of a few rows, with all/none to pick a few.
   const manyEngines = engineLabels.length > MANY_ENGINES;
 
@@ -519,6 +534,18 @@ function categoryHref(p: URLSearchParams, cat: string): string {
   q.delete('zx');
   q.set('cat', cat);
   return href('/', q);
+}
+
+/** The x span covering every given extent, or null when none is known. */
+function spanOf(extents: readonly ([number, number] | undefined)[]): [number, number] | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const e of extents) {
+    if (!e) continue;
+    lo = Math.min(lo, e[0]);
+    hi = Math.max(hi, e[1]);
+  }
+  return hi > lo ? [lo, hi] : null;
 }
 
 function engineXLabel(xKind: AxisKind): string {

@@ -296,6 +296,7 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
           sort={sortOf(params, 'sample_index')}
           onSort={(c) => toggleSort(params, c, 'sample_index')}
           onRowClick={open}
+          rowHref={(r) => sampleHref(id, Number(r.sample_index), evaluation)}
           rowClass={(r) => (r.remove_sample === true ? 'removed' : r.status === 'aborted' || r.status === 'failed' ? 'flag' : '')}
           cell={sampleCell}
           testId="samples-table"
@@ -309,6 +310,11 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
 function sampleCell(c: string, v: Cell, r: Row): string {
   if (c === 'weight_version' && v !== null) return versionSpan(r)?.text ?? fmtNum(v);
   return fmtNum(v);
+}
+
+/** The samples tab narrowed to a groups-table row's group. */
+function groupHref(id: number, evaluation: boolean, r: Row): string {
+  return href(`/rollout/${id}`, { eval: evaluation, group: String(r.group_index) });
 }
 
 function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number; evaluation: boolean; params: URLSearchParams }) {
@@ -335,7 +341,8 @@ function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number
         columns={table.columns}
         sort={sortOf(params, 'group_index')}
         onSort={(c) => toggleSort(params, c, 'group_index')}
-        onRowClick={(r) => navigate(href(`/rollout/${id}`, { eval: evaluation, group: String(r.group_index) }))}
+        onRowClick={(r) => navigate(groupHref(id, evaluation, r))}
+        rowHref={(r) => groupHref(id, evaluation, r)}
         rowClass={(r) => (r.zero_std === true ? 'flag' : '')}
         cell={(c, v) => (c === 'zero_std' ? (v === true ? '● zero std' : v === null ? 'n/a (1 sample)' : '') : v === null ? '—' : typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(3) : String(v))}
         testId="groups-table"

@@ -11,6 +11,11 @@ export function stepHref(id: number, evaluation: boolean, keep?: URLSearchParams
   return href(`/rollout/${id}`, p);
 }
 
+/** What the step slider at index `i` says: the step it stands on, and where that is among the recorded ones. */
+function sliderText(ids: number[], i: number, evaluation: boolean): string {
+  return ids[i] === undefined ? 'no step' : `${evaluation ? 'eval step' : 'step'} ${ids[i]} (${i + 1} of ${ids.length})`;
+}
+
 export function StepBar({ meta, id, evaluation, params }: { meta: Meta; id: number; evaluation: boolean; params: URLSearchParams }) {
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const pos = ids.indexOf(id);
@@ -56,7 +61,7 @@ export function StepBar({ meta, id, evaluation, params }: { meta: Meta; id: numb
           eval{meta.rollout_ids.eval.length ? ` (${meta.rollout_ids.eval.length})` : ''}
         </button>
       </span>
-      <button disabled={pos <= 0} onClick={() => go(ids[pos - 1]!)} title="previous step (k)">
+      <button disabled={pos <= 0} onClick={() => go(ids[pos - 1]!)} title="previous step (k)" aria-label="previous step">
         ◀
       </button>
       <input
@@ -65,12 +70,14 @@ export function StepBar({ meta, id, evaluation, params }: { meta: Meta; id: numb
         max={Math.max(0, ids.length - 1)}
         value={slid ?? Math.max(0, pos)}
         aria-label="step"
+        // The slider moves through the recorded steps by index: it says the step, not the index.
+        aria-valuetext={sliderText(ids, slid ?? Math.max(0, pos), evaluation)}
         data-testid="step-slider"
         // A drag fires `input` as it moves and `change` when let go; a click or a key fires both at once.
         onInput={(e) => slide(Number((e.target as HTMLInputElement).value), 600)}
         onChange={(e) => slide(Number((e.target as HTMLInputElement).value), 150)}
       />
-      <button disabled={pos < 0 || pos >= ids.length - 1} onClick={() => go(ids[pos + 1]!)} title="next step (j)">
+      <button disabled={pos < 0 || pos >= ids.length - 1} onClick={() => go(ids[pos + 1]!)} title="next step (j)" aria-label="next step">
         ▶
       </button>
       <form

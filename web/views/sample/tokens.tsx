@@ -18,6 +18,8 @@ import { extentOf, SCALES, type ScaleMode, scaleGradient, tokenColor } from './t
 import { TokenOverview } from './overview.tsx';
 import { maskedRuns, peakOf, sliceTokens, windowAround } from './tokenSlice.ts';
 import { useWholeSample, type WholeSample } from './wholeSample.ts';
+import { peakWords, tokenWords } from './tokenWords.ts';
+import { seriesSummary } from '../../components/chartText.ts';
 
 const WINDOWS = [256, 1024, 4096];
 /** Without `win=`: the whole sample when it has at most this many tokens (one request), else DEFAULT_WINDOW. */
@@ -273,11 +275,16 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
   const move = useRef(onMove);
   move.current = onMove;
 
+  /** What "peak" found, said in a status line (a screen reader announces it; the outline alone is only seen). */
+  const [peakSaid, setPeakSaid] = useState('');
+  useEffect(() => setPeakSaid(''), [color, t.rollout_id, t.sample_index, t.evaluation]);
+
   function jumpToPeak() {
     if (!color) return;
     const mag = (v: number) => Math.abs(SCALES[color].f(v));
     // the whole sample once it is read; until then the tokens shown
     const pos = peakOf(full ?? t, color, mag);
+    setPeakSaid(peakWords(full ?? t, color, pos));
     if (pos === null) return;
     if (pos < t.start || pos >= t.end) return onMove(windowAround(pos, size, total), pos);
     showToken(pos);
@@ -295,6 +302,27 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
     shownFocus.current = focus.n;
     showToken(focus.pos);
   }, [focus, t]);
+
+  /** The chart's cursor moved by the keyboard: the token there (its text, the charted and the colouring values). */
+  function tokenReadout(u: uPlot, idx: number): string {
+    const pos = u.data[0][idx]!;
+    const words = tokenWords(chartView, pos, [chartStat, color].filter((s): s is TokenStat => s !== null));
+    return pos >= t.start && pos < t.end ? words : `${words} (not in the tokens shown: Enter shows it)`;
+  }
+
+  /** Enter on the chart shows the token at its cursor, as a click does. */
+  function chartKey(e: KeyboardEvent, u: uPlot): boolean {
+    const idx = u.cursor.idx;
+    if (e.key !== 'Enter' || idx == null) return false;
+    const pos = u.data[0][idx]!;
+    const w = shown.current;
+    if (pos < w.start || pos >= w.end) move.current(windowAround(pos, w.size, w.total), pos);
+    return true;
+  }
+  const chartSummary = useMemo(
+    () => (chartStat ? `${chartStat}: ${seriesSummary('position', [{ label: chartStat, x: chartData[0], y: chartData[1] as (number | null)[] }])}` : ''),
+    [chartData, chartStat],
+  );
 
   function tokenTip(e: MouseEvent) {
     const el = (e.target as HTMLElement).closest<HTMLElement>('[data-pos]');
@@ -410,6 +438,9 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
             peak {color}
           </button>
         )}
+        <span class="muted peak-said" role="status" data-testid="peak-said">
+          {peakSaid}
+        </span>
         {(loading || (!whole.done && !whole.error)) && <span class="spinner" title={loading ? 'reading these tokens' : 'reading the whole sample'} />}
       </div>
       {!t.token_text && <NoTokenTexts />}
@@ -425,7 +456,7 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
         {spans}
       </div>
       <p class="hint token-legend">
-        <span class="tok prompt">prompt</span> grey text, no colour · <span class="tok masked">loss-masked</span> hatched and dimmed (not trained on) · hover a token for its id and every value
+        <span class="tok prompt">prompt</span> grey text, no colour · <span class="tok masked">loss-masked</span> hatched and dimmed (not trained on) · hover a token for its id and every value, or focus the chart below and press ←/→
       </p>
       <section class="panel" style={{ marginTop: '10px' }}>
         <header>
@@ -445,12 +476,22 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
           </span>
         </header>
         {chartStat ? (
-          <UPlotChart options={chartOptions} data={chartData} height={200} label={`${chartStat} by token position`} onCreate={onChart} />
+          <UPlotChart
+            options={chartOptions}
+            data={chartData}
+            height={200}
+            label={`${chartStat} by token position`}
+            summary={chartSummary}
+            readout={tokenReadout}
+            onKey={chartKey}
+            keyHint="The token at the cursor is marked in the text; Enter shows a token outside the tokens shown."
+            onCreate={onChart}
+          />
         ) : (
           <p class="muted">No per-token series in this sample.</p>
         )}
         <p class="hint">
-          hover = find the token in the text · drag = zoom · double-click = reset
+          hover or ←/→ on the focused chart = find the token in the text and read its values · drag = zoom · double-click = reset
           {marked && ' · click outside the blue band = show those tokens'} · shaded: prompt and loss-masked positions
         </p>
       </section>

@@ -1,5 +1,7 @@
 // The header search box: results stream in as the server scans every step; `/` focuses it, ↑/↓ pick, Enter
 // or a click opens the Sample view at the match, Esc closes. Typing again cancels the scan in flight.
+// It is an ARIA 1.2 combobox: focus stays in the field while ↑/↓ move the active option, the options are not Tab
+// stops (Tab leaves the widget in one step), and the results close once focus has left it.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { errorText, getJson, isAbort } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
@@ -7,6 +9,7 @@ import { href, navigate, route } from '../../route.ts';
 import type { SearchMatch, TokenView } from '../../../src/wire/index.ts';
 import { stepsSearched, streamSearch } from './stream.ts';
 import { findOfMatch } from '../sample/findTerms.ts';
+import { focusViewHeading } from '../../viewHeading.ts';
 
 const LIMIT = 50;
 const DEBOUNCE_MS = 160;
@@ -134,12 +137,16 @@ export function HeaderSearch() {
     if (!m) return;
     const q = state.q;
     setOpen(false);
-    (document.activeElement as HTMLElement | null)?.blur();
-    if (m.field !== 'response') return navigate(matchHref(m, q));
+    // Focus goes to the opened view's heading, where reading the match starts (not left on the page's body).
+    const open = (to: string) => {
+      navigate(to);
+      focusViewHeading();
+    };
+    if (m.field !== 'response') return open(matchHref(m, q));
     // A response hit opens the tokens tab at the token where the hit starts.
     void tokenOf(m).then(
-      (pos) => navigate(pos === null ? matchHref(m, q) : href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab: 'tokens', start: Math.max(0, pos - 16), at: pos })),
-      () => navigate(matchHref(m, q)),
+      (pos) => open(pos === null ? matchHref(m, q) : href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab: 'tokens', start: Math.max(0, pos - 16), at: pos })),
+      () => open(matchHref(m, q)),
     );
   };
 
@@ -152,6 +159,11 @@ export function HeaderSearch() {
     } else if (state.done || state.error) setWaiting(null);
   }, [state, waiting]);
 
+  const shown = open && text.trim() !== '';
+  // The active option is scrolled into the panel's view: focus stays in the field, so nothing else would show it.
+  useEffect(() => {
+    if (shown) document.getElementById(`search-opt-${sel}`)?.scrollIntoView({ block: 'nearest' });
+  }, [sel, shown]);
   const onKey = (e: KeyboardEvent) => {
     if (e.key === 'ArrowDown') {
       e.preventDefault();
@@ -165,16 +177,33 @@ export function HeaderSearch() {
       if (q && state.q === q && state.matches.length > 0) go(state.matches[sel]);
       else if (q && !(state.q === q && (state.done || state.error))) setWaiting(q);
     } else if (e.key === 'Escape') {
+      // The first Esc closes the results and keeps the text; with them closed, the search field's own Esc clears it.
+      if (shown) e.preventDefault();
       setOpen(false);
       setWaiting(null);
     }
   };
 
   const busy = state.q !== '' && !state.done && !state.error;
+  const active = shown && sel < state.matches.length ? `search-opt-${sel}` : undefined;
   return (
-    <div class="header-search" ref={box}>
+    <div
+      class="header-search"
+      ref={box}
+      onFocusOut={(e) => {
+        // Focus gone elsewhere (Tab, a click outside): the results would cover what it went to.
+        if (!box.current?.contains(e.relatedTarget as Node | null)) setOpen(false);
+      }}
+    >
       <input
         type="search"
+        role="combobox"
+        // Preact's types ask a combobox input for a datalist; its list is the results panel, named by aria-controls.
+        list={undefined}
+        aria-expanded={shown}
+        aria-controls="search-results"
+        aria-autocomplete="list"
+        aria-activedescendant={active}
         data-global-search
         placeholder="search all steps  ( / )"
         aria-label="search every sample of the run"
@@ -187,8 +216,9 @@ export function HeaderSearch() {
         onFocus={() => setOpen(true)}
         onKeyDown={onKey}
       />
-      {open && text.trim() !== '' && (
-        <div class="search-results" role="listbox" aria-label="search results" data-query={state.q} data-done={state.done ? '1' : undefined}>
+      {shown && (
+        // tabIndex −1: a scrolling box Chromium would otherwise make a Tab stop of (the options are reached by ↑/↓)
+        <div class="search-results" tabIndex={-1} data-query={state.q} data-done={state.done ? '1' : undefined}>
           <div class="search-status" role="status">
             {state.error
               ? state.error
@@ -208,27 +238,31 @@ export function HeaderSearch() {
               </div>
             )}
           </div>
-          {state.matches.map((m, i) => (
-            <a
-              class={`search-result${i === sel ? ' selected' : ''}`}
-              role="option"
-              aria-selected={i === sel}
-              href={matchHref(m, state.q)}
-              onClick={(e) => {
-                e.preventDefault();
-                go(m);
-              }}
-              onMouseEnter={() => setSel(i)}
-            >
-              <span class="where">
-                {m.evaluation ? 'eval ' : ''}step {m.step} · sample {m.sample_index}
-              </span>
-              <span class="facts">
-                reward {fmtNum(m.reward)} · {m.status} · {m.field}
-              </span>
-              <Snippet m={m} />
-            </a>
-          ))}
+          <div role="listbox" id="search-results" aria-label="search results">
+            {state.matches.map((m, i) => (
+              <a
+                id={`search-opt-${i}`}
+                class={`search-result${i === sel ? ' selected' : ''}`}
+                role="option"
+                aria-selected={i === sel}
+                tabIndex={-1}
+                href={matchHref(m, state.q)}
+                onClick={(e) => {
+                  e.preventDefault();
+                  go(m);
+                }}
+                onMouseEnter={() => setSel(i)}
+              >
+                <span class="where">
+                  {m.evaluation ? 'eval ' : ''}step {m.step} · sample {m.sample_index}
+                </span>
+                <span class="facts">
+                  reward {fmtNum(m.reward)} · {m.status} · {m.field}
+                </span>
+                <Snippet m={m} />
+              </a>
+            ))}
+          </div>
         </div>
       )}
     </div>

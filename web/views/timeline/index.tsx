@@ -268,10 +268,10 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
             <input type="checkbox" checked={showMem} onChange={(e) => setParams({ mem: (e.target as HTMLInputElement).checked }, false)} /> memory
           </label>
           <span class="seg">
-            <button title="zoom in (W)" onClick={() => setVp(zoomAround(vp, 0.7, (vp.t0 + vp.t1) / 2))}>
+            <button title="zoom in (W)" aria-label="zoom in" onClick={() => setVp(zoomAround(vp, 0.7, (vp.t0 + vp.t1) / 2))}>
               +
             </button>
-            <button title="zoom out (S)" onClick={() => setVp(zoomAround(vp, 1 / 0.7, (vp.t0 + vp.t1) / 2))}>
+            <button title="zoom out (S)" aria-label="zoom out" onClick={() => setVp(zoomAround(vp, 1 / 0.7, (vp.t0 + vp.t1) / 2))}>
               −
             </button>
             <button title="whole run (Esc)" disabled={!zoomed} onClick={() => setVp(null)}>

@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { zoomByKey } from './keyZoom.ts';
+
+describe('zoomByKey', () => {
+  const full: [number, number] = [0, 100];
+  it('zooms in around the cursor, or the middle without one', () => {
+    assert.deepEqual(zoomByKey('zoomIn', full, full), [15, 85]);
+    assert.deepEqual(zoomByKey('zoomIn', full, full, 0), [0, 70]);
+  });
+  it('zooms out back to the full range (null) once the window would cover it', () => {
+    assert.deepEqual(zoomByKey('zoomOut', [40, 60], full)!.map((v) => +v.toFixed(6)), [35.714286, 64.285714]);
+    assert.equal(zoomByKey('zoomOut', [10, 90], full), null);
+  });
+  it('pans by a fifth of the window and stops at the ends', () => {
+    assert.deepEqual(zoomByKey('panRight', [40, 60], full), [44, 64]);
+    assert.deepEqual(zoomByKey('panLeft', [2, 22], full), [0, 20]);
+    assert.deepEqual(zoomByKey('panRight', [80, 100], full), [80, 100]);
+  });
+  it('resets to the full range', () => {
+    assert.equal(zoomByKey('reset', [40, 60], full), null);
+  });
+});
