@@ -1,7 +1,7 @@
 // The answers about a slime run: everything a run answers (Rollouts, Sample, search, exports), plus slime's
 // per-step metrics (perf/, rollout/, eval/ and the corrected perf_fixed/) and the request traces.
-import { NotFound } from '../run/errors.ts';
-import type { RunModel, TraceSource } from '../run/model.ts';
+import { DumpStillWriting, NotFound } from '../run/errors.ts';
+import type { RunModel, SlimeDump, TraceSource } from '../run/model.ts';
 import type { Meta, MetricsAnswer, RolloutTable, RunListing } from '../wire/index.ts';
 import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
@@ -9,9 +9,14 @@ import { RunAnswers, type HandedIn, type Presentation, type Window } from './run
 import { loggedEvalDatasets, slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
 import { traceDetails, traceView, widenedByTrace } from './slimeTraceView.ts';
 
+type StepMetric = ReturnType<typeof slimeStepMetrics>[number];
+
+/** A step whose dump cannot be read: nothing derived from it (its problem is in the run's warnings). */
+const UNREADABLE = Symbol('unreadable');
+
 export class SlimeAnswers extends RunAnswers {
-  private memo: { key: string; steps: ReturnType<typeof slimeStepMetrics> } | null = null;
-  private spanMemo: { key: string; span: [number, number] | null } | null = null;
+  /** What is derived from each step's dump, by what and step, with the stamp (and inputs) it was derived at. */
+  private readonly derived = new Map<string, { stamp: string; value: unknown }>();
 
   constructor(
     model: RunModel,
@@ -22,15 +27,44 @@ export class SlimeAnswers extends RunAnswers {
     super(model, handed);
   }
 
-  private async steps(): Promise<ReturnType<typeof slimeStepMetrics>> {
-    const train = await this.traces.allDumps(false);
-    const evals = await this.traces.allDumps(true);
-    // Decoded dumps are reused while unchanged; the metrics are recomputed only when the set changes.
+  /**
+   * `make` of each readable step of one kind, ascending, kept by `what` while the step's files (and `salt`, the
+   * inputs beside them) are unchanged: a followed run's answers decode only its new or rewritten steps, whatever
+   * its length (its dumps are not all kept; re-reading every step for each answer grew with the run).
+   */
+  private async eachStep<T>(what: string, evaluation: boolean, make: (d: SlimeDump) => T | Promise<T>, salt = ''): Promise<T[]> {
+    const prefix = `${what}:${evaluation ? 'eval' : 'train'}:`;
+    const out: T[] = [];
+    const seen = new Set<string>();
+    for (const { rolloutId, stamp } of await this.traces.stepStamps(evaluation)) {
+      const key = prefix + rolloutId;
+      seen.add(key);
+      const want = `${stamp}|${salt}`;
+      let hit = this.derived.get(key);
+      if (hit?.stamp !== want) {
+        let d: SlimeDump | null;
+        try {
+          d = await this.traces.readableDump(rolloutId, evaluation);
+        } catch (e) {
+          // read once it is whole
+          if (e instanceof DumpStillWriting) continue;
+          throw e;
+        }
+        hit = { stamp: want, value: d === null ? UNREADABLE : await make(d) };
+        this.derived.set(key, hit);
+      }
+      if (hit.value !== UNREADABLE) out.push(hit.value as T);
+    }
+    for (const k of this.derived.keys()) if (k.startsWith(prefix) && !seen.has(k)) this.derived.delete(k);
+    return out;
+  }
+
+  private async steps(): Promise<StepMetric[]> {
     // eval datasets by the names given, else by those the run logged itself (a run recorded through slime's hooks)
     const names = this.inputs.evalDatasetNames ?? loggedEvalDatasets(this.metricsRecords());
-    const key = [...train, ...evals].map((d) => `${d.file}:${d.samples.length}`).join('|') + `|${names.join(',')}`;
-    if (this.memo?.key !== key) this.memo = { key, steps: slimeStepMetrics(train, evals, { ...this.inputs, evalDatasetNames: names }) };
-    return this.memo.steps;
+    const train = await this.eachStep('metrics', false, (d) => slimeStepMetrics([d], [], this.inputs)[0]!);
+    const evals = await this.eachStep('metrics', true, (d) => slimeStepMetrics([], [d], { ...this.inputs, evalDatasetNames: names })[0]!, names.join(','));
+    return [...train, ...evals];
   }
 
   /**
@@ -56,13 +90,11 @@ export class SlimeAnswers extends RunAnswers {
     return (await this.tables(rolloutId, evaluation)).groups;
   }
 
-  override async stepAggregates(): Promise<StepAggregate[]> {
-    const out: StepAggregate[] = [];
-    for (const d of await this.traces.allDumps(false)) {
+  override stepAggregates(): Promise<StepAggregate[]> {
+    return this.eachStep('aggregate', false, async (d) => {
       const t = await this.tables(d.rolloutId, false);
-      out.push(stepAggregate(t.summary, t.groups));
-    }
-    return out;
+      return stepAggregate(t.summary, t.groups);
+    });
   }
 
   /**
@@ -114,14 +146,13 @@ export class SlimeAnswers extends RunAnswers {
     return span === null ? l : { ...l, start_ts: l.start_ts ?? span[0], end_ts: l.end_ts ?? span[1] };
   }
 
-  /** First start and last end over every dump's request traces (null without any), kept while the dumps are unchanged. */
+  /** First start and last end over every dump's request traces (null without any), each step's kept while it is unchanged. */
   private async traceSpan(): Promise<[number, number] | null> {
-    const dumps = [...(await this.traces.allDumps(false)), ...(await this.traces.allDumps(true))];
-    const key = dumps.map((d) => `${d.file}:${d.samples.length}`).join('|');
-    if (this.spanMemo?.key === key) return this.spanMemo.span;
+    const spanOf = (d: SlimeDump) => widenedByTrace(null, traceView(d.samples, d));
     let span: [number, number] | null = null;
-    for (const d of dumps) span = widenedByTrace(span, traceView(d.samples, d));
-    this.spanMemo = { key, span };
+    for (const evaluation of [false, true]) {
+      for (const s of await this.eachStep('span', evaluation, spanOf)) if (s !== null) span = span === null ? s : [Math.min(span[0], s[0]), Math.max(span[1], s[1])];
+    }
     return span;
   }
 

@@ -220,6 +220,16 @@ export interface TraceSource {
   dump(rolloutId: number, evaluation: boolean): Promise<SlimeDump>;
   /** Every readable dump of one kind, ascending (unreadable ones are reported through the run's warnings). */
   allDumps(evaluation: boolean): Promise<SlimeDump[]>;
+  /**
+   * Every step of one kind, ascending, with a stamp that changes whenever the files it is read from change;
+   * nothing is decoded (what is derived from a step can be kept until its stamp changes).
+   */
+  stepStamps(evaluation: boolean): Promise<Array<{ rolloutId: number; stamp: string }>>;
+  /**
+   * One step's dump as `allDumps` takes it: null when it cannot be read (reported through the run's warnings),
+   * DumpStillWriting while it is being written.
+   */
+  readableDump(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null>;
 }
 
 /** Whether a step is read because someone asked for it, or for a whole-run answer (it may wait). */

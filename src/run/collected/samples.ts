@@ -10,7 +10,7 @@ import { COLLECTOR_FILE, DASHBOARD_DIR } from '../../formats/dashboard/layout.ts
 import { DumpStillWriting, NotFound, SlimeDumpError } from '../errors.ts';
 import type { SlimeDump } from '../slime/dump.ts';
 import { pyNumber, type SlimeSample } from '../slime/sample.ts';
-import type { SampleDumpSource } from '../slime/run.ts';
+import { readableDumps, type SampleDumpSource } from '../slime/run.ts';
 
 interface StepFile {
   rolloutId: number;
@@ -133,20 +133,19 @@ export class CollectedSamples implements SampleDumpSource {
     }
   }
 
-  async allDumps(evaluation: boolean): Promise<SlimeDump[]> {
-    const out: SlimeDump[] = [];
-    const ids = await this.rolloutIds();
-    for (const id of evaluation ? ids.eval : ids.train) {
-      try {
-        const d = await this.dump(id, evaluation);
-        if (d) out.push(d);
-      } catch (err) {
-        if (err instanceof DumpStillWriting) continue;
-        const msg = err instanceof Error ? err.message : String(err);
-        if (!this.problems.includes(msg)) this.problems.push(msg);
-      }
+  async readable(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
+    try {
+      return await this.dump(rolloutId, evaluation);
+    } catch (err) {
+      if (err instanceof DumpStillWriting) throw err;
+      const msg = err instanceof Error ? err.message : String(err);
+      if (!this.problems.includes(msg)) this.problems.push(msg);
+      return null;
     }
-    return out;
+  }
+
+  allDumps(evaluation: boolean): Promise<SlimeDump[]> {
+    return readableDumps(this, evaluation);
   }
 
   async *sampleBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SlimeSample[]> {

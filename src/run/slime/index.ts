@@ -214,6 +214,15 @@ export class SlimeRunModel implements RunModel, TraceSource {
     return this.run.allDumps(evaluation);
   }
 
+  async stepStamps(evaluation: boolean): Promise<Array<{ rolloutId: number; stamp: string }>> {
+    const ids = await this.run.rolloutIds();
+    return Promise.all((evaluation ? ids.eval : ids.train).map(async (rolloutId) => ({ rolloutId, stamp: await this.run.stamp(rolloutId, evaluation) })));
+  }
+
+  readableDump(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
+    return this.run.readable(rolloutId, evaluation);
+  }
+
   async step(rolloutId: number, evaluation: boolean): Promise<StepRecords> {
     const d = await this.dump(rolloutId, evaluation);
     const samples = d.samples.map(sampleRecord);

@@ -92,6 +92,8 @@ export interface SampleDumpSource {
   /** The samples of one step, or null when the run has none. */
   dump(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null>;
   allDumps(evaluation: boolean): Promise<SlimeDump[]>;
+  /** One step's dump; null when there is none or it cannot be read (reported through warnings()); DumpStillWriting while it is written. */
+  readable(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null>;
   /** The samples in order, in batches handed out while the step is still being read. */
   sampleBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SlimeSample[]>;
   /** Changes whenever the files the step is read from change. */
@@ -255,20 +257,21 @@ export class SlimeRun implements SampleDumpSource {
     return null;
   }
 
-  /** Every dump, in id order; unreadable ones are skipped and reported through warnings(). */
-  async allDumps(evaluation: boolean): Promise<SlimeDump[]> {
-    const ids = await this.rolloutIds();
-    const out: SlimeDump[] = [];
-    for (const id of evaluation ? ids.eval : ids.train) {
-      try {
-        const d = await this.dump(id, evaluation);
-        if (d) out.push(d);
-      } catch (err) {
-        // a dump still being written is no problem of the run's: it is read once it is whole
-        if (!(err instanceof DumpStillWriting)) this.note(err);
-      }
+  /** One step's dump, or null when there is none or it cannot be read (reported through warnings()). */
+  async readable(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
+    try {
+      return await this.dump(rolloutId, evaluation);
+    } catch (err) {
+      // a dump still being written is no problem of the run's: it is read once it is whole
+      if (err instanceof DumpStillWriting) throw err;
+      this.note(err);
+      return null;
     }
-    return out;
+  }
+
+  /** Every dump, in id order; unreadable ones are skipped and reported through warnings(). */
+  allDumps(evaluation: boolean): Promise<SlimeDump[]> {
+    return readableDumps(this, evaluation);
   }
 }
 
@@ -289,4 +292,19 @@ function stillWriting(f: SlimeDumpFile, err: unknown): unknown {
 /** A sample by its key (`Sample.index`; its position in an eval dump). */
 export function sampleByIndex(dump: SlimeDump, index: number): SlimeSample | undefined {
   return dump.samples.find((s) => sampleIndex(s) === index);
+}
+
+/** Every readable dump of `source` of one kind, in id order (those still being written are left for later). */
+export async function readableDumps(source: SampleDumpSource, evaluation: boolean): Promise<SlimeDump[]> {
+  const ids = await source.rolloutIds();
+  const out: SlimeDump[] = [];
+  for (const id of evaluation ? ids.eval : ids.train) {
+    try {
+      const d = await source.readable(id, evaluation);
+      if (d) out.push(d);
+    } catch (err) {
+      if (!(err instanceof DumpStillWriting)) throw err;
+    }
+  }
+  return out;
 }
