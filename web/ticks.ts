@@ -18,3 +18,18 @@ export function fmtTick(v: number): string {
   if (a >= 100) return v.toFixed(0);
   return String(+v.toPrecision(4));
 }
+
+/**
+ * Labels for a set of ticks, each as `fmt` writes it, with as many more significant digits as it takes for no two
+ * to read alike (a nearly constant series, 9.95e-7 to 1.02e-6, read `1.0e-6, 1.0e-6, 9.8e-7`).
+ */
+export function fmtTicks(values: readonly number[], fmt: (v: number) => string = fmtTick): string[] {
+  const labels = values.map(fmt);
+  for (let digits = 2; digits <= 15 && new Set(labels).size < labels.length; digits++) {
+    values.forEach((v, i) => {
+      const a = Math.abs(v);
+      labels[i] = v === 0 ? '0' : a >= 1e5 || a < 1e-3 ? v.toExponential(digits) : String(+v.toPrecision(digits + 1));
+    });
+  }
+  return labels;
+}

@@ -6,6 +6,7 @@ import { store, useStore } from '../../store.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { GAP_FACTOR } from '../timeline/layers/utilLine.ts';
 import { fmtNum } from '../../format.ts';
+import { fmtTicks } from '../../ticks.ts';
 import { alpha, CSS, SERIES_COLORS } from '../../theme.ts';
 import { downloadText, toCsv } from './csv.ts';
 import { unitOf } from './catalog.ts';
@@ -88,7 +89,7 @@ function axis(kind: 'x' | 'y', xKind: XKind, unit: { unit: string; scale: number
   };
   if (kind === 'y') {
     a.size = unit ? 62 : 56;
-    a.values = (_u, splits) => splits.map((v) => fmtTick(v * (unit?.scale ?? 1)));
+    a.values = (_u, splits) => fmtTicks(splits.map((v) => v * (unit?.scale ?? 1)), fmtTick);
     if (unit) {
       a.label = unit.unit;
       a.labelSize = 14;

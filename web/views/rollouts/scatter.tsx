@@ -5,7 +5,7 @@ import { hideTip, showTip } from '../../components/tooltip.tsx';
 import { fmtNum } from '../../format.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { CSS, SERIES_COLORS } from '../../theme.ts';
-import { fmtTick, niceTicks } from '../../ticks.ts';
+import { fmtTicks, niceTicks } from '../../ticks.ts';
 import type { Cell, TableRow as Row } from '../../../src/wire/index.ts';
 
 export type ColorBy = 'group' | 'status' | 'mixed_version' | 'truncated';
@@ -104,24 +104,26 @@ export function Scatter({ rows, x, y, colorBy, palette, zeroStd, onOpen }: Props
     ctx.fillStyle = CSS.axis;
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
-    for (const t of niceTicks(y0, y1, 5, yInt)) {
-      const yy = Math.round(sy(t)) + 0.5;
+    const yTicks = niceTicks(y0, y1, 5, yInt);
+    fmtTicks(yTicks).forEach((label, i) => {
+      const yy = Math.round(sy(yTicks[i]!)) + 0.5;
       ctx.beginPath();
       ctx.moveTo(M.left, yy);
       ctx.lineTo(M.left + w, yy);
       ctx.stroke();
-      ctx.fillText(fmtTick(t), M.left - 6, yy);
-    }
+      ctx.fillText(label, M.left - 6, yy);
+    });
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
-    for (const t of niceTicks(x0, x1, Math.max(3, w / 90), xInt)) {
-      const xx = Math.round(sx(t)) + 0.5;
+    const xTicks = niceTicks(x0, x1, Math.max(3, w / 90), xInt);
+    fmtTicks(xTicks).forEach((label, i) => {
+      const xx = Math.round(sx(xTicks[i]!)) + 0.5;
       ctx.beginPath();
       ctx.moveTo(xx, M.top);
       ctx.lineTo(xx, M.top + h);
       ctx.stroke();
-      ctx.fillText(fmtTick(t), xx, M.top + h + 5);
-    }
+      ctx.fillText(label, xx, M.top + h + 5);
+    });
     ctx.fillStyle = CSS.muted;
     ctx.fillText(x, M.left + w / 2, M.top + h + 19);
     ctx.save();
