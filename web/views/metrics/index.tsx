@@ -18,7 +18,7 @@ import { inXOrder } from './xOrder.ts';
 import { seriesColor } from '../../theme.ts';
 import { chosenRuns, loadRuns, runColor, runLabel, runList, runPath, shownRunId } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
-import { zoomByKey } from './keyZoom.ts';
+import { sharedZoomRange, zoomByKey } from './keyZoom.ts';
 
 /** More engines than this: their chips scroll in a box of bounded height, with all/none buttons. */
 const MANY_ENGINES = 12;
@@ -403,7 +403,9 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
     if (xKind !== 'step' && engine.length) own.push(engineXLabel(xKind));
     // only engine charts on the step axis: their own wall-time window
     const url = own.length > 0;
-    const full = spanOf((url ? own : [engineXLabel(xKind)]).map((l) => extents.get(l)));
+    // the charts share one window, as a drag on one chart sets it: its range is that of the axis most of them are on
+    // (spanning every axis at once, rollout/step 0-199 beside train/step 0-1599, one W left the rollout charts empty)
+    const full = url ? sharedZoomRange(own, extents) : (extents.get(engineXLabel(xKind)) ?? null);
     if (!full) return;
     const shown = url ? zoom : engineZoom;
     const next = zoomByKey(action, shown ?? full, full);
@@ -536,18 +538,6 @@ function categoryHref(p: URLSearchParams, cat: string): string {
   return href('/', q);
 }
 
-/** The x span covering every given extent, or null when none is known. */
-function spanOf(extents: readonly ([number, number] | undefined)[]): [number, number] | null {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const e of extents) {
-    if (!e) continue;
-    lo = Math.min(lo, e[0]);
-    hi = Math.max(hi, e[1]);
-  }
-  return hi > lo ? [lo, hi] : null;
-}
-
 function engineXLabel(xKind: AxisKind): string {
   return xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
 }
@@ -561,3 +551,4 @@ function seriesLabel(e: EngineSeriesView & { run?: RunListing }): string {
 function engine_note(meta: Meta) {
   return meta.engine_metric_keys.length ? <p class="hint" style={{ margin: '2px 0 6px' }}>sglang charts always run on wall time (they are scraped, not logged per step)</p> : null;
 }
+

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { zoomByKey } from './keyZoom.ts';
+import { describe, it, test } from 'node:test';
+import { sharedZoomRange, zoomByKey } from './keyZoom.ts';
 
 describe('zoomByKey', () => {
   const full: [number, number] = [0, 100];
@@ -20,4 +20,17 @@ describe('zoomByKey', () => {
   it('resets to the full range', () => {
     assert.equal(zoomByKey('reset', [40, 60], full), null);
   });
+});
+
+test('with no chart focused, the keys zoom in the range of the axis most charts are on', () => {
+  const extents = new Map<string, [number, number]>([
+    ['rollout/step', [0, 199]],
+    ['train/step', [0, 1599]],
+  ]);
+  const range = sharedZoomRange(['rollout/step', 'train/step', 'rollout/step'], extents)!;
+  assert.deepEqual(range, [0, 199]);
+  // one zoom in keeps the rollout charts' points on screen
+  const [t0, t1] = zoomByKey('zoomIn', range, range)!;
+  assert.ok(t0 >= 0 && t1 <= 199 && t1 - t0 > 100, `${t0}-${t1}`);
+  assert.equal(sharedZoomRange(['eval/step'], extents), null);
 });

@@ -33,3 +33,16 @@ export function zoomByKey(action: KeyAction, current: [number, number], full: [n
   if (next.t1 > hi) next = { t0: hi - span, t1: hi };
   return [next.t0, next.t1];
 }
+
+/**
+ * The full range the keys zoom in when no chart is focused: every chart shares one window (a drag on one chart sets
+ * it), so it is the range of the x axis most charts are on (`labels`, one per chart), not the span of every axis at
+ * once (rollout/step 0-199 beside train/step 0-1599: one zoom in left the rollout charts empty).
+ */
+export function sharedZoomRange(labels: readonly string[], extents: ReadonlyMap<string, [number, number]>): [number, number] | null {
+  const counts = new Map<string, number>();
+  for (const l of labels) if (extents.has(l)) counts.set(l, (counts.get(l) ?? 0) + 1);
+  let best: string | null = null;
+  for (const [l, n] of counts) if (best === null || n > counts.get(best)!) best = l;
+  return best === null ? null : extents.get(best)!;
+}
