@@ -28,6 +28,14 @@ class ClientTest(unittest.TestCase):
         self.client.close(timeout=2)
         self.stub.close()
 
+    def test_a_close_hook_that_takes_all_it_is_given_leaves_the_last_records_their_time(self):
+        given = []
+        self.client.add_close_hook(lambda seconds: (given.append(seconds), time.sleep(seconds)))
+        self.client.log({"loss": 1.5}, step=9, step_key="train/step")
+        self.assertTrue(self.client.close(timeout=2))
+        self.assertLessEqual(given[0], 1.0)
+        self.assertTrue(any('"loss":1.5' in line for _, lines in self.stub.batches for line in lines), self.stub.batches)
+
     def test_phase_context_and_decorator_send_open_marker_then_interval(self):
         with self.client.phase("actor_train"):
             pass

@@ -79,7 +79,7 @@ describe('GPU gauges of GET /metrics', () => {
 });
 
 describe('stale latest values of GET /metrics', () => {
-  it('leaves out an engine whose scrape fails or is older than 3 scrape intervals, and a GPU silent for 30 s; their last times stay', async () => {
+  it('leaves out an engine whose scrape fails or began more than 3 scrape intervals and the timeout ago, and a GPU silent for 30 s; their last times stay', async () => {
     let clock = 1_755_800_000;
     let engineUp = true;
     const engine = 'http://10.0.0.9:30000';
@@ -121,11 +121,14 @@ describe('stale latest values of GET /metrics', () => {
       await svc.scraper!.scrapeOnce(clock);
       assert.deepEqual(samples(await exposed(), 'rlsight_engine_running_requests'), [`rlsight_engine_running_requests{engine="${engine}"} 11`]);
 
-      // no scrape for more than 3 × the 3600 s interval, and no GPU sample for more than 30 s
-      clock += 3 * 3600 + 1;
+      // a slow engine still answering keeps its value: 3 × the 3600 s interval plus the 5 s scrape timeout
+      clock += 3 * 3600 + 4;
+      assert.deepEqual(samples(await exposed(), 'rlsight_engine_running_requests'), [`rlsight_engine_running_requests{engine="${engine}"} 11`]);
+      // no scrape for longer, and no GPU sample for more than 30 s
+      clock += 2;
       t = await exposed();
       assert.deepEqual(samples(t, 'rlsight_engine_running_requests'), []);
-      assert.deepEqual(samples(t, 'rlsight_engine_last_scrape_timestamp_seconds'), [`rlsight_engine_last_scrape_timestamp_seconds{engine="${engine}"} ${clock - 3 * 3600 - 1}`]);
+      assert.deepEqual(samples(t, 'rlsight_engine_last_scrape_timestamp_seconds'), [`rlsight_engine_last_scrape_timestamp_seconds{engine="${engine}"} ${clock - 3 * 3600 - 6}`]);
       for (const name of ['rlsight_gpu_utilization_percent', 'rlsight_gpu_memory_used_mib', 'rlsight_gpu_power_watts']) assert.deepEqual(samples(t, name), [], name);
       assert.deepEqual(samples(t, 'rlsight_gpu_last_sample_timestamp_seconds'), [`rlsight_gpu_last_sample_timestamp_seconds{node="10.0.0.9",gpu="0"} ${scraped}`]);
     } finally {

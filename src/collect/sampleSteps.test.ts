@@ -76,6 +76,17 @@ describe('rollout samples of one step sent by several calls', () => {
     assert.ok(!files.has(`${FILE}.pending`));
   });
 
+  it('a line of a call already written, sent again, leaves the step written and not arriving', () => {
+    const { steps, files, writes } = setup();
+    steps.take([0, 1, 2].map((i) => line('a-1', i)).join('\n'));
+    steps.take(line('a-1', 1));
+    assert.deepEqual(writes, [FILE]);
+    assert.deepEqual(files.get(FILE), stepOf('a-1'));
+    assert.ok(!files.has(`${FILE}.pending`));
+    assert.equal(steps.arrivingSteps(), 0);
+    assert.deepEqual(steps.held(), []);
+  });
+
   it('one call re-sending a line (a retry) counts it once', () => {
     const { steps, files } = setup();
     steps.take([line('a-1', 0), line('a-1', 0), line('a-1', 1)].join('\n'));

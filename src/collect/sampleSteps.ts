@@ -75,8 +75,11 @@ interface Arriving {
 export class SampleSteps {
   private readonly arriving = new Map<string, Arriving>();
   private began = 0;
-  /** Calls left out because a later one recorded their step first: their late lines are dropped (bounded). */
-  private readonly superseded = new Set<string>();
+  /**
+   * Calls that are over: written, or left out because a later one recorded their step first. A late or re-sent
+   * line of one is dropped (it would mark its step as arriving for ever). Bounded: the oldest are forgotten.
+   */
+  private readonly over = new Set<string>();
   stepsWritten = 0;
   samplesReceived = 0;
   samplesRejected = 0;
@@ -118,9 +121,9 @@ export class SampleSteps {
   private add(s: SampleLine, text: string): void {
     this.samplesReceived++;
     const step = stepKey(s.rolloutId, s.evaluation);
-    // keyed by call: two calls recording one step at once (two processes) each complete; neither resets the other
+    // keyed by call: two calls recording one step at once (two processes) do not reset each other's samples
     const key = `${step}:${s.call}`;
-    if (this.superseded.has(key)) return;
+    if (this.over.has(key)) return;
     let a = this.arriving.get(key);
     if (a === undefined || a.count !== s.count) {
       const others = [...this.arriving.values()].filter((o) => o.step === step && o.call !== s.call);
@@ -152,12 +155,13 @@ export class SampleSteps {
       const data = encodeSampleStep(a.samples as SampleFields[], this.zstd);
       this.fs.replace(path, `${path}.tmp`, data, 0o644);
       this.arriving.delete(key);
+      this.close(key);
       // a call of this step that began before this one is over: what it sent is replaced, and what it would still
       // send is dropped (a producer that stopped mid-step, or another process recording the step)
       for (const [k, o] of this.arriving) {
         if (o.step !== a.step || o.began > a.began) continue;
         this.arriving.delete(k);
-        this.supersede(k);
+        this.close(k);
         this.log('warn', `${sampleStepFile(rolloutId, evaluation)}: left out the ${o.have} of ${o.count} samples call ${o.call} had sent, replaced by call ${a.call}, which began after it`);
       }
       // a call that began after this one keeps the step marked as arriving
@@ -170,9 +174,9 @@ export class SampleSteps {
     }
   }
 
-  private supersede(key: string): void {
-    this.superseded.add(key);
-    if (this.superseded.size > 4096) this.superseded.delete(this.superseded.values().next().value as string);
+  private close(key: string): void {
+    this.over.add(key);
+    if (this.over.size > 4096) this.over.delete(this.over.values().next().value as string);
   }
 
   /** The lines of steps not written yet (what the write-ahead log must keep), one batch per step. */

@@ -14,7 +14,7 @@ import { TensorBoardTail } from './tensorboardTail.ts';
 
 /** Seconds between reads of a `--tensorboard` logdir. */
 const TENSORBOARD_POLL_S = 2;
-import { SglangScraper, type FetchText } from './sglangScraper.ts';
+import { SCRAPE_TIMEOUT_S, SglangScraper, type FetchText } from './sglangScraper.ts';
 
 export interface CollectorServiceOptions extends CollectorOptions {
   host?: string;
@@ -133,7 +133,9 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
     log('info', `sglang router is ${addr}; scraping in ${scraper.mode} mode`);
   };
   // an engine missing three scrape ticks in a row is no longer shown as running anything
-  const registry = collectorRegistry(collector, { engineMaxAgeS: 3 * (opts.sglang?.intervalS ?? 2), now: opts.now });
+  // an engine's value is stamped with its tick's start: one still answering (up to the scrape timeout) keeps it
+  const engineMaxAgeS = 3 * (opts.sglang?.intervalS ?? 2) + SCRAPE_TIMEOUT_S;
+  const registry = collectorRegistry(collector, { engineMaxAgeS, now: opts.now });
   const metrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
   const status = { pid: process.pid, started_ts: Date.now() / 1000 };
   app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics, status });

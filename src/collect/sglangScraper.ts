@@ -10,6 +10,9 @@ import type { Logger } from './collector.ts';
 /** Normalized names (`:` → `_`) scraped by default, in miles' order. */
 export const DEFAULT_METRIC_WHITELIST: readonly string[] = DEFAULT_ENGINE_METRICS;
 
+/** How long one engine's (or the router's) answer is waited for. */
+export const SCRAPE_TIMEOUT_S = 5;
+
 export type ScrapeMode = 'auto' | 'router' | 'direct';
 
 /** GET returning the body text; throws on a network error, a timeout or a non-2xx status. */
@@ -96,7 +99,7 @@ export class SglangScraper {
   }
 
   private get timeoutMs(): number {
-    return (this.opts.timeoutS ?? 5) * 1000;
+    return (this.opts.timeoutS ?? SCRAPE_TIMEOUT_S) * 1000;
   }
 
   /** Where this tick reads: the router, or these engines. */

@@ -5,7 +5,7 @@ import { closeSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { confinedPath, confinedPathSync, FileRefused, openRegular, openRegularSync, openRegularSyncSized, readRegularFile, readRegularFileSync } from './fileAccess.ts';
+import { confinedPath, confinedPathSync, FileRefused, openRegular, openRegularSync, openRegularSyncSized, readGainedSync, readRegularFile, readRegularFileSync } from './fileAccess.ts';
 import { readCompleteLines, readRange } from './jsonlTail.ts';
 import { ParquetFile } from './parquet.ts';
 import { ZipArchive } from './zip.ts';
@@ -44,6 +44,12 @@ describe('non-regular files are refused before anything blocks on them', () => {
     await assert.rejects(ParquetFile.open(fifo, 'x.parquet'), refused(/a FIFO/));
     assert.throws(() => readCompleteLines(fifo, 0, () => {}), refused(/a FIFO/));
     assert.equal(readRange(fifo, 0, 10).length, 0);
+    // a growing file's new bytes: none from a FIFO (never blocked on), a missing file or a directory
+    assert.equal(readGainedSync(fifo, 0), null);
+    assert.equal(readGainedSync(join(dir, 'missing'), 0), null);
+    assert.equal(readGainedSync(join(dir, 'sub'), 0), null);
+    assert.equal(readGainedSync(join(dir, 'plain.txt'), 2)!.toString(), 'b\n');
+    assert.equal(readGainedSync(join(dir, 'plain.txt'), 4)!.length, 0);
     assert.deepEqual(readCompleteLines(join(dir, 'missing'), 0, () => {}), { offset: 0, size: 0, bytes: 0 });
   });
 });

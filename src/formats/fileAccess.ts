@@ -157,12 +157,13 @@ export function readRegularFileSync(path: string): Buffer {
 
 /**
  * What a growing file holds past `offset` (empty when nothing), read up to its size when asked; null when it cannot
- * be opened (not there yet, or gone).
+ * be opened (not there yet, gone, or not a regular file).
  */
 export function readGainedSync(path: string, offset: number): Buffer | null {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    // a FIFO or device named like the file would block the read: only a regular file is read
+    fd = openRegularSync(path);
   } catch {
     return null;
   }
