@@ -7,12 +7,13 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { STREAMS } from '../formats/dashboard/layout.ts';
 import type { Collector, SamplesHealth } from './collector.ts';
+import { engineValueMaxAgeS } from './sglangScraper.ts';
 
 /** A GPU whose last sample arrived longer ago than this (s) is left out of the GPU gauges. */
 export const GPU_MAX_AGE_S = 30;
 
 export interface ExpositionOptions {
-  /** An engine whose latest scrape tick is older than this (s) is left out; default 3 × the default 2 s scrape interval. */
+  /** An engine whose latest scrape tick is older than this (s) is left out; default `engineValueMaxAgeS()`. */
   engineMaxAgeS?: number;
   /** Epoch seconds, on the clock of the collector and its scraper (tests pin it). */
   now?: () => number;
@@ -22,7 +23,7 @@ export function collectorRegistry(collector: Collector, opts: ExpositionOptions 
   const registry = new Registry();
   const latest = collector.latest;
   const now = opts.now ?? (() => Date.now() / 1000);
-  const engineMaxAgeS = opts.engineMaxAgeS ?? 6;
+  const engineMaxAgeS = opts.engineMaxAgeS ?? engineValueMaxAgeS();
   /** `pick` gives null for a value the GPU did not report: its sample is left out. */
   const perGpu = (name: string, help: string, pick: (s: { util: number; mem_mb: number; power_w: number; received: number }) => number | null, fresh = true): void => {
     new Gauge({

@@ -14,7 +14,7 @@ import { TensorBoardTail } from './tensorboardTail.ts';
 
 /** Seconds between reads of a `--tensorboard` logdir. */
 const TENSORBOARD_POLL_S = 2;
-import { SCRAPE_TIMEOUT_S, SglangScraper, type FetchText } from './sglangScraper.ts';
+import { DEFAULT_SCRAPE_INTERVAL_S, engineValueMaxAgeS, SglangScraper, type FetchText } from './sglangScraper.ts';
 
 export interface CollectorServiceOptions extends CollectorOptions {
   host?: string;
@@ -107,7 +107,7 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
   });
   // an engine only the scraper knows leaves the topology once unseen for 3 scrape ticks or 30 s, whichever is
   // longer: long enough that a timeout or two does not read as a restart
-  const externalEngineMaxAgeS = Math.max(EXTERNAL_ENGINE_MAX_AGE_S, 3 * (opts.sglang?.intervalS ?? 2));
+  const externalEngineMaxAgeS = Math.max(EXTERNAL_ENGINE_MAX_AGE_S, 3 * (opts.sglang?.intervalS ?? DEFAULT_SCRAPE_INTERVAL_S));
   const collector = new Collector({ writeAheadLog: true, zstd: await zstdCompressor(), externalEngineMaxAgeS, ...opts });
   const log = opts.log ?? stderrLogger;
   const scraper =
@@ -133,9 +133,7 @@ export async function startCollectorService(opts: CollectorServiceOptions): Prom
     log('info', `sglang router is ${addr}; scraping in ${scraper.mode} mode`);
   };
   // an engine missing three scrape ticks in a row is no longer shown as running anything
-  // an engine's value is stamped with its tick's start: one still answering (up to the scrape timeout) keeps it
-  const engineMaxAgeS = 3 * (opts.sglang?.intervalS ?? 2) + SCRAPE_TIMEOUT_S;
-  const registry = collectorRegistry(collector, { engineMaxAgeS, now: opts.now });
+  const registry = collectorRegistry(collector, { engineMaxAgeS: engineValueMaxAgeS(opts.sglang?.intervalS), now: opts.now });
   const metrics = async () => ({ text: await registry.metrics(), contentType: registry.contentType });
   const status = { pid: process.pid, started_ts: Date.now() / 1000 };
   app = createCollectorApp(collector, { token, maxBatchBytes: opts.maxBatchBytes, setRouter, metrics, status });

@@ -12,6 +12,16 @@ export const DEFAULT_METRIC_WHITELIST: readonly string[] = DEFAULT_ENGINE_METRIC
 
 /** How long one engine's (or the router's) answer is waited for. */
 export const SCRAPE_TIMEOUT_S = 5;
+/** The scrape interval without `--sglang-scrape-interval`. */
+export const DEFAULT_SCRAPE_INTERVAL_S = 2;
+
+/**
+ * How old an engine's latest scrape may be and still stand for it: 3 intervals, plus the timeout (a value is
+ * stamped with its tick's start, and a slow engine still answering keeps it).
+ */
+export function engineValueMaxAgeS(intervalS = DEFAULT_SCRAPE_INTERVAL_S): number {
+  return 3 * intervalS + SCRAPE_TIMEOUT_S;
+}
 
 export type ScrapeMode = 'auto' | 'router' | 'direct';
 
@@ -223,7 +233,7 @@ export class SglangScraper {
         )
         .finally(() => this.running.delete(run));
       this.running.add(run);
-      if (!this.stopped) this.timer = setTimeout(tick, Math.max(0.5, this.opts.intervalS ?? 2) * 1000);
+      if (!this.stopped) this.timer = setTimeout(tick, Math.max(0.5, this.opts.intervalS ?? DEFAULT_SCRAPE_INTERVAL_S) * 1000);
     };
     tick();
   }

@@ -6,8 +6,8 @@
 // records in `metrics.jsonl` hold that key then); both are kept in `tensorboard_runs.json`, so a folder or a key
 // added later renames nothing already recorded.
 import { readFileSync } from 'node:fs';
-import { readGainedSync } from '../formats/fileAccess.ts';
 import { join } from 'node:path';
+import { readGainedSync } from '../formats/fileAccess.ts';
 import { encodeMetrics, flatFile, type MetricsRecord } from '../formats/dashboard/index.ts';
 import { DashboardWriter } from '../formats/dashboard/writer.ts';
 import { parsePyJson } from '../formats/pythonJson.ts';

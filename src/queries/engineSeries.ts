@@ -1,5 +1,5 @@
 // Engine series: raw sglang gauges/counters per (addr, labels), DP ranks folded, derived rates and means.
-import { strAsc, type EngineSeriesBlock, type EngineSeriesTable, type StreamName } from '../run/model.ts';
+import { strAsc, type EngineSeriesBlock, type EngineSeriesTable, type OutsideEngineQuery, type StreamName } from '../run/model.ts';
 import { strideIndices, pick } from './downsample.ts';
 import {
   ENGINE_MEAN_METRICS,
@@ -15,7 +15,6 @@ import {
 } from './engineParts.ts';
 import { SERIES_MAX_POINTS, checkLimit, checkTimelineWindow } from './limits.ts';
 import { DEFAULT_ENGINE_METRICS } from '../formats/dashboard/index.ts';
-import type { OutsideEngineQuery } from '../run/model.ts';
 import type { EngineSeries, EngineSeriesAnswer } from '../wire/timeline.ts';
 
 export { ENGINE_MEAN_METRICS, ENGINE_RATE_METRICS, ENGINE_MEAN_AGGREGATED_METRICS } from './engineParts.ts';

@@ -356,7 +356,6 @@ export function healthStepFacts(st: HealthStep): HealthStepFacts {
 /** The logged mean response length (miles' `rollout/response_len/mean`). */
 const LOGGED_LENGTH = 'rollout/response_len/mean';
 
-
 /** Previous-step means not known: the step before this one is not read yet (a partial board). */
 const UNREAD = 'unread';
 /** No step before this one. */
@@ -404,7 +403,8 @@ function jumpCell(prev: Previous, step: number, dumped: number | null, j: JumpSp
 function loggedJump(step: number, before: number, j: JumpSpec, why: string): Omit<HealthCell, 'level'> | null {
   const was = j.logged.get(before);
   const now = j.logged.get(step);
-  if (was === undefined || now === undefined || (j.relative && was <= 0)) return null;
+  if (was === undefined || now === undefined) return null;
+  if (j.relative && was <= 0) return { ...EMPTY, detail: `previous logged ${j.what} is not positive` };
   return {
     value: Math.abs(now - was) / (j.relative ? was : 1),
     detail: `logged ${j.what} ${fmt(was, j.digits)} → ${fmt(now, j.digits)} (${why})`,

@@ -44,7 +44,7 @@ export function parseQuery(raw: string): ParsedQuery {
   }
   if (t.kind !== 'text') return t;
   const { words, phrases } = t;
-  // While typing, the last word is incomplete unless the query ends with a space or a closed quote.
+  // the last word is still being typed unless the query ends with a space or a closed quote (searchQuery.ts)
   const open = t.open ? words[words.length - 1]! : null;
   // a word or phrase given twice asks nothing more of a sample (and every one is a pass over every text)
   const whole = [...new Set(open ? words.slice(0, -1) : words)];

@@ -19,7 +19,7 @@ const SCRAPED = new Set(DEFAULT_ENGINE_METRICS);
 /** The name the collector stores for a Prometheus series name, or null when it does not scrape it. */
 export function rlsightName(promName: string): string | null {
   if (!/^sglang[:_]/.test(promName)) return null;
-  const name = `sglang_${promName.slice('sglang:'.length)}`;
+  const name = promName.replace(/^sglang[:_]/, 'sglang_');
   return SCRAPED.has(name) ? name : null;
 }
 
