@@ -1,16 +1,9 @@
 // `rlsight export perfetto DIR [--t0 T --t1 T] --out FILE`: one window of the run (Unix seconds, any width;
 // the whole run without them) as Chrome trace-event JSON for ui.perfetto.dev.
-import { holdsNothing, nothingToExportText } from '../queries/perfetto.ts';
+import { fileSizeText, holdsNothing, nothingToExportText, tooBigToLoad } from '../queries/perfetto.ts';
 import { perfettoForRun, perfettoSpan } from '../queries/perfettoExport.ts';
 import { CommandUsageError, incompleteness, openRunDir, outPath, runDirArgs, writeWhole, type ExportKind } from './common.ts';
 
-/** Perfetto's UI loads traces up to about this size (500 MB); a bigger export must be cut into windows. */
-export const PERFETTO_MAX_BYTES = 500e6;
-
-/** A file's size as the README writes file sizes: in decimal MB, 10^6 bytes (memory is in MiB). */
-export function fileSizeText(bytes: number): string {
-  return `${(bytes / 1e6).toFixed(2)} MB`;
-}
 
 function floatFlag(raw: string | undefined, flag: string): number | undefined {
   if (raw === undefined) return undefined;
@@ -38,9 +31,8 @@ export const perfettoExport: ExportKind = {
         throw new Error(`${nothingToExportText({ t0, t1 }, await perfettoSpan(run), { t0: '--t0', t1: '--t1' })}; nothing written`);
       }
       const bytes = new TextEncoder().encode(JSON.stringify(trace));
-      if (bytes.length > PERFETTO_MAX_BYTES) {
-        throw new CommandUsageError(`the export would be ${fileSizeText(bytes.length)}, above the ~${PERFETTO_MAX_BYTES / 1e6} MB Perfetto loads; give a narrower --t0/--t1 window`);
-      }
+      const tooBig = tooBigToLoad(bytes.length, '--t0/--t1');
+      if (tooBig !== null) throw new CommandUsageError(tooBig);
       writeWhole(out, bytes);
       console.log(`wrote ${trace.traceEvents.length} trace events (${fileSizeText(bytes.length)}) to ${out}; open it at https://ui.perfetto.dev`);
       return incompleteness(run, leftOut);

@@ -271,6 +271,19 @@ function itemArgs(d: TraceItemDetails | undefined, all?: TraceDetails): Record<s
   return args;
 }
 
+/** Perfetto's UI loads traces up to about this size (500 MB); a bigger export must be cut into windows. */
+export const PERFETTO_MAX_BYTES = 500e6;
+
+/** A file's size as the README writes file sizes: in decimal MB, 10^6 bytes (memory is in MiB). */
+export function fileSizeText(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(2)} MB`;
+}
+
+/** Why an export of `bytes` cannot be opened in Perfetto (the window named by `bounds` should be narrower), or null. */
+export function tooBigToLoad(bytes: number, bounds: string): string | null {
+  return bytes > PERFETTO_MAX_BYTES ? `the export would be ${fileSizeText(bytes)}, above the ~${PERFETTO_MAX_BYTES / 1e6} MB Perfetto loads; give a narrower ${bounds} window` : null;
+}
+
 /** Whether a trace holds only track names: nothing of the run lies in the window asked (or could be read). */
 export function holdsNothing(trace: ChromeTrace): boolean {
   return trace.traceEvents.every((e) => e.ph === 'M');

@@ -160,6 +160,16 @@ export function* jsonChunks(value: unknown): Generator<Uint8Array> {
   if (length > 0) yield Buffer.from(parts.join(''), 'utf8');
 }
 
+/** The bytes of `value`'s JSON body, counted chunk by chunk (nothing kept) until `atMost` is passed. */
+export function jsonByteLength(value: unknown, atMost = Infinity): number {
+  let n = 0;
+  for (const chunk of jsonChunks(value)) {
+    n += chunk.length;
+    if (n > atMost) break;
+  }
+  return n;
+}
+
 /** The JSON body of `value`: one string for ordinary answers, a stream of chunks for large ones. */
 export function jsonBody(value: unknown): string | ReadableStream<Uint8Array> {
   if (!heavy(value)) return toJsonText(value);

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { jsonBody, jsonPieces, toJsonText } from './json.ts';
+import { jsonBody, jsonByteLength, jsonPieces, toJsonText } from './json.ts';
+import { tooBigToLoad } from '../queries/perfetto.ts';
 
 const number = fc.oneof(fc.double(), fc.integer(), fc.constantFrom(NaN, Infinity, -Infinity, -0, 1e21, 5e-324));
 const leaf = fc.oneof(number, fc.string(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constant(() => 1));
@@ -47,4 +48,14 @@ test('a long array of light elements with heavy ones among them goes out in slic
   const pieces = [...jsonPieces(xs)];
   assert.equal(pieces.join(''), toJsonText(xs));
   assert.ok(pieces.length < 60, `${pieces.length} pieces`);
+});
+
+test('a body is measured chunk by chunk, to its exact byte length or just past a bound', () => {
+  const value = { traceEvents: Array.from({ length: 50_000 }, (_, i) => ({ name: `é span ${i}`, ts: i * 1.5, args: { attr: 'x'.repeat(i % 40) } })) };
+  const whole = Buffer.byteLength(toJsonText(value));
+  assert.equal(jsonByteLength(value), whole);
+  const bounded = jsonByteLength(value, 100_000);
+  assert.ok(bounded > 100_000 && bounded < whole, `${bounded} of ${whole}`);
+  assert.equal(tooBigToLoad(whole, 't0/t1'), null);
+  assert.equal(tooBigToLoad(600e6, 't0/t1'), 'the export would be 600.00 MB, above the ~500 MB Perfetto loads; give a narrower t0/t1 window');
 });

@@ -6,9 +6,9 @@ import * as z from 'zod';
 import { windowProblem } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { BadArgument } from '../queries/limits.ts';
-import { jsonResponse } from './json.ts';
+import { jsonByteLength, jsonResponse } from './json.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';
-import { holdsNothing, nothingToExportText } from '../queries/perfetto.ts';
+import { holdsNothing, nothingToExportText, PERFETTO_MAX_BYTES, tooBigToLoad } from '../queries/perfetto.ts';
 import { perfettoForRun, perfettoSpan } from '../queries/perfettoExport.ts';
 import { NotFound } from '../run/errors.ts';
 
@@ -36,6 +36,10 @@ export function mountTrace(app: Hono, run: RunSources): void {
       const leftOut = trace.otherData.skipped_steps ? `; left out: ${trace.otherData.skipped_steps}` : '';
       throw new NotFound(`${nothingToExportText({ t0: q.t0, t1: q.t1 }, await perfettoSpan(run), { t0: 't0', t1: 't1' })}${leftOut}`);
     }
+    // refused above what Perfetto loads, as the CLI refuses it (a long run's whole history with every trace attr),
+    // measured before anything is sent (nothing of the body is kept to measure it)
+    const tooBig = tooBigToLoad(jsonByteLength(trace, PERFETTO_MAX_BYTES), 't0/t1');
+    if (tooBig !== null) throw new BadArgument(q.t0 === undefined ? 't0' : 't1', tooBig);
     const name = q.rollout_id !== undefined ? `${q.eval ? 'eval_' : ''}${q.rollout_id}.perfetto.json` : 'run.perfetto.json';
     c.header('Content-Disposition', `attachment; filename="${name}"`);
     return jsonResponse(c, trace);
