@@ -272,7 +272,7 @@ describe('collector', () => {
     assert.ok(c.ingest('metrics', line(4, '18014398509481985')).ok);
     assert.equal(c.close(), true);
     const big = logged.filter((l) => /beyond 2\^53/.test(l));
-    assert.deepEqual(big, [`warn: ${join(dir, 'metrics.jsonl')}: a metrics record has step 9007199254740992, beyond 2^53, recorded as the nearest double (steps this large are rounded; later ones are not reported)`]);
+    assert.deepEqual(big, [`warn: ${join(dir, 'metrics.jsonl')}: a metrics record's step 9007199254740992 is beyond 2^53, read as the nearest double (steps this large are rounded; later ones are not reported)`]);
     assert.deepEqual(
       readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trimEnd().split('\n'),
       [line(1, '9007199254740992'), line(2, '9007199254740996'), line(3, '7'), line(4, '18014398509481984')],

@@ -2,6 +2,7 @@
 // records; they are checked, encoded and held per stream, then appended to the stream files every
 // flush interval. Holding is bounded (oldest dropped, counted); a failed write keeps the records and
 // says so on every attempt; the lane catalog is folded from what arrives and replaced atomically.
+import { isExactStep, roundedStepNote } from '../formats/roundedStep.ts';
 import {
   isStreamName,
   flatFile,
@@ -300,11 +301,11 @@ export class Collector {
 
   private apply(stream: StreamName, records: IngestRecord[]): number {
     if (stream === 'metrics' && !this.roundedStepSaid) {
-      const huge = records.find((x) => !isSafeStep((x.record as StreamRecord['metrics']).step));
+      const huge = records.find((x) => !isExactStep((x.record as StreamRecord['metrics']).step));
       if (huge !== undefined) {
         this.roundedStepSaid = true;
         const step = (huge.record as StreamRecord['metrics']).step;
-        this.log('warn', `${join(this.dir, flatFile('metrics'))}: a metrics record has step ${step}, beyond 2^53, recorded as the nearest double (steps this large are rounded; later ones are not reported)`);
+        this.log('warn', `${join(this.dir, flatFile('metrics'))}: a metrics record's ${roundedStepNote(step!)}`);
       }
     }
     if (stream === 'topology') {
@@ -522,10 +523,6 @@ export class Collector {
     const samples = { received: s.samplesReceived, rejected: s.samplesRejected, stepsWritten: s.stepsWritten, writeErrors: s.writeErrors, stepsArriving: s.arrivingSteps() };
     return { streams, samples, flushErrors: this.flushErrors, lastFlushOk: this.lastFlushOk, tornTailsCut: this.tornTailsCut };
   }
-}
-
-function isSafeStep(step: number | null): boolean {
-  return step === null || Number.isSafeInteger(step);
 }
 
 function sameEngines(a: readonly EngineInfo[], b: readonly EngineInfo[]): boolean {

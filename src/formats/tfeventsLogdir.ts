@@ -5,6 +5,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { readGainedSync } from './fileAccess.ts';
+import { roundedStepNote } from './roundedStep.ts';
 import { decodeScalarEvent, readTfRecord } from './tfevents.ts';
 
 const EVENT_FILE = /^events\.out\.tfevents\./;
@@ -95,7 +96,7 @@ export class TensorBoardLogdir {
           if (e === null) continue;
           if (e.exactStep !== undefined && !f.roundedStep) {
             f.roundedStep = true;
-            this.problems.push(`${relative(this.dir, f.path)}: the event at byte ${start} has step ${e.exactStep}, beyond 2^53, read as ${e.step} (steps this large are rounded; later ones are not reported)`);
+            this.problems.push(`${relative(this.dir, f.path)}: the event at byte ${start}: ${roundedStepNote(e.step, e.exactStep)}`);
           }
           out.push({ run: f.run, wallTime: e.wallTime, step: e.step, scalars: e.scalars });
         } catch (err) {

@@ -10,7 +10,7 @@ import { COLLECTOR_FILE, DASHBOARD_DIR } from '../../formats/dashboard/layout.ts
 import { DumpStillWriting, NotFound, SlimeDumpError } from '../errors.ts';
 import type { SlimeDump } from '../slime/dump.ts';
 import { pyNumber, type SlimeSample } from '../slime/sample.ts';
-import { readableDumps, type SampleDumpSource } from '../slime/run.ts';
+import { dumpOrNote, readableDumps, type SampleDumpSource } from '../slime/run.ts';
 
 interface StepFile {
   rolloutId: number;
@@ -133,15 +133,14 @@ export class CollectedSamples implements SampleDumpSource {
     }
   }
 
-  async readable(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
-    try {
-      return await this.dump(rolloutId, evaluation);
-    } catch (err) {
-      if (err instanceof DumpStillWriting) throw err;
-      const msg = err instanceof Error ? err.message : String(err);
-      if (!this.problems.includes(msg)) this.problems.push(msg);
-      return null;
-    }
+  readable(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
+    return dumpOrNote(
+      () => this.dump(rolloutId, evaluation),
+      (err) => {
+        const msg = err instanceof Error ? err.message : String(err);
+        if (!this.problems.includes(msg)) this.problems.push(msg);
+      },
+    );
   }
 
   allDumps(evaluation: boolean): Promise<SlimeDump[]> {

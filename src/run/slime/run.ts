@@ -258,15 +258,8 @@ export class SlimeRun implements SampleDumpSource {
   }
 
   /** One step's dump, or null when there is none or it cannot be read (reported through warnings()). */
-  async readable(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
-    try {
-      return await this.dump(rolloutId, evaluation);
-    } catch (err) {
-      // a dump still being written is no problem of the run's: it is read once it is whole
-      if (err instanceof DumpStillWriting) throw err;
-      this.note(err);
-      return null;
-    }
+  readable(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null> {
+    return dumpOrNote(() => this.dump(rolloutId, evaluation), (err) => this.note(err));
   }
 
   /** Every dump, in id order; unreadable ones are skipped and reported through warnings(). */
@@ -307,4 +300,18 @@ export async function readableDumps(source: SampleDumpSource, evaluation: boolea
     }
   }
   return out;
+}
+
+/**
+ * `dump()`, or null when it fails (`note` is told why, for the run's warnings); a dump still being written is no
+ * problem of the run's (DumpStillWriting goes on: it is read once it is whole).
+ */
+export async function dumpOrNote(dump: () => Promise<SlimeDump | null>, note: (err: unknown) => void): Promise<SlimeDump | null> {
+  try {
+    return await dump();
+  } catch (err) {
+    if (err instanceof DumpStillWriting) throw err;
+    note(err);
+    return null;
+  }
 }

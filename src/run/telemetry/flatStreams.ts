@@ -1,6 +1,7 @@
 // The run header and the three single-file streams (metrics, topology, data_buffer): read whole at
 // open, then tailed by byte offset. They are small next to the hourly partitions, so they are parsed
 // eagerly into records.
+import { isExactStep, roundedStepNote } from '../../formats/roundedStep.ts';
 import { join } from 'node:path';
 import type { TelemetryIo } from './io.ts';
 import { stampOf } from './io.ts';
@@ -181,10 +182,10 @@ export class FlatStreams {
         if (problem !== null) this.warn(t.rel, t.lines, problem);
         else added++;
         const step = problem === null && t.stream === 'metrics' ? (o as { step: number | null }).step : null;
-        if (step !== null && !t.roundedStep && Number.isInteger(step) && !Number.isSafeInteger(step)) {
+        if (!t.roundedStep && !isExactStep(step)) {
           // JSON's digits were read as the nearest double: a TensorBoard global step this large can be
           t.roundedStep = true;
-          this.warn(t.rel, t.lines, `step ${step} is beyond 2^53, read as the nearest double (steps this large are rounded; later ones are not reported)`);
+          this.warn(t.rel, t.lines, roundedStepNote(step!));
         }
       }
     });
