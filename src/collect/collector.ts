@@ -2,7 +2,6 @@
 // records; they are checked, encoded and held per stream, then appended to the stream files every
 // flush interval. Holding is bounded (oldest dropped, counted); a failed write keeps the records and
 // says so on every attempt; the lane catalog is folded from what arrives and replaced atomically.
-import { isExactStep, roundedStepNote } from '../formats/roundedStep.ts';
 import {
   isStreamName,
   flatFile,
@@ -30,6 +29,7 @@ import {
 } from '../formats/dashboard/index.ts';
 import { DashboardWriter, nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
 import { CollectorSidecars } from '../formats/columns/sidecarWriter.ts';
+import { isExactStep, roundedStepNote } from '../formats/roundedStep.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
 import { WriteAheadLog, type WalBatch } from './writeAheadLog.ts';

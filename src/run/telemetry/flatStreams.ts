@@ -1,8 +1,8 @@
 // The run header and the three single-file streams (metrics, topology, data_buffer): read whole at
 // open, then tailed by byte offset. They are small next to the hourly partitions, so they are parsed
 // eagerly into records.
-import { isExactStep, roundedStepNote } from '../../formats/roundedStep.ts';
 import { join } from 'node:path';
+import { isExactStep, roundedStepNote } from '../../formats/roundedStep.ts';
 import type { TelemetryIo } from './io.ts';
 import { stampOf } from './io.ts';
 import { decodeLine, hasExactKeys, isInt, isNum, lineEnd, parsePythonJson, UNDECODED } from '../../formats/columns/lineScan.ts';
