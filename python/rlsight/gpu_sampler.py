@@ -113,9 +113,10 @@ class NvidiaSmiBackend:
         if first.returncode != 0:
             raise Unavailable("nvidia-smi exited %d: %s" % (first.returncode, first.stderr.strip()[:200]))
         # a row older than this is not a reading of now (the child hangs in a wedged driver call, or stopped listing
-        # the GPU); a child silent for this long, or for three times as long as its first answer took, is replaced
-        self.stale_seconds = STALE_INTERVALS * self.interval_ms / 1000.0
-        self.silent_seconds = max(self.stale_seconds, STALE_INTERVALS * (time.monotonic() - began))
+        # the GPU): three intervals, or three times as long as its first answer took (a row comes every interval plus
+        # the query's own time); a child silent for that long is replaced
+        self.stale_seconds = max(STALE_INTERVALS * self.interval_ms / 1000.0, STALE_INTERVALS * (time.monotonic() - began))
+        self.silent_seconds = self.stale_seconds
         #: gpu index → (arrival time, [uuid, util, mem, power] or None, the line nvidia-smi printed for a GPU it cannot read)
         self.latest = {}
         self._uuids = {}
