@@ -20,7 +20,7 @@ import { SampleView } from './views/sample/index.tsx';
 import { TimelineView } from './views/timeline/index.tsx';
 import { TraceView } from './views/trace/index.tsx';
 import { runsParamNote } from './urlNotes.ts';
-import { focusViewHeading, VIEW_NAMES, viewHeading } from './viewHeading.ts';
+import { focusViewHeading, takeHeadingAsked, VIEW_NAMES, viewHeading } from './viewHeading.ts';
 import { letterKeys, setLetterKeys } from './keyboard.ts';
 
 export function App() {
@@ -69,6 +69,13 @@ export function App() {
     setAnnounced(heading);
     focusViewHeading();
   }, [r.view]);
+  // A search result opened (maybe in the view shown, another sample): once its route has rendered, focus is on the
+  // heading that names it, and that is said.
+  useEffect(() => {
+    if (!takeHeadingAsked()) return;
+    setAnnounced(heading);
+    focusViewHeading();
+  }, [r]);
   const shownRun = shownRunId(runs);
 
   const latest = m?.rollout_ids.train.at(-1) ?? m?.rollout_ids.eval.at(-1);

@@ -25,3 +25,25 @@ export function viewHeading(r: Pick<Route, 'view' | 'rolloutId' | 'sampleIndex' 
 export function focusViewHeading(): void {
   document.getElementById('view-heading')?.focus();
 }
+
+/** A search result was opened: the heading of the route it names is to be focused and said once that has rendered. */
+let headingAsked = false;
+
+/**
+ * Opens `to` with focus on its view's heading once that route has rendered, and the heading said, even in the view
+ * already shown (a search result in another sample): focusing at once would land on the old heading, and the App
+ * says only another view.
+ */
+export function openWithHeading(to: string, navigate: (to: string) => void): void {
+  // the address shown already: no route renders, its heading is the one on the page
+  if (to === location.hash) return focusViewHeading();
+  headingAsked = true;
+  navigate(to);
+}
+
+/** Whether a heading was asked for the route just rendered (App asks after each route); the ask is used up either way. */
+export function takeHeadingAsked(): boolean {
+  const asked = headingAsked;
+  headingAsked = false;
+  return asked;
+}

@@ -133,6 +133,44 @@ describe('keyboard and screen-reader use (headless Chromium)', { skip: hasChromi
     assert.deepEqual(w.problems(), []);
   });
 
+  it('a search result in another sample of the Sample view: focus lands on the heading once it names that sample, which is said', async () => {
+    const w = await open('#/health');
+    const { page } = w;
+    const input = page.locator('input[data-global-search]');
+    await input.focus();
+    await page.keyboard.type('"python tool"');
+    await page.waitForSelector(`.search-results[data-query='"python tool"'][data-done] [role=option]`);
+    // two results in different samples: the first one's sample is shown, then the other is opened from the search
+    const samples = await page.$$eval('.search-results [role=option]', (els: any[]) => els.map((el) => el.getAttribute('href')));
+    const sampleOf = (h: string) => h.match(/^#\/rollout\/\d+\/sample\/\d+/)![0];
+    const from = samples[0]!;
+    const other = samples.findIndex((h: string) => sampleOf(h) !== sampleOf(from));
+    assert.ok(other > 0, `results in two samples: ${samples.join(' ')}`);
+    await page.goto(`${suite.served!.url}${sampleOf(from)}`);
+    await page.waitForFunction(() => /^Sample \d/.test(document.getElementById('view-heading')?.textContent ?? ''));
+    // what a screen reader reads: the heading's text when focus reaches it
+    await page.evaluate(() => {
+      const h = document.getElementById('view-heading');
+      h.addEventListener('focus', () => h.setAttribute('data-read', h.textContent));
+    });
+    // (the field still holds the first search: going to the sample changed only the address's hash)
+    await input.fill('');
+    await page.keyboard.type('"python tool"');
+    await page.waitForSelector(`.search-results[data-query='"python tool"'][data-done] [role=option]`);
+    // the first result in another sample than the one shown
+    const here = await page.$$eval('.search-results [role=option]', (els: any[]) => els.map((el) => el.getAttribute('href')));
+    const pick = here.findIndex((h: string) => sampleOf(h) !== sampleOf(from));
+    const [, step, sample] = sampleOf(here[pick]).match(/(\d+)\/sample\/(\d+)/)!;
+    const want = `Sample ${sample} · ${/[?&]eval=1/.test(here[pick]) ? 'eval step' : 'step'} ${step}`;
+    for (let i = 0; i < pick; i++) await page.keyboard.press('ArrowDown');
+    assert.equal(await input.getAttribute('aria-activedescendant'), await page.locator('.search-results [role=option]').nth(pick).getAttribute('id'));
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.activeElement?.id === 'view-heading' && document.activeElement.hasAttribute('data-read'));
+    assert.equal(await page.getAttribute('#view-heading', 'data-read'), want, `focus reached the heading once it named the opened sample (${await page.evaluate(() => location.hash)})`);
+    assert.equal(await page.textContent('[data-testid=view-announce]'), want);
+    assert.deepEqual(w.problems(), []);
+  });
+
   it('the nav marks the current view, the skip link reaches the view heading, and the step slider says the step', async () => {
     const w = await open('#/rollout/2');
     const { page } = w;

@@ -3,6 +3,7 @@
 // link to what a click on the row opens, so a keyboard or screen-reader user reaches any row directly.
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { fmtNum, naturalCompare } from '../format.ts';
+import { navigate } from '../route.ts';
 import type { Cell, TableRow as Row } from '../../src/wire/index.ts';
 
 interface Props {
@@ -10,8 +11,9 @@ interface Props {
   columns: string[];
   sort: { col: string; desc: boolean } | null;
   onSort: (col: string) => void;
+  /** What a click on the row does; given only `rowHref`, it opens that address. */
   onRowClick?: (row: Row) => void;
-  /** Where the row's first cell links to: the place `onRowClick` opens. */
+  /** Where the row's first cell links to: the place a click on the row opens. */
   rowHref?: (row: Row) => string;
   rowClass?: (row: Row) => string;
   height?: number;
@@ -44,7 +46,9 @@ export function sortRows(rows: Row[], sort: { col: string; desc: boolean } | nul
   return out;
 }
 
-export function VirtualTable({ rows, columns, sort, onSort, onRowClick, rowHref, rowClass, height = 440, testId, cell }: Props) {
+export function VirtualTable({ rows, columns, sort, onSort, onRowClick: onClick, rowHref, rowClass, height = 440, testId, cell }: Props) {
+  // the row opens what its link does, so the two are given once
+  const onRowClick = onClick ?? (rowHref ? (r: Row) => navigate(rowHref(r)) : undefined);
   const ref = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const sorted = useMemo(() => sortRows(rows, sort), [rows, sort?.col, sort?.desc]);

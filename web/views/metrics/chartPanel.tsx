@@ -16,7 +16,7 @@ import { drawUnread } from '../../components/unread.ts';
 import type { StepCoverage } from '../../../src/wire/index.ts';
 import { yRange } from './yRange.ts';
 import { seriesSummary } from '../../components/chartText.ts';
-import { zoomByKey } from './keyZoom.ts';
+import { fullXRange, zoomByKey } from './keyZoom.ts';
 import { keyAction, letterKeys } from '../../keyboard.ts';
 
 export interface XYTable {
@@ -102,34 +102,8 @@ function axis(kind: 'x' | 'y', xKind: XKind, unit: { unit: string; scale: number
   return a;
 }
 
-/** Share of the x span kept clear at each end of the full view, so the first and last points are drawn whole. */
-const X_EDGE_PAD = 0.025;
-
-/**
- * The full x range: the chart's data, the axis' extent over all charts (every compared run) and the steps not
- * read yet, with a margin at both ends.
- */
-export function fullXRange(u: uPlot, extent: [number, number] | null | undefined, coverage: StepCoverage | undefined): [number, number] | null {
-  const xs = u.data?.[0];
-  let lo = Infinity;
-  let hi = -Infinity;
-  if (xs?.length) {
-    lo = xs[0]!;
-    hi = xs[xs.length - 1]!;
-  }
-  if (extent) {
-    lo = Math.min(lo, extent[0]);
-    hi = Math.max(hi, extent[1]);
-  }
-  if (coverage?.unread.length) {
-    lo = Math.min(lo, coverage.unread[0]![0] - 0.5);
-    hi = Math.max(hi, coverage.unread.at(-1)![1] + 0.5);
-  }
-  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return null;
-  const pad = hi > lo ? (hi - lo) * X_EDGE_PAD : 1;
-  return [lo - pad, hi + pad];
-}
-
+/** A time axis' value (epoch seconds) as the UTC time of day, in the cursor's readout and the chart's summary alike. */
+const timeOfDay = (v: number): string => new Date(v * 1000).toISOString().slice(11, 19);
 
 function fmtTick(v: number): string {
   if (v === 0) return '0';
@@ -341,7 +315,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
 
   const seriesKey = `${visible.map((t) => `${t.label}:${t.color ?? ''}`).join('|')}#${smoothing > 0}`;
   const options = useMemo<Omit<uPlot.Options, 'width' | 'height'>>(() => {
-    const series: uPlot.Series[] = [{ label: xLabel, value: (_u, v) => (v == null ? '—' : xKind === 'time' ? new Date(v * 1000).toISOString().slice(11, 19) : String(v)) }];
+    const series: uPlot.Series[] = [{ label: xLabel, value: (_u, v) => (v == null ? '—' : xKind === 'time' ? timeOfDay(v) : String(v)) }];
     const gaps = xKind === 'time' ? breakLongGaps : undefined;
     // On time charts uPlot calls `gaps` only when gaps are not spanned; the joins' alignment holes are
     // `undefined`, which it spans anyway, so only recorded gaps (null) and long silences break a line.
@@ -376,7 +350,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
             const xs = u.data?.[0];
             const auto = !xs?.length || xs.length === 1 || (min === xs[0] && max === xs[xs.length - 1]);
             if (!auto) return [min, max];
-            return zoomRef.z ?? fullXRange(u, extentRef.e, coverageRef.c) ?? [min, max];
+            return zoomRef.z ?? chartFullRange(u) ?? [min, max];
           },
         },
         y: log ? { distr: 3 } : { range: yRange },
@@ -477,6 +451,8 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   extentRef.e = xExtent;
   /** The last window set on the chart here, which its range keeps as it is. */
   const xRef = useMemo(() => ({ set: null as [number, number] | null }), []);
+  /** This chart's full x range: its data, the axis' extent and its unread steps (the page's keys use the same rule). */
+  const chartFullRange = (u: uPlot) => fullXRange(u.data?.[0], extentRef.e, coverageRef.c?.unread ?? []);
 
   // A run hovered elsewhere (the run picker, another chart's legend) is brought forward here too.
   const plot = useRef<uPlot | null>(null);
@@ -493,7 +469,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
 
   // The zoom window, or the full range once it is reset or the axis' extent grows (another chart's data).
   const fitX = (u: uPlot) => {
-    const want = zoomRef.z ?? fullXRange(u, extentRef.e, coverageRef.c);
+    const want = zoomRef.z ?? chartFullRange(u);
     if (!want || (u.scales.x.min === want[0] && u.scales.x.max === want[1])) return;
     xRef.set = [want[0], want[1]];
     u.setScale('x', { min: want[0], max: want[1] });
@@ -510,7 +486,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
     names.length === 1 && names[0] === metric
       ? `${metric} chart`
       : `${metric} chart of ${names.length} series: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
-  const summary = useMemo(() => seriesSummary(xLabel, visible, xKind === 'time' ? (v) => new Date(v * 1000).toISOString().slice(11, 19) : String), [visible, xLabel, xKind]);
+  const summary = useMemo(() => seriesSummary(xLabel, visible, xKind === 'time' ? timeOfDay : String), [visible, xLabel, xKind]);
 
   /** W/S/A/D/Esc on a focused chart zoom and pan its own axis (this chart's window, around its cursor). */
   function zoomKey(e: KeyboardEvent, u: uPlot): boolean {
@@ -518,7 +494,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
     const action = keyAction(e.key, letterKeys.get());
     if (action === 'next' || action === 'prev') return false;
     const { min, max } = u.scales.x;
-    const full = fullXRange(u, extentRef.e, coverageRef.c);
+    const full = chartFullRange(u);
     if (!action || !full || min == null || max == null) return false;
     const idx = u.cursor.idx;
     const anchor = idx != null && (u.cursor.left ?? -1) >= 0 ? u.data[0][idx] : null;

@@ -18,7 +18,7 @@ import { inXOrder } from './xOrder.ts';
 import { seriesColor } from '../../theme.ts';
 import { chosenRuns, loadRuns, runColor, runLabel, runList, runPath, shownRunId } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
-import { sharedZoomRange, zoomByKey } from './keyZoom.ts';
+import { type ChartAxis, fullXRange, sharedZoomRange, zoomByKey } from './keyZoom.ts';
 
 /** More engines than this: their chips scroll in a box of bounded height, with all/none buttons. */
 const MANY_ENGINES = 12;
@@ -399,13 +399,14 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
 
   // W/S zoom and A/D pan every chart on the URL's window, Esc resets (Compute Utilization's keys); a focused chart takes them itself.
   const zoomKeys = (action: KeyAction) => () => {
-    const own = [...loggedTables.values()].map((t) => t.xLabel);
-    if (xKind !== 'step' && engine.length) own.push(engineXLabel(xKind));
+    const own: ChartAxis[] = [...loggedTables.values()].map((t) => ({ xLabel: t.xLabel, coverage: t.coverage }));
+    if (xKind !== 'step' && engine.length) own.push({ xLabel: engineXLabel(xKind) });
     // only engine charts on the step axis: their own wall-time window
     const url = own.length > 0;
     // the charts share one window, as a drag on one chart sets it: its range is that of the axis most of them are on
-    // (spanning every axis at once, rollout/step 0-199 beside train/step 0-1599, one W left the rollout charts empty)
-    const full = url ? sharedZoomRange(own, extents) : (extents.get(engineXLabel(xKind)) ?? null);
+    // (spanning every axis at once, rollout/step 0-199 beside train/step 0-1599, one W left the rollout charts empty),
+    // by the rule a focused chart uses for its own, so S resets to the same span and A/D reach the unread steps
+    const full = url ? sharedZoomRange(own, extents) : fullXRange(null, extents.get(engineXLabel(xKind)), []);
     if (!full) return;
     const shown = url ? zoom : engineZoom;
     const next = zoomByKey(action, shown ?? full, full);

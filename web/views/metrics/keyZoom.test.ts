@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
-import { sharedZoomRange, zoomByKey } from './keyZoom.ts';
+import { fullXRange, sharedZoomRange, zoomByKey } from './keyZoom.ts';
 
 describe('zoomByKey', () => {
   const full: [number, number] = [0, 100];
@@ -27,10 +27,27 @@ test('with no chart focused, the keys zoom in the range of the axis most charts 
     ['rollout/step', [0, 199]],
     ['train/step', [0, 1599]],
   ]);
-  const range = sharedZoomRange(['rollout/step', 'train/step', 'rollout/step'], extents)!;
-  assert.deepEqual(range, [0, 199]);
+  const range = sharedZoomRange([{ xLabel: 'rollout/step' }, { xLabel: 'train/step' }, { xLabel: 'rollout/step' }], extents)!;
+  assert.deepEqual(range, fullXRange(null, [0, 199], []));
   // one zoom in keeps the rollout charts' points on screen
   const [t0, t1] = zoomByKey('zoomIn', range, range)!;
   assert.ok(t0 >= 0 && t1 <= 199 && t1 - t0 > 100, `${t0}-${t1}`);
-  assert.equal(sharedZoomRange(['eval/step'], extents), null);
+  assert.equal(sharedZoomRange([{ xLabel: 'eval/step' }], extents), null);
+});
+
+test("the page's full range is a focused chart's: padded, and reaching the unread steps of the charts on its axis", () => {
+  const extents = new Map<string, [number, number]>([['train/step', [0, 99]]]);
+  const coverage = { steps_done: 100, steps_total: 150, unread: [[100, 149]] as [number, number][] };
+  // a focused chart of those steps: its data, the axis' extent and its unread steps, 2.5% clear at each end
+  const focused = fullXRange([0, 50, 99], [0, 99], coverage.unread)!;
+  assert.deepEqual(focused, [0 - 149.5 * 0.025, 149.5 + 149.5 * 0.025]);
+  // the page's keys, over that chart and one on the same axis with every step read, go as far
+  assert.deepEqual(sharedZoomRange([{ xLabel: 'train/step', coverage }, { xLabel: 'train/step' }], extents), focused);
+  // so a pan right from the page reaches the hatched steps, as the focused chart's does
+  assert.deepEqual(zoomByKey('panRight', [90, 150], focused), [focused[1] - 60, focused[1]]);
+});
+
+test('the full range of a single step, or of nothing', () => {
+  assert.deepEqual(fullXRange([5], null, []), [4, 6]);
+  assert.equal(fullXRange([], null, []), null);
 });

@@ -1,5 +1,6 @@
 // Keyboard zoom of the Metrics charts, with Compute Utilization's keys: W/S zoom in and out, A/D pan, Esc resets.
 import type { KeyAction } from '../../keyboard.ts';
+import type { StepCoverage } from '../../../src/wire/index.ts';
 import { pan, zoomAround } from '../timeline/viewport.ts';
 
 /** Compute Utilization's steps: a zoom keeps 70% of the window, a pan moves it by a fifth. */
@@ -34,15 +35,53 @@ export function zoomByKey(action: KeyAction, current: [number, number], full: [n
   return [next.t0, next.t1];
 }
 
+/** Share of the x span kept clear at each end of the full view, so the first and last points are drawn whole. */
+const X_EDGE_PAD = 0.025;
+
+/**
+ * A chart's full x range, the one rule for a chart's own axis and for the page's keys: its data (`xs`, ascending),
+ * the axis' extent over all charts (every compared run) and the steps not read yet (`unread`, runs of step ids from
+ * any number of charts), with a margin at both ends.
+ */
+export function fullXRange(xs: ArrayLike<number> | null | undefined, extent: [number, number] | null | undefined, unread: readonly [number, number][]): [number, number] | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  if (xs?.length) {
+    lo = xs[0]!;
+    hi = xs[xs.length - 1]!;
+  }
+  if (extent) {
+    lo = Math.min(lo, extent[0]);
+    hi = Math.max(hi, extent[1]);
+  }
+  // a step is a unit wide, so an unread run reaches half a step past its ids
+  for (const [a, b] of unread) {
+    lo = Math.min(lo, a - 0.5);
+    hi = Math.max(hi, b + 0.5);
+  }
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return null;
+  const pad = hi > lo ? (hi - lo) * X_EDGE_PAD : 1;
+  return [lo - pad, hi + pad];
+}
+
+/** A chart on the page as the page's keys see it: its x axis and the steps its series has not read yet. */
+export interface ChartAxis {
+  xLabel: string;
+  coverage?: StepCoverage;
+}
+
 /**
  * The full range the keys zoom in when no chart is focused: every chart shares one window (a drag on one chart sets
- * it), so it is the range of the x axis most charts are on (`labels`, one per chart), not the span of every axis at
- * once (rollout/step 0-199 beside train/step 0-1599: one zoom in left the rollout charts empty).
+ * it), so it is the full range (`fullXRange`) of the x axis most charts are on, over every chart on that axis' unread
+ * steps, not the span of every axis at once (rollout/step 0-199 beside train/step 0-1599: one zoom in left the
+ * rollout charts empty).
  */
-export function sharedZoomRange(labels: readonly string[], extents: ReadonlyMap<string, [number, number]>): [number, number] | null {
+export function sharedZoomRange(charts: readonly ChartAxis[], extents: ReadonlyMap<string, [number, number]>): [number, number] | null {
   const counts = new Map<string, number>();
-  for (const l of labels) if (extents.has(l)) counts.set(l, (counts.get(l) ?? 0) + 1);
+  for (const { xLabel } of charts) if (extents.has(xLabel)) counts.set(xLabel, (counts.get(xLabel) ?? 0) + 1);
   let best: string | null = null;
   for (const [l, n] of counts) if (best === null || n > counts.get(best)!) best = l;
-  return best === null ? null : extents.get(best)!;
+  if (best === null) return null;
+  const unread = charts.filter((c) => c.xLabel === best).flatMap((c) => c.coverage?.unread ?? []);
+  return fullXRange(null, extents.get(best), unread);
 }

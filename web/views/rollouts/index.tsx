@@ -78,6 +78,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
   const pending = preview?.train_pending === true;
   const summary = useApi(known && pending && !preview?.first_samples ? key : null, (signal) => getJson<Table>(`rollout/${id}/summary`, { eval: evaluation }, signal));
   const groups = useApi(known ? key : null, (signal) => getJson<Table>(`rollout/${id}/groups`, { eval: evaluation }, signal));
+  const real = groups.data ? realGroups(groups.data.rows) : null;
   const table: RolloutPreview | null = summary.data ?? preview;
   const firstSamples = table?.first_samples === true;
   const trainPending = pending && !summary.data;
@@ -115,7 +116,7 @@ function Rollouts({ meta, route, id, evaluation }: { meta: Meta; route: Route; i
               Samples{table ? ` (${firstSamples ? 'first ' : ''}${table.rows.length})` : ''}
             </a>
             <a href={tabHref('groups')} class={tab === 'groups' ? 'active' : ''}>
-              Groups{groups.data ? ` (${realGroups(groups.data.rows).length}, ${realGroups(groups.data.rows).filter((r) => r.zero_std === true).length} zero-std)` : ''}
+              Groups{real ? ` (${real.length}, ${real.filter((r) => r.zero_std === true).length} zero-std)` : ''}
             </a>
           </nav>
           {tab === 'samples' ? (
@@ -295,7 +296,6 @@ function SamplesTab(props: { table: Table; groups: Row[]; id: number; evaluation
           columns={columns}
           sort={sortOf(params, 'sample_index')}
           onSort={(c) => toggleSort(params, c, 'sample_index')}
-          onRowClick={open}
           rowHref={(r) => sampleHref(id, Number(r.sample_index), evaluation)}
           rowClass={(r) => (r.remove_sample === true ? 'removed' : r.status === 'aborted' || r.status === 'failed' ? 'flag' : '')}
           cell={sampleCell}
@@ -341,7 +341,6 @@ function GroupsTab({ table, id, evaluation, params }: { table: Table; id: number
         columns={table.columns}
         sort={sortOf(params, 'group_index')}
         onSort={(c) => toggleSort(params, c, 'group_index')}
-        onRowClick={(r) => navigate(groupHref(id, evaluation, r))}
         rowHref={(r) => groupHref(id, evaluation, r)}
         rowClass={(r) => (r.zero_std === true ? 'flag' : '')}
         cell={(c, v) => (c === 'zero_std' ? (v === true ? '● zero std' : v === null ? 'n/a (1 sample)' : '') : v === null ? '—' : typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(3) : String(v))}

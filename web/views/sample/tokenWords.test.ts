@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { TokenView } from '../../../src/wire/index.ts';
-import { peakWords, statAt, tokenWords } from './tokenWords.ts';
+import { maskAt, peakWords, statAt, tokenWords } from './tokenWords.ts';
 
 // positions 0-1 the prompt, 2-5 the response; position 4 loss-masked
 const view = {
@@ -24,6 +24,15 @@ describe('token words', () => {
   it('reads a stat at an absolute position, none in the prompt', () => {
     assert.equal(statAt(view, 'lp_diff', 3), -0.84);
     assert.equal(statAt(view, 'lp_diff', 1), null);
+  });
+  it('reads the loss mask at an absolute position by the same rule, none in the prompt or past the view', () => {
+    assert.equal(maskAt(view, 4), 0);
+    assert.equal(maskAt(view, 5), 1);
+    assert.equal(maskAt(view, 1), null);
+    assert.equal(maskAt(view, 6), null);
+    // a window past the prompt: its arrays start at the window's first position
+    assert.equal(maskAt({ ...view, start: 3, loss_mask: [1, 0, 1] } as TokenView, 4), 0);
+    assert.equal(maskAt({ ...view, loss_mask: null } as unknown as TokenView, 4), null);
   });
   it('says the position, the text and each stat, once each', () => {
     assert.equal(tokenWords(view, 3, ['lp_diff', 'imp_ratio']), 'position 3 "\\n": lp_diff -0.840, imp_ratio 0.500');

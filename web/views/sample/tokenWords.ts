@@ -9,6 +9,12 @@ export function statAt(v: TokenView, stat: TokenStat, pos: number): number | nul
   return arr && i >= 0 && i < arr.length ? (arr[i] ?? null) : null;
 }
 
+/** The loss mask at absolute position `pos` of a view (1 trained on, 0 not; null in the prompt, outside the view, or unrecorded). */
+export function maskAt(v: TokenView, pos: number): number | null {
+  const i = pos - Math.max(v.start, v.prompt_len);
+  return v.loss_mask && i >= 0 && i < v.loss_mask.length ? v.loss_mask[i]! : null;
+}
+
 /** A token's text as the tooltip shows it (quoted, newlines escaped), else its id; null outside the view. */
 export function tokenQuote(v: TokenView, pos: number): string | null {
   const i = pos - v.start;
@@ -25,8 +31,7 @@ const grouped = (n: number) => n.toLocaleString('en-US');
 export function tokenWords(v: TokenView, pos: number, stats: readonly TokenStat[]): string {
   const head = `position ${grouped(pos)} ${tokenQuote(v, pos) ?? ''}`.trimEnd();
   if (pos < v.prompt_len) return `${head}: prompt, no per-token statistics`;
-  const i = pos - Math.max(v.start, v.prompt_len);
-  const masked = v.loss_mask && i >= 0 && i < v.loss_mask.length && v.loss_mask[i] === 0 ? ', loss-masked (not trained on)' : '';
+  const masked = maskAt(v, pos) === 0 ? ', loss-masked (not trained on)' : '';
   const values = [...new Set(stats)].map((s) => `${s} ${fmtNum(statAt(v, s, pos))}`);
   return `${head}: ${values.join(', ')}${masked}`;
 }

@@ -18,7 +18,7 @@ import { extentOf, SCALES, type ScaleMode, scaleGradient, tokenColor } from './t
 import { TokenOverview } from './overview.tsx';
 import { maskedRuns, peakOf, sliceTokens, windowAround } from './tokenSlice.ts';
 import { useWholeSample, type WholeSample } from './wholeSample.ts';
-import { peakWords, tokenWords } from './tokenWords.ts';
+import { maskAt, peakWords, statAt, tokenWords } from './tokenWords.ts';
 import { seriesSummary } from '../../components/chartText.ts';
 
 const WINDOWS = [256, 1024, 4096];
@@ -143,7 +143,6 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
   const color = colorParam && available.includes(colorParam) ? colorParam : fallback;
   const chartParam = params.get('chart') as TokenStat | null;
   const chartStat = chartParam && available.includes(chartParam) ? chartParam : color;
-  const statBase = Math.max(t.start, t.prompt_len);
   // The fixed, documented scale by default: a healthy sample looks calm, a divergent one loud.
   const scaleMode: ScaleMode = params.get('scale') === 'window' ? 'window' : 'fixed';
   const extent = color ? extentOf(color, t[color], scaleMode) : 1;
@@ -160,15 +159,6 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
   shown.current = { start: t.start, end: t.end, size, total };
 
   const n = t.token_ids.length;
-  const statAt = (s: TokenStat, pos: number): number | null => {
-    const arr = t[s];
-    const i = pos - statBase;
-    return arr && i >= 0 && i < arr.length ? (arr[i] ?? null) : null;
-  };
-  const maskAt = (pos: number): number | null => {
-    const i = pos - statBase;
-    return t.loss_mask && i >= 0 && i < t.loss_mask.length ? t.loss_mask[i]! : null;
-  };
 
   const chartData = useMemo<uPlot.AlignedData>(() => {
     const v = chartView;
@@ -332,8 +322,8 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
     const lines = [`#${pos}  id=${t.token_ids[i]}  ${JSON.stringify(t.token_text?.[i] ?? '')}`];
     if (pos < t.prompt_len) lines.push('(prompt: no per-token statistics)');
     else {
-      for (const s of available) lines.push(`${s.padEnd(18)} ${fmtNum(statAt(s, pos))}`);
-      const m = maskAt(pos);
+      for (const s of available) lines.push(`${s.padEnd(18)} ${fmtNum(statAt(t, s, pos))}`);
+      const m = maskAt(t, pos);
       if (m !== null) lines.push(`${'loss_mask'.padEnd(18)} ${m}${m === 0 ? '  (not trained on)' : ''}`);
     }
     showTip(e.clientX, e.clientY, lines);
@@ -348,8 +338,8 @@ function TokenWindow({ t, params, size, loading, whole, focus, onMove }: WindowP
       const pos = t.start + i;
       const text = t.token_text ? t.token_text[i]! : `·${t.token_ids[i]}`;
       const prompt = pos < t.prompt_len;
-      const masked = !prompt && maskAt(pos) === 0;
-      const bg = !prompt && !masked && color ? tokenColor(color, statAt(color, pos), extent) : undefined;
+      const masked = !prompt && maskAt(t, pos) === 0;
+      const bg = !prompt && !masked && color ? tokenColor(color, statAt(t, color, pos), extent) : undefined;
       out.push(
         <span key={pos} data-pos={pos} class={`tok${prompt ? ' prompt' : ''}${masked ? ' masked' : ''}`} style={bg ? { background: bg } : undefined}>
           {text.replace(/\n/g, '⏎\n')}

@@ -9,7 +9,7 @@ import { href, navigate, route } from '../../route.ts';
 import type { SearchMatch, TokenView } from '../../../src/wire/index.ts';
 import { stepsSearched, streamSearch } from './stream.ts';
 import { findOfMatch } from '../sample/findTerms.ts';
-import { focusViewHeading } from '../../viewHeading.ts';
+import { openWithHeading } from '../../viewHeading.ts';
 
 const LIMIT = 50;
 const DEBOUNCE_MS = 160;
@@ -137,11 +137,9 @@ export function HeaderSearch() {
     if (!m) return;
     const q = state.q;
     setOpen(false);
-    // Focus goes to the opened view's heading, where reading the match starts (not left on the page's body).
-    const open = (to: string) => {
-      navigate(to);
-      focusViewHeading();
-    };
+    // Focus goes to the opened view's heading, where reading the match starts (not left on the page's body), once it
+    // names the match (another sample in the Sample view keeps the view, so only the heading's text changes).
+    const open = (to: string) => openWithHeading(to, navigate);
     if (m.field !== 'response') return open(matchHref(m, q));
     // A response hit opens the tokens tab at the token where the hit starts.
     void tokenOf(m).then(

@@ -22,7 +22,7 @@ import { REQUEST_STRIP_ROWS } from './layers/lifecycleStrip.ts';
 import { LaneSelection, type QuickPick } from './laneSelection.tsx';
 import { fmtScore, scoreTexts } from './scores.ts';
 import { Legend } from './legend.tsx';
-import { unplacedEngines } from './layers/engineOverlay.ts';
+import { unplacedEngines, windowsIn } from './layers/engineOverlay.ts';
 import { StickyAxis } from './stickyAxis.tsx';
 import { clampViewport, pan, zoomAround, type Viewport } from './viewport.ts';
 
@@ -231,12 +231,15 @@ function Timeline({ meta, route, range }: { meta: Meta; route: Route; range: [nu
     return { metric: overlayMetric, byAddr, max: max || 1 };
   }, [overlayData.data, overlayMetric]);
 
-  // Overlay series of engines that no lane of the run shows (no topology, or their GPUs or host on no lane).
+  // Overlay series of engines that no lane of the run shows (no topology, or their GPUs or host on no lane). They
+  // depend on the view only through the topology windows it overlaps, so a wheel or drag frame that keeps the same
+  // windows (nearly all of them) does not go over every window's engines again.
+  const inView = windowsIn(topology, vp.t0, vp.t1).join(',');
   const unplaced = useMemo(() => {
     if (!overlay) return [];
     const lanes = new Map([...allLanes, ...view.lanes].map((l) => [laneKey(l.node, l.gpu), l]));
     return unplacedEngines(topology, [...lanes.values()], overlay.byAddr.keys(), vp.t0, vp.t1);
-  }, [overlay, topology, allLanes, view.lanes, vp.t0, vp.t1]);
+  }, [overlay, topology, allLanes, view.lanes, inView]);
 
   const shown = view.lanes.slice(0, LANE_VIEW_MAX);
   const multiNode = new Set(allLanes.map((l) => l.node)).size > 1;

@@ -35,14 +35,7 @@ export const ORPHAN_COLOR = '#a12626';
 /** The colour of an open span's dashed outline. */
 const OPEN_COLOR = '#a64f37';
 
-/**
- * The fill of a point event's diamond: by its name, as spans are. A root-level event (no parent span, as
- * slime's attempt_start) is normal, so it is not drawn in the orphan colour.
- */
-export function pointColor(it: TraceItem): string {
-  return it.kind === 'orphan' ? ORPHAN_COLOR : `hsl(${hue(it.name)} 70% 28%)`;
-}
-
+/** The hue a span or point event of this name is drawn in. */
 function hue(name: string): number {
   let h = 0;
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
@@ -359,7 +352,9 @@ export function mountTraceExplorer(root: HTMLElement, answer: TraceAnswer, host:
             ctx.lineTo(cx - 4, cy + 4);
             ctx.stroke();
           } else {
-            ctx.fillStyle = pointColor(it);
+            // by its name, as spans are: a root-level event (no parent span, as slime's attempt_start) is normal,
+            // so it is not drawn in the orphan colour
+            ctx.fillStyle = `hsl(${hue(it.name)} 70% 28%)`;
             ctx.beginPath();
             ctx.moveTo(cx, cy - 5);
             ctx.lineTo(cx + 4, cy);

@@ -1,21 +1,64 @@
 // Layer: the SGLang engine series of whichever engine served this GPU at each moment (topology windows).
 import { OVERLAY_COLOR } from '../../../theme.ts';
-import type { Topology } from '../../../../src/wire/index.ts';
+import type { Topology, TopologyWindow } from '../../../../src/wire/index.ts';
 import type { EngineSeriesView } from '../../../columns.ts';
 import type { Frame } from '../viewport.ts';
 import { drawSeries } from './utilLine.ts';
+
+/** The engine each lane shows in one topology window, by the GPU it holds and, for an external engine, by host. */
+interface LaneEngines {
+  byGpu: Map<string, string>;
+  byHost: Map<string, string>;
+}
+
+/** Each window's maps, built once: an answer's windows are never changed, and every lane asks on every frame. */
+const laneEnginesCache = new WeakMap<TopologyWindow, LaneEngines>();
+
+/**
+ * The one rule for which engine a lane shows in a window: the first engine holding the lane's GPU, else (external
+ * engines carry no GPU identity) the first external engine on the lane's host.
+ */
+function laneEngines(w: TopologyWindow): LaneEngines {
+  let out = laneEnginesCache.get(w);
+  if (out) return out;
+  out = { byGpu: new Map(), byHost: new Map() };
+  for (const e of w.engines) {
+    if (e.gpus && e.gpus.length > 0) {
+      for (const g of e.gpus) {
+        const key = `${g[0]}:${g[1]}`;
+        if (!out.byGpu.has(key)) out.byGpu.set(key, e.addr);
+      }
+    } else {
+      const host = hostOf(e.addr);
+      if (!out.byHost.has(host)) out.byHost.set(host, e.addr);
+    }
+  }
+  laneEnginesCache.set(w, out);
+  return out;
+}
+
+function laneEngine(w: TopologyWindow, node: string, gpu: number): string | undefined {
+  const { byGpu, byHost } = laneEngines(w);
+  return byGpu.get(`${node}:${gpu}`) ?? byHost.get(node);
+}
+
+/** The topology windows that overlap [t0, t1] (by index): what the engines on the lanes in view depend on. */
+export function windowsIn(topo: Topology | null, t0: number, t1: number): number[] {
+  const out: number[] = [];
+  topo?.windows.forEach((w, i) => {
+    if (!((w.t1 ?? Infinity) < t0 || w.t0 > t1)) out.push(i);
+  });
+  return out;
+}
 
 /** The engine address that covered (node, gpu) in each topology window overlapping the view. */
 export function enginesForLane(topo: Topology | null, node: string, gpu: number, t0: number, t1: number): { addr: string; t0: number; t1: number }[] {
   if (!topo) return [];
   const out: { addr: string; t0: number; t1: number }[] = [];
-  for (const w of topo.windows) {
-    const wt1 = w.t1 ?? Infinity;
-    if (wt1 < t0 || w.t0 > t1) continue;
-    let e = w.engines.find((en) => en.gpus?.some((g) => g[0] === node && g[1] === gpu));
-    // External engines carry no GPU identity: match the engine's host instead.
-    e ??= w.engines.find((en) => (!en.gpus || en.gpus.length === 0) && hostOf(en.addr) === node);
-    if (e) out.push({ addr: e.addr, t0: w.t0, t1: wt1 });
+  for (const i of windowsIn(topo, t0, t1)) {
+    const w = topo.windows[i]!;
+    const addr = laneEngine(w, node, gpu);
+    if (addr !== undefined) out.push({ addr, t0: w.t0, t1: w.t1 ?? Infinity });
   }
   return out;
 }
@@ -36,33 +79,21 @@ export const UNPLACED_WHY: Record<UnplacedReason, string> = {
  * why: the overlay legend names them, since their scale is shown but nothing of them is drawn.
  */
 export function unplacedEngines(topo: Topology | null, lanes: readonly { node: string; gpu: number }[], addrs: Iterable<string>, t0: number, t1: number): { addr: string; why: UnplacedReason }[] {
-  const windows = (topo?.windows ?? []).filter((w) => !((w.t1 ?? Infinity) < t0 || w.t0 > t1));
+  const windows = windowsIn(topo, t0, t1).map((i) => topo!.windows[i]!);
   const placed = new Set<string>();
   const listed = new Set<string>();
   const onLaneNode = new Set<string>();
   const laneNodes = new Set(lanes.map((l) => l.node));
   const laneKeys = new Set(lanes.map((l) => `${l.node}:${l.gpu}`));
   for (const w of windows) {
-    // the engine each lane shows in this window, as enginesForLane picks it: the first holding the GPU,
-    // else the first external engine on the lane's host
-    const byGpu = new Map<string, string>();
-    const byHost = new Map<string, string>();
     for (const e of w.engines) {
       listed.add(e.addr);
-      if (e.gpus && e.gpus.length > 0) {
-        for (const g of e.gpus) {
-          const key = `${g[0]}:${g[1]}`;
-          if (!byGpu.has(key)) byGpu.set(key, e.addr);
-          if (laneKeys.has(key)) onLaneNode.add(e.addr);
-        }
-      } else {
-        const host = hostOf(e.addr);
-        if (!byHost.has(host)) byHost.set(host, e.addr);
-        if (laneNodes.has(host)) onLaneNode.add(e.addr);
-      }
+      const external = !e.gpus || e.gpus.length === 0;
+      if (external ? laneNodes.has(hostOf(e.addr)) : e.gpus!.some((g) => laneKeys.has(`${g[0]}:${g[1]}`))) onLaneNode.add(e.addr);
     }
+    // the engine each lane shows in this window, by the rule enginesForLane draws it with
     for (const l of lanes) {
-      const addr = byGpu.get(`${l.node}:${l.gpu}`) ?? byHost.get(l.node);
+      const addr = laneEngine(w, l.node, l.gpu);
       if (addr !== undefined) placed.add(addr);
     }
   }
