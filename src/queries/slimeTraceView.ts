@@ -89,6 +89,24 @@ interface RowLayout {
   details: TraceItemDetails[];
 }
 
+
+/** A span's details: every attr, copied; `note` for a recorded span shown as segments (never open, never clipped). */
+function spanDetails(it: CacheSpanItem, note?: string): TraceItemDetails {
+  const open = note === undefined && it.state === 'open_span';
+  return {
+    kind: open ? 'open' : 'span',
+    name: str(it.name) ?? '',
+    start: it.start_ts,
+    end: it.end_ts,
+    attempt: it.attempt,
+    span_id: str(it.span_id),
+    parent_span_id: str(it.parent_span_id),
+    parent_name: str(it.parent_span_name),
+    ...(open ? { clipped_by: str(it.attrs.end_attrs.clipped_by) ?? undefined } : {}),
+    ...(note === undefined ? {} : { note }),
+    attrs: { start_attrs: plainJson(it.attrs.start_attrs), end_attrs: plainJson(it.attrs.end_attrs) },
+  };
+}
 function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLayout | null {
   const trace = sampleTrace(sample);
   if (!trace) return null;
@@ -163,34 +181,12 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
   const recordedId = new Map<string, number>();
   for (const it of items) {
     if (it.type === 'span' && isHidden(it)) {
-      const id = addDetails(() => ({
-        kind: 'span',
-        name: str(it.name) ?? '',
-        start: it.start_ts,
-        end: it.end_ts,
-        attempt: it.attempt,
-        span_id: str(it.span_id),
-        parent_span_id: str(it.parent_span_id),
-        parent_name: str(it.parent_span_name),
-        note: STACKED_PD_NOTE,
-        attrs: { start_attrs: plainJson(it.attrs.start_attrs), end_attrs: plainJson(it.attrs.end_attrs) },
-      }));
+      const id = addDetails(() => spanDetails(it, STACKED_PD_NOTE));
       if (typeof it.span_id === 'string') recordedId.set(it.span_id, id);
       continue;
     }
     if (it.type === 'span') {
-      const id = addDetails(() => ({
-        kind: it.state === 'open_span' ? 'open' : 'span',
-        name: str(it.name) ?? '',
-        start: it.start_ts,
-        end: it.end_ts,
-        attempt: it.attempt,
-        span_id: str(it.span_id),
-        parent_span_id: str(it.parent_span_id),
-        parent_name: str(it.parent_span_name),
-        clipped_by: it.state === 'open_span' ? str(it.attrs.end_attrs.clipped_by) ?? undefined : undefined,
-        attrs: { start_attrs: plainJson(it.attrs.start_attrs), end_attrs: plainJson(it.attrs.end_attrs) },
-      }));
+      const id = addDetails(() => spanDetails(it));
       out.push({
         kind: it.state === 'open_span' ? 'open' : 'span',
         name: str(it.name) ?? '',
