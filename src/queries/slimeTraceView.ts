@@ -89,7 +89,6 @@ interface RowLayout {
   details: TraceItemDetails[];
 }
 
-
 /** A span's details: every attr, copied; `note` for a recorded span shown as segments (never open, never clipped). */
 function spanDetails(it: CacheSpanItem, note?: string): TraceItemDetails {
   const open = note === undefined && it.state === 'open_span';
