@@ -1,15 +1,17 @@
 // A followed slime or collected run's whole-run answers (meta, metrics, the dump/* aggregates, the runs table's span)
 // read each step's dump once: asked again, they decode only the steps that are new or rewritten, however many steps
-// the run has (they decoded every step for each answer once the run had more than the few dumps a source keeps).
+// the run has (they decoded every step for each answer once the run had more than the few dumps a source keeps),
+// and with a cache directory a restarted server decodes none it derived before.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { sampleStepFile, SAMPLES_DIR, type SampleFields } from '../src/formats/collectedSamples.ts';
 import { encodeSampleStep } from '../src/formats/collectedSamplesWrite.ts';
 import { openRunModel } from '../src/run/open.ts';
-import { SlimeAnswers } from '../src/queries/slimeAnswers.ts';
+import { answersOver } from '../src/commands/openRun.ts';
+import { SLIME_STEPS_ENTRY, SlimeAnswers } from '../src/queries/slimeAnswers.ts';
 import { ageTree } from './support/fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-slime-steps-'));
@@ -80,4 +82,62 @@ test('asked again, whole-run answers decode only new or rewritten steps, past th
   } finally {
     await model.close();
   }
+});
+
+test('with a cache directory, a restarted server decodes none of the steps it derived before, and a rewritten one again', async () => {
+  const dir = join(root, 'kept');
+  const cacheDir = join(root, 'kept-cache');
+  mkdirSync(join(dir, SAMPLES_DIR), { recursive: true });
+  mkdirSync(join(dir, 'dashboard'));
+  mkdirSync(cacheDir);
+  for (let step = 0; step < 10; step++) writeStep(dir, step);
+  ageTree(dir);
+  const entry = join(cacheDir, SLIME_STEPS_ENTRY);
+  const start = async () => {
+    const model = await openRunModel(dir, { cacheDir });
+    const decoded: string[] = [];
+    const source = (model as unknown as { run: { read: (f: { name: string }) => Promise<unknown> } }).run;
+    const read = source.read.bind(source);
+    source.read = (f) => {
+      decoded.push(f.name);
+      return read(f);
+    };
+    // as the server opens it: its cache directory's entries handed in
+    const answers = answersOver(model);
+    const ask = async () => ({
+      keys: (await answers.meta({ follow: false, useUtilizationOverview: false })).metric_keys,
+      metrics: await answers.metrics({ keys: ['rollout/response_len/max', 'dump/reward_mean', 'dump/mean_abs_lp_diff'], x: 'rollout/step' }),
+      span: await answers.listing('run', true).then((l) => [l.start_ts, l.end_ts]),
+    });
+    return { model, decoded, ask };
+  };
+  const first = await start();
+  const answer = await first.ask();
+  assert.ok(first.decoded.length >= 10);
+  // kept once no answer is being given: every value each answer derived
+  const keptAll = (): boolean => {
+    try {
+      const steps = (JSON.parse(readFileSync(entry, 'utf8')) as { steps: Record<string, unknown> }).steps;
+      return ['metrics', 'aggregate', 'span'].every((what) => `${what}:train:9` in steps);
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && !keptAll(); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(keptAll(), 'the derived values are kept in the cache directory');
+  await first.model.close();
+
+  const second = await start();
+  assert.deepEqual(await second.ask(), answer, 'the same answers, non-finite values included');
+  assert.deepEqual(second.decoded, [], 'nothing decoded after a restart');
+  await second.model.close();
+
+  writeFileSync(join(dir, SAMPLES_DIR, sampleStepFile(4, false)), encodeSampleStep(Array.from({ length: 4 }, (_, i) => ({ ...sample(4, i), response_length: 50 }))));
+  const old = Date.now() / 1000 - 86_400;
+  utimesSync(join(dir, SAMPLES_DIR, sampleStepFile(4, false)), old, old);
+  const third = await start();
+  const after = await third.ask();
+  assert.deepEqual([...new Set(third.decoded)], ['samples/rollout_000004.parquet']);
+  assert.equal(after.metrics['rollout/response_len/max']!.y[4], 50);
+  await third.model.close();
 });

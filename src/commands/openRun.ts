@@ -1,7 +1,7 @@
 // Opens a run directory for the commands and the server they start: its model (run/open.ts detects the
 // format), answered through the queries, with what the queries are handed (the searchable texts, engine series
 // from Prometheus). Nothing under the run is ever written.
-import { answersFor } from '../queries/slimeAnswers.ts';
+import { answersFor, SLIME_STEPS_ENTRY } from '../queries/slimeAnswers.ts';
 import type { RunAnswers } from '../queries/runAnswers.ts';
 import { STEP_FACTS_ENTRY } from '../queries/stepFacts.ts';
 import type { StepMetricsInputs } from '../queries/slimeRollouts.ts';
@@ -26,6 +26,7 @@ export function answersOver(model: RunModel, opts: Pick<OpenAnswersOptions, 'pro
   return answersFor(model, {
     searchTexts: (source) => openSearchTexts(source, { cacheDir: model.cacheDir }),
     stepFacts: openDerivedEntry(model.cacheDir, STEP_FACTS_ENTRY),
+    slimeSteps: model.traces ? openDerivedEntry(model.cacheDir, SLIME_STEPS_ENTRY) : null,
     engines: opts.prometheus ? openPrometheusEngines(opts.prometheus) : null,
     slime: opts.slime,
   });

@@ -196,6 +196,8 @@ export interface HandedIn {
   now?: () => number;
   /** Where each step's facts for the step-wide answers are kept across starts; in memory only when absent. */
   stepFacts?: DerivedEntry | null;
+  /** Where a slime or collected run's per-step derived values are kept across starts; in memory only when absent. */
+  slimeSteps?: DerivedEntry | null;
 }
 
 /** Without a window, the last hour of outside engine series is asked for. */

@@ -1,7 +1,7 @@
 // The answers about a slime run: everything a run answers (Rollouts, Sample, search, exports), plus slime's
 // per-step metrics (perf/, rollout/, eval/ and the corrected perf_fixed/) and the request traces.
 import { DumpStillWriting, NotFound } from '../run/errors.ts';
-import type { RunModel, SlimeDump, TraceSource } from '../run/model.ts';
+import type { DerivedEntry, RunModel, SlimeDump, TraceSource } from '../run/model.ts';
 import type { Meta, MetricsAnswer, RolloutTable, RunListing } from '../wire/index.ts';
 import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
@@ -14,9 +14,20 @@ type StepMetric = ReturnType<typeof slimeStepMetrics>[number];
 /** A step whose dump cannot be read: nothing derived from it (its problem is in the run's warnings). */
 const UNREADABLE = Symbol('unreadable');
 
+/** The cache entry of a slime or collected run's per-step derived values (kept by `eachStep`). */
+export const SLIME_STEPS_ENTRY = 'slime-steps.json';
+const SLIME_STEPS_VERSION = 1;
+
+/** JSON of derived values with their non-finite numbers kept (JSON has no NaN or ±Infinity). */
+const keepNonFinite = (_: string, v: unknown): unknown => (typeof v === 'number' && !Number.isFinite(v) ? { nonfinite: String(v) } : v);
+const restoreNonFinite = (_: string, v: unknown): unknown => (v !== null && typeof v === 'object' && 'nonfinite' in v && Object.keys(v).length === 1 ? Number((v as { nonfinite: string }).nonfinite) : v);
+
 export class SlimeAnswers extends RunAnswers {
   /** What is derived from each step's dump, by what and step, with the stamp (and inputs) it was derived at. */
   private readonly derived = new Map<string, { stamp: string; value: unknown }>();
+  /** Where `derived` is kept across starts (its readable steps'), read once before the first answer. */
+  private readonly kept: DerivedEntry | null;
+  private loaded: Promise<void> | null = null;
 
   constructor(
     model: RunModel,
@@ -25,17 +36,46 @@ export class SlimeAnswers extends RunAnswers {
     handed: HandedIn = {},
   ) {
     super(model, handed);
+    this.kept = handed.slimeSteps ?? null;
+  }
+
+  /** The values a previous start derived, taken while their steps' stamps still match (checked as they are used). */
+  private load(): Promise<void> {
+    this.loaded ??= (async () => {
+      const text = await this.kept?.read().catch(() => null);
+      if (!text) return;
+      try {
+        const doc = JSON.parse(text, restoreNonFinite) as { version?: unknown; steps?: Record<string, { stamp: string; value: unknown }> };
+        if (doc.version !== SLIME_STEPS_VERSION || !doc.steps) return;
+        for (const [k, v] of Object.entries(doc.steps)) if (!this.derived.has(k) && typeof v?.stamp === 'string') this.derived.set(k, v);
+      } catch {
+        // a damaged entry: derived again
+      }
+    })();
+    return this.loaded;
+  }
+
+  /** Rewrites the kept entry (once no answer is being given) with every readable step's values. */
+  private keep(): void {
+    this.kept?.write(() => {
+      const steps: Record<string, { stamp: string; value: unknown }> = {};
+      for (const [k, v] of this.derived) if (v.value !== UNREADABLE) steps[k] = v;
+      return JSON.stringify({ version: SLIME_STEPS_VERSION, steps }, keepNonFinite);
+    });
   }
 
   /**
    * `make` of each readable step of one kind, ascending, kept by `what` while the step's files (and `salt`, the
    * inputs beside them) are unchanged: a followed run's answers decode only its new or rewritten steps, whatever
-   * its length (its dumps are not all kept; re-reading every step for each answer grew with the run).
+   * its length (its dumps are not all kept; re-reading every step for each answer grew with the run), and with a
+   * cache directory a restarted server decodes none it has read before.
    */
   private async eachStep<T>(what: string, evaluation: boolean, make: (d: SlimeDump) => T | Promise<T>, salt = ''): Promise<T[]> {
+    await this.load();
     const prefix = `${what}:${evaluation ? 'eval' : 'train'}:`;
     const out: T[] = [];
     const seen = new Set<string>();
+    let changed = false;
     for (const { rolloutId, stamp } of await this.traces.stepStamps(evaluation)) {
       const key = prefix + rolloutId;
       seen.add(key);
@@ -52,10 +92,17 @@ export class SlimeAnswers extends RunAnswers {
         }
         hit = { stamp: want, value: d === null ? UNREADABLE : await make(d) };
         this.derived.set(key, hit);
+        changed = true;
       }
       if (hit.value !== UNREADABLE) out.push(hit.value as T);
     }
-    for (const k of this.derived.keys()) if (k.startsWith(prefix) && !seen.has(k)) this.derived.delete(k);
+    for (const k of this.derived.keys()) {
+      if (k.startsWith(prefix) && !seen.has(k)) {
+        this.derived.delete(k);
+        changed = true;
+      }
+    }
+    if (changed) this.keep();
     return out;
   }
 
