@@ -1,7 +1,8 @@
 // A followed collected run's whole-run answers as its steps grow: `/api/meta`, the Rollouts figures' `/api/metrics`
 // and the runs table (`/api/runs`) on a run of --steps steps of --samples samples each, asked a first time (every
 // step decoded), again (nothing changed), and after one new step is written (as a live run's next step). Wall and
-// CPU ms with the load average and the process's peak RSS. Prints one JSON line.
+// CPU ms with the load average and the process's peak RSS; then a restarted server over the same cache directory
+// (its first answers). Prints one JSON line.
 // Usage: node --import tsx bench/collectedSteps.ts [--steps 165] [--samples 64] [--repeat 5]
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -47,8 +48,10 @@ try {
   mkdirSync(join(dir, SAMPLES_DIR), { recursive: true });
   mkdirSync(join(dir, 'dashboard'));
   for (let s = 0; s < STEPS; s++) writeStep(s);
-  const run = await openRun(dir);
-  const app = createApp({ run, options: { follow: true } });
+  const cacheDir = join(dir, '..', `${dir.split('/').pop()}-cache`);
+  mkdirSync(cacheDir);
+  let run = await openRun(dir, { cacheDir });
+  let app = createApp({ run, options: { follow: true } });
   const ask = async (url: string) => {
     const [t, c] = [performance.now(), cpu()];
     const res = await app.request(url, { headers: { host: '127.0.0.1' } });
@@ -72,7 +75,14 @@ try {
     for (const [k, v] of Object.entries(await seq())) next[k]!.push(v.ms);
   }
   out.after_new_step_ms = next;
+  // the derived values are written once no answer is being given
+  await new Promise((r) => setTimeout(r, 3000));
   await run.close();
+  run = await openRun(dir, { cacheDir });
+  app = createApp({ run, options: { follow: true } });
+  out.restarted_first = await seq();
+  await run.close();
+  rmSync(cacheDir, { recursive: true, force: true });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
