@@ -16,9 +16,9 @@ Usage:
   rlsight search DIR QUERY [--limit N] [--cache-dir DIR]
                                                one JSON line per matching sample; QUERY: words, "a phrase",
                                                /regex/, a request or trace id, a sample index or step:sample
-  rlsight export metrics DIR --format csv|parquet --out FILE   every key, one row per step key and step
+  rlsight export metrics DIR [--tensorboard LOGDIR] --format csv|parquet --out FILE   every key, one row per step key and step
   rlsight export rollout DIR --step N [--eval] --format csv|parquet --out FILE
-  rlsight export tensorboard DIR --out LOGDIR       events.out.tfevents.* scalars
+  rlsight export tensorboard DIR [--tensorboard LOGDIR] --out LOGDIR   events.out.tfevents.* scalars
   rlsight export perfetto DIR [--t0 T --t1 T] --out FILE   Chrome trace-event JSON for ui.perfetto.dev
   rlsight export telemetry DIR --format parquet --out DIR2   telemetry as Hive-partitioned Parquet (zstd)
   rlsight collect --dump-details DIR [--listen HOST:PORT] [...]    receive live telemetry (see collect options)

@@ -160,12 +160,14 @@ test('export metrics: a key is in the rows of the step key it was logged against
 test('export metrics: a key named like the step column, or like another key but for case, gets a column name of its own and a warning (exit 3)', async () => {
   const run: RunCopy = copyFixtureRun();
   try {
-    const record = { ts: 1000330.0, step_key: 'rollout/step', step: 4, metrics: { _step: 4, 'train/Loss': 1.5, 'train/loss': 2.5, 'rollout/step': 4 } };
+    const record = { ts: 1000330.0, step_key: 'rollout/step', step: 4, metrics: { _step: 4, 'train/Loss': 1.5, 'train/loss': 2.5, 'rollout/step': 4, 'Perf/Step_Time': 99 } };
     appendFileSync(join(run.dir, 'dashboard', 'metrics.jsonl'), `${JSON.stringify(record)}\n`);
     ageTree(run.dir);
     const warned = [
       "warning: metric key '_step' is written as column '_step#2': DuckDB and Spark, which ignore case in column names, would not tell it from the _step column\n",
       "warning: metric key 'train/loss' is written as column 'train/loss#2': DuckDB and Spark, which ignore case in column names, would not tell it from metric key 'train/Loss'\n",
+      // a stray record's key is the one renamed, not the run's history it looks like
+      "warning: metric key 'Perf/Step_Time' is written as column 'Perf/Step_Time#2': DuckDB and Spark, which ignore case in column names, would not tell it from metric key 'perf/step_time', which holds more values\n",
     ];
     for (const format of ['csv', 'parquet']) {
       const file = join(out, `clash.${format}`);
@@ -177,6 +179,8 @@ test('export metrics: a key named like the step column, or like another key but 
       const read = format === 'csv' ? 'read_csv(FILE)' : 'read_parquet(FILE)';
       const rows = await duck(`SELECT _step::INT AS _step, "_step#2"::INT AS "_step#2", "train/Loss", "train/loss#2" FROM ${read} WHERE _step_key = 'rollout/step' AND _step = 4`, file);
       assert.deepEqual(rows, [{ _step: 4, '_step#2': 4, 'train/Loss': 1.5, 'train/loss#2': 2.5 }], format);
+      const history = await duck(`SELECT _step::INT AS step, "perf/step_time"::DOUBLE AS t FROM ${read} WHERE _step_key = 'rollout/step' AND "perf/step_time" IS NOT NULL ORDER BY step`, file);
+      assert.deepEqual(history, [{ step: 0, t: 95 }, { step: 1, t: 94 }, { step: 2, t: 93 }], format);
     }
     // TensorBoard tells tags apart by case: they keep their names
     const logdir = join(out, 'clash-tb');

@@ -55,7 +55,7 @@ const metrics: ExportKind = {
     try {
       const { table, warnings } = await runMetricsTable(run.answers);
       writeWhole(out, encodeTable(table, format));
-      console.log(`wrote ${table.rows.length} steps × ${table.columns.length - 2} keys to ${out}`);
+      console.log(`wrote ${table.rows.length} rows (${rowsByStepKey(table)}) × ${table.columns.length - 2} keys to ${out}`);
       // a key written under another name is said as a problem is: the file is not what a script naming it expects
       return incompleteness(run.answers, [...(await unreadSteps(run.answers)), ...warnings]);
     } finally {
@@ -140,3 +140,9 @@ export async function exportCommand(argv: string[]): Promise<number> {
   });
 }
 
+/** A metrics table's rows counted per step key (`3 rollout/step, 40 tensorboard/step`). */
+function rowsByStepKey(table: { rows: readonly (readonly unknown[])[] }): string {
+  const counts = new Map<string, number>();
+  for (const r of table.rows) counts.set(String(r[0] ?? 'no step key'), (counts.get(String(r[0] ?? 'no step key')) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
+}

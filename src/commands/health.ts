@@ -32,9 +32,9 @@ export function loadHealthConfig(file: string | undefined): SignalSpec[] {
   }
 }
 
-const MARK = { ok: '·', warn: '?', fire: '!', none: ' ' } as const;
+const MARK = { ok: '·', warn: '!', fire: '▲', none: ' ' } as const;
 
-/** The board as text: one line per step, `value` and a mark per signal (`!` fired, `?` warning). */
+/** The board as text: one line per step, `value` and a mark per signal (`▲` fired, `!` warning: the app's marks). */
 export function boardText(answer: HealthAnswer): string {
   const ids = answer.signals.map((s) => s.id);
   const width = ids.map((id) => Math.max(id.length, 9));

@@ -101,28 +101,31 @@ export function metricsTable(records: readonly MetricsRecord[], aggregates: read
 }
 
 /**
- * A metrics table with no two column names alike as DuckDB and Spark compare them (ignoring case): a column
- * named like an earlier one — a metric key `_step` beside the step column, `train/loss` after `train/Loss` — is
- * written as `NAME#2` (`#3`, … the first name no column has), the earlier keeping its name. Each rename is
- * said in a warning naming both.
+ * A metrics table with no two column names alike as DuckDB and Spark compare them (ignoring case): of the columns
+ * named alike — a metric key `_step` beside the step column, `train/loss` beside `train/Loss` — the step columns,
+ * else the one holding the most values (the run's history, not a stray record), keeps its name, and the others are
+ * written as `NAME#2` (`#3`, … the first name no column has). Each rename is said in a warning naming both.
  */
 export function withDistinctColumns(table: ExportTable): { table: ExportTable; warnings: string[] } {
   const fold = (c: string): string => c.toLowerCase();
-  const taken = new Map<string, string>();
+  const filled = (i: number): number => (i < 2 ? Infinity : table.rows.reduce((n, r) => n + (r[i] === null ? 0 : 1), 0));
+  // who keeps each folded name: the most values, the first column on a tie
+  const keeper = new Map<string, number>();
+  table.columns.forEach((c, i) => {
+    const k = keeper.get(fold(c));
+    if (k === undefined || filled(i) > filled(k)) keeper.set(fold(c), i);
+  });
   const every = new Set(table.columns.map(fold));
   const warnings: string[] = [];
-  const columns = table.columns.map((c) => {
-    const first = taken.get(fold(c));
-    if (first === undefined) {
-      taken.set(fold(c), c);
-      return c;
-    }
+  const columns = table.columns.map((c, i) => {
+    const kept = keeper.get(fold(c))!;
+    if (kept === i) return c;
     let n = 2;
     while (every.has(fold(`${c}#${n}`))) n++;
     const renamed = `${c}#${n}`;
     every.add(fold(renamed));
-    taken.set(fold(renamed), renamed);
-    const other = first === STEP_COLUMN || first === STEP_KEY_COLUMN ? `the ${first} column` : `metric key '${first}'`;
+    const first = table.columns[kept]!;
+    const other = first === STEP_COLUMN || first === STEP_KEY_COLUMN ? `the ${first} column` : `metric key '${first}'${filled(kept) > filled(i) ? ', which holds more values' : ''}`;
     warnings.push(`metric key '${c}' is written as column '${renamed}': DuckDB and Spark, which ignore case in column names, would not tell it from ${other}`);
     return renamed;
   });

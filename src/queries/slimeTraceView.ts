@@ -300,7 +300,7 @@ function layoutRow(sample: SlimeSample, t0: number, withDetails: boolean): RowLa
 
 /** What a recorded sglang_pd_* span drawn as [P]/[D] segments says in its details. */
 export const STACKED_PD_NOTE =
-  "recorded in slime's stacked PD layout (its times lay SGLang's phases end to end from the request start); drawn as the [P]/[D] segments built from its duration, placed where SGLang's time stamps put them";
+  "recorded in slime's stacked PD layout (its times lay SGLang's phases end to end from the request start); drawn as the [P]/[D] segments built from its duration, placed relative to the request start (the dump holds durations, not SGLang time stamps)";
 
 const withAttrText = (text: string | undefined): { attr_text?: string } => (text === undefined ? {} : { attr_text: text });
 

@@ -122,6 +122,13 @@ describe('keyboard and screen-reader use (headless Chromium)', { skip: hasChromi
     assert.equal((await focused(page)).role, 'combobox');
     assert.equal(await input.inputValue(), '"python tool"');
     assert.equal(await input.getAttribute('aria-expanded'), 'false');
+    // Enter with the results closed shows them again instead of opening a match no one can see
+    const before = await page.evaluate(() => location.hash);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.search-results [role=option]');
+    assert.equal(await page.evaluate(() => location.hash), before);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('.search-results', { state: 'detached' });
     // Typing reopens them; one Tab leaves the widget (no result is a Tab stop) and closes them.
     await page.keyboard.type(' ');
     await page.waitForSelector('.search-results [role=option]');

@@ -163,6 +163,12 @@ export function HeaderSearch() {
     if (shown) document.getElementById(`search-opt-${sel}`)?.scrollIntoView({ block: 'nearest' });
   }, [sel, shown]);
   const onKey = (e: KeyboardEvent) => {
+    // closed (Esc): ↓, ↑ or Enter shows the results again first, never opening a match the reader cannot see
+    if (!shown && (e.key === 'ArrowDown' || e.key === 'ArrowUp' || e.key === 'Enter') && (e.currentTarget as HTMLInputElement).value.trim() !== '') {
+      e.preventDefault();
+      setOpen(true);
+      return;
+    }
     if (e.key === 'ArrowDown') {
       e.preventDefault();
       setSel((i) => Math.min(i + 1, state.matches.length - 1));
