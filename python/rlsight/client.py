@@ -532,7 +532,7 @@ class Client:
             self.sent += len(lines) - rejected
             return True
         except urllib.error.HTTPError as err:
-            if err.code in (400, 404, 413):
+            if err.code in (400, 404, 409, 413, 415):
                 self.rejected += len(lines)
                 detail = err.read()[:300].decode("utf-8", "replace")
                 self._warn.warn("rejected " + stream, "rlsight collector refused a %s batch (%d): %s", stream, err.code, detail)

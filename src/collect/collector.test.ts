@@ -11,6 +11,8 @@ import { Collector, type LogLevel } from './collector.ts';
 import { readCollectorFile } from './collectorFile.ts';
 import { nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
 import { startCollectorService, type CollectorService } from './service.ts';
+import { createCollectorApp } from './http.ts';
+import { gzipSync } from 'node:zlib';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-collect-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -179,6 +181,36 @@ describe('collector', () => {
     } finally {
       await svc.close();
     }
+  });
+
+  it('answers what a hand-written producer sends: a lower-case scheme, a gzip body, an empty batch, a fractional step', async () => {
+    const dir = freshDir();
+    const collector = new Collector({ dashboardDir: dir, log: captureLog().log });
+    const app = createCollectorApp(collector, { token: 'secret', maxBatchBytes: 4096 });
+    const send = async (body: string | Uint8Array, headers: Record<string, string> = {}) => {
+      const res = await app.request('/v1/streams/metrics', { method: 'POST', headers: { Authorization: 'Bearer secret', ...headers }, body });
+      return { status: res.status, json: (await res.json()) as { error?: string; accepted?: number; rejected?: number } };
+    };
+    const metric = (step: number) => `{"ts":1000000.0,"step_key":"train/step","step":${step},"metrics":{"loss":0.5}}`;
+    assert.deepEqual(await send(`${metric(1)}\n`, { Authorization: 'bearer secret' }), { status: 200, json: { accepted: 1, rejected: 0 } });
+    assert.deepEqual(await send(gzipSync(`${metric(2)}\n${metric(3)}\n`), { 'Content-Encoding': 'gzip' }), { status: 200, json: { accepted: 2, rejected: 0 } });
+    // the bound holds for the decompressed batch (this one is small compressed)
+    const big = await send(gzipSync(`${metric(4)}\n`.repeat(200)), { 'Content-Encoding': 'gzip' });
+    assert.equal(big.status, 413);
+    assert.match(big.json.error!, /larger than 4096 bytes once decompressed/);
+    const br = await send(`${metric(5)}\n`, { 'Content-Encoding': 'br' });
+    assert.equal(br.status, 415);
+    assert.match(br.json.error!, /Content-Encoding: br is not accepted; send the batch uncompressed or as gzip/);
+    for (const empty of ['', '\n\n']) {
+      const r = await send(empty);
+      assert.equal(r.status, 400);
+      assert.match(r.json.error!, /^empty batch/);
+    }
+    const frac = await send(`${metric(1.5)}\n`);
+    assert.equal(frac.status, 400);
+    assert.equal(frac.json.error, 'metrics line 1, field step: expected an integer or null');
+    assert.equal(collector.close(), true);
+    assert.deepEqual(readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trimEnd().split('\n').length, 3);
   });
 
   it('keeps records through write failures, says so on every flush, and bounds what it holds', () => {

@@ -32,7 +32,7 @@ import { CollectorSidecars } from '../formats/columns/sidecarWriter.ts';
 import { isExactStep, roundedStepNote } from '../formats/roundedStep.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
-import { WriteAheadLog, type WalBatch } from './writeAheadLog.ts';
+import { BATCH_WINDOW, WriteAheadLog, type WalBatch, type WalIo } from './writeAheadLog.ts';
 import { SAMPLES_STREAM, SampleSteps } from './sampleSteps.ts';
 import { DEFAULT_BUFFER_CAP } from './usage.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -63,6 +63,8 @@ export interface CollectorOptions {
    * taken once it is on disk there, and a restart replays what a killed collector had not written.
    */
   writeAheadLog?: boolean;
+  /** The write-ahead log's writes and fsyncs (tests make them fail). */
+  walIo?: WalIo;
   /** Compresses the pages of collected sample files (zstd; uncompressed without it). */
   zstd?: (input: Uint8Array) => Uint8Array;
   /**
@@ -121,9 +123,11 @@ export type IngestOutcome =
       /** Settles once the batch is on disk (at once without a write-ahead log). */
       durable: Promise<void>;
     }
-  | { ok: false; problem: IngestProblem };
+  | { ok: false; problem: IngestProblem }
+  /** A batch number this collector cannot tell from one it logged (older than the numbers it remembers): a 409. */
+  | { ok: false; conflict: string };
 
-/** Who sent a batch and its number among that producer's batches (numbers only grow). */
+/** Who sent a batch and its number among that producer's batches (unique to the batch; a retry reuses it). */
 export interface BatchId {
   producer: string;
   seq: number;
@@ -161,6 +165,11 @@ export class Collector {
   readonly samples: SampleSteps;
   /** The previous flush's sizes, kept while its log rotation has not succeeded (its appends are not yet settled). */
   private unsettledSizes: Record<string, number> | null = null;
+  /**
+   * Batches taken whose log entry failed (answered 503 "send it again"), by `producer/seq`: a retry is logged
+   * again without taking its records twice. The next log rotation holds their records, so they are logged then.
+   */
+  private readonly unlogged = new Map<string, { id: BatchId; stream: IngestStream; body: string | Uint8Array; accepted: number; rejected: number; problems: IngestProblem[] }>();
   private readonly catalog = new LaneCatalogFold();
   private flushErrors = 0;
   private tornTailsCut = 0;
@@ -194,7 +203,7 @@ export class Collector {
     fs.mkdirp(this.dir);
     this.samples = new SampleSteps(
       dirname(this.dir),
-      { mkdirp: fs.mkdirp, replace: (path, tmp, data, mode) => fs.replace(path, tmp, data, mode), remove: fs.remove, touch: (path) => writeFileSync(path, '') },
+      { mkdirp: fs.mkdirp, replace: (path, tmp, data, mode) => fs.replace(path, tmp, data, mode), remove: fs.remove, touch: (path, text) => writeFileSync(path, text) },
       opts.zstd,
       this.log,
     );
@@ -209,7 +218,7 @@ export class Collector {
     this.writer.replace(META_FILE, encodeMeta(this.meta));
     this.loadCatalog();
     if (opts.writeAheadLog) {
-      this.wal = new WriteAheadLog(join(this.dir, WAL_DIR));
+      this.wal = new WriteAheadLog(join(this.dir, WAL_DIR), opts.walIo);
       this.replay(this.wal);
     }
   }
@@ -267,6 +276,7 @@ export class Collector {
   close(): boolean {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    this.samples.stop();
     const ok = this.flush();
     this.sidecars.write(true);
     return ok;
@@ -277,11 +287,29 @@ export class Collector {
   /**
    * One NDJSON batch of `stream`: its valid lines are taken and its invalid ones left out and counted; a
    * batch with no valid line is refused (with the first problem). With a write-ahead log, `durable`
-   * settles once the batch is on disk, and a batch already logged under the same `id` is not taken twice.
+   * settles once the batch is on disk, and a batch already logged under the same `id` is not taken twice; an `id`
+   * older than the producer's numbers the log remembers, and not among them, is refused (it may be either).
    * `bytes` (the body as it arrived) is logged as it is.
    */
   ingest(stream: IngestStream, body: string, id?: BatchId, bytes?: Uint8Array): IngestOutcome {
-    if (id !== undefined && this.wal?.seen(id.producer, id.seq)) return { ok: true, accepted: 0, rejected: 0, problems: [], duplicate: true, durable: DURABLE };
+    if (id !== undefined && this.wal !== null) {
+      const key = `${id.producer}/${id.seq}`;
+      const failed = this.unlogged.get(key);
+      if (failed !== undefined) {
+        // its records were taken when it first came and only its log entry failed: logged again, not taken again
+        this.unlogged.delete(key);
+        const { accepted, rejected, problems } = failed;
+        return { ok: true, accepted, rejected, problems, duplicate: false, durable: this.logBatch(failed) };
+      }
+      const state = this.wal.state(id.producer, id.seq);
+      if (state === 'logged') return { ok: true, accepted: 0, rejected: 0, problems: [], duplicate: true, durable: DURABLE };
+      if (state === 'forgotten') {
+        return {
+          ok: false,
+          conflict: `batch ${key} is older than the last ${BATCH_WINDOW} batch numbers of producer ${id.producer} this collector remembers, and not among them: it cannot tell new records from a retry of logged ones, so nothing was taken (number each batch anew, counting up, and send a retry within ${BATCH_WINDOW} batches)`,
+        };
+      }
+    }
     let accepted: number;
     let problems: IngestProblem[];
     if (stream === SAMPLES_STREAM) {
@@ -295,8 +323,22 @@ export class Collector {
       accepted = this.apply(stream, r.records);
       problems = r.problems;
     }
-    const durable = this.wal === null || accepted === 0 ? DURABLE : this.wal.append({ stream, producer: id?.producer ?? '-', seq: id?.seq ?? 0, body: bytes ?? body });
-    return { ok: true, accepted, rejected: problems.length, problems: problems.slice(0, PROBLEMS_SHOWN), duplicate: false, durable };
+    const answer = { accepted, rejected: problems.length, problems: problems.slice(0, PROBLEMS_SHOWN) };
+    let durable = DURABLE;
+    if (this.wal !== null && accepted > 0) {
+      durable = id === undefined ? this.wal.append({ stream, producer: '-', seq: 0, body: bytes ?? body }) : this.logBatch({ id, stream, body: bytes ?? body, ...answer });
+    }
+    return { ok: true, ...answer, duplicate: false, durable };
+  }
+
+  /** Logs a numbered batch; when that fails, a retry under its number is logged again without being taken twice. */
+  private logBatch(b: { id: BatchId; stream: IngestStream; body: string | Uint8Array; accepted: number; rejected: number; problems: IngestProblem[] }): Promise<void> {
+    const durable = this.wal!.append({ stream: b.stream, producer: b.id.producer, seq: b.id.seq, body: b.body });
+    durable.catch(() => {
+      this.unlogged.set(`${b.id.producer}/${b.id.seq}`, b);
+      if (this.unlogged.size > BATCH_WINDOW) this.unlogged.delete(this.unlogged.keys().next().value!);
+    });
+    return durable;
   }
 
   private apply(stream: StreamName, records: IngestRecord[]): number {
@@ -491,7 +533,11 @@ export class Collector {
       const held: WalBatch[] = STREAMS.filter((s) => this.buffers[s].length > 0).map((s) => ({ stream: s, producer: '-', seq: 0, body: this.buffers[s].lines.join('\n') }));
       for (const body of this.samples.held()) held.push({ stream: SAMPLES_STREAM, producer: '-', seq: 0, body });
       try {
-        this.wal.rotate(held);
+        this.wal.rotate(
+          held,
+          [...this.unlogged.values()].map((u) => u.id),
+        );
+        this.unlogged.clear();
         this.unsettledSizes = null;
       } catch (err) {
         failed.push(`the write-ahead log (${describe(err)})`);

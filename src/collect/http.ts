@@ -3,6 +3,7 @@
 // this is), `GET /metrics` (Prometheus exposition). Every write needs the run's token; a refused batch
 // writes nothing.
 import { timingSafeEqual } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import * as z from 'zod';
@@ -42,7 +43,8 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
 
   const requireToken = async (c: Context, next: () => Promise<void>): Promise<Response | void> => {
     const auth = c.req.header('authorization') ?? '';
-    const m = /^Bearer (\S+)$/.exec(auth);
+    // the scheme is case-insensitive (RFC 7235)
+    const m = /^Bearer +(\S+)$/i.exec(auth);
     if (m === null || !sameToken(m[1], opts.token)) {
       c.header('WWW-Authenticate', 'Bearer realm="rlsight collector"');
       return c.json({ error: m === null ? 'missing Authorization: Bearer <token> (the token is in dashboard/collector.json)' : 'wrong token for this run' }, 401);
@@ -55,12 +57,25 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
     const stream = c.req.param('stream');
     if (!isStreamName(stream) && stream !== SAMPLES_STREAM) return c.json({ error: `unknown stream '${stream}' (expected one of ${[...STREAMS, SAMPLES_STREAM].join(', ')})` }, 404);
     let body: string;
-    const bytes = new Uint8Array(await c.req.arrayBuffer());
+    let bytes = new Uint8Array(await c.req.arrayBuffer());
+    const encoding = (c.req.header('content-encoding') ?? 'identity').trim().toLowerCase();
+    if (encoding === 'gzip' || encoding === 'x-gzip') {
+      // decompressed within the same bound as an uncompressed batch; the log keeps the decompressed text
+      try {
+        bytes = new Uint8Array(gunzipSync(bytes, { maxOutputLength: maxBytes }));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return c.json({ error: `batch larger than ${maxBytes} bytes once decompressed; send smaller batches` }, 413);
+        return c.json({ error: `Content-Encoding: gzip, but the body is not gzip data (${(err as Error).message})` }, 400);
+      }
+    } else if (encoding !== 'identity') {
+      return c.json({ error: `Content-Encoding: ${encoding.slice(0, 40)} is not accepted; send the batch uncompressed or as gzip` }, 415);
+    }
     try {
       body = utf8.decode(bytes);
     } catch {
       return c.json({ error: 'batch is not UTF-8 text' }, 400);
     }
+    if (body.trim() === '') return c.json({ error: `empty batch: send one NDJSON ${stream} record per line` }, 400);
     const batchHeader = c.req.header(BATCH_HEADER);
     let id: BatchId | undefined;
     if (batchHeader !== undefined) {
@@ -69,6 +84,7 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
       id = { producer: m[1], seq: Number(m[2]) };
     }
     const r = collector.ingest(stream, body, id, bytes);
+    if (!r.ok && 'conflict' in r) return c.json({ error: r.conflict }, 409);
     if (!r.ok) {
       const { line, field, message } = r.problem;
       return c.json({ error: `${stream} line ${line}${field ? `, field ${field}` : ''}: ${message}`, line, field }, 400);

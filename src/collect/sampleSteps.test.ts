@@ -16,7 +16,7 @@ function memoryFs() {
       writes.push(path);
     },
     remove: (path) => void files.delete(path),
-    touch: (path) => void files.set(path, new Uint8Array()),
+    touch: (path, text) => void files.set(path, new TextEncoder().encode(text)),
   };
   return { fs, files, writes };
 }
@@ -85,6 +85,26 @@ describe('rollout samples of one step sent by several calls', () => {
     assert.ok(!files.has(`${FILE}.pending`));
     assert.equal(steps.arrivingSteps(), 0);
     assert.deepEqual(steps.held(), []);
+  });
+
+  it('says when a later call replaces a step already written, and answers a late line of a finished call as left out, not accepted', () => {
+    const { steps, logs } = setup();
+    steps.take([line('a-1', 0), line('b-1', 0), line('a-1', 1), line('a-1', 2), line('b-1', 1), line('b-1', 2)].join('\n'));
+    assert.ok(logs.includes('warn: rollout_000004.parquet: call b-1 replaced the step call a-1 had written'), logs.join('\n'));
+    const late = steps.take(`${line('a-1', 1)}\n${line('c-1', 0, 1, 5)}`);
+    assert.equal(late.accepted, 1);
+    assert.deepEqual(late.problems, [
+      { line: 1, field: 'call', message: 'call a-1 of rollout_000004.parquet is over (its step was written, or replaced by a later call); a late or re-sent line of it is left out' },
+    ]);
+    assert.equal(steps.samplesRejected, 1);
+  });
+
+  it('says so when a call changes its count and its earlier lines are left out', () => {
+    const { steps, files, logs } = setup();
+    steps.take([line('z', 0, 3), line('z', 1, 3), line('z', 0, 2)].join('\n'));
+    assert.ok(logs.includes('warn: rollout_000004.parquet: call z sent a line with count 2 after 2 lines with count 3; its earlier 2 samples are left out and the call starts again'), logs.join('\n'));
+    steps.take(line('z', 1, 2));
+    assert.deepEqual(files.get(FILE), stepOf('z', 2));
   });
 
   it('one call re-sending a line (a retry) counts it once', () => {

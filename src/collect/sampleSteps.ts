@@ -26,8 +26,12 @@ export interface SampleStepFs {
   mkdirp(dir: string): void;
   replace(path: string, tmpPath: string, data: Uint8Array, mode: number): void;
   remove(path: string): void;
-  touch(path: string): void;
+  /** Writes a small file (the `.pending` marker, holding why its step is not written when that is known). */
+  touch(path: string, text: string): void;
 }
+
+/** Encodes one step's samples (throws for samples it cannot encode). */
+export type SampleStepEncoder = (samples: readonly SampleFields[], zstd?: (input: Uint8Array) => Uint8Array) => Uint8Array;
 
 const isObject = (v: PyJson): v is { [k: string]: PyJson } => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof PyFloat);
 const MAX_SAMPLES_PER_STEP = 1 << 20;
@@ -70,6 +74,8 @@ interface Arriving {
   /** The raw lines, kept for the write-ahead log until the step is written. */
   lines: string[];
   have: number;
+  /** Why writing the complete step failed (an I/O error: written again with the step's next line or at the next start). */
+  failure?: string;
 }
 
 export class SampleSteps {
@@ -80,6 +86,8 @@ export class SampleSteps {
    * line of one is dropped (it would mark its step as arriving for ever). Bounded: the oldest are forgotten.
    */
   private readonly over = new Set<string>();
+  /** The call each step was last written from (a later call writing it again says so). */
+  private readonly writtenBy = new Map<string, string>();
   stepsWritten = 0;
   samplesReceived = 0;
   samplesRejected = 0;
@@ -91,6 +99,7 @@ export class SampleSteps {
     private readonly fs: SampleStepFs,
     private readonly zstd: ((input: Uint8Array) => Uint8Array) | undefined,
     private readonly log: (level: 'info' | 'warn' | 'error', message: string) => void,
+    private readonly encode: SampleStepEncoder = encodeSampleStep,
   ) {}
 
   private path(rolloutId: number, evaluation: boolean): string {
@@ -112,19 +121,29 @@ export class SampleSteps {
         problems.push({ line: lineNo, field: r.field, message: r.message });
         continue;
       }
-      accepted++;
-      this.add(r.line, text);
+      const late = this.add(r.line, text);
+      if (late === null) accepted++;
+      else {
+        this.samplesRejected++;
+        problems.push({ line: lineNo, field: 'call', message: late });
+      }
     }
     return { accepted, problems };
   }
 
-  private add(s: SampleLine, text: string): void {
-    this.samplesReceived++;
+  /** Takes one line; returns why it was left out when it was (a late line of a call that is over), else null. */
+  private add(s: SampleLine, text: string): string | null {
     const step = stepKey(s.rolloutId, s.evaluation);
     // keyed by call: two calls recording one step at once (two processes) do not reset each other's samples
     const key = `${step}:${s.call}`;
-    if (this.over.has(key)) return;
+    if (this.over.has(key)) {
+      return `call ${s.call} of ${sampleStepFile(s.rolloutId, s.evaluation)} is over (its step was written, or replaced by a later call); a late or re-sent line of it is left out`;
+    }
+    this.samplesReceived++;
     let a = this.arriving.get(key);
+    if (a !== undefined && a.count !== s.count) {
+      this.log('warn', `${sampleStepFile(s.rolloutId, s.evaluation)}: call ${s.call} sent a line with count ${s.count} after ${a.have} lines with count ${a.count}; its earlier ${a.have} samples are left out and the call starts again`);
+    }
     if (a === undefined || a.count !== s.count) {
       const others = [...this.arriving.values()].filter((o) => o.step === step && o.call !== s.call);
       if (others.length > 0) {
@@ -138,39 +157,119 @@ export class SampleSteps {
     a.samples[s.position] = s.sample;
     a.lines.push(text);
     if (a.have === a.count) this.write(key, s.rolloutId, s.evaluation, a);
+    return null;
   }
 
   private mark(rolloutId: number, evaluation: boolean): void {
     try {
       this.fs.mkdirp(join(this.runDir, SAMPLES_DIR));
-      this.fs.touch(this.path(rolloutId, evaluation) + PENDING_SUFFIX);
+      this.fs.touch(this.path(rolloutId, evaluation) + PENDING_SUFFIX, '');
     } catch (err) {
       this.log('warn', `could not mark ${SAMPLES_DIR}/${sampleStepFile(rolloutId, evaluation)} as arriving (${(err as Error).message})`);
     }
   }
 
   private write(key: string, rolloutId: number, evaluation: boolean, a: Arriving): void {
+    const file = sampleStepFile(rolloutId, evaluation);
     const path = this.path(rolloutId, evaluation);
-    try {
-      const data = encodeSampleStep(a.samples as SampleFields[], this.zstd);
-      this.fs.replace(path, `${path}.tmp`, data, 0o644);
+    const data = this.encodeStep(a, file);
+    if (data === null) {
+      // nothing of the step can be encoded: it can never be written, so it is over (the marker says why)
       this.arriving.delete(key);
       this.close(key);
-      // a call of this step that began before this one is over: what it sent is replaced, and what it would still
-      // send is dropped (a producer that stopped mid-step, or another process recording the step)
-      for (const [k, o] of this.arriving) {
-        if (o.step !== a.step || o.began > a.began) continue;
-        this.arriving.delete(k);
-        this.close(k);
-        this.log('warn', `${sampleStepFile(rolloutId, evaluation)}: left out the ${o.have} of ${o.count} samples call ${o.call} had sent, replaced by call ${a.call}, which began after it`);
-      }
-      // a call that began after this one keeps the step marked as arriving
-      if (![...this.arriving.values()].some((o) => o.step === a.step)) this.fs.remove(path + PENDING_SUFFIX);
-      this.stepsWritten++;
+      this.note(rolloutId, evaluation, a.step, `its ${a.count} samples arrived, but none of them could be encoded (the collector's log names them)`);
+      return;
+    }
+    try {
+      this.fs.replace(path, `${path}.tmp`, data, 0o644);
     } catch (err) {
-      // kept (and in the write-ahead log): written again when the next line of the step arrives or at the next start
+      // an I/O error: kept (and in the write-ahead log), written again when the next line of the step arrives or at the next start
       this.writeErrors++;
-      this.log('error', `writing ${SAMPLES_DIR}/${sampleStepFile(rolloutId, evaluation)} failed (${(err as Error).message}); its ${a.count} samples are kept`);
+      a.failure = `its ${a.count} samples arrived, but writing the step failed (${(err as Error).message})`;
+      this.log('error', `writing ${SAMPLES_DIR}/${file} failed (${(err as Error).message}); its ${a.count} samples are kept`);
+      return;
+    }
+    this.arriving.delete(key);
+    this.close(key);
+    const before = this.writtenBy.get(a.step);
+    if (before !== undefined && before !== a.call) this.log('warn', `${file}: call ${a.call} replaced the step call ${before} had written`);
+    this.writtenBy.set(a.step, a.call);
+    // a call of this step that began before this one is over: what it sent is replaced, and what it would still
+    // send is dropped (a producer that stopped mid-step, or another process recording the step)
+    for (const [k, o] of this.arriving) {
+      if (o.step !== a.step || o.began > a.began) continue;
+      this.arriving.delete(k);
+      this.close(k);
+      this.log('warn', `${file}: left out the ${o.have} of ${o.count} samples call ${o.call} had sent, replaced by call ${a.call}, which began after it`);
+    }
+    // a call that began after this one keeps the step marked as arriving
+    if (![...this.arriving.values()].some((o) => o.step === a.step)) this.fs.remove(path + PENDING_SUFFIX);
+    this.stepsWritten++;
+  }
+
+  /**
+   * The step's file; a sample that cannot be encoded (a deterministic failure: it would fail at every attempt) is
+   * left out with a warning naming it, so the rest of the step is written. Null when no sample can be encoded.
+   */
+  private encodeStep(a: Arriving, file: string): Uint8Array | null {
+    const samples = a.samples as SampleFields[];
+    try {
+      return this.encode(samples, this.zstd);
+    } catch {
+      // found one by one below
+    }
+    const good: SampleFields[] = [];
+    const bad: string[] = [];
+    samples.forEach((sample, i) => {
+      try {
+        this.encode([sample]);
+        good.push(sample);
+      } catch (err) {
+        bad.push(`position ${i} (${(err as Error).message})`);
+      }
+    });
+    this.samplesRejected += bad.length;
+    let data: Uint8Array | null = null;
+    try {
+      if (good.length > 0) data = this.encode(good, this.zstd);
+    } catch (err) {
+      bad.push(`the step as a whole (${(err as Error).message})`);
+    }
+    const kept = data === null ? 0 : good.length;
+    this.log('warn', `${SAMPLES_DIR}/${file}: left out ${samples.length - kept} of the ${samples.length} samples of call ${a.call}, which could not be encoded: ${bad.slice(0, 5).join('; ')}${bad.length > 5 ? `; and ${bad.length - 5} more` : ''}${data === null ? '; the step is not written' : '; the rest of the step is written'}`);
+    return data;
+  }
+
+  /**
+   * Says in the step's `.pending` marker why it will not be written: a reader answers with it at once, not "still
+   * being written". Not while another call of the step is still arriving (it may complete the step).
+   */
+  private note(rolloutId: number, evaluation: boolean, step: string, why: string): void {
+    if ([...this.arriving.values()].some((o) => o.step === step)) return;
+    try {
+      this.fs.touch(this.path(rolloutId, evaluation) + PENDING_SUFFIX, why);
+    } catch (err) {
+      this.log('warn', `could not note in ${SAMPLES_DIR}/${sampleStepFile(rolloutId, evaluation)}${PENDING_SUFFIX} why the step is not written (${(err as Error).message})`);
+    }
+  }
+
+  /**
+   * The collector stops: each step still arriving is said in the log (which call, how many of its samples came),
+   * and its marker says it, so a reader's answer names what is missing.
+   */
+  stop(): void {
+    for (const a of this.arriving.values()) {
+      const [kind, id] = a.step.split(':');
+      const rolloutId = Number(id);
+      const evaluation = kind === 'eval';
+      const file = sampleStepFile(rolloutId, evaluation);
+      const why = a.failure ?? `only ${a.have} of its ${a.count} samples (call ${a.call}) arrived before the collector stopped`;
+      this.log('warn', `stopping with ${SAMPLES_DIR}/${file} not written: ${why}; its samples are kept in the write-ahead log and the step is written if its other samples arrive at the next start`);
+      try {
+        this.fs.touch(this.path(rolloutId, evaluation) + PENDING_SUFFIX, why);
+      } catch (err) {
+        this.log('warn', `could not note in ${SAMPLES_DIR}/${file}${PENDING_SUFFIX} why the step is not written (${(err as Error).message})`);
+      }
     }
   }
 

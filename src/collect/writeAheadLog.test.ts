@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test';
 import { ParquetFile } from '../formats/parquet.ts';
 import { Collector } from './collector.ts';
 import { nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
+import { BATCH_WINDOW, nodeWalIo, type WalIo } from './writeAheadLog.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-wal-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -119,5 +120,115 @@ describe('write-ahead log of samples', () => {
       await file.close();
     }
     assert.equal(second.close(), true);
+  });
+});
+
+describe('batch numbers', () => {
+  // a fixed shuffle (a linear congruential generator): the order is the same at every run
+  function shuffled(count: number): number[] {
+    const xs = Array.from({ length: count }, (_, i) => i + 1);
+    let r = 12345;
+    for (let i = xs.length - 1; i > 0; i--) {
+      r = (r * 1103515245 + 12345) % 2 ** 31;
+      const j = r % (i + 1);
+      [xs[i], xs[j]] = [xs[j], xs[i]];
+    }
+    return xs;
+  }
+
+  it('batches of one producer sent at once in any order are each taken once; a retry of a logged one is a duplicate, also after a restart', async () => {
+    const dir = freshDir();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const order = shuffled(200);
+    // ten at a time: each ten arrive while the earlier ones are logged, as concurrent requests do
+    const answers = [];
+    for (let i = 0; i < order.length; i += 10) {
+      const some = order.slice(i, i + 10).map((seq) => c.ingest('metrics', body(metric, seq * 10, seq * 10 + 10), { producer: 'node', seq }));
+      await Promise.all(some.map((r) => (r.ok ? r.durable : null)));
+      answers.push(...some);
+    }
+    assert.deepEqual(answers.filter((r) => !r.ok || r.duplicate || r.accepted !== 10), []);
+    const retry = c.ingest('metrics', body(metric, 70, 80), { producer: 'node', seq: 7 });
+    assert.ok(retry.ok && retry.duplicate && retry.accepted === 0);
+    // another stream under a number not used yet is new data
+    const other = c.ingest('gpu_util', body(gpu, 0, 5), { producer: 'node', seq: 201 });
+    assert.ok(other.ok && !other.duplicate && other.accepted === 5);
+    await other.durable;
+    // killed without a flush: the next collector replays the log and knows its numbers
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const expected = Array.from({ length: 2000 }, (_, i) => metric(i + 10)).sort();
+    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), expected);
+    for (const seq of [1, 150, 200, 201]) {
+      const again = second.ingest('metrics', body(metric, 0, 1), { producer: 'node', seq });
+      assert.ok(again.ok && again.duplicate, `seq ${seq}`);
+    }
+    assert.equal(second.close(), true);
+    // after a rotation (the numbers are in the new segment's P lines) and a restart
+    const third = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const late = third.ingest('metrics', body(metric, 0, 1), { producer: 'node', seq: 99 });
+    assert.ok(late.ok && late.duplicate);
+    const fresh = third.ingest('metrics', body(metric, 5000, 5001), { producer: 'node', seq: 202 });
+    assert.ok(fresh.ok && !fresh.duplicate && fresh.accepted === 1);
+    assert.equal(third.close(), true);
+    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), [...expected, metric(5000)].sort());
+  });
+
+  it('a batch numbered below the numbers remembered, and not among them, is refused as a conflict naming it, not dropped as a duplicate', async () => {
+    const dir = freshDir();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const sent = [];
+    for (let seq = 2; seq <= BATCH_WINDOW * 2; seq++) sent.push(c.ingest('metrics', body(metric, seq, seq + 1), { producer: 'p', seq }));
+    await Promise.all(sent.map((r) => (r.ok ? r.durable : null)));
+    const old = c.ingest('metrics', body(metric, 1, 2), { producer: 'p', seq: 1 });
+    assert.ok(!old.ok && 'conflict' in old);
+    assert.match(old.conflict, /^batch p\/1 is older than the last 4096 batch numbers of producer p this collector remembers, and not among them/);
+    const recent = c.ingest('metrics', body(metric, 1, 2), { producer: 'p', seq: BATCH_WINDOW * 2 - 10 });
+    assert.ok(recent.ok && recent.duplicate);
+    assert.equal(c.close(), true);
+  });
+
+  it('a batch whose log write failed (answered "send it again") is taken when sent again, once, and replayed once after a kill', async () => {
+    const dir = freshDir();
+    let failing = true;
+    const walIo: WalIo = {
+      ...nodeWalIo,
+      fdatasync: (fd, done) => (failing ? done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) : nodeWalIo.fdatasync(fd, done)),
+    };
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
+    const first = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
+    assert.ok(first.ok && first.accepted === 10);
+    await assert.rejects(first.durable, /EIO/);
+    failing = false;
+    const retry = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
+    assert.ok(retry.ok && !retry.duplicate && retry.accepted === 10);
+    await retry.durable;
+    const again = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
+    assert.ok(again.ok && again.duplicate, 'logged now');
+    // killed before a flush: the log holds the batch (twice: the failed entry's bytes, then the retry), replayed once
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    assert.deepEqual(lines(dir, 'metrics.jsonl'), Array.from({ length: 10 }, (_, i) => metric(i)));
+    assert.equal(second.close(), true);
+  });
+
+  it('a batch whose log write failed and whose records a flush wrote since is logged by that flush: sent again it is a duplicate', async () => {
+    const dir = freshDir();
+    let failing = true;
+    const walIo: WalIo = {
+      ...nodeWalIo,
+      fdatasync: (fd, done) => (failing ? done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) : nodeWalIo.fdatasync(fd, done)),
+    };
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
+    const first = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
+    assert.ok(first.ok);
+    await assert.rejects(first.durable, /EIO/);
+    failing = false;
+    assert.equal(c.flush(), true);
+    const retry = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
+    assert.ok(retry.ok && retry.duplicate);
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    assert.deepEqual(lines(dir, 'metrics.jsonl'), Array.from({ length: 10 }, (_, i) => metric(i)));
+    assert.ok(second.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 }).ok);
+    assert.equal(second.close(), true);
+    assert.equal(lines(dir, 'metrics.jsonl').length, 10);
   });
 });

@@ -1,8 +1,8 @@
 // The collector's write-ahead log: a batch is acknowledged only once its bytes are in a log segment on
 // disk (appended and fsynced in groups), so a collector killed at any moment loses nothing it
 // acknowledged. A flush notes the stream files' sizes before it appends (the flush mark), and then
-// writes a new segment holding only what is still unwritten (plus each producer's last batch number)
-// and deletes the older ones: a restart undoes a flush the kill interrupted and replays the newest
+// writes a new segment holding only what is still unwritten (plus the batch numbers each producer had
+// logged lately) and deletes the older ones: a restart undoes a flush the kill interrupted and replays the newest
 // segment, so every acknowledged record reaches its stream file exactly once.
 import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,16 +31,100 @@ export type WalEntry = Omit<WalBatch, 'body'> & { body: string | Uint8Array };
 
 const NEWLINE = Buffer.from('\n');
 
+/** How many batch numbers of each producer are remembered (at least; the lowest are forgotten first). */
+export const BATCH_WINDOW = 4096;
+
+/** What a producer's batch number is to the log. */
+export type BatchState = 'new' | 'logged' | 'forgotten';
+
+/**
+ * The batch numbers of one producer the log holds: the recent ones, and below them a number at or under which
+ * the log no longer knows (a batch numbered there may or may not have been logged).
+ */
+export class BatchWindow {
+  forgotten = -1;
+  readonly seqs = new Set<number>();
+
+  add(seq: number): void {
+    if (seq <= this.forgotten) return;
+    this.seqs.add(seq);
+    // forgotten in steps of a quarter window, so a steady producer does not sort on every batch
+    if (this.seqs.size <= BATCH_WINDOW + BATCH_WINDOW / 4) return;
+    const sorted = [...this.seqs].sort((a, b) => a - b);
+    for (const x of sorted.slice(0, sorted.length - BATCH_WINDOW)) this.seqs.delete(x);
+    this.forgotten = sorted[sorted.length - BATCH_WINDOW - 1];
+  }
+
+  state(seq: number): BatchState {
+    if (this.seqs.has(seq)) return 'logged';
+    return seq <= this.forgotten ? 'forgotten' : 'new';
+  }
+
+  clone(): BatchWindow {
+    const w = new BatchWindow();
+    w.forgotten = this.forgotten;
+    for (const x of this.seqs) w.seqs.add(x);
+    return w;
+  }
+
+  /** `P` line fields: the forgotten mark and the numbers as ranges (`1-4096,4100`): a steady producer's are one range. */
+  format(): string {
+    const sorted = [...this.seqs].sort((a, b) => a - b);
+    const ranges: string[] = [];
+    for (let i = 0; i < sorted.length; ) {
+      let j = i;
+      while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+      ranges.push(j === i ? String(sorted[i]) : `${sorted[i]}-${sorted[j]}`);
+      i = j + 1;
+    }
+    return `${this.forgotten} ${ranges.join(',') || '-'}`;
+  }
+
+  /** Reads `format()`'s fields; an older log's `P producer seq` (a high-water mark) keeps that one number. */
+  static parse(fields: string[]): BatchWindow | null {
+    const w = new BatchWindow();
+    if (fields.length === 1) {
+      const seq = Number(fields[0]);
+      if (!Number.isSafeInteger(seq)) return null;
+      w.forgotten = seq - 1;
+      w.seqs.add(seq);
+      return w;
+    }
+    w.forgotten = Number(fields[0]);
+    if (!Number.isSafeInteger(w.forgotten)) return null;
+    if (fields[1] === '-') return w;
+    for (const r of fields[1].split(',')) {
+      const [a, b = a] = r.split('-').map(Number);
+      if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || b < a) return null;
+      for (let x = a; x <= b; x++) w.seqs.add(x);
+    }
+    return w;
+  }
+}
+
 /** What a restart finds: the batches to replay in order, and the files a killed flush had appended to. */
 export interface WalRecovery {
   batches: WalBatch[];
-  /** Producer → last batch number logged (a retried batch at or below it is already here). */
-  producers: Map<string, number>;
+  /** Producer → the batch numbers logged (a retried batch among them is already here). */
+  producers: Map<string, BatchWindow>;
   /** Files (relative to the dashboard directory) cut back to their size before the interrupted flush. */
   undone: { file: string; bytes: number }[];
   /** Bytes of a last entry the kill left half-written (never acknowledged). */
   tornBytes: number;
 }
+
+/** The log segment's writes and fsyncs (tests make them fail). */
+export interface WalIo {
+  writeSync(fd: number, data: Uint8Array, offset: number, length: number): number;
+  fdatasync(fd: number, done: (err: NodeJS.ErrnoException | null) => void): void;
+  fdatasyncSync(fd: number): void;
+}
+
+export const nodeWalIo: WalIo = {
+  writeSync: (fd, data, offset, length) => writeSync(fd, data, offset, length),
+  fdatasync: (fd, done) => fdatasync(fd, done),
+  fdatasyncSync: (fd) => fdatasyncSync(fd),
+};
 
 const segmentName = (n: number): string => `${String(n).padStart(12, '0')}.log`;
 
@@ -52,10 +136,13 @@ function entry(b: WalEntry): Uint8Array[] {
   return whole ? [head, body] : [head, body, NEWLINE];
 }
 
-/** Parses a segment; stops at the first entry that is not whole (the torn tail of a killed append). */
-export function parseSegment(data: Buffer): { batches: WalBatch[]; producers: Map<string, number>; tornBytes: number } {
+/**
+ * Parses a segment; stops at the first entry that is not whole (the torn tail of a killed append). A batch logged
+ * twice under one number (sent again after its first fsync failed) is replayed once.
+ */
+export function parseSegment(data: Buffer): { batches: WalBatch[]; producers: Map<string, BatchWindow>; tornBytes: number } {
   const batches: WalBatch[] = [];
-  const producers = new Map<string, number>();
+  const producers = new Map<string, BatchWindow>();
   let pos = 0;
   const headerEnd = data.indexOf(10);
   if (headerEnd < 0 || data.subarray(0, headerEnd).toString('latin1').split(' ')[0] !== HEADER) return { batches, producers, tornBytes: data.length };
@@ -64,8 +151,9 @@ export function parseSegment(data: Buffer): { batches: WalBatch[]; producers: Ma
     const nl = data.indexOf(10, pos);
     if (nl < 0) break;
     const parts = data.subarray(pos, nl).toString('utf8').split(' ');
-    if (parts[0] === 'P' && parts.length === 3) {
-      producers.set(parts[1], Number(parts[2]));
+    if (parts[0] === 'P' && (parts.length === 3 || parts.length === 4)) {
+      const w = BatchWindow.parse(parts.slice(2));
+      if (w !== null) producers.set(parts[1], w);
       pos = nl + 1;
       continue;
     }
@@ -73,9 +161,14 @@ export function parseSegment(data: Buffer): { batches: WalBatch[]; producers: Ma
     const len = Number(parts[4]);
     if (!Number.isSafeInteger(len) || nl + 1 + len > data.length) break;
     const b: WalBatch = { stream: parts[1], producer: parts[2], seq: Number(parts[3]), body: data.subarray(nl + 1, nl + 1 + len).toString('utf8') };
-    batches.push(b);
-    if (b.producer !== '-') producers.set(b.producer, Math.max(producers.get(b.producer) ?? -1, b.seq));
     pos = nl + 1 + len;
+    if (b.producer !== '-') {
+      let w = producers.get(b.producer);
+      if (w === undefined) producers.set(b.producer, (w = new BatchWindow()));
+      if (w.state(b.seq) === 'logged') continue;
+      w.add(b.seq);
+    }
+    batches.push(b);
   }
   return { batches, producers, tornBytes: data.length - pos };
 }
@@ -89,17 +182,23 @@ export class WriteAheadLog {
   private waiting: { resolve: () => void; reject: (err: Error) => void }[] = [];
   private scheduled: NodeJS.Immediate | null = null;
   /** An fsync is under way; `again`: a group is waiting for it to return. */
-  private inFlight = false;
+  private fsyncing = false;
   private again = false;
   /** The fsync in flight (a segment is closed only once it returns). */
   private syncing: Promise<void> = Promise.resolve();
   /** Lines the collector took itself (scraped engine series), logged with the next group. */
   private own = new Map<string, string[]>();
-  readonly producers = new Map<string, number>();
+  /** Each producer's batch numbers logged (fsynced). */
+  private producers = new Map<string, BatchWindow>();
+  /** Batches appended and not yet fsynced (`producer/seq`): a retry meanwhile is not taken twice. */
+  private readonly inFlight = new Set<string>();
   /** Bytes written to the log since it was opened (for the health counters). */
   bytesLogged = 0;
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly io: WalIo = nodeWalIo,
+  ) {}
 
   /** Reads what a previous collector left: undoes its interrupted flush, returns the batches to replay. */
   recover(dashboardDir: string): WalRecovery {
@@ -139,25 +238,51 @@ export class WriteAheadLog {
         }
       }
     }
-    let result = { batches: [] as WalBatch[], producers: new Map<string, number>(), tornBytes: 0 };
+    let result = { batches: [] as WalBatch[], producers: new Map<string, BatchWindow>(), tornBytes: 0 };
     if (newest > 0) result = parseSegment(readFileSync(join(this.dir, segmentName(newest))));
     for (const s of segments) if (s !== newest) removeFile(join(this.dir, segmentName(s)));
-    for (const [p, seq] of result.producers) this.producers.set(p, seq);
+    for (const [p, w] of result.producers) this.producers.set(p, w.clone());
     this.segment = newest;
     return { batches: result.batches, producers: result.producers, undone, tornBytes: result.tornBytes };
   }
 
-  /** A producer's batch number: true when this batch was logged before (a retry of an acknowledged or in-flight batch). */
-  seen(producer: string, seq: number): boolean {
-    const last = this.producers.get(producer);
-    return last !== undefined && seq <= last;
+  /**
+   * A producer's batch number: `logged` when this batch is in the log or on its way there (a retry of an acknowledged
+   * or in-flight batch), `forgotten` when it is older than the numbers remembered and not among them.
+   */
+  state(producer: string, seq: number): BatchState {
+    if (this.inFlight.has(`${producer}/${seq}`)) return 'logged';
+    return this.producers.get(producer)?.state(seq) ?? 'new';
   }
 
-  /** Logs one batch; the promise settles once it is on disk. */
+  private remember(producer: string, seq: number): void {
+    let w = this.producers.get(producer);
+    if (w === undefined) this.producers.set(producer, (w = new BatchWindow()));
+    w.add(seq);
+  }
+
+  /** Logs one batch; the promise settles once it is on disk (its number counts as logged from then on). */
   append(b: WalEntry): Promise<void> {
-    if (b.producer !== '-') this.producers.set(b.producer, Math.max(this.producers.get(b.producer) ?? -1, b.seq));
+    const key = `${b.producer}/${b.seq}`;
+    const own = b.producer === '-';
+    if (!own) this.inFlight.add(key);
     this.push(entry(b));
-    const done = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    const done = new Promise<void>((resolve, reject) =>
+      this.waiting.push({
+        resolve: () => {
+          if (!own) {
+            this.inFlight.delete(key);
+            this.remember(b.producer, b.seq);
+          }
+          resolve();
+        },
+        // not logged: a retry under the same number is taken
+        reject: (err) => {
+          if (!own) this.inFlight.delete(key);
+          reject(err);
+        },
+      }),
+    );
     if (this.pendingBytes >= GROUP_COMMIT_BYTES) this.commit();
     else this.schedule();
     return done;
@@ -173,7 +298,7 @@ export class WriteAheadLog {
 
   /** The next group goes once this turn of the event loop is over, or when the fsync under way returns. */
   private schedule(): void {
-    if (this.inFlight) this.again = true;
+    if (this.fsyncing) this.again = true;
     else this.scheduled ??= setImmediate(() => this.commit());
   }
 
@@ -208,13 +333,13 @@ export class WriteAheadLog {
       return;
     }
     const fd = this.fd;
-    this.inFlight = true;
+    this.fsyncing = true;
     this.syncing = this.syncing.then(
       () =>
         new Promise<void>((resolve) =>
-          fdatasync(fd, (err) => {
+          this.io.fdatasync(fd, (err) => {
             for (const w of waiting) (err ? w.reject(err) : w.resolve());
-            this.inFlight = false;
+            this.fsyncing = false;
             if (this.again) {
               this.again = false;
               this.schedule();
@@ -230,7 +355,7 @@ export class WriteAheadLog {
     const data = Buffer.concat(this.pending, this.pendingBytes);
     this.pending = [];
     this.pendingBytes = 0;
-    for (let off = 0; off < data.length; ) off += writeSync(this.fd, data, off, data.length - off);
+    for (let off = 0; off < data.length; ) off += this.io.writeSync(this.fd, data, off, data.length - off);
     this.bytesLogged += data.length;
   }
 
@@ -242,7 +367,7 @@ export class WriteAheadLog {
     this.waiting = [];
     try {
       if (this.pending.length > 0) this.writePending();
-      if (this.fd >= 0) fdatasyncSync(this.fd);
+      if (this.fd >= 0) this.io.fdatasyncSync(this.fd);
     } catch (err) {
       for (const w of waiting) w.reject(err as Error);
       throw err;
@@ -253,12 +378,19 @@ export class WriteAheadLog {
 
   /**
    * After a flush: a new segment holding what is still unwritten (`held`, as batches) and each producer's
-   * last batch number replaces the older ones. This is the point from which the flush counts as done.
+   * batch numbers replaces the older ones. This is the point from which the flush counts as done. `settled`:
+   * batches whose own log entry failed but whose records this flush wrote or holds, so they count as logged.
    */
-  rotate(held: readonly WalEntry[]): void {
+  rotate(held: readonly WalEntry[], settled: readonly { producer: string; seq: number }[] = []): void {
     const next = this.segment + 1;
+    const producers = new Map(this.producers);
+    for (const id of settled) {
+      const w = producers.get(id.producer)?.clone() ?? new BatchWindow();
+      w.add(id.seq);
+      producers.set(id.producer, w);
+    }
     let head = `${HEADER} ${next}\n`;
-    for (const [p, seq] of this.producers) head += `P ${p} ${seq}\n`;
+    for (const [p, w] of producers) head += `P ${p} ${w.format()}\n`;
     const pieces: Uint8Array[] = [Buffer.from(head, 'utf8')];
     for (const b of held) if (b.body.length > 0) pieces.push(...entry(b));
     writeDurably(join(this.dir, segmentName(next)), Buffer.concat(pieces));
@@ -266,6 +398,7 @@ export class WriteAheadLog {
     const old = this.segment;
     this.fd = openSync(join(this.dir, segmentName(next)), 'a');
     this.segment = next;
+    this.producers = producers;
     removeFile(join(this.dir, MARK_FILE));
     if (old > 0) removeFile(join(this.dir, segmentName(old)));
     if (oldFd >= 0) void this.syncing.then(() => closeSync(oldFd));

@@ -19,9 +19,12 @@ function scalar(v: PyJson | undefined, type: 'INT64' | 'DOUBLE' | 'STRING'): big
   const n = v instanceof PyFloat ? v.value : typeof v === 'number' ? v : typeof v === 'boolean' && type !== 'STRING' ? Number(v) : null;
   if (type === 'STRING') return typeof v === 'string' ? v : pyDumps(v);
   if (n === null || !Number.isFinite(n)) return null;
-  if (type === 'INT64') return Number.isInteger(n) ? BigInt(n) : null;
+  // an integer an INT64 cannot hold (a 64-bit hash as a sample id) leaves the copy empty: `sample` keeps the value
+  if (type === 'INT64') return Number.isInteger(n) && n >= INT64_MIN && n < -INT64_MIN ? BigInt(n) : null;
   return n;
 }
+
+const INT64_MIN = -(2 ** 63);
 
 function numberList(v: PyJson | undefined): number[] | null {
   if (!Array.isArray(v)) return null;

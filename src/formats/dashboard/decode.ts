@@ -28,7 +28,7 @@ const metricValue = z.union([anyFloat, str, z.boolean()], { message: 'expected a
 
 /** One zod schema per stream; key order is the order of `FIELDS`. */
 export const RECORD_SCHEMAS = {
-  metrics: z.strictObject({ ts: finite, step_key: z.union([str, z.null()]), step: z.union([step, z.null()]), metrics: z.record(str, metricValue) }),
+  metrics: z.strictObject({ ts: finite, step_key: z.union([str, z.null()]), step: z.union([step, z.null()], { message: 'expected an integer or null' }), metrics: z.record(str, metricValue) }),
   topology: z.strictObject({ ts: finite, engines: z.array(engineInfo) }),
   data_buffer: z.strictObject({ ts: finite, length: int }),
   // power_w may be fractional: nvidia-smi reports watts with two decimals

@@ -2,7 +2,7 @@
 // slime's dumps hold: the same fields, in batch order. A step whose `.pending` marker is there without its
 // file is still arriving (DumpStillWriting: answered 503 with Retry-After) while the collector runs, and
 // incomplete (SlimeDumpError: 422 naming the file) once it has stopped.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseSampleStepFile, PENDING_SUFFIX, SAMPLE_READ_COLUMNS, SAMPLES_DIR, sampleFieldsOfRow, sampleStepFile } from '../../formats/collectedSamples.ts';
@@ -30,6 +30,15 @@ export function hasCollectedSamples(dir: string): boolean {
     return readdirSync(d).some((n) => parseSampleStepFile(n) !== null);
   } catch {
     return false;
+  }
+}
+
+/** What a `.pending` marker says (empty while the step is arriving, or when the marker is gone). */
+function pendingNote(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim().slice(0, 1000);
+  } catch {
+    return '';
   }
 }
 
@@ -87,6 +96,10 @@ export class CollectedSamples implements SampleDumpSource {
     if (f === undefined) return null;
     // a step recorded again keeps answering from its previous file until the new one is complete
     if (!f.hasFile && !existsSync(f.path)) {
+      // the collector writes into the marker why the step will not be written (samples it could not encode, or what
+      // was missing or failing when it stopped)
+      const why = f.pending ? pendingNote(f.path + PENDING_SUFFIX) : '';
+      if (why !== '') throw new SlimeDumpError(f.name, `${why} (only its .pending marker is there)`);
       // a collector that stopped (it removes collector.json) will not complete the step: no 503 to retry forever
       if (f.pending && !existsSync(join(this.root, DASHBOARD_DIR, COLLECTOR_FILE))) {
         throw new SlimeDumpError(f.name, 'its samples did not all arrive before the collector stopped (only its .pending marker is there)');
