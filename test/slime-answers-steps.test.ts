@@ -10,6 +10,7 @@ import { after, test } from 'node:test';
 import { sampleStepFile, SAMPLES_DIR, type SampleFields } from '../src/formats/collectedSamples.ts';
 import { encodeSampleStep } from '../src/formats/collectedSamplesWrite.ts';
 import { openRunModel } from '../src/run/open.ts';
+import type { RunModel } from '../src/run/model.ts';
 import { answersOver } from '../src/commands/openRun.ts';
 import { SLIME_STEPS_ENTRY, SlimeAnswers } from '../src/queries/slimeAnswers.ts';
 import { ageTree } from './support/fixtures.ts';
@@ -32,6 +33,18 @@ function writeStep(dir: string, step: number): void {
   writeFileSync(join(dir, SAMPLES_DIR, sampleStepFile(step, false)), encodeSampleStep(Array.from({ length: 4 }, (_, i) => sample(step, i))));
 }
 
+/** Every decode of a step file, counted where the collected run reads one (whatever asks for it). */
+function countDecodes(model: RunModel): string[] {
+  const decoded: string[] = [];
+  const source = (model as unknown as { run: { read: (f: { name: string }) => Promise<unknown> } }).run;
+  const read = source.read.bind(source);
+  source.read = (f) => {
+    decoded.push(f.name);
+    return read(f);
+  };
+  return decoded;
+}
+
 test('asked again, whole-run answers decode only new or rewritten steps, past the dumps a source keeps', async () => {
   const dir = join(root, 'run');
   mkdirSync(join(dir, SAMPLES_DIR), { recursive: true });
@@ -40,14 +53,7 @@ test('asked again, whole-run answers decode only new or rewritten steps, past th
   ageTree(dir);
   const model = await openRunModel(dir);
   try {
-    // every decode of a step file, counted where the collected run reads one (whatever asks for it)
-    const decoded: string[] = [];
-    const source = (model as unknown as { run: { read: (f: { name: string }) => Promise<unknown> } }).run;
-    const read = source.read.bind(source);
-    source.read = (f) => {
-      decoded.push(f.name);
-      return read(f);
-    };
+    const decoded = countDecodes(model);
     const answers = new SlimeAnswers(model, model.traces!);
     const ask = async () => {
       const meta = await answers.meta({ follow: true, useUtilizationOverview: false });
@@ -95,13 +101,7 @@ test('with a cache directory, a restarted server decodes none of the steps it de
   const entry = join(cacheDir, SLIME_STEPS_ENTRY);
   const start = async () => {
     const model = await openRunModel(dir, { cacheDir });
-    const decoded: string[] = [];
-    const source = (model as unknown as { run: { read: (f: { name: string }) => Promise<unknown> } }).run;
-    const read = source.read.bind(source);
-    source.read = (f) => {
-      decoded.push(f.name);
-      return read(f);
-    };
+    const decoded = countDecodes(model);
     // as the server opens it: its cache directory's entries handed in
     const answers = answersOver(model);
     const ask = async () => ({

@@ -123,6 +123,16 @@ describe('write-ahead log of samples', () => {
   });
 });
 
+
+/** A log whose fsyncs fail (EIO) while `failing`. */
+function failingFsync(): { walIo: WalIo; failing: boolean } {
+  const io: { walIo: WalIo; failing: boolean } = { failing: true, walIo: nodeWalIo };
+  io.walIo = {
+    ...nodeWalIo,
+    fdatasync: (fd, done) => (io.failing ? done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) : nodeWalIo.fdatasync(fd, done)),
+  };
+  return io;
+}
 describe('batch numbers', () => {
   // a fixed shuffle (a linear congruential generator): the order is the same at every run
   function shuffled(count: number): number[] {
@@ -189,16 +199,12 @@ describe('batch numbers', () => {
 
   it('a batch whose log write failed (answered "send it again") is taken when sent again, once, and replayed once after a kill', async () => {
     const dir = freshDir();
-    let failing = true;
-    const walIo: WalIo = {
-      ...nodeWalIo,
-      fdatasync: (fd, done) => (failing ? done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) : nodeWalIo.fdatasync(fd, done)),
-    };
-    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
+    const io = failingFsync();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo: io.walIo });
     const first = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
     assert.ok(first.ok && first.accepted === 10);
     await assert.rejects(first.durable, /EIO/);
-    failing = false;
+    io.failing = false;
     const retry = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
     assert.ok(retry.ok && !retry.duplicate && retry.accepted === 10);
     await retry.durable;
@@ -212,16 +218,12 @@ describe('batch numbers', () => {
 
   it('a batch whose log write failed and whose records a flush wrote since is logged by that flush: sent again it is a duplicate', async () => {
     const dir = freshDir();
-    let failing = true;
-    const walIo: WalIo = {
-      ...nodeWalIo,
-      fdatasync: (fd, done) => (failing ? done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) : nodeWalIo.fdatasync(fd, done)),
-    };
-    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
+    const io = failingFsync();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo: io.walIo });
     const first = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
     assert.ok(first.ok);
     await assert.rejects(first.durable, /EIO/);
-    failing = false;
+    io.failing = false;
     assert.equal(c.flush(), true);
     const retry = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
     assert.ok(retry.ok && retry.duplicate);
