@@ -99,7 +99,10 @@ describe('progressive whole-window answers', () => {
         // stream has a file in its first and last hour) depends on the clock it was written at
         assert.ok(cov.hours_total >= 1 && cov.hours_total <= total, url);
         assert.ok(cov.hours_done >= 0 && cov.hours_done < cov.hours_total, url);
-        if (cov.hours_total === total) assert.equal(cov.hours_done, progress.hoursDone, url);
+        // the hours read when the round began, or more: an answer may fold in hours it read itself meanwhile
+        if (cov.hours_total === total) {
+          assert.ok(cov.hours_done >= progress.hoursDone && cov.hours_done <= store.warmUpProgress()!.hoursDone, `${url}: ${cov.hours_done} of ${progress.hoursDone}..${store.warmUpProgress()!.hoursDone}`);
+        }
         assert.equal(a.partial, `${cov.hours_done}/${cov.hours_total}`, url);
         assert.ok(cov.unread.length > 0 && cov.unread.every(([a0, a1]) => a1 > a0), url);
         // asked again after more hours were read, it is not the kept earlier answer

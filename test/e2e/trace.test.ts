@@ -183,11 +183,14 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
     await page.waitForFunction((n) => document.querySelector('[data-testid=trace-canvas]').dataset.drawnRows === String(n), total);
     // Zoom by dragging, then pick the first span: both reach the URL.
     const box = (await page.locator('[data-testid=trace-canvas]').boundingBox())!;
+    const whole = (await canvasState(page)).view;
     await page.mouse.move(box.x + LABEL_W + 2, box.y + 60);
     await page.mouse.down();
     await page.mouse.move(box.x + LABEL_W + 2 + (box.width - LABEL_W) / 3, box.y + 60, { steps: 4 });
     await page.mouse.up();
     await page.waitForFunction(() => location.hash.includes('tz='));
+    // the URL may be written before the chart has drawn the new window
+    await page.waitForFunction((v) => document.querySelector('[data-testid=trace-canvas]').dataset.view !== v, whole);
     const zoomed = (await canvasState(page)).view;
     await page.mouse.click(box.x + LABEL_W + 4, box.y + AXIS_H + 8);
     await page.waitForSelector('[data-testid=trace-attrs]');
@@ -196,6 +199,7 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
     await page.reload();
     await page.waitForSelector('[data-testid=trace-attrs]');
     assert.equal(await page.textContent('[data-testid=trace-attrs]'), attrs, 'the same span is selected');
+    await page.waitForFunction((v) => document.querySelector('[data-testid=trace-canvas]').dataset.view === v, zoomed, { timeout: 10_000 }).catch(() => {});
     assert.equal((await canvasState(page)).view, zoomed, 'the same zoom');
     assert.deepEqual(w.problems(), []);
   });
