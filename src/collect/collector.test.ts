@@ -206,11 +206,16 @@ describe('collector', () => {
       assert.equal(r.status, 400);
       assert.match(r.json.error!, /^empty batch/);
     }
+    // a batch number a double cannot hold exactly is refused, naming the header (2^53 + 1 would pass for 2^53)
+    const huge = await send(`${metric(6)}\n`, { 'X-Rlsight-Batch': 'p/9007199254740993' });
+    assert.equal(huge.status, 400);
+    assert.equal(huge.json.error, 'X-Rlsight-Batch: the batch number 9007199254740993 is above 2^53 - 1 (9007199254740991); number batches from a smaller start');
+    assert.equal((await send(`${metric(6)}\n`, { 'X-Rlsight-Batch': 'p/9007199254740991' })).status, 200);
     const frac = await send(`${metric(1.5)}\n`);
     assert.equal(frac.status, 400);
     assert.equal(frac.json.error, 'metrics line 1, field step: expected an integer or null');
     assert.equal(collector.close(), true);
-    assert.deepEqual(readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trimEnd().split('\n').length, 3);
+    assert.deepEqual(readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trimEnd().split('\n').length, 4);
   });
 
   it('keeps records through write failures, says so on every flush, and bounds what it holds', () => {

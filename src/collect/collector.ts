@@ -175,6 +175,7 @@ export class Collector {
   private tornTailsCut = 0;
   private lastFlushOk: number | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private renewal: NodeJS.Immediate | null = null;
   private lastTopology: EngineInfo[] | null = null;
   /** Whether a metrics step beyond 2^53 was said (once per collector: metrics.jsonl is one file). */
   private roundedStepSaid = false;
@@ -218,7 +219,7 @@ export class Collector {
     this.writer.replace(META_FILE, encodeMeta(this.meta));
     this.loadCatalog();
     if (opts.writeAheadLog) {
-      this.wal = new WriteAheadLog(join(this.dir, WAL_DIR), opts.walIo);
+      this.wal = new WriteAheadLog(join(this.dir, WAL_DIR), opts.walIo, () => this.scheduleRenewal());
       this.replay(this.wal);
     }
   }
@@ -235,6 +236,43 @@ export class Collector {
     }
     if (records > 0) this.log('info', `replayed ${records} records of ${r.batches.length} batches from the write-ahead log`);
     this.flush();
+  }
+
+  /**
+   * A write or fsync of the log segment failed: a fresh segment holding what is still unwritten replaces it soon
+   * (batches are refused with a 503 until then), so nothing acknowledged later sits behind the damage.
+   */
+  private scheduleRenewal(): void {
+    if (this.renewal !== null) return;
+    this.renewal = setImmediate(() => {
+      this.renewal = null;
+      const damage = this.wal?.damaged;
+      if (damage == null) return;
+      const err = this.rotateLog();
+      if (err === null) this.log('warn', `write-ahead log in ${join(this.dir, WAL_DIR)}: a write or fsync failed (${describe(damage)}); continued in a fresh segment`);
+      else this.log('error', `write-ahead log in ${join(this.dir, WAL_DIR)}: a write or fsync failed (${describe(damage)}), and starting a fresh segment failed too (${describe(err)}); batches are refused until a flush starts one`);
+    });
+  }
+
+  /**
+   * Replaces the log segment with a new one holding what is still unwritten (the records held, the samples of steps
+   * not written) and the batch numbers logged. Returns the error when that failed.
+   */
+  private rotateLog(): unknown {
+    const wal = this.wal!;
+    const held: WalBatch[] = STREAMS.filter((s) => this.buffers[s].length > 0).map((s) => ({ stream: s, producer: '-', seq: 0, body: this.buffers[s].lines.join('\n') }));
+    for (const body of this.samples.held()) held.push({ stream: SAMPLES_STREAM, producer: '-', seq: 0, body });
+    try {
+      wal.rotate(
+        held,
+        [...this.unlogged.values()].map((u) => u.id),
+      );
+    } catch (err) {
+      return err;
+    }
+    this.unlogged.clear();
+    this.unsettledSizes = null;
+    return null;
   }
 
   private readMeta(): RunMeta | null {
@@ -276,6 +314,8 @@ export class Collector {
   close(): boolean {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    if (this.renewal !== null) clearImmediate(this.renewal);
+    this.renewal = null;
     this.samples.stop();
     const ok = this.flush();
     this.sidecars.write(true);
@@ -302,7 +342,8 @@ export class Collector {
         return { ok: true, accepted, rejected, problems, duplicate: false, durable: this.logBatch(failed) };
       }
       const state = this.wal.state(id.producer, id.seq);
-      if (state === 'logged') return { ok: true, accepted: 0, rejected: 0, problems: [], duplicate: true, durable: DURABLE };
+      // a retry of a batch still on its way to disk is answered with it: 200 once it is there, 503 if that fails
+      if (state === 'logged') return { ok: true, accepted: 0, rejected: 0, problems: [], duplicate: true, durable: this.wal.inFlightDurable(id.producer, id.seq) ?? DURABLE };
       if (state === 'forgotten') {
         return {
           ok: false,
@@ -499,6 +540,15 @@ export class Collector {
     const fileOf = (s: StreamName, hour: number): string => (isPartitioned(s) ? partitionFile(s, hourKey(hour * HOUR_SECONDS)) : flatFile(s));
     const groupsOf = Object.fromEntries(STREAMS.map((s) => [s, this.buffers[s].groups()])) as Record<StreamName, ReturnType<StreamBuffer['groups']>>;
     if (this.wal !== null) {
+      // a damaged segment takes no more appends (nor this flush's mark): a fresh one replaces it first
+      if (this.wal.damaged !== null) {
+        const err = this.rotateLog();
+        if (err !== null) {
+          this.flushErrors++;
+          this.log('error', `write-ahead log in ${join(this.dir, WAL_DIR)} failed (${describe(err)}); nothing appended, everything held for the next flush`);
+          return false;
+        }
+      }
       // the sizes this flush starts from: a restart cuts the files back to them if the flush does not finish
       try {
         const sizes: Record<string, number> = {};
@@ -530,18 +580,8 @@ export class Collector {
     }
     if (this.wal !== null) {
       // what is still held goes into the new log segment; the old one (and the flush mark) go
-      const held: WalBatch[] = STREAMS.filter((s) => this.buffers[s].length > 0).map((s) => ({ stream: s, producer: '-', seq: 0, body: this.buffers[s].lines.join('\n') }));
-      for (const body of this.samples.held()) held.push({ stream: SAMPLES_STREAM, producer: '-', seq: 0, body });
-      try {
-        this.wal.rotate(
-          held,
-          [...this.unlogged.values()].map((u) => u.id),
-        );
-        this.unlogged.clear();
-        this.unsettledSizes = null;
-      } catch (err) {
-        failed.push(`the write-ahead log (${describe(err)})`);
-      }
+      const err = this.rotateLog();
+      if (err !== null) failed.push(`the write-ahead log (${describe(err)})`);
     }
     for (const t of this.writer.tornTails.splice(0)) {
       this.tornTailsCut++;

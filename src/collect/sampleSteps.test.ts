@@ -115,3 +115,56 @@ describe('rollout samples of one step sent by several calls', () => {
     assert.deepEqual(files.get(FILE), stepOf('a-1'));
   });
 });
+
+describe('rollout samples that cannot be encoded', () => {
+  it('a step that fails to encode as a whole while each sample encodes alone is kept and written at the next attempt, not dropped', () => {
+    const { fs, files } = memoryFs();
+    const logs: string[] = [];
+    let failing = true;
+    // fails for the step as a whole (as zstd or the step's size can), never for a sample alone
+    const encoder = (samples: readonly SampleFields[], zstd?: (input: Uint8Array) => Uint8Array): Uint8Array => {
+      if (failing && samples.length === 3) throw new Error('page too large');
+      return encodeSampleStep(samples, zstd);
+    };
+    const steps = new SampleSteps('run', fs, undefined, (level, message) => logs.push(`${level}: ${message}`), encoder);
+    const r = steps.take([0, 1, 2].map((i) => line('a', i)).join('\n'));
+    assert.equal(r.accepted, 3);
+    assert.ok(!files.has(FILE));
+    // kept (and so in the write-ahead log), its marker not saying the samples cannot be encoded
+    assert.equal(steps.arrivingSteps(), 1);
+    assert.equal(steps.held().length, 1);
+    assert.equal(steps.samplesRejected, 0);
+    assert.equal(steps.writeErrors, 1);
+    assert.equal(new TextDecoder().decode(files.get(`${FILE}.pending`)), '');
+    assert.ok(logs.includes('error: encoding samples/rollout_000004.parquet failed (page too large); its 3 samples are kept'), logs.join('\n'));
+    steps.stop();
+    assert.equal(new TextDecoder().decode(files.get(`${FILE}.pending`)), 'its 3 samples arrived, but encoding the step failed (page too large)');
+    // written again when a line of the step comes again
+    failing = false;
+    steps.take(line('a', 2));
+    assert.deepEqual(files.get(FILE), stepOf('a'));
+    assert.equal(steps.arrivingSteps(), 0);
+  });
+
+  it('finds the samples that cannot be encoded by halving the step, not by encoding each sample alone', () => {
+    const { fs, files } = memoryFs();
+    const logs: string[] = [];
+    let encodes = 0;
+    const poisoned = (samples: readonly SampleFields[], zstd?: (input: Uint8Array) => Uint8Array): Uint8Array => {
+      encodes++;
+      if (samples.some((x) => x.poison === true)) throw new Error('cannot encode poison');
+      return encodeSampleStep(samples, zstd);
+    };
+    const steps = new SampleSteps('run', fs, undefined, (level, message) => logs.push(`${level}: ${message}`), poisoned);
+    const count = 64;
+    const body = Array.from({ length: count }, (_, i) =>
+      JSON.stringify({ rollout_id: 4, evaluation: false, call: 'a', count, position: i, sample: { index: i, response: `r${i}`, poison: i === 37 } }),
+    ).join('\n');
+    assert.equal(steps.take(body).accepted, count);
+    // the step, two halves at each of log2(64) levels, and the rest: 14 encodes (one per sample would be 66)
+    assert.equal(encodes, 1 + 2 * Math.log2(count) + 1);
+    assert.ok(files.has(FILE));
+    assert.equal(steps.samplesRejected, 1);
+    assert.ok(logs.includes('warn: samples/rollout_000004.parquet: left out 1 of the 64 samples of call a, which could not be encoded: position 37 (cannot encode poison); the rest of the step is written'), logs.join('\n'));
+  });
+});

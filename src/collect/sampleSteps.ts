@@ -172,7 +172,15 @@ export class SampleSteps {
   private write(key: string, rolloutId: number, evaluation: boolean, a: Arriving): void {
     const file = sampleStepFile(rolloutId, evaluation);
     const path = this.path(rolloutId, evaluation);
-    const data = this.encodeStep(a, file);
+    const encoded = this.encodeStep(a, file);
+    if ('failure' in encoded) {
+      // no sample fails alone (zstd, or the step's size as a whole): kept, and encoded again like an I/O error
+      this.writeErrors++;
+      a.failure = encoded.failure;
+      this.log('error', `encoding ${SAMPLES_DIR}/${file} failed (${encoded.message}); its ${a.count} samples are kept`);
+      return;
+    }
+    const data = encoded.data;
     if (data === null) {
       // nothing of the step can be encoded: it can never be written, so it is over (the marker says why)
       this.arriving.delete(key);
@@ -209,35 +217,57 @@ export class SampleSteps {
 
   /**
    * The step's file; a sample that cannot be encoded (a deterministic failure: it would fail at every attempt) is
-   * left out with a warning naming it, so the rest of the step is written. Null when no sample can be encoded.
+   * left out with a warning naming it, so the rest of the step is written. `data` is null when no sample can be
+   * encoded; `failure` when the step fails while no sample fails alone (it may encode at a later attempt).
    */
-  private encodeStep(a: Arriving, file: string): Uint8Array | null {
+  private encodeStep(a: Arriving, file: string): { data: Uint8Array | null } | { failure: string; message: string } {
     const samples = a.samples as SampleFields[];
+    const failed = (err: unknown) => ({ failure: `its ${a.count} samples arrived, but encoding the step failed (${(err as Error).message})`, message: (err as Error).message });
+    let whole: unknown;
     try {
-      return this.encode(samples, this.zstd);
-    } catch {
-      // found one by one below
+      return { data: this.encode(samples, this.zstd) };
+    } catch (err) {
+      whole = err;
     }
-    const good: SampleFields[] = [];
-    const bad: string[] = [];
-    samples.forEach((sample, i) => {
-      try {
-        this.encode([sample]);
-        good.push(sample);
-      } catch (err) {
-        bad.push(`position ${i} (${(err as Error).message})`);
-      }
-    });
-    this.samplesRejected += bad.length;
+    const bad = new Map<number, string>();
+    if (samples.length === 1) this.findBad(samples, 0, 1, bad);
+    else {
+      const mid = samples.length >> 1;
+      this.findBad(samples, 0, mid, bad);
+      this.findBad(samples, mid, samples.length, bad);
+    }
+    if (bad.size === 0) return failed(whole);
+    const good = samples.filter((_, i) => !bad.has(i));
     let data: Uint8Array | null = null;
     try {
       if (good.length > 0) data = this.encode(good, this.zstd);
     } catch (err) {
-      bad.push(`the step as a whole (${(err as Error).message})`);
+      // the rest fails as a whole (zstd, its size): the step is kept and encoded again later
+      return failed(err);
     }
-    const kept = data === null ? 0 : good.length;
-    this.log('warn', `${SAMPLES_DIR}/${file}: left out ${samples.length - kept} of the ${samples.length} samples of call ${a.call}, which could not be encoded: ${bad.slice(0, 5).join('; ')}${bad.length > 5 ? `; and ${bad.length - 5} more` : ''}${data === null ? '; the step is not written' : '; the rest of the step is written'}`);
-    return data;
+    this.samplesRejected += bad.size;
+    const named = [...bad].slice(0, 5).map(([i, why]) => `position ${i} (${why})`);
+    this.log('warn', `${SAMPLES_DIR}/${file}: left out ${bad.size} of the ${samples.length} samples of call ${a.call}, which could not be encoded: ${named.join('; ')}${bad.size > 5 ? `; and ${bad.size - 5} more` : ''}${data === null ? '; the step is not written' : '; the rest of the step is written'}`);
+    return { data };
+  }
+
+  /**
+   * Finds the samples in `from..to` that cannot be encoded alone, halving: a part that encodes holds none, so a few
+   * bad samples among many cost a few encodes each, not one per sample.
+   */
+  private findBad(samples: readonly SampleFields[], from: number, to: number, bad: Map<number, string>): void {
+    try {
+      this.encode(samples.slice(from, to));
+      return;
+    } catch (err) {
+      if (to - from === 1) {
+        bad.set(from, (err as Error).message);
+        return;
+      }
+    }
+    const mid = (from + to) >> 1;
+    this.findBad(samples, from, mid, bad);
+    this.findBad(samples, mid, to, bad);
   }
 
   /**

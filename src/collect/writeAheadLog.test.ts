@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, closeSync, cpSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -210,7 +210,7 @@ describe('batch numbers', () => {
     await retry.durable;
     const again = c.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 });
     assert.ok(again.ok && again.duplicate, 'logged now');
-    // killed before a flush: the log holds the batch (twice: the failed entry's bytes, then the retry), replayed once
+    // killed before a flush: the fresh segment that replaced the failed one holds the batch once
     const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
     assert.deepEqual(lines(dir, 'metrics.jsonl'), Array.from({ length: 10 }, (_, i) => metric(i)));
     assert.equal(second.close(), true);
@@ -232,5 +232,155 @@ describe('batch numbers', () => {
     assert.ok(second.ingest('metrics', body(metric, 0, 10), { producer: 'p', seq: 1 }).ok);
     assert.equal(second.close(), true);
     assert.equal(lines(dir, 'metrics.jsonl').length, 10);
+  });
+
+  /** A log whose fsyncs wait until the test lets them go (`release`), or fail them (`fail`). */
+  function heldFsync(): { walIo: WalIo; release: () => void; fail: () => void; count: () => number } {
+    const held: ((err: NodeJS.ErrnoException | null) => void)[] = [];
+    let fds: number[] = [];
+    const walIo: WalIo = {
+      ...nodeWalIo,
+      fdatasync: (fd, done) => {
+        held.push(done);
+        fds.push(fd);
+      },
+    };
+    const go = (failing: boolean): void => {
+      const list = held.splice(0);
+      const fdList = fds;
+      fds = [];
+      list.forEach((done, i) => (failing ? done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) : nodeWalIo.fdatasync(fdList[i], done)));
+    };
+    return { walIo, release: () => go(false), fail: () => go(true), count: () => held.length };
+  }
+  const turn = (): Promise<void> => new Promise((res) => setImmediate(res));
+  const segments = (dir: string): string[] => readdirSync(join(dir, 'wal')).filter((f) => f.endsWith('.log'));
+
+  it('a flush while a batch is being fsynced keeps its number in the new segment: its retry after a kill is a duplicate', async () => {
+    const dir = freshDir();
+    const io = heldFsync();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo: io.walIo });
+    const r = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(r.ok && r.accepted === 5);
+    await turn(); // the group is written, its fsync under way
+    assert.equal(io.count(), 1);
+    assert.equal(c.flush(), true); // the records go to metrics.jsonl, and the log rotates
+    const seg = segments(dir);
+    assert.equal(seg.length, 1);
+    assert.match(readFileSync(join(dir, 'wal', seg[0]), 'utf8'), /^P p -1 1$/m);
+    // the rotation put it on disk (the flush wrote it): acknowledged before its own fsync returns
+    await r.durable;
+    // killed now; the client, with no answer, sends the batch again to the next collector
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const retry = second.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(retry.ok && retry.duplicate && retry.accepted === 0);
+    assert.equal(second.close(), true);
+    assert.deepEqual(lines(dir, 'metrics.jsonl'), Array.from({ length: 5 }, (_, i) => metric(i)));
+    io.release();
+  });
+
+  it('a retry of a batch still being fsynced is answered with it: 200 once it is on disk, 503 when its fsync fails', async () => {
+    const dir = freshDir();
+    const io = heldFsync();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo: io.walIo });
+    const r = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(r.ok);
+    await turn();
+    const again = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(again.ok && again.duplicate && again.accepted === 0);
+    let settled = false;
+    void again.durable.then(() => (settled = true));
+    await turn();
+    assert.equal(settled, false, 'not answered before the original is on disk');
+    io.release();
+    await Promise.all([r.durable, again.durable]);
+    assert.equal(settled, true);
+    // the same when the fsync fails: both are a 503, and the batch is taken on a later retry, once
+    const r2 = c.ingest('metrics', body(metric, 5, 10), { producer: 'p', seq: 2 });
+    assert.ok(r2.ok);
+    await turn();
+    const again2 = c.ingest('metrics', body(metric, 5, 10), { producer: 'p', seq: 2 });
+    assert.ok(again2.ok && again2.duplicate);
+    io.fail();
+    await assert.rejects(r2.durable, /EIO/);
+    await assert.rejects(again2.durable, /EIO/);
+    const third = c.ingest('metrics', body(metric, 5, 10), { producer: 'p', seq: 2 });
+    assert.ok(third.ok);
+    await turn();
+    io.release();
+    await third.durable;
+    assert.equal(c.close(), true);
+    assert.deepEqual(lines(dir, 'metrics.jsonl'), Array.from({ length: 10 }, (_, i) => metric(i)));
+  });
+
+  it('a log write that fails part-way is cut back, and what is acknowledged after it survives a kill', async () => {
+    const dir = freshDir();
+    let failOnce = true;
+    const walIo: WalIo = {
+      ...nodeWalIo,
+      writeSync: (fd, data, off, len) => {
+        if (failOnce && len > 20) {
+          failOnce = false;
+          nodeWalIo.writeSync(fd, data, off, 20); // the disk fills up after 20 bytes
+          throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        }
+        return nodeWalIo.writeSync(fd, data, off, len);
+      },
+    };
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
+    const first = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(first.ok);
+    await assert.rejects(first.durable, /ENOSPC/);
+    const retry = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(retry.ok);
+    await retry.durable;
+    const other = c.ingest('metrics', body(metric, 100, 103), { producer: 'p', seq: 2 });
+    assert.ok(other.ok && other.accepted === 3);
+    await other.durable;
+    // killed before a flush: the next collector has all 8 acknowledged records and both numbers
+    const logs: string[] = [];
+    const second = new Collector({ dashboardDir: dir, log: (l, m) => logs.push(`${l}: ${m}`), writeAheadLog: true });
+    assert.deepEqual(logs.filter((m) => /ignored/.test(m)), []);
+    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), [...Array.from({ length: 5 }, (_, i) => metric(i)), metric(100), metric(101), metric(102)].sort());
+    const dup = second.ingest('metrics', body(metric, 100, 103), { producer: 'p', seq: 2 });
+    assert.ok(dup.ok && dup.duplicate);
+    assert.equal(second.close(), true);
+  });
+
+  it('after a failed fsync (its pages lost), batches acknowledged later are in a fresh segment and survive a kill', async () => {
+    const dir = freshDir();
+    let failOnce = true;
+    const walIo: WalIo = {
+      ...nodeWalIo,
+      fdatasync: (fd, done) => {
+        if (!failOnce) return nodeWalIo.fdatasync(fd, done);
+        failOnce = false;
+        // the kernel drops the pages that failed: the group's bytes read back as zeros
+        const path = join(dir, 'wal', segments(dir)[0]);
+        const text = readFileSync(path, 'latin1');
+        const at = text.indexOf('B metrics p 1 ');
+        const other = openSync(path, 'r+');
+        writeSync(other, Buffer.alloc(text.length - at), 0, text.length - at, at);
+        closeSync(other);
+        done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+      },
+    };
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
+    const first = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(first.ok);
+    await assert.rejects(first.durable, /EIO/);
+    const retry = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+    assert.ok(retry.ok);
+    await retry.durable;
+    const other = c.ingest('metrics', body(metric, 100, 103), { producer: 'p', seq: 2 });
+    assert.ok(other.ok && other.accepted === 3);
+    await other.durable;
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), [...Array.from({ length: 5 }, (_, i) => metric(i)), metric(100), metric(101), metric(102)].sort());
+    for (const seq of [1, 2]) {
+      const dup = second.ingest('metrics', body(metric, 0, 1), { producer: 'p', seq });
+      assert.ok(dup.ok && dup.duplicate, `seq ${seq}`);
+    }
+    assert.equal(second.close(), true);
   });
 });

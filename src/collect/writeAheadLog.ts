@@ -173,13 +173,21 @@ export function parseSegment(data: Buffer): { batches: WalBatch[]; producers: Ma
   return { batches, producers, tornBytes: data.length - pos };
 }
 
+/** A batch appended and not yet on disk: settled once (by its group's fsync, or by a rotation that holds it). */
+interface Waiter {
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
 export class WriteAheadLog {
   private segment = 0;
   private fd = -1;
+  /** Bytes of whole entries in the open segment (a failed write is cut back to here). */
+  private size = 0;
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
   /** Resolved when the group holding their batch is fsynced. */
-  private waiting: { resolve: () => void; reject: (err: Error) => void }[] = [];
+  private waiting: Waiter[] = [];
   private scheduled: NodeJS.Immediate | null = null;
   /** An fsync is under way; `again`: a group is waiting for it to return. */
   private fsyncing = false;
@@ -190,14 +198,24 @@ export class WriteAheadLog {
   private own = new Map<string, string[]>();
   /** Each producer's batch numbers logged (fsynced). */
   private producers = new Map<string, BatchWindow>();
-  /** Batches appended and not yet fsynced (`producer/seq`): a retry meanwhile is not taken twice. */
-  private readonly inFlight = new Set<string>();
+  /**
+   * Batches appended and not yet fsynced (`producer/seq` → the batch's promise): a retry meanwhile is not taken
+   * twice, and is answered with the original, once it is on disk.
+   */
+  private readonly inFlight = new Map<string, { producer: string; seq: number; durable: Promise<void>; waiter: Waiter }>();
+  /**
+   * Why the open segment can no longer be appended to (a write or fsync of it failed: it may end in a partial
+   * entry, or its unsynced pages may be lost), until a rotation replaces it; batches meanwhile are refused.
+   */
+  damaged: Error | null = null;
   /** Bytes written to the log since it was opened (for the health counters). */
   bytesLogged = 0;
 
   constructor(
     readonly dir: string,
     private readonly io: WalIo = nodeWalIo,
+    /** Called when a write or fsync of the segment fails: the caller rotates to a fresh segment. */
+    private readonly onDamaged: () => void = () => {},
   ) {}
 
   /** Reads what a previous collector left: undoes its interrupted flush, returns the batches to replay. */
@@ -243,6 +261,7 @@ export class WriteAheadLog {
     for (const s of segments) if (s !== newest) removeFile(join(this.dir, segmentName(s)));
     for (const [p, w] of result.producers) this.producers.set(p, w.clone());
     this.segment = newest;
+    if (newest > 0) this.size = statSync(join(this.dir, segmentName(newest))).size;
     return { batches: result.batches, producers: result.producers, undone, tornBytes: result.tornBytes };
   }
 
@@ -255,6 +274,11 @@ export class WriteAheadLog {
     return this.producers.get(producer)?.state(seq) ?? 'new';
   }
 
+  /** The promise of a batch appended and not yet on disk (a retry of it is answered together with it). */
+  inFlightDurable(producer: string, seq: number): Promise<void> | undefined {
+    return this.inFlight.get(`${producer}/${seq}`)?.durable;
+  }
+
   private remember(producer: string, seq: number): void {
     let w = this.producers.get(producer);
     if (w === undefined) this.producers.set(producer, (w = new BatchWindow()));
@@ -265,11 +289,14 @@ export class WriteAheadLog {
   append(b: WalEntry): Promise<void> {
     const key = `${b.producer}/${b.seq}`;
     const own = b.producer === '-';
-    if (!own) this.inFlight.add(key);
     this.push(entry(b));
-    const done = new Promise<void>((resolve, reject) =>
-      this.waiting.push({
+    let settled = false;
+    let waiter!: Waiter;
+    const done = new Promise<void>((resolve, reject) => {
+      waiter = {
         resolve: () => {
+          if (settled) return;
+          settled = true;
           if (!own) {
             this.inFlight.delete(key);
             this.remember(b.producer, b.seq);
@@ -278,11 +305,15 @@ export class WriteAheadLog {
         },
         // not logged: a retry under the same number is taken
         reject: (err) => {
+          if (settled) return;
+          settled = true;
           if (!own) this.inFlight.delete(key);
           reject(err);
         },
-      }),
-    );
+      };
+    });
+    this.waiting.push(waiter);
+    if (!own) this.inFlight.set(key, { producer: b.producer, seq: b.seq, durable: done, waiter });
     if (this.pendingBytes >= GROUP_COMMIT_BYTES) this.commit();
     else this.schedule();
     return done;
@@ -333,12 +364,16 @@ export class WriteAheadLog {
       return;
     }
     const fd = this.fd;
+    const segment = this.segment;
     this.fsyncing = true;
     this.syncing = this.syncing.then(
       () =>
         new Promise<void>((resolve) =>
           this.io.fdatasync(fd, (err) => {
-            for (const w of waiting) (err ? w.reject(err) : w.resolve());
+            // the failed pages may be gone: nothing written after them in this segment counts as logged
+            if (err && segment === this.segment) this.damage(err);
+            const failed = segment === this.segment ? this.damaged : null;
+            for (const w of waiting) (failed ? w.reject(failed) : w.resolve());
             this.fsyncing = false;
             if (this.again) {
               this.again = false;
@@ -355,8 +390,39 @@ export class WriteAheadLog {
     const data = Buffer.concat(this.pending, this.pendingBytes);
     this.pending = [];
     this.pendingBytes = 0;
-    for (let off = 0; off < data.length; ) off += this.io.writeSync(this.fd, data, off, data.length - off);
+    // nothing more goes into a damaged segment: a later entry would sit behind a partial one or lost pages
+    if (this.damaged !== null) throw this.damaged;
+    try {
+      for (let off = 0; off < data.length; ) off += this.io.writeSync(this.fd, data, off, data.length - off);
+    } catch (err) {
+      // the segment is cut back to its last whole entry, so a restart reads everything acknowledged in it
+      try {
+        ftruncateSync(this.fd, this.size);
+      } catch {
+        // the segment is left for the rotation the damage asks for; a restart stops at the partial entry
+      }
+      this.damage(err as Error);
+      throw err;
+    }
+    this.size += data.length;
     this.bytesLogged += data.length;
+  }
+
+  private syncNow(): void {
+    try {
+      this.io.fdatasyncSync(this.fd);
+    } catch (err) {
+      // as with a failed background fsync, the unsynced pages may be gone
+      this.damage(err as Error);
+      throw err;
+    }
+  }
+
+  /** The open segment takes no more appends until a rotation replaces it (asked for at once). */
+  private damage(err: Error): void {
+    if (this.damaged !== null) return;
+    this.damaged = err;
+    this.onDamaged();
   }
 
   /** Before a flush appends: writes and fsyncs what is pending, and notes the sizes the flush starts from. */
@@ -367,7 +433,8 @@ export class WriteAheadLog {
     this.waiting = [];
     try {
       if (this.pending.length > 0) this.writePending();
-      if (this.fd >= 0) this.io.fdatasyncSync(this.fd);
+      if (this.damaged !== null) throw this.damaged;
+      if (this.fd >= 0) this.syncNow();
     } catch (err) {
       for (const w of waiting) w.reject(err as Error);
       throw err;
@@ -380,11 +447,14 @@ export class WriteAheadLog {
    * After a flush: a new segment holding what is still unwritten (`held`, as batches) and each producer's
    * batch numbers replaces the older ones. This is the point from which the flush counts as done. `settled`:
    * batches whose own log entry failed but whose records this flush wrote or holds, so they count as logged.
+   * Batches appended and not yet fsynced count as logged too (their records are written or held as well), and
+   * are settled by it: a retry after a kill is then not taken twice. A damaged segment is replaced this way.
    */
   rotate(held: readonly WalEntry[], settled: readonly { producer: string; seq: number }[] = []): void {
     const next = this.segment + 1;
     const producers = new Map(this.producers);
-    for (const id of settled) {
+    const inFlight = [...this.inFlight.values()];
+    for (const id of [...settled, ...inFlight]) {
       const w = producers.get(id.producer)?.clone() ?? new BatchWindow();
       w.add(id.seq);
       producers.set(id.producer, w);
@@ -393,12 +463,24 @@ export class WriteAheadLog {
     for (const [p, w] of producers) head += `P ${p} ${w.format()}\n`;
     const pieces: Uint8Array[] = [Buffer.from(head, 'utf8')];
     for (const b of held) if (b.body.length > 0) pieces.push(...entry(b));
-    writeDurably(join(this.dir, segmentName(next)), Buffer.concat(pieces));
+    const data = Buffer.concat(pieces);
+    writeDurably(join(this.dir, segmentName(next)), data);
     const oldFd = this.fd;
     const old = this.segment;
     this.fd = openSync(join(this.dir, segmentName(next)), 'a');
     this.segment = next;
+    this.size = data.length;
     this.producers = producers;
+    this.damaged = null;
+    // what was not written yet is in the new segment as held records: those bytes and waiters are done with
+    this.cancelScheduled();
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.own.clear();
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const w of waiting) w.resolve();
+    for (const f of inFlight) f.waiter.resolve();
     removeFile(join(this.dir, MARK_FILE));
     if (old > 0) removeFile(join(this.dir, segmentName(old)));
     if (oldFd >= 0) void this.syncing.then(() => closeSync(oldFd));
