@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { appendFileSync, closeSync, cpSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it, test } from 'node:test';
 import { ParquetFile } from '../formats/parquet.ts';
 import { Collector } from './collector.ts';
 import { nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
-import { BATCH_WINDOW, nodeWalIo, type WalIo } from './writeAheadLog.ts';
+import { BATCH_WINDOW, BatchWindow, nodeWalIo, type WalIo } from './writeAheadLog.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-wal-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -383,4 +383,9 @@ describe('batch numbers', () => {
     }
     assert.equal(second.close(), true);
   });
+});
+
+test('a batch-number line holding more numbers than a window ever does is skipped, not loaded', () => {
+  assert.equal(BatchWindow.parse(['0', '1-10000000']), null);
+  assert.equal(BatchWindow.parse(['0', `1-${BATCH_WINDOW}`])!.seqs.size, BATCH_WINDOW);
 });

@@ -93,11 +93,17 @@ export class BatchWindow {
     w.forgotten = Number(fields[0]);
     if (!Number.isSafeInteger(w.forgotten)) return null;
     if (fields[1] === '-') return w;
+    const ranges: [number, number][] = [];
+    let count = 0;
     for (const r of fields[1].split(',')) {
       const [a, b = a] = r.split('-').map(Number);
       if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || b < a) return null;
-      for (let x = a; x <= b; x++) w.seqs.add(x);
+      ranges.push([a, b]);
+      count += b - a + 1;
     }
+    // more numbers than a window ever holds: not a line this log wrote (a damaged one would stall the start)
+    if (count > BATCH_WINDOW + BATCH_WINDOW / 4) return null;
+    for (const [a, b] of ranges) for (let x = a; x <= b; x++) w.seqs.add(x);
     return w;
   }
 }
