@@ -211,6 +211,10 @@ describe('collector', () => {
     assert.equal(huge.status, 400);
     assert.equal(huge.json.error, 'X-Rlsight-Batch: the batch number 9007199254740993 is above 2^53 - 1 (9007199254740991); number batches from a smaller start');
     assert.equal((await send(`${metric(6)}\n`, { 'X-Rlsight-Batch': 'p/9007199254740991' })).status, 200);
+    // the producer '-' names the collector's own lines (never taken for a retry): a producer's retry would be taken twice
+    const own = await send(`${metric(7)}\n`, { 'X-Rlsight-Batch': '-/1' });
+    assert.equal(own.status, 400);
+    assert.match(own.json.error!, /^X-Rlsight-Batch: the producer '-' is the collector's own/);
     const frac = await send(`${metric(1.5)}\n`);
     assert.equal(frac.status, 400);
     assert.equal(frac.json.error, 'metrics line 1, field step: expected an integer or null');

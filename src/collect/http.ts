@@ -83,6 +83,8 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
       if (m === null) return c.json({ error: `${BATCH_HEADER}: expected PRODUCER/SEQ (letters, digits, - or _; a whole number), got '${batchHeader.slice(0, 80)}'` }, 400);
       // a larger number would be rounded, and could then pass for another batch's
       if (!Number.isSafeInteger(Number(m[2]))) return c.json({ error: `${BATCH_HEADER}: the batch number ${m[2]} is above 2^53 - 1 (${Number.MAX_SAFE_INTEGER}); number batches from a smaller start` }, 400);
+      // `-` names the collector's own lines in its log, which are never taken for a retry
+      if (m[1] === '-') return c.json({ error: `${BATCH_HEADER}: the producer '-' is the collector's own; name yours with letters or digits` }, 400);
       id = { producer: m[1], seq: Number(m[2]) };
     }
     const r = collector.ingest(stream, body, id, bytes);
