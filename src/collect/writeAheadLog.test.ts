@@ -327,24 +327,7 @@ describe('batch numbers', () => {
         return nodeWalIo.writeSync(fd, data, off, len);
       },
     };
-    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
-    const first = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
-    assert.ok(first.ok);
-    await assert.rejects(first.durable, /ENOSPC/);
-    const retry = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
-    assert.ok(retry.ok);
-    await retry.durable;
-    const other = c.ingest('metrics', body(metric, 100, 103), { producer: 'p', seq: 2 });
-    assert.ok(other.ok && other.accepted === 3);
-    await other.durable;
-    // killed before a flush: the next collector has all 8 acknowledged records and both numbers
-    const logs: string[] = [];
-    const second = new Collector({ dashboardDir: dir, log: (l, m) => logs.push(`${l}: ${m}`), writeAheadLog: true });
-    assert.deepEqual(logs.filter((m) => /ignored/.test(m)), []);
-    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), [...Array.from({ length: 5 }, (_, i) => metric(i)), metric(100), metric(101), metric(102)].sort());
-    const dup = second.ingest('metrics', body(metric, 100, 103), { producer: 'p', seq: 2 });
-    assert.ok(dup.ok && dup.duplicate);
-    assert.equal(second.close(), true);
+    await failedThenAcknowledged(dir, walIo, /ENOSPC/);
   });
 
   it('after a failed fsync (its pages lost), batches acknowledged later are in a fresh segment and survive a kill', async () => {
@@ -365,25 +348,36 @@ describe('batch numbers', () => {
         done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
       },
     };
-    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
-    const first = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
-    assert.ok(first.ok);
-    await assert.rejects(first.durable, /EIO/);
-    const retry = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
-    assert.ok(retry.ok);
-    await retry.durable;
-    const other = c.ingest('metrics', body(metric, 100, 103), { producer: 'p', seq: 2 });
-    assert.ok(other.ok && other.accepted === 3);
-    await other.durable;
-    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
-    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), [...Array.from({ length: 5 }, (_, i) => metric(i)), metric(100), metric(101), metric(102)].sort());
-    for (const seq of [1, 2]) {
-      const dup = second.ingest('metrics', body(metric, 0, 1), { producer: 'p', seq });
-      assert.ok(dup.ok && dup.duplicate, `seq ${seq}`);
-    }
-    assert.equal(second.close(), true);
+    await failedThenAcknowledged(dir, walIo, /EIO/);
   });
 });
+
+
+/**
+ * A batch whose log write fails (`failure`), its retry and a later batch, both acknowledged; then the collector is
+ * killed before a flush: the next one has all 8 acknowledged records, once, and knows both batch numbers.
+ */
+async function failedThenAcknowledged(dir: string, walIo: WalIo, failure: RegExp): Promise<void> {
+  const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo });
+  const first = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+  assert.ok(first.ok);
+  await assert.rejects(first.durable, failure);
+  const retry = c.ingest('metrics', body(metric, 0, 5), { producer: 'p', seq: 1 });
+  assert.ok(retry.ok);
+  await retry.durable;
+  const other = c.ingest('metrics', body(metric, 100, 103), { producer: 'p', seq: 2 });
+  assert.ok(other.ok && other.accepted === 3);
+  await other.durable;
+  const logs: string[] = [];
+  const second = new Collector({ dashboardDir: dir, log: (l, m) => logs.push(`${l}: ${m}`), writeAheadLog: true });
+  assert.deepEqual(logs.filter((m) => /ignored/.test(m)), []);
+  assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), [...Array.from({ length: 5 }, (_, i) => metric(i)), metric(100), metric(101), metric(102)].sort());
+  for (const seq of [1, 2]) {
+    const dup = second.ingest('metrics', body(metric, 0, 1), { producer: 'p', seq });
+    assert.ok(dup.ok && dup.duplicate, `seq ${seq}`);
+  }
+  assert.equal(second.close(), true);
+}
 
 test('a batch-number line holding more numbers than a window ever does is skipped, not loaded', () => {
   assert.equal(BatchWindow.parse(['0', '1-10000000']), null);

@@ -120,13 +120,18 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
     for (const c of servers) c.kill('SIGTERM');
   });
 
-  it('current layout: rows, [P]/[D] lanes, filter, sort, search, zoom, details', async () => {
-    const s = await serveSlime(fixturePath('slime-trace'));
+  /** Serves the slime dumps of `dir`, opens `#/trace/STEP` and waits for its first drawing. */
+  const openTrace = async (dir: string, step: number) => {
+    const s = await serveSlime(dir);
     servers.push(s.child);
     const w = await openPage(browser);
-    const { page } = w;
-    await page.goto(`${s.url}#/trace/0`);
-    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    await w.page.goto(`${s.url}#/trace/${step}`);
+    await w.page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    return { s, w, page: w.page };
+  };
+
+  it('current layout: rows, [P]/[D] lanes, filter, sort, search, zoom, details', async () => {
+    const { s, w, page } = await openTrace(fixturePath('slime-trace'), 0);
     let st = await canvasState(page);
     assert.equal(st.drawnRows, '12');
     assert.equal(st.pdLanes, '[D],[P]');
@@ -167,12 +172,7 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
   });
 
   it('search finds span attributes; zoom and the selected span are in the URL and survive a reload; long labels end in an ellipsis', async () => {
-    const s = await serveSlime(fixturePath('slime-trace'));
-    servers.push(s.child);
-    const w = await openPage(browser);
-    const { page } = w;
-    await page.goto(`${s.url}#/trace/1`);
-    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    const { w, page } = await openTrace(fixturePath('slime-trace'), 1);
     const total = Number((await canvasState(page)).drawnRows);
     assert.ok(Number((await canvasState(page)).cutLabels) > 0, 'labels longer than their span are shortened with an ellipsis');
     await page.fill('[data-testid=trace-search]', 'TimeoutError');
@@ -205,12 +205,7 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
   });
 
   it('once zoomed, Shift+wheel, a sideways swipe and the arrow keys pan; the hint says how; a legend; root-level events not in the orphan colour', async () => {
-    const s = await serveSlime(fixturePath('slime-trace'));
-    servers.push(s.child);
-    const w = await openPage(browser);
-    const { page } = w;
-    await page.goto(`${s.url}#/trace/1`);
-    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    const { s, w, page } = await openTrace(fixturePath('slime-trace'), 1);
     const hint = (await page.textContent('[data-testid=trace-hint]')) ?? '';
     assert.match(hint, /Ctrl\+wheel to zoom/);
     assert.match(hint, /Shift\+wheel or a sideways swipe pans/);
@@ -298,12 +293,7 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
       mkdirSync(join(dir, 'rollout_data'));
       const attrs = { e2e_latency: np('f4', 88.5), queue_time: np('f8', 0.25), decode_throughput: np('i8', 7), finish_reason: 'stop' };
       await saveTorch({ rollout_id: 0, samples: [tracedSample(0, attrs)] } as never, join(dir, 'rollout_data', '0.pt'));
-      const s = await serveSlime(dir);
-      servers.push(s.child);
-      const w = await openPage(browser);
-      const { page } = w;
-      await page.goto(`${s.url}#/trace/0`);
-      await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+      const { w, page } = await openTrace(dir, 0);
       const box = (await page.locator('[data-testid=trace-canvas]').boundingBox())!;
       await page.mouse.click(box.x + LABEL_W + 4, box.y + AXIS_H + 8);
       await page.waitForSelector('[data-testid=trace-attrs]');
@@ -319,12 +309,7 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
   });
 
   it('by keyboard: Tab into the sample list, arrows to a span, Enter shows its details, Esc back, Tab to "open sample"; its text reads at 4.5:1', async () => {
-    const s = await serveSlime(fixturePath('slime-trace'));
-    servers.push(s.child);
-    const w = await openPage(browser);
-    const { page } = w;
-    await page.goto(`${s.url}#/trace/0`);
-    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    const { s, w, page } = await openTrace(fixturePath('slime-trace'), 0);
     const canvas = await page.evaluate(() => ({ role: document.querySelector('[data-testid=trace-canvas]').getAttribute('role'), label: document.querySelector('[data-testid=trace-canvas]').getAttribute('aria-label') }));
     assert.equal(canvas.role, 'img');
     assert.match(canvas.label ?? '', /request traces of 12 samples, rollout 0/);
@@ -417,12 +402,7 @@ describe('Trace view (headless Chromium)', { skip: hasChromium ? false : 'Debian
   });
 
   it('legacy flat PD: [P]/[D] lanes, the open span and its reason, click-through to the sample', async () => {
-    const s = await serveSlime(fixturePath('slime-trace-legacy-pd'));
-    servers.push(s.child);
-    const w = await openPage(browser);
-    const { page } = w;
-    await page.goto(`${s.url}#/trace/1`);
-    await page.waitForSelector('[data-testid=trace-canvas][data-drawn-rows]');
+    const { s, w, page } = await openTrace(fixturePath('slime-trace-legacy-pd'), 1);
     assert.equal((await canvasState(page)).pdLanes, '[D],[P]');
     // Narrow to sample 14 (the cancelled tool call) and click its open span.
     await page.fill('[data-testid=trace-search]', 'tool_execution');
