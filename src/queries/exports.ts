@@ -108,7 +108,9 @@ export function metricsTable(records: readonly MetricsRecord[], aggregates: read
  */
 export function withDistinctColumns(table: ExportTable): { table: ExportTable; warnings: string[] } {
   const fold = (c: string): string => c.toLowerCase();
-  const filled = (i: number): number => (i < 2 ? Infinity : table.rows.reduce((n, r) => n + (r[i] === null ? 0 : 1), 0));
+  // the values each column holds (the step columns always keep their names), counted once
+  const counts = table.columns.map((_, i) => (i < 2 ? Infinity : table.rows.reduce((n, r) => n + (r[i] === null ? 0 : 1), 0)));
+  const filled = (i: number): number => counts[i]!;
   // who keeps each folded name: the most values, the first column on a tie
   const keeper = new Map<string, number>();
   table.columns.forEach((c, i) => {
