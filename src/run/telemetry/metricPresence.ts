@@ -85,27 +85,29 @@ export class EngineMetricPresence {
   }
 }
 
-const METRIC_KEY = '"metric":"';
+const METRIC_KEY = Buffer.from('"metric":"', 'latin1');
 
 /**
  * Adds the metric names of the lines in `buf[start, end)` (decoded like JSON strings). This runs on the
- * start path over megabytes where a few dozen names repeat, so no string is made per line: the bytes are
- * read as one Latin-1 string (a plain copy), each name's position is found by the native search and
- * compared in place with the names already seen, starting with the one after the last found (a scraper
- * writes its families in the same order every tick). Only a new name is cut out and decoded as UTF-8.
+ * start path over megabytes where a few dozen names repeat, so no string is made per line: each name's
+ * position is found by the native byte search and compared in place with the names already seen, starting
+ * with the one after the last found (a scraper writes its families in the same order every tick). Only a new
+ * name is copied out and decoded as UTF-8.
  */
 function metricNamesIn(buf: Buffer, start: number, end: number, into: Set<string>): void {
-  if (end <= start) return;
-  const text = buf.toString('latin1', start, end);
-  const seen: string[] = [];
+  const seen: Buffer[] = [];
   let next = 0;
-  for (let at = text.indexOf(METRIC_KEY); at !== -1; at = text.indexOf(METRIC_KEY, at)) {
+  for (let at = buf.indexOf(METRIC_KEY, start); at !== -1 && at < end; at = buf.indexOf(METRIC_KEY, at)) {
     at += METRIC_KEY.length;
     let hit = -1;
     for (let k = 0; k < seen.length; k++) {
       const i = (next + k) % seen.length;
       const name = seen[i]!;
-      if (text.charCodeAt(at + name.length) === 34 && text.startsWith(name, at)) {
+      const n = name.length;
+      if (at + n >= end || buf[at + n] !== 34) continue;
+      let j = 0;
+      while (j < n && buf[at + j] === name[j]) j++;
+      if (j === n) {
         hit = i;
         break;
       }
@@ -115,14 +117,14 @@ function metricNamesIn(buf: Buffer, start: number, end: number, into: Set<string
       at += seen[hit]!.length + 1;
       continue;
     }
-    const close = closingQuote(text, at);
+    const close = closingQuote(buf, at, end);
     if (close === -1) continue; // cut or corrupt line: a whole read reports it
-    const raw = text.slice(at, close);
+    const raw = Buffer.from(buf.subarray(at, close));
     seen.push(raw);
     next = seen.length;
     at = close + 1;
+    const utf8 = raw.toString('utf8');
     try {
-      const utf8 = Buffer.from(raw, 'latin1').toString('utf8');
       into.add(utf8.includes('\\') ? (JSON.parse(`"${utf8}"`) as string) : utf8);
     } catch {
       // not a JSON string: the line is corrupt, a whole read reports it
@@ -130,13 +132,13 @@ function metricNamesIn(buf: Buffer, start: number, end: number, into: Set<string
   }
 }
 
-/** Where the JSON string whose body starts at `from` ends (its closing quote), or -1 if a line end or the text's end comes first. */
-function closingQuote(text: string, from: number): number {
-  for (let i = from; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+/** Where the JSON string whose body starts at `from` ends (its closing quote), or -1 if a line end or `end` comes first. */
+function closingQuote(buf: Buffer, from: number, end: number): number {
+  for (let i = from; i < end; i++) {
+    const c = buf[i];
     if (c === 34) return i;
     if (c === 10) return -1;
-    if (c === 92 && text.charCodeAt(++i) === 10) return -1;
+    if (c === 92 && buf[++i] === 10) return -1;
   }
   return -1;
 }
