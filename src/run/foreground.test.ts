@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ALL_THREADS_AFTER_MS, Foreground, MAX_DEFER_MS, QUIET_MS } from './foreground.ts';
+import { ALL_THREADS_AFTER_MS, Foreground, pauseWhileRequests, MAX_DEFER_MS, QUIET_MS } from './foreground.ts';
 
 test('background work waits while a request is in flight and a moment after, but never starves', () => {
   let now = 1_000;
@@ -104,4 +104,19 @@ test('work that waits for no request in flight runs once the last one is answere
   b();
   await waiting;
   assert.deepEqual(ran, ['none in flight', 'after both']);
+});
+
+test('counts requests in flight where other threads can read it; a background pause waits for them, at most its bound', () => {
+  const fg = new Foreground();
+  const a = fg.begin();
+  const b = fg.begin();
+  assert.equal(Atomics.load(fg.inFlight, 0), 2);
+  a();
+  a();
+  assert.equal(Atomics.load(fg.inFlight, 0), 1, 'an end called twice counts once');
+  const waited = pauseWhileRequests(fg.inFlight, 150);
+  assert.ok(waited >= 140, `waited ${waited} ms while a request was in flight`);
+  b();
+  assert.equal(Atomics.load(fg.inFlight, 0), 0);
+  assert.ok(pauseWhileRequests(fg.inFlight, 5_000) < 50, 'nothing in flight: no wait');
 });

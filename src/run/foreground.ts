@@ -12,6 +12,11 @@ export const ALL_THREADS_AFTER_MS = 5_000;
 
 export class Foreground {
   private active = 0;
+  /**
+   * Requests in flight, readable from any thread: a background parse on a worker thread pauses between its
+   * chunks while this is above 0 (see `pauseWhileRequests`), so a request started mid-parse gets the cores.
+   */
+  readonly inFlight = new Int32Array(new SharedArrayBuffer(4));
   private lastEnd = -Infinity;
   /** When the background began deferring (null: it is not deferring). */
   private deferringSince: number | null = null;
@@ -39,11 +44,14 @@ export class Foreground {
   /** Marks a request begun; call the returned function once it is answered. */
   begin(): () => void {
     this.active++;
+    Atomics.store(this.inFlight, 0, this.active);
     let ended = false;
     return () => {
       if (ended) return;
       ended = true;
       this.active--;
+      Atomics.store(this.inFlight, 0, this.active);
+      if (this.active === 0) Atomics.notify(this.inFlight, 0);
       this.lastEnd = this.now();
       if (this.active === 0 && this.idleWaiters.length > 0) {
         const waiters = this.idleWaiters;
@@ -116,6 +124,20 @@ export class Foreground {
     this.deferringSince = t; // run one step, then defer again
     return true;
   }
+}
+
+/**
+ * On a background thread: waits while `inFlight` (a Foreground's) counts requests being answered, at most
+ * `maxMs` in a row, so a steady stream of requests cannot starve the background. Returns the ms waited.
+ */
+export function pauseWhileRequests(inFlight: Int32Array, maxMs = MAX_DEFER_MS): number {
+  const started = performance.now();
+  for (let n = Atomics.load(inFlight, 0); n > 0; n = Atomics.load(inFlight, 0)) {
+    const left = started + maxMs - performance.now();
+    if (left <= 0) break;
+    Atomics.wait(inFlight, 0, n, Math.min(left, 100));
+  }
+  return performance.now() - started;
 }
 
 /** The process's requests, as the server marks them and the warm-ups read them. */

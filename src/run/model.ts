@@ -230,6 +230,13 @@ export interface TraceSource {
    * DumpStillWriting while it is being written.
    */
   readableDump(rolloutId: number, evaluation: boolean): Promise<SlimeDump | null>;
+  /** Bytes of the files one step's dump is read from (Infinity when the source cannot tell); nothing is decoded. */
+  dumpBytes(rolloutId: number, evaluation: boolean): Promise<number>;
+  /**
+   * Settles when reading ahead of the requests may go on: once no request is being answered and none has been
+   * for a moment (or after a few seconds of waiting at the latest, so steady requests cannot starve it).
+   */
+  backgroundTurn(): Promise<void>;
 }
 
 /** Whether a step is read because someone asked for it, or for a whole-run answer (it may wait). */

@@ -165,6 +165,16 @@ export class CollectedSamples implements SampleDumpSource {
     if (d) yield d.samples;
   }
 
+  /** Bytes of the step's file (none while only its `.pending` marker is there). */
+  async bytes(rolloutId: number, evaluation = false): Promise<number> {
+    const f = this.find(rolloutId, evaluation);
+    if (f === undefined) return 0;
+    return stat(f.path).then(
+      (st) => st.size,
+      () => 0,
+    );
+  }
+
   async stamp(rolloutId: number, evaluation: boolean): Promise<string> {
     const f = this.find(rolloutId, evaluation);
     if (f === undefined) return '-';

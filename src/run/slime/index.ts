@@ -8,6 +8,7 @@ import { RefusedOption, NotFound } from '../errors.ts';
 import { digestTrainRow } from '../miles/trainDigest.ts';
 import type { TrainRow } from '../miles/trainDump.ts';
 import type { ConversationRecord, TrainDigest, OpenRunOptions, TraceSource, RolloutIds, RunAdapter, RunModel, SampleRecord, SampleTextRecord, SampleTokenRecord, StepRecords } from '../model.ts';
+import { foreground, QUIET_MS } from '../foreground.ts';
 import { BackgroundWarmUp, WARM_UP_DELAY_MS } from '../telemetry/backgroundWarmUp.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import { telemetryWarningText } from '../telemetry/records.ts';
@@ -293,7 +294,16 @@ export class SlimeRunModel implements RunModel, TraceSource {
 
   /** Bytes of the step's dump files (a source that cannot tell counts as too many to read at once). */
   stepBytes(rolloutId: number): Promise<number> {
-    return this.run.bytes?.(rolloutId) ?? Promise.resolve(Infinity);
+    return this.run.bytes?.(rolloutId, false) ?? Promise.resolve(Infinity);
+  }
+
+  dumpBytes(rolloutId: number, evaluation: boolean): Promise<number> {
+    return this.run.bytes?.(rolloutId, evaluation) ?? Promise.resolve(Infinity);
+  }
+
+  /** The requests being answered go first: the background reads only once none has been for QUIET_MS. */
+  backgroundTurn(): Promise<void> {
+    return foreground.idle(QUIET_MS);
   }
 
   /** The step's dump file identity, size and mtime (see SlimeRun.stamp). */

@@ -98,8 +98,8 @@ export interface SampleDumpSource {
   sampleBatches(rolloutId: number, evaluation: boolean): AsyncGenerator<SlimeSample[]>;
   /** Changes whenever the files the step is read from change. */
   stamp(rolloutId: number, evaluation: boolean): Promise<string>;
-  /** Bytes of the files a train step's read decodes, when the source can tell. */
-  bytes?(rolloutId: number): Promise<number>;
+  /** Bytes of the files a step's read decodes (a train step's unless `evaluation`), when the source can tell. */
+  bytes?(rolloutId: number, evaluation?: boolean): Promise<number>;
 }
 
 export class SlimeRun implements SampleDumpSource {
@@ -223,9 +223,9 @@ export class SlimeRun implements SampleDumpSource {
     return this.files.filter((f) => f.evaluation === evaluation && (f.rolloutId === rolloutId || f.rolloutId === null));
   }
 
-  /** Bytes of the dump files a train step's read decodes. */
-  async bytes(rolloutId: number): Promise<number> {
-    const sizes = await Promise.all(this.stepFiles(rolloutId, false).map((f) => stat(f.path).then((st) => st.size, () => 0)));
+  /** Bytes of the dump files a step's read decodes (a train step's unless `evaluation`). */
+  async bytes(rolloutId: number, evaluation = false): Promise<number> {
+    const sizes = await Promise.all(this.stepFiles(rolloutId, evaluation).map((f) => stat(f.path).then((st) => st.size, () => 0)));
     return sizes.reduce((a, b) => a + b, 0);
   }
 

@@ -8,6 +8,7 @@ import { GpuUtilBlock, GpuUtilParser } from '../../formats/columns/gpuUtilBlock.
 import { EngineSeriesTable, LaneTable, StringTable } from '../../formats/columns/interning.ts';
 import { PhaseBlock, PhaseParser } from '../../formats/columns/phaseBlock.ts';
 import { PartitionCache } from './partitionCache.ts';
+import { pauseWhileRequests } from '../foreground.ts';
 import type { PartitionedStream } from './records.ts';
 import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from '../../formats/columns/recordBlock.ts';
 import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
@@ -40,6 +41,8 @@ export class ParseContext {
   readonly gpu = new GpuUtilParser(this.lanes);
   readonly engine = new EngineSeriesParser(this.engineSeries);
   readonly phases = new PhaseParser(this.strings);
+  /** The server's count of requests in flight (a Foreground's `inFlight`): a warm-up parse pauses between chunks while it is above 0. */
+  requestsInFlight: Int32Array | null = null;
 }
 
 /** Rows reserved past the first chunk's rows-per-byte estimate (lines vary a little in length). */
@@ -80,6 +83,8 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
       job.path,
       job.offset,
       (chunk) => {
+        // a warm-up parse gives the cores to requests being answered (they may need this file's hour, or a thread)
+        if (job.persist !== undefined && ctx.requestsInFlight !== null) pauseWhileRequests(ctx.requestsInFlight);
         lines += each(chunk.buf, chunk.end);
         if (first && chunk.end > 0) {
           first = false;

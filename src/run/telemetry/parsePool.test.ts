@@ -59,3 +59,34 @@ test('a parse thread holds none of the bytes it read once its job is answered', 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a thread's warm-up parse waits while requests are in flight and goes on once they are answered; a request's own read does not wait", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rlsight-parse-pause-'));
+  const cacheDir = mkdtempSync(join(tmpdir(), 'rlsight-parse-pause-cache-'));
+  const inFlight = new Int32Array(new SharedArrayBuffer(4));
+  const pool = new ParsePool(1, inFlight);
+  try {
+    const lines: string[] = [];
+    for (let i = 0; i < 2_000; i++) lines.push(`{"ts":${1796587200 + (i >> 6)}.25,"node":"10.0.0.1","gpu":${i & 7},"util":1,"mem_mb":1900,"power_w":96}`);
+    const path = join(dir, '20261206_20.jsonl');
+    writeFileSync(path, lines.join('\n') + '\n');
+    assert.equal(pool.waitReady(), 1);
+    Atomics.store(inFlight, 0, 1);
+    // a request's read is answered while the count says a request is in flight
+    const own = pool.idle();
+    pool.submit(own, { stream: 'gpu_util', path, offset: 0, view: null, rowsHint: 2_000 });
+    assert.notEqual(pool.wait(own, 10_000), 'failed');
+    const slot = pool.idle();
+    pool.submit(slot, { stream: 'gpu_util', path, offset: 0, view: null, rowsHint: 2_000, persist: { cacheDir, dashboardDir: dir, key: '20261206_20', ino: 1 } });
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(pool.poll(slot), null, 'the warm-up parse is still waiting');
+    Atomics.store(inFlight, 0, 0);
+    Atomics.notify(inFlight, 0);
+    const r = pool.wait(slot, 10_000);
+    assert.ok(r !== 'failed' && r.persisted === true);
+  } finally {
+    pool.close();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
+});

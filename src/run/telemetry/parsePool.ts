@@ -26,6 +26,7 @@ const port = workerData.port;
     if (workerData.tsx) (await import(workerData.tsx)).register();
     const mod = await import(workerData.job);
     const ctx = new mod.ParseContext();
+    if (workerData.inFlight) ctx.requestsInFlight = new Int32Array(workerData.inFlight);
     // a warm-up parse leaves a whole hour's columns behind: collected right away, an idle thread holds none of it
     require('node:v8').setFlagsFromString('--expose-gc');
     const gc = require('node:vm').runInNewContext('gc');
@@ -69,7 +70,8 @@ export type SlotHandle = number;
 export class ParsePool {
   private readonly slots: Slot[] = [];
 
-  constructor(size: number) {
+  /** `inFlight`: the server's requests in flight (a Foreground's), which the threads' warm-up parses pause for. */
+  constructor(size: number, inFlight: Int32Array | null = null) {
     if (size <= 0) return;
     let tsx: string | null = null;
     try {
@@ -82,7 +84,7 @@ export class ParsePool {
       const flag = new Int32Array(new SharedArrayBuffer(8));
       const { port1, port2 } = new MessageChannel();
       try {
-        const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { flag: flag.buffer, port: port2, tsx, job }, transferList: [port2] });
+        const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { flag: flag.buffer, port: port2, tsx, job, inFlight: inFlight?.buffer ?? null }, transferList: [port2] });
         worker.unref();
         // a thread that failed or went away takes no job, and the one it held is failed, not awaited forever
         const gone = (): void => void Atomics.store(flag, 0, -1);

@@ -346,7 +346,7 @@ export class TelemetryStore {
   }
 
   private ensurePool(): ParsePool | null {
-    if (this.pool === null && this.poolWanted) this.pool = new ParsePool(this.parseWorkers);
+    if (this.pool === null && this.poolWanted) this.pool = new ParsePool(this.parseWorkers, foreground.inFlight);
     return this.pool;
   }
 
