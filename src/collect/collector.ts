@@ -32,8 +32,8 @@ import { CollectorSidecars } from '../formats/columns/sidecarWriter.ts';
 import { isExactStep, roundedStepNote } from '../formats/roundedStep.ts';
 import { ingestBatch, type IngestProblem, type IngestRecord } from './ingest.ts';
 import { StreamBuffer } from './streamBuffer.ts';
-import { BATCH_WINDOW, WriteAheadLog, type WalBatch, type WalIo } from './writeAheadLog.ts';
-import { SAMPLES_STREAM, SampleSteps } from './sampleSteps.ts';
+import { BATCH_WINDOW, MAX_PRODUCERS, PRODUCER_IDLE_S, WriteAheadLog, type WalBatch, type WalIo } from './writeAheadLog.ts';
+import { SAMPLES_OVER_ENTRY, SAMPLES_STREAM, SampleSteps } from './sampleSteps.ts';
 import { DEFAULT_BUFFER_CAP } from './usage.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -125,7 +125,9 @@ export type IngestOutcome =
     }
   | { ok: false; problem: IngestProblem }
   /** A batch number this collector cannot tell from one it logged (older than the numbers it remembers): a 409. */
-  | { ok: false; conflict: string };
+  | { ok: false; conflict: string }
+  /** Nothing taken: the write-ahead log keeps failing and as many batches as are held for it wait already (a 503). */
+  | { ok: false; unavailable: string };
 
 /** Who sent a batch and its number among that producer's batches (unique to the batch; a retry reuses it). */
 export interface BatchId {
@@ -134,6 +136,15 @@ export interface BatchId {
 }
 
 const DURABLE: Promise<void> = Promise.resolve();
+
+/**
+ * Batches whose log write failed (answered 503) are held, with their bodies, to be logged when sent again or by the
+ * next log rotation, up to this many and this many bytes of bodies. While the store is full (the log and its
+ * rotations keep failing), a new batch is refused with a 503 before anything of it is taken, so its retry is taken
+ * once the log works again. A held batch is never let go before a rotation logs it: a retry of it would be taken twice.
+ */
+export const UNLOGGED_MAX_BATCHES = 4096;
+export const UNLOGGED_MAX_BYTES = 64 << 20;
 /** Problems named in an answer; the rest are counted. */
 const PROBLEMS_SHOWN = 5;
 
@@ -170,6 +181,8 @@ export class Collector {
    * again without taking its records twice. The next log rotation holds their records, so they are logged then.
    */
   private readonly unlogged = new Map<string, { id: BatchId; stream: IngestStream; body: string | Uint8Array; accepted: number; rejected: number; problems: IngestProblem[] }>();
+  /** Bytes of the bodies in `unlogged`. */
+  private unloggedBytes = 0;
   private readonly catalog = new LaneCatalogFold();
   private flushErrors = 0;
   private tornTailsCut = 0;
@@ -219,7 +232,7 @@ export class Collector {
     this.writer.replace(META_FILE, encodeMeta(this.meta));
     this.loadCatalog();
     if (opts.writeAheadLog) {
-      this.wal = new WriteAheadLog(join(this.dir, WAL_DIR), opts.walIo, () => this.scheduleRenewal());
+      this.wal = new WriteAheadLog(join(this.dir, WAL_DIR), opts.walIo, () => this.scheduleRenewal(), this.now);
       this.replay(this.wal);
     }
   }
@@ -232,6 +245,7 @@ export class Collector {
     let records = 0;
     for (const b of r.batches) {
       if (b.stream === SAMPLES_STREAM) records += this.samples.take(b.body).accepted;
+      else if (b.stream === SAMPLES_OVER_ENTRY) this.samples.restoreOver(b.body);
       else if (isStreamName(b.stream)) records += this.apply(b.stream, ingestBatch(b.stream, b.body).records);
     }
     if (records > 0) this.log('info', `replayed ${records} records of ${r.batches.length} batches from the write-ahead log`);
@@ -261,6 +275,9 @@ export class Collector {
   private rotateLog(): unknown {
     const wal = this.wal!;
     const held: WalBatch[] = STREAMS.filter((s) => this.buffers[s].length > 0).map((s) => ({ stream: s, producer: '-', seq: 0, body: this.buffers[s].lines.join('\n') }));
+    // the sample calls that are over, before the lines of those still arriving: a late line of one replayed after a
+    // restart is left out as it was before
+    held.push({ stream: SAMPLES_OVER_ENTRY, producer: '-', seq: 0, body: this.samples.overText() });
     for (const body of this.samples.held()) held.push({ stream: SAMPLES_STREAM, producer: '-', seq: 0, body });
     try {
       wal.rotate(
@@ -271,6 +288,7 @@ export class Collector {
       return err;
     }
     this.unlogged.clear();
+    this.unloggedBytes = 0;
     this.unsettledSizes = null;
     return null;
   }
@@ -338,6 +356,7 @@ export class Collector {
       if (failed !== undefined) {
         // its records were taken when it first came and only its log entry failed: logged again, not taken again
         this.unlogged.delete(key);
+        this.unloggedBytes -= bodyBytes(failed.body);
         const { accepted, rejected, problems } = failed;
         return { ok: true, accepted, rejected, problems, duplicate: false, durable: this.logBatch(failed) };
       }
@@ -350,6 +369,18 @@ export class Collector {
           conflict: `batch ${key} is older than the last ${BATCH_WINDOW} batch numbers of producer ${id.producer} this collector remembers, and not among them: it cannot tell new records from a retry of logged ones, so nothing was taken (number each batch anew, counting up, and send a retry within ${BATCH_WINDOW} batches)`,
         };
       }
+      if (state === 'idle') {
+        return {
+          ok: false,
+          conflict: `batch ${key} is at or below ${this.wal.forgottenMark(id.producer)}, the highest batch number of producer ${id.producer} this collector logged before it forgot that producer's numbers (it had sent no batch for ${PRODUCER_IDLE_S} s, or ${MAX_PRODUCERS} producers had sent one since): it cannot tell new records from a retry of logged ones, so nothing was taken (send new records under a number above it; a retry is answered as a duplicate within ${PRODUCER_IDLE_S} s of the producer's last batch)`,
+        };
+      }
+    }
+    if (this.wal !== null && (this.unlogged.size >= UNLOGGED_MAX_BATCHES || this.unloggedBytes >= UNLOGGED_MAX_BYTES)) {
+      return {
+        ok: false,
+        unavailable: `the write-ahead log in ${join(this.dir, WAL_DIR)} keeps failing and ${this.unlogged.size} batches (${this.unloggedBytes} bytes) whose log write failed are held already; nothing of this batch was taken: send it again`,
+      };
     }
     let accepted: number;
     let problems: IngestProblem[];
@@ -376,8 +407,13 @@ export class Collector {
   private logBatch(b: { id: BatchId; stream: IngestStream; body: string | Uint8Array; accepted: number; rejected: number; problems: IngestProblem[] }): Promise<void> {
     const durable = this.wal!.append({ stream: b.stream, producer: b.id.producer, seq: b.id.seq, body: b.body });
     durable.catch(() => {
-      this.unlogged.set(`${b.id.producer}/${b.id.seq}`, b);
-      if (this.unlogged.size > BATCH_WINDOW) this.unlogged.delete(this.unlogged.keys().next().value!);
+      // held until a retry logs it or a rotation holds its records; never let go before (a retry would be taken
+      // twice): new batches are refused instead while the store is full
+      const key = `${b.id.producer}/${b.id.seq}`;
+      const before = this.unlogged.get(key);
+      if (before !== undefined) this.unloggedBytes -= bodyBytes(before.body);
+      this.unlogged.set(key, b);
+      this.unloggedBytes += bodyBytes(b.body);
     });
     return durable;
   }
@@ -610,6 +646,8 @@ export class Collector {
     return { streams, samples, flushErrors: this.flushErrors, lastFlushOk: this.lastFlushOk, tornTailsCut: this.tornTailsCut };
   }
 }
+
+const bodyBytes = (body: string | Uint8Array): number => (typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length);
 
 function sameEngines(a: readonly EngineInfo[], b: readonly EngineInfo[]): boolean {
   if (a.length !== b.length) return false;

@@ -89,6 +89,10 @@ export function createCollectorApp(collector: Collector, opts: CollectorAppOptio
     }
     const r = collector.ingest(stream, body, id, bytes);
     if (!r.ok && 'conflict' in r) return c.json({ error: r.conflict }, 409);
+    if (!r.ok && 'unavailable' in r) {
+      c.header('Retry-After', '1');
+      return c.json({ error: r.unavailable }, 503);
+    }
     if (!r.ok) {
       const { line, field, message } = r.problem;
       return c.json({ error: `${stream} line ${line}${field ? `, field ${field}` : ''}: ${message}`, line, field }, 400);

@@ -107,6 +107,29 @@ describe('rollout samples of one step sent by several calls', () => {
     assert.deepEqual(files.get(FILE), stepOf('z', 2));
   });
 
+  it('the calls that are over, taken back by a new instance (a restart), leave a late line out with the same answer', () => {
+    const { steps, files } = setup();
+    // one call name holds a newline and a quote (a call is any non-empty string)
+    const odd = 'b "1"\nx';
+    steps.take([0, 1, 2].map((i) => line('a-1', i)).join('\n'));
+    steps.take([0, 1].map((i) => line(odd, i, 2, 6)).join('\n'));
+    const before = steps.take(`${line('a-1', 1)}\n${line(odd, 0, 2, 6)}`);
+    assert.equal(before.accepted, 0);
+    const restarted = setup();
+    restarted.steps.restoreOver(steps.overText());
+    assert.equal(restarted.steps.overText(), steps.overText());
+    const after = restarted.steps.take(`${line('a-1', 1)}\n${line(odd, 0, 2, 6)}`);
+    assert.deepEqual(after, before);
+    assert.equal(restarted.steps.arrivingSteps(), 0);
+    assert.deepEqual(restarted.steps.held(), []);
+    assert.deepEqual([...restarted.files.keys()], []);
+    assert.ok(files.has(FILE));
+    // a damaged line of the entry is skipped, the others count
+    const third = setup();
+    third.steps.restoreOver(`not json\n42\n${steps.overText()}`);
+    assert.equal(third.steps.take(line('a-1', 0)).accepted, 0);
+  });
+
   it('one call re-sending a line (a retry) counts it once', () => {
     const { steps, files } = setup();
     steps.take([line('a-1', 0), line('a-1', 0), line('a-1', 1)].join('\n'));

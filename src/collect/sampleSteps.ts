@@ -11,6 +11,16 @@ import type { IngestProblem } from './ingest.ts';
 /** The stream name producers send samples under (not a dashboard stream: samples go to `samples/`). */
 export const SAMPLES_STREAM = 'samples';
 
+/**
+ * The write-ahead log entry (the collector's own, written by each log rotation) naming the calls that are over, one
+ * JSON string a line (`SampleSteps.overText`): a restart reads it back, so a late line of such a call replayed from
+ * the log is left out as it was before the restart. Not a stream producers can send to.
+ */
+export const SAMPLES_OVER_ENTRY = 'samples.over';
+
+/** How many calls that are over are remembered (the oldest are forgotten first). */
+const OVER_KEPT = 4096;
+
 export interface SampleLine {
   rolloutId: number;
   evaluation: boolean;
@@ -82,10 +92,13 @@ export class SampleSteps {
   private readonly arriving = new Map<string, Arriving>();
   private began = 0;
   /**
-   * Calls that are over: written, or left out because a later one recorded their step first. A late or re-sent
-   * line of one is dropped (it would mark its step as arriving for ever). Bounded: the oldest are forgotten.
+   * Calls that are over (`step:call`): written, or left out because a later one recorded their step first. A late or
+   * re-sent line of one is dropped (it would mark its step as arriving for ever). Bounded: the oldest are forgotten.
+   * Kept across a restart by the write-ahead log (`overText`, `restoreOver`).
    */
   private readonly over = new Set<string>();
+  /** `overText()` as of the current `over` (null once it changed). */
+  private overCache: string | null = null;
   /** The call each step was last written from (a later call writing it again says so). */
   private readonly writtenBy = new Map<string, string>();
   stepsWritten = 0;
@@ -305,7 +318,33 @@ export class SampleSteps {
 
   private close(key: string): void {
     this.over.add(key);
-    if (this.over.size > 4096) this.over.delete(this.over.values().next().value as string);
+    if (this.over.size > OVER_KEPT) this.over.delete(this.over.values().next().value as string);
+    this.overCache = null;
+  }
+
+  /** The calls that are over, oldest first, one JSON string a line (what a log rotation keeps). */
+  overText(): string {
+    if (this.overCache === null) {
+      let text = '';
+      for (const key of this.over) text += `${JSON.stringify(key)}\n`;
+      this.overCache = text;
+    }
+    return this.overCache;
+  }
+
+  /** Takes back the calls `overText` named (at a restart, before the log's later lines): their late lines are left out. */
+  restoreOver(text: string): void {
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      let key: unknown;
+      try {
+        key = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (typeof key !== 'string' || this.arriving.has(key)) continue;
+      this.close(key);
+    }
   }
 
   /** The lines of steps not written yet (what the write-ahead log must keep), one batch per step. */

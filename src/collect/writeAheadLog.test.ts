@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, closeSync, cpSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it, test } from 'node:test';
 import { ParquetFile } from '../formats/parquet.ts';
-import { Collector } from './collector.ts';
+import { Collector, UNLOGGED_MAX_BATCHES, UNLOGGED_MAX_BYTES } from './collector.ts';
+import { createCollectorApp } from './http.ts';
 import { nodeCollectorFs, type CollectorFs } from '../formats/dashboard/writer.ts';
-import { BATCH_WINDOW, BatchWindow, nodeWalIo, type WalIo } from './writeAheadLog.ts';
+import { BATCH_WINDOW, BatchWindow, FORGOTTEN_FILE, MAX_PRODUCERS, nodeWalIo, PRODUCER_IDLE_S, type WalIo } from './writeAheadLog.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'rlsight-wal-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -120,6 +121,54 @@ describe('write-ahead log of samples', () => {
       await file.close();
     }
     assert.equal(second.close(), true);
+  });
+
+  it('a late line of a call that is over, replayed after a kill, is left out as before: no step left arriving for ever', async () => {
+    const dir = join(freshDir(), 'dashboard');
+    const samplesDir = join(dir, '..', 'samples');
+    const line = (rolloutId: number, call: string, position: number, count = 3) =>
+      JSON.stringify({ rollout_id: rolloutId, evaluation: false, call, count, position, sample: { index: position, response: `${call} ${position}` } });
+    const first = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    // step 4 is written by call a-1; step 6 by call c-2, which replaces call c-1 (it stopped mid-step)
+    const batches = [
+      [line(4, 'a-1', 0), line(4, 'a-1', 1), line(4, 'a-1', 2)],
+      [line(6, 'c-1', 0)],
+      [line(6, 'c-2', 0), line(6, 'c-2', 1), line(6, 'c-2', 2)],
+    ];
+    for (const [i, b] of batches.entries()) {
+      const r = first.ingest('samples', b.join('\n'), { producer: 'p', seq: i + 1 });
+      assert.ok(r.ok);
+      await r.durable;
+    }
+    // a flush: the log's new segment holds none of these lines
+    assert.equal(first.flush(), true);
+    // late lines of the two calls that are over, in a batch with a line of step 5, which is still arriving
+    const late = first.ingest('samples', [line(4, 'a-1', 1), line(6, 'c-1', 1), line(5, 'b-1', 0, 2)].join('\n'), { producer: 'p', seq: 4 });
+    assert.ok(late.ok && late.accepted === 1 && late.rejected === 2);
+    assert.match(late.problems[0].message, /^call a-1 of rollout_000004\.parquet is over/);
+    assert.match(late.problems[1].message, /^call c-1 of rollout_000006\.parquet is over/);
+    await late.durable;
+    assert.equal(first.health().samples.stepsArriving, 1);
+    // killed now: the next collector replays the batch with the late lines
+    const logs: string[] = [];
+    const second = new Collector({ dashboardDir: dir, log: (l, m) => logs.push(`${l}: ${m}`), writeAheadLog: true });
+    assert.equal(second.health().samples.stepsArriving, 1, 'only step 5 is arriving');
+    assert.equal(second.samples.held().length, 1);
+    assert.equal(second.health().samples.rejected, 2, 'the late lines are left out again');
+    assert.deepEqual(readdirSync(samplesDir).sort(), ['rollout_000004.parquet', 'rollout_000005.parquet.pending', 'rollout_000006.parquet']);
+    const done = second.ingest('samples', line(5, 'b-1', 1, 2), { producer: 'p', seq: 5 });
+    assert.ok(done.ok && done.accepted === 1);
+    await done.durable;
+    assert.equal(second.health().samples.stepsArriving, 0);
+    assert.equal(second.close(), true);
+    assert.deepEqual(logs.filter((m) => /stopping with/.test(m)), []);
+    assert.deepEqual(readdirSync(samplesDir).sort(), ['rollout_000004.parquet', 'rollout_000005.parquet', 'rollout_000006.parquet']);
+    // and after a clean stop and start too (the calls that are over are in the segment the last flush wrote)
+    const third = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const again = third.ingest('samples', [line(4, 'a-1', 0), line(5, 'b-1', 0, 2), line(7, 'd-1', 0, 1)].join('\n'), { producer: 'p', seq: 6 });
+    assert.ok(again.ok && again.accepted === 1 && again.rejected === 2);
+    assert.equal(third.health().samples.stepsArriving, 0);
+    assert.equal(third.close(), true);
   });
 });
 
@@ -382,4 +431,198 @@ async function failedThenAcknowledged(dir: string, walIo: WalIo, failure: RegExp
 test('a batch-number line holding more numbers than a window ever does is skipped, not loaded', () => {
   assert.equal(BatchWindow.parse(['0', '1-10000000']), null);
   assert.equal(BatchWindow.parse(['0', `1-${BATCH_WINDOW}`])!.seqs.size, BATCH_WINDOW);
+});
+
+describe('producers forgotten', () => {
+  const segment = (dir: string): string => {
+    const names = readdirSync(join(dir, 'wal')).filter((f) => f.endsWith('.log'));
+    assert.equal(names.length, 1);
+    return readFileSync(join(dir, 'wal', names[0]), 'utf8');
+  };
+  const pLines = (dir: string): string[] => segment(dir).split('\n').filter((l) => l.startsWith('P '));
+  const send = async (c: Collector, seq: number, producer = 'old') => {
+    const at = seq * 10 + (producer === 'old' ? 0 : 5);
+    const r = c.ingest('metrics', body(metric, at, at + 1), { producer, seq });
+    if (r.ok) await r.durable;
+    return r;
+  };
+
+  it('a producer idle for PRODUCER_IDLE_S is forgotten down to its highest number: at or below it a 409 naming it, above it taken, also after restarts', async () => {
+    const dir = freshDir();
+    let clock = 1_800_000_000;
+    const now = () => clock;
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, now });
+    for (let seq = 1; seq <= 5; seq++) assert.ok((await send(c, seq)).ok);
+    assert.ok((await send(c, 1, 'live')).ok);
+    clock += PRODUCER_IDLE_S - 10;
+    assert.ok((await send(c, 2, 'live')).ok);
+    // a retry counts as seeing the producer too
+    const dup = await send(c, 2, 'live');
+    assert.ok(dup.ok && dup.duplicate);
+    clock += 20;
+    assert.equal(c.flush(), true);
+    assert.deepEqual(pLines(dir), ['P live -1 1-2']);
+    assert.equal(readFileSync(join(dir, 'wal', FORGOTTEN_FILE), 'utf8'), 'old 5\n');
+    const refused = await send(c, 3);
+    assert.ok(!refused.ok && 'conflict' in refused);
+    assert.match(refused.conflict, /^batch old\/3 is at or below 5, the highest batch number of producer old this collector logged before it forgot that producer's numbers/);
+    // a fresh number is taken, and the producer is remembered again above its mark
+    const fresh = await send(c, 6);
+    assert.ok(fresh.ok && !fresh.duplicate && fresh.accepted === 1);
+    const below = await send(c, 4);
+    assert.ok(!below.ok && 'conflict' in below);
+    assert.ok(((await send(c, 6)) as { duplicate: boolean }).duplicate);
+    // killed before a flush: the log has old/6 as a batch, the file the mark
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, now });
+    assert.ok(((await send(second, 6)) as { duplicate: boolean }).duplicate);
+    const stillBelow = await send(second, 4);
+    assert.ok(!stillBelow.ok && 'conflict' in stillBelow);
+    assert.equal(second.close(), true);
+    // restarted after a clean stop, with old forgotten again
+    clock += PRODUCER_IDLE_S + 1;
+    const third = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, now });
+    clock += PRODUCER_IDLE_S + 1;
+    assert.equal(third.flush(), true);
+    assert.deepEqual(pLines(dir), []);
+    const fourth = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, now });
+    for (const seq of [1, 5, 6]) {
+      const r = await send(fourth, seq);
+      assert.ok(!r.ok && 'conflict' in r && r.conflict.startsWith(`batch old/${seq} is at or below 6,`), `seq ${seq}`);
+    }
+    assert.ok((await send(fourth, 7)).ok);
+    assert.equal(fourth.close(), true);
+    // each batch taken once
+    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), [...[1, 2, 3, 4, 5, 6, 7].map((s) => metric(s * 10)), metric(15), metric(25)].sort());
+  });
+
+  it('beyond MAX_PRODUCERS the least recently seen are forgotten first, and a flush formats only the windows that changed since the last', async () => {
+    const dir = freshDir();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true });
+    const sent = [];
+    for (let p = 0; p <= MAX_PRODUCERS; p++) sent.push(c.ingest('metrics', body(metric, p, p + 1), { producer: `p${p}`, seq: 1 }));
+    await Promise.all(sent.map((r) => (r.ok ? r.durable : null)));
+    // p0 is seen again (a retry): p1 is now the least recently seen
+    const retry = c.ingest('metrics', body(metric, 0, 1), { producer: 'p0', seq: 1 });
+    assert.ok(retry.ok && retry.duplicate);
+    const format = BatchWindow.prototype.format;
+    let formatted = 0;
+    BatchWindow.prototype.format = function (this: BatchWindow) {
+      formatted++;
+      return format.call(this);
+    };
+    try {
+      assert.equal(c.flush(), true);
+      assert.equal(pLines(dir).length, MAX_PRODUCERS);
+      assert.ok(!pLines(dir).includes('P p1 -1 1'));
+      assert.equal(readFileSync(join(dir, 'wal', FORGOTTEN_FILE), 'utf8'), 'p1 1\n');
+      // one producer sends a batch: the next flush formats its window alone
+      const one = c.ingest('metrics', body(metric, 5000, 5001), { producer: 'p7', seq: 2 });
+      assert.ok(one.ok);
+      await one.durable;
+      formatted = 0;
+      assert.equal(c.flush(), true);
+      assert.equal(formatted, 1);
+      assert.ok(pLines(dir).includes('P p7 -1 1-2'));
+      formatted = 0;
+      assert.equal(c.flush(), true);
+      assert.equal(formatted, 0);
+      assert.equal(pLines(dir).length, MAX_PRODUCERS);
+    } finally {
+      BatchWindow.prototype.format = format;
+    }
+    const forgotten = c.ingest('metrics', body(metric, 1, 2), { producer: 'p1', seq: 1 });
+    assert.ok(!forgotten.ok && 'conflict' in forgotten && /^batch p1\/1 is at or below 1,/.test(forgotten.conflict));
+    const kept = c.ingest('metrics', body(metric, 2, 3), { producer: 'p2', seq: 1 });
+    assert.ok(kept.ok && kept.duplicate);
+    assert.equal(c.close(), true);
+    assert.equal(lines(dir, 'metrics.jsonl').length, MAX_PRODUCERS + 2);
+  });
+
+  it('a forgotten-producers file whose last line a kill left half-written: the whole lines count, and later marks are read back', async () => {
+    const dir = freshDir();
+    let clock = 1_800_000_000;
+    const now = () => clock;
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, now });
+    for (let seq = 1; seq <= 3; seq++) assert.ok((await send(c, seq, 'a')).ok);
+    clock += PRODUCER_IDLE_S + 1;
+    assert.equal(c.flush(), true);
+    // a kill while marks were appended (the rotation after it had not written its segment)
+    appendFileSync(join(dir, 'wal', FORGOTTEN_FILE), 'b 12');
+    const second = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, now });
+    assert.equal(readFileSync(join(dir, 'wal', FORGOTTEN_FILE), 'utf8'), 'a 3\n');
+    assert.ok((await send(second, 1, 'b')).ok, 'the half-written line is not a mark');
+    for (let seq = 1; seq <= 4; seq++) await send(second, seq, 'c');
+    clock += PRODUCER_IDLE_S + 1;
+    assert.equal(second.flush(), true);
+    const third = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, now });
+    for (const [producer, seq] of [['a', 3], ['b', 1], ['c', 4]] as const) {
+      const r = await send(third, seq, producer);
+      assert.ok(!r.ok && 'conflict' in r, `${producer}/${seq}`);
+    }
+    assert.ok((await send(third, 5, 'c')).ok);
+    assert.equal(third.close(), true);
+  });
+});
+
+describe('batches whose log write failed', () => {
+  /** The log's next segment cannot be written (a directory stands at its temporary name) until `unblock`. */
+  function blockNextSegment(dir: string): () => void {
+    const block = join(dir, 'wal', '000000000002.log.tmp');
+    mkdirSync(block);
+    return () => rmSync(block, { recursive: true });
+  }
+
+  it(`at most ${UNLOGGED_MAX_BATCHES} are held while the log keeps failing: then a batch is refused (503) with nothing taken, and each is taken once when the log works`, async () => {
+    const dir = freshDir();
+    const io = failingFsync();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo: io.walIo });
+    const unblock = blockNextSegment(dir);
+    const sent = [];
+    for (let seq = 1; seq <= UNLOGGED_MAX_BATCHES; seq++) sent.push(c.ingest('metrics', body(metric, seq, seq + 1), { producer: 'p', seq }));
+    assert.ok(sent.every((r) => r.ok && r.accepted === 1));
+    assert.ok((await Promise.allSettled(sent.map((r) => (r.ok ? r.durable : null)))).every((x) => x.status === 'rejected'));
+    const app = createCollectorApp(c, { token: 't' });
+    const post = (seq: number) =>
+      app.request('/v1/streams/metrics', { method: 'POST', headers: { Authorization: 'Bearer t', 'X-Rlsight-Batch': `p/${seq}` }, body: body(metric, seq, seq + 1) });
+    const refused = await post(UNLOGGED_MAX_BATCHES + 1);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.match(((await refused.json()) as { error: string }).error, /keeps failing and 4096 batches \(\d+ bytes\) whose log write failed are held already; nothing of this batch was taken: send it again$/);
+    // the first batch sent again is logged again (and fails again), not taken again
+    assert.equal((await post(1)).status, 503);
+    io.failing = false;
+    unblock();
+    assert.equal(c.flush(), true);
+    assert.equal((await post(1)).status, 200);
+    const taken = await post(UNLOGGED_MAX_BATCHES + 1);
+    assert.deepEqual([taken.status, await taken.json()], [200, { accepted: 1, rejected: 0 }]);
+    assert.equal(c.close(), true);
+    assert.deepEqual(lines(dir, 'metrics.jsonl').sort(), Array.from({ length: UNLOGGED_MAX_BATCHES + 1 }, (_, i) => metric(i + 1)).sort());
+  });
+
+  it(`at most ${UNLOGGED_MAX_BYTES >> 20} MiB of their bodies are held: then a batch is refused with nothing taken`, async () => {
+    const dir = freshDir();
+    const io = failingFsync();
+    const c = new Collector({ dashboardDir: dir, log: quiet, writeAheadLog: true, walIo: io.walIo });
+    const unblock = blockNextSegment(dir);
+    // 4 MiB bodies: one record and blank space
+    const big = (seq: number) => `${metric(seq)}\n${' '.repeat(4 << 20)}\n`;
+    const count = Math.ceil(UNLOGGED_MAX_BYTES / (4 << 20));
+    for (let seq = 1; seq <= count; seq++) {
+      const r = c.ingest('metrics', big(seq), { producer: 'p', seq });
+      assert.ok(r.ok && r.accepted === 1, `seq ${seq}`);
+      await assert.rejects(r.durable, /EIO/);
+    }
+    const refused = c.ingest('metrics', big(count + 1), { producer: 'p', seq: count + 1 });
+    assert.ok(!refused.ok && 'unavailable' in refused);
+    assert.equal(c.health().streams.metrics.received, count);
+    io.failing = false;
+    unblock();
+    assert.equal(c.flush(), true);
+    const taken = c.ingest('metrics', big(count + 1), { producer: 'p', seq: count + 1 });
+    assert.ok(taken.ok && taken.accepted === 1);
+    await taken.durable;
+    assert.equal(c.close(), true);
+    assert.equal(lines(dir, 'metrics.jsonl').length, count + 1);
+  });
 });

@@ -3,8 +3,11 @@
 // acknowledged. A flush notes the stream files' sizes before it appends (the flush mark), and then
 // writes a new segment holding only what is still unwritten (plus the batch numbers each producer had
 // logged lately) and deletes the older ones: a restart undoes a flush the kill interrupted and replays the newest
-// segment, so every acknowledged record reaches its stream file exactly once.
-import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+// segment, so every acknowledged record reaches its stream file exactly once. The batch numbers of a producer
+// that went idle (or of the least recently seen beyond `MAX_PRODUCERS`) are reduced to its highest one, kept in a
+// file beside the segments (`FORGOTTEN_FILE`) that a flush does not rewrite: a flush writes the numbers of at most
+// `MAX_PRODUCERS` producers and formats again only those of producers that sent a batch since the last one.
+import { closeSync, existsSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, readdirSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDirs } from '../formats/dashboard/writer.ts';
 
@@ -17,6 +20,12 @@ export const GROUP_COMMIT_BYTES = 1 << 20;
 const SEGMENT = /^(\d{12})\.log$/;
 const MARK_FILE = 'flush.json';
 const HEADER = 'RLWAL1';
+/**
+ * The producers whose batch numbers were forgotten, each with its highest logged number (`PRODUCER MARK` lines,
+ * appended; the highest mark of a producer counts).
+ */
+export const FORGOTTEN_FILE = 'forgotten-producers';
+const FORGOTTEN_LINE = /^([A-Za-z0-9_-]{1,64}) (-?\d{1,16})$/;
 
 /** One logged batch: the stream, who sent it (`-` for the collector itself) and the NDJSON body. */
 export interface WalBatch {
@@ -34,8 +43,27 @@ const NEWLINE = Buffer.from('\n');
 /** How many batch numbers of each producer are remembered (at least; the lowest are forgotten first). */
 export const BATCH_WINDOW = 4096;
 
-/** What a producer's batch number is to the log. */
-export type BatchState = 'new' | 'logged' | 'forgotten';
+/**
+ * A producer that logged no batch (and sent no retry) for this long has its batch numbers forgotten, all but the
+ * highest (its mark): one of its batches numbered at or below the mark is then refused (409), one above it is
+ * taken. Longer than a client retries a batch (the Python client gives up after 600 s by default), so a retry
+ * of a logged batch still finds its number remembered. Measured on the collector's clock; a restart counts as
+ * seeing every producer the log names.
+ */
+export const PRODUCER_IDLE_S = 3600;
+
+/**
+ * At most this many producers' batch numbers are remembered: beyond it, the least recently seen are forgotten
+ * first (down to their mark, as an idle one), even when not idle yet. This bounds the memory and the bytes a
+ * flush writes for batch numbers, however many producers (processes, forked workers) a run has had.
+ */
+export const MAX_PRODUCERS = 1024;
+
+/**
+ * What a producer's batch number is to the log: `forgotten` below the numbers remembered and not among them,
+ * `idle` at or below the mark of a producer whose numbers were forgotten (both refused: the log cannot tell).
+ */
+export type BatchState = 'new' | 'logged' | 'forgotten' | 'idle';
 
 /**
  * The batch numbers of one producer the log holds: the recent ones, and below them a number at or under which
@@ -52,7 +80,14 @@ export class BatchWindow {
     if (this.seqs.size <= BATCH_WINDOW + BATCH_WINDOW / 4) return;
     const sorted = [...this.seqs].sort((a, b) => a - b);
     for (const x of sorted.slice(0, sorted.length - BATCH_WINDOW)) this.seqs.delete(x);
-    this.forgotten = sorted[sorted.length - BATCH_WINDOW - 1];
+    this.forgotten = Math.max(this.forgotten, sorted[sorted.length - BATCH_WINDOW - 1]);
+  }
+
+  /** The highest number logged (or forgotten): what is kept of the window once the producer is forgotten. */
+  highest(): number {
+    let m = this.forgotten;
+    for (const x of this.seqs) if (x > m) m = x;
+    return m;
   }
 
   state(seq: number): BatchState {
@@ -179,6 +214,17 @@ export function parseSegment(data: Buffer): { batches: WalBatch[]; producers: Ma
   return { batches, producers, tornBytes: data.length - pos };
 }
 
+/** A producer whose batch numbers are remembered. */
+interface Producer {
+  window: BatchWindow;
+  /** When it last sent a batch or a retry (the collector's clock, seconds). */
+  seen: number;
+  /** Its `P` line as of its current window, once formatted (a rotation formats only the windows that changed). */
+  line: string | null;
+}
+
+const producerLine = (producer: string, w: BatchWindow): string => `P ${producer} ${w.format()}\n`;
+
 /** A batch appended and not yet on disk: settled once (by its group's fsync, or by a rotation that holds it). */
 interface Waiter {
   resolve: () => void;
@@ -202,8 +248,17 @@ export class WriteAheadLog {
   private syncing: Promise<void> = Promise.resolve();
   /** Lines the collector took itself (scraped engine series), logged with the next group. */
   private own = new Map<string, string[]>();
-  /** Each producer's batch numbers logged (fsynced). */
-  private producers = new Map<string, BatchWindow>();
+  /**
+   * Each remembered producer's batch numbers logged (fsynced), least recently seen first (a producer seen moves to
+   * the end). At most `MAX_PRODUCERS`; those idle for `PRODUCER_IDLE_S` or beyond the count go to `marks`.
+   */
+  private producers = new Map<string, Producer>();
+  /** Producers whose numbers were forgotten → the highest one logged (its batches at or below it are refused). */
+  private readonly marks = new Map<string, number>();
+  /** Lines of `FORGOTTEN_FILE` (rewritten whole once it holds many more than `marks`). */
+  private marksFileLines = 0;
+  /** `FORGOTTEN_FILE` ends in a line a kill left half-written: the next append starts a new line first. */
+  private marksFileTorn = false;
   /**
    * Batches appended and not yet fsynced (`producer/seq` → the batch's promise): a retry meanwhile is not taken
    * twice, and is answered with the original, once it is on disk.
@@ -222,6 +277,8 @@ export class WriteAheadLog {
     private readonly io: WalIo = nodeWalIo,
     /** Called when a write or fsync of the segment fails: the caller rotates to a fresh segment. */
     private readonly onDamaged: () => void = () => {},
+    /** Epoch seconds (when a producer was last seen; tests pin it). */
+    private readonly now: () => number = () => Date.now() / 1000,
   ) {}
 
   /** Reads what a previous collector left: undoes its interrupted flush, returns the batches to replay. */
@@ -265,19 +322,82 @@ export class WriteAheadLog {
     let result = { batches: [] as WalBatch[], producers: new Map<string, BatchWindow>(), tornBytes: 0 };
     if (newest > 0) result = parseSegment(readFileSync(join(this.dir, segmentName(newest))));
     for (const s of segments) if (s !== newest) removeFile(join(this.dir, segmentName(s)));
-    for (const [p, w] of result.producers) this.producers.set(p, w.clone());
+    this.readMarks();
+    const now = this.now();
+    for (const [p, w] of result.producers) {
+      const window = w.clone();
+      // a producer forgotten and seen again since: its window starts above its mark (so does the segment's, unless
+      // the rotation that forgot it was cut short, when the two say the same)
+      const mark = this.marks.get(p);
+      if (mark !== undefined) window.forgotten = Math.max(window.forgotten, mark);
+      this.marks.delete(p);
+      this.producers.set(p, { window, seen: now, line: null });
+    }
     this.segment = newest;
     if (newest > 0) this.size = statSync(join(this.dir, segmentName(newest))).size;
     return { batches: result.batches, producers: result.producers, undone, tornBytes: result.tornBytes };
   }
 
+  /** `FORGOTTEN_FILE` into `marks` (a damaged line is skipped; the highest mark of a producer counts). */
+  private readMarks(): void {
+    let text: string;
+    try {
+      text = readFileSync(join(this.dir, FORGOTTEN_FILE), 'latin1');
+    } catch {
+      return;
+    }
+    const lines = text.split('\n');
+    // the last piece is '' after a whole last line, else the half-written line of a killed append, cut (never relied
+    // on: the rotation that needed it had not written its segment yet, so the segment still holds the window)
+    const torn = lines.pop()!;
+    if (torn !== '') {
+      try {
+        truncateSync(join(this.dir, FORGOTTEN_FILE), text.length - torn.length);
+      } catch {
+        // the next append starts a new line instead
+        this.marksFileTorn = true;
+      }
+    }
+    for (const line of lines) {
+      const m = FORGOTTEN_LINE.exec(line);
+      if (m === null || !Number.isSafeInteger(Number(m[2]))) continue;
+      this.marks.set(m[1], Math.max(Number(m[2]), this.marks.get(m[1]) ?? -1));
+    }
+    this.marksFileLines = lines.length;
+  }
+
   /**
    * A producer's batch number: `logged` when this batch is in the log or on its way there (a retry of an acknowledged
-   * or in-flight batch), `forgotten` when it is older than the numbers remembered and not among them.
+   * or in-flight batch), `forgotten` when it is older than the numbers remembered and not among them, `idle` when
+   * the producer's numbers were forgotten and it is at or below its mark. Asking counts as seeing the producer.
    */
   state(producer: string, seq: number): BatchState {
     if (this.inFlight.has(`${producer}/${seq}`)) return 'logged';
-    return this.producers.get(producer)?.state(seq) ?? 'new';
+    const p = this.producers.get(producer);
+    if (p !== undefined) {
+      this.seen(producer, p);
+      return p.window.state(seq);
+    }
+    const mark = this.marks.get(producer);
+    return mark !== undefined && seq <= mark ? 'idle' : 'new';
+  }
+
+  /** The highest batch number logged of a producer whose numbers were forgotten (undefined while remembered). */
+  forgottenMark(producer: string): number | undefined {
+    return this.marks.get(producer);
+  }
+
+  private seen(producer: string, p: Producer): void {
+    p.seen = this.now();
+    this.producers.delete(producer);
+    this.producers.set(producer, p);
+  }
+
+  /** A window for a producer not remembered: empty, above its mark when it was forgotten. */
+  private freshWindow(producer: string): BatchWindow {
+    const w = new BatchWindow();
+    w.forgotten = this.marks.get(producer) ?? -1;
+    return w;
   }
 
   /** The promise of a batch appended and not yet on disk (a retry of it is answered together with it). */
@@ -286,9 +406,14 @@ export class WriteAheadLog {
   }
 
   private remember(producer: string, seq: number): void {
-    let w = this.producers.get(producer);
-    if (w === undefined) this.producers.set(producer, (w = new BatchWindow()));
-    w.add(seq);
+    let p = this.producers.get(producer);
+    if (p === undefined) {
+      p = { window: this.freshWindow(producer), seen: 0, line: null };
+      this.marks.delete(producer);
+    }
+    p.window.add(seq);
+    p.line = null;
+    this.seen(producer, p);
   }
 
   /** Logs one batch; the promise settles once it is on disk (its number counts as logged from then on). */
@@ -455,18 +580,30 @@ export class WriteAheadLog {
    * batches whose own log entry failed but whose records this flush wrote or holds, so they count as logged.
    * Batches appended and not yet fsynced count as logged too (their records are written or held as well), and
    * are settled by it: a retry after a kill is then not taken twice. A damaged segment is replaced this way.
+   * Producers idle for `PRODUCER_IDLE_S`, and the least recently seen beyond `MAX_PRODUCERS`, are forgotten here
+   * down to their mark. Only the windows that changed since the last rotation are formatted again.
    */
   rotate(held: readonly WalEntry[], settled: readonly { producer: string; seq: number }[] = []): void {
     const next = this.segment + 1;
-    const producers = new Map(this.producers);
     const inFlight = [...this.inFlight.values()];
+    // the windows this rotation adds numbers to, as copies: nothing changes unless the new segment is written
+    const changed = new Map<string, BatchWindow>();
     for (const id of [...settled, ...inFlight]) {
-      const w = producers.get(id.producer)?.clone() ?? new BatchWindow();
+      let w = changed.get(id.producer);
+      if (w === undefined) changed.set(id.producer, (w = this.producers.get(id.producer)?.window.clone() ?? this.freshWindow(id.producer)));
       w.add(id.seq);
-      producers.set(id.producer, w);
     }
+    const forget = this.toForget(changed);
     let head = `${HEADER} ${next}\n`;
-    for (const [p, w] of producers) head += `P ${p} ${w.format()}\n`;
+    const lines = new Map<string, string>();
+    for (const [p, entry] of this.producers) {
+      if (forget.has(p)) continue;
+      const w = changed.get(p);
+      if (w === undefined) head += entry.line ??= producerLine(p, entry.window);
+      else lines.set(p, producerLine(p, w));
+    }
+    for (const [p, w] of changed) if (!lines.has(p)) lines.set(p, producerLine(p, w));
+    for (const line of lines.values()) head += line;
     const pieces: Uint8Array[] = [Buffer.from(head, 'utf8')];
     for (const b of held) if (b.body.length > 0) pieces.push(...entry(b));
     const data = Buffer.concat(pieces);
@@ -476,7 +613,17 @@ export class WriteAheadLog {
     this.fd = openSync(join(this.dir, segmentName(next)), 'a');
     this.segment = next;
     this.size = data.length;
-    this.producers = producers;
+    const now = this.now();
+    for (const [p, mark] of forget) {
+      this.producers.delete(p);
+      this.marks.set(p, mark);
+    }
+    for (const [p, window] of changed) {
+      const entry = this.producers.get(p);
+      if (entry !== undefined) Object.assign(entry, { window, line: lines.get(p)! });
+      else this.producers.set(p, { window, seen: now, line: lines.get(p)! });
+      this.marks.delete(p);
+    }
     this.damaged = null;
     // what was not written yet is in the new segment as held records: those bytes and waiters are done with
     this.cancelScheduled();
@@ -490,6 +637,58 @@ export class WriteAheadLog {
     removeFile(join(this.dir, MARK_FILE));
     if (old > 0) removeFile(join(this.dir, segmentName(old)));
     if (oldFd >= 0) void this.syncing.then(() => closeSync(oldFd));
+  }
+
+  /**
+   * The producers this rotation forgets, with their marks (the highest number each logged), written durably to
+   * `FORGOTTEN_FILE` before the new segment leaves their windows out: idle ones, and the least recently seen beyond
+   * `MAX_PRODUCERS`. Producers the rotation adds numbers to are kept. When the marks cannot be written, nothing is
+   * forgotten this time (the windows stay, as before; the next rotation tries again).
+   */
+  private toForget(changed: ReadonlyMap<string, BatchWindow>): Map<string, number> {
+    const forget = new Map<string, number>();
+    const idleBefore = this.now() - PRODUCER_IDLE_S;
+    let count = this.producers.size;
+    for (const p of changed.keys()) if (!this.producers.has(p)) count++;
+    // least recently seen first: stops at the first producer that is neither idle nor beyond the count
+    for (const [p, entry] of this.producers) {
+      if (count <= MAX_PRODUCERS && entry.seen > idleBefore) break;
+      if (changed.has(p)) continue;
+      forget.set(p, entry.window.highest());
+      count--;
+    }
+    if (forget.size === 0) return forget;
+    try {
+      this.writeMarks(forget);
+    } catch {
+      return new Map();
+    }
+    return forget;
+  }
+
+  /** Appends marks to `FORGOTTEN_FILE` and fsyncs it; rewrites it whole (only the highest marks) once it is long. */
+  private writeMarks(forget: ReadonlyMap<string, number>): void {
+    const path = join(this.dir, FORGOTTEN_FILE);
+    let text = '';
+    for (const [p, mark] of forget) text += `${p} ${mark}\n`;
+    if (this.marksFileLines + forget.size > 2 * (this.marks.size + forget.size) + 1024 || !existsSync(path)) {
+      let all = '';
+      for (const [p, mark] of this.marks) if (!forget.has(p)) all += `${p} ${mark}\n`;
+      writeDurably(path, Buffer.from(all + text, 'latin1'));
+      this.marksFileLines = this.marks.size + forget.size;
+      this.marksFileTorn = false;
+      return;
+    }
+    const fd = openSync(path, 'a', 0o600);
+    try {
+      const data = Buffer.from((this.marksFileTorn ? '\n' : '') + text, 'latin1');
+      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+      fdatasyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.marksFileTorn = false;
+    this.marksFileLines += forget.size;
   }
 
   /** Writes what is pending and closes the segment (the final flush has rotated already). */
