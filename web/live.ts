@@ -15,6 +15,10 @@ let inflight: Promise<void> | null = null;
 /** The run `meta` describes: an answer for a run no longer chosen is dropped. */
 let metaRun: string | null = chosenRun.get();
 
+/** How long a meta answered over some of the run's steps (`coverage`) is shown before it is asked again. */
+const META_REFINE_MS = 1000;
+let refine: ReturnType<typeof setTimeout> | null = null;
+
 export function refreshMeta(): Promise<void> {
   const run = chosenRun.get();
   if (run !== metaRun) {
@@ -29,6 +33,12 @@ export function refreshMeta(): Promise<void> {
       if (metaRun !== run) return;
       meta.set(m);
       metaError.set(null);
+      // named the keys of the steps read so far (the server reads the others meanwhile): asked again until complete
+      if (m.coverage && refine === null)
+        refine = setTimeout(() => {
+          refine = null;
+          void refreshMeta();
+        }, META_REFINE_MS);
     })
     .catch((e) => {
       if (metaRun === run && !meta.get()) metaError.set(e);

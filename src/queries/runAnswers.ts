@@ -93,9 +93,16 @@ export interface RunCatalog {
 export interface RunSources {
   /** The run's name as the server lists it. */
   readonly name: string;
-  meta(p: Presentation): Promise<Meta>;
-  /** The run as `/api/runs` lists it, under the URL name `id`, with the newest value of each `latest` key. */
-  listing(id: string, primary: boolean, opts?: { follow?: boolean; latest?: readonly string[] }): Promise<RunListing>;
+  /**
+   * `progressive` (the server's): a slime or collected run's steps not read yet are read only for a moment, and the
+   * answer names the keys of those read with their `coverage` (the others are read in the background).
+   */
+  meta(p: Presentation & { progressive?: boolean }): Promise<Meta>;
+  /**
+   * The run as `/api/runs` lists it, under the URL name `id`, with the newest value of each `latest` key.
+   * `progressive`: what a slime or collected run derives from its steps, over the steps read so far (see `meta`).
+   */
+  listing(id: string, primary: boolean, opts?: { follow?: boolean; latest?: readonly string[]; progressive?: boolean }): Promise<RunListing>;
   topology(): Promise<Topology>;
   /** rlsight's own: the lanes a selection picks (`/api/rlsight/lanes`). */
   selectLanes(grammar: string | undefined): Promise<LanesAnswer>;
@@ -108,7 +115,10 @@ export interface RunSources {
   outliers(w: Window & { criterion: string; topK: number }): Promise<OutliersAnswer>;
   engineSeries(w: Window & { metric: string; maxPoints: number; perDpRank: boolean }): Promise<EngineSeriesAnswer>;
   bubbles(): Promise<BubblesAnswer>;
-  /** `progressive`: `dump/*` series at once over the steps read so far, each with its coverage (see `stepFacts`). */
+  /**
+   * `progressive`: `dump/*` series (a slime or collected run's computed series too) at once over the steps read so
+   * far, each with its coverage (see `stepFacts`).
+   */
   metrics(q: Window & { keys: string[]; x: string; progressive?: boolean }): Promise<MetricsAnswer>;
   advisory(w: Window & Stoppable & { lowMfu: number }): Promise<LocatedAdvisoryAnswer>;
   /** `signal`: the asker may leave (a step read no one waits for is dropped before it begins). */

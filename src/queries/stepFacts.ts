@@ -45,7 +45,7 @@ export interface StepFactsSource {
 /** Steps not read yet whose dumps total less than this are read at once: the answer is complete a moment later. */
 export const PARTIAL_STEPS_FROM_BYTES = 32 * 2 ** 20;
 /** …and at most this many of them (each step's read has costs of its own beside its bytes). */
-const AT_ONCE_STEPS = 16;
+export const AT_ONCE_STEPS = 16;
 
 type Outcome =
   | { kind: 'read'; facts: StepFacts; stamp: string }

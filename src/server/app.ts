@@ -17,7 +17,7 @@ import type { RunsAnswer } from '../wire/index.ts';
 import { mountAnswers, mountRunsAnswers } from './answers.ts';
 import { failureResponse, unknownRun } from './errors.ts';
 import { EventFeed, mountEvents } from './events.ts';
-import { jsonResponse } from './json.ts';
+import { jsonResponse, markPartial } from './json.ts';
 import { oneValueEach, parseParams } from './params.ts';
 import * as z from 'zod';
 import { mountMeta } from './meta.ts';
@@ -146,7 +146,9 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     const listed = runs.runs();
     // refused even when no run is served yet (each run's listing checks them too)
     const keys = checkLatestKeys(parseParams(runsQuery, c.req.query()).latest ?? []);
-    const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys }))) };
+    // at once: a slime or collected run's steps not read yet are read in the background (see each row's `coverage`)
+    const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys, progressive: true }))) };
+    markPartial(c, body.runs.find((r) => r.coverage !== undefined)?.coverage);
     return jsonResponse(c, body);
   });
   const namedRuns = () => runs.runs().map((r) => ({ id: r.id, answers: r.run, roots: r.run.roots }));

@@ -70,9 +70,11 @@ export interface HealthAnswer {
 }
 
 /**
- * How many of a run's train steps a step-wide answer (the health board, the `dump/*` series) was read over:
- * present only on a partial answer, given while the server still reads the steps in the background. A
- * complete answer has no `coverage`.
+ * How many of a run's train steps a step-wide answer (the health board, the `dump/*` series; for a slime or
+ * collected run also its computed series, `/api/meta` and its runs-table row) was read over: present only on a
+ * partial answer, given while the server still reads the steps in the background. A complete answer has no
+ * `coverage`. A slime or collected run's `eval/` series count its eval steps instead, and its `/api/meta` and
+ * runs-table row both kinds (a rollout id is unread there while its train or eval step is).
  */
 export interface StepCoverage {
   /** Train steps read, of all the run holds. */

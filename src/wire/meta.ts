@@ -1,4 +1,5 @@
 // `/api/meta`: what a run holds and what the app may show of it.
+import type { StepCoverage } from './answers.ts';
 
 /** Rollout steps with dumps: train steps and eval steps, ascending. */
 export interface RolloutIds {
@@ -44,6 +45,11 @@ export interface Meta {
   default_window_s?: number;
   /** Present while the background warm-up runs (only with a cache directory, not with `--no-cache`; absent once every hour is done). */
   warmup?: WarmUpProgress;
+  /**
+   * rlsight's own, for a slime or collected run whose steps the server still reads in the background: `metric_keys`
+   * names the keys computed from the steps read so far. Absent once every step is read.
+   */
+  coverage?: StepCoverage;
   /** What was found damaged and skipped (one line per file and problem, relative to the run); absent when nothing is. */
   warnings?: string[];
   /** rlsight's own: whether `rlsight collect` is recording the run (`running`) or has stopped (`stopped`); absent when it never recorded it. */

@@ -9,7 +9,10 @@ export interface MetricSeries {
   x: number[];
   y: (MetricValue | null)[];
   ts: number[];
-  /** A `dump/*` series while the server still reads the run's steps: the points of the steps read so far. */
+  /**
+   * A series derived from the run's steps (`dump/*`; a slime or collected run's computed keys), asked with
+   * `progressive` while the server still reads the steps: the points of the steps read so far.
+   */
   coverage?: StepCoverage;
   /**
    * rlsight's own: the points logged as NaN or ±Infinity, which JSON (and `y`) holds as null, by their index in

@@ -1,4 +1,5 @@
 // `/api/runs`: the runs one server answers about, each also under `/api/runs/{id}/…`.
+import type { StepCoverage } from './answers.ts';
 
 /**
  * live: followed and still writing; quiet: followed, nothing new for 10 minutes, and not known to have ended (its
@@ -32,6 +33,11 @@ export interface RunListing {
   config: Record<string, RunConfigValue>;
   /** The newest value of each metric asked for with `?latest=KEY,KEY` (empty without it). */
   latest: Record<string, number | null>;
+  /**
+   * Present while the server still reads a slime or collected run's steps in the background: its span (a run
+   * without telemetry) and the `latest` values computed from its steps are those of the steps read so far.
+   */
+  coverage?: StepCoverage;
 }
 
 export interface RunsAnswer {

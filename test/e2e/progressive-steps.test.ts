@@ -9,11 +9,18 @@ import { openRunModel } from '../../src/run/open.ts';
 import { startServer, type RunningServer } from '../../src/server/listen.ts';
 import { copyFixtureRun, type RunCopy } from '../support/fixtures.ts';
 import { heldSteps, type HeldSteps } from '../support/heldSteps.ts';
+import { heldSlimeSteps, writeTracedCollectedRun } from '../support/heldSlimeSteps.ts';
+import type { SlimeAnswers } from '../../src/queries/slimeAnswers.ts';
+import type { SlimeRunModel } from '../../src/run/slime/index.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fmtNum } from '../../web/format.ts';
 import { ensureWebBuilt, hasChromium, launch, screenshot } from './harness.ts';
 
 declare const window: { __sameDocument?: boolean };
 declare const document: { querySelector(selector: string): { textContent: string | null } | null };
+declare const location: { hash: string };
 
 describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' }, () => {
   let browser: Browser;
@@ -132,6 +139,53 @@ describe('progressive step-wide views', { skip: !hasChromium && 'no Chromium' },
       await page.close();
     } finally {
       await stop(s);
+    }
+  });
+
+  test("a collected run's computed keys, their series and its runs-table row come over the steps read so far and complete without a reload", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-e2e-slime-steps-'));
+    const dir = join(root, 'run');
+    writeTracedCollectedRun(dir, [0, 1, 2, 3, 4, 5], [0, 3]);
+    const model = (await openRunModel(dir)) as SlimeRunModel;
+    const answers = answersOver(model) as SlimeAnswers;
+    // the run is a moment's read: answered partial anyway (nothing read within a request), as a big run's is
+    answers.partialStepsFromBytes = 0;
+    answers.stepBudgetMs = 0;
+    const held = heldSlimeSteps(answers, model);
+    const server = await startServer(answers, { port: 0 });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      await page.goto(`${server.url}#/?cat=rollout`);
+      await page.locator('[data-metric="dump/reward_mean"], .metrics-layout').first().waitFor({ timeout: 30_000 });
+      await page.evaluate(() => (window.__sameDocument = true));
+      // no step read: no computed key is named yet; once one is, the run's header is asked again and names them
+      assert.equal(await page.locator('[data-metric="rollout/response_len/mean"]').count(), 0);
+      await held.letOneGo();
+      const panel = page.locator('[data-metric="rollout/response_len/mean"]');
+      await panel.waitFor({ timeout: 30_000 });
+      await waitText(page, '[data-metric="rollout/response_len/mean"] [data-testid=coverage]', '1/6 steps read');
+      assert.equal(await page.locator('.spinner').count(), 0);
+
+      await held.letOneGo();
+      await held.letOneGo();
+      await waitText(page, '[data-metric="rollout/response_len/mean"] [data-testid=coverage]', '2/6 steps read');
+      await panel.locator('canvas').first().waitFor({ timeout: 30_000 });
+      await screenshot(page, 'slime-keys-partial');
+
+      await page.evaluate(() => (location.hash = '#/runs'));
+      await waitText(page, '.runs-view [data-testid=coverage]', '3/8 steps read');
+      held.release();
+      await page.locator('.runs-view [data-testid=coverage]').waitFor({ state: 'detached', timeout: 30_000 });
+      await page.evaluate(() => (location.hash = '#/?cat=rollout'));
+      await panel.waitFor({ timeout: 30_000 });
+      await panel.locator('canvas').first().waitFor({ timeout: 30_000 });
+      assert.equal(await panel.locator('[data-testid=coverage]').count(), 0, 'complete once every step is read');
+      assert.equal(await page.evaluate(() => window.__sameDocument), true, 'without a reload');
+      await page.close();
+    } finally {
+      await server.close();
+      held.release();
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });

@@ -49,7 +49,7 @@ export function CoverageNote({ coverage }: { coverage: Coverage | StepCoverage |
         done={coverage.steps_done}
         total={coverage.steps_total}
         unit="steps"
-        title="the server is still reading this run's steps (newest first, one at a time, after any step you open): this answer covers the steps read so far and refines itself as more are read"
+        title="the server is still reading this run's steps (one at a time, a step you open first): this answer covers the steps read so far and refines itself as more are read"
       />
     );
   }

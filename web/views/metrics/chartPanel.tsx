@@ -543,7 +543,7 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
           {tables.length > 0 && visible.length === 0
             ? 'every series of this chart is hidden: tick some above'
             : coverage
-              ? 'no step read yet: points appear as the server reads the steps, newest first'
+              ? 'no step read yet: points appear as the server reads the steps'
               : `no values recorded for this key${xKind === 'step' ? ` on ${xLabel}` : ''}`}
         </p>
       ) : (

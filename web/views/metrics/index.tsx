@@ -38,11 +38,13 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const shownId = shownRunId(allRuns);
   const others = runs.filter((r) => r.id !== shownId);
   const otherIds = others.map((r) => r.id).join(',');
-  const otherMetas = useApi(
+  const otherMetas = useStepwiseApi(
     others.length ? `metas|${otherIds}` : null,
     async (signal) => ({ ids: otherIds, metas: await Promise.all(others.map((r) => getJson<Meta>(runPath(r, 'meta'), {}, signal))) }),
-    // asked again as the shown run writes only while one of the others is live too (a finished run's keys stay)
+    // asked again as the shown run writes only while one of the others is live too (a finished run's keys stay),
+    // and while one names the keys of only some of its steps (a slime run's being read)
     others.some((r) => r.status === 'live') ? tick : 0,
+    (d) => leastStepCoverage(d.metas.map((m) => m.coverage)),
   );
   const { catalog, keysOf, stepKeysOf } = useMemo(() => {
     const own = buildCatalog(meta);
@@ -221,7 +223,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
   const [perDp, setPerDp] = useState(false);
   const [hiddenEngines, setHidden] = useState<Set<string>>(new Set());
 
-  // dump/* series read while the server still reads the run's steps are partial: asked again until complete
+  // series read while the server still reads the run's steps are partial: asked again until complete
   const loggedData = useStepwiseApi(
     logged.length ? `${logged.join(',')}|${runKey}|${keysKnown}` : null,
     async (signal) => {
@@ -236,8 +238,8 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
           groups.get(ax)!.push(k);
         }
         const fetchAxis = async (ax: string, ks: string[]) => {
-          const dump = ks.some((k) => k.startsWith('dump/'));
-          const r = await getJson<Record<string, Series>>(pathFor(run, 'metrics'), { keys: ks.join(','), x: ax, ...(dump ? { progressive: true } : {}) }, signal);
+          // series derived from the run's steps (dump/*, a slime run's computed keys) come at once over the steps read so far
+          const r = await getJson<Record<string, Series>>(pathFor(run, 'metrics'), { keys: ks.join(','), x: ax, progressive: true }, signal);
           for (const k of ks) if (r[k] && (r[k]!.x.length || !out[k])) out[k] = { ...r[k]!, axis: ax };
         };
         await Promise.all([...groups].map(([ax, ks]) => fetchAxis(ax, ks)));

@@ -12,7 +12,7 @@ import { href, setParams, type Route } from '../../route.ts';
 import { runColor, runLabel, runList } from '../../runs.ts';
 import { useStore } from '../../store.ts';
 import type { RunConfigValue, RunListing, RunsAnswer } from '../../../src/wire/index.ts';
-import { useApi } from '../../useApi.ts';
+import { CoverageNote, leastStepCoverage, useStepwiseApi } from '../../components/coverage.tsx';
 import { filterWords, runMatches, type FilterColumn } from './runFilter.ts';
 
 /** The latest values shown unless the URL chooses others: reward, zero-std share, step time. */
@@ -75,7 +75,13 @@ export function RunsView({ route }: { route: Route }) {
     const t = setInterval(() => setPoll((n) => n + 1), POLL_MS);
     return () => clearInterval(t);
   }, [m?.mode]);
-  const res = useApi(`runs|${metricKeys.join(',')}`, (signal) => getJson<RunsAnswer>('runs', { latest: metricKeys.join(',') }, signal), `${tick}|${poll}`);
+  // a slime or collected run whose steps the server still reads has its span and latest values over those read so far: asked again until complete
+  const res = useStepwiseApi(
+    `runs|${metricKeys.join(',')}`,
+    (signal) => getJson<RunsAnswer>('runs', { latest: metricKeys.join(',') }, signal),
+    `${tick}|${poll}`,
+    (d) => leastStepCoverage(d.runs.map((r) => r.coverage)),
+  );
   const [filter, setFilter] = useState(p.get('q') ?? '');
   // The header's run choice learns of runs that joined.
   useEffect(() => {
@@ -144,7 +150,7 @@ export function RunsView({ route }: { route: Route }) {
   return (
     <section class="runs-view">
       <h2 class="view-title">
-        Runs — {runs.length} served{m?.mode === 'follow' ? ', new runs appear as they start' : ''}
+        Runs — {runs.length} served{m?.mode === 'follow' ? ', new runs appear as they start' : ''} <CoverageNote coverage={leastStepCoverage(runs.map((r) => r.coverage))} />
       </h2>
       <div class="runs-controls">
         <input
