@@ -17,7 +17,7 @@ import { RunAnswers, type HandedIn, type Presentation, type Window } from './run
 import { latestValues } from './runsTable.ts';
 import { loggedEvalDatasets, slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
 import { traceDetails, traceView, widenedByTrace } from './slimeTraceView.ts';
-import { AT_ONCE_STEPS, PARTIAL_STEPS_FROM_BYTES, unreadRuns } from './stepFacts.ts';
+import { fewAndSmall, PARTIAL_STEPS_FROM_BYTES, unreadRuns } from './stepFacts.ts';
 
 type StepMetric = ReturnType<typeof slimeStepMetrics>[number];
 
@@ -259,15 +259,8 @@ export class SlimeAnswers extends RunAnswers {
   }
 
   /** Whether these steps are few and their dumps total less than `atOnceBytes`: read before answering. */
-  private async cheap(steps: readonly ListedStep[]): Promise<boolean> {
-    const limit = this.atOnceBytes;
-    if (!(limit > 0) || steps.length > AT_ONCE_STEPS) return false;
-    let total = 0;
-    for (const s of steps) {
-      total += await this.traces.dumpBytes(s.rolloutId, s.evaluation);
-      if (total >= limit) return false;
-    }
-    return true;
+  private cheap(steps: readonly ListedStep[]): Promise<boolean> {
+    return fewAndSmall(steps, this.atOnceBytes, (s) => this.traces.dumpBytes(s.rolloutId, s.evaluation));
   }
 
   /**

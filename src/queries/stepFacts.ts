@@ -57,6 +57,20 @@ const WRITING_RETRY_MS = 5000;
 /** Stamps of the steps read are checked again after this long (two stats a step). */
 const RECHECK_MS = 10_000;
 
+/**
+ * Whether `steps` are at most AT_ONCE_STEPS and their dumps (`bytesOf`, told how many bytes are still under the
+ * limit) total less than `limit` bytes (0: never): steps a moment's decode reads before answering.
+ */
+export async function fewAndSmall<S>(steps: readonly S[], limit: number, bytesOf: (step: S, left: number) => Promise<number>): Promise<boolean> {
+  if (!(limit > 0) || steps.length > AT_ONCE_STEPS) return false;
+  let total = 0;
+  for (const step of steps) {
+    total += await bytesOf(step, limit - total);
+    if (total >= limit) return false;
+  }
+  return true;
+}
+
 /** Steps not read yet as runs of neighbouring train steps, `[first, last]`. */
 export function unreadRuns(steps: readonly number[], unread: ReadonlySet<number>): [number, number][] {
   const out: [number, number][] = [];
@@ -145,15 +159,9 @@ export class StepFactsKeeper {
   }
 
   /** Whether these steps are few and their dumps total less than `partialFromBytes`. */
-  private async cheap(steps: readonly number[]): Promise<boolean> {
-    const limit = this.partialFromBytes;
-    if (!this.source.bytes || !(limit > 0) || steps.length > AT_ONCE_STEPS) return false;
-    let total = 0;
-    for (const step of steps) {
-      total += await this.source.bytes(step, limit - total);
-      if (total >= limit) return false;
-    }
-    return true;
+  private cheap(steps: readonly number[]): Promise<boolean> {
+    const bytes = this.source.bytes;
+    return bytes ? fewAndSmall(steps, this.partialFromBytes, (step, left) => bytes(step, left)) : Promise.resolve(false);
   }
 
   /** Settles once the background read has nothing left to read (tests, benchmarks). */
