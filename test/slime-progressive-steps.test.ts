@@ -141,6 +141,31 @@ describe('progressive whole-run answers of a collected run', () => {
     }
   });
 
+  test("the health board's background read of the steps waits for a turn between requests, as the whole-run answers' does", async () => {
+    const { model, answers, app } = await open();
+    const bg = held(answers, model);
+    answers.partialStepsFromBytes = 0;
+    // the board reads each step's tables (not the dump the whole-run answers derive from)
+    const tables: number[] = [];
+    const step = model.step.bind(model);
+    model.step = (id, evaluation, priority) => {
+      tables.push(id);
+      return step(id, evaluation, priority);
+    };
+    try {
+      const board = JSON.parse((await get(app, '/api/rlsight/health')).text) as { coverage?: StepCoverage };
+      assert.equal(board.coverage?.steps_done, 0, 'answered at once, nothing read');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(tables, [], 'no step read while the turn is held');
+      bg.release();
+      for (let i = 0; i < 300 && !TRAIN.every((id) => tables.includes(id)); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(TRAIN.every((id) => tables.includes(id)), `read once its turn came: ${tables.join(' ')}`);
+    } finally {
+      bg.release();
+      await answers.close();
+    }
+  });
+
   test('a request reads steps itself for its time budget; a step opened is read ahead of the background', async () => {
     const { model, answers, app } = await open();
     const bg = held(answers, model);

@@ -7,7 +7,7 @@
 // `stepBudgetMs`, answers over the steps read with their `coverage`, and the others are read in the background,
 // one at a time between requests, in rollout id order; the commands read every step before answering.
 import { DumpStillWriting, NotFound } from '../run/errors.ts';
-import type { DerivedEntry, RunModel, SlimeDump, TraceSource } from '../run/model.ts';
+import type { DerivedEntry, RunModel, SlimeDump, StepPriority, TraceSource } from '../run/model.ts';
 import type { Meta, MetricsAnswer, RolloutTable, RunListing, StepCoverage } from '../wire/index.ts';
 import { checkLatestKeys } from './limits.ts';
 import { DUMP_METRIC_PREFIX, metricsAnswer, WALL_TIME_X } from './metrics.ts';
@@ -349,8 +349,12 @@ export class SlimeAnswers extends RunAnswers {
     return { summary, groups: rolloutGroups(summary) };
   }
 
-  /** A slime dump is read in one piece, with no queue of steps to wait in. */
-  protected override stepTablesOf(step: number): Promise<{ summary: RolloutTable; groups: RolloutTable }> {
+  /**
+   * A slime dump is read in one piece, with no queue of steps to wait in; the health board's background read of
+   * a step waits for a turn between requests first (as the whole-run answers' background read does).
+   */
+  protected override async stepTablesOf(step: number, priority: StepPriority): Promise<{ summary: RolloutTable; groups: RolloutTable }> {
+    if (priority === 'background') await this.traces.backgroundTurn();
     return this.tables(step, false);
   }
 
