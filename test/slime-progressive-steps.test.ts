@@ -148,15 +148,15 @@ describe('progressive whole-run answers of a collected run', () => {
     // the board reads each step's tables (not the dump the whole-run answers derive from)
     const tables: number[] = [];
     const step = model.step.bind(model);
-    model.step = (id, evaluation, priority) => {
-      tables.push(id);
-      return step(id, evaluation, priority);
+    model.step = (...args: Parameters<typeof step>) => {
+      tables.push(args[0]);
+      return step(...args);
     };
     try {
       const board = JSON.parse((await get(app, '/api/rlsight/health')).text) as { coverage?: StepCoverage };
       assert.equal(board.coverage?.steps_done, 0, 'answered at once, nothing read');
       await new Promise((r) => setTimeout(r, 100));
-      assert.deepEqual(tables, [], 'no step read while the turn is held');
+      assert.equal(tables.length, 0, 'no step read while the turn is held');
       bg.release();
       for (let i = 0; i < 300 && !TRAIN.every((id) => tables.includes(id)); i++) await new Promise((r) => setTimeout(r, 10));
       assert.ok(TRAIN.every((id) => tables.includes(id)), `read once its turn came: ${tables.join(' ')}`);
