@@ -62,4 +62,13 @@ describe('seriesSummary', () => {
       'a: 1 point, step 5–5, last 1, min 1, max 1; b: no values.',
     );
   });
+  it('a series on a step key of its own names it', () => {
+    assert.equal(
+      seriesSummary('rollout/step (a) · tensorboard/step (b)', [
+        { label: 'a', x: [0, 1], y: [1, 2], xLabel: 'rollout/step' },
+        { label: 'b', x: [0, 39], y: [3, 4], xLabel: 'tensorboard/step' },
+      ]),
+      'a: 2 points, rollout/step 0–1, last 2, min 1, max 2; b: 2 points, tensorboard/step 0–39, last 4, min 3, max 4.',
+    );
+  });
 });

@@ -66,11 +66,12 @@ export const SUMMARY_SERIES = 6;
 
 /**
  * A chart's summary: per series its points, the x range they cover, its last value and its smallest and largest
- * value ("200 points, rollout/step 0–199, last 0.656, min 0.170, max 0.660"). Gaps (null, NaN) are not points.
+ * value ("200 points, rollout/step 0–199, last 0.656, min 0.170, max 0.660"). Gaps (null, NaN) are not points. A
+ * series with an x label of its own (its step key, when the series are on different ones) names that instead.
  */
 export function seriesSummary(
   xLabel: string,
-  series: readonly { label: string; x: ArrayLike<number>; y: ArrayLike<number | null | undefined> }[],
+  series: readonly { label: string; x: ArrayLike<number>; y: ArrayLike<number | null | undefined>; xLabel?: string }[],
   fmtX: (v: number) => string = String,
 ): string {
   const parts = series.slice(0, SUMMARY_SERIES).map((s) => {
@@ -90,7 +91,7 @@ export function seriesSummary(
     }
     const own = series.length > 1 ? `${s.label}: ` : '';
     if (n === 0) return `${own}no values`;
-    return `${own}${n} point${n === 1 ? '' : 's'}, ${xLabel} ${fmtX(s.x[first]!)}–${fmtX(s.x[last]!)}, last ${fmtNum(s.y[last])}, min ${fmtNum(min)}, max ${fmtNum(max)}`;
+    return `${own}${n} point${n === 1 ? '' : 's'}, ${s.xLabel ?? xLabel} ${fmtX(s.x[first]!)}–${fmtX(s.x[last]!)}, last ${fmtNum(s.y[last])}, min ${fmtNum(min)}, max ${fmtNum(max)}`;
   });
   const more = series.length > SUMMARY_SERIES ? `; and ${series.length - SUMMARY_SERIES} more series` : '';
   return `${parts.join('; ')}${more}.`;

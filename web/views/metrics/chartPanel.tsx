@@ -27,6 +27,8 @@ export interface XYTable {
   y: (number | null)[] | Float64Array;
   /** A colour of its own (a run's); else the next series colour. */
   color?: string;
+  /** The step key its x is on, when the chart's series are on different ones (said in its summary and CSV). */
+  xLabel?: string;
 }
 
 export type XKind = 'step' | 'time';
@@ -62,6 +64,8 @@ interface Props {
   coverage?: StepCoverage;
   /** The compared runs that do not list this key (their ids): said above the chart. */
   absent?: readonly string[];
+  /** The compared runs not drawn on this time axis, each with why (their points carry no time): said above the chart. */
+  leftOut?: readonly { run: string; why: string }[];
 }
 
 /** A partial series' unread steps as x spans (a step is a unit wide), hatched over the plot area. */
@@ -286,7 +290,7 @@ const DIMMED_ALPHA = 0.15;
 /** The run hovered in the run picker or in any overlaid chart: every overlaid chart brings its line forward. */
 export const hoveredRun = store<string | null>(null);
 
-export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, xExtent, hidden, markers, axisNote, overlaid, coverage, absent }: Props) {
+export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothing, zoom, onZoom, xExtent, hidden, markers, axisNote, overlaid, coverage, absent, leftOut }: Props) {
   const hovered = useStore(hoveredRun);
   const highlight = overlaid ? hovered : null;
   const [logY, setLogY] = useState(false);
@@ -503,7 +507,8 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
   }
 
   function download() {
-    const header = [xLabel, ...visible.map((t) => t.label)];
+    // a series on another step key than the others says which in its column's name
+    const header = [xLabel, ...visible.map((t) => (t.xLabel ? `${t.label} on ${t.xLabel}` : t.label))];
     const raw = visible.length === 1 ? [visible[0]!.x, visible[0]!.y] : [data[0], ...data.slice(1).filter((_, i) => smoothing <= 0 || i % 2 === 0)];
     downloadText(`${metric.replace(/[^\w.-]+/g, '_')}.csv`, toCsv(header, raw as ArrayLike<unknown>[]));
   }
@@ -531,6 +536,11 @@ export function ChartPanel({ metric, description, tables, xKind, xLabel, smoothi
       {axisNote && (
         <p class="axis-note" data-testid="axis-note">
           {axisNote}
+        </p>
+      )}
+      {leftOut && leftOut.length > 0 && (
+        <p class="axis-note left-out" data-testid="left-out" data-runs={leftOut.map((r) => r.run).join(',')}>
+          not on this time axis: {leftOut.map((r) => `${r.run} (${r.why})`).join('; ')}
         </p>
       )}
       {absent && absent.length > 0 && (

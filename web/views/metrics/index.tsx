@@ -18,13 +18,11 @@ import { inXOrder } from './xOrder.ts';
 import { seriesColor } from '../../theme.ts';
 import { chosenRuns, loadRuns, runColor, runLabel, runList, runPath, shownRunId } from '../../runs.ts';
 import { RunPicker } from './runPicker.tsx';
+import { type AxisKind, drawnRuns, planX } from './overlay.ts';
 import { type ChartAxis, fullXRange, sharedZoomRange, zoomByKey } from './keyZoom.ts';
 
 /** More engines than this: their chips scroll in a box of bounded height, with all/none buttons. */
 const MANY_ENGINES = 12;
-
-/** The x axis: a step key, wall time, or time since each run's start (to line runs up). */
-type AxisKind = 'step' | 'time' | 'rel';
 
 export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const p = route.params;
@@ -32,10 +30,11 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
   const xKind: AxisKind = p.get('x') === 'time' ? 'time' : p.get('x') === 'rel' ? 'rel' : 'step';
   const allRuns = useStore(runList);
   useEffect(() => void loadRuns(), []);
-  const runs = useMemo(() => chosenRuns(allRuns ?? [], p.get('runs')), [allRuns, p.get('runs')]);
-  const tick = useStore(liveTick);
-  // Several runs ticked: the key list is every ticked run's keys, so a key only another run logs can be charted too.
   const shownId = shownRunId(allRuns);
+  // The runs drawn: the ticked ones and the header's run, always (a run chosen in the header joins the overlay).
+  const runs = useMemo(() => drawnRuns(allRuns ?? [], chosenRuns(allRuns ?? [], p.get('runs')), shownId), [allRuns, p.get('runs'), shownId]);
+  const tick = useStore(liveTick);
+  // Several runs drawn: the key list is every drawn run's keys, so a key only another run logs can be charted too.
   const others = runs.filter((r) => r.id !== shownId);
   const otherIds = others.map((r) => r.id).join(',');
   const otherMetas = useStepwiseApi(
@@ -122,7 +121,7 @@ export function MetricsView({ meta, route }: { meta: Meta; route: Route }) {
             </li>
           ))}
         </ul>
-        {allRuns && allRuns.length > 1 && <RunPicker runs={allRuns} chosen={runs} />}
+        {allRuns && allRuns.length > 1 && <RunPicker runs={allRuns} chosen={runs} shown={shownId} />}
         {runs.length > 1 && (
           <p class="hint" data-testid="keys-of-runs">
             {otherMetas.data?.ids !== otherIds && !otherMetas.error
@@ -316,35 +315,39 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
     [loggedData.data, runKey],
   );
   const loggedTables = useMemo(() => {
-    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string; coverage?: StepCoverage; absent: string[]; markers: Marker[] }>();
+    const out = new Map<string, { tables: XYTable[]; kind: XKind; xLabel: string; note?: string; coverage?: StepCoverage; absent: string[]; leftOut: { run: string; why: string }[]; markers: Marker[] }>();
     for (const k of logged) {
+      // the runs with a series of this key, and the x the chart puts them on (a time axis draws only timed series)
+      const present = targets.flatMap((run, i) => {
+        const s = loggedData.data?.[i]?.[k];
+        return s ? [{ run, i, s }] : [];
+      });
+      if (!present.length) continue;
+      const plan = planX(
+        xKind,
+        k,
+        present.map(({ run, s }) => ({ run: run?.id ?? null, axis: s.axis, points: s.y.length, timed: s.ts.length === s.y.length ? s.y.length : 0 })),
+      );
       const tables: XYTable[] = [];
       // a value logged as NaN or ±inf is no point on the line: it is marked where it was logged
       const markers: Marker[] = [];
-      let kind: XKind = 'step';
-      let xLabel = '';
-      let note: string | undefined;
       const coverages: (StepCoverage | undefined)[] = [];
-      targets.forEach((run, i) => {
-        const s = loggedData.data?.[i]?.[k];
-        if (!s) return;
+      for (const at of plan.drawn) {
+        const { run, i, s } = present[at]!;
         coverages.push(s.coverage);
-        const timed = xKind !== 'step' && s.ts.length === s.y.length;
         // A key logged as text has no line to draw: its points are gaps.
         const y = s.y.map((v) => (typeof v === 'number' ? v : null));
         // Time since start lines runs up: each run's clock starts at its own start.
         const start = origins[i] ?? s.ts[0] ?? 0;
-        const x = !timed ? s.x : xKind === 'rel' ? s.ts.map((t) => t - start) : s.ts;
-        kind = timed && xKind === 'time' ? 'time' : 'step';
-        xLabel = !timed ? s.axis : xKind === 'rel' ? 'time since start (s)' : 'time (UTC)';
-        if (xKind !== 'step' && !timed) note = `on ${s.axis}: ${k.startsWith('dump/') ? 'dump/* aggregates are computed per step and carry no time' : 'this key has no time per point'}`;
+        const x = !plan.onTime ? s.x : xKind === 'rel' ? s.ts.map((t) => t - start) : s.ts;
         // One run alone keeps its colour (the run picker's swatch), not the first series colour.
         const ordered = inXOrder(x, y);
-        tables.push({ label: overlay ? runLabel(run!) : k, x: ordered.x, y: ordered.y, color: run ? runColor(allRuns, run.id) : undefined });
-        for (const [at, value] of s.nonfinite ?? []) markers.push({ x: x[at]!, label: overlay ? `${run!.id}: ${value}` : value });
-      });
+        tables.push({ label: overlay ? runLabel(run!) : k, x: ordered.x, y: ordered.y, color: run ? runColor(allRuns, run.id) : undefined, xLabel: plan.ownAxis[at] });
+        for (const [p, value] of s.nonfinite ?? []) markers.push({ x: x[p]!, label: overlay ? `${run!.id}: ${value}` : value });
+      }
+      const kind: XKind = plan.onTime && xKind === 'time' ? 'time' : 'step';
       const absent = overlay ? targets.filter((run) => !has(run, k)).map((run) => run!.id) : [];
-      if (tables.length) out.set(k, { tables, kind, xLabel, note, coverage: kind === 'step' ? leastStepCoverage(coverages) : undefined, absent, markers });
+      out.set(k, { tables, kind, xLabel: plan.xLabel, note: plan.note, coverage: kind === 'step' ? leastStepCoverage(coverages) : undefined, absent, leftOut: plan.leftOut, markers });
     }
     return out;
   }, [loggedData.data, xKind, runKey, allRuns, origins, keysOf]);
@@ -491,6 +494,7 @@ function MetricGrid({ meta, keys, xKind, smoothing, zoom, runs, allRuns, keysOf,
                 overlaid={overlay}
                 coverage={t.coverage}
                 absent={t.absent}
+                leftOut={t.leftOut}
                 markers={t.markers}
               />
             );

@@ -1,4 +1,5 @@
-// The run picker: one checkbox per served run, in its colour; the choice is kept in the URL (`runs=`).
+// The run picker: one checkbox per served run, in its colour; the choice is kept in the URL (`runs=`). The run the
+// header shows is always drawn: its box stays ticked, and choosing another run in the header leaves it out.
 import type { RunListing } from '../../../src/wire/index.ts';
 import { fmtWall } from '../../format.ts';
 import { setParams } from '../../route.ts';
@@ -6,7 +7,7 @@ import { runColor, runLabel } from '../../runs.ts';
 import { RunName } from '../../components/runName.tsx';
 import { hoveredRun } from './chartPanel.tsx';
 
-export function RunPicker({ runs, chosen }: { runs: readonly RunListing[]; chosen: readonly RunListing[] }) {
+export function RunPicker({ runs, chosen, shown }: { runs: readonly RunListing[]; chosen: readonly RunListing[]; shown: string | null }) {
   const ids = new Set(chosen.map((r) => r.id));
   const toggle = (id: string) => {
     const next = new Set(ids);
@@ -20,8 +21,13 @@ export function RunPicker({ runs, chosen }: { runs: readonly RunListing[]; chose
     <fieldset class="run-picker" data-testid="run-picker">
       <legend>runs</legend>
       {runs.map((r) => (
-        <label key={r.id} onMouseEnter={() => hoveredRun.set(runLabel(r))} onMouseLeave={() => hoveredRun.set(null)} title={`${r.gpus === null ? '' : `${r.gpus} GPUs · `}${r.steps} steps${r.start_ts !== null ? ` · started ${fmtWall(r.start_ts)}` : ''}`}>
-          <input type="checkbox" checked={ids.has(r.id)} onChange={() => toggle(r.id)} data-run={r.id} />
+        <label
+          key={r.id}
+          onMouseEnter={() => hoveredRun.set(runLabel(r))}
+          onMouseLeave={() => hoveredRun.set(null)}
+          title={`${r.gpus === null ? '' : `${r.gpus} GPUs · `}${r.steps} steps${r.start_ts !== null ? ` · started ${fmtWall(r.start_ts)}` : ''}${r.id === shown ? ' · the run the header shows, always drawn (choose another there to leave it out)' : ''}`}
+        >
+          <input type="checkbox" checked={ids.has(r.id)} disabled={r.id === shown && ids.has(r.id)} onChange={() => toggle(r.id)} data-run={r.id} />
           <span class="swatch" style={{ background: runColor(runs, r.id) }} />
           <span class="run-picker-name">
             <RunName run={r} />

@@ -2,10 +2,14 @@
 // or a click opens the Sample view at the match, Esc closes. Typing again cancels the scan in flight.
 // It is an ARIA 1.2 combobox: focus stays in the field while ↑/↓ move the active option, the options are not Tab
 // stops (Tab leaves the widget in one step), and the results close once focus has left it.
+// The results are those of the run the app shows: another run chosen in the header searches that run anew.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { errorText, getJson, isAbort } from '../../api.ts';
 import { fmtNum } from '../../format.ts';
 import { href, navigate, route } from '../../route.ts';
+import { chosenRun } from '../../chosenRun.ts';
+import { runList, shownRunId } from '../../runs.ts';
+import { useStore } from '../../store.ts';
 import type { SearchMatch, TokenView } from '../../../src/wire/index.ts';
 import { stepsSearched, streamSearch } from './stream.ts';
 import { findOfMatch } from '../sample/findTerms.ts';
@@ -15,6 +19,8 @@ const LIMIT = 50;
 const DEBOUNCE_MS = 160;
 
 interface State {
+  /** The run searched: its `run=` id, or null for the server's first run (the reference paths). */
+  run: string | null;
   q: string;
   matches: SearchMatch[];
   scanned: number;
@@ -23,15 +29,17 @@ interface State {
   error: string | null;
 }
 
-const EMPTY: State = { q: '', matches: [], scanned: 0, total: 0, done: null, error: null };
+const EMPTY: State = { run: null, q: '', matches: [], scanned: 0, total: 0, done: null, error: null };
 
 /**
  * Where a match of `query` opens: the tokens tab for response text, the conversation for recorded messages,
- * with what the query matched (its words and phrases, or its regular expression) to highlight there.
+ * with what the query matched (its words and phrases, or its regular expression) to highlight there; in the run
+ * searched (`run`; null: the server's first run), else the run the app shows.
  */
-export function matchHref(m: SearchMatch, query?: string): string {
+export function matchHref(m: SearchMatch, query?: string, run?: string | null): string {
   const tab = m.field === 'response' ? 'tokens' : m.field === 'prompt' || m.field === 'conversation' ? 'conversation' : undefined;
-  return href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab, find: findOfMatch(m, query) });
+  const inRun = run === undefined ? {} : { run };
+  return href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab, find: findOfMatch(m, query), ...inRun });
 }
 
 /** The token position where a response hit starts: the first occurrence of its text in the decoded tokens. */
@@ -65,7 +73,13 @@ function Snippet({ m }: { m: SearchMatch }) {
 export function HeaderSearch() {
   const [text, setText] = useState('');
   const [open, setOpen] = useState(false);
-  const [state, setState] = useState<State>(EMPTY);
+  const [kept, setState] = useState<State>(EMPTY);
+  // The run the header shows: the search is of it alone, and another one chosen searches again.
+  const run = useStore(chosenRun);
+  const runs = useStore(runList);
+  const runName = runs && runs.length > 1 ? shownRunId(runs) : null;
+  // (results of the run shown before never show, not even for the moment before the search of the new one starts)
+  const state = kept.run === run ? kept : { ...EMPTY, run };
   const [sel, setSel] = useState(0);
   // Enter pressed before the results of the text in the box arrived: that text, whose first match opens when they do.
   const [waiting, setWaiting] = useState<string | null>(null);
@@ -74,12 +88,17 @@ export function HeaderSearch() {
   useEffect(() => {
     const q = text.trim();
     if (!q) {
-      setState(EMPTY);
+      setState({ ...EMPTY, run });
       return;
     }
+    // Another run: the results shown go at once (the same run keeps them while the new text waits for its debounce).
+    setState((s) => (s.run === run ? s : { ...EMPTY, run }));
     const ctrl = new AbortController();
+    // Events of this search only: none after another text or run took its place (a burst parsed before the abort).
+    let live = true;
+    const update = (f: (s: State) => State) => live && setState((s) => (s.q === q && s.run === run ? f(s) : s));
     const timer = setTimeout(() => {
-      setState({ ...EMPTY, q });
+      setState({ ...EMPTY, run, q });
       setSel(0);
       let pending: SearchMatch[] = [];
       let frame = 0;
@@ -88,7 +107,7 @@ export function HeaderSearch() {
         frame = 0;
         const batch = pending;
         pending = [];
-        setState((s) => (s.q === q ? { ...s, matches: [...s.matches, ...batch] } : s));
+        update((s) => ({ ...s, matches: [...s.matches, ...batch] }));
       };
       streamSearch(
         text,
@@ -97,23 +116,25 @@ export function HeaderSearch() {
           if (e.type === 'match') {
             pending.push(e);
             frame ||= requestAnimationFrame(flush);
-          } else if (e.type === 'progress') setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total }));
+          } else if (e.type === 'progress') update((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total }));
           else if (e.type === 'done') {
             if (frame) cancelAnimationFrame(frame);
             flush();
-            setState((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total, done: { matches: e.matches, truncated: e.truncated, ms: e.elapsed_ms, note: e.note ?? null, skipped: e.warnings } }));
-          } else if (e.type === 'error') setState((s) => ({ ...s, error: e.detail }));
+            update((s) => ({ ...s, scanned: e.steps_scanned, total: e.steps_total, done: { matches: e.matches, truncated: e.truncated, ms: e.elapsed_ms, note: e.note ?? null, skipped: e.warnings } }));
+          } else if (e.type === 'error') update((s) => ({ ...s, error: e.detail }));
         },
         ctrl.signal,
+        run,
       ).catch((err) => {
-        if (!isAbort(err)) setState((s) => ({ ...s, error: errorText(err) }));
+        if (!isAbort(err)) update((s) => ({ ...s, error: errorText(err) }));
       });
     }, DEBOUNCE_MS);
     return () => {
+      live = false;
       clearTimeout(timer);
       ctrl.abort();
     };
-  }, [text]);
+  }, [text, run]);
 
   // Another address (Back, a link, a typed URL) is another screen: the results belong to the one left.
   useEffect(
@@ -140,11 +161,12 @@ export function HeaderSearch() {
     // Focus goes to the opened view's heading, where reading the match starts (not left on the page's body), once it
     // names the match (another sample in the Sample view keeps the view, so only the heading's text changes).
     const open = (to: string) => openWithHeading(to, navigate);
-    if (m.field !== 'response') return open(matchHref(m, q));
+    const run = state.run;
+    if (m.field !== 'response') return open(matchHref(m, q, run));
     // A response hit opens the tokens tab at the token where the hit starts.
     void tokenOf(m).then(
-      (pos) => open(pos === null ? matchHref(m, q) : href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab: 'tokens', start: Math.max(0, pos - 16), at: pos })),
-      () => open(matchHref(m, q)),
+      (pos) => open(pos === null ? matchHref(m, q, run) : href(`/rollout/${m.step}/sample/${m.sample_index}`, { eval: m.evaluation, tab: 'tokens', start: Math.max(0, pos - 16), at: pos, run })),
+      () => open(matchHref(m, q, run)),
     );
   };
 
@@ -190,6 +212,8 @@ export function HeaderSearch() {
 
   const busy = state.q !== '' && !state.done && !state.error;
   const active = shown && sel < state.matches.length ? `search-opt-${sel}` : undefined;
+  // Several runs served: the status names the run searched.
+  const ofRun = runName === null ? '' : `${runName}: `;
   return (
     <div
       class="header-search"
@@ -210,7 +234,7 @@ export function HeaderSearch() {
         aria-activedescendant={active}
         data-global-search
         placeholder="search all steps  ( / )"
-        aria-label="search every sample of the run"
+        aria-label={runName === null ? 'search every sample of the run' : `search every sample of run ${runName}`}
         value={text}
         onInput={(e) => {
           setText((e.target as HTMLInputElement).value);
@@ -222,14 +246,14 @@ export function HeaderSearch() {
       />
       {shown && (
         // tabIndex −1: a scrolling box Chromium would otherwise make a Tab stop of (the options are reached by ↑/↓)
-        <div class="search-results" tabIndex={-1} data-query={state.q} data-done={state.done ? '1' : undefined}>
+        <div class="search-results" tabIndex={-1} data-query={state.q} data-run={runName ?? undefined} data-done={state.done ? '1' : undefined}>
           <div class="search-status" role="status">
             {state.error
               ? state.error
               : busy
-                ? `scanning step ${state.scanned}/${state.total || '…'} — ${state.matches.length} match${state.matches.length === 1 ? '' : 'es'} so far`
+                ? `${ofRun}scanning step ${state.scanned}/${state.total || '…'} — ${state.matches.length} match${state.matches.length === 1 ? '' : 'es'} so far`
                 : state.done
-                  ? `${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${stepsSearched(state.done.truncated, state.scanned, state.total)} (${state.done.ms} ms)`
+                  ? `${ofRun}${state.done.matches}${state.done.truncated ? '+' : ''} match${state.done.matches === 1 ? '' : 'es'} in ${stepsSearched(state.done.truncated, state.scanned, state.total)} (${state.done.ms} ms)`
                   : ''}
             {!state.error && !busy && state.done?.note && (
               <div class="search-note" data-testid="search-note">
@@ -250,7 +274,7 @@ export function HeaderSearch() {
                 role="option"
                 aria-selected={i === sel}
                 tabIndex={-1}
-                href={matchHref(m, state.q)}
+                href={matchHref(m, state.q, state.run)}
                 onClick={(e) => {
                   e.preventDefault();
                   go(m);

@@ -1,9 +1,16 @@
 // Reads the streamed search answer (newline-delimited JSON) as it arrives; aborting the signal cancels the scan.
-import { ApiError, apiUrl } from '../../api.ts';
+import { ApiError } from '../../api.ts';
+import { chosenRun, scopedPath } from '../../chosenRun.ts';
 import type { SearchEvent } from '../../../src/wire/index.ts';
 
-export async function streamSearch(q: string, limit: number, onEvent: (e: SearchEvent) => void, signal: AbortSignal): Promise<void> {
-  const res = await fetch(apiUrl('rlsight/search', { q, limit }), { signal, headers: { accept: 'application/x-ndjson' } });
+/** The search request of one run (`run`: its id, or null for the server's first run at the reference paths). */
+export function searchUrl(q: string, limit: number, run: string | null): string {
+  return `./api/${scopedPath('rlsight/search', run)}?${new URLSearchParams({ q, limit: String(limit) })}`;
+}
+
+/** Streams the search of `run` (the run the app shows unless given): the answer belongs to that run whatever is chosen meanwhile. */
+export async function streamSearch(q: string, limit: number, onEvent: (e: SearchEvent) => void, signal: AbortSignal, run: string | null = chosenRun.get()): Promise<void> {
+  const res = await fetch(searchUrl(q, limit, run), { signal, headers: { accept: 'application/x-ndjson' } });
   if (!res.ok) {
     let detail = res.statusText;
     try {
