@@ -162,13 +162,56 @@ describe('--runs ROOT', () => {
       writeFileSync(join(root, 'notes', 'decoded', 'rollout_data', '0.pt.json'), '{}');
       const runs = new ServedRuns({}, (dir) => openRun(dir));
       const first = await runs.discover(root);
-      assert.deepEqual(first.map((r) => r.id), ['run', 'run-2']);
+      assert.deepEqual(first.map((r) => [r.id, r.folder]), [['team-a-run', 'team-a/run'], ['team-b-run', 'team-b/run']]);
       assert.deepEqual(await Promise.all(runs.runs().map(async (r) => (await r.run.listing(r.id, false)).name)), ['run', 'b-run']);
       assert.deepEqual(await runs.discover(root), [], 'a known run is not added twice');
       placeRun(root, 'late', null);
       assert.deepEqual((await runs.discover(root)).map((r) => r.id), ['late']);
       runs.stop();
     } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('ids stay with their folders when a folder of the same name joins the root and the server starts again', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-root-ids-'));
+    const served = async () => {
+      const runs = new ServedRuns({}, (dir) => openRun(dir));
+      await runs.discover(root);
+      runs.stop();
+      return Object.fromEntries(runs.runs().map((r) => [r.folder, r.id]));
+    };
+    try {
+      placeRun(join(root, 'teamA'), 'healthy', 'grpo');
+      placeRun(join(root, 'teamB'), 'healthy', 'grpo');
+      placeRun(root, 'solo', null);
+      const before = await served();
+      assert.deepEqual(before, { 'teamA/healthy': 'teamA-healthy', 'teamB/healthy': 'teamB-healthy', solo: 'solo' });
+      // a folder sorted ahead of the others: no id moves to another run
+      placeRun(join(root, 'team0'), 'healthy', 'grpo');
+      assert.deepEqual(await served(), { ...before, 'team0/healthy': 'team0-healthy' });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('/api/runs names each run\'s folder below the root (no path of the machine)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rlsight-root-folder-'));
+    const runs = new ServedRuns({}, (dir) => openRun(dir));
+    try {
+      placeRun(join(root, 'teamA'), 'healthy', 'grpo');
+      placeRun(join(root, 'teamB'), 'healthy', 'grpo');
+      await runs.discover(root);
+      const server = await startRunsServer(runs, { port: 0 });
+      try {
+        const listed = ((await (await fetch(new URL('/api/runs', server.url))).json()) as any).runs;
+        assert.deepEqual(listed.map((r: any) => [r.id, r.folder]), [['teamA-healthy', 'teamA/healthy'], ['teamB-healthy', 'teamB/healthy']]);
+        assert.equal((await fetch(new URL('/api/runs/teamB-healthy/meta', server.url))).status, 200);
+      } finally {
+        await server.close();
+      }
+    } finally {
+      runs.stop();
       rmSync(root, { recursive: true, force: true });
     }
   });
@@ -216,7 +259,7 @@ describe('rlsight serve DIR DIR', () => {
     try {
       const url = await servingUrl(child);
       const listed = (await (await fetch(new URL('/api/runs', url))).json()) as any;
-      assert.deepEqual(listed.runs.map((r: any) => [r.id, r.name]), [['a', 'first'], ['b', 'second']], 'in command-line order');
+      assert.deepEqual(listed.runs.map((r: any) => [r.id, r.name, r.folder]), [['a', 'first', 'a'], ['b', 'second', 'b']], 'in command-line order');
       assert.equal(((await (await fetch(new URL('/api/meta', url))).json()) as any).run_name, 'first');
     } finally {
       child.kill();

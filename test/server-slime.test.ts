@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { answersFor } from '../src/queries/slimeAnswers.ts';
 import { SlimeRunModel } from '../src/run/slime/index.ts';
@@ -178,7 +178,8 @@ describe('serving a slime --dump-details folder', () => {
     // The Trace view's download: that dump's traces as Chrome trace-event JSON.
     const pf = await fetch(new URL('/api/rlsight/export/perfetto?rollout_id=0', server.url));
     assert.equal(pf.status, 200);
-    assert.match(pf.headers.get('content-disposition') ?? '', /attachment; filename="0\.perfetto\.json"/);
+    // named after the run (its folder's name) and the step
+    assert.equal(pf.headers.get('content-disposition'), `attachment; filename="${basename(tmp)}.0.perfetto.json"`);
     const events = ((await pf.json()) as any).traceEvents;
     assert.ok(events.filter((e: any) => e.ph === 'b').length === events.filter((e: any) => e.ph === 'e').length && events.length > 100);
     const badWindow = await get(server, '/api/rlsight/export/perfetto?t0=10&t1=5');

@@ -67,7 +67,9 @@ describe('slime runs on the command line', () => {
       const formats = Object.fromEntries(runs.map((r: { id: string; formats: string[] }) => [r.id, r.formats]));
       assert.deepEqual(formats, { 'miles-run': ['miles'], 'slime-run': ['slime'] });
       assert.equal((await get(url, '/api/runs/slime-run/rlsight/trace?rollout_id=0')).has_traces, true);
-      assert.equal((await get(url, '/api/runs/miles-run/rlsight/trace?rollout_id=0')).has_traces, false);
+      const noTraces = await fetch(new URL('/api/runs/miles-run/rlsight/trace?rollout_id=0', url));
+      assert.equal(noTraces.status, 404);
+      assert.match(((await noTraces.json()) as { detail: string }).detail, /holds no per-request traces/);
       const alone = await serving([slime], (one) => get(one, '/api/rollout/1/summary'));
       assert.deepEqual(await get(url, '/api/runs/slime-run/rollout/1/summary'), alone);
     };

@@ -5,7 +5,7 @@ import { ErrorNote, Loading } from './components/status.tsx';
 import { Tooltip } from './components/tooltip.tsx';
 import { fmtDuration, fmtWall } from './format.ts';
 import { WarmUpBar, warmUpProgress } from './components/warmUpBar.tsx';
-import { liveConnected, meta, metaError, refreshMeta, startLive } from './live.ts';
+import { liveConnected, meta, metaDescribes, metaError, refreshMeta, startLive } from './live.ts';
 import { href, useRoute } from './route.ts';
 import { RunSelector, unknownRunText } from './components/runSelector.tsx';
 import { loadRuns, runList, shownRunId } from './runs.ts';
@@ -24,9 +24,11 @@ import { focusViewHeading, takeHeadingAsked, VIEW_NAMES, viewHeading } from './v
 import { letterKeys, setLetterKeys } from './keyboard.ts';
 
 export function App() {
-  const m = useStore(meta);
+  const stored = useStore(meta);
   const err = useStore(metaError);
   const r = useRoute();
+  // the run just chosen is drawn once its own meta is in (the previous run's steps and capabilities are not its)
+  const m = stored !== null && metaDescribes(r.params.get('run') || null) ? stored : null;
   const writing = useStore(stillWriting);
   const connected = useStore(liveConnected);
   const runs = useStore(runList);

@@ -19,6 +19,11 @@ let metaRun: string | null = chosenRun.get();
 const META_REFINE_MS = 1000;
 let refine: ReturnType<typeof setTimeout> | null = null;
 
+/** Whether `meta` describes `run` (null: the server's first run): a view is never drawn with another run's meta. */
+export function metaDescribes(run: string | null): boolean {
+  return metaRun === run;
+}
+
 export function refreshMeta(): Promise<void> {
   const run = chosenRun.get();
   if (run !== metaRun) {

@@ -228,7 +228,7 @@ export function warnEvalDatasetsMismatch(model: Pick<RunModel, 'traces' | 'roots
 
 /**
  * The served runs' ids; a run whose id is not its folder's name, or whose folder name another run shares
- * (`teamA/healthy` and `teamB/healthy` are `healthy` and `healthy-2`), with its folder: relative to `--runs ROOT`,
+ * (`teamA/healthy` and `teamB/healthy` are `teamA-healthy` and `teamB-healthy`), with its folder: relative to `--runs ROOT`,
  * else to the working directory (absolute when outside it).
  */
 export function runsLine(runs: readonly { id: string; dir: string }[], root?: string): string {

@@ -45,12 +45,11 @@ import { phasesByLane } from './phases.ts';
 import { STEP_AGGREGATE_METRICS, stepTables, type StepAggregate } from './rollouts.ts';
 import { StepFactsKeeper, type StepFactsAnswer } from './stepFacts.ts';
 import { noTelemetry } from './noTelemetry.ts';
-import { noTraces } from './slimeTraceView.ts';
 import { tokenView } from './tokens.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { topology } from './topology.ts';
 import { rolloutTrajectories } from './trajectoryLanes.ts';
-import { latestValues, LIVE_EDGE_S, runConfig, runStatus } from './runsTable.ts';
+import { latestValues, LIVE_EDGE_S, mostLoggedSteps, runConfig, runStatus } from './runsTable.ts';
 
 export interface Window {
   t0?: number;
@@ -161,7 +160,7 @@ export interface RunSources {
   startTs(): number | null;
   /** Whether the run records per-request traces (slime rollout dumps carry them). */
   readonly hasTraces: boolean;
-  /** A dump's request traces laid out for the Trace view; `has_traces: false` for a run without any. */
+  /** A dump's request traces laid out for the Trace view; NotFound for a run without traces, as for a step it lacks. */
   trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer>;
   /** One sample's trace items with every attr; NotFound for a run without traces. */
   traceDetails(rolloutId: number, evaluation: boolean, row: number): Promise<TraceDetails>;
@@ -221,6 +220,9 @@ const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /** Advisory answers kept (one per viewport the app asks about). */
 const ADVISORY_ANSWERS_KEPT = 16;
+
+/** Why a run without per-request traces answers no trace request. */
+const NO_TRACES = 'this run holds no per-request traces (slime rollout dumps carry them)';
 
 /**
  * The W&B run link, only when it is an absolute http(s) URL: the app renders it as a link, and run
@@ -371,13 +373,13 @@ export class RunAnswers implements RunSources {
     return false;
   }
 
-  async trace(rolloutId: number, evaluation: boolean): Promise<TraceAnswer> {
-    // Not an error: the app asks before it knows the run's format, and says so from the answer.
-    return noTraces(rolloutId, evaluation);
+  // A run without traces has no step to trace: every step is a 404 saying so (the app knows it from meta's `traces`).
+  async trace(_rolloutId: number, _evaluation: boolean): Promise<TraceAnswer> {
+    throw new NotFound(NO_TRACES);
   }
 
   async traceDetails(_rolloutId: number, _evaluation: boolean, _row: number): Promise<TraceDetails> {
-    throw new NotFound('this run holds no per-request traces (slime rollout dumps carry them)');
+    throw new NotFound(NO_TRACES);
   }
 
   /** Closes the run's files. */
@@ -442,6 +444,7 @@ export class RunAnswers implements RunSources {
       ...warmUpOf(store.warmUpProgress()),
       ...recorderOf(store.recorder?.() ?? null),
       ...(p.follow ? { live_edge_s: LIVE_EDGE_S } : {}),
+      ...(this.hasTraces ? { traces: true as const } : {}),
     };
   }
 
@@ -464,7 +467,8 @@ export class RunAnswers implements RunSources {
       start_ts: starts.length ? Math.min(...starts) : null,
       // unknown (null) when its telemetry names no GPU, as a slime run's dumps do not
       gpus: store.laneIndex().length || null,
-      steps: Math.max(catalog.steps.length, ids.train.length),
+      // a run with only logged metrics (recorded from a TensorBoard logdir) counts the steps it logged on its own key
+      steps: Math.max(catalog.steps.length, ids.train.length) || mostLoggedSteps(store.metricsRecords()),
       formats: [this.model.format],
       primary,
       end_ts: edge,
@@ -681,7 +685,13 @@ export class RunAnswers implements RunSources {
   }
 
   async messages(rolloutId: number, sampleIndex: number, evaluation: boolean): Promise<Conversation> {
-    return sampleConversation(await this.model.conversations(rolloutId, evaluation), rolloutId, sampleIndex);
+    const conversations = await this.model.conversations(rolloutId, evaluation);
+    // a step the run does not hold is said to be missing, not to have recorded no conversation
+    if (conversations === null) {
+      const ids = await this.model.rolloutIds();
+      if (!(evaluation ? ids.eval : ids.train).includes(rolloutId)) throw new NotFound(`${evaluation ? 'eval ' : ''}rollout ${rolloutId} is not in this run`);
+    }
+    return sampleConversation(conversations, rolloutId, sampleIndex);
   }
 
   /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LIVE_EDGE_S, latestValues, runConfig, runStatus } from './runsTable.ts';
+import { LIVE_EDGE_S, latestValues, mostLoggedSteps, runConfig, runStatus } from './runsTable.ts';
 
 test('a run is damaged when reading met problems, live while followed and writing, quiet when it stops writing, else finished', () => {
   assert.equal(runStatus(['metrics.jsonl: line 3 skipped'], true, 100, 100), 'damaged');
@@ -28,4 +28,12 @@ test('the configuration keeps scalar args only', () => {
 test('the latest value is the newest finite number of each key', () => {
   const answer = { a: { x: [0, 1, 2], y: [1, 2, null], ts: [0, 0, 0] }, b: { x: [0], y: ['text'], ts: [0] } };
   assert.deepEqual(latestValues(answer, ['a', 'b', 'c']), { a: 2, b: null, c: null });
+});
+
+test('a run that logged no rollout/step counts the most steps it logged on one step key', () => {
+  const rec = (step_key: string | null, step: number | null) => ({ step_key, step });
+  assert.equal(mostLoggedSteps([]), 0);
+  // tensorboard/step 0-3 (one step logged twice), eval/step 0 and 10, records without a step
+  const records = [0, 1, 1, 2, 3].map((s) => rec('tensorboard/step', s)).concat([rec('eval/step', 0), rec('eval/step', 10), rec(null, null), rec('train/step', null)]);
+  assert.equal(mostLoggedSteps(records), 4);
 });

@@ -17,6 +17,23 @@ export function runStatus(warnings: readonly string[], follow: boolean, edge: nu
   return now - edge <= LIVE_EDGE_S ? 'live' : 'quiet';
 }
 
+/**
+ * The steps of a run that logged none against `rollout/step` and dumped none: the most distinct steps logged
+ * against any one step key (a TensorBoard logdir's `tensorboard/step`, a trainer's own `train/step`).
+ */
+export function mostLoggedSteps(records: readonly { step_key: string | null; step: number | null }[]): number {
+  const byKey = new Map<string, Set<number>>();
+  for (const r of records) {
+    if (r.step_key === null || r.step === null) continue;
+    let steps = byKey.get(r.step_key);
+    if (!steps) byKey.set(r.step_key, (steps = new Set()));
+    steps.add(r.step);
+  }
+  let most = 0;
+  for (const steps of byKey.values()) most = Math.max(most, steps.size);
+  return most;
+}
+
 /** The scalar arguments of `meta.json` (nested values and nulls are left out: a table cell holds one value). */
 export function runConfig(args: unknown): Record<string, RunConfigValue> {
   if (!args || typeof args !== 'object' || Array.isArray(args)) return {};

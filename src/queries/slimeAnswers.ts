@@ -14,7 +14,7 @@ import { DUMP_METRIC_PREFIX, metricsAnswer, WALL_TIME_X } from './metrics.ts';
 import { rolloutGroups, stepAggregate, stepTables, type StepAggregate } from './rollouts.ts';
 import type { TraceAnswer, TraceDetails } from '../wire/trace.ts';
 import { RunAnswers, type HandedIn, type Presentation, type Window } from './runAnswers.ts';
-import { latestValues } from './runsTable.ts';
+import { latestValues, runStatus } from './runsTable.ts';
 import { loggedEvalDatasets, slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
 import { traceDetails, traceView, widenedByTrace } from './slimeTraceView.ts';
 import { fewAndSmall, PARTIAL_STEPS_FROM_BYTES, unreadRuns } from './stepFacts.ts';
@@ -464,7 +464,10 @@ export class SlimeAnswers extends RunAnswers {
     const read = await this.stepsRead(this.budget(opts.progressive));
     const latest = keys.length ? latestValues(await this.metricsOver(read, { keys: [...keys], x: WALL_TIME_X }), keys) : l.latest;
     const span = spanWanted ? read.span : null;
-    return { ...l, start_ts: l.start_ts ?? span?.[0] ?? null, end_ts: l.end_ts ?? span?.[1] ?? null, latest, ...(read.coverage ? { coverage: read.coverage } : {}) };
+    const end = l.end_ts ?? span?.[1] ?? null;
+    // a followed run without telemetry is live or quiet by its traces' newest end, as one with telemetry is by its edge
+    const status = l.end_ts === null && end !== null ? runStatus(l.warnings, opts.follow ?? false, end, Date.now() / 1000, this.store.recorder?.() ?? null) : l.status;
+    return { ...l, start_ts: l.start_ts ?? span?.[0] ?? null, end_ts: end, status, latest, ...(read.coverage ? { coverage: read.coverage } : {}) };
   }
 
   override get hasTraces(): boolean {

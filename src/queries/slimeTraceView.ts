@@ -388,11 +388,6 @@ export function traceView(samples: readonly SlimeSample[], source: { rolloutId: 
   };
 }
 
-/** The answer for a run whose format carries no per-request traces. */
-export function noTraces(rolloutId: number, evaluation: boolean): TraceAnswer {
-  return { has_traces: false, rollout_id: rolloutId, evaluation, t0: 0, rows: [], untraced: 0, names: [], notes: ['this run holds no per-request traces (slime rollout dumps carry them)'] };
-}
-
 /** Every item of one sample with all its attrs (the view's details panel). */
 export function traceDetails(sample: SlimeSample): TraceDetails | null {
   const l = layoutRow(sample, 0, true);

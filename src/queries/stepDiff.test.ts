@@ -131,3 +131,24 @@ test('a multi-turn prompt is matched by the turns before its first assistant tur
   assert.equal(initialPrompt('user: add 2 and 3'), 'user: add 2 and 3');
   assert.equal(initialPrompt('plain text prompt'), 'plain text prompt');
 });
+
+test('staleness counted in rollout steps on one side and weight updates on the other gets no change, and says why', () => {
+  const stale = (s: DiffSide, values: number[], from?: 'newest_version'): DiffSide => ({
+    ...s,
+    rows: s.rows.map((r, i) => ({ ...r, staleness: values[i % values.length]! })),
+    ...(from ? { stalenessFrom: from } : {}),
+  });
+  const staleness = (a: DiffSide, b: DiffSide) => stepDiff(a, b).distributions.find((x) => x.metric === 'staleness')!;
+  // both in rollout steps (two miles steps), or both in weight updates (two slime steps): the change is given
+  const same = staleness(stale(A, [0]), stale(B, [1]));
+  assert.equal(same.delta_mean, 1);
+  assert.equal(same.note, undefined);
+  assert.equal(staleness(stale(A, [0], 'newest_version'), stale(B, [1], 'newest_version')).delta_mean, 1);
+  // a miles step against a slime step: both means are shown, no change between them
+  const across = staleness(stale(A, [0]), stale(B, [0, 1], 'newest_version'));
+  assert.deepEqual([across.a.mean, across.b.mean, across.delta_mean], [0, 0.5, null]);
+  assert.equal(across.note, "not comparable: A counts rollout steps behind, B counts weight updates behind its step's newest version");
+  assert.match(staleness(stale(A, [1], 'newest_version'), stale(B, [0])).note!, /^not comparable: A counts weight updates .*, B counts rollout steps behind$/);
+  // the other distributions keep their changes
+  assert.equal(stepDiff(stale(A, [0]), stale(B, [0, 1], 'newest_version')).distributions.find((x) => x.metric === 'reward')!.delta_mean, 4 / 8 - 5 / 8);
+});

@@ -23,6 +23,13 @@ export interface DiffSide {
   prompts: ReadonlyMap<number, string>;
   /** Logged and dump/* values of this step. */
   metrics: ReadonlyMap<string, number>;
+  /** The summary's `staleness_from`: set when its staleness counts weight updates, not rollout steps. */
+  stalenessFrom?: 'newest_version';
+}
+
+/** How a side counts staleness, in words. */
+function stalenessUnit(side: DiffSide): string {
+  return side.stalenessFrom === 'newest_version' ? "weight updates behind its step's newest version" : 'rollout steps behind';
 }
 
 const DISTRIBUTIONS: { metric: string; label: string; columns: string[] }[] = [
@@ -240,7 +247,12 @@ export function metricPairs(a: ReadonlyMap<string, number>, b: ReadonlyMap<strin
 }
 
 export function stepDiff(a: DiffSide, b: DiffSide): StepDiff {
-  const distributions = DISTRIBUTIONS.map((d) => distribution(d.metric, d.label, values(a.rows, d.columns), values(b.rows, d.columns)));
+  const distributions = DISTRIBUTIONS.map((d) => {
+    const dist = distribution(d.metric, d.label, values(a.rows, d.columns), values(b.rows, d.columns));
+    // staleness counted in rollout steps on one side and in weight updates on the other (a miles and a slime run): no change between them
+    if (d.metric !== 'staleness' || a.stalenessFrom === b.stalenessFrom) return dist;
+    return { ...dist, delta_mean: null, note: `not comparable: A counts ${stalenessUnit(a)}, B counts ${stalenessUnit(b)}` };
+  });
   const { flipped, matched } = flippedGroups(a, b);
   return { a: a.ref, b: b.ref, distributions, groups_matched: matched, flipped, metrics: metricPairs(a.metrics, b.metrics), moved: movedSamples(a, b) };
 }
@@ -266,6 +278,7 @@ export async function diffSide(run: RunSources, step: number, evaluation: boolea
     rows: summary.rows,
     prompts,
     metrics: evaluation ? new Map() : await run.stepMetrics(step),
+    ...(summary.staleness_from ? { stalenessFrom: summary.staleness_from } : {}),
   };
 }
 

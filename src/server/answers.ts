@@ -11,6 +11,7 @@ import type { SearchTarget } from '../queries/search.ts';
 import { NotFound } from '../run/errors.ts';
 import { BadArgument } from '../queries/limits.ts';
 import { classify, scrubPaths, unknownRun } from './errors.ts';
+import { downloadName } from './downloads.ts';
 import { jsonResponse, markPartial } from './json.ts';
 import { boolParam, intParam, limitedInt, parseParams } from './params.ts';
 
@@ -44,10 +45,6 @@ const sampleDiffQuery = z.object({
 const searchQuery = z.object({ q: z.string(), limit: limitedInt(SEARCH_RESULTS) });
 
 const CONTENT_TYPES: Record<TableFormat, string> = { csv: 'text/csv; charset=utf-8', parquet: 'application/vnd.apache.parquet' };
-
-function safeName(s: string): string {
-  return s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80) || 'run';
-}
 
 function download(c: Context, bytes: Uint8Array, type: string, filename: string): Response {
   return c.body(bytes as unknown as ArrayBuffer, 200, {
@@ -242,7 +239,7 @@ export function mountAnswers(app: Hono, run: RunSources, opts: AnswerOptions = {
     const format = tableFormat(parseParams(formatQuery, c.req.query()).format);
     // a key written under another name is said by the CLI; the download holds the same columns
     const bytes = encodeTable((await runMetricsTable(run)).table, format);
-    return download(c, bytes, CONTENT_TYPES[format], `${safeName(run.name)}.metrics.${format}`);
+    return download(c, bytes, CONTENT_TYPES[format], downloadName(c, `metrics.${format}`));
   });
 
   app.get('/api/rlsight/export/rollout/:rollout_id', async (c) => {
@@ -251,14 +248,14 @@ export function mountAnswers(app: Hono, run: RunSources, opts: AnswerOptions = {
     const { encodeTable, rolloutTable, tableFormat } = await loadExports();
     const format = tableFormat(q.format);
     const bytes = encodeTable(await rolloutTable(run, step, q.eval), format);
-    return download(c, bytes, CONTENT_TYPES[format], `${safeName(run.name)}.${q.eval ? 'eval_' : ''}${step}.rollout.${format}`);
+    return download(c, bytes, CONTENT_TYPES[format], downloadName(c, `${q.eval ? 'eval_' : ''}${step}.rollout.${format}`));
   });
 
   app.get('/api/rlsight/export/sample/:rollout_id/:sample_index', async (c) => {
     const { rollout_id: step, sample_index: idx } = parseParams(samplePath, c.req.param());
     const q = parseParams(evalQuery, c.req.query());
     const doc = await (await loadExports()).sampleDocument(run, step, idx, q.eval);
-    c.header('content-disposition', `attachment; filename="${safeName(run.name)}.${q.eval ? 'eval_' : ''}${step}.sample_${idx}.json"`);
+    c.header('content-disposition', `attachment; filename="${downloadName(c, `${q.eval ? 'eval_' : ''}${step}.sample_${idx}.json`)}"`);
     return jsonResponse(c, doc);
   });
 }

@@ -17,6 +17,7 @@ import type { RunsAnswer } from '../wire/index.ts';
 import { mountAnswers, mountRunsAnswers } from './answers.ts';
 import { failureResponse, unknownRun } from './errors.ts';
 import { EventFeed, mountEvents } from './events.ts';
+import { withRunId } from './downloads.ts';
 import { jsonResponse, markPartial } from './json.ts';
 import { oneValueEach, parseParams } from './params.ts';
 import * as z from 'zod';
@@ -53,6 +54,8 @@ export interface ServedRun {
   readonly run: RunSources;
   readonly feed: EventFeed;
   readonly api: Hono;
+  /** Its folder as the app shows it (relative, never a path of the machine); absent for a run served alone by a test. */
+  readonly folder?: string;
 }
 
 /** The runs a server answers about; the first is the one the reference paths answer for. */
@@ -147,7 +150,14 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     // refused even when no run is served yet (each run's listing checks them too)
     const keys = checkLatestKeys(parseParams(runsQuery, c.req.query()).latest ?? []);
     // at once: a slime or collected run's steps not read yet are read in the background (see each row's `coverage`)
-    const body: RunsAnswer = { runs: await Promise.all(listed.map((r, i) => r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys, progressive: true }))) };
+    const body: RunsAnswer = {
+      runs: await Promise.all(
+        listed.map(async (r, i) => {
+          const row = await r.run.listing(r.id, i === 0, { follow: options.follow ?? false, latest: keys, progressive: true });
+          return r.folder === undefined ? row : { ...row, folder: r.folder };
+        }),
+      ),
+    };
     markPartial(c, body.runs.find((r) => r.coverage !== undefined)?.coverage);
     return jsonResponse(c, body);
   });
@@ -158,14 +168,14 @@ export function createMultiApp(args: { runs: RunSet; options?: AppOptions }): Ho
     if (!served) return c.json({ detail: unknownRun(c.req.param('run'), runs.runs().map((r) => r.id)) }, 404);
     // what follows `/api/runs/{run}/`, however the run's name was spelled (`mil%65s` is `miles`)
     const rest = new URL(c.req.url).pathname.split('/').slice(4).join('/');
-    return served.api.fetch(forRunApi(c.req.raw, rest), c.env);
+    return served.api.fetch(forRunApi(c.req.raw, rest), withRunId(c.env, served.id));
   });
   // Search and step diff across the runs held (`?runs=`, `?run_a&run_b`), ahead of the first run's own routes.
   mountRunsAnswers(app, namedRuns);
   app.all('/api/*', (c) => {
     const first = runs.runs()[0];
     if (!first) return c.json({ detail: 'no run is being served' }, 404);
-    return first.api.fetch(c.req.raw, c.env);
+    return first.api.fetch(c.req.raw, withRunId(c.env, first.id));
   });
   mountStatic(app, options.staticDir);
   app.notFound((c) => c.json({ detail: 'Not Found' }, 404));

@@ -1,11 +1,12 @@
 // `/api/rlsight/trace` (a dump's request traces laid out for the Trace view) and
-// `/api/rlsight/trace/details` (one sample's items with every attr). A run without traces answers
-// `has_traces: false` (and 404 for details).
+// `/api/rlsight/trace/details` (one sample's items with every attr). A run without traces answers both with a
+// 404 saying so, whatever the step (meta's `traces` tells the app beforehand).
 import type { Hono } from 'hono';
 import * as z from 'zod';
 import { windowProblem } from '../queries/limits.ts';
 import type { RunSources } from '../queries/runAnswers.ts';
 import { BadArgument } from '../queries/limits.ts';
+import { downloadName, utcNamePart } from './downloads.ts';
 import { jsonByteLength, jsonResponse } from './json.ts';
 import { boolParam, floatParam, intParam, parseParams } from './params.ts';
 import { holdsNothing, nothingToExportText, PERFETTO_MAX_BYTES, tooBigToLoad } from '../queries/perfetto.ts';
@@ -40,8 +41,14 @@ export function mountTrace(app: Hono, run: RunSources): void {
     // measured before anything is sent (nothing of the body is kept to measure it)
     const tooBig = tooBigToLoad(jsonByteLength(trace, PERFETTO_MAX_BYTES), 't0/t1');
     if (tooBig !== null) throw new BadArgument(q.t0 === undefined ? 't0' : 't1', tooBig);
-    const name = q.rollout_id !== undefined ? `${q.eval ? 'eval_' : ''}${q.rollout_id}.perfetto.json` : 'run.perfetto.json';
-    c.header('Content-Disposition', `attachment; filename="${name}"`);
+    // the run, then the step or the window (UTC start and end; the whole run without either)
+    const what =
+      q.rollout_id !== undefined
+        ? `${q.eval ? 'eval_' : ''}${q.rollout_id}`
+        : q.t0 === undefined && q.t1 === undefined
+          ? null
+          : `${q.t0 === undefined ? 'start' : utcNamePart(q.t0)}-${q.t1 === undefined ? 'end' : utcNamePart(q.t1)}`;
+    c.header('Content-Disposition', `attachment; filename="${downloadName(c, what === null ? 'perfetto.json' : `${what}.perfetto.json`)}"`);
     return jsonResponse(c, trace);
   });
 }

@@ -140,8 +140,10 @@ export interface DistributionDiff {
   label: string;
   a: SummaryStats;
   b: SummaryStats;
-  /** b.mean − a.mean. */
+  /** b.mean − a.mean; null when a side has no value, or the sides count it in different units (see `note`). */
   delta_mean: number | null;
+  /** Present when the two sides count the values in different units (staleness in rollout steps and in weight updates): says which. */
+  note?: string;
   /** Bin edges (bins + 1 of them). */
   edges: number[];
   /** Every value is a whole number: the edges lie half-way between them, the outer ones half a unit past the extremes. */

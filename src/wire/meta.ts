@@ -59,4 +59,9 @@ export interface Meta {
    * runs table's rule, so the header and the table say the same).
    */
   live_edge_s?: number;
+  /**
+   * rlsight's own: present when the run records per-request traces (a slime or collected run), which the Trace view
+   * and `/api/rlsight/trace` show; absent, every trace request is a 404 saying the run holds none.
+   */
+  traces?: true;
 }

@@ -10,8 +10,16 @@ export type RunStatus = 'live' | 'quiet' | 'finished' | 'damaged';
 export type RunConfigValue = string | number | boolean;
 
 export interface RunListing {
-  /** The run's name in URLs (`/api/runs/{id}/…`): its folder name, made unique. */
+  /**
+   * The run's name in URLs (`/api/runs/{id}/…`): its folder name; under `--runs ROOT`, when another run folder
+   * there has that name too, its path below the root (`teamA/healthy` is `teamA-healthy`).
+   */
   id: string;
+  /**
+   * Its folder: the path below `--runs ROOT`; for a run named on the command line, the folder's name with as many
+   * folders above it as tell it from the other runs named. Never a whole path of the server's machine.
+   */
+  folder?: string;
   /** `meta.json`'s run name, else the folder name. */
   name: string;
   /** When it began: `meta.json`'s start, or its first record when that is earlier (a resumed run rewrites the start). */

@@ -51,8 +51,8 @@ export interface TraceRow {
 }
 
 export interface TraceAnswer {
-  /** False for a run that holds no per-request traces at all (a miles run): then `rows` is empty. */
-  has_traces: boolean;
+  /** Always true: a run that holds no per-request traces at all (a miles run) answers a 404 instead. */
+  has_traces: true;
   rollout_id: number;
   evaluation: boolean;
   /** Absolute epoch seconds every `start` / `end` is relative to (the earliest event). */

@@ -109,7 +109,7 @@ export function RunSelector({ runs, chosen }: { runs: readonly RunListing[]; cho
         aria-expanded={open}
         aria-controls={open ? uid : undefined}
         aria-label={`run: ${runLabel(shown ?? { id: chosen, name: chosen })}, choose another`}
-        title={`run ${runLabel(shown ?? { id: chosen, name: chosen })}: the run every view shows, kept in the URL as run=`}
+        title={`run ${runLabel(shown ?? { id: chosen, name: chosen })}${shown?.folder !== undefined && shown.folder !== chosen ? `, folder ${shown.folder}` : ''}: the run every view shows, kept in the URL as run=`}
         onClick={() => (open ? close(false) : show(chosenAt))}
         onKeyDown={onButtonKey}
       >
@@ -144,6 +144,11 @@ export function RunSelector({ runs, chosen }: { runs: readonly RunListing[]; cho
               >
                 <span class="swatch" style={{ background: runColor(runs, r.id) }} />
                 <RunName run={r} />
+                {r.folder !== undefined && r.folder !== r.id && (
+                  <span class="run-folder" data-testid="run-folder">
+                    {r.folder}
+                  </span>
+                )}
               </li>
             ))}
           </ul>

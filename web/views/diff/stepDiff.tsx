@@ -153,6 +153,11 @@ export function StepDiffView({ meta, route }: { meta: Meta; route: Route }) {
                     {fmtNum(x.a.mean)} → {fmtNum(x.b.mean)} <b class={deltaClass(x.metric, x.delta_mean)} data-testid="delta">{delta(x.delta_mean)}</b>
                   </span>
                 </h3>
+                {x.note && (
+                  <p class="url-note" role="note" data-testid="delta-note">
+                    {x.note.charAt(0).toUpperCase() + x.note.slice(1)}: no change is given.
+                  </p>
+                )}
                 {x.a.n + x.b.n === 0 ? <p class="muted">no values on either side</p> : <Histogram d={x} colors={colors} />}
               </div>
             ))}

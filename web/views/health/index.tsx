@@ -12,6 +12,8 @@ import { loadRuns, runColor, runList, runPath, shownRunId } from '../../runs.ts'
 import { evidenceHref } from './evidence.ts';
 import { markPainted } from '../../paintMarks.ts';
 import { CoverageNote, leastStepCoverage, useStepwiseApi } from '../../components/coverage.tsx';
+import { RunHoldings, useRunFacts } from '../../components/runHoldings.tsx';
+import { dumped, noDumpsText } from '../../runFacts.ts';
 
 function cellText(c: HealthCell): string {
   if (c.value === null) return '–';
@@ -143,6 +145,8 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
               {runs.map((x, i) => {
                 const rows = boards.data![i]!.rows;
                 const row = at === null ? rows.at(-1) : rows.find((q) => q.step === at);
+                // a run with no train step dumped (a metrics-only run) has no cells to show: one line says why
+                const none = rows.length === 0 && !boards.data![i]!.coverage;
                 return (
                   <tr data-run={x.id} class={x.id === shown ? 'shown' : ''}>
                     <th scope="row">
@@ -150,7 +154,13 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
                       <a href={href('/health', { run: x.id, runs: r.params.get('runs'), at })}>{x.id}</a>
                     </th>
                     <td>{row ? row.step : '—'}</td>
-                    {signals.map((s) =>
+                    {none ? (
+                      <td class="none" colSpan={signals.length} data-testid="runs-board-none" style={{ textAlign: 'left', color: 'var(--muted)' }}>
+                        no train steps dumped{x.status === 'live' || x.status === 'quiet' ? ' yet' : ''}: the health board reads rollout dumps (
+                        <a href={href('/', { run: x.id })}>its metrics</a>)
+                      </td>
+                    ) : (
+                      signals.map((s) =>
                       row?.cells[s.id] ? (
                         <RunHealthTd run={x.id} signal={s} cell={row.cells[s.id]} />
                       ) : (
@@ -158,6 +168,7 @@ function RunsBoard({ signals, tick }: { signals: SignalSpec[]; tick: number }) {
                           –
                         </td>
                       ),
+                      )
                     )}
                   </tr>
                 );
@@ -210,6 +221,7 @@ function boardLines(rows: readonly HealthRow[], coverage: StepCoverage | undefin
 
 export function HealthView({ meta }: { meta: Meta }) {
   const tick = useStore(liveTick);
+  const facts = useRunFacts(meta);
   const all = useStore(runList);
   // a board over the steps read so far is asked again, without a reload, until every step is read
   const board = useStepwiseApi('health', (signal) => getJson<HealthAnswer>('rlsight/health', {}, signal), tick, (b) => b.coverage);
@@ -219,8 +231,26 @@ export function HealthView({ meta }: { meta: Meta }) {
   if (board.error) return <ErrorNote error={board.error} />;
   if (!board.data) return <Loading what="health board" />;
   const { signals, rows, fired, warnings } = board.data;
-  if (rows.length === 0 && !board.data.coverage)
-    return <Empty>No train steps in this run yet{meta.mode === 'follow' ? ' — rows appear as the job writes its dumps.' : '.'}</Empty>;
+  if (rows.length === 0 && !board.data.coverage) {
+    // the board's rows are the run's dumped train steps
+    if (!dumped(facts))
+      return (
+        <section class="health">
+          <RunsBoard signals={signals} tick={tick} />
+          <Empty>
+            {noDumpsText(facts, 'The health board')}
+            <br />
+            <RunHoldings facts={facts} here="health" />
+          </Empty>
+        </section>
+      );
+    return (
+      <Empty>
+        No train steps in this run{facts.mayGrow ? ' yet' : ''}: the health board reads train steps’ rollout dumps, and it holds{' '}
+        {facts.trainSteps === 0 ? `only eval steps (${facts.evalSteps})` : 'none it could read'}.
+      </Empty>
+    );
+  }
   const partial = board.data.coverage;
   return (
     <section class="health">

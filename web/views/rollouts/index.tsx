@@ -17,6 +17,8 @@ import { RunsCompare } from './compare.tsx';
 import { DumpSummary } from './dumpSummary.tsx';
 import { type ColorBy, colorOf, groupPalette, Scatter } from './scatter.tsx';
 import { StepBar, stepHref } from './stepBar.tsx';
+import { RunHoldings, useRunFacts } from '../../components/runHoldings.tsx';
+import { noDumpsText } from '../../runFacts.ts';
 
 const DEFAULT_COLUMNS = [
   'sample_index',
@@ -38,6 +40,7 @@ const DEFAULT_COLUMNS = [
 ];
 
 export function RolloutsView({ meta, route }: { meta: Meta; route: Route }) {
+  const facts = useRunFacts(meta);
   const evaluation = route.params.get('eval') === '1';
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const latest = ids.at(-1) ?? meta.rollout_ids.train.at(-1);
@@ -49,7 +52,13 @@ export function RolloutsView({ meta, route }: { meta: Meta; route: Route }) {
   if (route.invalid) return <ErrorNote error={new Error(route.invalid)} />;
   if (route.rolloutId === null) {
     if (latest === undefined)
-      return <Empty>No rollout dumps in this run yet{meta.mode === 'follow' ? ' — they appear here as the job writes them.' : '.'}</Empty>;
+      return (
+        <Empty>
+          {noDumpsText(facts, 'Rollouts')}
+          <br />
+          <RunHoldings facts={facts} here="rollout" />
+        </Empty>
+      );
     return <Loading what="step" />;
   }
   return <Rollouts meta={meta} route={route} id={route.rolloutId} evaluation={evaluation} />;

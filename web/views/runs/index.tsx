@@ -13,12 +13,16 @@ import { runColor, runLabel, runList } from '../../runs.ts';
 import { useStore } from '../../store.ts';
 import type { RunConfigValue, RunListing, RunsAnswer } from '../../../src/wire/index.ts';
 import { CoverageNote, leastStepCoverage, useStepwiseApi } from '../../components/coverage.tsx';
+import { comparedPair, pairNote, type PairView, type RunMetas, useRunMetas } from '../../runMetas.ts';
+import { DUMP_KEYS } from '../metrics/catalog.ts';
 import { filterWords, runMatches, type FilterColumn } from './runFilter.ts';
 
 /** The latest values shown unless the URL chooses others: reward, zero-std share, step time. */
 export const DEFAULT_METRICS = ['rollout/rewards_mean', 'rollout/zero_std_group_ratio', 'perf/step_time'];
 /** New runs under `--runs ROOT --follow` are listed within this. */
 const POLL_MS = 5000;
+/** What each run holds (for the metric columns offered and the runs each comparison can show) is asked again every this many polls. */
+const METAS_EVERY_POLLS = 6;
 
 /** Key configuration columns: the first arg a run records under any of the names. */
 const KEY_CONFIG: { id: string; label: string; args: string[] }[] = [
@@ -90,6 +94,11 @@ export function RunsView({ route }: { route: Route }) {
 
   const runs = res.data?.runs ?? [];
   const allArgs = useMemo(() => [...new Set(runs.flatMap((r) => Object.keys(r.config)))].sort(), [runs]);
+  const metas = useRunMetas(
+    runs.map((r) => r.id),
+    Math.floor(poll / METAS_EVERY_POLLS),
+  );
+  const metricOptions = useMemo(() => metricKeyOptions(runs.map((r) => r.id), metas), [metas]);
   const columns: Column[] = [
     { id: 'format', label: 'format', value: (r) => r.formats.join(', ') },
     {
@@ -164,7 +173,7 @@ export function RunsView({ route }: { route: Route }) {
             setParams({ q: v });
           }}
         />
-        <ColumnChooser label="metric columns" chosen={metricKeys} options={m?.metric_keys ?? []} param="metrics" defaults={DEFAULT_METRICS} />
+        <ColumnChooser label="metric columns" chosen={metricKeys} options={metricOptions?.keys ?? m?.metric_keys ?? []} param="metrics" defaults={DEFAULT_METRICS} held={metricOptions ?? undefined} />
         <ColumnChooser label="arg columns" chosen={argCols} options={allArgs} param="args" defaults={[]} />
         <span class="runs-compare" data-testid="runs-compare">
           {chosen.length < 2 ? (
@@ -173,13 +182,14 @@ export function RunsView({ route }: { route: Route }) {
             <>
               compare {ids.join(' · ')}: <a href={href('/', { runs: ids.join(','), run: ids[0] })}>Metrics</a>
               <a href={href('/health', { runs: ids.join(','), run: ids[0] })}>Health</a>
-              <a href={href('/rollout', { runs: ids.slice(0, 2).join(','), run: ids[0] })}>Rollouts</a>
-              <a href={href('/timeline', { runs: ids.slice(0, 2).join(','), run: ids[0] })}>Compute</a>
-              <a href={href('/diff', { run: ids[0], run_a: ids[0], run_b: ids[1] })}>Diff</a>
+              <PairLink view="rollout" chosen={ids} metas={metas} />
+              <PairLink view="timeline" chosen={ids} metas={metas} />
+              <PairLink view="diff" chosen={ids} metas={metas} />
             </>
           )}
         </span>
       </div>
+      {chosen.length >= 2 && metas && <PairNotes chosen={ids} metas={metas} />}
       <SideScroll class="runs-scroll">
         <table class="runs-table" data-testid="runs-table">
           <thead>
@@ -212,6 +222,11 @@ export function RunsView({ route }: { route: Route }) {
                     {r.id}
                   </a>
                   {runLabel(r) !== r.id && <span class="run-label">{runLabel(r).slice(r.id.length)}</span>}
+                  {r.folder !== undefined && r.folder !== r.id && (
+                    <span class="run-folder" data-testid="run-folder" title={`folder ${r.folder}`}>
+                      {r.folder}
+                    </span>
+                  )}
                 </th>
                 {columns.map((c) => (
                   <td data-col={c.id}>{c.show ? c.show(r) : cellText(c.value(r))}</td>
@@ -231,9 +246,63 @@ export function RunsView({ route }: { route: Route }) {
   );
 }
 
+const PAIR_VIEWS: PairView[] = ['rollout', 'timeline', 'diff'];
+
+/** A view that sets two runs side by side: linked with the first two ticked runs that can show it, plain text when fewer can. */
+function PairLink({ view, chosen, metas }: { view: PairView; chosen: string[]; metas: RunMetas | null }) {
+  const label = view === 'rollout' ? 'Rollouts' : view === 'timeline' ? 'Compute' : 'Diff';
+  if (!metas) return <span class="pair-pending">{label}</span>;
+  const { ids } = comparedPair(view, chosen, metas);
+  if (ids.length < 2) {
+    return (
+      <span class="pair-off" data-view={view} aria-disabled="true" title="fewer than two ticked runs can show this: see below">
+        {label}
+      </span>
+    );
+  }
+  const [a, b] = ids as [string, string];
+  const to =
+    view === 'rollout' ? href('/rollout', { runs: `${a},${b}`, run: a }) : view === 'timeline' ? href('/timeline', { runs: `${a},${b}`, run: a }) : href('/diff', { run: a, run_a: a, run_b: b });
+  return (
+    <a href={to} data-view={view} title={`${label}: ${a} and ${b}`}>
+      {label}
+    </a>
+  );
+}
+
+/** Which ticked runs each two-run view compares, and which it leaves out and why (nothing when it takes the first two). */
+function PairNotes({ chosen, metas }: { chosen: string[]; metas: RunMetas }) {
+  const notes = PAIR_VIEWS.map((v) => [v, pairNote(v, comparedPair(v, chosen, metas))] as const).filter(([, n]) => n !== null);
+  if (!notes.length) return null;
+  return (
+    <ul class="hint pair-notes" data-testid="pair-notes">
+      {notes.map(([v, n]) => (
+        <li data-view={v}>{n}</li>
+      ))}
+    </ul>
+  );
+}
+
+/**
+ * The metric keys the served runs hold between them (each run's logged keys, and the `dump/*` aggregates of a run
+ * with rollout dumps), sorted, with how many runs hold each; null until every run's meta has answered.
+ */
+export function metricKeyOptions(ids: readonly string[], metas: RunMetas | null): { keys: string[]; held: Map<string, number>; runs: number } | null {
+  if (!metas) return null;
+  const held = new Map<string, number>();
+  let runs = 0;
+  for (const id of ids) {
+    const meta = metas.get(id);
+    if (!meta) continue;
+    runs++;
+    for (const k of new Set([...meta.metric_keys, ...(meta.rollout_ids.train.length ? DUMP_KEYS : [])])) held.set(k, (held.get(k) ?? 0) + 1);
+  }
+  return { keys: [...held.keys()].sort(naturalCompare), held, runs };
+}
+
 /** Adds or removes optional columns (kept in the URL). */
-function ColumnChooser(props: { label: string; chosen: string[]; options: string[]; param: string; defaults: string[] }) {
-  const { label, chosen, options, param, defaults } = props;
+function ColumnChooser(props: { label: string; chosen: string[]; options: string[]; param: string; defaults: string[]; held?: { held: Map<string, number>; runs: number } }) {
+  const { label, chosen, options, param, defaults, held } = props;
   const set = (next: string[]) => setParams({ [param]: next.join(',') === defaults.join(',') ? null : next.join(',') || (defaults.length ? ',' : null) }, false);
   return (
     <details class="column-chooser">
@@ -243,6 +312,7 @@ function ColumnChooser(props: { label: string; chosen: string[]; options: string
           <label>
             <input type="checkbox" checked={chosen.includes(o)} onChange={() => set(chosen.includes(o) ? chosen.filter((x) => x !== o) : [...chosen, o])} data-option={o} />
             {o}
+            {held && (held.held.get(o) ?? 0) < held.runs && <span class="muted held">{` ${held.held.get(o) ?? 0} of ${held.runs} runs`}</span>}
           </label>
         ))}
       </div>

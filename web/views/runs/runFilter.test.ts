@@ -40,3 +40,9 @@ test('the runs filter finds a run by the names and values its table shows, numbe
   assert.deepEqual(shown('qwen'), ['healthy', 'fast'], 'any word, anywhere');
   assert.deepEqual(shown('finished miles'), ['healthy', 'fast']);
 });
+
+test('the runs filter finds a run by its folder', () => {
+  const a = { ...run('teamA-healthy', {}), folder: 'teamA/healthy' };
+  const b = { ...run('teamB-healthy', {}), folder: 'teamB/healthy' };
+  assert.deepEqual([a, b].filter((r) => runMatches(r, filterWords('teama/', columns), columns)).map((r) => r.id), ['teamA-healthy']);
+});

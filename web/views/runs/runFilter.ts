@@ -1,4 +1,4 @@
-// The Runs table's filter: words that must all occur in a run's name, status, formats, args (`arg=value`) or
+// The Runs table's filter: words that must all occur in a run's name, folder, status, formats, args (`arg=value`) or
 // shown columns (`label=shown value`); a `name=number` word also matches a column or arg holding that number
 // however it is written (`lr=1e-6` matches the shown `1.00e-6` and the recorded `0.000001`).
 import type { RunListing } from '../../../src/wire/index.ts';
@@ -28,6 +28,7 @@ export function runMatches(r: RunListing, words: readonly string[], columns: rea
   const text = [
     r.id,
     r.name,
+    r.folder ?? '',
     r.status,
     ...r.formats,
     ...Object.entries(r.config).map(([k, v]) => `${k}=${v}`),

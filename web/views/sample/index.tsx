@@ -12,15 +12,25 @@ import { LIFECYCLE_COLORS } from '../../theme.ts';
 import { Conversation } from './conversation.tsx';
 import { LifecycleStrip, lifecycleWindow } from './lifecycle.tsx';
 import { TokensPanel } from './tokens.tsx';
+import { RunHoldings, useRunFacts } from '../../components/runHoldings.tsx';
+import { noDumpsText } from '../../runFacts.ts';
 
 export function SampleView({ meta, route }: { meta: Meta; route: Route }) {
   // `run=ID` (the app's run choice) already sends every request to /api/runs/ID/.
   const runId = route.params.get('run');
+  const facts = useRunFacts(meta);
   const evaluation = route.params.get('eval') === '1';
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const id = route.rolloutId ?? ids.at(-1) ?? null;
   if (route.invalid) return <ErrorNote error={new Error(route.invalid)} />;
-  if (id === null) return <Empty>No rollout dumps in this run yet, so there is no sample to show.</Empty>;
+  if (id === null)
+    return (
+      <Empty>
+        {noDumpsText(facts, 'The Sample view')}
+        <br />
+        <RunHoldings facts={facts} here="rollout" />
+      </Empty>
+    );
   return <Sample meta={meta} route={route} id={id} evaluation={evaluation} runId={runId} />;
 }
 

@@ -8,11 +8,12 @@ import { useKeys } from '../../keyboard.ts';
 import { liveTick } from '../../live.ts';
 import { href, navigate, numParam, setParams, type Route } from '../../route.ts';
 import { useStore } from '../../store.ts';
-import { runList, shownRunId } from '../../runs.ts';
 import type { Bubble, Coverage, Fleet, GpuSeries, HeatmapHeader, Lane, LanesAnswer, Meta, Outlier, Topology } from '../../../src/wire/index.ts';
 import { CoverageNote, useRefine } from '../../components/coverage.tsx';
 import { useApi } from '../../useApi.ts';
 import { RunsAnatomy } from './runsAnatomy.tsx';
+import { RunHoldings, useRunFacts } from '../../components/runHoldings.tsx';
+import { noTimelineText } from '../../runFacts.ts';
 import { windowParamNote } from '../../urlNotes.ts';
 import { AdvisoryPanel } from './advisoryPanel.tsx';
 import { FleetPanel } from './fleetPanel.tsx';
@@ -36,11 +37,11 @@ const LIFECYCLE_BUCKETS = 1200;
 const FLEET_BUCKETS = 600;
 
 export function TimelineView({ meta, route }: { meta: Meta; route: Route }) {
-  const runs = useStore(runList);
+  const facts = useRunFacts(meta);
   if (!meta.capabilities.has_timeline || !meta.time_range) {
-    // The run's format is in the run list (`formats`); a server without one (a single run) is judged as miles.
-    const id = shownRunId(runs);
-    const slime = runs?.find((r) => r.id === id)?.formats.includes('slime') ?? false;
+    // The run's format is in the run list (`formats`); until the list is loaded, a run with traces that no collector
+    // recorded is a slime run.
+    const slime = facts.format === 'slime' || (facts.format === null && facts.traces && !facts.collector);
     return slime ? (
       <Empty>
         <strong>No timeline for this run.</strong> It is a slime run, and slime writes no compute timeline: there is no phase or GPU
@@ -52,9 +53,9 @@ export function TimelineView({ meta, route }: { meta: Meta; route: Route }) {
       </Empty>
     ) : (
       <Empty>
-        <strong>No timeline for this run.</strong> It was recorded without the collector, so there is no phase or GPU telemetry to draw.
+        <strong>No timeline for this run.</strong> {noTimelineText(facts)}
         <br />
-        Metrics fall back to the <code>dump/*</code> aggregates, and <a href={href('/rollout')}>Rollouts</a> and samples work as usual.
+        <RunHoldings facts={facts} here="timeline" />
       </Empty>
     );
   }

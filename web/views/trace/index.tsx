@@ -8,6 +8,8 @@ import type { Meta, TraceAnswer, TraceDetails } from '../../../src/wire/index.ts
 import { useApi } from '../../useApi.ts';
 import { fmtIntRanges } from '../../format.ts';
 import { EXPLORER_CSS, mountTraceExplorer } from './explorer.ts';
+import { RunHoldings, useRunFacts } from '../../components/runHoldings.tsx';
+import { noDumpsText, noTracesText } from '../../runFacts.ts';
 
 let styled = false;
 
@@ -20,10 +22,12 @@ function traceState(p: URLSearchParams): { view: [number, number] | null; select
 }
 
 export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
+  const facts = useRunFacts(meta);
   const evaluation = route.params.get('eval') === '1';
   const ids = evaluation ? meta.rollout_ids.eval : meta.rollout_ids.train;
   const id = route.rolloutId ?? ids.at(-1) ?? null;
-  const known = id !== null && ids.includes(id) && !route.invalid;
+  // a run without traces has no step to look for: nothing is asked, and the view says so once
+  const known = facts.traces && id !== null && ids.includes(id) && !route.invalid;
   const answer = useApi<TraceAnswer>(!known ? null : `${id}|${evaluation}`, (signal) => getJson<TraceAnswer>('rlsight/trace', { rollout_id: id, eval: evaluation }, signal));
   const host = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -54,17 +58,34 @@ export function TraceView({ meta, route }: { meta: Meta; route: Route }) {
     return () => mounted.destroy();
   }, [answer.data, id, evaluation]);
 
-  if (id === null) return <Empty>No rollout dumps in this run, so there are no traces to show.</Empty>;
+  if (!facts.traces)
+    return (
+      <Empty>
+        <span data-testid="no-traces">{noTracesText(facts)}</span>
+        <br />
+        <RunHoldings facts={facts} here="trace" />
+      </Empty>
+    );
+  if (id === null)
+    return (
+      <Empty>
+        {evaluation && meta.rollout_ids.train.length > 0 ? (
+          <>
+            This run holds no eval steps{facts.mayGrow ? ' yet' : ''}. <a href={href('/trace')}>Open its train steps</a>.
+          </>
+        ) : (
+          noDumpsText(facts, 'Trace')
+        )}
+      </Empty>
+    );
   if (!known)
     return (
       <div class="error-note" role="alert" data-testid="url-note">
-        {route.invalid ?? `${evaluation ? 'Eval step' : 'Step'} ${id} is not recorded in this run`}. Recorded {evaluation ? 'eval ' : ''}steps: {ids.length ? fmtIntRanges(ids) : 'none yet'}.{' '}
+        {route.invalid ?? `${evaluation ? 'Eval step' : 'Step'} ${id} is not recorded in this run`}. Recorded {evaluation ? 'eval ' : ''}steps:{' '}
+        {ids.length ? fmtIntRanges(ids) : `none${facts.mayGrow ? ' yet' : ''}`}.{' '}
         {ids.length > 0 && <a href={href(`/trace/${ids.at(-1)}`, { eval: evaluation })}>Open the latest ({ids.at(-1)})</a>}
       </div>
     );
-  if (answer.data && !answer.data.has_traces) {
-    return <Empty>This run holds no per-request traces: they come from slime rollout dumps (each sample's trace of spans and events).</Empty>;
-  }
   return (
     <div class="trace-view" style={{ display: 'flex', flexDirection: 'column', height: 'calc(100vh - 70px)' }}>
       <div class="toolbar">
