@@ -13,10 +13,12 @@ export const ALL_THREADS_AFTER_MS = 5_000;
 export class Foreground {
   private active = 0;
   /**
-   * Requests in flight, readable from any thread: a background parse on a worker thread pauses between its
-   * chunks while this is above 0 (see `pauseWhileRequests`), so a request started mid-parse gets the cores.
+   * Shared with the parse threads: `[0]` requests in flight, `[1]` reads of requests waiting for a parse thread
+   * (every one busy). A background parse pauses between its chunks while requests are in flight and none waits
+   * for a thread (see `pauseWhileRequests`): a request started mid-parse gets the cores, and one that needs the
+   * thread the parse holds gets the parse finished instead of waiting on it.
    */
-  readonly inFlight = new Int32Array(new SharedArrayBuffer(4));
+  readonly inFlight = new Int32Array(new SharedArrayBuffer(8));
   private lastEnd = -Infinity;
   /** When the background began deferring (null: it is not deferring). */
   private deferringSince: number | null = null;
@@ -127,17 +129,24 @@ export class Foreground {
 }
 
 /**
- * On a background thread: waits while `inFlight` (a Foreground's) counts requests being answered, at most
- * `maxMs` in a row, so a steady stream of requests cannot starve the background. Returns the ms waited.
+ * On a background thread: waits while `inFlight` (a Foreground's) counts requests being answered and none of
+ * them waits for a parse thread, at most `maxMs` in a row, so a steady stream of requests cannot starve the
+ * background. Returns the ms waited.
  */
 export function pauseWhileRequests(inFlight: Int32Array, maxMs = MAX_DEFER_MS): number {
   const started = performance.now();
-  for (let n = Atomics.load(inFlight, 0); n > 0; n = Atomics.load(inFlight, 0)) {
+  for (let n = Atomics.load(inFlight, 0); n > 0 && Atomics.load(inFlight, 1) === 0; n = Atomics.load(inFlight, 0)) {
     const left = started + maxMs - performance.now();
     if (left <= 0) break;
     Atomics.wait(inFlight, 0, n, Math.min(left, 100));
   }
   return performance.now() - started;
+}
+
+/** Counts a request's read waiting for a parse thread in `inFlight` (+1) or done waiting (-1), waking paused parses. */
+export function waitingForThread(inFlight: Int32Array, delta: 1 | -1): void {
+  Atomics.add(inFlight, 1, delta);
+  Atomics.notify(inFlight, 0);
 }
 
 /** The process's requests, as the server marks them and the warm-ups read them. */

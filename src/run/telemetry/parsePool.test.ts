@@ -60,10 +60,10 @@ test('a parse thread holds none of the bytes it read once its job is answered', 
   }
 });
 
-test("a thread's warm-up parse waits while requests are in flight and goes on once they are answered; a request's own read does not wait", async () => {
+test("a thread's warm-up parse waits while requests are in flight, and goes on once a request's read waits for its thread; a request's own read does not wait", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rlsight-parse-pause-'));
   const cacheDir = mkdtempSync(join(tmpdir(), 'rlsight-parse-pause-cache-'));
-  const inFlight = new Int32Array(new SharedArrayBuffer(4));
+  const inFlight = new Int32Array(new SharedArrayBuffer(8));
   const pool = new ParsePool(1, inFlight);
   try {
     const lines: string[] = [];
@@ -80,10 +80,13 @@ test("a thread's warm-up parse waits while requests are in flight and goes on on
     pool.submit(slot, { stream: 'gpu_util', path, offset: 0, view: null, rowsHint: 2_000, persist: { cacheDir, dashboardDir: dir, key: '20261206_20', ino: 1 } });
     await new Promise((r) => setTimeout(r, 400));
     assert.equal(pool.poll(slot), null, 'the warm-up parse is still waiting');
-    Atomics.store(inFlight, 0, 0);
-    Atomics.notify(inFlight, 0);
-    const r = pool.wait(slot, 10_000);
+    // a request's read that waits for a thread (every one busy) has the paused parse go on, though requests are in flight
+    pool.waitingForThread(true);
+    // (well within the 5 s a pause lasts at most)
+    const r = pool.wait(slot, 2_000);
     assert.ok(r !== 'failed' && r.persisted === true);
+    pool.waitingForThread(false);
+    assert.equal(Atomics.load(inFlight, 1), 0);
   } finally {
     pool.close();
     rmSync(dir, { recursive: true, force: true });

@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os';
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { FROM_SOURCE, moduleUrl } from '../../ownFiles.ts';
 import type { ParseJob } from './parseJob.ts';
+import { waitingForThread } from '../foreground.ts';
 import type { ParseResult } from '../../formats/columns/parsedColumns.ts';
 
 /**
@@ -71,7 +72,10 @@ export class ParsePool {
   private readonly slots: Slot[] = [];
 
   /** `inFlight`: the server's requests in flight (a Foreground's), which the threads' warm-up parses pause for. */
-  constructor(size: number, inFlight: Int32Array | null = null) {
+  constructor(
+    size: number,
+    private readonly inFlight: Int32Array | null = null,
+  ) {
     if (size <= 0) return;
     let tsx: string | null = null;
     try {
@@ -109,6 +113,14 @@ export class ParsePool {
       while (Atomics.load(s.flag, 0) === 0 && Date.now() < deadline) Atomics.wait(s.flag, 0, 0, 50);
     }
     return this.slots.filter((s) => Atomics.load(s.flag, 0) === 1 && !s.broken).length;
+  }
+
+  /**
+   * Says a request's read waits for a thread (every one busy: `true`) or no longer does (`false`): a paused warm-up
+   * parse goes on meanwhile, so the thread it holds frees up within its file instead of after its pause.
+   */
+  waitingForThread(waiting: boolean): void {
+    if (this.inFlight !== null) waitingForThread(this.inFlight, waiting ? 1 : -1);
   }
 
   /** A started, idle worker, or -1 (never waits for one to start). */

@@ -133,6 +133,29 @@ describe('the partition cache', () => {
     }
   });
 
+  test("a request's read that finds every thread held by a paused warm-up parse has it go on, not wait out its pause", async () => {
+    const r = run();
+    const store = TelemetryStore.open(r.dir, { cacheDir: r.cache, parseWorkers: 1, parallelFromBytes: 0 });
+    const answering = foreground.begin();
+    try {
+      assert.equal(store.parseWorkersReady(), 1);
+      // the warm-up hands the only thread a parse, which pauses at once: a request is in flight
+      assert.equal(store.warmUpStep(1), true);
+      // as the served warm-up does while requests are answered: what its threads finished is taken in
+      const collecting = setInterval(() => store.warmUpCollect(), 20);
+      const started = performance.now();
+      await store.readOnThreads('gpu_util', null, null, ['10.0.0.1:0']).finally(() => clearInterval(collecting));
+      const ms = performance.now() - started;
+      // a paused parse goes on after 5 s at the latest; the read waited for none of that
+      assert.ok(ms < 2_500, `the read waited ${Math.round(ms)} ms for the thread`);
+      assert.ok(store.partitions.gpu_util.workerPieces > 0, 'read on the thread');
+    } finally {
+      answering();
+      store.close();
+      r.dispose();
+    }
+  });
+
   test('the warm-up runs a second parse beside the first only while the process has room for it', () => {
     const r = run();
     const pool = new ParsePool(2);

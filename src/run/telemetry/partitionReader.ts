@@ -345,8 +345,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * would put them. A big file is cut at line starts into pieces the threads share (see `pieces`), so one
    * hour is read by every thread at once. Without parse threads, or when none is free within `waitMs`, it
    * leaves the rest to the read that follows (which parses on this thread). A thread the warm-up holds frees
-   * up within one file (and while requests come the warm-up holds at most one), so waiting for it keeps this
-   * thread free for the others.
+   * up within one file (and while requests come the warm-up holds at most one; its parse does not pause while a
+   * read waits for its thread), so waiting for it keeps this thread free for the others.
    */
   async readOnThreads(t0: number | null | undefined, t1: number | null | undefined, view: string | null, waitMs = 30_000): Promise<void> {
     const pool = this.pool;
@@ -364,27 +364,37 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
     }
     const pending: { slot: number; piece: FilePiece }[] = [];
     let lastProgress = performance.now();
-    while (queue.length > 0 || pending.length > 0) {
-      for (let i = pending.length - 1; i >= 0; i--) {
-        const { slot, piece } = pending[i]!;
-        const r = pool.poll(slot);
-        if (r === null) continue;
-        pending.splice(i, 1);
-        lastProgress = performance.now();
-        const entry = files.get(piece.f)!;
-        entry.results[piece.index] = r;
-        this.workerPieces++;
-        if (--entry.left === 0) this.installPieces(piece.f, entry.ino, entry.results as (ParseResult | 'failed')[], entry.ends, adopt, piece.bounds);
+    // while pieces wait for a thread the warm-up holds, its parse does not pause for this request
+    let waiting = false;
+    const wait = (on: boolean): void => {
+      if (waiting !== on) pool.waitingForThread((waiting = on));
+    };
+    try {
+      while (queue.length > 0 || pending.length > 0) {
+        for (let i = pending.length - 1; i >= 0; i--) {
+          const { slot, piece } = pending[i]!;
+          const r = pool.poll(slot);
+          if (r === null) continue;
+          pending.splice(i, 1);
+          lastProgress = performance.now();
+          const entry = files.get(piece.f)!;
+          entry.results[piece.index] = r;
+          this.workerPieces++;
+          if (--entry.left === 0) this.installPieces(piece.f, entry.ino, entry.results as (ParseResult | 'failed')[], entry.ends, adopt, piece.bounds);
+        }
+        for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
+          const piece = queue.shift()!;
+          pending.push({ slot, piece });
+          const bytes = (piece.end ?? piece.f.size) - piece.start;
+          pool.submit(slot, { stream: this.stream, path: piece.f.path, offset: piece.start, end: piece.end, view: piece.view, bounds: jobBounds(piece.bounds), rowsHint: Math.ceil(bytes / this.kind.bytesPerRow) });
+          lastProgress = performance.now();
+        }
+        wait(queue.length > 0 && pool.idle() < 0);
+        if (pending.length === 0 && queue.length > 0 && performance.now() - lastProgress > waitMs) return;
+        await new Promise((resolve) => setTimeout(resolve, 3));
       }
-      for (let slot = pool.idle(); slot >= 0 && queue.length > 0; slot = pool.idle()) {
-        const piece = queue.shift()!;
-        pending.push({ slot, piece });
-        const bytes = (piece.end ?? piece.f.size) - piece.start;
-        pool.submit(slot, { stream: this.stream, path: piece.f.path, offset: piece.start, end: piece.end, view: piece.view, bounds: jobBounds(piece.bounds), rowsHint: Math.ceil(bytes / this.kind.bytesPerRow) });
-        lastProgress = performance.now();
-      }
-      if (pending.length === 0 && queue.length > 0 && performance.now() - lastProgress > waitMs) return;
-      await new Promise((resolve) => setTimeout(resolve, 3));
+    } finally {
+      wait(false);
     }
   }
 
