@@ -640,6 +640,7 @@ test('the pieces of a window\'s cold hours go to the parse threads costliest fir
         busy = false;
         return 'failed' as const;
       },
+      waitingForThread: () => {},
     };
     reader.poolSource = () => pool as never;
     // hour 13 is cut in two: its first half lies wholly before the window, its second half partly; hour 14 is
