@@ -1,7 +1,7 @@
 // A slime or collected run's whole-run answers (`/api/meta`, the computed and `dump/*` series, the runs table's
 // row) while the server still reads its steps: the first answer comes at once over the steps read within its
-// time budget with their `coverage`, the others are read in the background one at a time in rollout id order
-// (a step's train dump before its eval dump), each answer meanwhile is the complete one over the steps read so
+// time budget with their `coverage`, the others are read in the background one at a time, the newest train and
+// eval step first, then in rollout id order (a step's train dump before its eval dump), each answer meanwhile is the complete one over the steps read so
 // far, and once all are read the answers equal the complete ones byte for byte. What is kept in the cache
 // directory is each step whole: never some of a step's values, never the steps read so far taken for the run.
 import assert from 'node:assert/strict';
@@ -20,7 +20,7 @@ import { heldSlimeSteps as held, writeTracedCollectedRun } from './support/heldS
 const TRAIN = [0, 1, 2, 3, 4, 5];
 const EVAL = [0, 3];
 /** The dumps in the order the background reads them. */
-const ORDER = ['train:0', 'eval:0', 'train:1', 'train:2', 'train:3', 'eval:3', 'train:4', 'train:5'];
+const ORDER = ['train:5', 'eval:3', 'train:0', 'eval:0', 'train:1', 'train:2', 'train:3', 'train:4'];
 const KEYS = ['rollout/response_len/mean', 'perf/request/e2e_latency/mean', 'eval/gsm8k_test', 'dump/reward_mean', 'dump/zero_std_group_frac'];
 const METRICS = `/api/metrics?keys=${KEYS.join(',')}&x=rollout/step&progressive=true`;
 const RUNS = '/api/runs?latest=rollout/response_len/mean,dump/reward_mean';
@@ -92,16 +92,16 @@ describe('progressive whole-run answers of a collected run', () => {
         assert.deepEqual(meta.coverage, whole, `meta after ${read} steps`);
         assert.equal(m.partial, whole ? `${whole.steps_done}/${whole.steps_total} steps` : null, 'a partial answer is marked so no cache keeps it');
         assert.deepEqual(meta.rollout_ids, full.meta.rollout_ids, 'every step is listed at once');
-        // the keys computed from the steps read, in the complete answer's order
-        assert.deepEqual(meta.metric_keys, full.meta.metric_keys.filter((k) => meta.metric_keys.includes(k)));
+        // the keys computed from the steps read, all of them keys of the complete answer
+        assert.deepEqual([...meta.metric_keys].sort(), full.meta.metric_keys.filter((k) => meta.metric_keys.includes(k)).sort());
         const s = await get(app, METRICS);
         const series = JSON.parse(s.text) as MetricsAnswer;
         for (const k of KEYS) {
           const kind = k.startsWith('eval/') ? 'eval' : 'train';
           const want = full.metrics[k]!;
-          const n = want.x.filter((x) => ids.has(`${kind}:${x}`)).length;
-          // the first steps' points of the complete series: a prefix of it
-          assert.deepEqual({ x: series[k]!.x, y: series[k]!.y }, { x: want.x.slice(0, n), y: want.y.slice(0, n) }, `${k} after ${read} steps`);
+          const at = want.x.flatMap((x, i) => (ids.has(`${kind}:${x}`) ? [i] : []));
+          // the points of the complete series at the steps read, as they are there
+          assert.deepEqual({ x: series[k]!.x, y: series[k]!.y }, { x: at.map((i) => want.x[i]), y: at.map((i) => want.y[i]) }, `${k} after ${read} steps`);
           assert.deepEqual(series[k]!.coverage, coverageOf(kind), `${k}'s coverage after ${read} steps`);
         }
         const row = (JSON.parse((await get(app, RUNS)).text) as RunsAnswer).runs[0]!;
@@ -119,7 +119,7 @@ describe('progressive whole-run answers of a collected run', () => {
       assert.ok(JSON.parse(first.meta).metric_keys.every((k: string) => k.startsWith('dump/')), 'only what needs no step');
       for (let read = 1; read < ORDER.length; read++) {
         await bg.letOneGo();
-        assert.deepEqual(bg.decoded, ORDER.slice(0, read), 'one step at a time, in rollout id order');
+        assert.deepEqual(bg.decoded, ORDER.slice(0, read), 'one step at a time: the newest train and eval step first, then by rollout id');
         await check(read);
       }
       await bg.letOneGo();
@@ -213,11 +213,11 @@ describe('progressive whole-run answers of a collected run', () => {
       await bg.letOneGo();
       await bg.letOneGo();
       // a value derived apart from its step's others (as an older server kept `metrics` alone) is no step read
-      const stamp = await first.model.stepStamp(5, false);
+      const stamp = await first.model.stepStamp(4, false);
       for (let i = 0; i < 200 && Object.keys(kept() ?? {}).length < 8; i++) await new Promise((r) => setTimeout(r, 25));
       const steps = kept()!;
-      assert.deepEqual(Object.keys(steps).sort(), ['aggregate:train:0', 'aggregate:train:1', 'metrics:eval:0', 'metrics:train:0', 'metrics:train:1', 'span:eval:0', 'span:train:0', 'span:train:1']);
-      writeFileSync(entry, JSON.stringify({ version: 1, steps: { ...steps, 'metrics:train:5': { stamp: `${stamp}|`, value: { rolloutId: 5, evaluation: false, metrics: { 'rollout/response_len/mean': -1 } } } } }));
+      assert.deepEqual(Object.keys(steps).sort(), ['aggregate:train:0', 'aggregate:train:5', 'metrics:eval:3', 'metrics:train:0', 'metrics:train:5', 'span:eval:3', 'span:train:0', 'span:train:5']);
+      writeFileSync(entry, JSON.stringify({ version: 1, steps: { ...steps, 'metrics:train:4': { stamp: `${stamp}|`, value: { rolloutId: 4, evaluation: false, metrics: { 'rollout/response_len/mean': -1 } } } } }));
     } finally {
       await first.answers.close();
       bg.release();
@@ -229,21 +229,21 @@ describe('progressive whole-run answers of a collected run', () => {
     second.answers.stepBudgetMs = 0;
     try {
       const meta = JSON.parse((await get(second.app, '/api/meta')).text) as Meta;
-      assert.deepEqual(meta.coverage, { steps_done: 3, steps_total: 8, unread: [[2, 5]] }, 'the kept steps are read, no more: step 5 alone is not');
+      assert.deepEqual(meta.coverage, { steps_done: 3, steps_total: 8, unread: [[0, 4]] }, 'the kept steps are read, no more: step 4 alone is not');
       assert.deepEqual(bg2.decoded, [], 'the kept steps are not decoded again');
       const series = JSON.parse((await get(second.app, METRICS)).text) as MetricsAnswer;
-      assert.deepEqual(series['rollout/response_len/mean']!.x, [0, 1], 'nothing of a step with only some of its values kept');
+      assert.deepEqual(series['rollout/response_len/mean']!.x, [0, 5], 'nothing of a step with only some of its values kept');
       await bg2.letOneGo();
-      // rewritten with the steps whole: step 5's lone value is not kept as a step read
-      for (let i = 0; i < 200 && !('metrics:train:2' in (kept() ?? {})); i++) await new Promise((r) => setTimeout(r, 25));
-      assert.ok(!('metrics:train:5' in kept()!), 'a step is kept whole or not at all');
+      // rewritten with the steps whole: step 4's lone value is not kept as a step read
+      for (let i = 0; i < 200 && !('metrics:eval:0' in (kept() ?? {})); i++) await new Promise((r) => setTimeout(r, 25));
+      assert.ok(!('metrics:train:4' in kept()!), 'a step is kept whole or not at all');
       bg2.release();
       await second.answers.stepsSettled();
       assert.equal((await get(second.app, '/api/meta')).text, complete.meta);
       assert.equal((await get(second.app, METRICS)).text, complete.metrics);
-      for (let i = 0; i < 200 && !('aggregate:train:5' in (kept() ?? {})); i++) await new Promise((r) => setTimeout(r, 25));
-      const five = kept()!['metrics:train:5']!.value as { metrics: Record<string, number> };
-      assert.notEqual(five.metrics['rollout/response_len/mean'], -1, 'step 5 kept as read whole, not as it was found');
+      for (let i = 0; i < 200 && !('aggregate:train:4' in (kept() ?? {})); i++) await new Promise((r) => setTimeout(r, 25));
+      const four = kept()!['metrics:train:4']!.value as { metrics: Record<string, number> };
+      assert.notEqual(four.metrics['rollout/response_len/mean'], -1, 'step 4 kept as read whole, not as it was found');
     } finally {
       await second.answers.close();
       bg2.release();

@@ -5,7 +5,8 @@
 // step is derived once from its dump, all of it at once, and kept by the step's stamp (in the cache directory
 // too). The server's first whole-run answer does not wait for every step: it reads steps for at most
 // `stepBudgetMs`, answers over the steps read with their `coverage`, and the others are read in the background,
-// one at a time between requests, in rollout id order; the commands read every step before answering.
+// one at a time between requests, the newest train and eval step first, then in rollout id order; the commands
+// read every step before answering.
 import { DumpStillWriting, NotFound } from '../run/errors.ts';
 import type { DerivedEntry, RunModel, SlimeDump, StepPriority, TraceSource } from '../run/model.ts';
 import type { Meta, MetricsAnswer, RolloutTable, RunListing, StepCoverage } from '../wire/index.ts';
@@ -69,6 +70,16 @@ interface StepsRead {
   coverage?: StepCoverage;
   train?: StepCoverage;
   eval?: StepCoverage;
+}
+
+/**
+ * The steps of `listed` (by rollout id) that `unread` picks, in the order they are read: the run's newest train and
+ * eval step first (a partial runs-table row's `latest` values and a followed run's status come from them), then by
+ * rollout id.
+ */
+function readingOrder(listed: readonly ListedStep[], unread: (s: ListedStep) => boolean): ListedStep[] {
+  const newest = [listed.findLast((s) => !s.evaluation), listed.findLast((s) => s.evaluation)].filter((s): s is ListedStep => s !== undefined && unread(s));
+  return [...newest, ...listed.filter((s) => unread(s) && !newest.includes(s))];
 }
 
 /** Counts the steps of an answer, read and not read yet. */
@@ -270,7 +281,7 @@ export class SlimeAnswers extends RunAnswers {
    */
   private async stepsRead(budgetMs: number): Promise<StepsRead> {
     const { listed, names } = await this.current();
-    const unread = listed.filter((s) => !this.isRead(s, names));
+    const unread = readingOrder(listed, (s) => !this.isRead(s, names));
     const deadline = budgetMs === Infinity || (await this.cheap(unread)) ? Infinity : performance.now() + budgetMs;
     for (const s of unread) {
       if (performance.now() >= deadline) break;
@@ -302,13 +313,13 @@ export class SlimeAnswers extends RunAnswers {
     return { ...out, coverage, train: kinds.train.coverage(), eval: kinds.eval.coverage() };
   }
 
-  /** Reads the steps not read yet in the background, in rollout id order, one at a time between requests. */
+  /** Reads the steps not read yet in the background, (see `readingOrder`), one at a time between requests. */
   private sweep(): void {
     if (this.sweeping !== null || this.closed) return;
     this.sweeping = (async () => {
       while (!this.closed) {
         const { listed, names } = await this.current();
-        const todo = listed.filter((s) => !this.isRead(s, names) && !this.isWriting(s));
+        const todo = readingOrder(listed, (s) => !this.isRead(s, names) && !this.isWriting(s));
         if (todo.length === 0) return;
         for (const s of todo) {
           await this.traces.backgroundTurn();
