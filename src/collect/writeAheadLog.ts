@@ -54,8 +54,9 @@ export const PRODUCER_IDLE_S = 3600;
 
 /**
  * At most this many producers' batch numbers are remembered: beyond it, the least recently seen are forgotten
- * first (down to their mark, as an idle one), even when not idle yet. This bounds the memory and the bytes a
- * flush writes for batch numbers, however many producers (processes, forked workers) a run has had.
+ * first (down to their mark, as an idle one), even when not idle yet. This bounds the windows held and the bytes a
+ * flush writes for batch numbers, however many producers (processes, forked workers) a run has had; a forgotten
+ * producer's mark (its name and one number) is kept for the run.
  */
 export const MAX_PRODUCERS = 1024;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ALL_THREADS_AFTER_MS, Foreground, pauseWhileRequests, MAX_DEFER_MS, QUIET_MS, waitingForThread } from './foreground.ts';
+import { ALL_THREADS_AFTER_MS, Foreground, pauseWhileRequests, MAX_DEFER_MS, QUIET_MS, wantThread } from './foreground.ts';
 
 test('background work waits while a request is in flight and a moment after, but never starves', () => {
   let now = 1_000;
@@ -114,12 +114,14 @@ test('counts requests in flight where other threads can read it; a background pa
   a();
   a();
   assert.equal(Atomics.load(fg.inFlight, 0), 1, 'an end called twice counts once');
-  const waited = pauseWhileRequests(fg.inFlight, 150);
+  const waited = pauseWhileRequests(fg.inFlight, null, 150);
   assert.ok(waited >= 140, `waited ${waited} ms while a request was in flight`);
-  waitingForThread(fg.inFlight, 1);
-  assert.ok(pauseWhileRequests(fg.inFlight, 5_000) < 50, 'a request waiting for a parse thread: no wait');
-  waitingForThread(fg.inFlight, -1);
+  const wanted = new Int32Array(new SharedArrayBuffer(4));
+  wantThread(wanted, fg.inFlight, 1);
+  assert.ok(pauseWhileRequests(fg.inFlight, wanted, 5_000) < 50, 'a read waiting for a thread of the pool: no wait');
+  wantThread(wanted, fg.inFlight, -1);
+  assert.ok(pauseWhileRequests(fg.inFlight, wanted, 100) >= 90, 'none waits any more: the pause again');
   b();
   assert.equal(Atomics.load(fg.inFlight, 0), 0);
-  assert.ok(pauseWhileRequests(fg.inFlight, 5_000) < 50, 'nothing in flight: no wait');
+  assert.ok(pauseWhileRequests(fg.inFlight, null, 5_000) < 50, 'nothing in flight: no wait');
 });

@@ -13,12 +13,10 @@ export const ALL_THREADS_AFTER_MS = 5_000;
 export class Foreground {
   private active = 0;
   /**
-   * Shared with the parse threads: `[0]` requests in flight, `[1]` reads of requests waiting for a parse thread
-   * (every one busy). A background parse pauses between its chunks while requests are in flight and none waits
-   * for a thread (see `pauseWhileRequests`): a request started mid-parse gets the cores, and one that needs the
-   * thread the parse holds gets the parse finished instead of waiting on it.
+   * Requests in flight, readable from any thread: a background parse on a parse thread pauses between its chunks
+   * while this is above 0 (see `pauseWhileRequests`), so a request started mid-parse gets the cores.
    */
-  readonly inFlight = new Int32Array(new SharedArrayBuffer(8));
+  readonly inFlight = new Int32Array(new SharedArrayBuffer(4));
   private lastEnd = -Infinity;
   /** When the background began deferring (null: it is not deferring). */
   private deferringSince: number | null = null;
@@ -129,13 +127,13 @@ export class Foreground {
 }
 
 /**
- * On a background thread: waits while `inFlight` (a Foreground's) counts requests being answered and none of
- * them waits for a parse thread, at most `maxMs` in a row, so a steady stream of requests cannot starve the
- * background. Returns the ms waited.
+ * On a background thread: waits while `inFlight` (a Foreground's) counts requests being answered and `wanted`
+ * (the thread's pool's: see `wantThread`) counts no read waiting for a thread of the pool, at most `maxMs`.
+ * Returns the ms waited.
  */
-export function pauseWhileRequests(inFlight: Int32Array, maxMs = MAX_DEFER_MS): number {
+export function pauseWhileRequests(inFlight: Int32Array, wanted: Int32Array | null, maxMs = MAX_DEFER_MS): number {
   const started = performance.now();
-  for (let n = Atomics.load(inFlight, 0); n > 0 && Atomics.load(inFlight, 1) === 0; n = Atomics.load(inFlight, 0)) {
+  for (let n = Atomics.load(inFlight, 0); n > 0 && (wanted === null || Atomics.load(wanted, 0) === 0); n = Atomics.load(inFlight, 0)) {
     const left = started + maxMs - performance.now();
     if (left <= 0) break;
     Atomics.wait(inFlight, 0, n, Math.min(left, 100));
@@ -143,9 +141,12 @@ export function pauseWhileRequests(inFlight: Int32Array, maxMs = MAX_DEFER_MS): 
   return performance.now() - started;
 }
 
-/** Counts a request's read waiting for a parse thread in `inFlight` (+1) or done waiting (-1), waking paused parses. */
-export function waitingForThread(inFlight: Int32Array, delta: 1 | -1): void {
-  Atomics.add(inFlight, 1, delta);
+/**
+ * Counts a read waiting for a thread of a pool in the pool's `wanted` (+1), or done waiting (-1), and wakes the
+ * paused parses (those of other pools look again and go back to their pause).
+ */
+export function wantThread(wanted: Int32Array, inFlight: Int32Array, delta: 1 | -1): void {
+  Atomics.add(wanted, 0, delta);
   Atomics.notify(inFlight, 0);
 }
 

@@ -21,4 +21,6 @@ export interface ParseResult {
   warnings: [number, string][];
   /** The parse thread persisted the parse itself (a warm-up parse): `data` is empty. */
   persisted?: boolean;
+  /** How long a warm-up parse paused for requests, ms (absent: it did not pause). */
+  pausedMs?: number;
 }

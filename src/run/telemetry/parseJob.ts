@@ -8,7 +8,7 @@ import { GpuUtilBlock, GpuUtilParser } from '../../formats/columns/gpuUtilBlock.
 import { EngineSeriesTable, LaneTable, StringTable } from '../../formats/columns/interning.ts';
 import { PhaseBlock, PhaseParser } from '../../formats/columns/phaseBlock.ts';
 import { PartitionCache } from './partitionCache.ts';
-import { pauseWhileRequests } from '../foreground.ts';
+import { MAX_DEFER_MS, pauseWhileRequests } from '../foreground.ts';
 import type { PartitionedStream } from './records.ts';
 import { RecordBlock, gpuProcessOf, parseRecordLines, trajectoryEventOf } from '../../formats/columns/recordBlock.ts';
 import type { ParsedColumns, ParseResult } from '../../formats/columns/parsedColumns.ts';
@@ -31,6 +31,8 @@ export interface ParseJob {
    * columns (a warm-up parse: nothing of it stays resident, so nothing needs to cross threads).
    */
   persist?: { cacheDir: string; dashboardDir: string; key: string; ino: number };
+  /** How long a warm-up parse may pause for requests in all, ms (absent: MAX_DEFER_MS). */
+  pauseBudgetMs?: number;
 }
 
 /** Interning tables of one parsing thread (ids local to it; the store maps them to its own). */
@@ -43,6 +45,10 @@ export class ParseContext {
   readonly phases = new PhaseParser(this.strings);
   /** The server's count of requests in flight (a Foreground's `inFlight`): a warm-up parse pauses between chunks while it is above 0. */
   requestsInFlight: Int32Array | null = null;
+  /** Reads waiting for a thread of this thread's pool: a warm-up parse does not pause while it is above 0. */
+  threadWanted: Int32Array | null = null;
+  /** How long the last parse paused for requests, ms. */
+  pausedMs = 0;
 }
 
 /** Rows reserved past the first chunk's rows-per-byte estimate (lines vary a little in length). */
@@ -65,7 +71,7 @@ export function runParseJob(ctx: ParseContext, job: ParseJob): { result: ParseRe
   new PartitionCache(p.cacheDir, p.dashboardDir).save(job.stream, p.key, p.ino, out.result, true);
   const { stream } = out.result.data;
   const data = { stream, rows: [], tsMin: Infinity, tsMax: -Infinity } as unknown as ParsedColumns;
-  return { result: { ...out.result, data, persisted: true }, transfer: [] };
+  return { result: { ...out.result, data, persisted: true, ...(ctx.pausedMs > 0 ? { pausedMs: Math.round(ctx.pausedMs) } : {}) }, transfer: [] };
 }
 
 function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfer: ArrayBuffer[] } {
@@ -76,6 +82,11 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
   let lines = 0;
   // a whole persisted parse is written and dropped here: its columns need no trimmed copy
   const trim = job.persist === undefined;
+  // a warm-up parse gives the cores to requests being answered, pausing between its chunks, at most this long in
+  // all (it holds what it has parsed meanwhile), and not while a read waits for a thread of its pool
+  const pauses = job.persist !== undefined ? ctx.requestsInFlight : null;
+  let pauseLeft = job.pauseBudgetMs ?? MAX_DEFER_MS;
+  ctx.pausedMs = 0;
   /** Reads the job's lines into `block` through `each`, room for the whole read made once the first chunk shows its rows per byte. */
   const read = (block: { length: number; expectRows(rows: number): void }, each: (buf: Uint8Array, end: number) => number): number => {
     let first = true;
@@ -83,8 +94,11 @@ function parse(ctx: ParseContext, job: ParseJob): { result: ParseResult; transfe
       job.path,
       job.offset,
       (chunk) => {
-        // a warm-up parse gives the cores to requests being answered (they may need this file's hour, or a thread)
-        if (job.persist !== undefined && ctx.requestsInFlight !== null) pauseWhileRequests(ctx.requestsInFlight);
+        if (pauses !== null && pauseLeft > 0) {
+          const ms = pauseWhileRequests(pauses, ctx.threadWanted, pauseLeft);
+          pauseLeft -= ms;
+          ctx.pausedMs += ms;
+        }
         lines += each(chunk.buf, chunk.end);
         if (first && chunk.end > 0) {
           first = false;

@@ -63,7 +63,7 @@ test('a parse thread holds none of the bytes it read once its job is answered', 
 test("a thread's warm-up parse waits while requests are in flight, and goes on once a request's read waits for its thread; a request's own read does not wait", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rlsight-parse-pause-'));
   const cacheDir = mkdtempSync(join(tmpdir(), 'rlsight-parse-pause-cache-'));
-  const inFlight = new Int32Array(new SharedArrayBuffer(8));
+  const inFlight = new Int32Array(new SharedArrayBuffer(4));
   const pool = new ParsePool(1, inFlight);
   try {
     const lines: string[] = [];
@@ -86,8 +86,33 @@ test("a thread's warm-up parse waits while requests are in flight, and goes on o
     const r = pool.wait(slot, 2_000);
     assert.ok(r !== 'failed' && r.persisted === true);
     pool.waitingForThread(false);
-    assert.equal(Atomics.load(inFlight, 1), 0);
   } finally {
+    pool.close();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
+});
+
+test('a warm-up parse pauses for requests at most its budget in all, not at every chunk', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rlsight-parse-budget-'));
+  const cacheDir = mkdtempSync(join(tmpdir(), 'rlsight-parse-budget-cache-'));
+  const inFlight = new Int32Array(new SharedArrayBuffer(4));
+  const pool = new ParsePool(1, inFlight);
+  try {
+    // ~20 MB: three of a read's chunks
+    const lines: string[] = [];
+    for (let i = 0; i < 240_000; i++) lines.push(`{"ts":${1796587200 + Math.floor(i / 64)}.25,"node":"10.0.0.${1 + ((i >> 3) & 7)}","gpu":${i & 7},"util":${i % 100},"mem_mb":1900,"power_w":96}`);
+    const path = join(dir, '20261206_20.jsonl');
+    writeFileSync(path, lines.join('\n') + '\n');
+    assert.equal(pool.waitReady(), 1);
+    Atomics.store(inFlight, 0, 1);
+    const slot = pool.idle();
+    pool.submit(slot, { stream: 'gpu_util', path, offset: 0, view: null, rowsHint: 240_000, persist: { cacheDir, dashboardDir: dir, key: '20261206_20', ino: 1 }, pauseBudgetMs: 300 });
+    const r = pool.wait(slot, 20_000);
+    assert.ok(r !== 'failed' && r.persisted === true);
+    assert.ok(r.pausedMs !== undefined && r.pausedMs >= 280 && r.pausedMs < 600, `paused ${r.pausedMs} ms with a budget of 300 over three chunks`);
+  } finally {
+    Atomics.store(inFlight, 0, 0);
     pool.close();
     rmSync(dir, { recursive: true, force: true });
     rmSync(cacheDir, { recursive: true, force: true });

@@ -5,7 +5,7 @@ import { availableParallelism } from 'node:os';
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { FROM_SOURCE, moduleUrl } from '../../ownFiles.ts';
 import type { ParseJob } from './parseJob.ts';
-import { waitingForThread } from '../foreground.ts';
+import { wantThread } from '../foreground.ts';
 import type { ParseResult } from '../../formats/columns/parsedColumns.ts';
 
 /**
@@ -28,6 +28,7 @@ const port = workerData.port;
     const mod = await import(workerData.job);
     const ctx = new mod.ParseContext();
     if (workerData.inFlight) ctx.requestsInFlight = new Int32Array(workerData.inFlight);
+    if (workerData.wanted) ctx.threadWanted = new Int32Array(workerData.wanted);
     // a warm-up parse leaves a whole hour's columns behind: collected right away, an idle thread holds none of it
     require('node:v8').setFlagsFromString('--expose-gc');
     const gc = require('node:vm').runInNewContext('gc');
@@ -70,6 +71,8 @@ export type SlotHandle = number;
 
 export class ParsePool {
   private readonly slots: Slot[] = [];
+  /** Reads waiting for a thread of this pool (its threads' warm-up parses do not pause meanwhile); shared with them. */
+  private readonly wanted = new Int32Array(new SharedArrayBuffer(4));
 
   /** `inFlight`: the server's requests in flight (a Foreground's), which the threads' warm-up parses pause for. */
   constructor(
@@ -88,7 +91,7 @@ export class ParsePool {
       const flag = new Int32Array(new SharedArrayBuffer(8));
       const { port1, port2 } = new MessageChannel();
       try {
-        const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { flag: flag.buffer, port: port2, tsx, job, inFlight: inFlight?.buffer ?? null }, transferList: [port2] });
+        const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { flag: flag.buffer, port: port2, tsx, job, inFlight: inFlight?.buffer ?? null, wanted: this.wanted.buffer }, transferList: [port2] });
         worker.unref();
         // a thread that failed or went away takes no job, and the one it held is failed, not awaited forever
         const gone = (): void => void Atomics.store(flag, 0, -1);
@@ -120,7 +123,7 @@ export class ParsePool {
    * parse goes on meanwhile, so the thread it holds frees up within its file instead of after its pause.
    */
   waitingForThread(waiting: boolean): void {
-    if (this.inFlight !== null) waitingForThread(this.inFlight, waiting ? 1 : -1);
+    if (this.inFlight !== null) wantThread(this.wanted, this.inFlight, waiting ? 1 : -1);
   }
 
   /** A started, idle worker, or -1 (never waits for one to start). */

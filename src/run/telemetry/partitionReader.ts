@@ -345,8 +345,8 @@ export class PartitionReader<B extends HourBlock> implements ViewReads<B> {
    * would put them. A big file is cut at line starts into pieces the threads share (see `pieces`), so one
    * hour is read by every thread at once. Without parse threads, or when none is free within `waitMs`, it
    * leaves the rest to the read that follows (which parses on this thread). A thread the warm-up holds frees
-   * up within one file (and while requests come the warm-up holds at most one; its parse does not pause while a
-   * read waits for its thread), so waiting for it keeps this thread free for the others.
+   * up within one file (while requests come the warm-up hands out at most one more, and its parses do not pause
+   * while a read waits for a thread), so waiting for it keeps this thread free for the others.
    */
   async readOnThreads(t0: number | null | undefined, t1: number | null | undefined, view: string | null, waitMs = 30_000): Promise<void> {
     const pool = this.pool;
