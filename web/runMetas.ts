@@ -2,14 +2,17 @@
 // needs rollout dumps on both sides, Compute a timeline on the shown run and step times on the other.
 import { getJson, isAbort } from './api.ts';
 import type { Meta } from '../src/wire/index.ts';
-import { useApi } from './useApi.ts';
+import { leastStepCoverage, useStepwiseApi } from './components/coverage.tsx';
 
 /** Each run's meta by id; null when it could not be read. */
 export type RunMetas = ReadonlyMap<string, Meta | null>;
 
-/** The metas of the runs `ids` (one request each, asked again when `refresh` changes); null until all have answered. */
+/**
+ * The metas of the runs `ids` (one request each, asked again when `refresh` changes, and while one is partial: a
+ * slime or collected run's keys grow as its steps are read); null until all have answered.
+ */
 export function useRunMetas(ids: readonly string[], refresh: unknown = 0): RunMetas | null {
-  const res = useApi(
+  const res = useStepwiseApi(
     ids.length ? `metas|${ids.join(',')}` : null,
     (signal) =>
       Promise.all(
@@ -21,6 +24,7 @@ export function useRunMetas(ids: readonly string[], refresh: unknown = 0): RunMe
         ),
       ).then((metas) => new Map(ids.map((id, i) => [id, metas[i]!] as const))),
     refresh,
+    (metas) => leastStepCoverage([...metas.values()].map((m) => m?.coverage)),
   );
   return ids.length ? res.data : new Map();
 }
