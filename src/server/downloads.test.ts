@@ -4,6 +4,7 @@ import { safeNamePart, utcNamePart, withRunId } from './downloads.ts';
 
 test('a file name part keeps letters, digits, dot, underscore and dash, never hides the file, and is never a Windows device name', () => {
   assert.equal(safeNamePart('healthy-2'), 'healthy-2');
+  assert.equal(safeNamePart('_x'), '_x', 'a run id as it is');
   assert.equal(safeNamePart('teamA/healthy run'), 'teamA_healthy_run');
   assert.equal(safeNamePart('..'), 'run');
   assert.equal(safeNamePart('.hidden'), 'hidden');

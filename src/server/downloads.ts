@@ -21,14 +21,15 @@ const RESERVED = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/i;
 
 /**
  * One part of a file name: letters, digits, `.`, `_` and `-` only (anything else becomes `_`), no leading dot
- * (a hidden file) or dash, at most 80 characters; `run` when nothing is left.
+ * (a hidden file) or dash, at most 80 characters; `run` when nothing but underscores is left.
  */
 export function safeNamePart(s: string): string {
   const kept = s
     .replace(/[^A-Za-z0-9._-]+/g, '_')
-    .replace(/^[._-]+/, '')
+    .replace(/^[.-]+/, '')
     .slice(0, 80);
-  if (kept === '') return 'run';
+  // (a run id, URL-safe already, is kept as it is: `_x` too)
+  if (/^_*$/.test(kept)) return 'run';
   return RESERVED.test(kept.split('.')[0]!) ? `_${kept}` : kept;
 }
 
