@@ -9,6 +9,15 @@ import { collectGarbage, settlesBelow } from '../../../test/support/collectGarba
 import { fixturePath } from '../../../test/support/fixtures.ts';
 import { ParsePool } from './parsePool.ts';
 
+/** Writes ~20 MB of gpu_util lines (more than two of a read's 8 MiB chunks) as an hour file in `dir`; returns its path. */
+function writeBigHour(dir: string): string {
+  const lines: string[] = [];
+  for (let i = 0; i < 240_000; i++) lines.push(`{"ts":${1796587200 + Math.floor(i / 64)}.25,"node":"10.0.0.${1 + ((i >> 3) & 7)}","gpu":${i & 7},"util":${i % 100},"mem_mb":1900,"power_w":96}`);
+  const path = join(dir, '20261206_20.jsonl');
+  writeFileSync(path, lines.join('\n') + '\n');
+  return path;
+}
+
 test('a parse thread that went away fails its job and is handed no other, so no reader waits for it forever', async () => {
   const pool = new ParsePool(2);
   try {
@@ -34,10 +43,7 @@ test('a parse thread holds none of the bytes it read once its job is answered', 
   const pool = new ParsePool(1);
   try {
     // ~20 MB of an hour, more than one read's chunk: what a window read leaves behind is easy to see
-    const lines: string[] = [];
-    for (let i = 0; i < 240_000; i++) lines.push(`{"ts":${1796587200 + Math.floor(i / 64)}.25,"node":"10.0.0.${1 + ((i >> 3) & 7)}","gpu":${i & 7},"util":${i % 100},"mem_mb":1900,"power_w":96}`);
-    const path = join(dir, '20261206_20.jsonl');
-    writeFileSync(path, lines.join('\n') + '\n');
+    const path = writeBigHour(dir);
     assert.equal(pool.waitReady(), 1);
     const held = (): number => {
       const bytes = pool.threadBufferBytes(pool.idle());
@@ -99,11 +105,8 @@ test('a warm-up parse pauses for requests at most its budget in all, not at ever
   const inFlight = new Int32Array(new SharedArrayBuffer(4));
   const pool = new ParsePool(1, inFlight);
   try {
-    // ~20 MB: three of a read's chunks
-    const lines: string[] = [];
-    for (let i = 0; i < 240_000; i++) lines.push(`{"ts":${1796587200 + Math.floor(i / 64)}.25,"node":"10.0.0.${1 + ((i >> 3) & 7)}","gpu":${i & 7},"util":${i % 100},"mem_mb":1900,"power_w":96}`);
-    const path = join(dir, '20261206_20.jsonl');
-    writeFileSync(path, lines.join('\n') + '\n');
+    // three of a read's chunks
+    const path = writeBigHour(dir);
     assert.equal(pool.waitReady(), 1);
     Atomics.store(inFlight, 0, 1);
     const slot = pool.idle();
