@@ -17,9 +17,12 @@ export interface CollectorInfo {
 
 const schema = z.strictObject({ address: z.string(), token: z.string().min(16), pid: z.int(), started_ts: z.number() });
 
-/** A fresh random token (256 bits, URL-safe). */
+/**
+ * A fresh random token (256 bits as hex: URL-safe, and never starting with `-`, which a command line would take for
+ * an option, as `--token -x…` is to the GPU sampler's argparse).
+ */
 export function newToken(): string {
-  return randomBytes(32).toString('base64url');
+  return randomBytes(32).toString('hex');
 }
 
 export function collectorFileText(info: CollectorInfo): string {
