@@ -18,7 +18,7 @@ import { RunAnswers, type HandedIn, type Presentation, type Window } from './run
 import { latestValues, runStatus } from './runsTable.ts';
 import { loggedEvalDatasets, slimeMetricKeys, slimeMetricsAnswer, slimeStepMetrics, type StepMetricsInputs } from './slimeRollouts.ts';
 import { traceDetails, traceView, widenedByTrace } from './slimeTraceView.ts';
-import { fewAndSmall, PARTIAL_STEPS_FROM_BYTES, unreadRuns } from './stepFacts.ts';
+import { fewAndSmall, unreadRuns } from './stepFacts.ts';
 
 type StepMetric = ReturnType<typeof slimeStepMetrics>[number];
 
@@ -117,8 +117,6 @@ export class SlimeAnswers extends RunAnswers {
   private closed = false;
   /** Decode time a progressive whole-run answer spends on unread steps before answering over those read, ms. */
   stepBudgetMs = STEP_BUDGET_MS;
-  /** Unread steps whose dumps total less than this (and are few) are all read before answering (0: never). */
-  private atOnceBytes = PARTIAL_STEPS_FROM_BYTES;
 
   constructor(
     model: RunModel,
@@ -128,16 +126,6 @@ export class SlimeAnswers extends RunAnswers {
   ) {
     super(model, handed);
     this.kept = handed.slimeSteps ?? null;
-  }
-
-  /** The health board's and the whole-run answers' threshold alike (see RunAnswers). */
-  override get partialStepsFromBytes(): number {
-    return super.partialStepsFromBytes;
-  }
-
-  override set partialStepsFromBytes(bytes: number) {
-    super.partialStepsFromBytes = bytes;
-    this.atOnceBytes = bytes;
   }
 
   /** The values a previous start derived, taken while their steps' stamps still match (checked as they are used). */
@@ -271,7 +259,8 @@ export class SlimeAnswers extends RunAnswers {
 
   /** Whether these steps are few and their dumps total less than `atOnceBytes`: read before answering. */
   private cheap(steps: readonly ListedStep[]): Promise<boolean> {
-    return fewAndSmall(steps, this.atOnceBytes, (s) => this.traces.dumpBytes(s.rolloutId, s.evaluation));
+    // the health board's threshold (see RunAnswers) holds for the whole-run answers too
+    return fewAndSmall(steps, this.partialStepsFromBytes, (s) => this.traces.dumpBytes(s.rolloutId, s.evaluation));
   }
 
   /**

@@ -294,7 +294,7 @@ export class SlimeRunModel implements RunModel, TraceSource {
 
   /** Bytes of the step's dump files (a source that cannot tell counts as too many to read at once). */
   stepBytes(rolloutId: number): Promise<number> {
-    return this.run.bytes?.(rolloutId, false) ?? Promise.resolve(Infinity);
+    return this.dumpBytes(rolloutId, false);
   }
 
   dumpBytes(rolloutId: number, evaluation: boolean): Promise<number> {
